@@ -1,0 +1,21 @@
+// The wallsim command's subcommands: each `add_*_commands` registers its CLI11 subcommands.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace wallsim::cli {
+
+// Exit codes of the wallsim command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;  // a bug: please report
+inline constexpr int kExitBadInput = 2;  // bad config, plan file, arguments or parameters
+
+// Ends the command with `code` after it has already printed its own diagnostics.
+struct Exit {
+  int code;
+};
+
+void add_config_commands(CLI::App& app);
+void add_plan_commands(CLI::App& app);
+
+}  // namespace wallsim::cli

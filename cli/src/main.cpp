@@ -1,0 +1,36 @@
+// The wallsim command: argument parsing and exit codes; the work lives in the libraries.
+#include <cstdlib>
+#include <iostream>
+
+#include "commands.h"
+#include "wallsim/isa/params.h"
+
+int main(int argc, char** argv) {
+  using namespace wallsim::cli;
+  CLI::App app{"wallsim: cycle-level simulator of a dataflow AI accelerator and its runtime"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "wallsim 0.1.0");
+  add_config_commands(app);
+  add_plan_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const Exit& e) {
+    return e.code;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "wallsim: " << e.what() << " (see wallsim --help)\n";
+    return kExitBadInput;
+  } catch (const wallsim::isa::InputError& e) {
+    std::cerr << "wallsim: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "wallsim: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+  return kExitOk;
+}

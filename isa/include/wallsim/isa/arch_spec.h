@@ -1,0 +1,144 @@
+// ArchSpec: what a compiler must know about the chip — geometry, tile limits, alignment and
+// which engine may touch which memory space. Read from a config's `arch` section.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wallsim/isa/params.h"
+#include "wallsim/isa/types.h"
+
+namespace wallsim::isa {
+
+// Defaults describe one NeuronCore-v3 (Trainium2) core; configs/README.md cites each figure.
+struct SbufSpec {
+  int32_t partitions = 128;
+  int64_t bytes_per_partition = 224 * 1024;
+};
+
+struct PsumSpec {
+  int32_t partitions = 128;
+  int64_t bytes_per_partition = 16 * 1024;
+  int64_t bank_bytes = 2 * 1024;  // one bank holds one matmul's fp32 output row
+};
+
+struct TensorArraySpec {
+  int32_t rows = 128;              // contraction (K) partitions of the stationary and moving tiles
+  int32_t cols = 128;              // stationary free size M = output partitions
+  int32_t moving_free_max = 512;  // moving free size N
+};
+
+struct LaneEngineSpec {
+  int64_t free_max = 64 * 1024;  // elements per partition in one instruction
+};
+
+struct DmaSpec {
+  int32_t engines = 16;
+  int32_t queues_max = 64;  // DMA instruction streams one plan may declare
+};
+
+struct HbmSpec {
+  int64_t bytes = int64_t{12} << 30;
+};
+
+// Which memory spaces an engine may read and write.
+struct SpaceAccess {
+  std::vector<MemSpace> reads;
+  std::vector<MemSpace> writes;
+};
+
+struct AccessRules {
+  SpaceAccess tensor{{MemSpace::sbuf}, {MemSpace::psum}};
+  SpaceAccess vector{{MemSpace::sbuf, MemSpace::psum}, {MemSpace::sbuf, MemSpace::psum}};
+  SpaceAccess scalar{{MemSpace::sbuf, MemSpace::psum}, {MemSpace::sbuf, MemSpace::psum}};
+  SpaceAccess dma{{MemSpace::hbm, MemSpace::sbuf, MemSpace::host},
+                  {MemSpace::hbm, MemSpace::sbuf, MemSpace::host}};
+
+  const SpaceAccess& of(Engine e) const;
+};
+
+struct ArchSpec {
+  int32_t partition_alignment = 32;  // compute engines start on-chip accesses at multiples of this
+  SbufSpec sbuf;
+  PsumSpec psum;
+  TensorArraySpec tensor;
+  LaneEngineSpec vector;
+  LaneEngineSpec scalar;
+  DmaSpec dma;
+  HbmSpec hbm;
+  AccessRules access;
+
+  bool may_read(Engine e, MemSpace s) const;
+  bool may_write(Engine e, MemSpace s) const;
+  int32_t partitions(MemSpace s) const;           // 0 for off-chip spaces
+  int64_t bytes_per_partition(MemSpace s) const;  // 0 for off-chip spaces
+};
+
+// Cross-field consistency (e.g. an array with more rows than SBUF partitions). Throws
+// InputError naming the JSON path under `prefix` (normally "arch").
+void check_consistency(const ArchSpec& arch, const std::string& prefix);
+
+template <class V>
+void describe(V& v, SbufSpec& s) {
+  v.field("partitions", s.partitions, {1, 1024}, "", "SBUF partitions (lanes of the compute engines)");
+  v.field("bytes_per_partition", s.bytes_per_partition, {1024, int64_t{1} << 30}, "bytes",
+          "SBUF capacity of one partition");
+}
+template <class V>
+void describe(V& v, PsumSpec& s) {
+  v.field("partitions", s.partitions, {1, 1024}, "", "PSUM partitions");
+  v.field("bytes_per_partition", s.bytes_per_partition, {64, int64_t{1} << 24}, "bytes",
+          "PSUM capacity of one partition");
+  v.field("bank_bytes", s.bank_bytes, {64, int64_t{1} << 24}, "bytes",
+          "PSUM bank size per partition; one matmul output must fit in one bank");
+}
+template <class V>
+void describe(V& v, TensorArraySpec& s) {
+  v.field("rows", s.rows, {1, 1024}, "", "systolic array rows = contraction partitions K");
+  v.field("cols", s.cols, {1, 1024}, "",
+          "systolic array columns = stationary free size M = output partitions");
+  v.field("moving_free_max", s.moving_free_max, {1, 65536}, "elements",
+          "largest moving-tile free size N of one matmul");
+}
+template <class V>
+void describe(V& v, LaneEngineSpec& s) {
+  v.field("free_max", s.free_max, {1, int64_t{1} << 24}, "elements",
+          "largest free size (elements per partition) of one instruction");
+}
+template <class V>
+void describe(V& v, DmaSpec& s) {
+  v.field("engines", s.engines, {1, 256}, "", "DMA engines serving the core");
+  v.field("queues_max", s.queues_max, {1, 4096}, "", "DMA queues one plan may declare");
+}
+template <class V>
+void describe(V& v, HbmSpec& s) {
+  v.field("bytes", s.bytes, {1 << 20, int64_t{1} << 50}, "bytes", "HBM capacity of this device");
+}
+template <class V>
+void describe(V& v, SpaceAccess& s) {
+  v.field("reads", s.reads, "memory spaces the engine may read");
+  v.field("writes", s.writes, "memory spaces the engine may write");
+}
+template <class V>
+void describe(V& v, AccessRules& s) {
+  v.section("tensor", s.tensor, "tensor engine");
+  v.section("vector", s.vector, "vector engine");
+  v.section("scalar", s.scalar, "scalar (activation) engine");
+  v.section("dma", s.dma, "DMA engines");
+}
+template <class V>
+void describe(V& v, ArchSpec& s) {
+  v.field("partition_alignment", s.partition_alignment, {1, 1024}, "partitions",
+          "compute-engine accesses start at a multiple of this partition");
+  v.section("sbuf", s.sbuf, "state buffer: the on-chip scratchpad");
+  v.section("psum", s.psum, "partial-sum buffer: the tensor engine's accumulator memory");
+  v.section("tensor", s.tensor, "tensor engine (systolic array) geometry");
+  v.section("vector", s.vector, "vector engine tile limits");
+  v.section("scalar", s.scalar, "scalar (activation) engine tile limits");
+  v.section("dma", s.dma, "DMA resources");
+  v.section("hbm", s.hbm, "device memory");
+  v.section("access", s.access, "which engine may read and write which memory space");
+}
+
+}  // namespace wallsim::isa

@@ -1,0 +1,64 @@
+// Plan lookups and sizes.
+#include "wallsim/isa/plan.h"
+
+#include <array>
+
+namespace wallsim::isa {
+namespace {
+
+constexpr std::array<std::string_view, 4> kRoleNames = {"input", "output", "inout", "scratch"};
+
+template <class T>
+int find_by_name(const std::vector<T>& v, std::string_view name) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string_view name_of(TensorRole r) { return kRoleNames[static_cast<size_t>(r)]; }
+
+std::optional<TensorRole> parse_tensor_role(std::string_view s) {
+  for (size_t i = 0; i < kRoleNames.size(); ++i) {
+    if (kRoleNames[i] == s) return static_cast<TensorRole>(i);
+  }
+  return std::nullopt;
+}
+
+int64_t TensorDecl::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
+  return n;
+}
+
+int64_t Plan::instruction_count() const {
+  int64_t n = 0;
+  for (const auto& s : streams) n += static_cast<int64_t>(s.instructions.size());
+  return n;
+}
+
+int Plan::find_tensor(std::string_view n) const { return find_by_name(tensors, n); }
+int Plan::find_buffer(std::string_view n) const { return find_by_name(buffers, n); }
+int Plan::find_scalar(std::string_view n) const { return find_by_name(scalars, n); }
+
+int Plan::find_semaphore(std::string_view n) const {
+  for (size_t i = 0; i < semaphores.size(); ++i) {
+    if (semaphores[i] == n) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string_view Plan::target_name(const AccessPattern& ap) const {
+  if (is_on_chip(ap.space)) {
+    if (ap.buffer >= 0 && ap.buffer < static_cast<int>(buffers.size())) return buffers[ap.buffer].name;
+  } else if (ap.buffer >= 0 && ap.buffer < static_cast<int>(tensors.size())) {
+    return tensors[ap.buffer].name;
+  }
+  return "?";
+}
+
+}  // namespace wallsim::isa

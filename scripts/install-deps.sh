@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what wallsim needs to build, test and benchmark, from Debian packages only.
+# Does nothing when everything is present; runs `apt-get update` once before the first install;
+# uses sudo when not root. Usage: scripts/install-deps.sh [build|test|tools]
+set -euo pipefail
+
+want=(
+  g++ make cmake ninja-build pkg-config
+  libsystemc-dev libboost-dev nlohmann-json3-dev libeigen3-dev
+  libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+case "${1:-build}" in
+  build|test) ;;
+  tools) want+=(python3 python3-matplotlib python3-numpy parallel) ;;
+  *) echo "install-deps.sh: unknown profile '$1' (expected build, test or tools)" >&2; exit 2 ;;
+esac
+
+missing=()
+for pkg in "${want[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -eq 0 ]]; then sudo=(); else sudo=(sudo); fi
+echo "install-deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

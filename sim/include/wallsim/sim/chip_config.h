@@ -1,0 +1,64 @@
+// The chip's configuration: `arch` (what the compiler must know) and `timing` (clocks,
+// latencies, bandwidths, overheads), each component's section typed and described.
+#pragma once
+
+#include <string>
+
+#include "wallsim/dma/dma_timing.h"
+#include "wallsim/engines/engine_timing.h"
+#include "wallsim/isa/arch_spec.h"
+#include "wallsim/memory/memory_timing.h"
+
+namespace wallsim::sim {
+
+// What starting a plan costs: its instruction streams are fetched from HBM, semaphores reset,
+// and (by default) it starts only after the previous plan has drained.
+struct LaunchTiming {
+  int64_t bytes_per_instruction = 64;
+  int64_t switch_ns = 1000;
+  int64_t semaphore_reset_ns = 100;
+  bool wait_for_previous = true;
+};
+
+struct TimingConfig {
+  engines::TensorEngineTiming tensor;
+  engines::LaneEngineTiming vector{960.0};
+  engines::LaneEngineTiming scalar{1200.0};
+  memory::HbmTiming hbm;
+  dma::DmaTiming dma;
+  dma::HostLinkTiming host_link;
+  LaunchTiming launch;
+};
+
+struct ChipConfig {
+  std::string name = "trn2";
+  isa::ArchSpec arch;
+  TimingConfig timing;
+};
+
+template <class V>
+void describe(V& v, LaunchTiming& t) {
+  v.field("bytes_per_instruction", t.bytes_per_instruction, {1, 1 << 20}, "bytes",
+          "encoded instruction size fetched from HBM when a plan is launched");
+  v.field("switch_ns", t.switch_ns, {0, 1000000000}, "ns", "fixed cost of starting a plan");
+  v.field("semaphore_reset_ns", t.semaphore_reset_ns, {0, 1000000000}, "ns",
+          "cost of resetting the plan's semaphores");
+  v.field("wait_for_previous", t.wait_for_previous,
+          "a plan starts only after the previous plan has drained");
+}
+
+template <class V>
+void describe(V& v, TimingConfig& t) {
+  v.section("tensor", t.tensor, "tensor engine pipeline");
+  v.section("vector", t.vector, "vector engine");
+  v.section("scalar", t.scalar, "scalar (activation) engine");
+  v.section("hbm", t.hbm, "device memory");
+  v.section("dma", t.dma, "each DMA engine");
+  v.section("host_link", t.host_link, "host<->device link");
+  v.section("launch", t.launch, "plan launch");
+}
+
+// Cross-field consistency of the whole chip; throws isa::InputError with the JSON path.
+void check_consistency(const ChipConfig& chip);
+
+}  // namespace wallsim::sim
