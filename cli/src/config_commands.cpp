@@ -53,9 +53,9 @@ void print_summary(const runtime::Config& c) {
             << fixed(t.tensor.freq_mhz, 0) << " MHz: peak " << fixed(2 * macs_per_s / 1e12, 1)
             << " TFLOP/s bf16, " << fixed(2 * macs_per_s / t.tensor.fp32_slowdown / 1e12, 1)
             << " fp32; moving tile up to " << a.tensor.moving_free_max << "\n"
-            << "  vector engine  " << a.sbuf.partitions << " lanes @ " << fixed(t.vector.freq_mhz, 0)
-            << " MHz; scalar engine " << a.sbuf.partitions << " lanes @ "
-            << fixed(t.scalar.freq_mhz, 0) << " MHz\n"
+            << "  vector engine  " << a.sbuf.partitions << " lanes @ "
+            << fixed(t.vector.freq_mhz, 0) << " MHz; scalar engine " << a.sbuf.partitions
+            << " lanes @ " << fixed(t.scalar.freq_mhz, 0) << " MHz\n"
             << "  SBUF           " << a.sbuf.partitions << " partitions x "
             << kib(a.sbuf.bytes_per_partition) << " = "
             << kib(a.sbuf.partitions * a.sbuf.bytes_per_partition) << "\n"

@@ -35,7 +35,8 @@ bool AccessPattern::has_aliasing() const {
   // Sorted by |stride|, the dims with size > 1 map iteration points to distinct elements when
   // each stride exceeds the reach of all smaller dims together (a sufficient condition).
   std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size)
-  if (!is_on_chip(space) && partitions > 1) dims.emplace_back(std::llabs(partition_stride), partitions);
+  if (!is_on_chip(space) && partitions > 1)
+    dims.emplace_back(std::llabs(partition_stride), partitions);
   for (int d = 0; d < num_free; ++d) {
     if (free[d].size > 1) dims.emplace_back(std::llabs(free[d].stride), free[d].size);
   }

@@ -54,9 +54,9 @@ void check_consistency(const ArchSpec& a, const std::string& prefix) {
                             ") exceed PSUM partitions (" + std::to_string(a.psum.partitions) + ")");
   }
   if (a.psum.bank_bytes > a.psum.bytes_per_partition) {
-    fail("psum.bank_bytes", "a bank (" + std::to_string(a.psum.bank_bytes) +
-                                " bytes) is larger than PSUM (" +
-                                std::to_string(a.psum.bytes_per_partition) + " bytes per partition)");
+    fail("psum.bank_bytes",
+         "a bank (" + std::to_string(a.psum.bank_bytes) + " bytes) is larger than PSUM (" +
+             std::to_string(a.psum.bytes_per_partition) + " bytes per partition)");
   }
   if (a.psum.bytes_per_partition % a.psum.bank_bytes != 0) {
     fail("psum.bank_bytes", "PSUM bytes per partition (" +
@@ -64,13 +64,13 @@ void check_consistency(const ArchSpec& a, const std::string& prefix) {
                                 ") is not a whole number of banks");
   }
   if (int64_t{a.tensor.moving_free_max} * 4 > a.psum.bank_bytes) {
-    fail("tensor.moving_free_max",
-         std::to_string(a.tensor.moving_free_max) + " fp32 outputs do not fit one PSUM bank (" +
-             std::to_string(a.psum.bank_bytes) + " bytes)");
+    fail("tensor.moving_free_max", std::to_string(a.tensor.moving_free_max) +
+                                       " fp32 outputs do not fit one PSUM bank (" +
+                                       std::to_string(a.psum.bank_bytes) + " bytes)");
   }
   if (a.partition_alignment > a.sbuf.partitions || a.sbuf.partitions % a.partition_alignment) {
-    fail("partition_alignment", "must divide SBUF partitions (" +
-                                    std::to_string(a.sbuf.partitions) + ")");
+    fail("partition_alignment",
+         "must divide SBUF partitions (" + std::to_string(a.sbuf.partitions) + ")");
   }
   if (a.may_read(Engine::dma, MemSpace::psum) || a.may_write(Engine::dma, MemSpace::psum)) {
     fail("access.dma", "DMA engines cannot access PSUM");

@@ -59,7 +59,8 @@ std::string disassemble(const Instruction& in, const Plan& plan) {
   }
   if (in.uses(F_Reverse) && in.reverse) os << " reverse";
   if (in.uses(F_Value) || in.uses(F_Iota)) os << " value=" << num(in.value);
-  if (in.uses(F_Iota)) os << " partition_step=" << num(in.partition_step) << " step=" << num(in.step);
+  if (in.uses(F_Iota))
+    os << " partition_step=" << num(in.partition_step) << " step=" << num(in.step);
   if (in.uses(F_MatmulFlags)) {
     if (in.start) os << " start";
     if (in.stop) os << " stop";

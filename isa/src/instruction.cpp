@@ -6,9 +6,8 @@ namespace {
 
 // The short field names used by the table's `fields` column.
 constexpr uint32_t Dst = F_Dst, Src0 = F_Src0, Src1 = F_Src1, Src2 = F_Src2, Accum = F_Accum,
-                   Alu = F_Alu, Act = F_Act, Scalar = F_Scalar,
-                   Reverse = F_Reverse, Value = F_Value, Iota = F_Iota,
-                   MatmulFlags = F_MatmulFlags;
+                   Alu = F_Alu, Act = F_Act, Scalar = F_Scalar, Reverse = F_Reverse,
+                   Value = F_Value, Iota = F_Iota, MatmulFlags = F_MatmulFlags;
 
 constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
 #define WALLSIM_OPCODE(name, engine, fields, s0, s1, s2, summary) \
@@ -20,7 +19,7 @@ constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
 constexpr std::array<std::string_view, kNumAluOps> kAluNames = {
     "add", "sub", "mul", "div", "max", "min", "eq", "ne", "lt", "le", "gt", "ge"};
 constexpr std::array<std::string_view, kNumActFns> kActNames = {
-    "identity", "relu", "gelu",  "silu",   "exp",        "log", "tanh",
+    "identity", "relu",  "gelu", "silu",   "exp",        "log", "tanh",
     "sigmoid",  "rsqrt", "sqrt", "square", "reciprocal", "abs"};
 
 template <class E, size_t N>

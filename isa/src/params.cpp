@@ -251,10 +251,12 @@ void apply_override(Json& root, std::string_view assignment) {
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (key.empty()) throw InputError(path, "empty key in override path");
     if (!node->is_object()) {
-      throw InputError(path.substr(0, start ? start - 1 : 0), "cannot set a key inside a non-object");
+      throw InputError(path.substr(0, start ? start - 1 : 0),
+                       "cannot set a key inside a non-object");
     }
     if (dot == std::string::npos) {
       (*node)[key] = value;

@@ -54,7 +54,8 @@ int Plan::find_semaphore(std::string_view n) const {
 
 std::string_view Plan::target_name(const AccessPattern& ap) const {
   if (is_on_chip(ap.space)) {
-    if (ap.buffer >= 0 && ap.buffer < static_cast<int>(buffers.size())) return buffers[ap.buffer].name;
+    if (ap.buffer >= 0 && ap.buffer < static_cast<int>(buffers.size()))
+      return buffers[ap.buffer].name;
   } else if (ap.buffer >= 0 && ap.buffer < static_cast<int>(tensors.size())) {
     return tensors[ap.buffer].name;
   }

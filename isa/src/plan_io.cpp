@@ -48,7 +48,8 @@ class Obj {
   bool boolean_or(std::string_view key, bool dflt) {
     const Json* v = opt(key);
     if (!v) return dflt;
-    if (!v->is_boolean()) throw InputError(at(key), "expected true or false, got " + abbreviate(*v));
+    if (!v->is_boolean())
+      throw InputError(at(key), "expected true or false, got " + abbreviate(*v));
     return v->get<bool>();
   }
   const Json& array(std::string_view key) {
@@ -91,9 +92,7 @@ class Obj {
   std::vector<std::string> m_known;
 };
 
-std::string idx(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
+std::string idx(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 const Json& pair_at(const Json& v, const std::string& path) {
   if (!v.is_array() || v.size() != 2) {
@@ -126,7 +125,8 @@ class PlanReader {
       for (size_t i = 0; i < a->size(); ++i) {
         std::string p = idx(o.at("semaphores"), i);
         std::string name = Obj::as_str((*a)[i], p);
-        if (m_plan.find_semaphore(name) >= 0) throw InputError(p, "duplicate semaphore \"" + name + "\"");
+        if (m_plan.find_semaphore(name) >= 0)
+          throw InputError(p, "duplicate semaphore \"" + name + "\"");
         m_plan.semaphores.push_back(name);
       }
     }
@@ -161,7 +161,8 @@ class PlanReader {
     s.max = o.integer("max", -kMaxOffset, kMaxOffset);
     o.finish();
     if (m_plan.find_scalar(s.name) >= 0) o.fail("duplicate scalar \"" + s.name + "\"");
-    if (s.min > s.max) o.fail("min " + std::to_string(s.min) + " exceeds max " + std::to_string(s.max));
+    if (s.min > s.max)
+      o.fail("min " + std::to_string(s.min) + " exceeds max " + std::to_string(s.max));
     m_plan.scalars.push_back(std::move(s));
   }
 
@@ -170,7 +171,8 @@ class PlanReader {
     TensorDecl t;
     t.name = o.str("name");
     t.space = parse_enum<MemSpace>(o.req("space"), o.at("space"), parse_mem_space, "memory space");
-    if (is_on_chip(t.space)) throw InputError(o.at("space"), "tensors live in hbm or host; on-chip regions are buffers");
+    if (is_on_chip(t.space))
+      throw InputError(o.at("space"), "tensors live in hbm or host; on-chip regions are buffers");
     t.dtype = parse_enum<DType>(o.req("dtype"), o.at("dtype"), parse_dtype, "dtype");
     const Json& shape = o.array("shape");
     for (size_t i = 0; i < shape.size(); ++i) {
@@ -190,9 +192,11 @@ class PlanReader {
     BufferDecl b;
     b.name = o.str("name");
     b.space = parse_enum<MemSpace>(o.req("space"), o.at("space"), parse_mem_space, "memory space");
-    if (!is_on_chip(b.space)) throw InputError(o.at("space"), "buffers live in sbuf or psum; off-chip data are tensors");
+    if (!is_on_chip(b.space))
+      throw InputError(o.at("space"), "buffers live in sbuf or psum; off-chip data are tensors");
     const Json& parts = pair_at(o.req("partitions"), o.at("partitions"));
-    b.partition_start = static_cast<int32_t>(Obj::as_int(parts[0], o.at("partitions[0]"), 0, 1 << 20));
+    b.partition_start =
+        static_cast<int32_t>(Obj::as_int(parts[0], o.at("partitions[0]"), 0, 1 << 20));
     b.partitions = static_cast<int32_t>(Obj::as_int(parts[1], o.at("partitions[1]"), 1, 1 << 20));
     b.offset_bytes = o.integer_or("offset", 0, kMaxSize, 0);
     b.bytes = o.integer("bytes", 1, kMaxSize);
@@ -234,7 +238,8 @@ class PlanReader {
       }
     }
     if (in.uses(F_Accum)) in.accum = read_ap(o.req("accum"), o.at("accum"));
-    if (in.uses(F_Alu)) in.alu = parse_enum<AluOp>(o.req("alu"), o.at("alu"), parse_alu_op, "alu op");
+    if (in.uses(F_Alu))
+      in.alu = parse_enum<AluOp>(o.req("alu"), o.at("alu"), parse_alu_op, "alu op");
     if (in.uses(F_Act)) {
       in.act = parse_enum<ActFn>(o.req("act"), o.at("act"), parse_act_fn, "activation function");
       in.scale = o.real_or("scale", 1.0);
@@ -247,13 +252,15 @@ class PlanReader {
       } else if (v.is_string()) {
         in.scalar.scalar = lookup_scalar(v.get<std::string>(), o.at("scalar"));
       } else {
-        throw InputError(o.at("scalar"), "expected a number or a run-time scalar name, got " + abbreviate(v));
+        throw InputError(o.at("scalar"),
+                         "expected a number or a run-time scalar name, got " + abbreviate(v));
       }
     }
     if (in.uses(F_Reverse)) in.reverse = o.boolean_or("reverse", false);
     if (in.uses(F_Value) || in.uses(F_Iota)) {
       const Json& v = o.req("value");
-      if (!v.is_number()) throw InputError(o.at("value"), "expected a number, got " + abbreviate(v));
+      if (!v.is_number())
+        throw InputError(o.at("value"), "expected a number, got " + abbreviate(v));
       in.value = v.get<double>();
     }
     if (in.uses(F_Iota)) {
@@ -268,16 +275,16 @@ class PlanReader {
       for (size_t i = 0; i < w->size(); ++i) {
         std::string p = idx(o.at("wait"), i);
         const Json& pr = pair_at((*w)[i], p);
-        in.waits.push_back({lookup_semaphore(pr[0], p + "[0]"),
-                            Obj::as_int(pr[1], p + "[1]", 0, kMaxOffset)});
+        in.waits.push_back(
+            {lookup_semaphore(pr[0], p + "[0]"), Obj::as_int(pr[1], p + "[1]", 0, kMaxOffset)});
       }
     }
     if (const Json* s = o.array_opt("signal")) {
       for (size_t i = 0; i < s->size(); ++i) {
         std::string p = idx(o.at("signal"), i);
         const Json& pr = pair_at((*s)[i], p);
-        in.signals.push_back({lookup_semaphore(pr[0], p + "[0]"),
-                              Obj::as_int(pr[1], p + "[1]", 1, kMaxOffset)});
+        in.signals.push_back(
+            {lookup_semaphore(pr[0], p + "[0]"), Obj::as_int(pr[1], p + "[1]", 1, kMaxOffset)});
       }
     }
     in.node = static_cast<int32_t>(o.integer_or("node", -1, INT32_MAX, -1));
@@ -301,7 +308,8 @@ class PlanReader {
     ap.dtype = parse_enum<DType>(o.req("dtype"), o.at("dtype"), parse_dtype, "dtype");
     if (is_on_chip(ap.space)) {
       const Json& p = pair_at(o.req("partitions"), o.at("partitions"));
-      ap.partition_start = static_cast<int32_t>(Obj::as_int(p[0], o.at("partitions[0]"), 0, 1 << 20));
+      ap.partition_start =
+          static_cast<int32_t>(Obj::as_int(p[0], o.at("partitions[0]"), 0, 1 << 20));
       ap.partitions = static_cast<int32_t>(Obj::as_int(p[1], o.at("partitions[1]"), 1, 1 << 20));
     } else {
       const Json& r = pair_at(o.req("rows"), o.at("rows"));
@@ -311,7 +319,8 @@ class PlanReader {
     ap.offset = o.integer_or("offset", -kMaxOffset, kMaxOffset, 0);
     if (const Json* f = o.array_opt("free")) {
       if (f->size() > kMaxFreeDims) {
-        throw InputError(o.at("free"), "at most " + std::to_string(kMaxFreeDims) + " free dims, got " + std::to_string(f->size()));
+        throw InputError(o.at("free"), "at most " + std::to_string(kMaxFreeDims) +
+                                           " free dims, got " + std::to_string(f->size()));
       }
       for (size_t i = 0; i < f->size(); ++i) {
         std::string p = idx(o.at("free"), i);
@@ -356,7 +365,8 @@ Json instruction_json(const Instruction& in, const Plan& plan) {
   j["op"] = std::string(oi.name);
   if (in.uses(F_Dst)) j["dst"] = to_json(in.dst, plan);
   for (int k = 0; k < 3; ++k) {
-    if (in.uses(static_cast<OpField>(F_Src0 << k))) j[std::string(oi.src_roles[k])] = to_json(in.src[k], plan);
+    if (in.uses(static_cast<OpField>(F_Src0 << k)))
+      j[std::string(oi.src_roles[k])] = to_json(in.src[k], plan);
   }
   if (in.uses(F_Accum)) j["accum"] = to_json(in.accum, plan);
   if (in.uses(F_Alu)) j["alu"] = std::string(name_of(in.alu));
@@ -366,7 +376,8 @@ Json instruction_json(const Instruction& in, const Plan& plan) {
     if (in.bias != 0.0) j["bias"] = in.bias;
   }
   if (in.uses(F_Scalar)) {
-    j["scalar"] = in.scalar.scalar >= 0 ? Json(plan.scalars[in.scalar.scalar].name) : Json(in.scalar.imm);
+    j["scalar"] =
+        in.scalar.scalar >= 0 ? Json(plan.scalars[in.scalar.scalar].name) : Json(in.scalar.imm);
   }
   if (in.uses(F_Reverse) && in.reverse) j["reverse"] = true;
   if (in.uses(F_Value) || in.uses(F_Iota)) j["value"] = in.value;
@@ -404,8 +415,10 @@ Json plan_json(const Plan& p) {
   if (!p.tensors.empty()) {
     Json a = Json::array();
     for (const auto& t : p.tensors) {
-      a.push_back({{"name", t.name}, {"space", std::string(name_of(t.space))},
-                   {"dtype", std::string(name_of(t.dtype))}, {"shape", t.shape},
+      a.push_back({{"name", t.name},
+                   {"space", std::string(name_of(t.space))},
+                   {"dtype", std::string(name_of(t.dtype))},
+                   {"shape", t.shape},
                    {"role", std::string(name_of(t.role))}});
     }
     j["tensors"] = std::move(a);
@@ -413,7 +426,8 @@ Json plan_json(const Plan& p) {
   if (!p.buffers.empty()) {
     Json a = Json::array();
     for (const auto& b : p.buffers) {
-      Json bj = {{"name", b.name}, {"space", std::string(name_of(b.space))},
+      Json bj = {{"name", b.name},
+                 {"space", std::string(name_of(b.space))},
                  {"partitions", pair(b.partition_start, b.partitions)}};
       if (b.offset_bytes != 0) bj["offset"] = b.offset_bytes;
       bj["bytes"] = b.bytes;

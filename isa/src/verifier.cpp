@@ -60,7 +60,8 @@ class Verifier {
     }
     std::set<int32_t> ids;
     for (const NodeInfo& n : m_plan.nodes) {
-      if (!ids.insert(n.id).second) report("provenance", "node id " + str(n.id) + " declared twice");
+      if (!ids.insert(n.id).second)
+        report("provenance", "node id " + str(n.id) + " declared twice");
     }
     std::set<Engine> compute;
     std::set<std::string> names;
@@ -105,29 +106,31 @@ class Verifier {
       report("provenance", "node " + str(in.node) + " is not declared in the plan's nodes");
     }
     for (const SemWait& w : in.waits) {
-      if (w.sem < 0 || w.sem >= static_cast<int>(m_plan.semaphores.size())) report("semaphore", "unknown semaphore");
+      if (w.sem < 0 || w.sem >= static_cast<int>(m_plan.semaphores.size()))
+        report("semaphore", "unknown semaphore");
     }
     for (const SemSignal& s : in.signals) {
-      if (s.sem < 0 || s.sem >= static_cast<int>(m_plan.semaphores.size())) report("semaphore", "unknown semaphore");
+      if (s.sem < 0 || s.sem >= static_cast<int>(m_plan.semaphores.size()))
+        report("semaphore", "unknown semaphore");
     }
     check_shapes(in);
   }
 
-  void check_operand(const AccessPattern& ap, const std::string& role,
-                     bool writes) {
+  void check_operand(const AccessPattern& ap, const std::string& role, bool writes) {
     Engine engine = m_stream->engine;
     std::string what = role + " " + std::string(m_plan.target_name(ap));
     bool ok = writes ? m_arch.may_write(engine, ap.space) : m_arch.may_read(engine, ap.space);
     if (!ok) {
       report("space", "the " + std::string(name_of(engine)) + " engine may not " +
-                          (writes ? "write " : "read ") + std::string(name_of(ap.space)) +
-                          " (" + what + ")");
+                          (writes ? "write " : "read ") + std::string(name_of(ap.space)) + " (" +
+                          what + ")");
     }
     if (writes && ap.has_aliasing()) report("shape", what + " writes some elements twice");
     if (ap.scalar >= 0 && (engine != Engine::dma || is_on_chip(ap.space))) {
       report("scalar", what + ": only off-chip DMA accesses take a run-time scalar offset");
     }
-    if (ap.scalar >= static_cast<int>(m_plan.scalars.size())) report("scalar", what + ": unknown run-time scalar");
+    if (ap.scalar >= static_cast<int>(m_plan.scalars.size()))
+      report("scalar", what + ": unknown run-time scalar");
     if (engine != Engine::dma && is_on_chip(ap.space) &&
         ap.partition_start % m_arch.partition_alignment != 0) {
       report("alignment", what + " starts at partition " + str(ap.partition_start) +
@@ -163,8 +166,9 @@ class Verifier {
       if (ap.partition_start < b.partition_start ||
           int64_t{ap.partition_start} + ap.partitions > int64_t{b.partition_start} + b.partitions) {
         report("bounds", what + " uses partitions " + str(ap.partition_start) + ".." +
-                             str(int64_t{ap.partition_start} + ap.partitions) + " outside the buffer's " +
-                             str(b.partition_start) + ".." + str(int64_t{b.partition_start} + b.partitions));
+                             str(int64_t{ap.partition_start} + ap.partitions) +
+                             " outside the buffer's " + str(b.partition_start) + ".." +
+                             str(int64_t{b.partition_start} + b.partitions));
       }
       if (lo < 0 || (hi + 1) * esize > b.bytes) {
         report("bounds", what + " touches bytes " + str(lo * esize) + ".." + str((hi + 1) * esize) +
@@ -193,7 +197,8 @@ class Verifier {
   }
 
   void require_float(const AccessPattern& a, const std::string& role) {
-    if (!is_float(a.dtype)) report("dtype", role + " must be a float type, not " + std::string(name_of(a.dtype)));
+    if (!is_float(a.dtype))
+      report("dtype", role + " must be a float type, not " + std::string(name_of(a.dtype)));
   }
 
   void check_shapes(const Instruction& in) {
@@ -203,25 +208,41 @@ class Verifier {
     switch (in.op) {
       case Opcode::matmul: {
         int64_t k = s0.partitions, m = s0.free_elements(), n = s1.free_elements();
-        if (s1.partitions != k) report("shape", "stationary has K=" + str(k) + " partitions but moving has " + str(s1.partitions));
-        if (k > m_arch.tensor.rows) report("tile", "K=" + str(k) + " exceeds the array's " + str(m_arch.tensor.rows) + " rows");
-        if (m > m_arch.tensor.cols) report("tile", "M=" + str(m) + " exceeds the array's " + str(m_arch.tensor.cols) + " columns");
-        if (n > m_arch.tensor.moving_free_max) report("tile", "N=" + str(n) + " exceeds the moving limit " + str(m_arch.tensor.moving_free_max));
+        if (s1.partitions != k)
+          report("shape",
+                 "stationary has K=" + str(k) + " partitions but moving has " + str(s1.partitions));
+        if (k > m_arch.tensor.rows)
+          report("tile",
+                 "K=" + str(k) + " exceeds the array's " + str(m_arch.tensor.rows) + " rows");
+        if (m > m_arch.tensor.cols)
+          report("tile",
+                 "M=" + str(m) + " exceeds the array's " + str(m_arch.tensor.cols) + " columns");
+        if (n > m_arch.tensor.moving_free_max)
+          report("tile",
+                 "N=" + str(n) + " exceeds the moving limit " + str(m_arch.tensor.moving_free_max));
         if (in.dst.partitions != m || in.dst.free_elements() != n) {
-          report("shape", "dst is [" + str(in.dst.partitions) + " x " + str(in.dst.free_elements()) + "] but the product is [" + str(m) + " x " + str(n) + "]");
+          report("shape", "dst is [" + str(in.dst.partitions) + " x " +
+                              str(in.dst.free_elements()) + "] but the product is [" + str(m) +
+                              " x " + str(n) + "]");
         }
         if (s0.dtype != s1.dtype) report("dtype", "stationary and moving differ in dtype");
         require_float(s0, "stationary");
-        if (in.dst.dtype != DType::fp32) report("dtype", "matmul accumulates into fp32, not " + std::string(name_of(in.dst.dtype)));
+        if (in.dst.dtype != DType::fp32)
+          report("dtype",
+                 "matmul accumulates into fp32, not " + std::string(name_of(in.dst.dtype)));
         check_one_bank(in.dst);
         break;
       }
       case Opcode::transpose: {
         if (in.dst.partitions != s0.free_elements() || in.dst.free_elements() != s0.partitions) {
-          report("shape", "dst [" + str(in.dst.partitions) + " x " + str(in.dst.free_elements()) + "] is not the transpose of src [" + str(s0.partitions) + " x " + str(s0.free_elements()) + "]");
+          report("shape", "dst [" + str(in.dst.partitions) + " x " + str(in.dst.free_elements()) +
+                              "] is not the transpose of src [" + str(s0.partitions) + " x " +
+                              str(s0.free_elements()) + "]");
         }
-        if (s0.partitions > m_arch.tensor.rows) report("tile", "src has more partitions than the array has rows");
-        if (s0.free_elements() > m_arch.tensor.cols) report("tile", "src free size exceeds the array's columns");
+        if (s0.partitions > m_arch.tensor.rows)
+          report("tile", "src has more partitions than the array has rows");
+        if (s0.free_elements() > m_arch.tensor.cols)
+          report("tile", "src free size exceeds the array's columns");
         require_float(s0, "src");
         require_float(in.dst, "dst");
         check_one_bank(in.dst);
@@ -236,10 +257,16 @@ class Verifier {
         check_same_shape(in.dst, s0, "dst", r0);
         break;
       case Opcode::tensor_reduce: {
-        if (!is_reduction(in.alu)) report("shape", "tensor_reduce takes add, max or min, not " + std::string(name_of(in.alu)));
+        if (!is_reduction(in.alu))
+          report("shape",
+                 "tensor_reduce takes add, max or min, not " + std::string(name_of(in.alu)));
         int64_t inner = s0.num_free ? s0.free[s0.num_free - 1].size : 1;
-        if (in.dst.partitions != s0.partitions || in.dst.free_elements() * inner != s0.free_elements()) {
-          report("shape", "dst [" + str(in.dst.partitions) + " x " + str(in.dst.free_elements()) + "] is not src [" + str(s0.partitions) + " x " + str(s0.free_elements()) + "] without its innermost dim of " + str(inner));
+        if (in.dst.partitions != s0.partitions ||
+            in.dst.free_elements() * inner != s0.free_elements()) {
+          report("shape", "dst [" + str(in.dst.partitions) + " x " + str(in.dst.free_elements()) +
+                              "] is not src [" + str(s0.partitions) + " x " +
+                              str(s0.free_elements()) + "] without its innermost dim of " +
+                              str(inner));
         }
         break;
       }
@@ -264,9 +291,12 @@ class Verifier {
         break;
       case Opcode::dma_copy:
         if (in.dst.elements() != s0.elements()) {
-          report("shape", "dst has " + str(in.dst.elements()) + " elements but src has " + str(s0.elements()));
+          report("shape", "dst has " + str(in.dst.elements()) + " elements but src has " +
+                              str(s0.elements()));
         }
-        if (in.dst.dtype != s0.dtype) report("dtype", "DMA does not convert: src is " + std::string(name_of(s0.dtype)) + ", dst " + std::string(name_of(in.dst.dtype)));
+        if (in.dst.dtype != s0.dtype)
+          report("dtype", "DMA does not convert: src is " + std::string(name_of(s0.dtype)) +
+                              ", dst " + std::string(name_of(in.dst.dtype)));
         break;
       case Opcode::dma_gather:
       case Opcode::dma_scatter: {
@@ -274,15 +304,19 @@ class Verifier {
         const AccessPattern& table = gather ? s0 : in.dst;
         const AccessPattern& rows = gather ? in.dst : s0;
         const std::string rows_name = gather ? "dst" : "src";
-        if (is_on_chip(table.space)) report("space", "the indexed table must be off chip (hbm or host)");
+        if (is_on_chip(table.space))
+          report("space", "the indexed table must be off chip (hbm or host)");
         if (table.free_elements() != rows.free_elements()) {
-          report("shape", "a table row has " + str(table.free_elements()) + " elements but " + rows_name + " rows have " + str(rows.free_elements()));
+          report("shape", "a table row has " + str(table.free_elements()) + " elements but " +
+                              rows_name + " rows have " + str(rows.free_elements()));
         }
         if (s1.partitions != rows.partitions || s1.free_elements() != 1) {
-          report("shape", "index must be [" + str(rows.partitions) + " x 1], one row number per " + rows_name + " partition");
+          report("shape", "index must be [" + str(rows.partitions) + " x 1], one row number per " +
+                              rows_name + " partition");
         }
         if (s1.dtype != DType::int32) report("dtype", "index must be int32");
-        if (table.dtype != rows.dtype) report("dtype", "DMA does not convert: table and " + rows_name + " differ in dtype");
+        if (table.dtype != rows.dtype)
+          report("dtype", "DMA does not convert: table and " + rows_name + " differ in dtype");
         break;
       }
     }
@@ -295,7 +329,8 @@ class Verifier {
     int64_t first = b.offset_bytes + dst.span()->lo * esize;
     int64_t last = b.offset_bytes + (dst.span()->hi + 1) * esize - 1;
     if (first / m_arch.psum.bank_bytes != last / m_arch.psum.bank_bytes) {
-      report("tile", "PSUM output spans bytes " + str(first) + ".." + str(last + 1) + ", crossing a " + str(m_arch.psum.bank_bytes) + "-byte bank boundary");
+      report("tile", "PSUM output spans bytes " + str(first) + ".." + str(last + 1) +
+                         ", crossing a " + str(m_arch.psum.bank_bytes) + "-byte bank boundary");
     }
   }
 
@@ -308,7 +343,8 @@ class Verifier {
     std::vector<int64_t> sem(m_plan.semaphores.size(), 0);
     auto ready = [&](const Instruction& in) {
       for (const SemWait& w : in.waits) {
-        if (w.sem < 0 || w.sem >= static_cast<int>(sem.size()) || sem[w.sem] < w.value) return false;
+        if (w.sem < 0 || w.sem >= static_cast<int>(sem.size()) || sem[w.sem] < w.value)
+          return false;
       }
       return true;
     };
@@ -333,8 +369,8 @@ class Verifier {
       m_instr = static_cast<int64_t>(pos[s]);
       for (const SemWait& w : instrs[pos[s]].waits) {
         if (w.sem < 0 || w.sem >= static_cast<int>(sem.size()) || sem[w.sem] >= w.value) continue;
-        report("semaphore", "deadlock: waits for " + m_plan.semaphores[w.sem] + " >= " + str(w.value) +
-                                " but it can reach at most " + str(sem[w.sem]));
+        report("semaphore", "deadlock: waits for " + m_plan.semaphores[w.sem] + " >= " +
+                                str(w.value) + " but it can reach at most " + str(sem[w.sem]));
       }
     }
     m_stream = nullptr;
@@ -377,8 +413,9 @@ std::vector<Diagnostic> verify(const PlanSequence& seq, const ArchSpec& arch) {
       auto [it, fresh] = seen.emplace(t.name, &t);
       const TensorDecl& prev = *it->second;
       if (!fresh && (prev.space != t.space || prev.dtype != t.dtype || prev.shape != t.shape)) {
-        out.push_back({static_cast<int>(i), p.name, "", -1, "binding",
-                       "tensor " + t.name + " differs in space, dtype or shape from an earlier plan's"});
+        out.push_back(
+            {static_cast<int>(i), p.name, "", -1, "binding",
+             "tensor " + t.name + " differs in space, dtype or shape from an earlier plan's"});
       }
     }
   }

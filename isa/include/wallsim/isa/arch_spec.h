@@ -24,8 +24,8 @@ struct PsumSpec {
 };
 
 struct TensorArraySpec {
-  int32_t rows = 128;              // contraction (K) partitions of the stationary and moving tiles
-  int32_t cols = 128;              // stationary free size M = output partitions
+  int32_t rows = 128;             // contraction (K) partitions of the stationary and moving tiles
+  int32_t cols = 128;             // stationary free size M = output partitions
   int32_t moving_free_max = 512;  // moving free size N
 };
 
@@ -81,7 +81,8 @@ void check_consistency(const ArchSpec& arch, const std::string& prefix);
 
 template <class V>
 void describe(V& v, SbufSpec& s) {
-  v.field("partitions", s.partitions, {1, 1024}, "", "SBUF partitions (lanes of the compute engines)");
+  v.field("partitions", s.partitions, {1, 1024}, "",
+          "SBUF partitions (lanes of the compute engines)");
   v.field("bytes_per_partition", s.bytes_per_partition, {1024, int64_t{1} << 30}, "bytes",
           "SBUF capacity of one partition");
 }

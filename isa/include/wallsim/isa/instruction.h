@@ -24,19 +24,31 @@ enum OpField : uint32_t {
   F_Src0 = 1u << 1,
   F_Src1 = 1u << 2,
   F_Src2 = 1u << 3,
-  F_Accum = 1u << 4,          // second destination: per-partition reduction of dst
+  F_Accum = 1u << 4,  // second destination: per-partition reduction of dst
   F_Alu = 1u << 5,
-  F_Act = 1u << 6,            // act, scale, bias
+  F_Act = 1u << 6,     // act, scale, bias
   F_Scalar = 1u << 7,  // scalar: immediate or run-time scalar
   F_Reverse = 1u << 8,
   F_Value = 1u << 9,
-  F_Iota = 1u << 10,  // value, partition_step, step
+  F_Iota = 1u << 10,         // value, partition_step, step
   F_MatmulFlags = 1u << 11,  // start, stop
 };
 
 enum class AluOp : uint8_t { add, sub, mul, div, max, min, eq, ne, lt, le, gt, ge };
 enum class ActFn : uint8_t {
-  identity, relu, gelu, silu, exp, log, tanh, sigmoid, rsqrt, sqrt, square, reciprocal, abs
+  identity,
+  relu,
+  gelu,
+  silu,
+  exp,
+  log,
+  tanh,
+  sigmoid,
+  rsqrt,
+  sqrt,
+  square,
+  reciprocal,
+  abs
 };
 inline constexpr int kNumAluOps = 12;
 inline constexpr int kNumActFns = 13;

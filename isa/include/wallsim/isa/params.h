@@ -1,5 +1,6 @@
 // Parameter descriptions: one `describe(visitor, struct)` per config struct drives reading
-// (strict, with JSON paths in errors), writing, JSON Schema and the key table, so they cannot drift.
+// (strict, with JSON paths in errors), writing, JSON Schema and the key table, so they cannot
+// drift.
 #pragma once
 
 #include <cstdint>
@@ -83,8 +84,10 @@ template <class Derived>
 class ParamVisitor {
  public:
   template <class I>
-  std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>> field(
-      std::string_view key, I& v, IntRange r, std::string_view unit, std::string_view doc) {
+  std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>> field(std::string_view key,
+                                                                            I& v, IntRange r,
+                                                                            std::string_view unit,
+                                                                            std::string_view doc) {
     ParamSpec s{ParamSpec::Kind::integer, key, unit, doc, r, {}, {}};
     Json j = static_cast<int64_t>(v);
     if (self().visit(s, j)) v = static_cast<I>(j.template get<int64_t>());

@@ -93,8 +93,7 @@ struct Plan {
   std::string_view target_name(const AccessPattern& ap) const;
   bool operator==(const Plan& o) const {
     return name == o.name && scalars == o.scalars && semaphores == o.semaphores &&
-           tensors == o.tensors && buffers == o.buffers && nodes == o.nodes &&
-           streams == o.streams;
+           tensors == o.tensors && buffers == o.buffers && nodes == o.nodes && streams == o.streams;
   }
 };
 

@@ -18,9 +18,9 @@
 namespace wallsim::isa {
 
 struct Diagnostic {
-  int plan = 0;             // index in the sequence
+  int plan = 0;  // index in the sequence
   std::string plan_name;
-  std::string stream;       // "" for plan-level findings
+  std::string stream;        // "" for plan-level findings
   int64_t instruction = -1;  // index in the stream, or -1
   std::string rule;
   std::string message;

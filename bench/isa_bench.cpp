@@ -1,0 +1,65 @@
+// Plan-file throughput: what users wait on when large compiled plans are read and verified.
+#include <benchmark/benchmark.h>
+
+#include "wallsim/isa/plan_io.h"
+#include "wallsim/isa/verifier.h"
+
+namespace wallsim::isa {
+namespace {
+
+// A plan of `n` vector adds over [128 x 512] fp32 tiles, chained by one semaphore each.
+Plan make_plan(int n) {
+  Plan p;
+  p.name = "bench";
+  p.semaphores = {"s"};
+  p.buffers.push_back({"a", MemSpace::sbuf, 0, 128, 0, 512 * 4 * 2});
+  p.nodes.push_back({0, "add", "add"});
+  Stream vec{Engine::vector, "vector", -1, {}};
+  Stream sc{Engine::scalar, "scalar", -1, {}};
+  for (int i = 0; i < n; ++i) {
+    Instruction in;
+    in.op = Opcode::tensor_tensor;
+    AccessPattern ap;
+    ap.space = MemSpace::sbuf;
+    ap.buffer = 0;
+    ap.partitions = 128;
+    ap.num_free = 1;
+    ap.free[0] = {512, 1};
+    in.dst = in.src[0] = ap;
+    ap.offset = 512;
+    in.src[1] = ap;
+    in.node = 0;
+    in.signals.push_back({0, 1});
+    vec.instructions.push_back(in);
+    Instruction act;
+    act.op = Opcode::activation;
+    act.act = ActFn::exp;
+    act.dst = act.src[0] = in.src[1];
+    act.waits.push_back({0, i + 1});
+    sc.instructions.push_back(act);
+  }
+  p.streams = {vec, sc};
+  return p;
+}
+
+void BM_VerifyPlan(benchmark::State& state) {
+  Plan p = make_plan(static_cast<int>(state.range(0)));
+  ArchSpec arch;
+  for (auto _ : state) benchmark::DoNotOptimize(verify(p, arch));
+  state.SetItemsProcessed(state.iterations() * p.instruction_count());
+}
+BENCHMARK(BM_VerifyPlan)->Arg(1 << 14);
+
+void BM_ParsePlanJson(benchmark::State& state) {
+  PlanSequence seq{{make_plan(static_cast<int>(state.range(0)))}};
+  std::string text = format_json(to_json(seq));
+  for (auto _ : state) benchmark::DoNotOptimize(plan_sequence_from_json(Json::parse(text)));
+  state.SetItemsProcessed(state.iterations() * seq.plans[0].instruction_count());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_ParsePlanJson)->Arg(1 << 12);
+
+}  // namespace
+}  // namespace wallsim::isa
+
+BENCHMARK_MAIN();

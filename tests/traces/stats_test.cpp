@@ -1,0 +1,373 @@
+// Tests for the stats registry and its JSON and text writers.
+#include "wallsim/traces/stats.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace wallsim::traces {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string json_of(const StatsRegistry& reg) {
+  std::ostringstream os;
+  write_stats_json(reg, os);
+  return os.str();
+}
+
+std::string text_of(const StatsRegistry& reg) {
+  std::ostringstream os;
+  write_stats_text(reg, os);
+  return os.str();
+}
+
+// Throws std::invalid_argument whose message mentions `needle`.
+template <typename F>
+void expect_invalid(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected std::invalid_argument mentioning " << needle;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Counter, IncrementsAndAdds) {
+  StatsRegistry reg;
+  Counter& c = reg.add_counter("a.hits", "events", "hits");
+  EXPECT_EQ(c.value(), 0u);
+  ++c;
+  ++c;
+  c += 40;
+  EXPECT_EQ(c.value(), 42u);
+  EXPECT_EQ(c.kind(), StatKind::kCounter);
+  EXPECT_EQ(c.name(), "a.hits");
+  EXPECT_EQ(c.unit(), "events");
+  EXPECT_EQ(c.description(), "hits");
+}
+
+TEST(Accumulator, TracksSumCountMinMaxMean) {
+  StatsRegistry reg;
+  Accumulator& a = reg.add_accumulator("lat", "ns", "latency");
+  EXPECT_EQ(a.count(), 0u);
+  EXPECT_EQ(a.mean(), 0.0);
+  a.sample(3.0);
+  a.sample(-1.0);
+  a.sample(10.0);
+  EXPECT_EQ(a.count(), 3u);
+  EXPECT_DOUBLE_EQ(a.sum(), 12.0);
+  EXPECT_DOUBLE_EQ(a.min(), -1.0);
+  EXPECT_DOUBLE_EQ(a.max(), 10.0);
+  EXPECT_DOUBLE_EQ(a.mean(), 4.0);
+}
+
+TEST(Accumulator, FirstSampleSetsMinAndMax) {
+  StatsRegistry reg;
+  Accumulator& a = reg.add_accumulator("x", "", "");
+  a.sample(5.0);
+  EXPECT_EQ(a.min(), 5.0);
+  EXPECT_EQ(a.max(), 5.0);
+}
+
+TEST(Histogram, BucketsUnderflowOverflow) {
+  StatsRegistry reg;
+  Histogram& h = reg.add_histogram("h", "bytes", "sizes", {0.0, 10.0, 100.0});
+  for (double x : {-1.0, 0.0, 9.999, 10.0, 99.0, 100.0, 1e9}) h.sample(x);
+  ASSERT_EQ(h.counts().size(), 2u);
+  EXPECT_EQ(h.underflow(), 1u);
+  EXPECT_EQ(h.counts()[0], 2u);  // 0, 9.999
+  EXPECT_EQ(h.counts()[1], 2u);  // 10, 99
+  EXPECT_EQ(h.overflow(), 2u);   // 100 (upper edge is exclusive), 1e9
+  EXPECT_EQ(h.count(), 7u);
+  EXPECT_DOUBLE_EQ(h.sum(), -1.0 + 0.0 + 9.999 + 10.0 + 99.0 + 100.0 + 1e9);
+}
+
+TEST(Histogram, RejectsBadEdges) {
+  StatsRegistry reg;
+  expect_invalid([&] { reg.add_histogram("h.one", "", "", {1.0}); }, "h.one");
+  expect_invalid([&] { reg.add_histogram("h.flat", "", "", {1.0, 1.0}); }, "h.flat");
+  expect_invalid([&] { reg.add_histogram("h.down", "", "", {2.0, 1.0}); }, "h.down");
+  expect_invalid(
+      [&] {
+        reg.add_histogram("h.inf", "", "", {0.0, std::numeric_limits<double>::infinity()});
+      },
+      "h.inf");
+  EXPECT_EQ(reg.size(), 0u);
+  // A failed registration leaves the name free.
+  EXPECT_NO_THROW(reg.add_histogram("h.one", "", "", {1.0, 2.0}));
+}
+
+TEST(Value, HoldsIntOrDouble) {
+  StatsRegistry reg;
+  Value& v = reg.add_value("v", "", "");
+  EXPECT_EQ(v.type(), Value::Type::kUnset);
+  v.set(7);
+  EXPECT_EQ(v.type(), Value::Type::kInt);
+  EXPECT_EQ(v.as_int(), 7);
+  v.set(0.25);
+  EXPECT_EQ(v.type(), Value::Type::kDouble);
+  EXPECT_EQ(v.as_double(), 0.25);
+  v.set(std::uint64_t{5});
+  EXPECT_EQ(v.type(), Value::Type::kInt);
+  v.set(std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(v.type(), Value::Type::kDouble);
+}
+
+TEST(Text, HoldsString) {
+  StatsRegistry reg;
+  Text& t = reg.add_text("device.clock", "", "clock summary");
+  t.set("tensor 2400 MHz");
+  EXPECT_EQ(t.value(), "tensor 2400 MHz");
+}
+
+TEST(StatsRegistry, HandlesStayValidAcrossManyRegistrations) {
+  StatsRegistry reg;
+  Counter& first = reg.add_counter("c.0", "", "");
+  for (int i = 1; i < 5000; ++i) reg.add_counter("c." + std::to_string(i), "", "");
+  ++first;
+  EXPECT_EQ(reg.find_as<Counter>("c.0")->value(), 1u);
+  EXPECT_EQ(&first, reg.find("c.0"));
+
+  StatsRegistry moved = std::move(reg);
+  ++first;
+  EXPECT_EQ(moved.find_as<Counter>("c.0")->value(), 2u);
+}
+
+TEST(StatsRegistry, FindByNameAndKind) {
+  StatsRegistry reg;
+  reg.add_counter("a.b", "", "");
+  reg.add_value("a.c", "", "");
+  EXPECT_NE(reg.find("a.b"), nullptr);
+  EXPECT_EQ(reg.find("a"), nullptr);
+  EXPECT_EQ(reg.find("a.b.c"), nullptr);
+  EXPECT_NE(reg.find_as<Counter>("a.b"), nullptr);
+  EXPECT_EQ(reg.find_as<Value>("a.b"), nullptr);
+  EXPECT_NE(reg.find_as<Value>("a.c"), nullptr);
+  ASSERT_EQ(reg.stats().size(), 2u);
+  EXPECT_EQ(reg.stats()[0]->name(), "a.b");
+  EXPECT_EQ(reg.stats()[1]->name(), "a.c");
+}
+
+TEST(StatsRegistry, RejectsDuplicateNames) {
+  StatsRegistry reg;
+  reg.add_counter("device.engines.tensor.busy_cycles", "cycles", "");
+  expect_invalid([&] { reg.add_counter("device.engines.tensor.busy_cycles", "", ""); },
+                 "device.engines.tensor.busy_cycles");
+  expect_invalid([&] { reg.add_value("device.engines.tensor.busy_cycles", "", ""); },
+                 "already registered");
+}
+
+TEST(StatsRegistry, RejectsEmptyNamesAndSegments) {
+  StatsRegistry reg;
+  expect_invalid([&] { reg.add_counter("", "", ""); }, "empty");
+  for (const char* name : {".a", "a.", "a..b", "."}) {
+    expect_invalid([&] { reg.add_counter(name, "", ""); }, name);
+  }
+  for (const char* name : {"a b", "a#b", "a\"b", "a\\b", "a\nb", "caf\xc3\xa9"}) {
+    expect_invalid([&] { reg.add_counter(name, "", ""); }, "not allowed");
+  }
+  EXPECT_EQ(reg.size(), 0u);
+  EXPECT_NO_THROW(reg.add_counter("dma_queue[3]:bytes-in", "", ""));
+}
+
+TEST(StatsRegistry, RejectsLeafThatIsAlsoPrefix) {
+  StatsRegistry reg;
+  reg.add_counter("a.b", "", "");
+  expect_invalid([&] { reg.add_counter("a.b.c", "", ""); }, "a.b.c");
+  expect_invalid([&] { reg.add_counter("a.b.c.d", "", ""); }, "'a.b'");
+
+  reg.add_counter("x.y.z", "", "");
+  expect_invalid([&] { reg.add_counter("x.y", "", ""); }, "x.y");
+  expect_invalid([&] { reg.add_counter("x", "", ""); }, "prefix");
+  // Siblings and names that merely share characters are fine.
+  EXPECT_NO_THROW(reg.add_counter("a.bc", "", ""));
+  EXPECT_NO_THROW(reg.add_counter("x.y.w", "", ""));
+  EXPECT_NO_THROW(reg.add_counter("x.yy", "", ""));
+}
+
+TEST(StatsScope, PrefixesNames) {
+  StatsRegistry reg;
+  StatsScope device(reg, "device");
+  StatsScope tensor = device.scope("engines").scope("tensor");
+  EXPECT_EQ(tensor.prefix(), "device.engines.tensor");
+  Counter& busy = tensor.add_counter("busy_cycles", "cycles", "busy");
+  EXPECT_EQ(busy.name(), "device.engines.tensor.busy_cycles");
+  EXPECT_EQ(reg.find("device.engines.tensor.busy_cycles"), &busy);
+  StatsScope root(reg, "");
+  EXPECT_EQ(root.add_value("top", "", "").name(), "top");
+  expect_invalid([&] { tensor.add_counter("", "", ""); }, "device.engines.tensor.");
+}
+
+StatsRegistry make_sample_registry() {
+  StatsRegistry reg;
+  reg.add_text("device.clock", "", "clock summary").set("tensor 2400 MHz");
+  reg.add_counter("device.engines.tensor.busy_cycles", "cycles", "cycles the engine was busy") +=
+      1200;
+  Accumulator& lat = reg.add_accumulator("device.dma.latency", "ns", "DMA latency");
+  lat.sample(2.5);
+  lat.sample(7.5);
+  reg.add_counter("host.dispatches", "launches", "kernel launches") += 3;
+  Histogram& h = reg.add_histogram("device.dma.size", "bytes", "transfer sizes", {0, 64, 4096});
+  h.sample(10);
+  h.sample(100);
+  h.sample(100000);
+  reg.add_counter("device.engines.vector.busy_cycles", "cycles", "") += 7;
+  reg.add_value("device.engines.tensor.utilisation", "", "busy / total").set(0.1);
+  reg.add_value("device.engines.tensor.steps", "steps", "").set(4);
+  reg.add_value("device.unset", "", "never set");
+  reg.add_accumulator("device.empty", "ns", "no samples");
+  return reg;
+}
+
+TEST(WriteStatsJson, NestsDottedNamesInRegistrationOrder) {
+  const StatsRegistry reg = make_sample_registry();
+  const std::string text = json_of(reg);
+  const ordered_json j = ordered_json::parse(text);
+
+  // Top-level order follows first registration: device, then host.
+  std::vector<std::string> top;
+  for (auto it = j.begin(); it != j.end(); ++it) top.push_back(it.key());
+  EXPECT_EQ(top, (std::vector<std::string>{"device", "host"}));
+  std::vector<std::string> device;
+  for (auto it = j["device"].begin(); it != j["device"].end(); ++it) device.push_back(it.key());
+  EXPECT_EQ(device, (std::vector<std::string>{"clock", "engines", "dma", "unset", "empty"}));
+
+  EXPECT_EQ(j["device"]["clock"], "tensor 2400 MHz");
+  const auto& busy = j["device"]["engines"]["tensor"]["busy_cycles"];
+  EXPECT_TRUE(busy.is_number_integer());
+  EXPECT_EQ(busy.get<std::uint64_t>(), 1200u);
+  EXPECT_EQ(j["device"]["engines"]["vector"]["busy_cycles"], 7);
+  EXPECT_EQ(j["device"]["engines"]["tensor"]["utilisation"].get<double>(), 0.1);
+  EXPECT_TRUE(j["device"]["engines"]["tensor"]["steps"].is_number_integer());
+  EXPECT_TRUE(j["device"]["unset"].is_null());
+  EXPECT_EQ(j["host"]["dispatches"], 3);
+
+  const auto& lat = j["device"]["dma"]["latency"];
+  EXPECT_EQ(lat.dump(), R"({"sum":10.0,"count":2,"min":2.5,"max":7.5,"mean":5.0})");
+  EXPECT_EQ(j["device"]["empty"].dump(),
+            R"({"sum":0.0,"count":0,"min":null,"max":null,"mean":null})");
+  EXPECT_EQ(j["device"]["dma"]["size"].dump(),
+            R"({"edges":[0.0,64.0,4096.0],"counts":[1,1],"underflow":0,"overflow":1,)"
+            R"("count":3,"sum":100110.0})");
+}
+
+TEST(WriteStatsJson, FormattingIsTwoSpaceIndentedWithTrailingNewline) {
+  StatsRegistry reg;
+  reg.add_counter("a.b", "", "") += 1;
+  reg.add_value("c", "", "").set(0.5);
+  EXPECT_EQ(json_of(reg), "{\n  \"a\": {\n    \"b\": 1\n  },\n  \"c\": 0.5\n}\n");
+}
+
+TEST(WriteStatsJson, IsDeterministic) {
+  const StatsRegistry a = make_sample_registry();
+  const StatsRegistry b = make_sample_registry();
+  EXPECT_EQ(json_of(a), json_of(a));
+  EXPECT_EQ(json_of(a), json_of(b));
+  EXPECT_EQ(text_of(a), text_of(b));
+}
+
+TEST(WriteStatsJson, NonFiniteNumbersBecomeNull) {
+  StatsRegistry reg;
+  reg.add_value("nan", "", "").set(std::nan(""));
+  reg.add_value("inf", "", "").set(std::numeric_limits<double>::infinity());
+  const ordered_json j = ordered_json::parse(json_of(reg));
+  EXPECT_TRUE(j["nan"].is_null());
+  EXPECT_TRUE(j["inf"].is_null());
+}
+
+TEST(WriteStatsJson, EmptyRegistryIsEmptyObject) {
+  StatsRegistry reg;
+  EXPECT_EQ(json_of(reg), "{}\n");
+}
+
+TEST(WriteStatsJson, MergesExtraJson) {
+  const StatsRegistry reg = make_sample_registry();
+  ordered_json extra = ordered_json::object();
+  extra["workload"] = {{"name", "bert"}, {"steps", 2}};
+  extra["device"]["report"] = {{"cold_ms", 1.5}};
+  std::ostringstream os;
+  write_stats_json(reg, os, extra);
+  const ordered_json j = ordered_json::parse(os.str());
+  EXPECT_EQ(j["workload"]["name"], "bert");
+  EXPECT_EQ(j["device"]["report"]["cold_ms"], 1.5);
+  EXPECT_EQ(j["device"]["engines"]["tensor"]["busy_cycles"], 1200);
+  EXPECT_EQ(j.back(), extra["workload"]);  // new top-level keys come after the stats
+  EXPECT_EQ(os.str().back(), '\n');
+}
+
+TEST(WriteStatsJson, ExtraCollisionsThrow) {
+  const StatsRegistry reg = make_sample_registry();
+  std::ostringstream os;
+  ordered_json leaf = ordered_json::object();
+  leaf["host"]["dispatches"] = 4;
+  expect_invalid([&] { write_stats_json(reg, os, leaf); }, "host.dispatches");
+  ordered_json replace_object = ordered_json::object();
+  replace_object["device"] = 1;
+  expect_invalid([&] { write_stats_json(reg, os, replace_object); }, "device");
+  expect_invalid([&] { write_stats_json(reg, os, ordered_json::array()); }, "object");
+}
+
+TEST(WriteStatsText, OneAlignedLinePerStat) {
+  StatsRegistry reg;
+  reg.add_counter("device.engines.tensor.busy_cycles", "cycles", "cycles the engine was busy") +=
+      1200;
+  reg.add_value("device.util", "", "busy / total").set(2.0 / 3.0);
+  reg.add_text("device.clock", "", "").set("tensor 2400 MHz");
+  reg.add_value("n", "steps", "").set(-4);
+  reg.add_value("unset", "", "");
+
+  const std::vector<std::string> lines = lines_of(text_of(reg));
+  ASSERT_EQ(lines.size(), 5u);
+  // Name column is 33 wide (the longest name) plus two spaces; value column is as wide as the
+  // longest value ("\"tensor 2400 MHz\"", 17) plus two spaces.
+  EXPECT_EQ(lines[0],
+            "device.engines.tensor.busy_cycles  1200               "
+            "# cycles \u2014 cycles the engine was busy");
+  EXPECT_EQ(lines[1], "device.util                        0.666667           # busy / total");
+  EXPECT_EQ(lines[2], "device.clock                       \"tensor 2400 MHz\"");
+  EXPECT_EQ(lines[3], "n                                  -4                 # steps");
+  EXPECT_EQ(lines[4], "unset                              -");
+}
+
+TEST(WriteStatsText, FormatsAccumulatorsAndHistograms) {
+  StatsRegistry reg;
+  Accumulator& acc = reg.add_accumulator("acc", "ns", "");
+  acc.sample(1.0);
+  acc.sample(1234567.0);
+  reg.add_accumulator("none", "", "");
+  Histogram& h = reg.add_histogram("hist", "", "", {0, 0.5, 1e6});
+  h.sample(0.25);
+  h.sample(-3);
+  const std::vector<std::string> lines = lines_of(text_of(reg));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].substr(0, 6), "acc   ");
+  EXPECT_NE(lines[0].find("sum=1.23457e+06 count=2 min=1 max=1.23457e+06 mean=617284  # ns"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_EQ(lines[1], "none  sum=0 count=0 min=- max=- mean=-");
+  EXPECT_EQ(lines[2], "hist  count=2 sum=-2.75 underflow=1 [0,0.5)=1 [0.5,1e+06)=0 overflow=0");
+}
+
+TEST(WriteStatsText, EscapesTextValues) {
+  StatsRegistry reg;
+  reg.add_text("t", "", "").set("say \"hi\"\n");
+  EXPECT_EQ(text_of(reg), "t  \"say \\\"hi\\\"\\n\"\n");
+}
+
+}  // namespace
+}  // namespace wallsim::traces

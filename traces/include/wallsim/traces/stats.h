@@ -1,0 +1,259 @@
+// Statistics: typed handles registered under hierarchical dotted names, written at the end.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <iosfwd>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace wallsim::traces {
+
+enum class StatKind { kCounter, kAccumulator, kHistogram, kValue, kText };
+
+// Name, unit and description shared by every stat. Stats are neither copyable nor movable:
+// a component holds a reference to the one the registry owns, so `auto x = reg.add_counter(...)`
+// does not compile (write `auto& x = ...`).
+class Stat {
+ public:
+  Stat(const Stat&) = delete;
+  Stat& operator=(const Stat&) = delete;
+
+  StatKind kind() const { return m_kind; }
+  const std::string& name() const { return m_name; }
+  const std::string& unit() const { return m_unit; }
+  const std::string& description() const { return m_description; }
+
+ protected:
+  Stat(StatKind kind, std::string name, std::string unit, std::string description);
+  ~Stat() = default;
+
+ private:
+  StatKind m_kind;
+  std::string m_name;
+  std::string m_unit;
+  std::string m_description;
+};
+
+// An event count. The hot path is an inline add on an integer member.
+class Counter : public Stat {
+ public:
+  static constexpr StatKind kKind = StatKind::kCounter;
+  Counter(std::string name, std::string unit, std::string description);
+
+  Counter& operator+=(std::uint64_t n) {
+    m_value += n;
+    return *this;
+  }
+  Counter& operator++() {
+    ++m_value;
+    return *this;
+  }
+  std::uint64_t value() const { return m_value; }
+
+ private:
+  std::uint64_t m_value = 0;
+};
+
+// Sum, count, min and max of samples. NaN samples propagate into sum and mean.
+class Accumulator : public Stat {
+ public:
+  static constexpr StatKind kKind = StatKind::kAccumulator;
+  Accumulator(std::string name, std::string unit, std::string description);
+
+  void sample(double x) {
+    m_sum += x;
+    if (m_count == 0 || x < m_min) m_min = x;
+    if (m_count == 0 || x > m_max) m_max = x;
+    ++m_count;
+  }
+  double sum() const { return m_sum; }
+  std::uint64_t count() const { return m_count; }
+  // min, max and mean are 0 when count() == 0; the writers print them as null / "-".
+  double min() const { return m_min; }
+  double max() const { return m_max; }
+  double mean() const { return m_count == 0 ? 0.0 : m_sum / static_cast<double>(m_count); }
+
+ private:
+  double m_sum = 0.0;
+  std::uint64_t m_count = 0;
+  double m_min = 0.0;
+  double m_max = 0.0;
+};
+
+// Counts samples into fixed buckets [edges[i], edges[i+1]); x < edges.front() is underflow,
+// x >= edges.back() (and NaN) is overflow. Edges are finite, strictly increasing, at least two.
+class Histogram : public Stat {
+ public:
+  static constexpr StatKind kKind = StatKind::kHistogram;
+  Histogram(std::string name, std::string unit, std::string description, std::vector<double> edges);
+
+  void sample(double x);
+  const std::vector<double>& edges() const { return m_edges; }
+  const std::vector<std::uint64_t>& counts() const { return m_counts; }  // edges().size() - 1
+  std::uint64_t underflow() const { return m_underflow; }
+  std::uint64_t overflow() const { return m_overflow; }
+  std::uint64_t count() const { return m_count; }  // every sample, underflow and overflow too
+  double sum() const { return m_sum; }
+
+ private:
+  std::vector<double> m_edges;
+  std::vector<std::uint64_t> m_counts;
+  std::uint64_t m_underflow = 0;
+  std::uint64_t m_overflow = 0;
+  std::uint64_t m_count = 0;
+  double m_sum = 0.0;
+};
+
+// A number computed once at the end (a utilisation, a ratio). Unset values write as null / "-".
+class Value : public Stat {
+ public:
+  static constexpr StatKind kKind = StatKind::kValue;
+  enum class Type { kUnset, kInt, kDouble };
+  Value(std::string name, std::string unit, std::string description);
+
+  void set(double v) {
+    m_type = Type::kDouble;
+    m_double = v;
+  }
+  void set(std::int64_t v) {
+    m_type = Type::kInt;
+    m_int = v;
+  }
+  // Any other integer type; unsigned values above INT64_MAX are kept as double.
+  template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                                             !std::is_same_v<T, std::int64_t>,
+                                         int> = 0>
+  void set(T v) {
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+      if (v > static_cast<T>(std::numeric_limits<std::int64_t>::max())) {
+        set(static_cast<double>(v));
+        return;
+      }
+    }
+    set(static_cast<std::int64_t>(v));
+  }
+
+  Type type() const { return m_type; }
+  std::int64_t as_int() const { return m_int; }  // meaningful when type() == kInt
+  double as_double() const { return m_type == Type::kInt ? static_cast<double>(m_int) : m_double; }
+
+ private:
+  Type m_type = Type::kUnset;
+  std::int64_t m_int = 0;
+  double m_double = 0.0;
+};
+
+// A string, e.g. device.clock = "tensor 2400 MHz".
+class Text : public Stat {
+ public:
+  static constexpr StatKind kKind = StatKind::kText;
+  Text(std::string name, std::string unit, std::string description);
+
+  void set(std::string v) { m_value = std::move(v); }
+  const std::string& value() const { return m_value; }
+
+ private:
+  std::string m_value;
+};
+
+// Owns every stat of a run. Contract: a name is dot-separated non-empty segments of printable
+// ASCII other than space, '"', '\\' and '#'; a name is registered once and is never both a leaf
+// and a prefix of another name. Violations throw std::invalid_argument naming the stat.
+// Returned references stay valid for the registry's lifetime (also across a move). Not
+// thread-safe; registration is not meant for the hot path, updates through handles are.
+class StatsRegistry {
+ public:
+  StatsRegistry() = default;
+  StatsRegistry(const StatsRegistry&) = delete;
+  StatsRegistry& operator=(const StatsRegistry&) = delete;
+  StatsRegistry(StatsRegistry&&) = default;
+  StatsRegistry& operator=(StatsRegistry&&) = default;
+
+  Counter& add_counter(std::string name, std::string unit, std::string description);
+  Accumulator& add_accumulator(std::string name, std::string unit, std::string description);
+  Histogram& add_histogram(std::string name, std::string unit, std::string description,
+                           std::vector<double> edges);
+  Value& add_value(std::string name, std::string unit, std::string description);
+  Text& add_text(std::string name, std::string unit, std::string description);
+
+  // nullptr when absent (or, for find_as, of another kind).
+  const Stat* find(std::string_view name) const;
+  template <typename T>
+  const T* find_as(std::string_view name) const {
+    const Stat* stat = find(name);
+    return stat != nullptr && stat->kind() == T::kKind ? static_cast<const T*>(stat) : nullptr;
+  }
+
+  // Every stat in registration order.
+  const std::vector<const Stat*>& stats() const { return m_order; }
+  std::size_t size() const { return m_order.size(); }
+
+ private:
+  void check_name(const std::string& name) const;
+  void index(const Stat& stat);
+
+  std::deque<Counter> m_counters;
+  std::deque<Accumulator> m_accumulators;
+  std::deque<Histogram> m_histograms;
+  std::deque<Value> m_values;
+  std::deque<Text> m_texts;
+  std::vector<const Stat*> m_order;
+  std::map<std::string, const Stat*, std::less<>> m_by_name;
+  std::set<std::string, std::less<>> m_prefixes;
+};
+
+// Registers stats under a fixed prefix, so a component only knows its own part of the tree:
+// StatsScope(reg, "device.engines.tensor").add_counter("busy_cycles", ...). Holds a reference
+// to the registry, which must outlive it.
+class StatsScope {
+ public:
+  StatsScope(StatsRegistry& registry, std::string prefix);
+
+  StatsScope scope(std::string_view child) const;
+  const std::string& prefix() const { return m_prefix; }
+  StatsRegistry& registry() const { return *m_registry; }
+
+  Counter& add_counter(std::string_view name, std::string unit, std::string description) const;
+  Accumulator& add_accumulator(std::string_view name, std::string unit,
+                               std::string description) const;
+  Histogram& add_histogram(std::string_view name, std::string unit, std::string description,
+                           std::vector<double> edges) const;
+  Value& add_value(std::string_view name, std::string unit, std::string description) const;
+  Text& add_text(std::string_view name, std::string unit, std::string description) const;
+
+ private:
+  std::string full_name(std::string_view name) const;
+
+  StatsRegistry* m_registry;
+  std::string m_prefix;
+};
+
+// The stats as nested objects following the dotted names, in registration order. Counters are
+// integers; accumulators {"sum","count","min","max","mean"}; histograms
+// {"edges","counts","underflow","overflow","count","sum"}; values numbers; text strings.
+// Non-finite doubles and unset values are null.
+nlohmann::ordered_json stats_to_json(const StatsRegistry& registry);
+
+// Writes stats_to_json with 2-space indentation and a trailing newline. `extra` must be an
+// object; it is merged in recursively (objects merge, any other collision throws
+// std::invalid_argument naming the key). Output is byte-identical for identical content.
+void write_stats_json(const StatsRegistry& registry, std::ostream& os);
+void write_stats_json(const StatsRegistry& registry, std::ostream& os,
+                      const nlohmann::ordered_json& extra);
+
+// For people: one line per stat, `name  value  # unit — description`, names and values
+// left-aligned in columns. Doubles are printed like printf("%.6g") in the C locale.
+void write_stats_text(const StatsRegistry& registry, std::ostream& os);
+
+}  // namespace wallsim::traces

@@ -1,0 +1,433 @@
+// Stats registry, name checks, and the JSON and text writers.
+#include "wallsim/traces/stats.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <ostream>
+#include <stdexcept>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace wallsim::traces {
+
+using nlohmann::ordered_json;
+
+Stat::Stat(StatKind kind, std::string name, std::string unit, std::string description)
+    : m_kind(kind),
+      m_name(std::move(name)),
+      m_unit(std::move(unit)),
+      m_description(std::move(description)) {}
+
+Counter::Counter(std::string name, std::string unit, std::string description)
+    : Stat(kKind, std::move(name), std::move(unit), std::move(description)) {}
+
+Accumulator::Accumulator(std::string name, std::string unit, std::string description)
+    : Stat(kKind, std::move(name), std::move(unit), std::move(description)) {}
+
+Histogram::Histogram(std::string name, std::string unit, std::string description,
+                     std::vector<double> edges)
+    : Stat(kKind, std::move(name), std::move(unit), std::move(description)),
+      m_edges(std::move(edges)) {
+  if (m_edges.size() < 2) {
+    throw std::invalid_argument("histogram '" + this->name() + "' needs at least two bucket edges");
+  }
+  for (std::size_t i = 0; i < m_edges.size(); ++i) {
+    if (!std::isfinite(m_edges[i]) || (i > 0 && !(m_edges[i - 1] < m_edges[i]))) {
+      throw std::invalid_argument("histogram '" + this->name() +
+                                  "' bucket edges must be finite and strictly increasing");
+    }
+  }
+  m_counts.assign(m_edges.size() - 1, 0);
+}
+
+void Histogram::sample(double x) {
+  ++m_count;
+  m_sum += x;
+  auto it = std::upper_bound(m_edges.begin(), m_edges.end(), x);
+  if (it == m_edges.begin()) {
+    ++m_underflow;
+  } else if (it == m_edges.end()) {
+    ++m_overflow;  // x >= last edge, or NaN
+  } else {
+    ++m_counts[static_cast<std::size_t>(it - m_edges.begin()) - 1];
+  }
+}
+
+Value::Value(std::string name, std::string unit, std::string description)
+    : Stat(kKind, std::move(name), std::move(unit), std::move(description)) {}
+
+Text::Text(std::string name, std::string unit, std::string description)
+    : Stat(kKind, std::move(name), std::move(unit), std::move(description)) {}
+
+// ---------------------------------------------------------------------------------------------
+// Registry
+
+namespace {
+
+bool is_name_char(char c) {
+  return c > ' ' && c <= '~' && c != '.' && c != '"' && c != '\\' && c != '#';
+}
+
+}  // namespace
+
+void StatsRegistry::check_name(const std::string& name) const {
+  if (name.empty()) throw std::invalid_argument("stat name is empty");
+  std::size_t segment_start = 0;
+  for (std::size_t i = 0; i <= name.size(); ++i) {
+    if (i == name.size() || name[i] == '.') {
+      if (i == segment_start) {
+        throw std::invalid_argument("stat '" + name + "' has an empty name segment");
+      }
+      if (i < name.size()) {
+        auto leaf = m_by_name.find(std::string_view(name).substr(0, i));
+        if (leaf != m_by_name.end()) {
+          throw std::invalid_argument("stat '" + name + "' is nested under existing stat '" +
+                                      leaf->first + "'");
+        }
+      }
+      segment_start = i + 1;
+    } else if (!is_name_char(name[i])) {
+      throw std::invalid_argument("stat '" + name +
+                                  "' contains a character not allowed in stat names");
+    }
+  }
+  if (m_by_name.count(name) != 0) {
+    throw std::invalid_argument("stat '" + name + "' is already registered");
+  }
+  if (m_prefixes.count(name) != 0) {
+    throw std::invalid_argument("stat '" + name + "' is already a prefix of other stats");
+  }
+}
+
+void StatsRegistry::index(const Stat& stat) {
+  const std::string& name = stat.name();
+  for (std::size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+    m_prefixes.insert(name.substr(0, dot));
+  }
+  m_by_name.emplace(name, &stat);
+  m_order.push_back(&stat);
+}
+
+Counter& StatsRegistry::add_counter(std::string name, std::string unit, std::string description) {
+  check_name(name);
+  Counter& stat = m_counters.emplace_back(std::move(name), std::move(unit), std::move(description));
+  index(stat);
+  return stat;
+}
+
+Accumulator& StatsRegistry::add_accumulator(std::string name, std::string unit,
+                                            std::string description) {
+  check_name(name);
+  Accumulator& stat =
+      m_accumulators.emplace_back(std::move(name), std::move(unit), std::move(description));
+  index(stat);
+  return stat;
+}
+
+Histogram& StatsRegistry::add_histogram(std::string name, std::string unit, std::string description,
+                                        std::vector<double> edges) {
+  check_name(name);
+  Histogram& stat = m_histograms.emplace_back(std::move(name), std::move(unit),
+                                              std::move(description), std::move(edges));
+  index(stat);
+  return stat;
+}
+
+Value& StatsRegistry::add_value(std::string name, std::string unit, std::string description) {
+  check_name(name);
+  Value& stat = m_values.emplace_back(std::move(name), std::move(unit), std::move(description));
+  index(stat);
+  return stat;
+}
+
+Text& StatsRegistry::add_text(std::string name, std::string unit, std::string description) {
+  check_name(name);
+  Text& stat = m_texts.emplace_back(std::move(name), std::move(unit), std::move(description));
+  index(stat);
+  return stat;
+}
+
+const Stat* StatsRegistry::find(std::string_view name) const {
+  auto it = m_by_name.find(name);
+  return it == m_by_name.end() ? nullptr : it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scope
+
+StatsScope::StatsScope(StatsRegistry& registry, std::string prefix)
+    : m_registry(&registry), m_prefix(std::move(prefix)) {}
+
+StatsScope StatsScope::scope(std::string_view child) const {
+  return StatsScope(*m_registry, full_name(child));
+}
+
+std::string StatsScope::full_name(std::string_view name) const {
+  if (m_prefix.empty()) return std::string(name);
+  std::string full;
+  full.reserve(m_prefix.size() + 1 + name.size());
+  full.append(m_prefix).append(1, '.').append(name);
+  return full;
+}
+
+Counter& StatsScope::add_counter(std::string_view name, std::string unit,
+                                 std::string description) const {
+  return m_registry->add_counter(full_name(name), std::move(unit), std::move(description));
+}
+
+Accumulator& StatsScope::add_accumulator(std::string_view name, std::string unit,
+                                         std::string description) const {
+  return m_registry->add_accumulator(full_name(name), std::move(unit), std::move(description));
+}
+
+Histogram& StatsScope::add_histogram(std::string_view name, std::string unit,
+                                     std::string description, std::vector<double> edges) const {
+  return m_registry->add_histogram(full_name(name), std::move(unit), std::move(description),
+                                   std::move(edges));
+}
+
+Value& StatsScope::add_value(std::string_view name, std::string unit,
+                             std::string description) const {
+  return m_registry->add_value(full_name(name), std::move(unit), std::move(description));
+}
+
+Text& StatsScope::add_text(std::string_view name, std::string unit, std::string description) const {
+  return m_registry->add_text(full_name(name), std::move(unit), std::move(description));
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON writer
+
+namespace {
+
+ordered_json number_or_null(double x) {
+  return std::isfinite(x) ? ordered_json(x) : ordered_json(nullptr);
+}
+
+ordered_json stat_to_json(const Stat& stat) {
+  switch (stat.kind()) {
+    case StatKind::kCounter:
+      return static_cast<const Counter&>(stat).value();
+    case StatKind::kAccumulator: {
+      const auto& acc = static_cast<const Accumulator&>(stat);
+      const bool any = acc.count() > 0;
+      ordered_json j = ordered_json::object();
+      j["sum"] = number_or_null(acc.sum());
+      j["count"] = acc.count();
+      j["min"] = any ? number_or_null(acc.min()) : ordered_json(nullptr);
+      j["max"] = any ? number_or_null(acc.max()) : ordered_json(nullptr);
+      j["mean"] = any ? number_or_null(acc.mean()) : ordered_json(nullptr);
+      return j;
+    }
+    case StatKind::kHistogram: {
+      const auto& hist = static_cast<const Histogram&>(stat);
+      ordered_json j = ordered_json::object();
+      j["edges"] = hist.edges();
+      j["counts"] = hist.counts();
+      j["underflow"] = hist.underflow();
+      j["overflow"] = hist.overflow();
+      j["count"] = hist.count();
+      j["sum"] = number_or_null(hist.sum());
+      return j;
+    }
+    case StatKind::kValue: {
+      const auto& value = static_cast<const Value&>(stat);
+      switch (value.type()) {
+        case Value::Type::kInt:
+          return value.as_int();
+        case Value::Type::kDouble:
+          return number_or_null(value.as_double());
+        case Value::Type::kUnset:
+          break;
+      }
+      return nullptr;
+    }
+    case StatKind::kText:
+      return static_cast<const Text&>(stat).value();
+  }
+  return nullptr;
+}
+
+void merge_into(ordered_json& target, const ordered_json& extra, const std::string& path) {
+  for (auto it = extra.begin(); it != extra.end(); ++it) {
+    const std::string key_path = path.empty() ? it.key() : path + "." + it.key();
+    auto found = target.find(it.key());
+    if (found == target.end()) {
+      target[it.key()] = it.value();
+    } else if (found->is_object() && it.value().is_object()) {
+      merge_into(*found, it.value(), key_path);
+    } else {
+      throw std::invalid_argument("extra stats key '" + key_path + "' collides with a stat");
+    }
+  }
+}
+
+void dump(const ordered_json& j, std::ostream& os) {
+  // Invalid UTF-8 in a text stat is replaced rather than failing the end of a run.
+  os << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace
+
+ordered_json stats_to_json(const StatsRegistry& registry) {
+  ordered_json root = ordered_json::object();
+  for (const Stat* stat : registry.stats()) {
+    const std::string& name = stat->name();
+    ordered_json* node = &root;
+    std::size_t start = 0;
+    for (std::size_t dot = name.find('.'); dot != std::string::npos;
+         start = dot + 1, dot = name.find('.', start)) {
+      node = &(*node)[name.substr(start, dot - start)];
+    }
+    (*node)[name.substr(start)] = stat_to_json(*stat);
+  }
+  return root;
+}
+
+void write_stats_json(const StatsRegistry& registry, std::ostream& os) {
+  dump(stats_to_json(registry), os);
+}
+
+void write_stats_json(const StatsRegistry& registry, std::ostream& os, const ordered_json& extra) {
+  if (!extra.is_object()) {
+    throw std::invalid_argument("extra stats must be a JSON object, got " +
+                                std::string(extra.type_name()));
+  }
+  ordered_json root = stats_to_json(registry);
+  merge_into(root, extra, "");
+  dump(root, os);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text writer
+
+namespace {
+
+constexpr std::size_t kMaxValueColumn = 24;
+
+// printf("%.6g") without the locale: std::to_chars in general format with precision 6.
+void append_double(std::string& out, double x) {
+  char buf[64];
+  auto result = std::to_chars(buf, buf + sizeof(buf), x, std::chars_format::general, 6);
+  out.append(buf, result.ptr);
+}
+
+void append_uint(std::string& out, std::uint64_t x) {
+  char buf[24];
+  auto result = std::to_chars(buf, buf + sizeof(buf), x);
+  out.append(buf, result.ptr);
+}
+
+void append_int(std::string& out, std::int64_t x) {
+  char buf[24];
+  auto result = std::to_chars(buf, buf + sizeof(buf), x);
+  out.append(buf, result.ptr);
+}
+
+std::string text_value(const Stat& stat) {
+  std::string out;
+  switch (stat.kind()) {
+    case StatKind::kCounter:
+      append_uint(out, static_cast<const Counter&>(stat).value());
+      break;
+    case StatKind::kAccumulator: {
+      const auto& acc = static_cast<const Accumulator&>(stat);
+      out += "sum=";
+      append_double(out, acc.sum());
+      out += " count=";
+      append_uint(out, acc.count());
+      if (acc.count() == 0) {
+        out += " min=- max=- mean=-";
+      } else {
+        out += " min=";
+        append_double(out, acc.min());
+        out += " max=";
+        append_double(out, acc.max());
+        out += " mean=";
+        append_double(out, acc.mean());
+      }
+      break;
+    }
+    case StatKind::kHistogram: {
+      const auto& hist = static_cast<const Histogram&>(stat);
+      out += "count=";
+      append_uint(out, hist.count());
+      out += " sum=";
+      append_double(out, hist.sum());
+      out += " underflow=";
+      append_uint(out, hist.underflow());
+      for (std::size_t i = 0; i < hist.counts().size(); ++i) {
+        out += " [";
+        append_double(out, hist.edges()[i]);
+        out += ',';
+        append_double(out, hist.edges()[i + 1]);
+        out += ")=";
+        append_uint(out, hist.counts()[i]);
+      }
+      out += " overflow=";
+      append_uint(out, hist.overflow());
+      break;
+    }
+    case StatKind::kValue: {
+      const auto& value = static_cast<const Value&>(stat);
+      switch (value.type()) {
+        case Value::Type::kInt:
+          append_int(out, value.as_int());
+          break;
+        case Value::Type::kDouble:
+          append_double(out, value.as_double());
+          break;
+        case Value::Type::kUnset:
+          out += '-';
+          break;
+      }
+      break;
+    }
+    case StatKind::kText:
+      out = ordered_json(static_cast<const Text&>(stat).value())
+                .dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+      break;
+  }
+  return out;
+}
+
+std::string text_comment(const Stat& stat) {
+  if (stat.unit().empty() && stat.description().empty()) return {};
+  std::string out = "# ";
+  out += stat.unit();
+  if (!stat.unit().empty() && !stat.description().empty()) out += " \u2014 ";
+  out += stat.description();
+  return out;
+}
+
+}  // namespace
+
+void write_stats_text(const StatsRegistry& registry, std::ostream& os) {
+  std::size_t name_width = 0;
+  std::size_t value_width = 0;
+  std::vector<std::string> values;
+  values.reserve(registry.size());
+  for (const Stat* stat : registry.stats()) {
+    values.push_back(text_value(*stat));
+    name_width = std::max(name_width, stat->name().size());
+    value_width = std::max(value_width, std::min(values.back().size(), kMaxValueColumn));
+  }
+  std::string line;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const Stat& stat = *registry.stats()[i];
+    line.assign(stat.name());
+    line.append(name_width - stat.name().size() + 2, ' ');
+    line.append(values[i]);
+    const std::string comment = text_comment(stat);
+    if (!comment.empty()) {
+      line.append(values[i].size() < value_width ? value_width - values[i].size() + 2 : 2, ' ');
+      line.append(comment);
+    }
+    line += '\n';
+    os << line;
+  }
+}
+
+}  // namespace wallsim::traces
