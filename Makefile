@@ -16,10 +16,10 @@ all: build
 deps:
 	@bash scripts/install-deps.sh build
 
-$(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release
-
-build: deps $(BUILD)/CMakeCache.txt
+# Configuring every time is cheap and keeps an old cache from switching tests or benches off.
+build: deps
+	cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DWALLSIM_SANITIZE=OFF \
+	  -DWALLSIM_BUILD_TESTS=ON -DWALLSIM_BUILD_BENCH=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build

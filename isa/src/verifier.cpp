@@ -72,7 +72,7 @@ class Verifier {
         ++queues;
         if (s.dma_engine < 0 || s.dma_engine >= m_arch.dma.engines) {
           report("decl", "queue " + s.name + " is served by DMA engine " + str(s.dma_engine) +
-                             " but the chip has " + str(m_arch.dma.engines));
+                             ", but the chip's DMA engines are 0.." + str(m_arch.dma.engines - 1));
         }
       } else if (!compute.insert(s.engine).second) {
         report("decl", "two streams for the " + std::string(name_of(s.engine)) + " engine");
@@ -258,7 +258,7 @@ class Verifier {
         break;
       case Opcode::tensor_reduce: {
         if (!is_reduction(in.alu))
-          report("shape",
+          report("alu",
                  "tensor_reduce takes add, max or min, not " + std::string(name_of(in.alu)));
         int64_t inner = s0.num_free ? s0.free[s0.num_free - 1].size : 1;
         if (in.dst.partitions != s0.partitions ||

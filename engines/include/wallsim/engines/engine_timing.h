@@ -14,7 +14,7 @@ struct TensorEngineTiming {
   double freq_mhz = 2400.0;
   int64_t moving_min_cycles = 64;        // multiply-moving occupies max(N, this) cycles
   int64_t fp32_slowdown = 4;             // fp32 operands take this many passes
-  int64_t load_stationary_speedup = 4;   // load-stationary of M columns takes M / this cycles
+  int64_t load_stationary_speedup = 4;   // load-stationary of M columns: ceil(M / this) cycles
   bool load_stationary_overlaps = true;  // loading the next weights hides under a multiply
   int64_t fill_cycles = 128;             // operand skew through the rows (latency)
   int64_t drain_cycles = 128;            // results leaving the columns (latency)
