@@ -21,14 +21,7 @@ void add_config_args(CLI::App* cmd, ConfigArgs& a) {
   cmd->add_option("--set", a.overrides, "override one value: path.to.key=value (repeatable)");
 }
 
-runtime::Config load(const ConfigArgs& a) {
-  try {
-    return runtime::load_config(a.config, a.overrides);
-  } catch (const isa::InputError& e) {
-    if (e.path() == a.config) throw;
-    throw isa::InputError(a.config, e.what());
-  }
-}
+runtime::Config load(const ConfigArgs& a) { return runtime::load_config(a.config, a.overrides); }
 
 std::string fixed(double v, int digits) {
   std::ostringstream os;
@@ -92,7 +85,7 @@ void add_config_commands(CLI::App& app) {
         runtime::load_config(f);
         std::cout << f << ": ok\n";
       } catch (const isa::InputError& e) {
-        std::cerr << (e.path() == f ? "" : f + ": ") << e.what() << "\n";
+        std::cerr << "wallsim: " << e.what() << "\n";
         ++bad;
       }
     }

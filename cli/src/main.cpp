@@ -4,14 +4,18 @@
 
 #include "commands.h"
 #include "wallsim/isa/params.h"
+#include "wallsim/memory/memory_error.h"
+#include "wallsim/sim/exec.h"
 
 int main(int argc, char** argv) {
   using namespace wallsim::cli;
+  wallsim::sim::init_systemc();
   CLI::App app{"wallsim: cycle-level simulator of a dataflow AI accelerator and its runtime"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "wallsim 0.1.0");
   add_config_commands(app);
   add_plan_commands(app);
+  add_exec_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -24,6 +28,12 @@ int main(int argc, char** argv) {
     return e.code;
   } catch (const CLI::ParseError& e) {
     std::cerr << "wallsim: " << e.what() << " (see wallsim --help)\n";
+    return kExitBadInput;
+  } catch (const wallsim::sim::SimulationError& e) {
+    std::cerr << "wallsim: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const wallsim::memory::MemoryError& e) {
+    std::cerr << "wallsim: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const wallsim::isa::InputError& e) {
     std::cerr << "wallsim: " << e.what() << "\n";

@@ -29,16 +29,11 @@ void add_plan_commands(CLI::App& app) {
   check->add_option("--config,-c", check_args->config, "chip config (JSON)")->required();
   check->add_option("--set", check_args->overrides, "override a config value: path=value");
   check->callback([check_args] {
-    runtime::Config cfg;
-    try {
-      cfg = runtime::load_config(check_args->config, check_args->overrides);
-    } catch (const isa::InputError& e) {
-      if (e.path() == check_args->config) throw;
-      throw isa::InputError(check_args->config, e.what());
-    }
+    runtime::Config cfg = runtime::load_config(check_args->config, check_args->overrides);
     isa::PlanSequence seq = isa::read_plan_file(check_args->plan);
     auto diags = isa::verify(seq, cfg.chip.arch);
-    for (const auto& d : diags) std::cerr << check_args->plan << ": " << d.to_string() << "\n";
+    for (const auto& d : diags)
+      std::cerr << "wallsim: " << check_args->plan << ": " << d.to_string() << "\n";
     if (!diags.empty()) throw Exit{kExitBadInput};
     int64_t n = 0;
     for (const auto& p : seq.plans) n += p.instruction_count();

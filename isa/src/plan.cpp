@@ -1,7 +1,9 @@
 // Plan lookups and sizes.
 #include "wallsim/isa/plan.h"
 
+#include <algorithm>
 #include <array>
+#include <map>
 
 namespace wallsim::isa {
 namespace {
@@ -50,6 +52,27 @@ int Plan::find_semaphore(std::string_view n) const {
     if (semaphores[i] == n) return static_cast<int>(i);
   }
   return -1;
+}
+
+int64_t Plan::on_chip_bytes(MemSpace space) const {
+  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> ranges;  // partition -> [lo, hi)
+  for (const BufferDecl& b : buffers) {
+    if (b.space != space) continue;
+    for (int32_t p = b.partition_start; p < b.partition_start + b.partitions; ++p) {
+      ranges[p].emplace_back(b.offset_bytes, b.offset_bytes + b.bytes);
+    }
+  }
+  int64_t total = 0;
+  for (auto& [p, r] : ranges) {
+    std::sort(r.begin(), r.end());
+    int64_t end = INT64_MIN;
+    for (auto [lo, hi] : r) {
+      if (hi <= end) continue;
+      total += hi - std::max(lo, end);
+      end = hi;
+    }
+  }
+  return total;
 }
 
 std::string_view Plan::target_name(const AccessPattern& ap) const {

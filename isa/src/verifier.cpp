@@ -258,8 +258,7 @@ class Verifier {
         break;
       case Opcode::tensor_reduce: {
         if (!is_reduction(in.alu))
-          report("alu",
-                 "tensor_reduce takes add, max or min, not " + std::string(name_of(in.alu)));
+          report("alu", "tensor_reduce takes add, max or min, not " + std::string(name_of(in.alu)));
         int64_t inner = s0.num_free ? s0.free[s0.num_free - 1].size : 1;
         if (in.dst.partitions != s0.partitions ||
             in.dst.free_elements() * inner != s0.free_elements()) {

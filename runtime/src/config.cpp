@@ -13,7 +13,18 @@ Config config_from_json(const isa::Json& j) {
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   isa::Json j = isa::read_json_file(path);
   for (const auto& o : overrides) isa::apply_override(j, o);
-  return config_from_json(j);
+  try {
+    return config_from_json(j);
+  } catch (const isa::InputError& e) {
+    // Blame the last override that set this path or a parent of it, else the file.
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+      std::string key = it->substr(0, it->find('='));
+      if (e.path() == key || e.path().rfind(key + ".", 0) == 0) {
+        throw isa::InputError("--set " + *it, e.what());
+      }
+    }
+    throw isa::InputError(path, e.what());
+  }
 }
 
 isa::Json to_json(const Config& c) { return isa::write_params(c); }

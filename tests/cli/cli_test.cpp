@@ -57,8 +57,8 @@ TEST(Cli, BadConfigIsOneLineAndExitCode2) {
   std::string bad = write_temp("cli_bad.json", R"({"arch": {"sbuf": {"partitions": "128x"}}})");
   Result r = run("config validate " + bad);
   EXPECT_EQ(r.code, 2);
-  EXPECT_EQ(r.err,
-            bad + ": arch.sbuf.partitions: expected an integer in [1, 1024], got \"128x\"\n");
+  EXPECT_EQ(r.err, "wallsim: " + bad +
+                       ": arch.sbuf.partitions: expected an integer in [1, 1024], got \"128x\"\n");
 
   r = run("config dump --config " + bad);
   EXPECT_EQ(r.code, 2);
@@ -79,7 +79,9 @@ TEST(Cli, SetOverridesAndTheirErrors) {
   EXPECT_NE(r.out.find("\"partitions\": 64"), std::string::npos);
   r = run("config dump --config configs/trn2.json --set arch.sbuf.partitons=64");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("unknown key (did you mean \"partitions\"?)"), std::string::npos);
+  EXPECT_EQ(r.err,
+            "wallsim: --set arch.sbuf.partitons=64: arch.sbuf.partitons: unknown key (did you "
+            "mean \"partitions\"?)\n");
 }
 
 TEST(Cli, SchemaIsJson) {

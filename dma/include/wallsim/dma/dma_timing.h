@@ -1,5 +1,5 @@
 // Timing parameters of the DMA engines and the host link, read from a config's `timing.dma`
-// and `timing.host_link` sections.
+// and `timing.host_link` sections. docs/TIMING.md describes the fair-share model that uses them.
 #pragma once
 
 #include <cstdint>

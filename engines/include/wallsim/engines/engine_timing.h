@@ -1,5 +1,6 @@
 // Timing parameters of the compute engines, read from a config's `timing.tensor`,
-// `timing.vector` and `timing.scalar` sections. configs/README.md cites every default.
+// `timing.vector` and `timing.scalar` sections. configs/README.md cites every default;
+// docs/TIMING.md gives the formulas that use them.
 #pragma once
 
 #include <cstdint>

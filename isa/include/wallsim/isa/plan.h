@@ -89,6 +89,9 @@ struct Plan {
   int find_buffer(std::string_view name) const;
   int find_scalar(std::string_view name) const;
   int find_semaphore(std::string_view name) const;
+  // Bytes of `space` (SBUF or PSUM) that the plan's buffers cover: the union of their byte
+  // ranges, summed over partitions (overlapping buffers count once).
+  int64_t on_chip_bytes(MemSpace space) const;
   // The name an access pattern refers to (a buffer's or a tensor's), or "?" when invalid.
   std::string_view target_name(const AccessPattern& ap) const;
   bool operator==(const Plan& o) const {

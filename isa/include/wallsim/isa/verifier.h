@@ -4,9 +4,9 @@
 // engine), space (engine may touch the memory space), bounds (every access inside its buffer or
 // tensor, for the whole declared range of run-time scalars), alignment (compute-engine partition
 // start), tile (array and free-size limits, one PSUM bank per matmul), shape (operand shapes
-// agree), alu (an ALU op the opcode accepts), dtype, scalar (run-time scalar use), provenance (node ids), semaphore (statically
-// certain deadlocks: a wait that no order of execution can satisfy), binding (a tensor passed
-// between plans of a sequence has one shape and dtype).
+// agree), alu (an ALU op the opcode accepts), dtype, scalar (run-time scalar use), provenance (node
+// ids), semaphore (statically certain deadlocks: a wait that no order of execution can satisfy),
+// binding (a tensor passed between plans of a sequence has one shape and dtype).
 #pragma once
 
 #include <string>

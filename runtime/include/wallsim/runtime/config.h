@@ -39,7 +39,8 @@ void describe(V& v, Config& c) {
 
 // Parses a config document (after overrides): strict, then consistency-checked.
 Config config_from_json(const isa::Json& j);
-// Reads FILE, applies `--set` overrides in order, parses. Errors name the file or JSON path.
+// Reads FILE, applies `--set` overrides in order, parses. Errors start with the file, or with
+// the `--set` that introduced the bad value, then the JSON path.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // The resolved config with every default filled in.
 isa::Json to_json(const Config& c);

@@ -1,0 +1,70 @@
+// DmaSystem: the core's DMA engines, HBM and the host link as shared bandwidth. DMA descriptors
+// and instruction fetches move bytes here; FluidShare divides the bandwidth.
+#pragma once
+
+#include <systemc>
+
+#include <map>
+#include <vector>
+
+#include "wallsim/dma/dma_timing.h"
+#include "wallsim/dma/fluid_share.h"
+#include "wallsim/isa/instruction.h"
+#include "wallsim/memory/memory_timing.h"
+#include "wallsim/memory/tile_io.h"
+#include "wallsim/traces/stats.h"
+#include "wallsim/traces/trace_sink.h"
+
+namespace wallsim::dma {
+
+class DmaSystem : public sc_core::sc_module {
+ public:
+  // `stats` is the registry the system reports to under "device."; `trace` may be null.
+  DmaSystem(sc_core::sc_module_name name, int engines, const DmaTiming& dma,
+            const memory::HbmTiming& hbm, const HostLinkTiming& link, traces::StatsRegistry* stats,
+            traces::TraceSink* trace, int trace_pid);
+
+  // Runs one DMA instruction on behalf of DMA engine `engine`, from the calling SC_THREAD:
+  // the descriptor issue cost, then the transfer under fair sharing (blocking). With `mem`, it
+  // also moves the real data. Returns how long after the transfer its data is visible.
+  // Timing depends on sizes only, never on values (indirect accesses included).
+  sc_core::sc_time execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem);
+  // Reads `bytes` from HBM without a DMA engine (plan instruction fetch). Blocking.
+  void fetch_from_hbm(int64_t bytes);
+  // Bytes a DMA instruction moves.
+  static int64_t bytes_moved(const isa::Instruction& in);
+  // Writes derived stats (busy times, achieved bandwidth over `elapsed`).
+  void finalize(sc_core::sc_time elapsed);
+
+ private:
+  void transfer(double bytes, const std::vector<int>& resources);
+  void wake();
+  void account(FluidShare::Fs now);
+  void reschedule(FluidShare::Fs now);
+  void complete(const std::vector<uint64_t>& done);
+  void trace_bandwidth(FluidShare::Fs now);
+
+  DmaTiming m_dma;
+  memory::HbmTiming m_hbm_timing;
+  HostLinkTiming m_link_timing;
+  FluidShare m_share;
+  int m_hbm = -1;
+  int m_link = -1;
+  std::vector<int> m_engines;  // resource index of each DMA engine
+  std::map<uint64_t, sc_core::sc_event*> m_waiting;
+  sc_core::sc_event m_wake;
+  FluidShare::Fs m_last_account = 0;
+  std::vector<FluidShare::Fs> m_busy_fs;  // per resource: time with a transfer in flight
+  std::vector<int64_t> m_bytes;           // per resource
+
+  traces::StatsRegistry* m_stats;
+  traces::Counter* m_hbm_read = nullptr;
+  traces::Counter* m_hbm_write = nullptr;
+  traces::Counter* m_link_bytes = nullptr;
+  traces::Counter* m_descriptors = nullptr;
+  traces::TraceSink* m_trace;
+  int m_trace_pid;
+  double m_last_hbm_rate = -1.0;
+};
+
+}  // namespace wallsim::dma

@@ -1,0 +1,200 @@
+// Max-min fair bandwidth sharing by progressive filling, recomputed only at starts and finishes.
+#include "wallsim/dma/fluid_share.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+namespace wallsim::dma {
+
+namespace {
+
+constexpr double kFsPerSecond = 1e15;
+// A duration within this relative distance of a whole femtosecond is rounded to it, so that
+// floating-point noise (1e-16 relative per operation) never adds a femtosecond.
+constexpr double kRoundingTolerance = 1e-12;
+
+}  // namespace
+
+int FluidShare::add_resource(std::string name, double bytes_per_second) {
+  if (!(bytes_per_second > 0.0) || !std::isfinite(bytes_per_second)) {
+    throw std::invalid_argument("FluidShare: resource '" + name +
+                                "' needs a finite bandwidth > 0 bytes/second");
+  }
+  m_resources.push_back(Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0});
+  return static_cast<int>(m_resources.size() - 1);
+}
+
+void FluidShare::check_resource(int r) const {
+  if (r < 0 || static_cast<size_t>(r) >= m_resources.size()) {
+    throw std::out_of_range("FluidShare: no resource " + std::to_string(r));
+  }
+}
+
+uint64_t FluidShare::start(Fs now, double bytes, std::vector<int> resources) {
+  if (now < m_now) throw std::invalid_argument("FluidShare::start: time goes back");
+  if (!(bytes >= 0.0) || !std::isfinite(bytes)) {
+    throw std::invalid_argument("FluidShare::start: bytes must be finite and >= 0");
+  }
+  if (resources.empty()) throw std::invalid_argument("FluidShare::start: no resources");
+  for (int r : resources) check_resource(r);
+  std::sort(resources.begin(), resources.end());
+  resources.erase(std::unique(resources.begin(), resources.end()), resources.end());
+
+  run_until(now);
+  Transfer t{m_next_id++, bytes, -1.0, now, std::move(resources), false};
+  if (bytes == 0.0) {
+    t.rate = 0.0;
+    m_finished.push_back(std::move(t));
+  } else {
+    m_active.push_back(std::move(t));  // ids increase, so m_active stays in id order
+    recompute_rates();
+  }
+  return m_next_id - 1;
+}
+
+FluidShare::Fs FluidShare::next_finish() const {
+  Fs next = m_next_active_finish;
+  for (const Transfer& t : m_finished) next = std::min(next, t.finish);
+  return next;
+}
+
+std::vector<uint64_t> FluidShare::advance(Fs now) {
+  if (now < m_now) throw std::invalid_argument("FluidShare::advance: time goes back");
+  run_until(now);
+  std::vector<uint64_t> done;
+  done.reserve(m_finished.size());
+  for (const Transfer& t : m_finished) done.push_back(t.id);
+  m_finished.clear();
+  std::sort(done.begin(), done.end());
+  return done;
+}
+
+double FluidShare::rate(uint64_t id) const {
+  auto it = std::lower_bound(m_active.begin(), m_active.end(), id,
+                             [](const Transfer& t, uint64_t v) { return t.id < v; });
+  if (it != m_active.end() && it->id == id) return it->rate;
+  for (const Transfer& t : m_finished) {
+    if (t.id == id) return 0.0;
+  }
+  throw std::out_of_range("FluidShare::rate: no transfer " + std::to_string(id));
+}
+
+double FluidShare::resource_rate(int r) const {
+  check_resource(r);
+  return m_resources[r].allocated;
+}
+
+size_t FluidShare::active() const { return m_active.size() + m_finished.size(); }
+
+const std::string& FluidShare::resource_name(int r) const {
+  check_resource(r);
+  return m_resources[r].name;
+}
+
+double FluidShare::resource_capacity(int r) const {
+  check_resource(r);
+  return m_resources[r].capacity;
+}
+
+void FluidShare::run_until(Fs now) {
+  while (m_next_active_finish <= now) {
+    const Fs t = m_next_active_finish;
+    progress(t);
+    auto first_done = std::stable_partition(m_active.begin(), m_active.end(),
+                                            [t](const Transfer& x) { return x.finish > t; });
+    for (auto it = first_done; it != m_active.end(); ++it) {
+      it->remaining = 0.0;
+      it->rate = 0.0;
+      m_finished.push_back(std::move(*it));
+    }
+    m_active.erase(first_done, m_active.end());
+    recompute_rates();
+  }
+  progress(now);
+}
+
+void FluidShare::progress(Fs now) {
+  const Fs dt = now - m_now;
+  m_now = now;
+  if (dt <= 0) return;
+  const double seconds = static_cast<double>(dt) / kFsPerSecond;
+  for (Transfer& t : m_active) {
+    ++m_work;
+    t.remaining = std::max(0.0, t.remaining - t.rate * seconds);
+  }
+}
+
+void FluidShare::recompute_rates() {
+  for (Resource& r : m_resources) {
+    ++m_work;
+    r.free = r.capacity;
+    r.unfrozen = 0;
+    r.allocated = 0.0;
+  }
+  for (Transfer& t : m_active) {
+    t.frozen = false;
+    for (int r : t.resources) ++m_resources[r].unfrozen;
+  }
+  std::vector<double> new_rate(m_active.size(), 0.0);
+  size_t left = m_active.size();
+  while (left > 0) {
+    // The most constrained resource: the smallest equal share among its unfrozen transfers.
+    int best = -1;
+    double best_share = std::numeric_limits<double>::infinity();
+    for (size_t r = 0; r < m_resources.size(); ++r) {
+      ++m_work;
+      const Resource& res = m_resources[r];
+      if (res.unfrozen == 0) continue;
+      const double share = std::max(0.0, res.free) / res.unfrozen;
+      if (share < best_share) {
+        best_share = share;
+        best = static_cast<int>(r);
+      }
+    }
+    if (best < 0) break;  // unreachable: every unfrozen transfer holds a resource
+    for (size_t i = 0; i < m_active.size(); ++i) {
+      ++m_work;
+      Transfer& t = m_active[i];
+      if (t.frozen || !std::binary_search(t.resources.begin(), t.resources.end(), best)) {
+        continue;
+      }
+      t.frozen = true;
+      new_rate[i] = best_share;
+      --left;
+      for (int r : t.resources) {
+        Resource& res = m_resources[r];
+        res.free -= best_share;
+        res.allocated += best_share;
+        --res.unfrozen;
+      }
+    }
+  }
+  m_next_active_finish = INT64_MAX;
+  for (size_t i = 0; i < m_active.size(); ++i) {
+    Transfer& t = m_active[i];
+    // An unchanged rate keeps its finish time, so that other transfers' events never move it.
+    if (new_rate[i] != t.rate) {
+      t.rate = new_rate[i];
+      t.finish = finish_time(t);
+    }
+    m_next_active_finish = std::min(m_next_active_finish, t.finish);
+  }
+}
+
+FluidShare::Fs FluidShare::finish_time(const Transfer& t) const {
+  if (t.remaining <= 0.0) return m_now;
+  if (!(t.rate > 0.0)) return INT64_MAX;
+  const double fs = t.remaining * kFsPerSecond / t.rate;
+  if (!(fs < 9.0e18)) return INT64_MAX;
+  const double nearest = std::nearbyint(fs);
+  const double rounded =
+      std::fabs(fs - nearest) <= kRoundingTolerance * fs ? nearest : std::ceil(fs);
+  Fs finish;
+  if (__builtin_add_overflow(m_now, static_cast<Fs>(rounded), &finish)) return INT64_MAX;
+  return finish;
+}
+
+}  // namespace wallsim::dma

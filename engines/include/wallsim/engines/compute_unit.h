@@ -1,0 +1,27 @@
+// ComputeUnit: the datapath of a tensor, vector or scalar engine — a timing model for the clock
+// cycles and, in functional mode, the instruction's real result.
+#pragma once
+
+#include <memory>
+
+#include "wallsim/engines/execution_unit.h"
+#include "wallsim/engines/timing_model.h"
+
+namespace wallsim::engines {
+
+class ComputeUnit : public ExecutionUnit {
+ public:
+  explicit ComputeUnit(std::unique_ptr<TimingModel> model);
+  sc_core::sc_time run(const isa::Instruction& in, Launch& launch, bool back_to_back) override;
+  void begin_stream(const isa::Stream&) override { m_model->reset(); }
+  int64_t clock_period_fs() const override { return m_period_fs; }
+
+ private:
+  std::unique_ptr<TimingModel> m_model;
+  int64_t m_period_fs;
+};
+
+// The clock period in whole femtoseconds (durations are whole cycles of it).
+int64_t period_fs(double freq_mhz);
+
+}  // namespace wallsim::engines

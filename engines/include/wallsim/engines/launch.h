@@ -1,0 +1,73 @@
+// A launched plan: what every stream processor of the device shares while running it.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "wallsim/isa/plan.h"
+#include "wallsim/memory/tile_io.h"
+
+namespace wallsim::engines {
+
+// The plan's semaphores. Values only grow while the plan runs; waiters block on a per-semaphore
+// event. Owned by its Launch.
+class SemaphoreSet {
+ public:
+  explicit SemaphoreSet(size_t count) : m_values(count, 0), m_changed(count) {}
+  int64_t value(int sem) const { return m_values[sem]; }
+  void add(int sem, int64_t amount) {
+    m_values[sem] += amount;
+    m_changed[sem].notify();
+  }
+  // Blocks the calling SC_THREAD until semaphore `sem` >= `value`.
+  void wait_at_least(int sem, int64_t value) {
+    while (m_values[sem] < value) sc_core::wait(m_changed[sem]);
+  }
+
+ private:
+  std::vector<int64_t> m_values;
+  std::deque<sc_core::sc_event> m_changed;
+};
+
+// Device time and bytes attributed to one graph node (provenance) of a launched plan.
+struct NodeTotals {
+  sc_core::sc_time busy[isa::kNumEngines];
+  int64_t instructions = 0;
+  int64_t dma_bytes = 0;
+};
+
+struct Launch {
+  Launch(const isa::Plan& p, int idx, std::vector<int64_t> scalar_values)
+      : plan(&p),
+        index(idx),
+        scalars(std::move(scalar_values)),
+        semaphores(p.semaphores.size()),
+        nodes(p.nodes.size()) {}
+
+  const isa::Plan* plan;
+  int index;
+  std::vector<int64_t> scalars;  // by Plan::scalars index
+  SemaphoreSet semaphores;
+  memory::MemoryMap memory{};  // backing stores; all null in timing-only mode
+  bool functional = false;
+  std::vector<NodeTotals> nodes;  // by Plan::nodes index
+
+  int streams_pending = 0;
+  bool started = false;
+  bool drained = false;
+  sc_core::sc_time start_time;  // streams dispatched
+  sc_core::sc_time end_time;    // last result ready
+  sc_core::sc_event drained_event;
+
+  NodeTotals* node_totals(int32_t node_id) {
+    for (size_t i = 0; i < plan->nodes.size(); ++i) {
+      if (plan->nodes[i].id == node_id) return &nodes[i];
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace wallsim::engines

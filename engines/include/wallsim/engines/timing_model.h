@@ -1,0 +1,41 @@
+// Per-instruction timing of the compute engines: occupancy and latency in engine clock cycles.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "wallsim/engines/engine_timing.h"
+#include "wallsim/isa/instruction.h"
+
+namespace wallsim::engines {
+
+// Both figures count the engine's own clock cycles from the instruction's issue. `occupancy`:
+// the engine may issue its next instruction that many cycles later. `latency` (>= occupancy):
+// the result is in memory and the instruction's semaphore signals fire that many cycles later.
+struct InstructionTiming {
+  int64_t occupancy_cycles;
+  int64_t latency_cycles;
+};
+
+// Contract: one model per engine, called in that engine's issue order. A model is stateful (the
+// tensor engine remembers which stationary tile is loaded and how long the last multiply ran),
+// so it must not be shared between engines; not thread-safe. Timing depends only on the
+// instruction's shapes, dtypes and strides, never on data. An instruction the engine does not
+// execute throws std::invalid_argument (a caller bug: the verifier assigns engines).
+class TimingModel {
+ public:
+  virtual ~TimingModel() = default;
+  // `back_to_back` is true when this instruction issues the same cycle the previous one's
+  // occupancy ended (no stall in between).
+  virtual InstructionTiming time(const isa::Instruction& in, bool back_to_back) = 0;
+  // A new plan starts: nothing is loaded, there is no previous instruction.
+  virtual void reset() = 0;
+  virtual double freq_mhz() const = 0;
+};
+
+// Weight-stationary systolic array: matmul and transpose.
+std::unique_ptr<TimingModel> make_tensor_timing(const TensorEngineTiming& cfg);
+// Lane-parallel engines (vector and scalar): everything they execute.
+std::unique_ptr<TimingModel> make_lane_timing(const LaneEngineTiming& cfg);
+
+}  // namespace wallsim::engines

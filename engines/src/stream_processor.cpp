@@ -1,0 +1,161 @@
+// In-order issue of one instruction stream at a time, with semaphores, stats and tracing.
+#include "wallsim/engines/stream_processor.h"
+
+#include "wallsim/memory/tile_io.h"
+
+namespace wallsim::engines {
+
+using sc_core::sc_time;
+
+StreamProcessor::StreamProcessor(sc_core::sc_module_name name, isa::Engine engine,
+                                 ExecutionUnit& unit, SignalScheduler& signals,
+                                 ProcessorOutputs outputs)
+    : sc_module(name),
+      m_engine(engine),
+      m_unit(unit),
+      m_signals(signals),
+      m_out(std::move(outputs)) {
+  SC_HAS_PROCESS(StreamProcessor);
+  SC_THREAD(thread);
+  if (engine != isa::Engine::dma) ensure_outputs();  // compute engines always report
+}
+
+void StreamProcessor::enqueue(Launch* launch, const isa::Stream* stream) {
+  m_work.push_back({launch, stream});
+  m_work_added.notify();
+}
+
+void StreamProcessor::ensure_outputs() {
+  if (m_registered) return;
+  m_registered = true;
+  if (m_out.stats) {
+    traces::StatsScope s(*m_out.stats, m_out.stats_prefix);
+    m_instr_stat = &s.add_counter("instructions", "", "instructions issued");
+    if (m_unit.clock_period_fs() > 0) {
+      m_busy_cycles_stat =
+          &s.add_value("busy_cycles", "cycles", "cycles the engine was occupied, in its own clock");
+    }
+    m_busy_ns_stat = &s.add_value("busy_ns", "ns", "time the engine was occupied");
+    m_util_stat = &s.add_value("utilization", "fraction", "busy time / device time");
+    if (m_engine == isa::Engine::dma) {
+      m_bytes_stat = &s.add_counter("bytes", "bytes", "bytes moved by this queue's descriptors");
+    }
+  }
+  if (m_out.trace && m_out.trace->enabled() && m_out.trace_level == TraceLevel::instructions) {
+    m_track = m_out.trace->declare_track(m_out.trace_pid, m_out.trace_process, m_out.trace_tid,
+                                         m_out.trace_thread);
+  }
+}
+
+void StreamProcessor::thread() {
+  for (;;) {
+    while (m_work.empty()) sc_core::wait(m_work_added);
+    Work w = m_work.front();
+    m_work.pop_front();
+    m_current = &w;
+    run_stream(w);
+    m_current = nullptr;
+    if (m_error) return;  // the simulation is stopping
+  }
+}
+
+void StreamProcessor::run_stream(const Work& w) {
+  ensure_outputs();
+  m_unit.begin_stream(*w.stream);
+  Launch& launch = *w.launch;
+  const auto& instrs = w.stream->instructions;
+  sc_time last_end;
+  bool have_prev = false;
+  sc_time last_ready = sc_core::sc_time_stamp();
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    const isa::Instruction& in = instrs[i];
+    m_index = i;
+    for (const isa::SemWait& wait : in.waits) {
+      m_waiting = &wait;
+      launch.semaphores.wait_at_least(wait.sem, wait.value);
+    }
+    m_waiting = nullptr;
+    const sc_time start = sc_core::sc_time_stamp();
+    sc_time tail;
+    try {
+      tail = m_unit.run(in, launch, have_prev && start == last_end);
+    } catch (const std::exception& e) {
+      m_error = "at " + sc_core::sc_time_stamp().to_string() + ", " + std::string(name()) +
+                " plan '" + launch.plan->name + "' " + w.stream->name + "[" + std::to_string(i) +
+                "] (" + std::string(isa::info(in.op).name) + "): " + e.what();
+      sc_core::sc_stop();
+      return;
+    }
+    const sc_time end = sc_core::sc_time_stamp();
+    const sc_time ready = end + tail;
+    for (const isa::SemSignal& s : in.signals) m_signals.signal(ready, &launch, s.sem, s.add);
+    record(w, i, in, start, end, ready);
+    if (ready > last_ready) last_ready = ready;
+    last_end = end;
+    have_prev = true;
+  }
+  m_signals.stream_done(last_ready, &launch);
+}
+
+void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction& in, sc_time start,
+                             sc_time end, sc_time ready) {
+  const sc_time busy = end - start;
+  m_busy += busy;
+  ++m_instructions;
+  if (m_instr_stat) ++*m_instr_stat;
+  const int64_t bytes = m_engine == isa::Engine::dma ? m_unit.bytes_moved(in) : 0;
+  if (m_bytes_stat) *m_bytes_stat += static_cast<uint64_t>(bytes);
+  if (in.node >= 0) {
+    if (NodeTotals* n = w.launch->node_totals(in.node)) {
+      n->busy[static_cast<int>(m_engine)] += busy;
+      ++n->instructions;
+      n->dma_bytes += bytes;
+    }
+  }
+  const int64_t period = m_unit.clock_period_fs();
+  const int64_t cycles = period > 0 ? static_cast<int64_t>(busy.value()) / period : 0;
+  if (m_track) {
+    traces::TraceArgs args;
+    args.add("plan", std::string_view(w.launch->plan->name));
+    args.add("index", static_cast<int64_t>(index));
+    if (in.node >= 0) args.add("node", static_cast<int64_t>(in.node));
+    if (period > 0) args.add("cycles", cycles);
+    if (bytes > 0) args.add("bytes", bytes);
+    args.add("ready_ns", (ready - start).to_seconds() * 1e9);
+    m_out.trace->slice(*m_track, static_cast<traces::TimePs>(start.value() / 1000),
+                       static_cast<traces::TimePs>(end.value() / 1000 - start.value() / 1000),
+                       isa::info(in.op).name, isa::name_of(m_engine), args);
+  }
+  if (m_out.instruction_log) {
+    m_out.instruction_log->row(
+        {w.launch->plan->name, w.stream->name, std::to_string(index),
+         std::string(isa::info(in.op).name), std::to_string(in.node),
+         std::to_string(start.value() / 1000), std::to_string(end.value() / 1000),
+         std::to_string(ready.value() / 1000), std::to_string(cycles), std::to_string(bytes)});
+  }
+}
+
+std::string StreamProcessor::blocked_description() const {
+  if (!m_current) return std::string(name()) + ": queued streams never started";
+  std::string where = std::string(name()) + " plan '" + m_current->launch->plan->name + "' " +
+                      m_current->stream->name + "[" + std::to_string(m_index) + "]";
+  if (!m_waiting) return where + " stopped";
+  const auto& plan = *m_current->launch->plan;
+  return where + " waits for " + plan.semaphores[m_waiting->sem] +
+         " >= " + std::to_string(m_waiting->value) + ", which reached " +
+         std::to_string(m_current->launch->semaphores.value(m_waiting->sem));
+}
+
+void StreamProcessor::finalize(sc_time elapsed) {
+  if (!m_registered) return;
+  const int64_t period = m_unit.clock_period_fs();
+  if (m_busy_cycles_stat && period > 0) {
+    m_busy_cycles_stat->set(static_cast<int64_t>(m_busy.value() / period));
+  }
+  if (m_busy_ns_stat) m_busy_ns_stat->set(m_busy.to_seconds() * 1e9);
+  if (m_util_stat) {
+    m_util_stat->set(elapsed.value() > 0 ? double(m_busy.value()) / double(elapsed.value()) : 0.0);
+  }
+}
+
+}  // namespace wallsim::engines

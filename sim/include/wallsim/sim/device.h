@@ -1,0 +1,91 @@
+// Device: one NeuronCore-style core elaborated from a ChipConfig — engines, DMA queues and
+// engines, SBUF/PSUM/HBM — and the plan launcher. All wiring happens in device.cpp.
+#pragma once
+
+#include <systemc>
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wallsim/engines/compute_unit.h"
+#include "wallsim/engines/launch.h"
+#include "wallsim/engines/signal_scheduler.h"
+#include "wallsim/engines/stream_processor.h"
+#include "wallsim/memory/on_chip_store.h"
+#include "wallsim/memory/tensor_store.h"
+#include "wallsim/sim/chip_config.h"
+#include "wallsim/traces/csv_log.h"
+#include "wallsim/traces/stats.h"
+#include "wallsim/traces/trace_sink.h"
+
+namespace wallsim::dma {
+class DmaSystem;
+}
+
+namespace wallsim::sim {
+
+struct DeviceOptions {
+  bool functional = false;  // compute real values (else timing only: no data moves)
+  traces::StatsRegistry* stats = nullptr;
+  traces::TraceSink* trace = nullptr;
+  engines::TraceLevel trace_level = engines::TraceLevel::none;
+  traces::CsvLog* instruction_log = nullptr;
+};
+
+class Device : public sc_core::sc_module {
+ public:
+  Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptions options);
+  ~Device() override;
+
+  // Off-chip tensors (HBM and host memory) by name; holds data in functional mode.
+  memory::TensorStore& tensors() { return m_tensors; }
+
+  // Queues a launch of `plan` after those queued before; `scalars` are its run-time scalars in
+  // Plan::scalars order. Callable before the simulation starts or from any SC_THREAD; returns
+  // at once. `plan` must outlive the Device; the Launch lives as long as the Device.
+  engines::Launch& launch(const isa::Plan& plan, std::vector<int64_t> scalars);
+
+  // After sc_start returns: a run-time invariant violation, if one stopped the simulation.
+  std::optional<std::string> error() const;
+  bool all_drained() const;
+  // One line per stream that never finished: engine, instruction, semaphore, awaited value.
+  std::vector<std::string> deadlock_report() const;
+  // When the last launched plan drained (its last result was ready).
+  sc_core::sc_time end_time() const;
+  // Writes the derived stats; call once after the simulation.
+  void finalize();
+  const std::deque<engines::Launch>& launches() const { return m_launches; }
+  const ChipConfig& config() const { return m_chip; }
+
+ private:
+  void launcher();
+  engines::StreamProcessor& processor_for(const isa::Stream& stream, int dma_ordinal);
+
+  ChipConfig m_chip;
+  DeviceOptions m_options;
+  std::unique_ptr<memory::OnChipStore> m_sbuf;
+  std::unique_ptr<memory::OnChipStore> m_psum;
+  memory::TensorStore m_tensors;
+
+  std::unique_ptr<engines::SignalScheduler> m_signals;
+  std::unique_ptr<dma::DmaSystem> m_dma;
+  std::vector<std::unique_ptr<engines::ExecutionUnit>> m_units;
+  std::vector<std::unique_ptr<engines::StreamProcessor>> m_compute;  // tensor, vector, scalar
+  std::vector<std::unique_ptr<engines::StreamProcessor>> m_queues;   // DMA queue slots
+
+  std::deque<engines::Launch> m_launches;
+  size_t m_next_launch = 0;
+  sc_core::sc_event m_launch_added;
+  std::optional<traces::Track> m_launch_track;
+
+  traces::Counter* m_plans_stat = nullptr;
+  traces::Value* m_launch_ns_stat = nullptr;
+  sc_core::sc_time m_launch_overhead;
+  int64_t m_sbuf_peak = 0;
+  int64_t m_psum_peak = 0;
+};
+
+}  // namespace wallsim::sim

@@ -1,0 +1,257 @@
+// Elaboration of the device from its config — every binding in one place — and plan launch.
+#include "wallsim/sim/device.h"
+
+#include <cmath>
+
+#include "wallsim/dma/dma_system.h"
+#include "wallsim/engines/timing_model.h"
+
+namespace wallsim::sim {
+
+using engines::Launch;
+using engines::StreamProcessor;
+using sc_core::sc_time;
+
+namespace {
+
+constexpr int kCorePid = 1;
+
+sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000000u); }
+
+// A DMA queue's execution unit: descriptors go to the DMA engine serving the queue.
+class DmaQueueUnit final : public engines::ExecutionUnit {
+ public:
+  explicit DmaQueueUnit(dma::DmaSystem& dma) : m_dma(dma) {}
+  void begin_stream(const isa::Stream& s) override { m_engine = s.dma_engine; }
+  sc_time run(const isa::Instruction& in, Launch& launch, bool) override {
+    return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr);
+  }
+  int64_t clock_period_fs() const override { return 0; }
+  int64_t bytes_moved(const isa::Instruction& in) const override {
+    return dma::DmaSystem::bytes_moved(in);
+  }
+
+ private:
+  dma::DmaSystem& m_dma;
+  int m_engine = 0;
+};
+
+}  // namespace
+
+Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptions options)
+    : sc_module(name), m_chip(chip), m_options(options) {
+  SC_HAS_PROCESS(Device);
+  SC_THREAD(launcher);
+
+  const isa::ArchSpec& arch = m_chip.arch;
+  const TimingConfig& timing = m_chip.timing;
+  traces::StatsRegistry* stats = m_options.stats;
+  if (stats) {
+    traces::StatsScope d(*stats, "device");
+    m_plans_stat = &d.add_counter("plans_launched", "", "plans launched");
+    m_launch_ns_stat = &d.add_value("launch_overhead_ns", "ns",
+                                    "time spent starting plans (switch, semaphore reset, fetch)");
+  }
+  if (m_options.functional) {
+    m_sbuf =
+        std::make_unique<memory::OnChipStore>(arch.sbuf.partitions, arch.sbuf.bytes_per_partition);
+    m_psum =
+        std::make_unique<memory::OnChipStore>(arch.psum.partitions, arch.psum.bytes_per_partition);
+  }
+  m_signals = std::make_unique<engines::SignalScheduler>("signals");
+  m_dma = std::make_unique<dma::DmaSystem>("dma", arch.dma.engines, timing.dma, timing.hbm,
+                                           timing.host_link, stats, m_options.trace, kCorePid);
+
+  auto outputs = [&](const std::string& prefix, int tid, const std::string& thread) {
+    engines::ProcessorOutputs o;
+    o.stats = stats;
+    o.stats_prefix = prefix;
+    o.trace = m_options.trace;
+    o.trace_level = m_options.trace_level;
+    o.trace_pid = kCorePid;
+    o.trace_tid = tid;
+    o.trace_process = "core0";
+    o.trace_thread = thread;
+    o.instruction_log = m_options.instruction_log;
+    return o;
+  };
+  struct ComputeEngine {
+    isa::Engine engine;
+    std::unique_ptr<engines::TimingModel> model;
+  };
+  ComputeEngine compute[] = {
+      {isa::Engine::tensor, engines::make_tensor_timing(timing.tensor)},
+      {isa::Engine::vector, engines::make_lane_timing(timing.vector)},
+      {isa::Engine::scalar, engines::make_lane_timing(timing.scalar)},
+  };
+  int tid = 1;
+  for (auto& c : compute) {
+    const std::string engine(isa::name_of(c.engine));
+    m_units.push_back(std::make_unique<engines::ComputeUnit>(std::move(c.model)));
+    m_compute.push_back(std::make_unique<StreamProcessor>(
+        engine.c_str(), c.engine, *m_units.back(), *m_signals,
+        outputs("device.engines." + engine, tid++, engine + " engine")));
+  }
+  for (int q = 0; q < arch.dma.queues_max; ++q) {
+    const std::string queue = "q" + std::to_string(q);
+    m_units.push_back(std::make_unique<DmaQueueUnit>(*m_dma));
+    m_queues.push_back(std::make_unique<StreamProcessor>(
+        ("dma_" + queue).c_str(), isa::Engine::dma, *m_units.back(), *m_signals,
+        outputs("device.dma.queues." + queue, 100 + q, "dma queue " + std::to_string(q))));
+  }
+  if (m_options.trace && m_options.trace->enabled() &&
+      m_options.trace_level != engines::TraceLevel::none) {
+    m_launch_track = m_options.trace->declare_track(kCorePid, "core0", 0, "plans");
+  }
+}
+
+Device::~Device() = default;
+
+Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars) {
+  Launch& l =
+      m_launches.emplace_back(plan, static_cast<int>(m_launches.size()), std::move(scalars));
+  l.functional = m_options.functional;
+  if (l.functional) l.memory = {m_sbuf.get(), m_psum.get(), &m_tensors, l.plan, &l.scalars};
+  // Before the simulation starts the launcher finds the queue by itself; later (from a process,
+  // or between two sc_start calls) it is woken a delta cycle later.
+  const auto status = sc_core::sc_get_status();
+  if (status != sc_core::SC_ELABORATION && status != sc_core::SC_BEFORE_END_OF_ELABORATION &&
+      status != sc_core::SC_END_OF_ELABORATION) {
+    m_launch_added.notify(sc_core::SC_ZERO_TIME);
+  }
+  return l;
+}
+
+StreamProcessor& Device::processor_for(const isa::Stream& stream, int dma_ordinal) {
+  switch (stream.engine) {
+    case isa::Engine::tensor:
+      return *m_compute[0];
+    case isa::Engine::vector:
+      return *m_compute[1];
+    case isa::Engine::scalar:
+      return *m_compute[2];
+    case isa::Engine::dma:
+      break;
+  }
+  if (dma_ordinal >= static_cast<int>(m_queues.size())) {
+    throw std::runtime_error("plan uses more DMA queues than arch.dma.queues_max");
+  }
+  return *m_queues[dma_ordinal];
+}
+
+void Device::launcher() {
+  const LaunchTiming& t = m_chip.timing.launch;
+  for (;;) {
+    while (m_next_launch == m_launches.size()) sc_core::wait(m_launch_added);
+    Launch& l = m_launches[m_next_launch];
+    if (t.wait_for_previous && m_next_launch > 0) {
+      Launch& prev = m_launches[m_next_launch - 1];
+      while (!prev.drained) sc_core::wait(prev.drained_event);
+    }
+    ++m_next_launch;
+    const sc_time begin = sc_core::sc_time_stamp();
+    sc_core::wait(ns(t.switch_ns + t.semaphore_reset_ns));
+    m_dma->fetch_from_hbm(l.plan->instruction_count() * t.bytes_per_instruction);
+    const sc_time started = sc_core::sc_time_stamp();
+    m_launch_overhead += started - begin;
+    if (m_plans_stat) ++*m_plans_stat;
+    if (m_launch_track) {
+      traces::TraceArgs args;
+      args.add("instructions", l.plan->instruction_count());
+      m_options.trace->slice(*m_launch_track, static_cast<traces::TimePs>(begin.value() / 1000),
+                             static_cast<traces::TimePs>((started - begin).value() / 1000),
+                             "launch " + l.plan->name, "launch", args);
+    }
+    const int64_t sbuf = l.plan->on_chip_bytes(isa::MemSpace::sbuf);
+    const int64_t psum = l.plan->on_chip_bytes(isa::MemSpace::psum);
+    m_sbuf_peak = std::max(m_sbuf_peak, sbuf);
+    m_psum_peak = std::max(m_psum_peak, psum);
+    if (m_options.trace && m_options.trace->enabled()) {
+      m_options.trace->counter(kCorePid, "SBUF allocated (bytes)",
+                               static_cast<traces::TimePs>(started.value() / 1000), "sbuf",
+                               static_cast<double>(sbuf));
+    }
+
+    l.started = true;
+    l.start_time = started;
+    l.streams_pending = static_cast<int>(l.plan->streams.size());
+    if (l.streams_pending == 0) {
+      l.drained = true;
+      l.end_time = started;
+      l.drained_event.notify();
+      continue;
+    }
+    int dma_ordinal = 0;
+    for (const isa::Stream& s : l.plan->streams) {
+      processor_for(s, s.engine == isa::Engine::dma ? dma_ordinal++ : 0).enqueue(&l, &s);
+    }
+  }
+}
+
+std::optional<std::string> Device::error() const {
+  for (const auto* group : {&m_compute, &m_queues}) {
+    for (const auto& p : *group) {
+      if (p->error()) return p->error();
+    }
+  }
+  return std::nullopt;
+}
+
+bool Device::all_drained() const {
+  for (const Launch& l : m_launches) {
+    if (!l.drained) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Device::deadlock_report() const {
+  std::vector<std::string> out;
+  for (const auto* group : {&m_compute, &m_queues}) {
+    for (const auto& p : *group) {
+      if (p->busy()) out.push_back(p->blocked_description());
+    }
+  }
+  if (m_next_launch < m_launches.size()) {
+    out.push_back(std::to_string(m_launches.size() - m_next_launch) +
+                  " plan(s) never launched: the plan before them did not drain");
+  }
+  return out;
+}
+
+sc_time Device::end_time() const {
+  sc_time end;
+  for (const Launch& l : m_launches) {
+    if (l.drained && l.end_time > end) end = l.end_time;
+  }
+  return end;
+}
+
+void Device::finalize() {
+  const sc_time elapsed = end_time();
+  for (auto& p : m_compute) p->finalize(elapsed);
+  for (auto& p : m_queues) p->finalize(elapsed);
+  m_dma->finalize(elapsed);
+  if (m_launch_ns_stat) m_launch_ns_stat->set(m_launch_overhead.to_seconds() * 1e9);
+  if (m_options.stats) {
+    traces::StatsScope d(*m_options.stats, "device");
+    d.add_value("sbuf.peak_bytes", "bytes", "largest SBUF allocation of a launched plan")
+        .set(m_sbuf_peak);
+    d.add_value("psum.peak_bytes", "bytes", "largest PSUM allocation of a launched plan")
+        .set(m_psum_peak);
+  }
+  if (m_launch_track && m_chip.timing.launch.wait_for_previous) {
+    // Plans run one after another, so their spans never overlap on one track.
+    traces::Track plans = m_options.trace->declare_track(kCorePid, "core0", 1000, "plan spans");
+    for (const Launch& l : m_launches) {
+      if (!l.drained) continue;
+      traces::TraceArgs args;
+      args.add("index", static_cast<int64_t>(l.index));
+      m_options.trace->slice(
+          plans, static_cast<traces::TimePs>(l.start_time.value() / 1000),
+          static_cast<traces::TimePs>((l.end_time - l.start_time).value() / 1000), l.plan->name,
+          "plan", args);
+    }
+  }
+}
+
+}  // namespace wallsim::sim

@@ -1,0 +1,234 @@
+// `wallsim exec`: plan files in, a run directory out.
+#include "wallsim/sim/exec.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "wallsim/memory/npy.h"
+#include "wallsim/sim/device.h"
+#include "wallsim/traces/chrome_trace.h"
+#include "wallsim/traces/run_directory.h"
+#include "wallsim/traces/stats.h"
+#include "wallsim/traces/window_sink.h"
+
+namespace wallsim::sim {
+
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Run-time scalar values for each plan, in Plan::scalars order, from `--scalar name=value`.
+std::vector<std::vector<int64_t>> bind_scalars(const isa::PlanSequence& seq,
+                                               const ExecOptions& options) {
+  std::map<std::string, int64_t> given(options.scalars.begin(), options.scalars.end());
+  std::set<std::string> used;
+  std::vector<std::vector<int64_t>> out;
+  for (const isa::Plan& p : seq.plans) {
+    std::vector<int64_t> values;
+    for (const isa::ScalarDecl& s : p.scalars) {
+      auto it = given.find(s.name);
+      const std::string range = "[" + std::to_string(s.min) + ", " + std::to_string(s.max) + "]";
+      if (it == given.end()) {
+        throw isa::InputError("--scalar", "plan '" + p.name + "' needs run-time scalar " + s.name +
+                                              " in " + range + " (--scalar " + s.name + "=VALUE)");
+      }
+      if (it->second < s.min || it->second > s.max) {
+        throw isa::InputError("--scalar " + s.name, std::to_string(it->second) +
+                                                        " is outside the declared range " + range);
+      }
+      used.insert(s.name);
+      values.push_back(it->second);
+    }
+    out.push_back(std::move(values));
+  }
+  for (const auto& [name, value] : given) {
+    if (!used.count(name))
+      throw isa::InputError("--scalar " + name, "no plan declares this run-time scalar");
+  }
+  return out;
+}
+
+// Creates every off-chip tensor and fills the external inputs (functional mode).
+void place_tensors(const isa::PlanSequence& seq, const ExecOptions& options,
+                   memory::TensorStore& store) {
+  std::set<std::string> produced;
+  for (const isa::Plan& p : seq.plans) {
+    for (const isa::TensorDecl& t : p.tensors) {
+      const bool existed = store.find(t.name) != nullptr;
+      memory::TensorStore::Tensor& tensor = store.put(t.name, t.space, t.dtype, t.shape);
+      const bool external_input =
+          (t.role == isa::TensorRole::input || t.role == isa::TensorRole::inout) &&
+          !produced.count(t.name) && !existed;
+      if (external_input) {
+        if (options.inputs_dir.empty()) {
+          memory::fill_random(tensor, options.seed ^ fnv1a(t.name));
+        } else {
+          const std::string path = options.inputs_dir + "/" + t.name + ".npy";
+          memory::load_npy_into(memory::read_npy(path), tensor, path);
+        }
+      }
+      if (t.role == isa::TensorRole::output || t.role == isa::TensorRole::inout)
+        produced.insert(t.name);
+    }
+  }
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
+}
+
+nlohmann::ordered_json node_report(const Device& device) {
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const engines::Launch& l : device.launches()) {
+    for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
+      const isa::NodeInfo& n = l.plan->nodes[i];
+      const engines::NodeTotals& t = l.nodes[i];
+      nlohmann::ordered_json busy = nlohmann::ordered_json::object();
+      for (int e = 0; e < isa::kNumEngines; ++e) {
+        busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = t.busy[e].to_seconds() * 1e9;
+      }
+      nodes.push_back({{"plan", l.plan->name},
+                       {"launch", l.index},
+                       {"node", n.id},
+                       {"name", n.name},
+                       {"op", n.op},
+                       {"instructions", t.instructions},
+                       {"busy_ns", busy},
+                       {"dma_bytes", t.dma_bytes}});
+    }
+  }
+  return nodes;
+}
+
+}  // namespace
+
+void init_systemc() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
+}
+
+ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,
+                       const isa::PlanSequence& seq, const ExecOptions& options,
+                       const std::string& out_dir) {
+  init_systemc();
+  const auto scalars = bind_scalars(seq, options);
+  std::unique_ptr<traces::RunDirectory> dir;
+  try {
+    dir = std::make_unique<traces::RunDirectory>(out_dir);
+  } catch (const std::runtime_error& e) {
+    throw isa::InputError("--out", e.what());
+  }
+
+  traces::StatsRegistry stats;
+  stats.add_text("schema", "", "stats format").set("wallsim-stats/1");
+  traces::StatsScope d(stats, "device");
+  traces::Text& clock = d.add_text("clock", "", "the clock device.cycles counts");
+  traces::Value& clock_mhz = d.add_value("clock_mhz", "MHz", "frequency of device.clock");
+  traces::Value& cycles = d.add_value("cycles", "cycles", "device time in device.clock cycles");
+  traces::Value& time_ns = d.add_value("time_ns", "ns", "from the first launch to the last result");
+  clock.set("tensor");
+  clock_mhz.set(chip.timing.tensor.freq_mhz);
+
+  std::unique_ptr<traces::TraceSink> chrome;
+  std::unique_ptr<traces::TraceSink> window;
+  traces::TraceSink* trace = nullptr;
+  if (options.trace_level != engines::TraceLevel::none) {
+    chrome = std::make_unique<traces::ChromeTraceWriter>(dir->file("trace.json"));
+    trace = chrome.get();
+    if (options.trace_window_ns) {
+      window = std::make_unique<traces::WindowTraceSink>(
+          *chrome, options.trace_window_ns->first * 1000, options.trace_window_ns->second * 1000);
+      trace = window.get();
+    }
+    trace->set_metadata("wallsim_version", "0.1.0");
+    trace->set_metadata("config", chip.name);
+    trace->set_metadata("mode", options.functional ? "functional" : "timing-only");
+  }
+  std::unique_ptr<traces::CsvLog> csv;
+  if (options.instruction_csv) {
+    csv = std::make_unique<traces::CsvLog>(
+        dir->file("instructions.csv"),
+        std::vector<std::string>{"plan", "stream", "index", "opcode", "node", "start_ps", "end_ps",
+                                 "ready_ps", "busy_cycles", "bytes"});
+  }
+
+  DeviceOptions dev_options;
+  dev_options.functional = options.functional;
+  dev_options.stats = &stats;
+  dev_options.trace = trace;
+  dev_options.trace_level = options.trace_level;
+  dev_options.instruction_log = csv.get();
+  Device device("device", chip, dev_options);
+  if (options.functional) place_tensors(seq, options, device.tensors());
+  for (size_t i = 0; i < seq.plans.size(); ++i) device.launch(seq.plans[i], scalars[i]);
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  sc_core::sc_start();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  if (auto err = device.error()) throw SimulationError("run-time error " + *err);
+  if (!device.all_drained()) {
+    std::string msg = "deadlock at " + sc_core::sc_time_stamp().to_string() + ":";
+    for (const auto& line : device.deadlock_report()) msg += " " + line + ";";
+    msg.pop_back();
+    throw SimulationError(msg);
+  }
+  device.finalize();
+  const sc_core::sc_time end = device.end_time();
+  const int64_t period = engines::period_fs(chip.timing.tensor.freq_mhz);
+  cycles.set(static_cast<int64_t>((end.value() + period - 1) / period));
+  time_ns.set(end.to_seconds() * 1e9);
+
+  int64_t instructions = 0;
+  for (const isa::Plan& p : seq.plans) instructions += p.instruction_count();
+  traces::StatsScope measured(stats, "measured");
+  measured.add_value("sim_wall_seconds", "s", "real time the simulation took (varies run to run)")
+      .set(wall);
+  measured.add_value("instructions_simulated", "", "instructions executed").set(instructions);
+  measured.add_value("instructions_per_second", "1/s", "simulation speed (varies run to run)")
+      .set(wall > 0 ? double(instructions) / wall : 0.0);
+
+  nlohmann::ordered_json extra = {{"nodes", node_report(device)}};
+  {
+    std::ofstream out(dir->file("stats.json"), std::ios::binary);
+    traces::write_stats_json(stats, out, extra);
+  }
+  {
+    std::ofstream out(dir->file("stats.txt"), std::ios::binary);
+    traces::write_stats_text(stats, out);
+  }
+  write_text(dir->file("config.resolved.json"), resolved_config.dump(2) + "\n");
+  if (options.functional) {
+    const std::string outputs = dir->subdir("outputs");
+    std::set<std::string> written;
+    for (const isa::Plan& p : seq.plans) {
+      for (const isa::TensorDecl& t : p.tensors) {
+        if (t.role != isa::TensorRole::output && t.role != isa::TensorRole::inout) continue;
+        if (!written.insert(t.name).second) continue;
+        memory::write_npy(outputs + "/" + t.name + ".npy",
+                          memory::npy_from_tensor(*device.tensors().find(t.name)));
+      }
+    }
+  }
+  if (trace) trace->finish();
+  if (csv) csv->finish();
+  dir->commit();
+  return {end.to_seconds() * 1e9, instructions, wall};
+}
+
+}  // namespace wallsim::sim

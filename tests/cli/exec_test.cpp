@@ -1,0 +1,164 @@
+// `wallsim exec` end to end: the run directory, determinism, functional vs timing-only, traces.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+int run(const std::string& args, std::string* err = nullptr) {
+  std::string errfile = ::testing::TempDir() + "/exec_err_" + std::to_string(::getpid());
+  std::string cmd = std::string("cd ") + WALLSIM_SOURCE_DIR + " && " + WALLSIM_BIN + " " + args +
+                    " >/dev/null 2>" + errfile;
+  int status = std::system(cmd.c_str());
+  if (err) *err = slurp(errfile);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string out_dir(const std::string& name) {
+  std::string d = ::testing::TempDir() + "/exec_" + name + "_" + std::to_string(::getpid());
+  fs::remove_all(d);
+  return d;
+}
+
+TEST(Exec, WritesACompleteRunDirectory) {
+  std::string d = out_dir("dir"), err;
+  ASSERT_EQ(run("exec examples/plans/matmul.json -c configs/trn2.json --out " + d, &err), 0) << err;
+  for (const char* f : {"config.resolved.json", "stats.json", "stats.txt", "trace.json"}) {
+    EXPECT_TRUE(fs::exists(d + "/" + f)) << f;
+  }
+  Json s = Json::parse(slurp(d + "/stats.json"));
+  EXPECT_EQ(s["schema"], "wallsim-stats/1");
+  EXPECT_EQ(s["device"]["clock"], "tensor");
+  EXPECT_GT(s["device"]["cycles"].get<double>(), 0);
+  EXPECT_GT(s["device"]["time_ns"].get<double>(), 0);
+  for (const char* e : {"tensor", "vector", "scalar"}) {
+    for (const char* k : {"busy_cycles", "instructions", "utilization"}) {
+      EXPECT_TRUE(s["device"]["engines"][e].contains(k)) << e << "." << k;
+    }
+  }
+  EXPECT_EQ(s["device"]["engines"]["tensor"]["instructions"], 4);
+  EXPECT_EQ(s["device"]["hbm"]["write_bytes"], 256 * 512 * 4);
+  EXPECT_TRUE(s["measured"].contains("sim_wall_seconds"));
+  EXPECT_EQ(s["nodes"].size(), 2u);
+  Json cfg = Json::parse(slurp(d + "/config.resolved.json"));
+  EXPECT_EQ(cfg["name"], "trn2");
+  // No staging directories are left beside it.
+  for (const auto& e : fs::directory_iterator(fs::path(d).parent_path())) {
+    EXPECT_EQ(e.path().filename().string().find(".exec_dir_"), std::string::npos) << e.path();
+  }
+}
+
+TEST(Exec, IdenticalRunsGiveIdenticalStatsAndTraces) {
+  std::string a = out_dir("det_a"), b = out_dir("det_b");
+  ASSERT_EQ(run("exec examples/plans/softmax.json -c configs/trn2.json --functional --out " + a),
+            0);
+  ASSERT_EQ(run("exec examples/plans/softmax.json -c configs/trn2.json --functional --out " + b),
+            0);
+  Json sa = Json::parse(slurp(a + "/stats.json")), sb = Json::parse(slurp(b + "/stats.json"));
+  sa.erase("measured");
+  sb.erase("measured");
+  EXPECT_EQ(sa, sb);
+  EXPECT_EQ(slurp(a + "/trace.json"), slurp(b + "/trace.json"));
+  EXPECT_EQ(slurp(a + "/outputs/y.npy"), slurp(b + "/outputs/y.npy"));
+}
+
+TEST(Exec, FunctionalAndTimingOnlyTakeTheSameCycles) {
+  for (const char* plan : {"matmul", "gather", "softmax"}) {
+    std::string t = out_dir(std::string("t_") + plan), f = out_dir(std::string("f_") + plan);
+    std::string p = std::string("examples/plans/") + plan + ".json -c configs/trn2.json --out ";
+    ASSERT_EQ(run("exec " + p + t), 0);
+    ASSERT_EQ(run("exec " + p + f + " --functional"), 0);
+    Json st = Json::parse(slurp(t + "/stats.json")), sf = Json::parse(slurp(f + "/stats.json"));
+    EXPECT_EQ(st["device"], sf["device"]) << plan;
+    EXPECT_FALSE(fs::exists(t + "/outputs")) << plan;
+    EXPECT_TRUE(fs::exists(f + "/outputs")) << plan;
+  }
+}
+
+TEST(Exec, TraceIsChromeJsonWithNamedThreadsAndNoOverlaps) {
+  std::string d = out_dir("trace");
+  ASSERT_EQ(run("exec examples/plans/matmul.json -c configs/trn2.json --out " + d), 0);
+  Json t = Json::parse(slurp(d + "/trace.json"));
+  ASSERT_TRUE(t["traceEvents"].is_array());
+  std::map<std::pair<int, int>, std::string> names;
+  std::map<std::pair<int, int>, double> last_end;
+  int slices = 0;
+  for (const Json& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      names[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"];
+    }
+    if (e["ph"] == "X") {
+      auto key = std::make_pair(e["pid"].get<int>(), e["tid"].get<int>());
+      double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+      EXPECT_GE(ts + 1e-9, last_end[key]) << "overlap on " << names[key];
+      last_end[key] = ts + dur;
+      ++slices;
+    }
+  }
+  EXPECT_EQ(slices, 12 + 1 + 1);  // instructions, one launch, one plan span
+  bool tensor = false;
+  for (auto& [k, n] : names) tensor |= n == "tensor engine";
+  EXPECT_TRUE(tensor);
+  EXPECT_EQ(t["metadata"]["config"], "trn2");
+}
+
+TEST(Exec, InstructionCsvHasOneRowPerInstruction) {
+  std::string d = out_dir("csv");
+  ASSERT_EQ(run("exec examples/plans/matmul.json -c configs/trn2.json --instruction-csv "
+                "--trace-level none --out " +
+                d),
+            0);
+  std::string csv = slurp(d + "/instructions.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13);
+  EXPECT_EQ(
+      csv.rfind("plan,stream,index,opcode,node,start_ps,end_ps,ready_ps,busy_cycles,bytes\n", 0),
+      0u);
+  EXPECT_FALSE(fs::exists(d + "/trace.json"));
+}
+
+TEST(Exec, BadInputExits2AndLeavesNoDirectory) {
+  std::string d = out_dir("bad"), err;
+  EXPECT_EQ(
+      run("exec examples/plans/softmax.json -c configs/trn2.json --scalar n=1 --out " + d, &err),
+      2);
+  EXPECT_NE(err.find("--scalar n: no plan declares this run-time scalar"), std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(d));
+  EXPECT_EQ(run("exec examples/plans/softmax.json -c configs/tiny.json --out " + d, &err), 2);
+  EXPECT_FALSE(fs::exists(d));
+  EXPECT_EQ(run("exec examples/plans/softmax.json -c configs/trn2.json --functional --inputs "
+                "/nonexistent --out " +
+                    d,
+                &err),
+            2);
+  EXPECT_NE(err.find("/nonexistent/x.npy"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(d));
+}
+
+TEST(Exec, InputsFromNpyFiles) {
+  // Run once to get outputs, feed them back as inputs of a plan whose input has that name.
+  std::string a = out_dir("npy_a"), in = out_dir("npy_in"), b = out_dir("npy_b");
+  ASSERT_EQ(run("exec examples/plans/softmax.json -c configs/trn2.json --functional --out " + a),
+            0);
+  fs::create_directories(in);
+  fs::copy_file(a + "/outputs/y.npy", in + "/x.npy");
+  ASSERT_EQ(run("exec examples/plans/softmax.json -c configs/trn2.json --functional --inputs " +
+                in + " --out " + b),
+            0);
+  EXPECT_NE(slurp(b + "/outputs/y.npy"), slurp(a + "/outputs/y.npy"));  // softmax of a softmax
+}
+
+}  // namespace

@@ -1,0 +1,236 @@
+// Tests of the max-min fair bandwidth model: shares, caps, finish times and cost.
+#include "wallsim/dma/fluid_share.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace wallsim::dma {
+namespace {
+
+using Fs = FluidShare::Fs;
+constexpr Fs kNs = 1'000'000;  // femtoseconds per nanosecond
+constexpr double kGBps = 1e9;  // bytes/second per GB/s
+
+std::vector<uint64_t> ids(std::initializer_list<uint64_t> l) { return l; }
+
+TEST(FluidShare, OneTransferRunsAtFullRateAndFinishesExactly) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 1 * kGBps);  // one byte per ns
+  EXPECT_EQ(fs.resource_name(hbm), "hbm");
+  EXPECT_EQ(fs.next_finish(), INT64_MAX);
+
+  uint64_t id = fs.start(100 * kNs, 4096, {hbm});
+  EXPECT_EQ(fs.active(), 1u);
+  EXPECT_DOUBLE_EQ(fs.rate(id), 1 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.resource_rate(hbm), 1 * kGBps);
+  EXPECT_EQ(fs.next_finish(), (100 + 4096) * kNs);
+
+  EXPECT_TRUE(fs.advance((100 + 4096) * kNs - 1).empty());
+  EXPECT_EQ(fs.advance((100 + 4096) * kNs), ids({id}));
+  EXPECT_EQ(fs.active(), 0u);
+  EXPECT_EQ(fs.next_finish(), INT64_MAX);
+  EXPECT_DOUBLE_EQ(fs.resource_rate(hbm), 0.0);
+  EXPECT_THROW(fs.rate(id), std::out_of_range);
+}
+
+TEST(FluidShare, FinishTimeRoundsUpToWholeFemtoseconds) {
+  FluidShare fs;
+  int dma = fs.add_resource("dma0", 28.99 * kGBps);
+  uint64_t id = fs.start(0, 4096, {dma});
+  const Fs expected = static_cast<Fs>(std::ceil(4096.0L * 1e15L / (28.99L * 1e9L)));
+  EXPECT_EQ(fs.next_finish(), expected);
+  EXPECT_TRUE(fs.advance(expected - 1).empty());
+  EXPECT_EQ(fs.advance(expected), ids({id}));
+}
+
+TEST(FluidShare, ZeroBytesFinishAtOnce) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 1 * kGBps);
+  uint64_t id = fs.start(7 * kNs, 0, {hbm});
+  EXPECT_EQ(fs.next_finish(), 7 * kNs);
+  EXPECT_DOUBLE_EQ(fs.rate(id), 0.0);
+  EXPECT_EQ(fs.advance(7 * kNs), ids({id}));
+}
+
+TEST(FluidShare, TransfersOnOneResourceShareItEqually) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 1 * kGBps);
+  std::vector<uint64_t> started;
+  for (int i = 0; i < 5; ++i) started.push_back(fs.start(0, 1000, {hbm}));
+  for (uint64_t id : started) EXPECT_DOUBLE_EQ(fs.rate(id), 0.2 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.resource_rate(hbm), 1 * kGBps);
+  EXPECT_EQ(fs.next_finish(), 5000 * kNs);
+  EXPECT_EQ(fs.advance(5000 * kNs), started);
+}
+
+TEST(FluidShare, EngineCapsLeaveTheRemainderToOthers) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 100 * kGBps);
+  int slow = fs.add_resource("dma0", 10 * kGBps);
+  int fast1 = fs.add_resource("dma1", 100 * kGBps);
+  int fast2 = fs.add_resource("dma2", 100 * kGBps);
+  uint64_t a = fs.start(0, 1e6, {hbm, slow});
+  uint64_t b = fs.start(0, 1e6, {hbm, fast1});
+  uint64_t c = fs.start(0, 1e6, {hbm, fast2});
+  EXPECT_DOUBLE_EQ(fs.rate(a), 10 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.rate(b), 45 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.rate(c), 45 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.resource_rate(hbm), 100 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.resource_rate(slow), 10 * kGBps);
+}
+
+TEST(FluidShare, SixteenEnginesShareTheHbm) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 362.5 * kGBps);
+  std::vector<int> engines;
+  for (int i = 0; i < 16; ++i) engines.push_back(fs.add_resource("dma", 28.99 * kGBps));
+  std::vector<uint64_t> started;
+  for (int e : engines) started.push_back(fs.start(0, 1 << 20, {hbm, e}));
+  for (uint64_t id : started) EXPECT_DOUBLE_EQ(fs.rate(id), 362.5 * kGBps / 16);
+  for (int e : engines) EXPECT_DOUBLE_EQ(fs.resource_rate(e), 362.5 * kGBps / 16);
+  EXPECT_NEAR(fs.resource_rate(hbm), 362.5 * kGBps, 1e-3);
+}
+
+TEST(FluidShare, TwelveEnginesAreBoundByTheirOwnBandwidth) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 362.5 * kGBps);
+  for (int i = 0; i < 12; ++i) {
+    int e = fs.add_resource("dma", 28.99 * kGBps);
+    uint64_t id = fs.start(0, 1 << 20, {hbm, e});
+    EXPECT_DOUBLE_EQ(fs.rate(id), 28.99 * kGBps);
+  }
+  EXPECT_NEAR(fs.resource_rate(hbm), 12 * 28.99 * kGBps, 1e-3);
+}
+
+// A (1000 B) runs alone for 400 ns, then shares with B (1000 B): A's remaining 600 B at half rate
+// take 1200 ns (A ends at 1600 ns); B then has 400 B left at full rate (B ends at 2000 ns).
+// With `scale` bytes per byte the times scale too.
+struct MidwayResult {
+  Fs a_finish = -1;
+  Fs b_finish = -1;
+  uint64_t work = 0;
+};
+MidwayResult run_midway(double scale) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 1 * kGBps);
+  const Fs ns = static_cast<Fs>(kNs * scale);
+  MidwayResult out;
+  uint64_t a = fs.start(0, 1000 * scale, {hbm});
+  EXPECT_TRUE(fs.advance(400 * ns).empty());
+  uint64_t b = fs.start(400 * ns, 1000 * scale, {hbm});
+  EXPECT_DOUBLE_EQ(fs.rate(a), 0.5 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.rate(b), 0.5 * kGBps);
+  while (fs.active() > 0) {
+    Fs t = fs.next_finish();
+    for (uint64_t id : fs.advance(t)) (id == a ? out.a_finish : out.b_finish) = t;
+  }
+  out.work = fs.work();
+  return out;
+}
+
+TEST(FluidShare, LateStarterSlowsOthersAndAllFinishOnTime) {
+  MidwayResult r = run_midway(1.0);
+  EXPECT_EQ(r.a_finish, 1600 * kNs);
+  EXPECT_EQ(r.b_finish, 2000 * kNs);
+}
+
+TEST(FluidShare, CostDoesNotDependOnBytesOrTime) {
+  MidwayResult kb = run_midway(1.0);        // 1 KB transfers, microseconds
+  MidwayResult gb = run_midway(1'000'000);  // 1 GB transfers, seconds
+  EXPECT_EQ(gb.a_finish, 1600 * kNs * 1'000'000);
+  EXPECT_EQ(gb.b_finish, 2000 * kNs * 1'000'000);
+  EXPECT_EQ(kb.work, gb.work);
+  EXPECT_GT(kb.work, 0u);
+}
+
+TEST(FluidShare, LatePollingReplaysFinishEvents) {
+  // Same as the midway case, but the caller polls only at the very end: A must still stop
+  // taking bandwidth at 1600 ns so that B ends at 2000 ns.
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 1 * kGBps);
+  uint64_t a = fs.start(0, 1000, {hbm});
+  uint64_t b = fs.start(400 * kNs, 1000, {hbm});
+  EXPECT_DOUBLE_EQ(fs.rate(b), 0.5 * kGBps);
+  EXPECT_EQ(fs.advance(1999 * kNs), ids({a}));
+  EXPECT_EQ(fs.next_finish(), 2000 * kNs);
+  EXPECT_EQ(fs.advance(2000 * kNs), ids({b}));
+}
+
+TEST(FluidShare, StartAfterAFinishIsSeenByTheNextAdvance) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 1 * kGBps);
+  uint64_t a = fs.start(0, 100, {hbm});
+  uint64_t b = fs.start(100 * kNs, 100, {hbm});  // A finished at this very time
+  EXPECT_DOUBLE_EQ(fs.rate(a), 0.0);
+  EXPECT_DOUBLE_EQ(fs.rate(b), 1 * kGBps);
+  EXPECT_EQ(fs.next_finish(), 100 * kNs);
+  EXPECT_EQ(fs.advance(100 * kNs), ids({a}));
+  EXPECT_EQ(fs.advance(fs.next_finish()), ids({b}));
+}
+
+TEST(FluidShare, StaggeredTransfersNeverLeaveCrumbsAndConserveBytes) {
+  // Awkward rates and start times, with phases bound by the engines and phases bound by HBM:
+  // every advance(next_finish()) must return a transfer (none is left with a few bytes), and the
+  // bytes moved through HBM must match the bytes requested.
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 362.5 * kGBps);
+  std::vector<int> engines;
+  for (int i = 0; i < 16; ++i) engines.push_back(fs.add_resource("dma", 28.99 * kGBps));
+  double requested = 0, moved = 0, peak = 0;
+  Fs now = 0;
+  size_t finished = 0;
+  auto step_to = [&](Fs t) {
+    moved += fs.resource_rate(hbm) * static_cast<double>(t - now) / 1e15;
+    now = t;
+  };
+  for (int i = 0; i < 200; ++i) {
+    Fs t = Fs{i} * 33'333'333;  // one start about every 33 ns
+    while (fs.next_finish() <= t) {
+      step_to(fs.next_finish());
+      auto done = fs.advance(now);
+      ASSERT_FALSE(done.empty());
+      finished += done.size();
+    }
+    step_to(t);
+    double bytes = 4096.0 * (1 + i % 7) + 13 * i;
+    requested += bytes;
+    fs.start(t, bytes, {hbm, engines[(i * 5) % 16]});
+    peak = std::max(peak, fs.resource_rate(hbm));
+  }
+  while (fs.active() > 0) {
+    step_to(fs.next_finish());
+    auto done = fs.advance(now);
+    ASSERT_FALSE(done.empty());
+    finished += done.size();
+  }
+  EXPECT_EQ(finished, 200u);
+  EXPECT_NEAR(peak, 362.5 * kGBps, 1.0);  // HBM was the bottleneck at some point
+  EXPECT_NEAR(moved, requested, requested * 1e-9);
+}
+
+TEST(FluidShare, RejectsBadInput) {
+  FluidShare fs;
+  EXPECT_THROW(fs.add_resource("zero", 0.0), std::invalid_argument);
+  int hbm = fs.add_resource("hbm", 1 * kGBps);
+  EXPECT_THROW(fs.start(0, 10, {}), std::invalid_argument);
+  EXPECT_THROW(fs.start(0, 10, {hbm + 1}), std::out_of_range);
+  EXPECT_THROW(fs.start(0, -1, {hbm}), std::invalid_argument);
+  fs.start(10, 10, {hbm});
+  EXPECT_THROW(fs.advance(9), std::invalid_argument);
+  EXPECT_THROW(fs.resource_rate(-1), std::out_of_range);
+}
+
+TEST(FluidShare, DuplicateResourcesCountOnce) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 1 * kGBps);
+  uint64_t id = fs.start(0, 10, {hbm, hbm});
+  EXPECT_DOUBLE_EQ(fs.rate(id), 1 * kGBps);
+}
+
+}  // namespace
+}  // namespace wallsim::dma

@@ -1,0 +1,383 @@
+// The chip model executing plans: cycle-exact timing against the formulas, pipelining, fair
+// bandwidth sharing, semaphores, deadlocks, and functional results against references.
+#include "wallsim/sim/device.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "wallsim/engines/compute_unit.h"
+#include "wallsim/isa/plan_io.h"
+#include "wallsim/isa/verifier.h"
+#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/runtime/config.h"
+#include "wallsim/sim/exec.h"
+
+namespace wallsim::sim {
+namespace {
+
+using isa::Json;
+using sc_core::sc_time;
+
+runtime::Config load(const std::string& name) {
+  return runtime::load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/" + name + ".json");
+}
+isa::Plan example(const std::string& name) {
+  return isa::read_plan_file(std::string(WALLSIM_SOURCE_DIR) + "/examples/plans/" + name + ".json")
+      .plans.at(0);
+}
+sc_time cycles(int64_t n, double freq_mhz) {
+  return sc_time::from_value(static_cast<sc_dt::uint64>(n * engines::period_fs(freq_mhz)));
+}
+
+// One device per test process.
+struct Rig {
+  runtime::Config cfg;
+  traces::StatsRegistry stats;
+  std::unique_ptr<Device> device;
+  std::vector<isa::Plan> plans;
+
+  explicit Rig(bool functional, const std::string& config = "trn2", traces::CsvLog* log = nullptr)
+      : cfg(load(config)) {
+    init_systemc();
+    DeviceOptions o;
+    o.functional = functional;
+    o.stats = &stats;
+    o.instruction_log = log;
+    device = std::make_unique<Device>("device", cfg.chip, o);
+    plans.reserve(16);
+  }
+  engines::Launch& launch(isa::Plan p, std::vector<int64_t> scalars = {}) {
+    auto diags = isa::verify(p, cfg.chip.arch);
+    for (const auto& d : diags) ADD_FAILURE() << d.to_string();
+    plans.push_back(std::move(p));
+    return device->launch(plans.back(), std::move(scalars));
+  }
+  void run() {
+    sc_core::sc_start();
+    ASSERT_FALSE(device->error()) << *device->error();
+    device->finalize();
+  }
+  memory::TensorStore::Tensor& put(const isa::Plan& p, const std::string& name) {
+    const auto& t = p.tensors[p.find_tensor(name)];
+    return device->tensors().put(t.name, t.space, t.dtype, t.shape);
+  }
+  std::vector<float> values(const std::string& name) {
+    return memory::to_floats(*device->tensors().find(name));
+  }
+  double stat(const std::string& name) {
+    const traces::Stat* s = stats.find(name);
+    if (!s) ADD_FAILURE() << "no stat " << name;
+    if (auto* c = stats.find_as<traces::Counter>(name)) return double(c->value());
+    if (auto* v = stats.find_as<traces::Value>(name)) return v->as_double();
+    return NAN;
+  }
+};
+
+isa::Plan parse(const std::string& text) {
+  return isa::plan_sequence_from_json(Json::parse(text)).plans.at(0);
+}
+
+// A plan of `n` vector instructions on [128 x free] fp32 with no DMA.
+isa::Plan vector_plan(int n, int free) {
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "vec",
+    "buffers": [{"name": "a", "space": "sbuf", "partitions": [0, 128], "bytes": )"
+    << free * 8 << R"(}], "streams": [{"engine": "vector", "instructions": [)";
+  for (int i = 0; i < n; ++i) {
+    s << (i ? "," : "") << R"({"op": "tensor_tensor", "alu": "add",
+      "dst": {"buf": "a", "dtype": "fp32", "partitions": [0, 128], "free": [[)"
+      << free << R"(, 1]]},
+      "lhs": {"buf": "a", "dtype": "fp32", "partitions": [0, 128], "free": [[)"
+      << free << R"(, 1]]},
+      "rhs": {"buf": "a", "dtype": "fp32", "partitions": [0, 128], "offset": )"
+      << free << R"(, "free": [[)" << free << R"(, 1]]}})";
+  }
+  s << "]}]}]}";
+  return parse(s.str());
+}
+
+TEST(Device, IsolatedInstructionTakesExactlyItsFormula) {
+  Rig rig(false);
+  engines::Launch& l = rig.launch(vector_plan(1, 512));
+  rig.run();
+  ASSERT_TRUE(l.drained);
+  const auto& v = rig.cfg.chip.timing.vector;
+  const int64_t occupancy = v.fixed_overhead_cycles + 2 * 512;  // two inputs, 1 element/cycle
+  EXPECT_EQ(rig.stat("device.engines.vector.busy_cycles"), occupancy);
+  EXPECT_EQ(l.end_time - l.start_time, cycles(occupancy + v.access_latency_cycles, v.freq_mhz));
+  EXPECT_EQ(rig.stat("device.engines.vector.instructions"), 1);
+}
+
+TEST(Device, LaunchPaysSwitchResetAndInstructionFetch) {
+  Rig rig(false);
+  engines::Launch& l = rig.launch(vector_plan(10, 64));
+  rig.run();
+  const auto& t = rig.cfg.chip.timing;
+  const double fetch_ns = 10.0 * t.launch.bytes_per_instruction / (t.hbm.bandwidth_gb_per_s);
+  const double expected_ns =
+      t.launch.switch_ns + t.launch.semaphore_reset_ns + fetch_ns + t.hbm.latency_ns;
+  EXPECT_NEAR(l.start_time.to_seconds() * 1e9, expected_ns, 1e-3);
+}
+
+TEST(Device, BackToBackMatmulsReachThePipelinedBound) {
+  Rig rig(false);
+  std::ostringstream s;
+  const int n = 16;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "mm",
+    "buffers": [{"name": "w", "space": "sbuf", "partitions": [0, 128], "bytes": 256},
+                {"name": "x", "space": "sbuf", "partitions": [0, 128], "offset": 256, "bytes": 1024},
+                {"name": "o", "space": "psum", "partitions": [0, 128], "bytes": 2048}],
+    "streams": [{"engine": "tensor", "instructions": [)";
+  for (int i = 0; i < n; ++i) {
+    s << (i ? "," : "") << R"({"op": "matmul",
+      "dst": {"buf": "o", "dtype": "fp32", "partitions": [0, 128], "free": [[512, 1]]},
+      "stationary": {"buf": "w", "dtype": "bf16", "partitions": [0, 128], "free": [[128, 1]]},
+      "moving": {"buf": "x", "dtype": "bf16", "partitions": [0, 128], "free": [[512, 1]]}})";
+  }
+  s << "]}]}]}";
+  engines::Launch& l = rig.launch(parse(s.str()));
+  rig.run();
+  const auto& t = rig.cfg.chip.timing.tensor;
+  const int64_t load = 128 / t.load_stationary_speedup;  // once: the weights stay loaded
+  const int64_t busy = load + n * 512;
+  EXPECT_EQ(rig.stat("device.engines.tensor.busy_cycles"), busy);
+  // Pipelined: one fill + drain at the end, not one per matmul.
+  EXPECT_EQ(l.end_time - l.start_time, cycles(busy + t.fill_cycles + t.drain_cycles, t.freq_mhz));
+}
+
+TEST(Device, DmaEnginesShareHbmEqually) {
+  Rig rig(false);
+  const int queues = 16;
+  const int64_t row_bytes = 16384;  // per partition: 128 partitions x 16 KiB = 2 MiB per queue
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "dma",
+    "tensors": [{"name": "src", "space": "hbm", "dtype": "fp32", "shape": [)"
+    << queues * 128 << ", " << row_bytes / 4 << R"(], "role": "input"}],
+    "buffers": [{"name": "dst", "space": "sbuf", "partitions": [0, 128], "bytes": )"
+    << row_bytes << R"(}], "streams": [)";
+  for (int q = 0; q < queues; ++q) {
+    s << (q ? "," : "") << R"({"engine": "dma", "name": "q)" << q << R"(", "dma_engine": )" << q
+      << R"(, "instructions": [{"op": "dma_copy",
+        "dst": {"buf": "dst", "dtype": "fp32", "partitions": [0, 128], "free": [[)"
+      << row_bytes / 4 << R"(, 1]]},
+        "src": {"buf": "src", "dtype": "fp32", "rows": [128, )"
+      << row_bytes / 4 << R"(], "offset": )" << q * 128 * row_bytes / 4 << R"(, "free": [[)"
+      << row_bytes / 4 << R"(, 1]]}}]})";
+  }
+  s << "]}]}";
+  engines::Launch& l = rig.launch(parse(s.str()));
+  rig.run();
+  const auto& t = rig.cfg.chip.timing;
+  ASSERT_GT(queues * t.dma.bandwidth_gb_per_s, t.hbm.bandwidth_gb_per_s);  // HBM-bound
+  const double bytes = 128.0 * row_bytes;
+  const double transfer_ns = queues * bytes / t.hbm.bandwidth_gb_per_s;  // all finish together
+  const double expected = t.dma.descriptor_issue_ns + transfer_ns + t.hbm.latency_ns;
+  EXPECT_NEAR((l.end_time - l.start_time).to_seconds() * 1e9, expected, 1e-3);
+  for (int q = 0; q < queues; ++q) {
+    const std::string e = "device.dma.engines.e" + std::to_string(q);
+    EXPECT_EQ(rig.stat(e + ".bytes"), bytes);
+    EXPECT_NEAR(rig.stat(e + ".busy_ns"), transfer_ns, 1e-3);
+  }
+  EXPECT_EQ(rig.stat("device.hbm.read_bytes"), queues * bytes + 64.0 * 16);  // + fetch
+}
+
+TEST(Device, SemaphoresOrderEngines) {
+  std::string path = ::testing::TempDir() + "/sem_order.csv";
+  auto log = std::make_unique<traces::CsvLog>(
+      path, std::vector<std::string>{"plan", "stream", "index", "opcode", "node", "start_ps",
+                                     "end_ps", "ready_ps", "busy_cycles", "bytes"});
+  Rig rig(false, "trn2", log.get());
+  rig.launch(example("vector_add"));
+  rig.run();
+  log->finish();
+  std::ifstream in(path);
+  std::string line;
+  std::map<std::string, std::vector<int64_t>> rows;  // stream -> start, end, ready
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    std::string x;
+    while (std::getline(ss, x, ',')) f.push_back(x);
+    rows[f[1]] = {std::stoll(f[5]), std::stoll(f[6]), std::stoll(f[7])};
+  }
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows["vector"][0], std::max(rows["q_x"][2], rows["q_y"][2]));  // waits both loads
+  EXPECT_EQ(rows["q_z"][0], rows["vector"][2]);  // the store waits the add's result
+}
+
+TEST(Device, DeadlockIsReportedWithTheWait) {
+  Rig rig(false);
+  isa::Plan p = vector_plan(3, 64);
+  p.semaphores = {"never"};
+  p.streams[0].instructions[1].waits.push_back({0, 1});
+  rig.plans.push_back(p);  // skips the verifier on purpose: it would reject this plan
+  rig.device->launch(rig.plans.back(), {});
+  rig.run();
+  EXPECT_FALSE(rig.device->all_drained());
+  auto report = rig.device->deadlock_report();
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_NE(report[0].find("vec' vector[1] waits for never >= 1, which reached 0"),
+            std::string::npos)
+      << report[0];
+}
+
+TEST(Device, MatmulExampleMatchesEigen) {
+  Rig rig(true);
+  isa::Plan p = example("matmul");
+  memory::fill_random(rig.put(p, "a_t"), 1);
+  memory::fill_random(rig.put(p, "b"), 2);
+  rig.put(p, "c");
+  rig.launch(p);
+  rig.run();
+  using M = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::vector<float> at = rig.values("a_t"), b = rig.values("b"), c = rig.values("c");
+  M ref = Eigen::Map<M>(at.data(), 256, 256).transpose() * Eigen::Map<M>(b.data(), 256, 512);
+  M got = Eigen::Map<M>(c.data(), 256, 512);
+  EXPECT_LT((ref - got).cwiseAbs().maxCoeff(), 1e-4f);  // bf16 inputs, fp32 accumulation
+  EXPECT_GT(got.cwiseAbs().maxCoeff(), 1.0f);
+}
+
+TEST(Device, SoftmaxExampleMatchesReference) {
+  Rig rig(true);
+  isa::Plan p = example("softmax");
+  memory::fill_random(rig.put(p, "x"), 3);
+  rig.put(p, "y");
+  rig.launch(p);
+  rig.run();
+  std::vector<float> x = rig.values("x"), y = rig.values("y");
+  for (int r = 0; r < 128; ++r) {
+    double mx = -1e30, sum = 0;
+    for (int i = 0; i < 512; ++i) mx = std::max(mx, double(x[r * 512 + i]));
+    for (int i = 0; i < 512; ++i) sum += std::exp(x[r * 512 + i] - mx);
+    for (int i = 0; i < 512; ++i) {
+      ASSERT_NEAR(y[r * 512 + i], std::exp(x[r * 512 + i] - mx) / sum, 1e-6) << r << "," << i;
+    }
+  }
+}
+
+TEST(Device, GatherMovesTheNamedRows) {
+  Rig rig(true);
+  isa::Plan p = example("gather");
+  auto& table = rig.put(p, "table");
+  for (int64_t r = 0; r < 1000; ++r) {
+    for (int c = 0; c < 64; ++c) {
+      memory::store_element(table.bytes.data() + (r * 64 + c) * 4, isa::DType::fp32,
+                            float(r * 100 + c));
+    }
+  }
+  auto& idx = rig.put(p, "idx");
+  for (int i = 0; i < 128; ++i) {
+    memory::store_element(idx.bytes.data() + i * 4, isa::DType::int32, float((i * 37 + 11) % 1000));
+  }
+  rig.put(p, "out");
+  rig.launch(p);
+  rig.run();
+  std::vector<float> out = rig.values("out");
+  for (int i = 0; i < 128; ++i) {
+    for (int c = 0; c < 64; ++c)
+      ASSERT_EQ(out[i * 64 + c], float(((i * 37 + 11) % 1000) * 100 + c));
+  }
+}
+
+TEST(Device, OutOfRangeGatherStopsWithCycleModuleAndInstruction) {
+  Rig rig(true);
+  isa::Plan p = example("gather");
+  rig.put(p, "table");
+  auto& idx = rig.put(p, "idx");
+  memory::store_element(idx.bytes.data() + 5 * 4, isa::DType::int32, 5000.0f);
+  rig.put(p, "out");
+  rig.launch(p);
+  sc_core::sc_start();
+  auto err = rig.device->error();
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("device.dma_q0 plan 'gather_128_of_1000x64' q0[1] (dma_gather)"),
+            std::string::npos)
+      << *err;
+}
+
+TEST(Device, RunTimeScalarOffsetsADma) {
+  Rig rig(true);
+  isa::Plan p = parse(R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "row",
+    "scalars": [{"name": "pos", "min": 0, "max": 7}], "semaphores": ["in"],
+    "tensors": [{"name": "t", "space": "hbm", "dtype": "fp32", "shape": [8, 16], "role": "input"},
+                {"name": "r", "space": "hbm", "dtype": "fp32", "shape": [1, 16], "role": "output"}],
+    "buffers": [{"name": "b", "space": "sbuf", "partitions": [0, 1], "bytes": 64}],
+    "streams": [{"engine": "dma", "name": "q", "dma_engine": 0, "instructions": [
+      {"op": "dma_copy", "dst": {"buf": "b", "dtype": "fp32", "partitions": [0, 1], "free": [[16, 1]]},
+       "src": {"buf": "t", "dtype": "fp32", "rows": [1, 16], "free": [[16, 1]], "scalar": ["pos", 16]},
+       "signal": [["in", 1]]},
+      {"op": "dma_copy", "dst": {"buf": "r", "dtype": "fp32", "rows": [1, 16], "free": [[16, 1]]},
+       "src": {"buf": "b", "dtype": "fp32", "partitions": [0, 1], "free": [[16, 1]]},
+       "wait": [["in", 1]]}]}]}]})");
+  auto& t = rig.put(p, "t");
+  for (int i = 0; i < 128; ++i)
+    memory::store_element(t.bytes.data() + i * 4, isa::DType::fp32, float(i));
+  rig.put(p, "r");
+  rig.launch(p, {5});
+  rig.run();
+  std::vector<float> r = rig.values("r");
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(r[i], float(5 * 16 + i));
+}
+
+TEST(Device, PlansRunInOrderEachPayingItsLaunch) {
+  Rig rig(false);
+  engines::Launch& a = rig.launch(vector_plan(4, 128));
+  engines::Launch& b = rig.launch(vector_plan(4, 128));
+  rig.run();
+  ASSERT_TRUE(a.drained && b.drained);
+  const auto& t = rig.cfg.chip.timing.launch;
+  EXPECT_GE(b.start_time - a.end_time,
+            sc_time(double(t.switch_ns + t.semaphore_reset_ns), sc_core::SC_NS));
+  EXPECT_EQ(rig.stat("device.plans_launched"), 2);
+}
+
+TEST(Device, TinyConfigRunsItsOwnGeometry) {
+  Rig rig(true, "tiny");
+  isa::Plan p = parse(R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "mm",
+    "semaphores": ["in", "mm"],
+    "tensors": [{"name": "w", "space": "hbm", "dtype": "fp32", "shape": [32, 24], "role": "input"},
+                {"name": "x", "space": "hbm", "dtype": "fp32", "shape": [32, 96], "role": "input"},
+                {"name": "y", "space": "hbm", "dtype": "fp32", "shape": [24, 96], "role": "output"}],
+    "buffers": [{"name": "wb", "space": "sbuf", "partitions": [0, 32], "bytes": 96},
+                {"name": "xb", "space": "sbuf", "partitions": [0, 32], "offset": 96, "bytes": 384},
+                {"name": "yb", "space": "sbuf", "partitions": [0, 24], "offset": 480, "bytes": 384},
+                {"name": "yp", "space": "psum", "partitions": [0, 24], "bytes": 384}],
+    "streams": [
+      {"engine": "dma", "name": "q", "dma_engine": 3, "instructions": [
+        {"op": "dma_copy", "dst": {"buf": "wb", "dtype": "fp32", "partitions": [0, 32], "free": [[24, 1]]},
+         "src": {"buf": "w", "dtype": "fp32", "rows": [32, 24], "free": [[24, 1]]}, "signal": [["in", 1]]},
+        {"op": "dma_copy", "dst": {"buf": "xb", "dtype": "fp32", "partitions": [0, 32], "free": [[96, 1]]},
+         "src": {"buf": "x", "dtype": "fp32", "rows": [32, 96], "free": [[96, 1]]}, "signal": [["in", 1]]},
+        {"op": "dma_copy", "dst": {"buf": "y", "dtype": "fp32", "rows": [24, 96], "free": [[96, 1]]},
+         "src": {"buf": "yb", "dtype": "fp32", "partitions": [0, 24], "free": [[96, 1]]}, "wait": [["mm", 2]]}]},
+      {"engine": "tensor", "instructions": [
+        {"op": "matmul", "dst": {"buf": "yp", "dtype": "fp32", "partitions": [0, 24], "free": [[96, 1]]},
+         "stationary": {"buf": "wb", "dtype": "fp32", "partitions": [0, 32], "free": [[24, 1]]},
+         "moving": {"buf": "xb", "dtype": "fp32", "partitions": [0, 32], "free": [[96, 1]]},
+         "wait": [["in", 2]], "signal": [["mm", 1]]}]},
+      {"engine": "vector", "instructions": [
+        {"op": "tensor_copy", "dst": {"buf": "yb", "dtype": "fp32", "partitions": [0, 24], "free": [[96, 1]]},
+         "src": {"buf": "yp", "dtype": "fp32", "partitions": [0, 24], "free": [[96, 1]]},
+         "wait": [["mm", 1]], "signal": [["mm", 1]]}]}]}]})");
+  memory::fill_random(rig.put(p, "w"), 4);
+  memory::fill_random(rig.put(p, "x"), 5);
+  rig.put(p, "y");
+  rig.launch(p);
+  rig.run();
+  using M = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::vector<float> w = rig.values("w"), x = rig.values("x"), y = rig.values("y");
+  M ref = Eigen::Map<M>(w.data(), 32, 24).transpose() * Eigen::Map<M>(x.data(), 32, 96);
+  EXPECT_LT((ref - Eigen::Map<M>(y.data(), 24, 96)).cwiseAbs().maxCoeff(), 1e-5f);
+  // fp32 on the array: moving 96 >= 16 minimum, times the fp32 slowdown.
+  const auto& t = rig.cfg.chip.timing.tensor;
+  EXPECT_EQ(
+      rig.stat("device.engines.tensor.busy_cycles"),
+      (24 + t.load_stationary_speedup - 1) / t.load_stationary_speedup + 96 * t.fp32_slowdown);
+}
+
+}  // namespace
+}  // namespace wallsim::sim

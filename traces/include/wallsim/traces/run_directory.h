@@ -1,0 +1,32 @@
+// RunDirectory: a run's output directory that appears complete or not at all. Files are written
+// into a sibling staging directory, which commit() renames into place.
+#pragma once
+
+#include <string>
+
+namespace wallsim::traces {
+
+class RunDirectory {
+ public:
+  // Throws std::runtime_error when `path` exists and is not a directory, or is a non-empty
+  // directory that does not look like an earlier run's output (no stats.json): wallsim never
+  // deletes a directory it did not write.
+  explicit RunDirectory(std::string path);
+  ~RunDirectory();  // without commit(), the staging directory is removed
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
+
+  // Path of a file (or subdirectory, created on demand) inside the staging directory.
+  std::string file(const std::string& name) const;
+  std::string subdir(const std::string& name) const;
+  // Replaces any earlier output at `path` with the staging directory.
+  void commit();
+  const std::string& path() const { return m_path; }
+
+ private:
+  std::string m_path;
+  std::string m_staging;
+  bool m_committed = false;
+};
+
+}  // namespace wallsim::traces
