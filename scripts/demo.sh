@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# The main job on the built-in default. For now: the trn2 chip and the example plans, checked
-# and disassembled. Usage: scripts/demo.sh path/to/wallsim
+# The main job on the built-in default: the trn2 chip running the example plans, with real values
+# (functional mode), writing a run directory per plan under out/demo/.
+# Usage: scripts/demo.sh path/to/wallsim
 set -euo pipefail
 wallsim=${1:-build/bin/wallsim}
 cd "$(dirname "$0")/.."
+config=configs/trn2.json
 
-echo "== the chip: configs/trn2.json, resolved =="
-"$wallsim" config summary --config configs/trn2.json
+echo "== the chip: $config =="
+"$wallsim" config summary --config "$config"
+echo
+echo "== a plan, disassembled: examples/plans/matmul.json =="
+"$wallsim" plan check examples/plans/matmul.json --config "$config"
+"$wallsim" plan disasm examples/plans/matmul.json
 echo
 for plan in examples/plans/*.json; do
-  echo "== $plan =="
-  "$wallsim" plan check "$plan" --config configs/trn2.json
-  "$wallsim" plan disasm "$plan"
+  name=$(basename "$plan" .json)
+  echo "== exec $plan (functional) =="
+  "$wallsim" exec "$plan" --config "$config" --functional --out "out/demo/$name"
+  grep -E '^device\.(cycles|time_ns|engines\.(tensor|vector|scalar)\.utilization|hbm\.(read|write)_bytes) ' \
+    "out/demo/$name/stats.txt"
   echo
 done
+echo "Open out/demo/<plan>/trace.json in https://ui.perfetto.dev or chrome://tracing."

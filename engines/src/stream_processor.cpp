@@ -121,7 +121,7 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
     if (in.node >= 0) args.add("node", static_cast<int64_t>(in.node));
     if (period > 0) args.add("cycles", cycles);
     if (bytes > 0) args.add("bytes", bytes);
-    args.add("ready_ns", (ready - start).to_seconds() * 1e9);
+    args.add("ready_ps", static_cast<int64_t>((ready - start).value() / 1000));
     m_out.trace->slice(*m_track, static_cast<traces::TimePs>(start.value() / 1000),
                        static_cast<traces::TimePs>(end.value() / 1000 - start.value() / 1000),
                        isa::info(in.op).name, isa::name_of(m_engine), args);
