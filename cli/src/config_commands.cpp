@@ -65,8 +65,10 @@ void print_summary(const runtime::Config& c) {
             << "; " << t.dma.descriptor_issue_ns << " ns per descriptor\n"
             << "  host link      " << fixed(t.host_link.bandwidth_gb_per_s, 1) << " GB/s, "
             << t.host_link.latency_ns << " ns\n"
-            << "  plan launch    " << t.launch.switch_ns << " ns + "
-            << t.launch.bytes_per_instruction << " B/instruction fetched from HBM\n";
+            << "  plan launch    " << t.launch.switch_ns << " ns switch + "
+            << t.launch.semaphore_reset_ns << " ns semaphore reset + "
+            << t.launch.bytes_per_instruction << " B/instruction fetched from HBM (+ "
+            << t.hbm.latency_ns << " ns latency)\n";
 }
 
 }  // namespace

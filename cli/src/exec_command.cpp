@@ -80,6 +80,9 @@ void add_exec_command(CLI::App& app) {
       std::cerr << "wallsim: " << a->plan << ": " << d.to_string() << "\n";
     if (!diags.empty()) throw Exit{kExitBadInput};
 
+    if (!a->inputs.empty() && !a->functional) {
+      throw isa::InputError("--inputs", "input values are only read with --functional");
+    }
     sim::ExecOptions o;
     o.functional = a->functional;
     o.inputs_dir = a->inputs;

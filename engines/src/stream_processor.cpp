@@ -32,6 +32,8 @@ void StreamProcessor::ensure_outputs() {
     traces::StatsScope s(*m_out.stats, m_out.stats_prefix);
     m_instr_stat = &s.add_counter("instructions", "", "instructions issued");
     if (m_unit.clock_period_fs() > 0) {
+      s.add_value("clock_mhz", "MHz", "the clock this engine's cycles count")
+          .set(1e9 / double(m_unit.clock_period_fs()));
       m_busy_cycles_stat =
           &s.add_value("busy_cycles", "cycles", "cycles the engine was occupied, in its own clock");
     }
@@ -80,9 +82,13 @@ void StreamProcessor::run_stream(const Work& w) {
     try {
       tail = m_unit.run(in, launch, have_prev && start == last_end);
     } catch (const std::exception& e) {
-      m_error = "at " + sc_core::sc_time_stamp().to_string() + ", " + std::string(name()) +
-                " plan '" + launch.plan->name + "' " + w.stream->name + "[" + std::to_string(i) +
-                "] (" + std::string(isa::info(in.op).name) + "): " + e.what();
+      const sc_time now = sc_core::sc_time_stamp();
+      const int64_t period = m_unit.clock_period_fs();
+      std::string when = "at " + std::to_string(now.to_seconds() * 1e9) + " ns";
+      if (period > 0) when += " (cycle " + std::to_string(now.value() / period) + " of its clock)";
+      m_error = when + ", " + std::string(name()) + " plan '" + launch.plan->name + "' " +
+                w.stream->name + "[" + std::to_string(i) + "] (" +
+                std::string(isa::info(in.op).name) + "): " + e.what();
       sc_core::sc_stop();
       return;
     }
@@ -121,7 +127,7 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
     if (in.node >= 0) args.add("node", static_cast<int64_t>(in.node));
     if (period > 0) args.add("cycles", cycles);
     if (bytes > 0) args.add("bytes", bytes);
-    args.add("ready_ps", static_cast<int64_t>((ready - start).value() / 1000));
+    args.add("latency_ps", static_cast<int64_t>((ready - start).value() / 1000));
     m_out.trace->slice(*m_track, static_cast<traces::TimePs>(start.value() / 1000),
                        static_cast<traces::TimePs>(end.value() / 1000 - start.value() / 1000),
                        isa::info(in.op).name, isa::name_of(m_engine), args);

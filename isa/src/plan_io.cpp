@@ -89,7 +89,7 @@ class Obj {
  private:
   const Json& m_j;
   std::string m_path;
-  std::vector<std::string> m_known;
+  std::vector<std::string_view> m_known;  // keys are string literals of the reader
 };
 
 std::string idx(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }

@@ -1,6 +1,7 @@
 // Elaboration of the device from its config — every binding in one place — and plan launch.
 #include "wallsim/sim/device.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "wallsim/dma/dma_system.h"
@@ -87,7 +88,10 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
   int tid = 1;
   for (auto& c : compute) {
     const std::string engine(isa::name_of(c.engine));
-    m_units.push_back(std::make_unique<engines::ComputeUnit>(std::move(c.model)));
+    const auto& shared = timing.shared_sbuf_port;
+    const bool shares = std::find(shared.begin(), shared.end(), c.engine) != shared.end();
+    m_units.push_back(std::make_unique<engines::ComputeUnit>(std::move(c.model),
+                                                             shares ? &m_sbuf_port : nullptr));
     m_compute.push_back(std::make_unique<StreamProcessor>(
         engine.c_str(), c.engine, *m_units.back(), *m_signals,
         outputs("device.engines." + engine, tid++, engine + " engine")));
@@ -108,6 +112,13 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
 Device::~Device() = default;
 
 Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars) {
+  int dma_streams = 0;
+  for (const isa::Stream& s : plan.streams) dma_streams += s.engine == isa::Engine::dma;
+  if (dma_streams > static_cast<int>(m_queues.size())) {
+    throw isa::InputError("plan '" + plan.name + "'", "uses " + std::to_string(dma_streams) +
+                                                          " DMA queues; arch.dma.queues_max is " +
+                                                          std::to_string(m_queues.size()));
+  }
   Launch& l =
       m_launches.emplace_back(plan, static_cast<int>(m_launches.size()), std::move(scalars));
   l.functional = m_options.functional;
@@ -133,10 +144,7 @@ StreamProcessor& Device::processor_for(const isa::Stream& stream, int dma_ordina
     case isa::Engine::dma:
       break;
   }
-  if (dma_ordinal >= static_cast<int>(m_queues.size())) {
-    throw std::runtime_error("plan uses more DMA queues than arch.dma.queues_max");
-  }
-  return *m_queues[dma_ordinal];
+  return *m_queues[dma_ordinal];  // launch() checked the count
 }
 
 void Device::launcher() {

@@ -119,6 +119,10 @@ void init_systemc() {
   done = true;
   ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
+  // The kernel's informational reports ("Simulation stopped by user") would break the one-line
+  // error contract; wallsim reports what matters itself.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
 }
 
 ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,

@@ -58,7 +58,13 @@ void RunDirectory::commit() {
     fs::rename(target, old, ec);
     if (ec) throw std::runtime_error(m_path + ": cannot replace (" + ec.message() + ")");
     fs::rename(m_staging, target, ec);
+    if (ec) {
+      std::error_code restore;
+      fs::rename(old, target, restore);  // put the earlier output back
+      throw std::runtime_error(m_path + ": cannot create (" + ec.message() + ")");
+    }
     fs::remove_all(old, ec);
+    ec.clear();
   } else {
     fs::rename(m_staging, target, ec);
   }

@@ -9,15 +9,23 @@
 
 namespace wallsim::engines {
 
+// An access port shared by several engines: an instruction issues when the port is free and
+// holds it for its occupancy (arrival order decides between engines).
+struct SharedPort {
+  sc_core::sc_time free_at;
+};
+
 class ComputeUnit : public ExecutionUnit {
  public:
-  explicit ComputeUnit(std::unique_ptr<TimingModel> model);
+  // `port` (owned elsewhere) is null when the engine has its own SBUF port.
+  explicit ComputeUnit(std::unique_ptr<TimingModel> model, SharedPort* port = nullptr);
   sc_core::sc_time run(const isa::Instruction& in, Launch& launch, bool back_to_back) override;
   void begin_stream(const isa::Stream&) override { m_model->reset(); }
   int64_t clock_period_fs() const override { return m_period_fs; }
 
  private:
   std::unique_ptr<TimingModel> m_model;
+  SharedPort* m_port;
   int64_t m_period_fs;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "wallsim/dma/dma_timing.h"
 #include "wallsim/engines/engine_timing.h"
@@ -28,6 +29,8 @@ struct TimingConfig {
   dma::DmaTiming dma;
   dma::HostLinkTiming host_link;
   LaunchTiming launch;
+  // Compute engines that share one SBUF access port: their instructions' occupancies serialise.
+  std::vector<isa::Engine> shared_sbuf_port;
 };
 
 struct ChipConfig {
@@ -56,6 +59,8 @@ void describe(V& v, TimingConfig& t) {
   v.section("dma", t.dma, "each DMA engine");
   v.section("host_link", t.host_link, "host<->device link");
   v.section("launch", t.launch, "plan launch");
+  v.field("shared_sbuf_port", t.shared_sbuf_port,
+          "compute engines sharing one SBUF access port (their instructions serialise)");
 }
 
 // Cross-field consistency of the whole chip; throws isa::InputError with the JSON path.

@@ -70,6 +70,7 @@ class Device : public sc_core::sc_module {
   std::unique_ptr<memory::OnChipStore> m_psum;
   memory::TensorStore m_tensors;
 
+  engines::SharedPort m_sbuf_port;
   std::unique_ptr<engines::SignalScheduler> m_signals;
   std::unique_ptr<dma::DmaSystem> m_dma;
   std::vector<std::unique_ptr<engines::ExecutionUnit>> m_units;
