@@ -93,7 +93,8 @@ void StreamProcessor::run_stream(const Work& w) {
       return;
     }
     const sc_time end = sc_core::sc_time_stamp();
-    const sc_time ready = end + tail;
+    // Results retire in order: a stream's semaphore counts then name its instructions in order.
+    const sc_time ready = std::max(end + tail, last_ready);
     for (const isa::SemSignal& s : in.signals) m_signals.signal(ready, &launch, s.sem, s.add);
     record(w, i, in, start, end, ready);
     if (ready > last_ready) last_ready = ready;
