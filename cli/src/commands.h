@@ -18,5 +18,6 @@ struct Exit {
 void add_config_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
 void add_exec_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
 
 }  // namespace wallsim::cli

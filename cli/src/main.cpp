@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add_config_commands(app);
   add_plan_commands(app);
   add_exec_command(app);
+  add_compile_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,53 @@
+// `wallsim compile GRAPH --config C --out PLAN [--group all|per-op]`.
+#include <iostream>
+
+#include "commands.h"
+#include "wallsim/compiler_stub/compile.h"
+#include "wallsim/compiler_stub/graph_io.h"
+#include "wallsim/compiler_stub/validate.h"
+#include "wallsim/isa/plan_io.h"
+#include "wallsim/runtime/config.h"
+
+namespace wallsim::cli {
+
+void add_compile_command(CLI::App& app) {
+  struct Args {
+    std::string graph;
+    std::string config;
+    std::vector<std::string> overrides;
+    std::string out;
+    std::string group = "all";
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("compile", "lower an op graph (JSON) to a plan file");
+  cmd->add_option("graph", a->graph, "graph file (JSON)")->required();
+  cmd->add_option("--config,-c", a->config, "chip config (JSON)")->required();
+  cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
+  cmd->add_option("--out,-o", a->out, "plan file to write")->required();
+  cmd->add_option("--group", a->group, "all: one plan for the graph; per-op: one plan per op")
+      ->check(CLI::IsMember({"all", "per-op"}));
+  cmd->callback([a] {
+    runtime::Config cfg = runtime::load_config(a->config, a->overrides);
+    compiler_stub::Graph g = compiler_stub::read_graph_file(a->graph);
+    compiler_stub::infer_types(g);
+    const auto policy = a->group == "per-op" ? compiler_stub::GroupPolicy::per_op
+                                             : compiler_stub::GroupPolicy::whole;
+    auto result = compiler_stub::compile_graph(g, cfg.chip.arch, policy);
+    if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
+      throw isa::InputError(a->graph, "cannot compile: " + err->message());
+    }
+    const auto& compiled = std::get<compiler_stub::CompiledGraph>(result);
+    isa::write_plan_file(compiled.plans, a->out);
+    int64_t instructions = 0, in = 0, out = 0;
+    for (const auto& s : compiled.groups) {
+      instructions += s.instructions;
+      in += s.hbm_bytes_in;
+      out += s.hbm_bytes_out;
+    }
+    std::cout << a->out << ": " << compiled.plans.plans.size() << " plan(s), " << instructions
+              << " instructions, " << in << " bytes in and " << out
+              << " bytes out of HBM, compiled in " << compiled.compile_wall_seconds << " s\n";
+  });
+}
+
+}  // namespace wallsim::cli

@@ -1,0 +1,48 @@
+// Lowering: a group of graph nodes becomes one plan — tiled onto the ArchSpec, allocated in
+// SBUF/PSUM, with DMA for the group's inputs and outputs and semaphores from the dependencies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "wallsim/compiler_stub/graph.h"
+#include "wallsim/isa/arch_spec.h"
+#include "wallsim/isa/plan.h"
+
+namespace wallsim::compiler_stub {
+
+// Why a group cannot be compiled: returned, never thrown, so a runtime can fall back.
+struct CompileError {
+  int32_t node = -1;  // the graph node at fault, or -1 for the group
+  std::string op;
+  std::string reason;
+  std::string message() const;
+};
+
+struct LowerStats {
+  int64_t instructions = 0;
+  int64_t sbuf_peak_bytes = 0;  // per partition
+  int64_t hbm_bytes_in = 0;
+  int64_t hbm_bytes_out = 0;
+};
+
+struct Lowered {
+  isa::Plan plan;
+  LowerStats stats;
+};
+
+// The HBM tensor that carries value `id` between groups: an input node's own name, else
+// "v<id>".
+std::string value_name(const Graph& g, int32_t id);
+
+// Lowers `group` (node ids of `g`, in graph order; types inferred) to one plan named
+// `plan_name`. Values from outside the group are read from HBM tensors named value_name();
+// values used after the group, or graph outputs, are written back. Inside the group,
+// intermediates stay on chip.
+std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vector<int32_t>& group,
+                                                const isa::ArchSpec& arch,
+                                                const std::string& plan_name);
+
+}  // namespace wallsim::compiler_stub

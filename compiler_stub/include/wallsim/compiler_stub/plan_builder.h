@@ -1,0 +1,65 @@
+// PlanBuilder: emits instructions into engine streams and DMA queues, and derives every
+// semaphore from the data dependencies between engines, so lowering code never writes sync.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "wallsim/isa/plan.h"
+
+namespace wallsim::compiler_stub {
+
+// A storage slot whose accesses the builder orders: an on-chip buffer or an off-chip tensor.
+struct Slot {
+  isa::MemSpace space = isa::MemSpace::sbuf;
+  int32_t index = -1;  // into Plan::buffers or Plan::tensors
+  bool valid() const { return index >= 0; }
+};
+
+class PlanBuilder {
+ public:
+  explicit PlanBuilder(std::string name);
+
+  Slot add_buffer(isa::MemSpace space, int32_t partition_start, int32_t partitions,
+                  int64_t offset_bytes, int64_t bytes, const std::string& name_hint);
+  Slot add_tensor(const std::string& name, isa::MemSpace space, isa::DType dtype,
+                  std::vector<int64_t> shape, isa::TensorRole role);
+  int add_scalar(const std::string& name, int64_t min, int64_t max);
+  void add_node(int32_t id, const std::string& name, const std::string& op);
+  // A DMA queue served by `dma_engine`; returns its stream key for emit().
+  int add_queue(const std::string& name, int32_t dma_engine);
+  int stream(isa::Engine compute_engine);  // the stream key of a compute engine
+
+  // Appends `in` to stream `key`. Its operands' slots are taken from its access patterns: the
+  // destination(s) are written, the sources read. Cross-engine read-after-write,
+  // write-after-read and write-after-write orders become semaphore waits at build().
+  void emit(int key, isa::Instruction in);
+
+  // The plan, with a semaphore per stream that others wait on; only instructions something
+  // depends on signal. The builder is spent afterwards.
+  isa::Plan build();
+  const isa::Plan& plan() const { return m_plan; }
+
+ private:
+  struct Ref {
+    int stream;
+    int64_t index;
+  };
+  struct Access {
+    bool has_writer = false;
+    Ref writer{};
+    std::vector<Ref> readers;  // since the last write
+  };
+  void depend(const Ref& consumer, const Ref& producer);
+  Access& access(const isa::AccessPattern& ap);
+
+  isa::Plan m_plan;
+  std::map<isa::Engine, int> m_compute_streams;
+  std::map<std::pair<int, int32_t>, Access> m_access;  // (space class, index)
+  // consumer (stream, index) -> for each producer stream, the latest producer index needed
+  std::vector<std::vector<std::map<int, int64_t>>> m_deps;
+};
+
+}  // namespace wallsim::compiler_stub

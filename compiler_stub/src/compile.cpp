@@ -1,0 +1,57 @@
+// Partitioning and the group-by-group compile driver.
+#include "wallsim/compiler_stub/compile.h"
+
+#include <chrono>
+
+#include "wallsim/isa/verifier.h"
+
+namespace wallsim::compiler_stub {
+
+std::vector<std::vector<int32_t>> partition(
+    const Graph& g, GroupPolicy policy, const std::vector<std::vector<int32_t>>& explicit_groups) {
+  std::vector<std::vector<int32_t>> groups;
+  switch (policy) {
+    case GroupPolicy::whole:
+      groups.emplace_back();
+      for (const Node& n : g.nodes) {
+        if (n.op != OpKind::input) groups.back().push_back(n.id);
+      }
+      if (groups.back().empty()) groups.clear();
+      break;
+    case GroupPolicy::per_op:
+      for (const Node& n : g.nodes) {
+        if (n.op != OpKind::input) groups.push_back({n.id});
+      }
+      break;
+    case GroupPolicy::explicit_groups:
+      groups = explicit_groups;
+      break;
+  }
+  return groups;
+}
+
+std::variant<CompiledGraph, CompileError> compile_graph(
+    const Graph& g, const isa::ArchSpec& arch, GroupPolicy policy,
+    const std::vector<std::vector<int32_t>>& groups) {
+  const auto start = std::chrono::steady_clock::now();
+  CompiledGraph out;
+  const auto parts = partition(g, policy, groups);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string name = g.name + (parts.size() > 1 ? "_g" + std::to_string(i) : "");
+    auto lowered = lower_group(g, parts[i], arch, name);
+    if (auto* err = std::get_if<CompileError>(&lowered)) return *err;
+    Lowered& l = std::get<Lowered>(lowered);
+    auto diags = isa::verify(l.plan, arch);
+    if (!diags.empty()) {
+      return CompileError{-1, "",
+                          "compiler bug: the plan fails the verifier: " + diags[0].to_string()};
+    }
+    out.plans.plans.push_back(std::move(l.plan));
+    out.groups.push_back(l.stats);
+  }
+  out.compile_wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace wallsim::compiler_stub

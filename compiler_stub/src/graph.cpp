@@ -1,0 +1,145 @@
+// The graph IR's tables and small accessors: op info from ops.def, attribute kinds, types.
+#include "wallsim/compiler_stub/graph.h"
+
+#include <iterator>
+
+namespace wallsim::compiler_stub {
+namespace {
+
+constexpr OpInfo kOps[] = {
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, summary) \
+  {#name, min_in, max_in, attrs, summary},
+#include "wallsim/compiler_stub/ops.def"
+#undef WALLSIM_GRAPH_OP
+};
+
+template <class T>
+const T* attr_as(const std::map<std::string, AttrValue>& attrs, const std::string& key) {
+  auto it = attrs.find(key);
+  return it == attrs.end() ? nullptr : std::get_if<T>(&it->second);
+}
+
+}  // namespace
+
+const OpInfo& info(OpKind op) { return kOps[static_cast<size_t>(op)]; }
+
+std::optional<OpKind> parse_op(std::string_view name) {
+  for (size_t i = 0; i < std::size(kOps); ++i) {
+    if (kOps[i].name == name) return static_cast<OpKind>(i);
+  }
+  return std::nullopt;
+}
+
+bool accepts_attr(OpKind op, std::string_view attr) {
+  std::string_view list = info(op).attrs;
+  while (!list.empty()) {
+    size_t end = list.find(' ');
+    std::string_view word = list.substr(0, end);
+    if (word == attr) return true;
+    if (end == std::string_view::npos) break;
+    list.remove_prefix(end + 1);
+  }
+  return false;
+}
+
+std::optional<AttrKind> attr_kind(std::string_view attr) {
+  if (attr == "axis" || attr == "start" || attr == "limit" || attr == "transpose_b") {
+    return AttrKind::integer;
+  }
+  if (attr == "value" || attr == "eps") return AttrKind::real;
+  if (attr == "cmp" || attr == "scalar") return AttrKind::text;
+  if (attr == "perm" || attr == "shape") return AttrKind::ints;
+  return std::nullopt;
+}
+
+std::string_view name_of(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::integer:
+      return "an integer";
+    case AttrKind::real:
+      return "a number";
+    case AttrKind::text:
+      return "a string";
+    case AttrKind::ints:
+      return "an array of integers";
+  }
+  return "?";
+}
+
+std::string_view name_of(InputRole role) { return role == InputRole::weight ? "weight" : "input"; }
+
+std::optional<InputRole> parse_role(std::string_view s) {
+  if (s == "input") return InputRole::input;
+  if (s == "weight") return InputRole::weight;
+  return std::nullopt;
+}
+
+int64_t TensorType::elements() const {
+  int64_t n = 1;
+  for (const Dim& d : dims) {
+    if (d.kind == Dim::Kind::unknown) return -1;
+    n *= d.size;
+  }
+  return n;
+}
+
+std::string to_string(const Dim& d) {
+  switch (d.kind) {
+    case Dim::Kind::fixed:
+      return std::to_string(d.size);
+    case Dim::Kind::bounded:
+      return d.scalar + "<=" + std::to_string(d.size);
+    case Dim::Kind::unknown:
+      return "?";
+  }
+  return "?";
+}
+
+std::string to_string(const std::vector<Dim>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+std::string to_string(const TensorType& t) {
+  return std::string(isa::name_of(t.dtype)) + to_string(t.dims);
+}
+
+const int64_t* Node::int_attr(const std::string& key) const { return attr_as<int64_t>(attrs, key); }
+const double* Node::real_attr(const std::string& key) const { return attr_as<double>(attrs, key); }
+const std::string* Node::text_attr(const std::string& key) const {
+  return attr_as<std::string>(attrs, key);
+}
+const std::vector<int64_t>* Node::ints_attr(const std::string& key) const {
+  return attr_as<std::vector<int64_t>>(attrs, key);
+}
+
+double norm_eps(const Node& n) {
+  const double* e = n.real_attr("eps");
+  return e ? *e : kDefaultNormEps;
+}
+
+const Node* Graph::find(int32_t id) const {
+  // Ids usually equal positions; fall back to a scan.
+  if (id >= 0 && static_cast<size_t>(id) < nodes.size() && nodes[id].id == id) return &nodes[id];
+  for (const Node& n : nodes) {
+    if (n.id == id) return &n;
+  }
+  return nullptr;
+}
+
+Node* Graph::find(int32_t id) {
+  return const_cast<Node*>(static_cast<const Graph&>(*this).find(id));
+}
+
+const ScalarParam* Graph::find_scalar(const std::string& name) const {
+  for (const ScalarParam& s : scalars) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace wallsim::compiler_stub

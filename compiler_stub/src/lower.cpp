@@ -1,0 +1,733 @@
+// Lowering a group of graph nodes to one plan: row tiles on partitions, matmuls through the
+// array with PSUM accumulation, element-wise and normalisation ops on the vector and scalar
+// engines, DMA for what crosses the group's boundary.
+#include "wallsim/compiler_stub/lower.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "wallsim/compiler_stub/plan_builder.h"
+
+namespace wallsim::compiler_stub {
+
+using isa::AccessPattern;
+using isa::ActFn;
+using isa::AluOp;
+using isa::DType;
+using isa::Engine;
+using isa::Instruction;
+using isa::MemSpace;
+using isa::Opcode;
+
+std::string CompileError::message() const {
+  std::string where = node >= 0 ? "node " + std::to_string(node) + " (" + op + ")" : "group";
+  return where + ": " + reason;
+}
+
+std::string value_name(const Graph& g, int32_t id) {
+  const Node* n = g.find(id);
+  if (n && n->op == OpKind::input && !n->name.empty()) return n->name;
+  return "v" + std::to_string(id);
+}
+
+namespace {
+
+struct View {
+  int64_t rows = 1;
+  int64_t cols = 1;
+};
+
+View view_of(const TensorType& t) {
+  View v;
+  if (t.dims.empty()) return v;
+  v.cols = t.dims.back().size;
+  for (size_t i = 0; i + 1 < t.dims.size(); ++i) v.rows *= t.dims[i].size;
+  return v;
+}
+
+// An on-chip value: row tiles of `tile_rows` rows, tile t a buffer [rows x cols] in SBUF.
+struct Tiles {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  DType dtype = DType::fp32;
+  int32_t tile_rows = 1;
+  std::vector<Slot> tiles;
+  int64_t count() const { return static_cast<int64_t>(tiles.size()); }
+  int32_t rows_in(int64_t t) const {
+    return static_cast<int32_t>(std::min<int64_t>(tile_rows, rows - t * tile_rows));
+  }
+};
+
+// How an operand meets the output's [rows x cols] iteration space.
+enum class Bcast { none, row, column, scalar };
+
+class SbufAllocator {
+ public:
+  SbufAllocator(PlanBuilder& b, int32_t partitions, int64_t capacity)
+      : m_builder(b), m_partitions(partitions), m_capacity(capacity) {}
+  // A buffer of `bytes` per partition; reuses a released one that is large enough.
+  std::optional<Slot> alloc(int64_t bytes, const std::string& hint) {
+    auto best = m_free.end();
+    for (auto it = m_free.begin(); it != m_free.end(); ++it) {
+      if (it->second >= bytes && (best == m_free.end() || it->second < best->second)) best = it;
+    }
+    if (best != m_free.end()) {
+      Slot s = best->first;
+      m_free.erase(best);
+      return s;
+    }
+    const int64_t aligned = (bytes + 63) / 64 * 64;
+    if (m_top + aligned > m_capacity) return std::nullopt;
+    Slot s = m_builder.add_buffer(MemSpace::sbuf, 0, m_partitions, m_top, aligned, hint);
+    m_top += aligned;
+    m_size[s.index] = aligned;
+    return s;
+  }
+  void release(Slot s) { m_free.emplace_back(s, m_size.at(s.index)); }
+  int64_t peak() const { return m_top; }
+
+ private:
+  PlanBuilder& m_builder;
+  int32_t m_partitions;
+  int64_t m_capacity;
+  int64_t m_top = 0;
+  std::map<int32_t, int64_t> m_size;
+  std::vector<std::pair<Slot, int64_t>> m_free;
+};
+
+class Lowering {
+ public:
+  Lowering(const Graph& g, const std::vector<int32_t>& group, const isa::ArchSpec& arch,
+           const std::string& name)
+      : m_g(g),
+        m_group(group.begin(), group.end()),
+        m_order(group),
+        m_arch(arch),
+        m_b(name),
+        m_sbuf(m_b, tile_rows_for(arch), arch.sbuf.bytes_per_partition) {
+    m_T = tile_rows_for(arch);
+    const int engines = arch.dma.engines;
+    const int loads = std::max(1, std::min({4, engines, arch.dma.queues_max - 1}));
+    for (int q = 0; q < loads; ++q)
+      m_load_queues.push_back(m_b.add_queue("ld" + std::to_string(q), q));
+    m_store_queue = m_b.add_queue("st0", loads % engines);
+    const int banks = static_cast<int>(arch.psum.bytes_per_partition / arch.psum.bank_bytes);
+    for (int k = 0; k < banks; ++k) {
+      m_psum.push_back(m_b.add_buffer(MemSpace::psum, 0, m_T, k * arch.psum.bank_bytes,
+                                      arch.psum.bank_bytes, "psum"));
+    }
+  }
+
+  std::variant<Lowered, CompileError> run() {
+    for (int32_t id : m_order) {
+      const Node* n = m_g.find(id);
+      if (!n) return CompileError{id, "?", "not in the graph"};
+      for (const Dim& d : n->type.dims) {
+        if (d.kind == Dim::Kind::unknown) {
+          return CompileError{id, std::string(info(n->op).name),
+                              "an unknown dimension cannot be compiled statically"};
+        }
+      }
+    }
+    for (size_t i = 0; i < m_order.size(); ++i) {
+      for (int32_t in : m_g.find(m_order[i])->inputs) m_last_use[in] = static_cast<int>(i);
+    }
+    for (size_t i = 0; i < m_order.size(); ++i) {
+      const Node& n = *m_g.find(m_order[i]);
+      m_node = n.id;
+      m_b.add_node(n.id, n.name.empty() ? value_name(m_g, n.id) : n.name,
+                   std::string(info(n.op).name));
+      if (auto err = lower(n)) return *err;
+      if (n.op != OpKind::input && needed_outside(n.id)) store(n.id);
+      release_dead(static_cast<int>(i));
+    }
+    Lowered out;
+    out.stats.sbuf_peak_bytes = m_sbuf.peak();
+    out.stats.hbm_bytes_in = m_bytes_in;
+    out.stats.hbm_bytes_out = m_bytes_out;
+    out.plan = m_b.build();
+    out.stats.instructions = out.plan.instruction_count();
+    return out;
+  }
+
+ private:
+  static int32_t tile_rows_for(const isa::ArchSpec& a) {
+    return std::min({a.sbuf.partitions, a.psum.partitions, a.tensor.rows, a.tensor.cols});
+  }
+  CompileError error(const std::string& reason) const {
+    const Node* n = m_g.find(m_node);
+    return {m_node, n ? std::string(info(n->op).name) : "?", reason};
+  }
+  bool needed_outside(int32_t id) const {
+    if (std::find(m_g.outputs.begin(), m_g.outputs.end(), id) != m_g.outputs.end()) return true;
+    for (const Node& n : m_g.nodes) {
+      if (m_group.count(n.id)) continue;
+      if (std::find(n.inputs.begin(), n.inputs.end(), id) != n.inputs.end()) return true;
+    }
+    return false;
+  }
+
+  // ---- storage ----
+  Slot hbm_tensor(int32_t id, isa::TensorRole role) {
+    auto it = m_hbm.find(id);
+    if (it != m_hbm.end()) return it->second;
+    const Node& n = *m_g.find(id);
+    std::vector<int64_t> shape;
+    for (const Dim& d : n.type.dims) shape.push_back(d.size);
+    Slot s = m_b.add_tensor(value_name(m_g, id), MemSpace::hbm, n.type.dtype, shape, role);
+    m_hbm[id] = s;
+    return s;
+  }
+  std::optional<Tiles> new_tiles(int64_t rows, int64_t cols, DType dt, const std::string& hint) {
+    Tiles v;
+    v.rows = rows;
+    v.cols = cols;
+    v.dtype = dt;
+    v.tile_rows = m_T;
+    const int64_t n = (rows + m_T - 1) / m_T;
+    for (int64_t t = 0; t < n; ++t) {
+      auto s = m_sbuf.alloc(cols * isa::dtype_bytes(dt), hint);
+      if (!s) {
+        for (Slot x : v.tiles) m_sbuf.release(x);
+        return std::nullopt;
+      }
+      v.tiles.push_back(*s);
+    }
+    return v;
+  }
+  CompileError no_room() const {
+    return error("the group's live values do not fit in SBUF (" +
+                 std::to_string(m_arch.sbuf.bytes_per_partition) +
+                 " bytes per partition); spilling to HBM is not implemented yet");
+  }
+
+  AccessPattern tile_ap(const Tiles& v, int64_t t, int64_t col0, int64_t ncols) const {
+    AccessPattern ap;
+    ap.space = MemSpace::sbuf;
+    ap.buffer = v.tiles[t].index;
+    ap.dtype = v.dtype;
+    ap.partitions = v.rows_in(t);
+    ap.offset = col0;
+    ap.num_free = 1;
+    ap.free[0] = {ncols, 1};
+    return ap;
+  }
+  AccessPattern hbm_ap(Slot s, DType dt, const View& view, int64_t row0, int32_t rows, int64_t col0,
+                       int64_t ncols) const {
+    AccessPattern ap;
+    ap.space = MemSpace::hbm;
+    ap.buffer = s.index;
+    ap.dtype = dt;
+    ap.partitions = rows;
+    ap.partition_stride = view.cols;
+    ap.offset = row0 * view.cols + col0;
+    ap.num_free = 1;
+    ap.free[0] = {ncols, 1};
+    return ap;
+  }
+
+  int next_load_queue() { return m_load_queues[m_next_load++ % m_load_queues.size()]; }
+
+  void emit(int stream, Instruction in) {
+    in.node = m_node;
+    m_b.emit(stream, std::move(in));
+  }
+  void dma(int queue, const AccessPattern& dst, const AccessPattern& src) {
+    Instruction in;
+    in.op = Opcode::dma_copy;
+    in.dst = dst;
+    in.src[0] = src;
+    emit(queue, in);
+  }
+
+  // The on-chip tiles of value `id`, loading them from HBM when the group did not produce it.
+  std::optional<Tiles> tiles_of(int32_t id) {
+    auto it = m_tiles.find(id);
+    if (it != m_tiles.end()) return it->second;
+    const Node& n = *m_g.find(id);
+    const View v = view_of(n.type);
+    auto tiles = new_tiles(v.rows, v.cols, n.type.dtype, "in");
+    if (!tiles) return std::nullopt;
+    Slot src = hbm_tensor(id, isa::TensorRole::input);
+    for (int64_t t = 0; t < tiles->count(); ++t) {
+      dma(next_load_queue(), tile_ap(*tiles, t, 0, v.cols),
+          hbm_ap(src, n.type.dtype, v, t * m_T, tiles->rows_in(t), 0, v.cols));
+    }
+    m_bytes_in += v.rows * v.cols * isa::dtype_bytes(n.type.dtype);
+    m_tiles[id] = *tiles;
+    return tiles;
+  }
+
+  // A row vector (view [1 x cols]) replicated on every partition: only values in HBM can be
+  // broadcast across partitions (a stride-0 row DMA).
+  std::optional<Tiles> replicated(int32_t id) {
+    auto it = m_replicated.find(id);
+    if (it != m_replicated.end()) return it->second;
+    if (m_tiles.count(id)) return std::nullopt;  // on chip: no partition broadcast
+    const Node& n = *m_g.find(id);
+    const View v = view_of(n.type);
+    auto tiles = new_tiles(m_T, v.cols, n.type.dtype, "bcast");
+    if (!tiles) return std::nullopt;
+    Slot src = hbm_tensor(id, isa::TensorRole::input);
+    AccessPattern s = hbm_ap(src, n.type.dtype, v, 0, m_T, 0, v.cols);
+    s.partition_stride = 0;
+    dma(next_load_queue(), tile_ap(*tiles, 0, 0, v.cols), s);
+    m_bytes_in += v.cols * isa::dtype_bytes(n.type.dtype);
+    m_replicated[id] = *tiles;
+    return tiles;
+  }
+
+  void store(int32_t id) {
+    const Tiles& v = m_tiles.at(id);
+    const Node& n = *m_g.find(id);
+    Slot dst = hbm_tensor(id, isa::TensorRole::output);
+    const View view{v.rows, v.cols};
+    for (int64_t t = 0; t < v.count(); ++t) {
+      dma(m_store_queue, hbm_ap(dst, n.type.dtype, view, t * m_T, v.rows_in(t), 0, v.cols),
+          tile_ap(v, t, 0, v.cols));
+    }
+    m_bytes_out += v.rows * v.cols * isa::dtype_bytes(n.type.dtype);
+  }
+
+  void release_dead(int position) {
+    std::vector<int32_t> dead;
+    for (const auto& [id, tiles] : m_tiles) {
+      auto lu = m_last_use.find(id);
+      const int last = lu == m_last_use.end() ? -1 : lu->second;
+      if (last <= position) dead.push_back(id);
+    }
+    for (int32_t id : dead) {
+      for (Slot s : m_tiles[id].tiles) m_sbuf.release(s);
+      m_tiles.erase(id);
+    }
+    for (auto it = m_replicated.begin(); it != m_replicated.end();) {
+      auto lu = m_last_use.find(it->first);
+      if (lu == m_last_use.end() || lu->second <= position) {
+        for (Slot s : it->second.tiles) m_sbuf.release(s);
+        it = m_replicated.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // ---- instruction helpers ----
+  Instruction vec(Opcode op, const AccessPattern& dst) {
+    Instruction in;
+    in.op = op;
+    in.dst = dst;
+    return in;
+  }
+  void tensor_tensor(AluOp alu, const AccessPattern& dst, const AccessPattern& a,
+                     const AccessPattern& b) {
+    Instruction in = vec(Opcode::tensor_tensor, dst);
+    in.alu = alu;
+    in.src[0] = a;
+    in.src[1] = b;
+    emit(m_b.stream(Engine::vector), in);
+  }
+  void tensor_scalar(AluOp alu, const AccessPattern& dst, const AccessPattern& a, double s,
+                     bool reverse = false) {
+    Instruction in = vec(Opcode::tensor_scalar, dst);
+    in.alu = alu;
+    in.src[0] = a;
+    in.scalar.imm = s;
+    in.reverse = reverse;
+    emit(m_b.stream(Engine::vector), in);
+  }
+  void reduce(AluOp alu, const AccessPattern& dst, const AccessPattern& src) {
+    Instruction in = vec(Opcode::tensor_reduce, dst);
+    in.alu = alu;
+    in.src[0] = src;
+    emit(m_b.stream(Engine::vector), in);
+  }
+  void activation(ActFn fn, const AccessPattern& dst, const AccessPattern& src, double scale = 1,
+                  double bias = 0, const AccessPattern* accum = nullptr) {
+    Instruction in = vec(accum ? Opcode::activation_reduce : Opcode::activation, dst);
+    in.act = fn;
+    in.src[0] = src;
+    in.scale = scale;
+    in.bias = bias;
+    if (accum) in.accum = *accum;
+    emit(m_b.stream(Engine::scalar), in);
+  }
+  // PSUM -> SBUF, alternating between the vector and scalar engines to balance them.
+  void evacuate(const AccessPattern& dst, const AccessPattern& psum) {
+    if (m_evac++ % 2 == 0) {
+      Instruction in = vec(Opcode::tensor_copy, dst);
+      in.src[0] = psum;
+      emit(m_b.stream(Engine::vector), in);
+    } else {
+      activation(ActFn::identity, dst, psum);
+    }
+  }
+  AccessPattern psum_ap(Slot bank, int32_t partitions, int64_t cols) const {
+    AccessPattern ap;
+    ap.space = MemSpace::psum;
+    ap.buffer = bank.index;
+    ap.dtype = DType::fp32;
+    ap.partitions = partitions;
+    ap.num_free = 1;
+    ap.free[0] = {cols, 1};
+    return ap;
+  }
+  Slot next_bank() { return m_psum[m_next_bank++ % m_psum.size()]; }
+  // Column c of a [rows x k] buffer, broadcast along `ncols` free elements.
+  static AccessPattern broadcast_column(AccessPattern col, int64_t ncols) {
+    col.num_free = 1;
+    col.free[0] = {ncols, 0};
+    return col;
+  }
+  int64_t free_chunk() const { return std::min(m_arch.vector.free_max, m_arch.scalar.free_max); }
+
+  // ---- ops ----
+  std::optional<CompileError> lower(const Node& n) {
+    switch (n.op) {
+      case OpKind::input:
+        return std::nullopt;  // loaded when first used
+      case OpKind::matmul:
+        return lower_matmul(n);
+      case OpKind::add:
+      case OpKind::bias_add:
+        return lower_binary(n, AluOp::add);
+      case OpKind::sub:
+        return lower_binary(n, AluOp::sub);
+      case OpKind::mul:
+        return lower_binary(n, AluOp::mul);
+      case OpKind::div:
+        return lower_binary(n, AluOp::div);
+      case OpKind::maximum:
+        return lower_binary(n, AluOp::max);
+      case OpKind::scale:
+        return lower_unary(n, ActFn::identity, *n.real_attr("value"));
+      case OpKind::relu:
+        return lower_unary(n, ActFn::relu);
+      case OpKind::gelu:
+        return lower_unary(n, ActFn::gelu);
+      case OpKind::silu:
+        return lower_unary(n, ActFn::silu);
+      case OpKind::exp:
+        return lower_unary(n, ActFn::exp);
+      case OpKind::tanh:
+        return lower_unary(n, ActFn::tanh);
+      case OpKind::sigmoid:
+        return lower_unary(n, ActFn::sigmoid);
+      case OpKind::rsqrt:
+        return lower_unary(n, ActFn::rsqrt);
+      case OpKind::reduce_sum:
+        return lower_reduce(n, AluOp::add, false);
+      case OpKind::reduce_max:
+        return lower_reduce(n, AluOp::max, false);
+      case OpKind::reduce_mean:
+        return lower_reduce(n, AluOp::add, true);
+      case OpKind::softmax:
+      case OpKind::log_softmax:
+        return lower_softmax(n, n.op == OpKind::log_softmax);
+      case OpKind::layernorm:
+      case OpKind::rmsnorm:
+        return lower_norm(n);
+      default:
+        return error("not supported by the lowering yet");
+    }
+  }
+
+  std::optional<Tiles> output_tiles(const Node& n) {
+    const View v = view_of(n.type);
+    auto t = new_tiles(v.rows, v.cols, n.type.dtype, "v" + std::to_string(n.id));
+    if (t) m_tiles[n.id] = *t;
+    return t;
+  }
+
+  std::optional<CompileError> lower_matmul(const Node& n) {
+    auto a = tiles_of(n.inputs[0]);
+    if (!a) return no_room();
+    auto b = tiles_of(n.inputs[1]);
+    if (!b) return no_room();
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    const int64_t K = a->cols, N = b->cols;
+    const int64_t kchunks = (K + m_T - 1) / m_T;
+    const int64_t nmax =
+        std::min<int64_t>(m_arch.tensor.moving_free_max, m_arch.psum.bank_bytes / 4);
+    const DType op_dtype = b->dtype;
+    for (int64_t t = 0; t < a->count(); ++t) {
+      const int32_t rows = a->rows_in(t);
+      // Stationary tiles: A's row tile transposed, one per K chunk.
+      std::vector<Slot> at;
+      for (int64_t kc = 0; kc < kchunks; ++kc) {
+        const int64_t ks = std::min<int64_t>(m_T, K - kc * m_T);
+        Slot bank = next_bank();
+        Instruction tr;
+        tr.op = Opcode::transpose;
+        tr.dst = psum_ap(bank, static_cast<int32_t>(ks), rows);
+        tr.src[0] = tile_ap(*a, t, kc * m_T, ks);
+        emit(m_b.stream(Engine::tensor), tr);
+        auto s = m_sbuf.alloc(rows * isa::dtype_bytes(op_dtype), "at");
+        if (!s) return no_room();
+        at.push_back(*s);
+        AccessPattern dst;
+        dst.space = MemSpace::sbuf;
+        dst.buffer = s->index;
+        dst.dtype = op_dtype;
+        dst.partitions = static_cast<int32_t>(ks);
+        dst.num_free = 1;
+        dst.free[0] = {rows, 1};
+        evacuate(dst, tr.dst);
+      }
+      for (int64_t n0 = 0; n0 < N; n0 += nmax) {
+        const int64_t ns = std::min(nmax, N - n0);
+        Slot bank = next_bank();
+        for (int64_t kc = 0; kc < kchunks; ++kc) {
+          const int64_t ks = std::min<int64_t>(m_T, K - kc * m_T);
+          Instruction mm;
+          mm.op = Opcode::matmul;
+          mm.dst = psum_ap(bank, rows, ns);
+          AccessPattern st;
+          st.space = MemSpace::sbuf;
+          st.buffer = at[kc].index;
+          st.dtype = op_dtype;
+          st.partitions = static_cast<int32_t>(ks);
+          st.num_free = 1;
+          st.free[0] = {rows, 1};
+          mm.src[0] = st;
+          mm.src[1] = tile_ap(*b, kc, n0, ns);
+          mm.start = kc == 0;
+          mm.stop = kc == kchunks - 1;
+          emit(m_b.stream(Engine::tensor), mm);
+        }
+        evacuate(tile_ap(*out, t, n0, ns), psum_ap(bank, rows, ns));
+      }
+      for (Slot s : at) m_sbuf.release(s);
+    }
+    return std::nullopt;
+  }
+
+  // How operand `id` broadcasts against `out` [rows x cols], and its tiles.
+  std::optional<CompileError> operand(int32_t id, const Tiles& out, Bcast& how,
+                                      std::optional<Tiles>& tiles) {
+    const View v = view_of(m_g.find(id)->type);
+    if (v.rows == out.rows && v.cols == out.cols) {
+      how = Bcast::none;
+      tiles = tiles_of(id);
+    } else if (v.rows == out.rows && v.cols == 1) {
+      how = Bcast::column;
+      tiles = tiles_of(id);
+    } else if (v.rows == 1 && (v.cols == out.cols || v.cols == 1)) {
+      how = v.cols == 1 ? Bcast::scalar : Bcast::row;
+      tiles = replicated(id);
+      if (!tiles && m_tiles.count(id)) {
+        return error("broadcasting an on-chip row vector across partitions is not supported yet");
+      }
+    } else {
+      return error("this broadcast is not supported by the lowering yet");
+    }
+    if (!tiles) return no_room();
+    return std::nullopt;
+  }
+  AccessPattern operand_ap(const Tiles& v, Bcast how, int64_t t, int64_t c0, int64_t nc,
+                           int32_t rows) const {
+    switch (how) {
+      case Bcast::none:
+        return tile_ap(v, t, c0, nc);
+      case Bcast::column:
+        return broadcast_column(tile_ap(v, t, 0, 1), nc);
+      case Bcast::row: {
+        AccessPattern ap = tile_ap(v, 0, c0, nc);
+        ap.partitions = rows;
+        return ap;
+      }
+      case Bcast::scalar: {
+        AccessPattern ap = broadcast_column(tile_ap(v, 0, 0, 1), nc);
+        ap.partitions = rows;
+        return ap;
+      }
+    }
+    return {};
+  }
+
+  std::optional<CompileError> lower_binary(const Node& n, AluOp alu) {
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    Bcast ha, hb;
+    std::optional<Tiles> a, b;
+    if (auto e = operand(n.inputs[0], *out, ha, a)) return e;
+    if (auto e = operand(n.inputs[1], *out, hb, b)) return e;
+    for (int64_t t = 0; t < out->count(); ++t) {
+      const int32_t rows = out->rows_in(t);
+      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
+        const int64_t nc = std::min(free_chunk(), out->cols - c0);
+        tensor_tensor(alu, tile_ap(*out, t, c0, nc), operand_ap(*a, ha, t, c0, nc, rows),
+                      operand_ap(*b, hb, t, c0, nc, rows));
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<CompileError> lower_unary(const Node& n, ActFn fn, double scale = 1.0) {
+    auto in = tiles_of(n.inputs[0]);
+    if (!in) return no_room();
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    for (int64_t t = 0; t < out->count(); ++t) {
+      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
+        const int64_t nc = std::min(free_chunk(), out->cols - c0);
+        activation(fn, tile_ap(*out, t, c0, nc), tile_ap(*in, t, c0, nc), scale);
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<CompileError> needs_one_chunk(int64_t cols) const {
+    if (cols <= free_chunk()) return std::nullopt;
+    return error("the last axis (" + std::to_string(cols) + ") exceeds one vector instruction (" +
+                 std::to_string(free_chunk()) + "); chunked reductions are not implemented yet");
+  }
+
+  std::optional<CompileError> lower_reduce(const Node& n, AluOp alu, bool mean) {
+    auto in = tiles_of(n.inputs[0]);
+    if (!in) return no_room();
+    if (auto e = needs_one_chunk(in->cols)) return e;
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    for (int64_t t = 0; t < out->count(); ++t) {
+      reduce(alu, tile_ap(*out, t, 0, 1), tile_ap(*in, t, 0, in->cols));
+      if (mean)
+        tensor_scalar(AluOp::mul, tile_ap(*out, t, 0, 1), tile_ap(*out, t, 0, 1),
+                      1.0 / double(in->cols));
+    }
+    return std::nullopt;
+  }
+
+  // Per-row fp32 scratch: `columns` values per partition.
+  std::optional<Tiles> scratch(int64_t cols) { return new_tiles(m_T, cols, DType::fp32, "tmp"); }
+  void release(const Tiles& t) {
+    for (Slot s : t.tiles) m_sbuf.release(s);
+  }
+
+  std::optional<CompileError> lower_softmax(const Node& n, bool log) {
+    auto in = tiles_of(n.inputs[0]);
+    if (!in) return no_room();
+    const int64_t C = in->cols;
+    if (auto e = needs_one_chunk(C)) return e;
+    auto out = output_tiles(n);
+    auto stats = scratch(3);
+    auto work = scratch(C);
+    if (!out || !stats || !work) return no_room();
+    for (int64_t t = 0; t < out->count(); ++t) {
+      const int32_t rows = out->rows_in(t);
+      auto col = [&](int64_t c) {
+        AccessPattern ap = tile_ap(*stats, 0, c, 1);
+        ap.partitions = rows;
+        return ap;
+      };
+      AccessPattern w = tile_ap(*work, 0, 0, C);
+      w.partitions = rows;
+      AccessPattern x = tile_ap(*in, t, 0, C), y = tile_ap(*out, t, 0, C);
+      reduce(AluOp::max, col(0), x);
+      tensor_tensor(AluOp::sub, w, x, broadcast_column(col(0), C));  // x - max
+      if (!log) {
+        AccessPattern sum = col(1);
+        activation(ActFn::exp, w, w, 1, 0, &sum);
+        tensor_scalar(AluOp::div, col(2), col(1), 1.0, /*reverse=*/true);
+        tensor_tensor(AluOp::mul, y, w, broadcast_column(col(2), C));
+      } else {
+        AccessPattern e = y;  // exp(x - max) lands in y first, then y = (x - max) - log(sum)
+        e.dtype = out->dtype;
+        AccessPattern sum = col(1);
+        activation(ActFn::exp, e, w, 1, 0, &sum);
+        activation(ActFn::log, col(2), col(1));
+        tensor_tensor(AluOp::sub, y, w, broadcast_column(col(2), C));
+      }
+    }
+    release(*stats);
+    release(*work);
+    return std::nullopt;
+  }
+
+  std::optional<CompileError> lower_norm(const Node& n) {
+    const bool layer = n.op == OpKind::layernorm;
+    auto in = tiles_of(n.inputs[0]);
+    if (!in) return no_room();
+    const int64_t C = in->cols;
+    if (auto e = needs_one_chunk(C)) return e;
+    const double eps = n.real_attr("eps") ? *n.real_attr("eps") : 1e-5;
+    Bcast hg, hb = Bcast::none;
+    std::optional<Tiles> gamma, beta;
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    if (auto e = operand(n.inputs[1], *out, hg, gamma)) return e;
+    if (layer) {
+      if (auto e = operand(n.inputs[2], *out, hb, beta)) return e;
+    }
+    auto stats = scratch(3);
+    auto work = scratch(C);
+    auto sq = scratch(C);
+    if (!stats || !work || !sq) return no_room();
+    for (int64_t t = 0; t < out->count(); ++t) {
+      const int32_t rows = out->rows_in(t);
+      auto col = [&](int64_t c) {
+        AccessPattern ap = tile_ap(*stats, 0, c, 1);
+        ap.partitions = rows;
+        return ap;
+      };
+      AccessPattern w = tile_ap(*work, 0, 0, C), s = tile_ap(*sq, 0, 0, C);
+      w.partitions = s.partitions = rows;
+      AccessPattern x = tile_ap(*in, t, 0, C), y = tile_ap(*out, t, 0, C);
+      AccessPattern centred = x;
+      if (layer) {
+        reduce(AluOp::add, col(0), x);
+        tensor_scalar(AluOp::mul, col(0), col(0), 1.0 / double(C));  // mean
+        tensor_tensor(AluOp::sub, w, x, broadcast_column(col(0), C));
+        centred = w;
+      }
+      AccessPattern ss = col(1);
+      activation(ActFn::square, s, centred, 1, 0, &ss);                // sum of squares
+      activation(ActFn::rsqrt, col(2), col(1), 1.0 / double(C), eps);  // 1 / sqrt(var + eps)
+      tensor_tensor(AluOp::mul, w, centred, broadcast_column(col(2), C));
+      if (layer) {
+        tensor_tensor(AluOp::mul, w, w, operand_ap(*gamma, hg, t, 0, C, rows));
+        tensor_tensor(AluOp::add, y, w, operand_ap(*beta, hb, t, 0, C, rows));
+      } else {
+        tensor_tensor(AluOp::mul, y, w, operand_ap(*gamma, hg, t, 0, C, rows));
+      }
+    }
+    release(*stats);
+    release(*work);
+    release(*sq);
+    return std::nullopt;
+  }
+
+  const Graph& m_g;
+  std::set<int32_t> m_group;
+  std::vector<int32_t> m_order;
+  const isa::ArchSpec& m_arch;
+  PlanBuilder m_b;
+  SbufAllocator m_sbuf;
+  int32_t m_T = 128;
+  int32_t m_node = -1;
+  std::vector<int> m_load_queues;
+  int m_store_queue = 0;
+  size_t m_next_load = 0;
+  std::vector<Slot> m_psum;
+  size_t m_next_bank = 0;
+  int m_evac = 0;
+  std::map<int32_t, Slot> m_hbm;
+  std::map<int32_t, Tiles> m_tiles;
+  std::map<int32_t, Tiles> m_replicated;
+  std::map<int32_t, int> m_last_use;
+  int64_t m_bytes_in = 0;
+  int64_t m_bytes_out = 0;
+};
+
+}  // namespace
+
+std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vector<int32_t>& group,
+                                                const isa::ArchSpec& arch,
+                                                const std::string& plan_name) {
+  return Lowering(g, group, arch, plan_name).run();
+}
+
+}  // namespace wallsim::compiler_stub

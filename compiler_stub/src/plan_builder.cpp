@@ -1,0 +1,130 @@
+// Instruction emission with semaphores derived from cross-engine data dependencies.
+#include "wallsim/compiler_stub/plan_builder.h"
+
+#include <algorithm>
+#include <set>
+
+namespace wallsim::compiler_stub {
+
+PlanBuilder::PlanBuilder(std::string name) { m_plan.name = std::move(name); }
+
+Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32_t partitions,
+                             int64_t offset_bytes, int64_t bytes, const std::string& name_hint) {
+  isa::BufferDecl b;
+  b.name = name_hint + "_" + std::to_string(m_plan.buffers.size());
+  b.space = space;
+  b.partition_start = partition_start;
+  b.partitions = partitions;
+  b.offset_bytes = offset_bytes;
+  b.bytes = bytes;
+  m_plan.buffers.push_back(std::move(b));
+  return {space, static_cast<int32_t>(m_plan.buffers.size() - 1)};
+}
+
+Slot PlanBuilder::add_tensor(const std::string& name, isa::MemSpace space, isa::DType dtype,
+                             std::vector<int64_t> shape, isa::TensorRole role) {
+  m_plan.tensors.push_back({name, space, dtype, std::move(shape), role});
+  return {space, static_cast<int32_t>(m_plan.tensors.size() - 1)};
+}
+
+int PlanBuilder::add_scalar(const std::string& name, int64_t min, int64_t max) {
+  m_plan.scalars.push_back({name, min, max});
+  return static_cast<int>(m_plan.scalars.size() - 1);
+}
+
+void PlanBuilder::add_node(int32_t id, const std::string& name, const std::string& op) {
+  m_plan.nodes.push_back({id, name, op});
+}
+
+int PlanBuilder::add_queue(const std::string& name, int32_t dma_engine) {
+  m_plan.streams.push_back({isa::Engine::dma, name, dma_engine, {}});
+  m_deps.emplace_back();
+  return static_cast<int>(m_plan.streams.size() - 1);
+}
+
+int PlanBuilder::stream(isa::Engine engine) {
+  auto it = m_compute_streams.find(engine);
+  if (it != m_compute_streams.end()) return it->second;
+  m_plan.streams.push_back({engine, std::string(isa::name_of(engine)), -1, {}});
+  m_deps.emplace_back();
+  const int key = static_cast<int>(m_plan.streams.size() - 1);
+  m_compute_streams[engine] = key;
+  return key;
+}
+
+PlanBuilder::Access& PlanBuilder::access(const isa::AccessPattern& ap) {
+  return m_access[{isa::is_on_chip(ap.space) ? 0 : 1, ap.buffer}];
+}
+
+void PlanBuilder::depend(const Ref& consumer, const Ref& producer) {
+  if (consumer.stream == producer.stream) return;  // in-order issue within a stream
+  auto& need = m_deps[consumer.stream][consumer.index];
+  auto [it, fresh] = need.emplace(producer.stream, producer.index);
+  if (!fresh) it->second = std::max(it->second, producer.index);
+}
+
+void PlanBuilder::emit(int key, isa::Instruction in) {
+  auto& instrs = m_plan.streams[key].instructions;
+  const Ref me{key, static_cast<int64_t>(instrs.size())};
+  m_deps[key].emplace_back();
+  const isa::OpcodeInfo& oi = isa::info(in.op);
+  std::vector<const isa::AccessPattern*> reads, writes;
+  for (int k = 0; k < 3; ++k) {
+    if (oi.fields & (isa::F_Src0 << k)) reads.push_back(&in.src[k]);
+  }
+  if (oi.fields & isa::F_Dst) writes.push_back(&in.dst);
+  if (oi.fields & isa::F_Accum) writes.push_back(&in.accum);
+  // A matmul that accumulates also reads its destination.
+  if (in.op == isa::Opcode::matmul && !in.start) reads.push_back(&in.dst);
+  for (const auto* ap : reads) {
+    Access& a = access(*ap);
+    if (a.has_writer) depend(me, a.writer);
+  }
+  for (const auto* ap : writes) {
+    Access& a = access(*ap);
+    if (a.has_writer) depend(me, a.writer);
+    for (const Ref& r : a.readers) depend(me, r);
+  }
+  for (const auto* ap : reads) access(*ap).readers.push_back(me);
+  for (const auto* ap : writes) {
+    Access& a = access(*ap);
+    a.has_writer = true;
+    a.writer = me;
+    a.readers.clear();
+  }
+  instrs.push_back(std::move(in));
+}
+
+isa::Plan PlanBuilder::build() {
+  const size_t n = m_plan.streams.size();
+  // Which instructions others wait for, per stream, in order: their signal counts.
+  std::vector<std::set<int64_t>> producers(n);
+  for (size_t s = 0; s < n; ++s) {
+    for (const auto& need : m_deps[s]) {
+      for (const auto& [ps, pi] : need) producers[ps].insert(pi);
+    }
+  }
+  std::vector<int32_t> sem(n, -1);
+  std::vector<std::map<int64_t, int64_t>> count(n);  // producer index -> signal count after it
+  for (size_t s = 0; s < n; ++s) {
+    if (producers[s].empty()) continue;
+    sem[s] = static_cast<int32_t>(m_plan.semaphores.size());
+    m_plan.semaphores.push_back("done_" + m_plan.streams[s].name);
+    int64_t c = 0;
+    for (int64_t i : producers[s]) {
+      count[s][i] = ++c;
+      m_plan.streams[s].instructions[i].signals.push_back({sem[s], 1});
+    }
+  }
+  for (size_t s = 0; s < n; ++s) {
+    auto& instrs = m_plan.streams[s].instructions;
+    for (size_t i = 0; i < instrs.size(); ++i) {
+      for (const auto& [ps, pi] : m_deps[s][i]) {
+        instrs[i].waits.push_back({sem[ps], count[ps][pi]});
+      }
+    }
+  }
+  return std::move(m_plan);
+}
+
+}  // namespace wallsim::compiler_stub
