@@ -22,4 +22,12 @@ for plan in examples/plans/*.json; do
     "out/demo/$name/stats.txt"
   echo
 done
-echo "Open out/demo/<plan>/trace.json in https://ui.perfetto.dev or chrome://tracing."
+echo "== compile examples/graphs/mlp.json: fused (one plan) vs one plan per op =="
+for group in all per-op; do
+  "$wallsim" compile examples/graphs/mlp.json --config "$config" --group "$group" \
+    --out "out/demo/mlp_$group.plan.json"
+  "$wallsim" exec "out/demo/mlp_$group.plan.json" --config "$config" --out "out/demo/mlp_$group"
+  grep -E '^device\.(time_ns|hbm\.(read|write)_bytes) ' "out/demo/mlp_$group/stats.txt"
+done
+echo
+echo "Open out/demo/<run>/trace.json in https://ui.perfetto.dev or chrome://tracing."

@@ -162,3 +162,35 @@ TEST(Exec, InputsFromNpyFiles) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Compile, GraphToPlanToRun) {
+  std::string plan = ::testing::TempDir() + "/mlp_" + std::to_string(::getpid()) + ".plan.json";
+  std::string d = out_dir("compiled"), err;
+  ASSERT_EQ(run("compile examples/graphs/mlp.json -c configs/tiny.json --out " + plan, &err), 2)
+      << "tiny's 16 KiB SBUF cannot hold the GPT-2-width MLP: " << err;
+  EXPECT_NE(err.find("do not fit in SBUF"), std::string::npos) << err;
+  ASSERT_EQ(run("compile examples/graphs/mlp.json -c configs/trn2.json --out " + plan, &err), 0) << err;
+  ASSERT_EQ(run("plan check " + plan + " -c configs/trn2.json", &err), 0) << err;
+  ASSERT_EQ(run("exec " + plan + " -c configs/trn2.json --trace-level none --out " + d, &err), 0) << err;
+  Json s = Json::parse(slurp(d + "/stats.json"));
+  EXPECT_GT(s["device"]["engines"]["tensor"]["instructions"].get<int>(), 0);
+}
+
+TEST(Compile, BadGraphsExit2WithOneLine) {
+  std::string bad = ::testing::TempDir() + "/bad_graph_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(bad) << R"({"format": "wallsim-graph", "version": 1, "name": "g", "nodes": [)";
+  std::string err;
+  EXPECT_EQ(run("compile " + bad + " -c configs/trn2.json --out /tmp/never.json", &err), 2);
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  std::ofstream(bad, std::ios::trunc) << R"({"format": "wallsim-graph", "version": 1, "name": "g",
+    "nodes": [{"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [4, 8], "role": "input"},
+              {"id": 1, "op": "concat", "inputs": [0, 0], "axis": 1}], "outputs": [1]})";
+  EXPECT_EQ(run("compile " + bad + " -c configs/trn2.json --out /tmp/never.json", &err), 2);
+  EXPECT_NE(err.find("cannot compile: node 1 (concat): not supported by the lowering yet"),
+            std::string::npos) << err;
+  EXPECT_FALSE(fs::exists("/tmp/never.json"));
+}
+
+}  // namespace
