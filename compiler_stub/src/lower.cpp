@@ -402,7 +402,7 @@ class Lowering {
       case OpKind::maximum:
         return lower_binary(n, AluOp::max);
       case OpKind::scale:
-        return lower_unary(n, ActFn::identity, *n.real_attr("value"));
+        return lower_scale(n);
       case OpKind::relu:
         return lower_unary(n, ActFn::relu);
       case OpKind::gelu:
@@ -429,6 +429,14 @@ class Lowering {
       case OpKind::layernorm:
       case OpKind::rmsnorm:
         return lower_norm(n);
+      case OpKind::transpose:
+        return lower_transpose(n);
+      case OpKind::iota:
+        return lower_iota(n);
+      case OpKind::compare:
+        return lower_compare(n);
+      case OpKind::select:
+        return lower_select(n);
       default:
         return error("not supported by the lowering yet");
     }
@@ -580,6 +588,22 @@ class Lowering {
     return std::nullopt;
   }
 
+  // x * value on the vector engine, which (unlike the activation path) takes any dtype.
+  std::optional<CompileError> lower_scale(const Node& n) {
+    auto in = tiles_of(n.inputs[0]);
+    if (!in) return no_room();
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    const double value = n.real_attr("value") ? *n.real_attr("value") : 1.0;
+    for (int64_t t = 0; t < out->count(); ++t) {
+      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
+        const int64_t nc = std::min(free_chunk(), out->cols - c0);
+        tensor_scalar(AluOp::mul, tile_ap(*out, t, c0, nc), tile_ap(*in, t, c0, nc), value);
+      }
+    }
+    return std::nullopt;
+  }
+
   std::optional<CompileError> needs_one_chunk(int64_t cols) const {
     if (cols <= free_chunk()) return std::nullopt;
     return error("the last axis (" + std::to_string(cols) + ") exceeds one vector instruction (" +
@@ -653,7 +677,7 @@ class Lowering {
     if (!in) return no_room();
     const int64_t C = in->cols;
     if (auto e = needs_one_chunk(C)) return e;
-    const double eps = n.real_attr("eps") ? *n.real_attr("eps") : 1e-5;
+    const double eps = norm_eps(n);
     Bcast hg, hb = Bcast::none;
     std::optional<Tiles> gamma, beta;
     auto out = output_tiles(n);
@@ -700,6 +724,134 @@ class Lowering {
     return std::nullopt;
   }
 
+  // [R x C] -> [C x R]: each (row tile, column chunk) block goes through the array.
+  std::optional<CompileError> lower_transpose(const Node& n) {
+    const auto* perm = n.ints_attr("perm");
+    const size_t rank = n.type.dims.size();
+    if (!perm || rank != 2 || (*perm)[0] != 1 || (*perm)[1] != 0) {
+      return error("only 2-D transposes are supported by the lowering yet");
+    }
+    if (!isa::is_float(n.type.dtype)) return error("the array transposes float values only");
+    auto in = tiles_of(n.inputs[0]);
+    if (!in) return no_room();
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    for (int64_t t = 0; t < in->count(); ++t) {
+      const int32_t rows = in->rows_in(t);
+      for (int64_t c = 0; c < out->count(); ++c) {  // output tile c = input columns of chunk c
+        const int32_t cols = out->rows_in(c);
+        Slot bank = next_bank();
+        Instruction tr;
+        tr.op = Opcode::transpose;
+        tr.dst = psum_ap(bank, cols, rows);
+        tr.src[0] = tile_ap(*in, t, c * m_T, cols);
+        emit(m_b.stream(Engine::tensor), tr);
+        evacuate(tile_ap(*out, c, t * m_T, rows), tr.dst);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // value = index along `axis`: the free (last) axis, or the row axis of a 2-D tensor.
+  std::optional<CompileError> lower_iota(const Node& n) {
+    const int64_t rank = static_cast<int64_t>(n.type.dims.size());
+    const int64_t* axis = n.int_attr("axis");
+    const int64_t a = axis ? (*axis < 0 ? *axis + rank : *axis) : rank - 1;
+    const bool along_cols = a == rank - 1;
+    if (!along_cols && !(rank == 2 && a == 0)) {
+      return error("iota along this axis is not supported by the lowering yet");
+    }
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    for (int64_t t = 0; t < out->count(); ++t) {
+      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
+        const int64_t nc = std::min(free_chunk(), out->cols - c0);
+        Instruction in = vec(Opcode::iota, tile_ap(*out, t, c0, nc));
+        in.value = along_cols ? double(c0) : double(t * m_T);
+        in.partition_step = along_cols ? 0.0 : 1.0;
+        in.step = along_cols ? 1.0 : 0.0;
+        emit(m_b.stream(Engine::vector), in);
+      }
+    }
+    return std::nullopt;
+  }
+
+  static std::optional<AluOp> comparison(const std::string& cmp) {
+    static const std::map<std::string, AluOp> kOps = {{"lt", AluOp::lt}, {"le", AluOp::le},
+                                                      {"eq", AluOp::eq}, {"ne", AluOp::ne},
+                                                      {"gt", AluOp::gt}, {"ge", AluOp::ge}};
+    auto it = kOps.find(cmp);
+    if (it == kOps.end()) return std::nullopt;
+    return it->second;
+  }
+
+  // The plan's index of run-time scalar `name`, declaring it on first use.
+  std::optional<int32_t> plan_scalar(const std::string& name) {
+    auto it = m_scalars.find(name);
+    if (it != m_scalars.end()) return it->second;
+    const ScalarParam* p = m_g.find_scalar(name);
+    if (!p) return std::nullopt;
+    const int32_t index = m_b.add_scalar(p->name, p->min, p->max);
+    m_scalars[name] = index;
+    return index;
+  }
+
+  std::optional<CompileError> lower_compare(const Node& n) {
+    const std::string* cmp = n.text_attr("cmp");
+    auto alu = cmp ? comparison(*cmp) : std::nullopt;
+    if (!alu) return error("unknown comparison");
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    Bcast ha, hb = Bcast::none;
+    std::optional<Tiles> a, b;
+    if (auto e = operand(n.inputs[0], *out, ha, a)) return e;
+    std::optional<int32_t> scalar;
+    if (n.inputs.size() > 1) {
+      if (auto e = operand(n.inputs[1], *out, hb, b)) return e;
+    } else {
+      const std::string* name = n.text_attr("scalar");
+      scalar = name ? plan_scalar(*name) : std::nullopt;
+      if (!scalar) return error("compare needs a second input or a declared run-time scalar");
+    }
+    for (int64_t t = 0; t < out->count(); ++t) {
+      const int32_t rows = out->rows_in(t);
+      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
+        const int64_t nc = std::min(free_chunk(), out->cols - c0);
+        const AccessPattern lhs = operand_ap(*a, ha, t, c0, nc, rows);
+        if (scalar) {
+          Instruction in = vec(Opcode::tensor_scalar, tile_ap(*out, t, c0, nc));
+          in.alu = *alu;
+          in.src[0] = lhs;
+          in.scalar.scalar = *scalar;
+          emit(m_b.stream(Engine::vector), in);
+        } else {
+          tensor_tensor(*alu, tile_ap(*out, t, c0, nc), lhs, operand_ap(*b, hb, t, c0, nc, rows));
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  std::optional<CompileError> lower_select(const Node& n) {
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    Bcast how[3];
+    std::optional<Tiles> ops[3];
+    for (int k = 0; k < 3; ++k) {
+      if (auto e = operand(n.inputs[k], *out, how[k], ops[k])) return e;
+    }
+    for (int64_t t = 0; t < out->count(); ++t) {
+      const int32_t rows = out->rows_in(t);
+      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
+        const int64_t nc = std::min(free_chunk(), out->cols - c0);
+        Instruction in = vec(Opcode::select, tile_ap(*out, t, c0, nc));
+        for (int k = 0; k < 3; ++k) in.src[k] = operand_ap(*ops[k], how[k], t, c0, nc, rows);
+        emit(m_b.stream(Engine::vector), in);
+      }
+    }
+    return std::nullopt;
+  }
+
   const Graph& m_g;
   std::set<int32_t> m_group;
   std::vector<int32_t> m_order;
@@ -718,6 +870,7 @@ class Lowering {
   std::map<int32_t, Tiles> m_tiles;
   std::map<int32_t, Tiles> m_replicated;
   std::map<int32_t, int> m_last_use;
+  std::map<std::string, int32_t> m_scalars;
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
 };

@@ -276,7 +276,6 @@ class Verifier {
         check_same_shape(in.dst, s0, "dst", r0);
         check_same_shape(in.dst, s1, "dst", r1);
         check_same_shape(in.dst, s2, "dst", r2);
-        if (s1.dtype != s2.dtype) report("dtype", "on_true and on_false differ in dtype");
         break;
       case Opcode::activation:
       case Opcode::activation_reduce:
