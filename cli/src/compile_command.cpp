@@ -46,7 +46,21 @@ void add_compile_command(CLI::App& app) {
     }
     std::cout << a->out << ": " << compiled.plans.plans.size() << " plan(s), " << instructions
               << " instructions, " << in << " bytes in and " << out
-              << " bytes out of HBM, compiled in " << compiled.compile_wall_seconds << " s\n";
+              << " bytes out of HBM; compiler_stub took " << compiled.compile_wall_seconds
+              << " s\n";
+    // What the emulated production compiler would take, under each profile.
+    const auto kind = policy == compiler_stub::GroupPolicy::per_op
+                          ? compiler_stub::CompileKind::per_op
+                          : compiler_stub::CompileKind::whole_graph;
+    const auto& costs = cfg.runtime.compile_cost;
+    for (const auto* p : {&costs.neuron, &costs.xla}) {
+      double ms = 0;
+      for (const auto& s : compiled.groups) {
+        ms += compiler_stub::compile_latency_ms(p->curve(kind), s.nodes, s.instructions);
+      }
+      std::cout << "  modelled compile latency (" << (p == &costs.neuron ? "neuron" : "xla")
+                << " profile): " << ms << " ms\n";
+    }
   });
 }
 

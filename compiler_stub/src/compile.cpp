@@ -47,6 +47,7 @@ std::variant<CompiledGraph, CompileError> compile_graph(
                           "compiler bug: the plan fails the verifier: " + diags[0].to_string()};
     }
     out.plans.plans.push_back(std::move(l.plan));
+    l.stats.nodes = static_cast<int64_t>(parts[i].size());
     out.groups.push_back(l.stats);
   }
   out.compile_wall_seconds =

@@ -22,6 +22,7 @@ struct CompileError {
 };
 
 struct LowerStats {
+  int64_t nodes = 0;  // graph nodes in the group
   int64_t instructions = 0;
   int64_t sbuf_peak_bytes = 0;  // per partition
   int64_t hbm_bytes_in = 0;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/isa/params.h"
 #include "wallsim/sim/chip_config.h"
 
@@ -15,6 +16,7 @@ namespace wallsim::runtime {
 struct RuntimeConfig {
   int64_t dispatch_ns_per_op = 5000;  // Python-to-kernel dispatch of one eager op
   int64_t seed = 1;                   // random inputs, request streams
+  compiler_stub::CompileCostConfig compile_cost;
 };
 
 struct Config {
@@ -27,6 +29,7 @@ void describe(V& v, RuntimeConfig& r) {
   v.field("dispatch_ns_per_op", r.dispatch_ns_per_op, {0, 1000000000}, "ns",
           "host time to dispatch one eager op from Python");
   v.field("seed", r.seed, {0, INT64_MAX}, "", "seed of every random choice in a run");
+  v.section("compile_cost", r.compile_cost, "modelled compile latency, by named profile");
 }
 
 template <class V>
