@@ -40,6 +40,11 @@ struct View {
   int64_t cols = 1;
 };
 
+// Row tiles of a batched value never cross its innermost leading dim (the run).
+int64_t run_of(const TensorType& t) {
+  return t.dims.size() >= 3 ? t.dims[t.dims.size() - 2].size : 0;
+}
+
 View view_of(const TensorType& t) {
   View v;
   if (t.dims.empty()) return v;
@@ -48,21 +53,35 @@ View view_of(const TensorType& t) {
   return v;
 }
 
-// An on-chip value: row tiles of `tile_rows` rows, tile t a buffer [rows x cols] in SBUF.
+// An on-chip value viewed as [rows x cols]: row tiles, tile t holding rows
+// [starts[t], starts[t] + counts[t]) on partitions 0.. of its own SBUF buffer. Tiles never
+// cross a multiple of the tiling's run (the innermost leading dim of a batched value).
 struct Tiles {
   int64_t rows = 0;
   int64_t cols = 0;
   DType dtype = DType::fp32;
-  int32_t tile_rows = 1;
+  std::vector<int64_t> starts;
+  std::vector<int32_t> counts;
   std::vector<Slot> tiles;
   int64_t count() const { return static_cast<int64_t>(tiles.size()); }
-  int32_t rows_in(int64_t t) const {
-    return static_cast<int32_t>(std::min<int64_t>(tile_rows, rows - t * tile_rows));
-  }
+  int32_t rows_in(int64_t t) const { return counts[t]; }
+  int64_t row0(int64_t t) const { return starts[t]; }
+  bool same_tiling(const Tiles& o) const { return starts == o.starts && counts == o.counts; }
+};
+
+// A strided view of a row-major tensor in HBM (what reshape and transpose produce): one group
+// of (size, stride) sub-dims, outermost first, per logical dim.
+struct SubDim {
+  int64_t size;
+  int64_t stride;
+};
+struct ViewDesc {
+  int32_t base = -1;
+  std::vector<std::vector<SubDim>> groups;
 };
 
 // How an operand meets the output's [rows x cols] iteration space.
-enum class Bcast { none, row, column, scalar };
+enum class Bcast { none, row, column, scalar, batch };
 
 class SbufAllocator {
  public:
@@ -141,7 +160,9 @@ class Lowering {
       m_b.add_node(n.id, n.name.empty() ? value_name(m_g, n.id) : n.name,
                    std::string(info(n.op).name));
       if (auto err = lower(n)) return *err;
-      if (n.op != OpKind::input && needed_outside(n.id)) store(n.id);
+      if (n.op != OpKind::input && needed_outside(n.id) && !m_in_hbm.count(n.id) && !store(n.id)) {
+        return load_failure();
+      }
       release_dead(static_cast<int>(i));
     }
     Lowered out;
@@ -181,14 +202,35 @@ class Lowering {
     m_hbm[id] = s;
     return s;
   }
-  std::optional<Tiles> new_tiles(int64_t rows, int64_t cols, DType dt, const std::string& hint) {
+  // Tiles of `rows` rows in chunks of at most T that never cross a multiple of `run`.
+  std::optional<Tiles> new_tiles(int64_t rows, int64_t cols, DType dt, const std::string& hint,
+                                 int64_t run = 0) {
     Tiles v;
     v.rows = rows;
     v.cols = cols;
     v.dtype = dt;
-    v.tile_rows = m_T;
-    const int64_t n = (rows + m_T - 1) / m_T;
-    for (int64_t t = 0; t < n; ++t) {
+    if (run <= 0) run = std::max<int64_t>(rows, 1);
+    for (int64_t r0 = 0; r0 < rows; r0 += run) {
+      for (int64_t r = r0; r < std::min(rows, r0 + run); r += m_T) {
+        v.starts.push_back(r);
+        v.counts.push_back(
+            static_cast<int32_t>(std::min<int64_t>(m_T, std::min(rows, r0 + run) - r)));
+      }
+    }
+    return allocate(v, hint);
+  }
+  std::optional<Tiles> new_tiles_like(const Tiles& like, int64_t cols, DType dt,
+                                      const std::string& hint) {
+    Tiles v = like;
+    v.cols = cols;
+    v.dtype = dt;
+    v.tiles.clear();
+    return allocate(v, hint);
+  }
+  std::optional<Tiles> allocate(Tiles v, const std::string& hint) {
+    const int64_t cols = v.cols;
+    const DType dt = v.dtype;
+    for (size_t t = 0; t < v.starts.size(); ++t) {
       auto s = m_sbuf.alloc(cols * isa::dtype_bytes(dt), hint);
       if (!s) {
         for (Slot x : v.tiles) m_sbuf.release(x);
@@ -199,6 +241,7 @@ class Lowering {
     return v;
   }
   CompileError no_room() const {
+    if (m_load_error) return error(*m_load_error);
     return error("the group's live values do not fit in SBUF (" +
                  std::to_string(m_arch.sbuf.bytes_per_partition) +
                  " bytes per partition); spilling to HBM is not implemented yet");
@@ -247,14 +290,20 @@ class Lowering {
   std::optional<Tiles> tiles_of(int32_t id) {
     auto it = m_tiles.find(id);
     if (it != m_tiles.end()) return it->second;
+    auto view = m_views.find(id);
+    if (view != m_views.end()) {
+      auto tiles = load_view(view->second, m_g.find(id)->type.dtype);
+      if (tiles) m_tiles[id] = *tiles;
+      return tiles;
+    }
     const Node& n = *m_g.find(id);
     const View v = view_of(n.type);
-    auto tiles = new_tiles(v.rows, v.cols, n.type.dtype, "in");
+    auto tiles = new_tiles(v.rows, v.cols, n.type.dtype, "in", run_of(n.type));
     if (!tiles) return std::nullopt;
     Slot src = hbm_tensor(id, isa::TensorRole::input);
     for (int64_t t = 0; t < tiles->count(); ++t) {
       dma(next_load_queue(), tile_ap(*tiles, t, 0, v.cols),
-          hbm_ap(src, n.type.dtype, v, t * m_T, tiles->rows_in(t), 0, v.cols));
+          hbm_ap(src, n.type.dtype, v, tiles->row0(t), tiles->rows_in(t), 0, v.cols));
     }
     m_bytes_in += v.rows * v.cols * isa::dtype_bytes(n.type.dtype);
     m_tiles[id] = *tiles;
@@ -280,16 +329,26 @@ class Lowering {
     return tiles;
   }
 
-  void store(int32_t id) {
+  // Writes value `id` to its HBM tensor: an output of the plan, or plan-internal scratch (a
+  // layout change goes through HBM).
+  bool store(int32_t id, isa::TensorRole role = isa::TensorRole::output) {
+    if (!m_tiles.count(id) && !tiles_of(id)) return false;
     const Tiles& v = m_tiles.at(id);
     const Node& n = *m_g.find(id);
-    Slot dst = hbm_tensor(id, isa::TensorRole::output);
+    Slot dst = hbm_tensor(id, role);
     const View view{v.rows, v.cols};
     for (int64_t t = 0; t < v.count(); ++t) {
-      dma(m_store_queue, hbm_ap(dst, n.type.dtype, view, t * m_T, v.rows_in(t), 0, v.cols),
+      dma(m_store_queue, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), 0, v.cols),
           tile_ap(v, t, 0, v.cols));
     }
     m_bytes_out += v.rows * v.cols * isa::dtype_bytes(n.type.dtype);
+    m_in_hbm.insert(id);
+    return true;
+  }
+  // Makes sure value `id` is in HBM (group inputs are; produced values are stored as scratch).
+  bool ensure_hbm(int32_t id) {
+    if (m_in_hbm.count(id) || !m_group.count(id) || m_g.find(id)->op == OpKind::input) return true;
+    return store(id, isa::TensorRole::scratch);
   }
 
   void release_dead(int position) {
@@ -430,7 +489,15 @@ class Lowering {
       case OpKind::rmsnorm:
         return lower_norm(n);
       case OpKind::transpose:
-        return lower_transpose(n);
+        // On chip and 2-D: through the array. Otherwise a strided read of HBM.
+        if (n.type.dims.size() == 2 && m_tiles.count(n.inputs[0]) && !m_views.count(n.inputs[0])) {
+          return lower_transpose(n);
+        }
+        return lower_view(n);
+      case OpKind::reshape:
+        return lower_view(n);
+      case OpKind::batch_matmul:
+        return lower_batch_matmul(n);
       case OpKind::iota:
         return lower_iota(n);
       case OpKind::compare:
@@ -442,87 +509,277 @@ class Lowering {
     }
   }
 
-  std::optional<Tiles> output_tiles(const Node& n) {
+  // The output's tiles: tiled like `like` when it has the same rows, else plainly.
+  std::optional<Tiles> output_tiles(const Node& n, const Tiles* like = nullptr) {
     const View v = view_of(n.type);
-    auto t = new_tiles(v.rows, v.cols, n.type.dtype, "v" + std::to_string(n.id));
+    const std::string hint = "v" + std::to_string(n.id);
+    auto t = like && like->rows == v.rows
+                 ? new_tiles_like(*like, v.cols, n.type.dtype, hint)
+                 : new_tiles(v.rows, v.cols, n.type.dtype, hint, run_of(n.type));
     if (t) m_tiles[n.id] = *t;
     return t;
+  }
+  CompileError load_failure() const { return no_room(); }
+  // The tiles of the first input with as many rows as `n`'s output: outputs follow its tiling.
+  const Tiles* like_of(const Node& n) {
+    const int64_t rows = view_of(n.type).rows;
+    for (int32_t in : n.inputs) {
+      if (view_of(m_g.find(in)->type).rows != rows) continue;
+      if (!tiles_of(in)) return nullptr;
+      return &m_tiles.at(in);
+    }
+    return nullptr;
   }
 
   std::optional<CompileError> lower_matmul(const Node& n) {
     auto a = tiles_of(n.inputs[0]);
-    if (!a) return no_room();
+    if (!a) return load_failure();
     auto b = tiles_of(n.inputs[1]);
-    if (!b) return no_room();
-    auto out = output_tiles(n);
+    if (!b) return load_failure();
+    auto out = output_tiles(n, &*a);
     if (!out) return no_room();
-    const int64_t K = a->cols, N = b->cols;
-    const int64_t kchunks = (K + m_T - 1) / m_T;
-    const int64_t nmax =
-        std::min<int64_t>(m_arch.tensor.moving_free_max, m_arch.psum.bank_bytes / 4);
-    const DType op_dtype = b->dtype;
+    std::vector<int64_t> kc(static_cast<size_t>(b->count()));
+    for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
     for (int64_t t = 0; t < a->count(); ++t) {
-      const int32_t rows = a->rows_in(t);
-      // Stationary tiles: A's row tile transposed, one per K chunk.
-      std::vector<Slot> at;
-      for (int64_t kc = 0; kc < kchunks; ++kc) {
-        const int64_t ks = std::min<int64_t>(m_T, K - kc * m_T);
-        Slot bank = next_bank();
-        Instruction tr;
-        tr.op = Opcode::transpose;
-        tr.dst = psum_ap(bank, static_cast<int32_t>(ks), rows);
-        tr.src[0] = tile_ap(*a, t, kc * m_T, ks);
-        emit(m_b.stream(Engine::tensor), tr);
-        auto s = m_sbuf.alloc(rows * isa::dtype_bytes(op_dtype), "at");
-        if (!s) return no_room();
-        at.push_back(*s);
-        AccessPattern dst;
-        dst.space = MemSpace::sbuf;
-        dst.buffer = s->index;
-        dst.dtype = op_dtype;
-        dst.partitions = static_cast<int32_t>(ks);
-        dst.num_free = 1;
-        dst.free[0] = {rows, 1};
-        evacuate(dst, tr.dst);
-      }
-      for (int64_t n0 = 0; n0 < N; n0 += nmax) {
-        const int64_t ns = std::min(nmax, N - n0);
-        Slot bank = next_bank();
-        for (int64_t kc = 0; kc < kchunks; ++kc) {
-          const int64_t ks = std::min<int64_t>(m_T, K - kc * m_T);
-          Instruction mm;
-          mm.op = Opcode::matmul;
-          mm.dst = psum_ap(bank, rows, ns);
-          AccessPattern st;
-          st.space = MemSpace::sbuf;
-          st.buffer = at[kc].index;
-          st.dtype = op_dtype;
-          st.partitions = static_cast<int32_t>(ks);
-          st.num_free = 1;
-          st.free[0] = {rows, 1};
-          mm.src[0] = st;
-          mm.src[1] = tile_ap(*b, kc, n0, ns);
-          mm.start = kc == 0;
-          mm.stop = kc == kchunks - 1;
-          emit(m_b.stream(Engine::tensor), mm);
-        }
-        evacuate(tile_ap(*out, t, n0, ns), psum_ap(bank, rows, ns));
-      }
-      for (Slot s : at) m_sbuf.release(s);
+      if (auto e = matmul_rows(*a, t, *b, kc, 0, *out)) return e;
     }
     return std::nullopt;
+  }
+
+  // Output row tile t = A's row tile t times B, accumulating over B's row tiles `kc` (the K
+  // chunks; A's columns start at row0 - k_base). A's tile is transposed through the array into
+  // stationary tiles; B's tiles are the moving operands.
+  std::optional<CompileError> matmul_rows(const Tiles& a, int64_t t, const Tiles& b,
+                                          const std::vector<int64_t>& kc, int64_t k_base,
+                                          const Tiles& out) {
+    const int64_t N = b.cols;
+    const int64_t nmax =
+        std::min<int64_t>(m_arch.tensor.moving_free_max, m_arch.psum.bank_bytes / 4);
+    const DType op_dtype = b.dtype;
+    const int32_t rows = a.rows_in(t);
+    std::vector<Slot> at;
+    for (int64_t k : kc) {
+      const int64_t ks = b.rows_in(k);
+      Slot bank = next_bank();
+      Instruction tr;
+      tr.op = Opcode::transpose;
+      tr.dst = psum_ap(bank, static_cast<int32_t>(ks), rows);
+      tr.src[0] = tile_ap(a, t, b.row0(k) - k_base, ks);
+      emit(m_b.stream(Engine::tensor), tr);
+      auto s = m_sbuf.alloc(rows * isa::dtype_bytes(op_dtype), "at");
+      if (!s) return no_room();
+      at.push_back(*s);
+      evacuate(stationary_ap(*s, op_dtype, static_cast<int32_t>(ks), rows), tr.dst);
+    }
+    for (int64_t n0 = 0; n0 < N; n0 += nmax) {
+      const int64_t ns = std::min(nmax, N - n0);
+      Slot bank = next_bank();
+      for (size_t k = 0; k < kc.size(); ++k) {
+        Instruction mm;
+        mm.op = Opcode::matmul;
+        mm.dst = psum_ap(bank, rows, ns);
+        mm.src[0] = stationary_ap(at[k], op_dtype, b.rows_in(kc[k]), rows);
+        mm.src[1] = tile_ap(b, kc[k], n0, ns);
+        mm.start = k == 0;
+        mm.stop = k + 1 == kc.size();
+        emit(m_b.stream(Engine::tensor), mm);
+      }
+      evacuate(tile_ap(out, t, n0, ns), psum_ap(bank, rows, ns));
+    }
+    for (Slot s : at) m_sbuf.release(s);
+    return std::nullopt;
+  }
+  AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) const {
+    AccessPattern ap;
+    ap.space = MemSpace::sbuf;
+    ap.buffer = s.index;
+    ap.dtype = dt;
+    ap.partitions = k;
+    ap.num_free = 1;
+    ap.free[0] = {m, 1};
+    return ap;
+  }
+
+  // [B, M, K] x [B, K, N] (or [B, N, K] with transpose_b): per batch, the rows of A's tiles in
+  // that batch times B's tiles in that batch. Both tilings must respect the batch boundaries.
+  std::optional<CompileError> lower_batch_matmul(const Node& n) {
+    const Node& an = *m_g.find(n.inputs[0]);
+    const Node& bn = *m_g.find(n.inputs[1]);
+    if (an.type.dims.size() != 3 || bn.type.dims.size() != 3) {
+      return error("batch_matmul lowers 3-D operands only");
+    }
+    const int64_t M = an.type.dims[1].size;
+    const int64_t* tb = n.int_attr("transpose_b");
+    const bool transpose_b = tb && *tb != 0;
+    const int64_t K = an.type.dims[2].size;
+    auto a = tiles_of(an.id);
+    if (!a) return load_failure();
+    std::optional<Tiles> b;
+    if (transpose_b) {
+      ViewDesc v = view_of_value(bn.id);
+      std::swap(v.groups[1], v.groups[2]);
+      if (!ensure_hbm(v.base)) return load_failure();
+      b = load_view(v, bn.type.dtype);
+    } else {
+      b = tiles_of(bn.id);
+    }
+    if (!b) return load_failure();
+    auto within = [](const Tiles& x, int64_t t, int64_t block) {
+      return x.row0(t) / block == (x.row0(t) + x.rows_in(t) - 1) / block;
+    };
+    for (int64_t t = 0; t < a->count(); ++t) {
+      if (!within(*a, t, M)) return error("A's row tiles cross batch boundaries");
+    }
+    for (int64_t t = 0; t < b->count(); ++t) {
+      if (!within(*b, t, K)) return error("B's row tiles cross batch boundaries");
+    }
+    auto out = output_tiles(n, &*a);
+    if (!out) return no_room();
+    for (int64_t t = 0; t < a->count(); ++t) {
+      const int64_t batch = a->row0(t) / M;
+      std::vector<int64_t> kc;
+      for (int64_t k = 0; k < b->count(); ++k) {
+        if (b->row0(k) / K == batch) kc.push_back(k);
+      }
+      if (auto e = matmul_rows(*a, t, *b, kc, batch * K, *out)) return e;
+    }
+    if (transpose_b) release(*b);
+    return std::nullopt;
+  }
+
+  // ---- views: reshape and transpose as strided reads of a tensor in HBM ----
+  ViewDesc view_of_value(int32_t id) const {
+    auto it = m_views.find(id);
+    if (it != m_views.end()) return it->second;
+    ViewDesc v;
+    v.base = id;
+    const auto& dims = m_g.find(id)->type.dims;
+    int64_t stride = 1;
+    v.groups.resize(dims.size());
+    for (size_t i = dims.size(); i-- > 0;) {
+      v.groups[i] = {{dims[i].size, stride}};
+      stride *= dims[i].size;
+    }
+    return v;
+  }
+
+  std::optional<CompileError> lower_view(const Node& n) {
+    ViewDesc v = view_of_value(n.inputs[0]);
+    if (n.op == OpKind::transpose) {
+      const auto* perm = n.ints_attr("perm");
+      if (!perm || perm->size() != v.groups.size()) return error("bad permutation");
+      ViewDesc t;
+      t.base = v.base;
+      for (int64_t p : *perm) t.groups.push_back(v.groups.at(static_cast<size_t>(p)));
+      v = t;
+    } else {  // reshape: regroup the sub-dims by the new dims' sizes
+      std::vector<SubDim> flat;
+      for (const auto& g : v.groups) {
+        for (const SubDim& d : g) {
+          if (d.size != 1) flat.push_back(d);
+        }
+      }
+      ViewDesc r;
+      r.base = v.base;
+      size_t next = 0;
+      for (const Dim& d : n.type.dims) {
+        int64_t need = d.size;
+        std::vector<SubDim> group;
+        while (need > 1) {
+          if (next >= flat.size()) return error("this reshape of a strided view is not supported");
+          SubDim& f = flat[next];
+          if (f.size <= need) {
+            if (need % f.size) return error("this reshape of a strided view is not supported");
+            group.push_back(f);
+            need /= f.size;
+            ++next;
+          } else {
+            if (f.size % need) return error("this reshape of a strided view is not supported");
+            group.push_back({need, f.stride * (f.size / need)});
+            f.size /= need;
+            need = 1;
+          }
+        }
+        if (group.empty()) group.push_back({1, 0});
+        r.groups.push_back(group);
+      }
+      v = r;
+    }
+    if (!ensure_hbm(v.base)) return load_failure();
+    m_views[n.id] = v;
+    return std::nullopt;
+  }
+
+  // Loads a view as row tiles: rows are the leading dims (the innermost of them is the DMA's
+  // row stride, so tiles never cross it), the free pattern is the last dim's sub-dims.
+  std::optional<Tiles> load_view(const ViewDesc& v, DType dtype) {
+    std::vector<SubDim> lead, free;
+    for (size_t g = 0; g + 1 < v.groups.size(); ++g) {
+      for (const SubDim& d : v.groups[g]) {
+        if (d.size != 1) lead.push_back(d);
+      }
+    }
+    if (!v.groups.empty()) {
+      for (const SubDim& d : v.groups.back()) {
+        if (d.size != 1) free.push_back(d);
+      }
+    }
+    if (free.size() > isa::kMaxFreeDims) {
+      m_load_error = "a view needs more than " + std::to_string(isa::kMaxFreeDims) + " free dims";
+      return std::nullopt;
+    }
+    if (lead.empty()) lead.push_back({1, 0});
+    const SubDim run = lead.back();
+    int64_t rows = 1, cols = 1;
+    for (const SubDim& d : lead) rows *= d.size;
+    for (const SubDim& d : free) cols *= d.size;
+    auto tiles = new_tiles(rows, cols, dtype, "view", run.size);
+    if (!tiles) return std::nullopt;
+    Slot src = hbm_tensor(v.base, isa::TensorRole::input);
+    for (int64_t t = 0; t < tiles->count(); ++t) {
+      // Offset of the tile's first row: its index within the run, then the outer sub-dims.
+      int64_t r = tiles->row0(t);
+      int64_t offset = (r % run.size) * run.stride;
+      r /= run.size;
+      for (size_t k = lead.size() - 1; k-- > 0;) {
+        offset += (r % lead[k].size) * lead[k].stride;
+        r /= lead[k].size;
+      }
+      AccessPattern s;
+      s.space = MemSpace::hbm;
+      s.buffer = src.index;
+      s.dtype = dtype;
+      s.partitions = tiles->rows_in(t);
+      s.partition_stride = run.stride;
+      s.offset = offset;
+      s.num_free = static_cast<uint8_t>(free.size());
+      for (size_t k = 0; k < free.size(); ++k) s.free[k] = {free[k].size, free[k].stride};
+      AccessPattern d = tile_ap(*tiles, t, 0, cols);
+      dma(next_load_queue(), d, s);
+    }
+    m_bytes_in += rows * cols * isa::dtype_bytes(dtype);
+    return tiles;
   }
 
   // How operand `id` broadcasts against `out` [rows x cols], and its tiles.
   std::optional<CompileError> operand(int32_t id, const Tiles& out, Bcast& how,
                                       std::optional<Tiles>& tiles) {
     const View v = view_of(m_g.find(id)->type);
-    if (v.rows == out.rows && v.cols == out.cols) {
-      how = Bcast::none;
+    if (v.rows == out.rows && (v.cols == out.cols || v.cols == 1)) {
+      how = v.cols == 1 && out.cols != 1 ? Bcast::column : Bcast::none;
       tiles = tiles_of(id);
-    } else if (v.rows == out.rows && v.cols == 1) {
-      how = Bcast::column;
+      if (tiles && !tiles->same_tiling(out)) return error("operands are tiled differently");
+    } else if (v.rows > 1 && out.rows % v.rows == 0 && v.cols == out.cols) {
+      how = Bcast::batch;  // repeats along the leading (batch) dims
       tiles = tiles_of(id);
+      if (tiles) {
+        for (int64_t t = 0; t < out.count(); ++t) {
+          const int64_t k = t % tiles->count();
+          if (out.row0(t) % v.rows != tiles->row0(k) || out.rows_in(t) != tiles->rows_in(k)) {
+            return error("a batch broadcast whose tiles do not line up");
+          }
+        }
+      }
     } else if (v.rows == 1 && (v.cols == out.cols || v.cols == 1)) {
       how = v.cols == 1 ? Bcast::scalar : Bcast::row;
       tiles = replicated(id);
@@ -532,7 +789,7 @@ class Lowering {
     } else {
       return error("this broadcast is not supported by the lowering yet");
     }
-    if (!tiles) return no_room();
+    if (!tiles) return load_failure();
     return std::nullopt;
   }
   AccessPattern operand_ap(const Tiles& v, Bcast how, int64_t t, int64_t c0, int64_t nc,
@@ -540,6 +797,8 @@ class Lowering {
     switch (how) {
       case Bcast::none:
         return tile_ap(v, t, c0, nc);
+      case Bcast::batch:
+        return tile_ap(v, t % v.count(), c0, nc);
       case Bcast::column:
         return broadcast_column(tile_ap(v, t, 0, 1), nc);
       case Bcast::row: {
@@ -557,7 +816,7 @@ class Lowering {
   }
 
   std::optional<CompileError> lower_binary(const Node& n, AluOp alu) {
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     Bcast ha, hb;
     std::optional<Tiles> a, b;
@@ -577,7 +836,7 @@ class Lowering {
   std::optional<CompileError> lower_unary(const Node& n, ActFn fn, double scale = 1.0) {
     auto in = tiles_of(n.inputs[0]);
     if (!in) return no_room();
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     for (int64_t t = 0; t < out->count(); ++t) {
       for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
@@ -592,7 +851,7 @@ class Lowering {
   std::optional<CompileError> lower_scale(const Node& n) {
     auto in = tiles_of(n.inputs[0]);
     if (!in) return no_room();
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     const double value = n.real_attr("value") ? *n.real_attr("value") : 1.0;
     for (int64_t t = 0; t < out->count(); ++t) {
@@ -614,7 +873,7 @@ class Lowering {
     auto in = tiles_of(n.inputs[0]);
     if (!in) return no_room();
     if (auto e = needs_one_chunk(in->cols)) return e;
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     for (int64_t t = 0; t < out->count(); ++t) {
       reduce(alu, tile_ap(*out, t, 0, 1), tile_ap(*in, t, 0, in->cols));
@@ -636,7 +895,7 @@ class Lowering {
     if (!in) return no_room();
     const int64_t C = in->cols;
     if (auto e = needs_one_chunk(C)) return e;
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     auto stats = scratch(3);
     auto work = scratch(C);
     if (!out || !stats || !work) return no_room();
@@ -680,7 +939,7 @@ class Lowering {
     const double eps = norm_eps(n);
     Bcast hg, hb = Bcast::none;
     std::optional<Tiles> gamma, beta;
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     if (auto e = operand(n.inputs[1], *out, hg, gamma)) return e;
     if (layer) {
@@ -734,7 +993,7 @@ class Lowering {
     if (!isa::is_float(n.type.dtype)) return error("the array transposes float values only");
     auto in = tiles_of(n.inputs[0]);
     if (!in) return no_room();
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     for (int64_t t = 0; t < in->count(); ++t) {
       const int32_t rows = in->rows_in(t);
@@ -744,9 +1003,9 @@ class Lowering {
         Instruction tr;
         tr.op = Opcode::transpose;
         tr.dst = psum_ap(bank, cols, rows);
-        tr.src[0] = tile_ap(*in, t, c * m_T, cols);
+        tr.src[0] = tile_ap(*in, t, out->row0(c), cols);
         emit(m_b.stream(Engine::tensor), tr);
-        evacuate(tile_ap(*out, c, t * m_T, rows), tr.dst);
+        evacuate(tile_ap(*out, c, in->row0(t), rows), tr.dst);
       }
     }
     return std::nullopt;
@@ -761,13 +1020,13 @@ class Lowering {
     if (!along_cols && !(rank == 2 && a == 0)) {
       return error("iota along this axis is not supported by the lowering yet");
     }
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     for (int64_t t = 0; t < out->count(); ++t) {
       for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
         const int64_t nc = std::min(free_chunk(), out->cols - c0);
         Instruction in = vec(Opcode::iota, tile_ap(*out, t, c0, nc));
-        in.value = along_cols ? double(c0) : double(t * m_T);
+        in.value = along_cols ? double(c0) : double(out->row0(t));
         in.partition_step = along_cols ? 0.0 : 1.0;
         in.step = along_cols ? 1.0 : 0.0;
         emit(m_b.stream(Engine::vector), in);
@@ -800,7 +1059,7 @@ class Lowering {
     const std::string* cmp = n.text_attr("cmp");
     auto alu = cmp ? comparison(*cmp) : std::nullopt;
     if (!alu) return error("unknown comparison");
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     Bcast ha, hb = Bcast::none;
     std::optional<Tiles> a, b;
@@ -833,7 +1092,7 @@ class Lowering {
   }
 
   std::optional<CompileError> lower_select(const Node& n) {
-    auto out = output_tiles(n);
+    auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     Bcast how[3];
     std::optional<Tiles> ops[3];
@@ -871,6 +1130,9 @@ class Lowering {
   std::map<int32_t, Tiles> m_replicated;
   std::map<int32_t, int> m_last_use;
   std::map<std::string, int32_t> m_scalars;
+  std::map<int32_t, ViewDesc> m_views;
+  std::set<int32_t> m_in_hbm;
+  std::optional<std::string> m_load_error;
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
 };
