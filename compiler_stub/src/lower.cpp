@@ -30,6 +30,10 @@ std::string CompileError::message() const {
 std::string value_name(const Graph& g, int32_t id) {
   const Node* n = g.find(id);
   if (n && n->op == OpKind::input && !n->name.empty()) return n->name;
+  // A KV append updates its cache in place: the result is the cache's tensor.
+  if (n && n->op == OpKind::dynamic_update_slice && !n->inputs.empty()) {
+    return value_name(g, n->inputs[0]);
+  }
   return "v" + std::to_string(id);
 }
 
@@ -498,6 +502,14 @@ class Lowering {
         return lower_view(n);
       case OpKind::batch_matmul:
         return lower_batch_matmul(n);
+      case OpKind::embedding:
+        return lower_embedding(n);
+      case OpKind::dynamic_update_slice:
+        return lower_update_slice(n);
+      case OpKind::slice:
+        return lower_slice(n);
+      case OpKind::concat:
+        return lower_concat(n);
       case OpKind::iota:
         return lower_iota(n);
       case OpKind::compare:
@@ -644,6 +656,124 @@ class Lowering {
       if (auto e = matmul_rows(*a, t, *b, kc, batch * K, *out)) return e;
     }
     if (transpose_b) release(*b);
+    return std::nullopt;
+  }
+
+  // out[i, :] = table[ids[i], :]: the ids are loaded one per partition, then one gather
+  // descriptor per row tile fetches the rows they name.
+  std::optional<CompileError> lower_embedding(const Node& n) {
+    const int32_t table = n.inputs[0], ids = n.inputs[1];
+    if (m_group.count(ids) || m_views.count(ids)) {
+      return error("embedding ids computed on the chip are not supported yet");
+    }
+    if (!ensure_hbm(table) || m_views.count(table))
+      return error("the table must be a tensor in HBM");
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    auto idx = new_tiles_like(*out, 1, DType::int32, "ids");
+    if (!idx) return no_room();
+    const Node& tn = *m_g.find(table);
+    const View tv = view_of(tn.type);
+    Slot ids_hbm = hbm_tensor(ids, isa::TensorRole::input);
+    Slot table_hbm = hbm_tensor(table, isa::TensorRole::input);
+    for (int64_t t = 0; t < out->count(); ++t) {
+      const int32_t rows = out->rows_in(t);
+      AccessPattern src;
+      src.space = MemSpace::hbm;
+      src.buffer = ids_hbm.index;
+      src.dtype = DType::int32;
+      src.partitions = rows;
+      src.partition_stride = 1;
+      src.offset = out->row0(t);
+      const int queue = next_load_queue();
+      dma(queue, tile_ap(*idx, t, 0, 1), src);
+      Instruction g;
+      g.op = Opcode::dma_gather;
+      g.dst = tile_ap(*out, t, 0, out->cols);
+      g.src[0] = hbm_ap(table_hbm, tn.type.dtype, tv, 0, static_cast<int32_t>(tv.rows), 0, tv.cols);
+      g.src[1] = tile_ap(*idx, t, 0, 1);
+      emit(queue, g);
+    }
+    m_bytes_in += out->rows * (4 + out->cols * isa::dtype_bytes(out->dtype));
+    release(*idx);
+    return std::nullopt;
+  }
+
+  // A KV append: the update's rows are written into the cache's own HBM tensor at the run-time
+  // position, by DMA with a scalar offset. The result aliases the cache (value_name()).
+  std::optional<CompileError> lower_update_slice(const Node& n) {
+    const int32_t dst = n.inputs[0];
+    const Node& dn = *m_g.find(dst);
+    const int64_t* axis = n.int_attr("axis");
+    if ((axis && *axis != 0) || dn.op != OpKind::input || dn.type.dims.size() != 2) {
+      return error("only appends along axis 0 of a 2-D graph input (a cache in HBM) are supported");
+    }
+    const std::string* scalar_name = n.text_attr("scalar");
+    auto scalar = scalar_name ? plan_scalar(*scalar_name) : std::nullopt;
+    if (!scalar) return error("needs a declared run-time scalar position");
+    auto upd = tiles_of(n.inputs[1]);
+    if (!upd) return no_room();
+    Slot cache = hbm_tensor(dst, isa::TensorRole::inout);
+    m_b.set_role(cache, isa::TensorRole::inout);
+    const int64_t row_elems = dn.type.dims[1].size;
+    const View cv{dn.type.dims[0].size, row_elems};
+    for (int64_t t = 0; t < upd->count(); ++t) {
+      AccessPattern d = hbm_ap(cache, dn.type.dtype, cv, upd->row0(t), upd->rows_in(t), 0, cv.cols);
+      d.scalar = *scalar;
+      d.scalar_stride = row_elems;
+      dma(m_store_queue, d, tile_ap(*upd, t, 0, upd->cols));
+    }
+    m_bytes_out += upd->rows * upd->cols * isa::dtype_bytes(dn.type.dtype);
+    m_hbm[n.id] = cache;
+    m_in_hbm.insert(n.id);
+    return std::nullopt;
+  }
+
+  // Columns [start, limit) of the last axis (other axes: a strided view is future work).
+  std::optional<CompileError> lower_slice(const Node& n) {
+    const int64_t rank = static_cast<int64_t>(m_g.find(n.inputs[0])->type.dims.size());
+    const int64_t* axis = n.int_attr("axis");
+    const int64_t a = axis ? (*axis < 0 ? *axis + rank : *axis) : 0;
+    if (a != rank - 1) return error("slices along the last axis only are supported yet");
+    auto in = tiles_of(n.inputs[0]);
+    if (!in) return no_room();
+    auto out = output_tiles(n, like_of(n));
+    if (!out) return no_room();
+    const int64_t start = n.int_attr("start") ? *n.int_attr("start") : 0;
+    for (int64_t t = 0; t < out->count(); ++t) {
+      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
+        const int64_t nc = std::min(free_chunk(), out->cols - c0);
+        Instruction in_copy = vec(Opcode::tensor_copy, tile_ap(*out, t, c0, nc));
+        in_copy.src[0] = tile_ap(*in, t, start + c0, nc);
+        emit(m_b.stream(Engine::vector), in_copy);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Inputs side by side along the last axis.
+  std::optional<CompileError> lower_concat(const Node& n) {
+    const int64_t rank = static_cast<int64_t>(n.type.dims.size());
+    const int64_t* axis = n.int_attr("axis");
+    const int64_t a = axis ? (*axis < 0 ? *axis + rank : *axis) : 0;
+    if (a != rank - 1) return error("concatenation along the last axis only is supported yet");
+    auto out = output_tiles(n, like_of(n));
+    if (!out) return no_room();
+    int64_t col = 0;
+    for (int32_t id : n.inputs) {
+      auto in = tiles_of(id);
+      if (!in) return no_room();
+      if (!in->same_tiling(*out)) return error("operands are tiled differently");
+      for (int64_t t = 0; t < out->count(); ++t) {
+        for (int64_t c0 = 0; c0 < in->cols; c0 += free_chunk()) {
+          const int64_t nc = std::min(free_chunk(), in->cols - c0);
+          Instruction cp = vec(Opcode::tensor_copy, tile_ap(*out, t, col + c0, nc));
+          cp.src[0] = tile_ap(*in, t, c0, nc);
+          emit(m_b.stream(Engine::vector), cp);
+        }
+      }
+      col += in->cols;
+    }
     return std::nullopt;
   }
 

@@ -190,11 +190,11 @@ TEST(CompiledOnChip, UnsupportedOpIsACompileErrorNotACrash) {
   Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "cat", "nodes": [
     {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [4, 8], "role": "input"},
     {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [4, 8], "role": "input"},
-    {"id": 2, "op": "concat", "inputs": [0, 1], "axis": 1}], "outputs": [2]})");
+    {"id": 2, "op": "concat", "inputs": [0, 1], "axis": 0}], "outputs": [2]})");
   auto r = compile_graph(g, load("trn2").chip.arch, GroupPolicy::whole);
   ASSERT_TRUE(std::holds_alternative<CompileError>(r));
   EXPECT_EQ(std::get<CompileError>(r).message(),
-            "node 2 (concat): not supported by the lowering yet");
+            "node 2 (concat): concatenation along the last axis only is supported yet");
 }
 
 TEST(CompiledOnChip, GroupThatCannotFitIsACompileError) {
@@ -243,6 +243,52 @@ TEST(CompiledOnChip, TransformerBlockPerOpMatchesReference) {
   Outcome o = run_on_chip(transformer(true), "trn2", GroupPolicy::per_op);
   EXPECT_GT(o.plans, 20);
   EXPECT_LT(o.max_error, 1e-3);
+}
+
+TEST(CompiledOnChip, EmbeddingSliceAndConcatMatchReference) {
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "emb", "nodes": [
+    {"id": 0, "op": "input", "name": "table", "dtype": "fp32", "shape": [100, 48], "role": "weight"},
+    {"id": 1, "op": "input", "name": "ids", "dtype": "int32", "shape": [140], "role": "input"},
+    {"id": 2, "op": "embedding", "inputs": [0, 1]},
+    {"id": 3, "op": "slice", "inputs": [2], "axis": 1, "start": 8, "limit": 40},
+    {"id": 4, "op": "relu", "inputs": [3]},
+    {"id": 5, "op": "concat", "inputs": [4, 2], "axis": 1}], "outputs": [5]})");
+  Outcome o = run_on_chip(g, "trn2", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-6);
+}
+
+// A KV append: the new row lands in the cache itself, at the position bound at launch.
+TEST(CompiledOnChip, KvAppendWritesAtTheRunTimePosition) {
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "kv",
+    "scalars": [{"name": "pos", "min": 0, "max": 15}], "nodes": [
+    {"id": 0, "op": "input", "name": "cache", "dtype": "fp32", "shape": [16, 8], "role": "input"},
+    {"id": 1, "op": "input", "name": "new", "dtype": "fp32", "shape": [1, 8], "role": "input"},
+    {"id": 2, "op": "dynamic_update_slice", "inputs": [0, 1], "scalar": "pos"}], "outputs": [2]})");
+  runtime::Config cfg = load("trn2");
+  auto compiled = compile_graph(g, cfg.chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(compiled))
+      << std::get<CompileError>(compiled).message();
+  const isa::Plan& plan = std::get<CompiledGraph>(compiled).plans.plans.at(0);
+  EXPECT_EQ(plan.tensors.at(plan.find_tensor("cache")).role, isa::TensorRole::inout);
+  EXPECT_EQ(value_name(g, 2), "cache");
+  sim::init_systemc();
+  sim::DeviceOptions opts;
+  opts.functional = true;
+  sim::Device device("device", cfg.chip, opts);
+  auto& cache = device.tensors().put("cache", isa::MemSpace::hbm, isa::DType::fp32, {16, 8});
+  auto& fresh = device.tensors().put("new", isa::MemSpace::hbm, isa::DType::fp32, {1, 8});
+  memory::fill_random(cache, 1);
+  memory::fill_random(fresh, 2);
+  const std::vector<float> before = memory::to_floats(cache), row = memory::to_floats(fresh);
+  device.launch(plan, {5});
+  sc_core::sc_start();
+  ASSERT_FALSE(device.error()) << *device.error();
+  const std::vector<float> after = memory::to_floats(*device.tensors().find("cache"));
+  for (int r = 0; r < 16; ++r) {
+    for (int c = 0; c < 8; ++c) {
+      EXPECT_EQ(after[r * 8 + c], r == 5 ? row[c] : before[r * 8 + c]) << r << "," << c;
+    }
+  }
 }
 
 // Bounded dynamism: compiled once at the maximum length, the plan masks with iota < len and
