@@ -445,6 +445,16 @@ class Lowering {
     return col;
   }
   int64_t free_chunk() const { return std::min(m_arch.vector.free_max, m_arch.scalar.free_max); }
+  // Calls f(t, rows, c0, nc) for every row tile t of `v` and every run of its columns short
+  // enough for one vector or scalar instruction.
+  template <class F>
+  void for_each_chunk(const Tiles& v, F&& f) const {
+    for (int64_t t = 0; t < v.count(); ++t) {
+      for (int64_t c0 = 0; c0 < v.cols; c0 += free_chunk()) {
+        f(t, v.rows_in(t), c0, std::min(free_chunk(), v.cols - c0));
+      }
+    }
+  }
 
   // ---- ops ----
   std::optional<CompileError> lower(const Node& n) {
@@ -740,14 +750,11 @@ class Lowering {
     auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     const int64_t start = n.int_attr("start") ? *n.int_attr("start") : 0;
-    for (int64_t t = 0; t < out->count(); ++t) {
-      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
-        const int64_t nc = std::min(free_chunk(), out->cols - c0);
-        Instruction in_copy = vec(Opcode::tensor_copy, tile_ap(*out, t, c0, nc));
-        in_copy.src[0] = tile_ap(*in, t, start + c0, nc);
-        emit(m_b.stream(Engine::vector), in_copy);
-      }
-    }
+    for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+      Instruction in_copy = vec(Opcode::tensor_copy, tile_ap(*out, t, c0, nc));
+      in_copy.src[0] = tile_ap(*in, t, start + c0, nc);
+      emit(m_b.stream(Engine::vector), in_copy);
+    });
     return std::nullopt;
   }
 
@@ -952,14 +959,10 @@ class Lowering {
     std::optional<Tiles> a, b;
     if (auto e = operand(n.inputs[0], *out, ha, a)) return e;
     if (auto e = operand(n.inputs[1], *out, hb, b)) return e;
-    for (int64_t t = 0; t < out->count(); ++t) {
-      const int32_t rows = out->rows_in(t);
-      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
-        const int64_t nc = std::min(free_chunk(), out->cols - c0);
-        tensor_tensor(alu, tile_ap(*out, t, c0, nc), operand_ap(*a, ha, t, c0, nc, rows),
-                      operand_ap(*b, hb, t, c0, nc, rows));
-      }
-    }
+    for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+      tensor_tensor(alu, tile_ap(*out, t, c0, nc), operand_ap(*a, ha, t, c0, nc, rows),
+                    operand_ap(*b, hb, t, c0, nc, rows));
+    });
     return std::nullopt;
   }
 
@@ -968,12 +971,9 @@ class Lowering {
     if (!in) return no_room();
     auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
-    for (int64_t t = 0; t < out->count(); ++t) {
-      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
-        const int64_t nc = std::min(free_chunk(), out->cols - c0);
-        activation(fn, tile_ap(*out, t, c0, nc), tile_ap(*in, t, c0, nc), scale);
-      }
-    }
+    for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+      activation(fn, tile_ap(*out, t, c0, nc), tile_ap(*in, t, c0, nc), scale);
+    });
     return std::nullopt;
   }
 
@@ -984,12 +984,9 @@ class Lowering {
     auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     const double value = n.real_attr("value") ? *n.real_attr("value") : 1.0;
-    for (int64_t t = 0; t < out->count(); ++t) {
-      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
-        const int64_t nc = std::min(free_chunk(), out->cols - c0);
-        tensor_scalar(AluOp::mul, tile_ap(*out, t, c0, nc), tile_ap(*in, t, c0, nc), value);
-      }
-    }
+    for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+      tensor_scalar(AluOp::mul, tile_ap(*out, t, c0, nc), tile_ap(*in, t, c0, nc), value);
+    });
     return std::nullopt;
   }
 
@@ -1152,16 +1149,13 @@ class Lowering {
     }
     auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
-    for (int64_t t = 0; t < out->count(); ++t) {
-      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
-        const int64_t nc = std::min(free_chunk(), out->cols - c0);
-        Instruction in = vec(Opcode::iota, tile_ap(*out, t, c0, nc));
-        in.value = along_cols ? double(c0) : double(out->row0(t));
-        in.partition_step = along_cols ? 0.0 : 1.0;
-        in.step = along_cols ? 1.0 : 0.0;
-        emit(m_b.stream(Engine::vector), in);
-      }
-    }
+    for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+      Instruction in = vec(Opcode::iota, tile_ap(*out, t, c0, nc));
+      in.value = along_cols ? double(c0) : double(out->row0(t));
+      in.partition_step = along_cols ? 0.0 : 1.0;
+      in.step = along_cols ? 1.0 : 0.0;
+      emit(m_b.stream(Engine::vector), in);
+    });
     return std::nullopt;
   }
 
@@ -1202,22 +1196,18 @@ class Lowering {
       scalar = name ? plan_scalar(*name) : std::nullopt;
       if (!scalar) return error("compare needs a second input or a declared run-time scalar");
     }
-    for (int64_t t = 0; t < out->count(); ++t) {
-      const int32_t rows = out->rows_in(t);
-      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
-        const int64_t nc = std::min(free_chunk(), out->cols - c0);
-        const AccessPattern lhs = operand_ap(*a, ha, t, c0, nc, rows);
-        if (scalar) {
-          Instruction in = vec(Opcode::tensor_scalar, tile_ap(*out, t, c0, nc));
-          in.alu = *alu;
-          in.src[0] = lhs;
-          in.scalar.scalar = *scalar;
-          emit(m_b.stream(Engine::vector), in);
-        } else {
-          tensor_tensor(*alu, tile_ap(*out, t, c0, nc), lhs, operand_ap(*b, hb, t, c0, nc, rows));
-        }
+    for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+      const AccessPattern lhs = operand_ap(*a, ha, t, c0, nc, rows);
+      if (scalar) {
+        Instruction in = vec(Opcode::tensor_scalar, tile_ap(*out, t, c0, nc));
+        in.alu = *alu;
+        in.src[0] = lhs;
+        in.scalar.scalar = *scalar;
+        emit(m_b.stream(Engine::vector), in);
+      } else {
+        tensor_tensor(*alu, tile_ap(*out, t, c0, nc), lhs, operand_ap(*b, hb, t, c0, nc, rows));
       }
-    }
+    });
     return std::nullopt;
   }
 
@@ -1229,15 +1219,11 @@ class Lowering {
     for (int k = 0; k < 3; ++k) {
       if (auto e = operand(n.inputs[k], *out, how[k], ops[k])) return e;
     }
-    for (int64_t t = 0; t < out->count(); ++t) {
-      const int32_t rows = out->rows_in(t);
-      for (int64_t c0 = 0; c0 < out->cols; c0 += free_chunk()) {
-        const int64_t nc = std::min(free_chunk(), out->cols - c0);
-        Instruction in = vec(Opcode::select, tile_ap(*out, t, c0, nc));
-        for (int k = 0; k < 3; ++k) in.src[k] = operand_ap(*ops[k], how[k], t, c0, nc, rows);
-        emit(m_b.stream(Engine::vector), in);
-      }
-    }
+    for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+      Instruction in = vec(Opcode::select, tile_ap(*out, t, c0, nc));
+      for (int k = 0; k < 3; ++k) in.src[k] = operand_ap(*ops[k], how[k], t, c0, nc, rows);
+      emit(m_b.stream(Engine::vector), in);
+    });
     return std::nullopt;
   }
 
