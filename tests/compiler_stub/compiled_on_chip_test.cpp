@@ -29,6 +29,21 @@ Graph graph(const std::string& text) {
   return g;
 }
 
+// Puts every graph input in the device's HBM with seeded random values (seeds from `seed`
+// up, in node order) and returns the same values for the reference evaluator.
+std::map<std::string, HostTensor> place_inputs(const Graph& g, sim::Device& device, uint64_t seed) {
+  std::map<std::string, HostTensor> inputs;
+  for (const Node& n : g.nodes) {
+    if (n.op != OpKind::input) continue;
+    std::vector<int64_t> shape;
+    for (const Dim& d : n.type.dims) shape.push_back(d.size);
+    auto& t = device.tensors().put(n.name, isa::MemSpace::hbm, n.type.dtype, shape);
+    memory::fill_random(t, seed++);
+    inputs[n.name] = HostTensor{shape, memory::to_floats(t)};
+  }
+  return inputs;
+}
+
 struct Outcome {
   double max_error = 0;   // worst |chip - reference| / max(1, max |reference|) per output
   sc_core::sc_time time;  // device time
@@ -53,16 +68,7 @@ Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolicy polic
   opts.functional = true;
   opts.stats = &stats;
   sim::Device device("device", cfg.chip, opts);
-  std::map<std::string, HostTensor> inputs;
-  uint64_t seed = 7;
-  for (const Node& n : g.nodes) {
-    if (n.op != OpKind::input) continue;
-    std::vector<int64_t> shape;
-    for (const Dim& d : n.type.dims) shape.push_back(d.size);
-    auto& t = device.tensors().put(n.name, isa::MemSpace::hbm, n.type.dtype, shape);
-    memory::fill_random(t, seed++);
-    inputs[n.name] = HostTensor{shape, memory::to_floats(t)};
-  }
+  std::map<std::string, HostTensor> inputs = place_inputs(g, device, 7);
   for (const isa::Plan& p : cg.plans.plans) {
     for (const isa::TensorDecl& t : p.tensors)
       device.tensors().put(t.name, t.space, t.dtype, t.shape);
@@ -309,16 +315,7 @@ TEST(CompiledOnChip, BoundedAttentionPlanServesEveryLength) {
   sim::DeviceOptions opts;
   opts.functional = true;
   sim::Device device("device", cfg.chip, opts);
-  std::map<std::string, HostTensor> inputs;
-  uint64_t seed = 11;
-  for (const Node& n : g.nodes) {
-    if (n.op != OpKind::input) continue;
-    std::vector<int64_t> shape;
-    for (const Dim& d : n.type.dims) shape.push_back(d.size);
-    auto& t = device.tensors().put(n.name, isa::MemSpace::hbm, n.type.dtype, shape);
-    memory::fill_random(t, seed++);
-    inputs[n.name] = HostTensor{shape, memory::to_floats(t)};
-  }
+  std::map<std::string, HostTensor> inputs = place_inputs(g, device, 11);
   for (const isa::TensorDecl& t : plan.tensors)
     device.tensors().put(t.name, t.space, t.dtype, t.shape);
   const int32_t out_id = g.outputs.at(0);

@@ -40,6 +40,11 @@ char* put(char* p, const char (&literal)[N]) {
   return p + N - 1;
 }
 
+char* put_view(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
 char* put_int(char* p, std::int64_t x) { return std::to_chars(p, p + 24, x).ptr; }
 char* put_uint(char* p, std::uint64_t x) { return std::to_chars(p, p + 24, x).ptr; }
 
@@ -401,11 +406,11 @@ void ChromeTraceWriter::counter(int pid, std::string_view name, TimePs ts, std::
   commit(p);
 }
 
-void ChromeTraceWriter::flow_begin(const Track& track, TimePs ts, std::uint64_t id,
-                                   std::string_view name) {
-  check_track(track, "flow_begin");
+void ChromeTraceWriter::flow(const Track& track, TimePs ts, std::uint64_t id, std::string_view name,
+                             std::string_view head, const char* what) {
+  check_track(track, what);
   char* p = begin_event(kEventOverhead + escaped_bound(name));
-  p = put(p, "{\"ph\":\"s\",\"id\":");
+  p = put_view(p, head);
   p = put_uint(p, id);
   p = put_pid_tid(p, track.pid, track.tid);
   p = put(p, ",\"ts\":");
@@ -415,18 +420,14 @@ void ChromeTraceWriter::flow_begin(const Track& track, TimePs ts, std::uint64_t 
   commit(p);
 }
 
+void ChromeTraceWriter::flow_begin(const Track& track, TimePs ts, std::uint64_t id,
+                                   std::string_view name) {
+  flow(track, ts, id, name, "{\"ph\":\"s\",\"id\":", "flow_begin");
+}
+
 void ChromeTraceWriter::flow_end(const Track& track, TimePs ts, std::uint64_t id,
                                  std::string_view name) {
-  check_track(track, "flow_end");
-  char* p = begin_event(kEventOverhead + escaped_bound(name));
-  p = put(p, "{\"ph\":\"f\",\"bp\":\"e\",\"id\":");
-  p = put_uint(p, id);
-  p = put_pid_tid(p, track.pid, track.tid);
-  p = put(p, ",\"ts\":");
-  p = put_time_us(p, ts);
-  p = put_name_cat(p, name, "flow");
-  *p++ = '}';
-  commit(p);
+  flow(track, ts, id, name, "{\"ph\":\"f\",\"bp\":\"e\",\"id\":", "flow_end");
 }
 
 void ChromeTraceWriter::set_metadata(std::string_view key, std::string_view value) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "wallsim/isa/plan.h"
@@ -45,7 +46,9 @@ struct Launch {
         index(idx),
         scalars(std::move(scalar_values)),
         semaphores(p.semaphores.size()),
-        nodes(p.nodes.size()) {}
+        nodes(p.nodes.size()) {
+    for (size_t i = 0; i < p.nodes.size(); ++i) node_index.emplace(p.nodes[i].id, i);
+  }
 
   const isa::Plan* plan;
   int index;
@@ -53,7 +56,8 @@ struct Launch {
   SemaphoreSet semaphores;
   memory::MemoryMap memory{};  // backing stores; all null in timing-only mode
   bool functional = false;
-  std::vector<NodeTotals> nodes;  // by Plan::nodes index
+  std::vector<NodeTotals> nodes;                   // by Plan::nodes index
+  std::unordered_map<int32_t, size_t> node_index;  // node id -> index into `nodes`
 
   int streams_pending = 0;
   bool started = false;
@@ -62,11 +66,10 @@ struct Launch {
   sc_core::sc_time end_time;    // last result ready
   sc_core::sc_event drained_event;
 
+  // Called for every instruction: a hash lookup, not a scan of the plan's nodes.
   NodeTotals* node_totals(int32_t node_id) {
-    for (size_t i = 0; i < plan->nodes.size(); ++i) {
-      if (plan->nodes[i].id == node_id) return &nodes[i];
-    }
-    return nullptr;
+    auto it = node_index.find(node_id);
+    return it == node_index.end() ? nullptr : &nodes[it->second];
   }
 };
 

@@ -42,6 +42,9 @@ class ChromeTraceWriter final : public TraceSink {
   void finish() override;
 
  private:
+  // A flow event: `head` opens the JSON object up to the id.
+  void flow(const Track& track, TimePs ts, std::uint64_t id, std::string_view name,
+            std::string_view head, const char* what);
   struct TrackState {
     int pid;
     int tid;
