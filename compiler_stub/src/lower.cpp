@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -39,6 +40,9 @@ std::string value_name(const Graph& g, int32_t id) {
 
 namespace {
 
+// DMA transfers above this size are split by columns across queues (copy_rows).
+constexpr int64_t kSplitBytes = 256 * 1024;
+
 struct View {
   int64_t rows = 1;
   int64_t cols = 1;
@@ -67,7 +71,20 @@ struct Tiles {
   std::vector<int64_t> starts;
   std::vector<int32_t> counts;
   std::vector<Slot> tiles;
-  int64_t count() const { return static_cast<int64_t>(tiles.size()); }
+  int64_t count() const { return static_cast<int64_t>(starts.size()); }
+  int64_t stored_rows() const {
+    int64_t r = 0;
+    for (int32_t c : counts) r += c;
+    return r;
+  }
+  // Tiles [t0, t1) alone: a window of the value.
+  Tiles window(int64_t t0, int64_t t1) const {
+    Tiles w = *this;
+    w.starts.assign(starts.begin() + t0, starts.begin() + t1);
+    w.counts.assign(counts.begin() + t0, counts.begin() + t1);
+    if (!tiles.empty()) w.tiles.assign(tiles.begin() + t0, tiles.begin() + t1);
+    return w;
+  }
   int32_t rows_in(int64_t t) const { return counts[t]; }
   int64_t row0(int64_t t) const { return starts[t]; }
   bool same_tiling(const Tiles& o) const { return starts == o.starts && counts == o.counts; }
@@ -87,38 +104,113 @@ struct ViewDesc {
 // How an operand meets the output's [rows x cols] iteration space.
 enum class Bcast { none, row, column, scalar, batch };
 
+// SBUF as one address range per partition, handed out best-fit from free blocks that coalesce
+// when released. Every allocation declares a new buffer over its range that inherits the
+// ordering history (AccessHistory) of the dead buffers that used the same bytes, so reuse waits
+// for exactly their readers and writers.
 class SbufAllocator {
  public:
   SbufAllocator(PlanBuilder& b, int32_t partitions, int64_t capacity)
-      : m_builder(b), m_partitions(partitions), m_capacity(capacity) {}
-  // A buffer of `bytes` per partition; reuses a released one that is large enough.
+      : m_builder(b), m_partitions(partitions), m_capacity(capacity) {
+    m_free[0] = capacity;
+  }
+  // A buffer of `bytes` per partition, or nothing when no free block is large enough.
   std::optional<Slot> alloc(int64_t bytes, const std::string& hint) {
+    const int64_t aligned = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
+    // Next fit: the first large-enough block at or after where the last allocation ended,
+    // wrapping around. Memory is reused as late as possible, like a ring, so a new buffer
+    // rarely has to wait for the readers of the one it replaces.
     auto best = m_free.end();
-    for (auto it = m_free.begin(); it != m_free.end(); ++it) {
-      if (it->second >= bytes && (best == m_free.end() || it->second < best->second)) best = it;
+    for (auto it = m_free.lower_bound(m_cursor); it != m_free.end(); ++it) {
+      if (it->second >= aligned) {
+        best = it;
+        break;
+      }
     }
-    if (best != m_free.end()) {
-      Slot s = best->first;
-      m_free.erase(best);
-      return s;
+    for (auto it = m_free.begin(); best == m_free.end() && it != m_free.end(); ++it) {
+      if (it->second >= aligned) best = it;
     }
-    const int64_t aligned = (bytes + 63) / 64 * 64;
-    if (m_top + aligned > m_capacity) return std::nullopt;
-    Slot s = m_builder.add_buffer(MemSpace::sbuf, 0, m_partitions, m_top, aligned, hint);
-    m_top += aligned;
-    m_size[s.index] = aligned;
+    if (best == m_free.end()) return std::nullopt;
+    const int64_t offset = best->first, size = best->second;
+    m_free.erase(best);
+    if (size > aligned) m_free[offset + aligned] = size - aligned;
+    AccessHistory inherit;
+    for (auto it = first_segment(offset); it != m_history.end() && it->first < offset + aligned;
+         ++it) {
+      if (it->second.end > offset) inherit.merge(it->second.history);
+    }
+    Slot s = m_builder.add_buffer(MemSpace::sbuf, 0, m_partitions, offset, aligned, hint, inherit);
+    m_live[s.index] = {offset, aligned};
+    m_used += aligned;
+    m_cursor = offset + aligned;
+    m_peak = std::max(m_peak, offset + aligned);
     return s;
   }
-  void release(Slot s) { m_free.emplace_back(s, m_size.at(s.index)); }
-  int64_t peak() const { return m_top; }
+  void release(Slot s) {
+    auto live = m_live.find(s.index);
+    if (live == m_live.end()) return;
+    const auto [offset, size] = live->second;
+    m_live.erase(live);
+    m_used -= size;
+    record_history(offset, offset + size, m_builder.history(s));
+    auto it = m_free.emplace(offset, size).first;
+    auto next = std::next(it);
+    if (next != m_free.end() && offset + it->second == next->first) {
+      it->second += next->second;
+      m_free.erase(next);
+    }
+    if (it != m_free.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        m_free.erase(it);
+      }
+    }
+  }
+  int64_t peak() const { return m_peak; }
+  int64_t capacity() const { return m_capacity; }
+  int64_t free_bytes() const { return m_capacity - m_used; }
 
  private:
+  struct Segment {
+    int64_t end = 0;
+    AccessHistory history;
+  };
+  // The first history segment that may overlap `offset`.
+  std::map<int64_t, Segment>::iterator first_segment(int64_t offset) {
+    auto it = m_history.upper_bound(offset);
+    if (it != m_history.begin()) {
+      auto prev = std::prev(it);
+      if (prev->second.end > offset) return prev;
+    }
+    return it;
+  }
+  // [begin, end) was last used by a buffer with history `h`: it replaces older segments there.
+  void record_history(int64_t begin, int64_t end, const AccessHistory& h) {
+    auto it = first_segment(begin);
+    if (it != m_history.end() && it->first < begin) {  // split the segment straddling begin
+      Segment tail = it->second;
+      it->second.end = begin;
+      it = m_history.emplace(begin, std::move(tail)).first;
+    }
+    while (it != m_history.end() && it->first < end) {
+      if (it->second.end > end) {  // keep the part beyond end
+        Segment tail = it->second;
+        m_history.emplace(end, std::move(tail));
+      }
+      it = m_history.erase(it);
+    }
+    m_history[begin] = {end, h};
+  }
   PlanBuilder& m_builder;
   int32_t m_partitions;
   int64_t m_capacity;
-  int64_t m_top = 0;
-  std::map<int32_t, int64_t> m_size;
-  std::vector<std::pair<Slot, int64_t>> m_free;
+  int64_t m_used = 0;
+  int64_t m_peak = 0;
+  int64_t m_cursor = 0;
+  std::map<int64_t, int64_t> m_free;                      // offset -> bytes
+  std::map<int64_t, Segment> m_history;                   // offset -> last users of the range
+  std::map<int32_t, std::pair<int64_t, int64_t>> m_live;  // buffer -> (offset, bytes)
 };
 
 class Lowering {
@@ -132,11 +224,15 @@ class Lowering {
         m_b(name),
         m_sbuf(m_b, tile_rows_for(arch), arch.sbuf.bytes_per_partition) {
     m_T = tile_rows_for(arch);
+    // Loads and stores on separate queues, each queue on its own DMA engine where there are
+    // enough: a store waiting for a result never holds up the prefetch behind it.
     const int engines = arch.dma.engines;
-    const int loads = std::max(1, std::min({4, engines, arch.dma.queues_max - 1}));
+    const int stores = std::max(1, std::min(4, engines / 4));
+    const int loads = std::max(1, std::min({8, engines - stores, arch.dma.queues_max - stores}));
     for (int q = 0; q < loads; ++q)
-      m_load_queues.push_back(m_b.add_queue("ld" + std::to_string(q), q));
-    m_store_queue = m_b.add_queue("st0", loads % engines);
+      m_load_queues.push_back(m_b.add_queue("ld" + std::to_string(q), q % engines));
+    for (int q = 0; q < stores; ++q)
+      m_store_queues.push_back(m_b.add_queue("st" + std::to_string(q), (loads + q) % engines));
     const int banks = static_cast<int>(arch.psum.bytes_per_partition / arch.psum.bank_bytes);
     for (int k = 0; k < banks; ++k) {
       m_psum.push_back(m_b.add_buffer(MemSpace::psum, 0, m_T, k * arch.psum.bank_bytes,
@@ -156,14 +252,20 @@ class Lowering {
       }
     }
     for (size_t i = 0; i < m_order.size(); ++i) {
-      for (int32_t in : m_g.find(m_order[i])->inputs) m_last_use[in] = static_cast<int>(i);
+      for (int32_t in : m_g.find(m_order[i])->inputs) {
+        m_last_use[in] = static_cast<int>(i);
+        m_uses[in].push_back(static_cast<int>(i));
+      }
     }
     for (size_t i = 0; i < m_order.size(); ++i) {
       const Node& n = *m_g.find(m_order[i]);
       m_node = n.id;
+      m_pos = static_cast<int>(i);
+      m_pinned = {n.id};
+      m_pinned.insert(n.inputs.begin(), n.inputs.end());
       m_b.add_node(n.id, n.name.empty() ? value_name(m_g, n.id) : n.name,
                    std::string(info(n.op).name));
-      if (auto err = lower(n)) return *err;
+      if (auto err = row_windowed(n) ? lower_in_windows(n) : lower(n)) return *err;
       if (n.op != OpKind::input && needed_outside(n.id) && !m_in_hbm.count(n.id) && !store(n.id)) {
         return load_failure();
       }
@@ -173,6 +275,8 @@ class Lowering {
     out.stats.sbuf_peak_bytes = m_sbuf.peak();
     out.stats.hbm_bytes_in = m_bytes_in;
     out.stats.hbm_bytes_out = m_bytes_out;
+    out.stats.spills = m_spills;
+    out.stats.spill_bytes = m_spill_bytes;
     out.plan = m_b.build();
     out.stats.instructions = out.plan.instruction_count();
     return out;
@@ -207,8 +311,13 @@ class Lowering {
     return s;
   }
   // Tiles of `rows` rows in chunks of at most T that never cross a multiple of `run`.
+  // Value `id`, when given and inside the current row window, gets the window's tiles only.
   std::optional<Tiles> new_tiles(int64_t rows, int64_t cols, DType dt, const std::string& hint,
-                                 int64_t run = 0) {
+                                 int64_t run = 0, int32_t id = -1) {
+    return allocate(tiling(rows, cols, dt, run, id), hint);
+  }
+  // The row tiling alone, no storage.
+  Tiles tiling(int64_t rows, int64_t cols, DType dt, int64_t run = 0, int32_t id = -1) const {
     Tiles v;
     v.rows = rows;
     v.cols = cols;
@@ -221,7 +330,8 @@ class Lowering {
             static_cast<int32_t>(std::min<int64_t>(m_T, std::min(rows, r0 + run) - r)));
       }
     }
-    return allocate(v, hint);
+    if (m_window && m_window->ids.count(id)) v = v.window(m_window->t0, m_window->t1);
+    return v;
   }
   std::optional<Tiles> new_tiles_like(const Tiles& like, int64_t cols, DType dt,
                                       const std::string& hint) {
@@ -235,7 +345,7 @@ class Lowering {
     const int64_t cols = v.cols;
     const DType dt = v.dtype;
     for (size_t t = 0; t < v.starts.size(); ++t) {
-      auto s = m_sbuf.alloc(cols * isa::dtype_bytes(dt), hint);
+      auto s = sbuf_alloc(cols * isa::dtype_bytes(dt), hint);
       if (!s) {
         for (Slot x : v.tiles) m_sbuf.release(x);
         return std::nullopt;
@@ -246,9 +356,167 @@ class Lowering {
   }
   CompileError no_room() const {
     if (m_load_error) return error(*m_load_error);
-    return error("the group's live values do not fit in SBUF (" +
+    return error("the op's working set does not fit in SBUF (" +
                  std::to_string(m_arch.sbuf.bytes_per_partition) +
-                 " bytes per partition); spilling to HBM is not implemented yet");
+                 " bytes per partition) even with every other value spilled to HBM");
+  }
+
+  // ---- row windows: ops too large for SBUF run a few row tiles at a time ----
+  // An op whose output row tile t needs only row tile t of its operands with as many rows (and
+  // whole smaller operands: weights, biases, masks) can run over windows of consecutive row
+  // tiles. Each window loads its rows, computes, stores its output rows to HBM and frees them:
+  // the op streams through HBM instead of failing, and its output is spilled (counted).
+  static bool row_local(OpKind op) {
+    switch (op) {
+      case OpKind::input:
+      case OpKind::transpose:
+      case OpKind::reshape:
+      case OpKind::embedding:
+      case OpKind::dynamic_update_slice:
+        return false;
+      default:
+        return true;
+    }
+  }
+  // Operands whose row tile t is all that output row tile t needs: A of a matmul, or any
+  // operand with as many rows as the output.
+  bool row_aligned(const Node& n, size_t k) const {
+    if (n.op == OpKind::matmul || n.op == OpKind::batch_matmul) return k == 0;
+    return view_of(m_g.find(n.inputs[k])->type).rows == view_of(n.type).rows;
+  }
+  int64_t value_bytes_per_tile(int32_t id) const {
+    const TensorType& t = m_g.find(id)->type;
+    return view_of(t).cols * isa::dtype_bytes(t.dtype);
+  }
+  // Bytes per partition, per output row tile and fixed, that `n` needs if nothing is resident.
+  std::pair<int64_t, int64_t> footprint(const Node& n) const {
+    int64_t per_tile = value_bytes_per_tile(n.id), fixed = 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int32_t in = n.inputs[k];
+      const bool aligned = row_aligned(n, k);
+      if (m_tiles.count(in) && aligned) continue;  // resident: nothing new per tile
+      if (aligned) {
+        per_tile += value_bytes_per_tile(in);
+      } else if (!m_tiles.count(in) && !(n.op == OpKind::matmul && k == 1 && streams_b(n))) {
+        fixed += value_bytes_per_tile(in) * tiling(view_of(m_g.find(in)->type).rows, 1,
+                                                   DType::fp32, run_of(m_g.find(in)->type))
+                                                .count();
+      }
+    }
+    const int64_t cols = view_of(n.type).cols;
+    if (n.op == OpKind::softmax || n.op == OpKind::log_softmax) fixed += cols * 4 + 64;
+    if (n.op == OpKind::layernorm || n.op == OpKind::rmsnorm) fixed += 2 * cols * 4 + 64;
+    if (n.op == OpKind::matmul || n.op == OpKind::batch_matmul) {
+      const TensorType& a = m_g.find(n.inputs[0])->type;
+      per_tile += view_of(a).cols * isa::dtype_bytes(a.dtype);  // A^T stationaries
+      if (n.op == OpKind::matmul && streams_b(n)) {
+        const int64_t blocks = (view_of(m_g.find(n.inputs[1])->type).cols + moving_cols() - 1) /
+                               moving_cols();
+        fixed += std::min<int64_t>(2, blocks) * panel_bytes(n);
+      }
+    }
+    return {per_tile, fixed};
+  }
+  int64_t tile_count(const Node& n) const {
+    return tiling(view_of(n.type).rows, 1, DType::fp32, run_of(n.type)).count();
+  }
+  bool row_windowed(const Node& n) const {
+    if (!row_local(n.op) || tile_count(n) < 2) return false;
+    const auto [per_tile, fixed] = footprint(n);
+    return per_tile * tile_count(n) + fixed > m_sbuf.capacity() / 2;
+  }
+  std::optional<CompileError> lower_in_windows(const Node& n) {
+    const int64_t tiles = tile_count(n);
+    const auto [per_tile, fixed] = footprint(n);
+    // Windows hold whole runs (batches) so batch-broadcast operands line up.
+    const int64_t run = run_of(n.type);
+    const int64_t unit = run > 0 ? tiling(run, 1, DType::fp32).count() : 1;
+    int64_t pinned = 0;  // resident operands stay whole while the op runs
+    for (int32_t in : n.inputs) {
+      if (m_tiles.count(in)) pinned += m_tiles.at(in).count() * value_bytes_per_tile(in);
+    }
+    const int64_t budget = (m_sbuf.capacity() - pinned - fixed) * 3 / 4;
+    int64_t w = budget / std::max<int64_t>(1, per_tile);
+    w = std::max<int64_t>(unit, w / unit * unit);
+    std::set<int32_t> ids = {n.id};
+    std::map<int32_t, Tiles> resident;  // aligned operands on chip: windows of their tiles
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (!row_aligned(n, k)) continue;
+      ids.insert(n.inputs[k]);
+      if (m_tiles.count(n.inputs[k])) resident[n.inputs[k]] = m_tiles[n.inputs[k]];
+    }
+    const isa::TensorRole role =
+        needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
+    for (int64_t t0 = 0; t0 < tiles; t0 += w) {
+      const int64_t t1 = std::min(tiles, t0 + w);
+      m_window = Window{ids, t0, t1};
+      for (const auto& [id, full] : resident) m_tiles[id] = full.window(t0, t1);
+      if (auto e = lower(n)) return e;
+      const int64_t before = m_bytes_out;
+      if (!store(n.id, role)) return no_room();
+      if (role == isa::TensorRole::scratch) m_spill_bytes += m_bytes_out - before;
+      // Free the window: the output's rows and the operand rows it loaded.
+      release(m_tiles.at(n.id));
+      m_tiles.erase(n.id);
+      for (int32_t in : ids) {
+        if (in == n.id || resident.count(in) || !m_tiles.count(in)) continue;
+        release(m_tiles.at(in));
+        m_tiles.erase(in);
+      }
+    }
+    m_window.reset();
+    for (const auto& [id, full] : resident) m_tiles[id] = full;
+    if (role == isa::TensorRole::scratch) ++m_spills;
+    return std::nullopt;
+  }
+
+  // ---- spilling ----
+  // SBUF for `bytes` per partition. When none is free, values that the current op does not
+  // use are spilled, the one needed furthest in the future first (Belady): a value only on
+  // chip is stored to an HBM scratch tensor, then its tiles are freed; a later use reloads it.
+  std::optional<Slot> sbuf_alloc(int64_t bytes, const std::string& hint) {
+    for (;;) {
+      if (auto s = m_sbuf.alloc(bytes, hint)) return s;
+      if (!spill_one()) return std::nullopt;
+    }
+  }
+  int next_use(int32_t id) const {
+    auto it = m_uses.find(id);
+    if (it == m_uses.end()) return std::numeric_limits<int>::max();
+    auto u = std::lower_bound(it->second.begin(), it->second.end(), m_pos);
+    return u == it->second.end() ? std::numeric_limits<int>::max() : *u;
+  }
+  bool spill_one() {
+    int32_t victim = -1;
+    bool replicated = false;
+    int furthest = -1;
+    auto consider = [&](int32_t id, bool rep) {
+      if (m_pinned.count(id)) return;
+      const int use = next_use(id);
+      if (use > furthest) {
+        furthest = use;
+        victim = id;
+        replicated = rep;
+      }
+    };
+    for (const auto& entry : m_tiles) consider(entry.first, false);
+    for (const auto& entry : m_replicated) consider(entry.first, true);
+    if (victim < 0) return false;
+    if (replicated) {
+      release(m_replicated.at(victim));
+      m_replicated.erase(victim);
+      return true;
+    }
+    const Node& n = *m_g.find(victim);
+    if (!m_in_hbm.count(victim) && !m_views.count(victim) && n.op != OpKind::input) {
+      const int64_t before = m_bytes_out;
+      store(victim, isa::TensorRole::scratch);
+      ++m_spills;
+      m_spill_bytes += m_bytes_out - before;
+    }
+    release(m_tiles.at(victim));
+    m_tiles.erase(victim);
+    return true;
   }
 
   AccessPattern tile_ap(const Tiles& v, int64_t t, int64_t col0, int64_t ncols) const {
@@ -277,6 +545,28 @@ class Lowering {
   }
 
   int next_load_queue() { return m_load_queues[m_next_load++ % m_load_queues.size()]; }
+  int next_store_queue() { return m_store_queues[m_next_store++ % m_store_queues.size()]; }
+  // A row-block copy between a tile and HBM, split by columns over several queues when it is
+  // large, so one big transfer is not serialised on one DMA engine.
+  void copy_rows(bool load, AccessPattern dst, AccessPattern src) {
+    const std::vector<int>& queues = load ? m_load_queues : m_store_queues;
+    const int64_t cols = dst.free[0].size;
+    const int64_t bytes = int64_t(dst.partitions) * cols * isa::dtype_bytes(dst.dtype);
+    int64_t pieces = std::min<int64_t>(static_cast<int64_t>(queues.size()),
+                                       (bytes + kSplitBytes - 1) / kSplitBytes);
+    if (dst.num_free != 1 || src.num_free != 1 || dst.free[0].stride != 1 ||
+        src.free[0].stride != 1 || src.scalar >= 0 || dst.scalar >= 0)
+      pieces = 1;
+    pieces = std::max<int64_t>(1, std::min(pieces, cols));
+    const int64_t step = (cols + pieces - 1) / pieces;
+    for (int64_t c0 = 0; c0 < cols; c0 += step) {
+      AccessPattern d = dst, s = src;
+      d.offset += c0;
+      s.offset += c0;
+      d.free[0].size = s.free[0].size = std::min(step, cols - c0);
+      dma(load ? next_load_queue() : next_store_queue(), d, s);
+    }
+  }
 
   void emit(int stream, Instruction in) {
     in.node = m_node;
@@ -296,20 +586,20 @@ class Lowering {
     if (it != m_tiles.end()) return it->second;
     auto view = m_views.find(id);
     if (view != m_views.end()) {
-      auto tiles = load_view(view->second, m_g.find(id)->type.dtype);
+      auto tiles = load_view(view->second, m_g.find(id)->type.dtype, id);
       if (tiles) m_tiles[id] = *tiles;
       return tiles;
     }
     const Node& n = *m_g.find(id);
     const View v = view_of(n.type);
-    auto tiles = new_tiles(v.rows, v.cols, n.type.dtype, "in", run_of(n.type));
+    auto tiles = new_tiles(v.rows, v.cols, n.type.dtype, "in", run_of(n.type), id);
     if (!tiles) return std::nullopt;
     Slot src = hbm_tensor(id, isa::TensorRole::input);
     for (int64_t t = 0; t < tiles->count(); ++t) {
-      dma(next_load_queue(), tile_ap(*tiles, t, 0, v.cols),
-          hbm_ap(src, n.type.dtype, v, tiles->row0(t), tiles->rows_in(t), 0, v.cols));
+      copy_rows(true, tile_ap(*tiles, t, 0, v.cols),
+                hbm_ap(src, n.type.dtype, v, tiles->row0(t), tiles->rows_in(t), 0, v.cols));
     }
-    m_bytes_in += v.rows * v.cols * isa::dtype_bytes(n.type.dtype);
+    m_bytes_in += tiles->stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
     m_tiles[id] = *tiles;
     return tiles;
   }
@@ -342,10 +632,10 @@ class Lowering {
     Slot dst = hbm_tensor(id, role);
     const View view{v.rows, v.cols};
     for (int64_t t = 0; t < v.count(); ++t) {
-      dma(m_store_queue, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), 0, v.cols),
-          tile_ap(v, t, 0, v.cols));
+      copy_rows(false, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), 0, v.cols),
+                tile_ap(v, t, 0, v.cols));
     }
-    m_bytes_out += v.rows * v.cols * isa::dtype_bytes(n.type.dtype);
+    m_bytes_out += v.stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
     m_in_hbm.insert(id);
     return true;
   }
@@ -537,7 +827,7 @@ class Lowering {
     const std::string hint = "v" + std::to_string(n.id);
     auto t = like && like->rows == v.rows
                  ? new_tiles_like(*like, v.cols, n.type.dtype, hint)
-                 : new_tiles(v.rows, v.cols, n.type.dtype, hint, run_of(n.type));
+                 : new_tiles(v.rows, v.cols, n.type.dtype, hint, run_of(n.type), n.id);
     if (t) m_tiles[n.id] = *t;
     return t;
   }
@@ -553,63 +843,143 @@ class Lowering {
     return nullptr;
   }
 
+  // ---- matmul ----
+  // Columns per moving operand: the array's limit and one PSUM bank of fp32.
+  int64_t moving_cols() const {
+    return std::min<int64_t>(m_arch.tensor.moving_free_max, m_arch.psum.bank_bytes / 4);
+  }
+  // Bytes per partition of one panel of a matmul's B: every K chunk of one column block.
+  int64_t panel_bytes(const Node& n) const {
+    const TensorType& b = m_g.find(n.inputs[1])->type;
+    const View v = view_of(b);
+    return tiling(v.rows, 1, DType::fp32).count() * std::min(moving_cols(), v.cols) *
+           isa::dtype_bytes(b.dtype);
+  }
+
+  // A matmul streams B by panels when B is large and not on chip already.
+  bool streams_b(const Node& n) const {
+    const int32_t bid = n.inputs[1];
+    const TensorType& bt = m_g.find(bid)->type;
+    const View bv = view_of(bt);
+    const int64_t bytes =
+        tiling(bv.rows, 1, DType::fp32).count() * bv.cols * isa::dtype_bytes(bt.dtype);
+    return !m_tiles.count(bid) && !m_views.count(bid) && bytes > m_sbuf.capacity() / 4;
+  }
+  // The moving operand: resident tiles, or (a large B in HBM) panels streamed per column block.
+  struct Moving {
+    Tiles tiles;  // tiling; with storage when resident
+    bool streamed = false;
+    Slot hbm;
+  };
+
   std::optional<CompileError> lower_matmul(const Node& n) {
     auto a = tiles_of(n.inputs[0]);
     if (!a) return load_failure();
-    auto b = tiles_of(n.inputs[1]);
-    if (!b) return load_failure();
+    const int32_t bid = n.inputs[1];
+    const TensorType& bt = m_g.find(bid)->type;
+    const View bv = view_of(bt);
+    Moving b;
+    if (streams_b(n)) {
+      if (!ensure_hbm(bid)) return load_failure();
+      b.streamed = true;
+      b.hbm = hbm_tensor(bid, isa::TensorRole::input);
+      b.tiles = tiling(bv.rows, bv.cols, bt.dtype);
+    } else {
+      auto tiles = tiles_of(bid);
+      if (!tiles) return load_failure();
+      b.tiles = *tiles;
+    }
     auto out = output_tiles(n, &*a);
     if (!out) return no_room();
-    std::vector<int64_t> kc(static_cast<size_t>(b->count()));
+    std::vector<int64_t> ts(static_cast<size_t>(a->count())), kc(b.tiles.starts.size());
+    for (size_t t = 0; t < ts.size(); ++t) ts[t] = static_cast<int64_t>(t);
     for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
-    for (int64_t t = 0; t < a->count(); ++t) {
-      if (auto e = matmul_rows(*a, t, *b, kc, 0, *out)) return e;
+    return matmul_block(*a, ts, b, kc, 0, *out);
+  }
+
+  // Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
+  // (the K chunks; A's columns start at row0 - k_base). A's tiles are transposed through the
+  // array into stationary tiles, all of them first; then, per column block of B (one PSUM
+  // bank wide), each output tile accumulates its K chunks in a bank and is evacuated to SBUF.
+  // A streamed B is loaded a panel at a time, the next panel while the current one is used.
+  std::optional<CompileError> matmul_block(const Tiles& a, const std::vector<int64_t>& ts,
+                                           const Moving& b, const std::vector<int64_t>& kc,
+                                           int64_t k_base, const Tiles& out) {
+    const int64_t N = b.tiles.cols, nmax = moving_cols();
+    const DType dt = b.tiles.dtype;
+    std::vector<std::vector<Slot>> at(ts.size());
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const int64_t t = ts[i];
+      const int32_t rows = a.rows_in(t);
+      for (int64_t k : kc) {
+        const int64_t ks = b.tiles.rows_in(k);
+        Instruction tr;
+        tr.op = Opcode::transpose;
+        tr.dst = psum_ap(next_bank(), static_cast<int32_t>(ks), rows);
+        tr.src[0] = tile_ap(a, t, b.tiles.row0(k) - k_base, ks);
+        emit(m_b.stream(Engine::tensor), tr);
+        auto s = sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
+        if (!s) return no_room();
+        at[i].push_back(*s);
+        evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tr.dst);
+      }
+    }
+    const View bv{b.tiles.rows, N};
+    auto load_panel = [&](int64_t n0) -> std::optional<Slot> {
+      const int64_t ns = std::min(nmax, N - n0);
+      auto p = sbuf_alloc(static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt), "panel");
+      if (!p) return std::nullopt;
+      for (size_t k = 0; k < kc.size(); ++k) {
+        const int32_t ks = b.tiles.rows_in(kc[k]);
+        copy_rows(true, panel_ap(*p, dt, k, ks, ns),
+                  hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[k]), ks, n0, ns));
+        m_bytes_in += ks * ns * isa::dtype_bytes(dt);
+      }
+      return p;
+    };
+    std::optional<Slot> panel, next;
+    if (b.streamed && !(panel = load_panel(0))) return no_room();
+    for (int64_t n0 = 0; n0 < N; n0 += nmax) {
+      const int64_t ns = std::min(nmax, N - n0);
+      if (b.streamed && n0 + nmax < N && !(next = load_panel(n0 + nmax))) return no_room();
+      for (size_t i = 0; i < ts.size(); ++i) {
+        const int64_t t = ts[i];
+        const int32_t rows = a.rows_in(t);
+        Slot bank = next_bank();
+        for (size_t k = 0; k < kc.size(); ++k) {
+          const int32_t ks = b.tiles.rows_in(kc[k]);
+          Instruction mm;
+          mm.op = Opcode::matmul;
+          mm.dst = psum_ap(bank, rows, ns);
+          mm.src[0] = stationary_ap(at[i][k], dt, ks, rows);
+          mm.src[1] = b.streamed ? panel_ap(*panel, dt, k, ks, ns) : tile_ap(b.tiles, kc[k], n0, ns);
+          mm.start = k == 0;
+          mm.stop = k + 1 == kc.size();
+          emit(m_b.stream(Engine::tensor), mm);
+        }
+        evacuate(tile_ap(out, t, n0, ns), psum_ap(bank, rows, ns));
+      }
+      if (b.streamed) {
+        m_sbuf.release(*panel);
+        panel = next;
+      }
+    }
+    for (const auto& row : at) {
+      for (Slot s : row) m_sbuf.release(s);
     }
     return std::nullopt;
   }
-
-  // Output row tile t = A's row tile t times B, accumulating over B's row tiles `kc` (the K
-  // chunks; A's columns start at row0 - k_base). A's tile is transposed through the array into
-  // stationary tiles; B's tiles are the moving operands.
-  std::optional<CompileError> matmul_rows(const Tiles& a, int64_t t, const Tiles& b,
-                                          const std::vector<int64_t>& kc, int64_t k_base,
-                                          const Tiles& out) {
-    const int64_t N = b.cols;
-    const int64_t nmax =
-        std::min<int64_t>(m_arch.tensor.moving_free_max, m_arch.psum.bank_bytes / 4);
-    const DType op_dtype = b.dtype;
-    const int32_t rows = a.rows_in(t);
-    std::vector<Slot> at;
-    for (int64_t k : kc) {
-      const int64_t ks = b.rows_in(k);
-      Slot bank = next_bank();
-      Instruction tr;
-      tr.op = Opcode::transpose;
-      tr.dst = psum_ap(bank, static_cast<int32_t>(ks), rows);
-      tr.src[0] = tile_ap(a, t, b.row0(k) - k_base, ks);
-      emit(m_b.stream(Engine::tensor), tr);
-      auto s = m_sbuf.alloc(rows * isa::dtype_bytes(op_dtype), "at");
-      if (!s) return no_room();
-      at.push_back(*s);
-      evacuate(stationary_ap(*s, op_dtype, static_cast<int32_t>(ks), rows), tr.dst);
-    }
-    for (int64_t n0 = 0; n0 < N; n0 += nmax) {
-      const int64_t ns = std::min(nmax, N - n0);
-      Slot bank = next_bank();
-      for (size_t k = 0; k < kc.size(); ++k) {
-        Instruction mm;
-        mm.op = Opcode::matmul;
-        mm.dst = psum_ap(bank, rows, ns);
-        mm.src[0] = stationary_ap(at[k], op_dtype, b.rows_in(kc[k]), rows);
-        mm.src[1] = tile_ap(b, kc[k], n0, ns);
-        mm.start = k == 0;
-        mm.stop = k + 1 == kc.size();
-        emit(m_b.stream(Engine::tensor), mm);
-      }
-      evacuate(tile_ap(out, t, n0, ns), psum_ap(bank, rows, ns));
-    }
-    for (Slot s : at) m_sbuf.release(s);
-    return std::nullopt;
+  // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
+  static AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
+    AccessPattern ap;
+    ap.space = MemSpace::sbuf;
+    ap.buffer = s.index;
+    ap.dtype = dt;
+    ap.partitions = rows;
+    ap.offset = static_cast<int64_t>(k) * ns;
+    ap.num_free = 1;
+    ap.free[0] = {ns, 1};
+    return ap;
   }
   AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) const {
     AccessPattern ap;
@@ -657,13 +1027,16 @@ class Lowering {
     }
     auto out = output_tiles(n, &*a);
     if (!out) return no_room();
-    for (int64_t t = 0; t < a->count(); ++t) {
-      const int64_t batch = a->row0(t) / M;
-      std::vector<int64_t> kc;
+    Moving moving;
+    moving.tiles = *b;
+    for (int64_t t0 = 0; t0 < a->count();) {  // one batch at a time
+      const int64_t batch = a->row0(t0) / M;
+      std::vector<int64_t> ts, kc;
+      for (; t0 < a->count() && a->row0(t0) / M == batch; ++t0) ts.push_back(t0);
       for (int64_t k = 0; k < b->count(); ++k) {
         if (b->row0(k) / K == batch) kc.push_back(k);
       }
-      if (auto e = matmul_rows(*a, t, *b, kc, batch * K, *out)) return e;
+      if (auto e = matmul_block(*a, ts, moving, kc, batch * K, *out)) return e;
     }
     if (transpose_b) release(*b);
     return std::nullopt;
@@ -704,7 +1077,7 @@ class Lowering {
       g.src[1] = tile_ap(*idx, t, 0, 1);
       emit(queue, g);
     }
-    m_bytes_in += out->rows * (4 + out->cols * isa::dtype_bytes(out->dtype));
+    m_bytes_in += out->stored_rows() * (4 + out->cols * isa::dtype_bytes(out->dtype));
     release(*idx);
     return std::nullopt;
   }
@@ -731,9 +1104,9 @@ class Lowering {
       AccessPattern d = hbm_ap(cache, dn.type.dtype, cv, upd->row0(t), upd->rows_in(t), 0, cv.cols);
       d.scalar = *scalar;
       d.scalar_stride = row_elems;
-      dma(m_store_queue, d, tile_ap(*upd, t, 0, upd->cols));
+      dma(next_store_queue(), d, tile_ap(*upd, t, 0, upd->cols));
     }
-    m_bytes_out += upd->rows * upd->cols * isa::dtype_bytes(dn.type.dtype);
+    m_bytes_out += upd->stored_rows() * upd->cols * isa::dtype_bytes(dn.type.dtype);
     m_hbm[n.id] = cache;
     m_in_hbm.insert(n.id);
     return std::nullopt;
@@ -849,7 +1222,7 @@ class Lowering {
 
   // Loads a view as row tiles: rows are the leading dims (the innermost of them is the DMA's
   // row stride, so tiles never cross it), the free pattern is the last dim's sub-dims.
-  std::optional<Tiles> load_view(const ViewDesc& v, DType dtype) {
+  std::optional<Tiles> load_view(const ViewDesc& v, DType dtype, int32_t id = -1) {
     std::vector<SubDim> lead, free;
     for (size_t g = 0; g + 1 < v.groups.size(); ++g) {
       for (const SubDim& d : v.groups[g]) {
@@ -870,7 +1243,7 @@ class Lowering {
     int64_t rows = 1, cols = 1;
     for (const SubDim& d : lead) rows *= d.size;
     for (const SubDim& d : free) cols *= d.size;
-    auto tiles = new_tiles(rows, cols, dtype, "view", run.size);
+    auto tiles = new_tiles(rows, cols, dtype, "view", run.size, id);
     if (!tiles) return std::nullopt;
     Slot src = hbm_tensor(v.base, isa::TensorRole::input);
     for (int64_t t = 0; t < tiles->count(); ++t) {
@@ -894,7 +1267,7 @@ class Lowering {
       AccessPattern d = tile_ap(*tiles, t, 0, cols);
       dma(next_load_queue(), d, s);
     }
-    m_bytes_in += rows * cols * isa::dtype_bytes(dtype);
+    m_bytes_in += tiles->stored_rows() * cols * isa::dtype_bytes(dtype);
     return tiles;
   }
 
@@ -1236,8 +1609,9 @@ class Lowering {
   int32_t m_T = 128;
   int32_t m_node = -1;
   std::vector<int> m_load_queues;
-  int m_store_queue = 0;
+  std::vector<int> m_store_queues;
   size_t m_next_load = 0;
+  size_t m_next_store = 0;
   std::vector<Slot> m_psum;
   size_t m_next_bank = 0;
   int m_evac = 0;
@@ -1245,10 +1619,20 @@ class Lowering {
   std::map<int32_t, Tiles> m_tiles;
   std::map<int32_t, Tiles> m_replicated;
   std::map<int32_t, int> m_last_use;
+  std::map<int32_t, std::vector<int>> m_uses;  // value -> positions of its consumers
+  std::set<int32_t> m_pinned;                  // values the current op holds: never spilled
+  int m_pos = 0;                               // position of the current op in the group
+  int64_t m_spills = 0;
+  int64_t m_spill_bytes = 0;
   std::map<std::string, int32_t> m_scalars;
   std::map<int32_t, ViewDesc> m_views;
   std::set<int32_t> m_in_hbm;
   std::optional<std::string> m_load_error;
+  struct Window {
+    std::set<int32_t> ids;  // the op's output and its row-aligned operands
+    int64_t t0, t1;         // their row tiles in the window
+  };
+  std::optional<Window> m_window;
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
 };

@@ -8,8 +8,20 @@ namespace wallsim::compiler_stub {
 
 PlanBuilder::PlanBuilder(std::string name) { m_plan.name = std::move(name); }
 
+void AccessHistory::merge(const AccessHistory& o) {
+  for (const auto& [stream, index] : o.writers) {
+    auto [it, fresh] = writers.emplace(stream, index);
+    if (!fresh) it->second = std::max(it->second, index);
+  }
+  for (const auto& [stream, index] : o.readers) {
+    auto [it, fresh] = readers.emplace(stream, index);
+    if (!fresh) it->second = std::max(it->second, index);
+  }
+}
+
 Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32_t partitions,
-                             int64_t offset_bytes, int64_t bytes, const std::string& name_hint) {
+                             int64_t offset_bytes, int64_t bytes, const std::string& name_hint,
+                             const AccessHistory& inherit) {
   isa::BufferDecl b;
   b.name = name_hint + "_" + std::to_string(m_plan.buffers.size());
   b.space = space;
@@ -18,7 +30,13 @@ Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32
   b.offset_bytes = offset_bytes;
   b.bytes = bytes;
   m_plan.buffers.push_back(std::move(b));
-  return {space, static_cast<int32_t>(m_plan.buffers.size() - 1)};
+  const Slot slot{space, static_cast<int32_t>(m_plan.buffers.size() - 1)};
+  if (!inherit.writers.empty() || !inherit.readers.empty()) m_access[{0, slot.index}] = inherit;
+  return slot;
+}
+
+const AccessHistory& PlanBuilder::history(Slot slot) {
+  return m_access[{isa::is_on_chip(slot.space) ? 0 : 1, slot.index}];
 }
 
 Slot PlanBuilder::add_tensor(const std::string& name, isa::MemSpace space, isa::DType dtype,
@@ -52,7 +70,7 @@ int PlanBuilder::stream(isa::Engine engine) {
   return key;
 }
 
-PlanBuilder::Access& PlanBuilder::access(const isa::AccessPattern& ap) {
+AccessHistory& PlanBuilder::access(const isa::AccessPattern& ap) {
   return m_access[{isa::is_on_chip(ap.space) ? 0 : 1, ap.buffer}];
 }
 
@@ -77,19 +95,17 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   // A matmul that accumulates also reads its destination.
   if (in.op == isa::Opcode::matmul && !in.start) reads.push_back(&in.dst);
   for (const auto* ap : reads) {
-    Access& a = access(*ap);
-    if (a.has_writer) depend(me, a.writer);
+    for (const auto& [stream, index] : access(*ap).writers) depend(me, {stream, index});
   }
   for (const auto* ap : writes) {
-    Access& a = access(*ap);
-    if (a.has_writer) depend(me, a.writer);
-    for (const Ref& r : a.readers) depend(me, r);
+    const AccessHistory& a = access(*ap);
+    for (const auto& [stream, index] : a.writers) depend(me, {stream, index});
+    for (const auto& [stream, index] : a.readers) depend(me, {stream, index});
   }
-  for (const auto* ap : reads) access(*ap).readers.push_back(me);
+  for (const auto* ap : reads) access(*ap).readers[key] = me.index;
   for (const auto* ap : writes) {
-    Access& a = access(*ap);
-    a.has_writer = true;
-    a.writer = me;
+    AccessHistory& a = access(*ap);
+    a.writers = {{key, me.index}};
     a.readers.clear();
   }
   instrs.push_back(std::move(in));

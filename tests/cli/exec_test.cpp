@@ -170,7 +170,7 @@ TEST(Compile, GraphToPlanToRun) {
   std::string d = out_dir("compiled"), err;
   ASSERT_EQ(run("compile examples/graphs/mlp.json -c configs/tiny.json --out " + plan, &err), 2)
       << "tiny's 16 KiB SBUF cannot hold the GPT-2-width MLP: " << err;
-  EXPECT_NE(err.find("do not fit in SBUF"), std::string::npos) << err;
+  EXPECT_NE(err.find("does not fit in SBUF"), std::string::npos) << err;
   ASSERT_EQ(run("compile examples/graphs/mlp.json -c configs/trn2.json --out " + plan, &err), 0)
       << err;
   ASSERT_EQ(run("plan check " + plan + " -c configs/trn2.json", &err), 0) << err;

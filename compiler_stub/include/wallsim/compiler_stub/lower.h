@@ -27,6 +27,8 @@ struct LowerStats {
   int64_t sbuf_peak_bytes = 0;  // per partition
   int64_t hbm_bytes_in = 0;
   int64_t hbm_bytes_out = 0;
+  int64_t spills = 0;       // values stored to HBM scratch because SBUF was full
+  int64_t spill_bytes = 0;  // bytes those stores wrote (their reloads are in hbm_bytes_in)
 };
 
 struct Lowered {

@@ -18,12 +18,25 @@ struct Slot {
   bool valid() const { return index >= 0; }
 };
 
+// Who touched a storage range, as far as ordering goes: per stream, the latest writer and the
+// latest reader since the last write. A buffer declared over a range that earlier (now dead)
+// buffers used starts from their merged history, so reuse is ordered after the old accesses.
+struct AccessHistory {
+  std::map<int, int64_t> writers;  // stream -> instruction index
+  std::map<int, int64_t> readers;  // stream -> instruction index, since the last write
+  void merge(const AccessHistory& o);
+};
+
 class PlanBuilder {
  public:
   explicit PlanBuilder(std::string name);
 
+  // `inherit`: the history of the range the buffer reuses (see AccessHistory).
   Slot add_buffer(isa::MemSpace space, int32_t partition_start, int32_t partitions,
-                  int64_t offset_bytes, int64_t bytes, const std::string& name_hint);
+                  int64_t offset_bytes, int64_t bytes, const std::string& name_hint,
+                  const AccessHistory& inherit = {});
+  // The ordering history of `slot` so far: what a later buffer over the same range inherits.
+  const AccessHistory& history(Slot slot);
   Slot add_tensor(const std::string& name, isa::MemSpace space, isa::DType dtype,
                   std::vector<int64_t> shape, isa::TensorRole role);
   int add_scalar(const std::string& name, int64_t min, int64_t max);
@@ -48,17 +61,12 @@ class PlanBuilder {
     int stream;
     int64_t index;
   };
-  struct Access {
-    bool has_writer = false;
-    Ref writer{};
-    std::vector<Ref> readers;  // since the last write
-  };
   void depend(const Ref& consumer, const Ref& producer);
-  Access& access(const isa::AccessPattern& ap);
+  AccessHistory& access(const isa::AccessPattern& ap);
 
   isa::Plan m_plan;
   std::map<isa::Engine, int> m_compute_streams;
-  std::map<std::pair<int, int32_t>, Access> m_access;  // (space class, index)
+  std::map<std::pair<int, int32_t>, AccessHistory> m_access;  // (space class, index)
   // consumer (stream, index) -> for each producer stream, the latest producer index needed
   std::vector<std::vector<std::map<int, int64_t>>> m_deps;
 };
