@@ -2,21 +2,47 @@
 #include "wallsim/compiler_stub/plan_builder.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace wallsim::compiler_stub {
 
+namespace {
+
+constexpr int64_t kWhole = std::numeric_limits<int64_t>::max();
+
+// Keeps one whole-range entry per stream (the latest): what a merged or oversized list becomes.
+void collapse(std::vector<AccessHistory::Entry>& entries) {
+  std::map<int, int64_t> latest;
+  for (const auto& e : entries) {
+    auto [it, fresh] = latest.emplace(e.stream, e.index);
+    if (!fresh) it->second = std::max(it->second, e.index);
+  }
+  entries.clear();
+  for (const auto& [stream, index] : latest) entries.push_back({0, kWhole, stream, index});
+}
+
+// Lists longer than this are collapsed: bounded work per instruction, conservative order.
+constexpr size_t kMaxEntries = 64;
+
+}  // namespace
+
 PlanBuilder::PlanBuilder(std::string name) { m_plan.name = std::move(name); }
 
+// The bytes an access pattern may touch within its buffer or tensor (all of it when a
+// run-time scalar moves it).
+std::pair<int64_t, int64_t> PlanBuilder::byte_range(const isa::AccessPattern& ap) {
+  const auto span = ap.span();
+  if (ap.scalar >= 0 || !span) return {0, kWhole};
+  const int64_t eb = isa::dtype_bytes(ap.dtype);
+  return {span->lo * eb, (span->hi + 1) * eb};
+}
+
 void AccessHistory::merge(const AccessHistory& o) {
-  for (const auto& [stream, index] : o.writers) {
-    auto [it, fresh] = writers.emplace(stream, index);
-    if (!fresh) it->second = std::max(it->second, index);
-  }
-  for (const auto& [stream, index] : o.readers) {
-    auto [it, fresh] = readers.emplace(stream, index);
-    if (!fresh) it->second = std::max(it->second, index);
-  }
+  writes.insert(writes.end(), o.writes.begin(), o.writes.end());
+  reads.insert(reads.end(), o.reads.begin(), o.reads.end());
+  collapse(writes);
+  collapse(reads);
 }
 
 Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32_t partitions,
@@ -31,7 +57,7 @@ Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32
   b.bytes = bytes;
   m_plan.buffers.push_back(std::move(b));
   const Slot slot{space, static_cast<int32_t>(m_plan.buffers.size() - 1)};
-  if (!inherit.writers.empty() || !inherit.readers.empty()) m_access[{0, slot.index}] = inherit;
+  if (!inherit.empty()) m_access[{0, slot.index}] = inherit;
   return slot;
 }
 
@@ -94,19 +120,42 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   if (oi.fields & isa::F_Accum) writes.push_back(&in.accum);
   // A matmul that accumulates also reads its destination.
   if (in.op == isa::Opcode::matmul && !in.start) reads.push_back(&in.dst);
+  auto overlaps = [](const AccessHistory::Entry& e, std::pair<int64_t, int64_t> r) {
+    return e.lo < r.second && r.first < e.hi;
+  };
   for (const auto* ap : reads) {
-    for (const auto& [stream, index] : access(*ap).writers) depend(me, {stream, index});
+    const auto r = byte_range(*ap);
+    for (const auto& e : access(*ap).writes) {
+      if (overlaps(e, r)) depend(me, {e.stream, e.index});
+    }
   }
   for (const auto* ap : writes) {
+    const auto r = byte_range(*ap);
     const AccessHistory& a = access(*ap);
-    for (const auto& [stream, index] : a.writers) depend(me, {stream, index});
-    for (const auto& [stream, index] : a.readers) depend(me, {stream, index});
+    for (const auto& e : a.writes) {
+      if (overlaps(e, r)) depend(me, {e.stream, e.index});
+    }
+    for (const auto& e : a.reads) {
+      if (overlaps(e, r)) depend(me, {e.stream, e.index});
+    }
   }
-  for (const auto* ap : reads) access(*ap).readers[key] = me.index;
+  for (const auto* ap : reads) {
+    const auto r = byte_range(*ap);
+    auto& list = access(*ap).reads;
+    list.push_back({r.first, r.second, key, me.index});
+    if (list.size() > kMaxEntries) collapse(list);
+  }
   for (const auto* ap : writes) {
+    const auto r = byte_range(*ap);
     AccessHistory& a = access(*ap);
-    a.writers = {{key, me.index}};
-    a.readers.clear();
+    // Accesses this write covers are ordered before it: later ones need only wait for it.
+    auto covered = [&](const AccessHistory::Entry& e) {
+      return r.first <= e.lo && e.hi <= r.second;
+    };
+    a.writes.erase(std::remove_if(a.writes.begin(), a.writes.end(), covered), a.writes.end());
+    a.reads.erase(std::remove_if(a.reads.begin(), a.reads.end(), covered), a.reads.end());
+    a.writes.push_back({r.first, r.second, key, me.index});
+    if (a.writes.size() > kMaxEntries) collapse(a.writes);
   }
   instrs.push_back(std::move(in));
 }

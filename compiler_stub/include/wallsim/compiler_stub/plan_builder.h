@@ -18,12 +18,21 @@ struct Slot {
   bool valid() const { return index >= 0; }
 };
 
-// Who touched a storage range, as far as ordering goes: per stream, the latest writer and the
-// latest reader since the last write. A buffer declared over a range that earlier (now dead)
-// buffers used starts from their merged history, so reuse is ordered after the old accesses.
+// Who touched a buffer or tensor, as far as ordering goes: the latest writes, and the reads
+// since, each with the byte range it touched, so accesses to disjoint parts (two DMA pieces of
+// one tile, two row tiles of one output) do not wait for each other. A buffer declared over
+// bytes that earlier (now dead) buffers used starts from their merged history, covering the
+// whole buffer, so reuse is ordered after the old accesses.
 struct AccessHistory {
-  std::map<int, int64_t> writers;  // stream -> instruction index
-  std::map<int, int64_t> readers;  // stream -> instruction index, since the last write
+  struct Entry {
+    int64_t lo, hi;  // bytes [lo, hi) within the buffer or tensor
+    int stream;
+    int64_t index;
+  };
+  std::vector<Entry> writes;
+  std::vector<Entry> reads;
+  bool empty() const { return writes.empty() && reads.empty(); }
+  // Adds `o`'s accesses as whole-range ones (its ranges belong to another buffer).
   void merge(const AccessHistory& o);
 };
 
@@ -62,6 +71,7 @@ class PlanBuilder {
     int64_t index;
   };
   void depend(const Ref& consumer, const Ref& producer);
+  static std::pair<int64_t, int64_t> byte_range(const isa::AccessPattern& ap);
   AccessHistory& access(const isa::AccessPattern& ap);
 
   isa::Plan m_plan;
