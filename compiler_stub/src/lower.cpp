@@ -447,8 +447,13 @@ class Lowering {
     }
     const isa::TensorRole role =
         needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
-    for (int64_t t0 = 0; t0 < tiles; t0 += w) {
-      const int64_t t1 = std::min(tiles, t0 + w);
+    // Balanced windows: a short last window would leave its fixed costs (a streamed B's
+    // panels) less work to hide behind.
+    const int64_t units = (tiles + unit - 1) / unit, windows = (tiles + w - 1) / w;
+    for (int64_t i = 0; i < windows; ++i) {
+      const int64_t t0 = std::min(tiles, units * i / windows * unit);
+      const int64_t t1 = std::min(tiles, units * (i + 1) / windows * unit);
+      if (t0 >= t1) continue;
       m_window = Window{ids, t0, t1};
       for (const auto& [id, full] : resident) m_tiles[id] = full.window(t0, t1);
       if (auto e = lower(n)) return e;

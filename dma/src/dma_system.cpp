@@ -175,6 +175,17 @@ void DmaSystem::trace_bandwidth(FluidShare::Fs now) {
   m_trace->counter(m_trace_pid, "HBM bandwidth (GB/s)", now / 1000, "hbm", rate);
 }
 
+std::vector<std::pair<std::string, sc_time>> DmaSystem::transfer_floors() const {
+  std::vector<std::pair<std::string, sc_time>> out;
+  for (size_t r = 0; r < m_share.resources(); ++r) {
+    const int ri = static_cast<int>(r);
+    if (m_bytes[r] == 0) continue;
+    out.emplace_back(m_share.resource_name(ri),
+                     sc_time(double(m_bytes[r]) / m_share.resource_capacity(ri), sc_core::SC_SEC));
+  }
+  return out;
+}
+
 void DmaSystem::finalize(sc_time elapsed) {
   account(now_fs());
   if (!m_stats) return;

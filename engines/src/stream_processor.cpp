@@ -31,6 +31,9 @@ void StreamProcessor::ensure_outputs() {
   if (m_out.stats) {
     traces::StatsScope s(*m_out.stats, m_out.stats_prefix);
     m_instr_stat = &s.add_counter("instructions", "", "instructions issued");
+    if (m_engine == isa::Engine::tensor) {
+      m_macs_stat = &s.add_counter("macs", "", "multiply-accumulates done by matmuls");
+    }
     if (m_unit.clock_period_fs() > 0) {
       s.add_value("clock_mhz", "MHz", "the clock this engine's cycles count")
           .set(1e9 / double(m_unit.clock_period_fs()));
@@ -110,6 +113,7 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
   m_busy += busy;
   ++m_instructions;
   if (m_instr_stat) ++*m_instr_stat;
+  if (m_macs_stat) *m_macs_stat += static_cast<uint64_t>(isa::macs(in));
   const int64_t bytes = m_engine == isa::Engine::dma ? m_unit.bytes_moved(in) : 0;
   if (m_bytes_stat) *m_bytes_stat += static_cast<uint64_t>(bytes);
   if (in.node >= 0) {

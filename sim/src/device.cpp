@@ -246,6 +246,35 @@ void Device::finalize() {
         .set(m_sbuf_peak);
     d.add_value("psum.peak_bytes", "bytes", "largest PSUM allocation of a launched plan")
         .set(m_psum_peak);
+    // The busiest resource's own time: an engine's occupancy, or the bytes a DMA engine, HBM or
+    // the host link carried at full bandwidth. No schedule of the same plans can be shorter.
+    std::string bound_by = "none";
+    sc_time bound;
+    for (const auto& p : m_compute) {
+      if (p->busy_time() > bound) {
+        bound = p->busy_time();
+        bound_by = std::string(p->basename());
+      }
+    }
+    for (const auto& [name, floor] : m_dma->transfer_floors()) {
+      if (floor > bound) {
+        bound = floor;
+        bound_by = name;
+      }
+    }
+    d.add_value("bound.ns", "ns", "the busiest resource's time: a lower bound on device time")
+        .set(bound.to_seconds() * 1e9);
+    d.add_text("bound.resource", "", "the resource that sets bound.ns").set(bound_by);
+    d.add_value("bound.fraction", "fraction", "bound.ns / device time (1 = perfectly pipelined)")
+        .set(elapsed.value() > 0 ? bound.to_seconds() / elapsed.to_seconds() : 0.0);
+    // MACs done / what the array could do in the run's time: rows x cols MACs per cycle.
+    if (const auto* macs = m_options.stats->find_as<traces::Counter>("device.engines.tensor.macs")) {
+      const double cycles = elapsed.to_seconds() * m_chip.timing.tensor.freq_mhz * 1e6;
+      const double peak = double(m_chip.arch.tensor.rows) * m_chip.arch.tensor.cols * cycles;
+      d.add_value("engines.tensor.peak_fraction", "fraction",
+                  "MACs done / (array rows x cols x the run's cycles in the tensor clock)")
+          .set(peak > 0 ? double(macs->value()) / peak : 0.0);
+    }
   }
   if (m_launch_track && m_chip.timing.launch.wait_for_previous) {
     // Plans run one after another, so their spans never overlap on one track.

@@ -33,6 +33,9 @@ class DmaSystem : public sc_core::sc_module {
   void fetch_from_hbm(int64_t bytes);
   // Bytes a DMA instruction moves.
   static int64_t bytes_moved(const isa::Instruction& in);
+  // Per resource ("hbm", "host_link", "dma<N>"): the least time the bytes it carried need at
+  // its full bandwidth. No run can be shorter than the largest of these.
+  std::vector<std::pair<std::string, sc_core::sc_time>> transfer_floors() const;
   // Writes derived stats (busy times, achieved bandwidth over `elapsed`).
   void finalize(sc_core::sc_time elapsed);
 

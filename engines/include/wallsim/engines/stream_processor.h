@@ -81,6 +81,7 @@ class StreamProcessor : public sc_core::sc_module {
   // Stats, registered on first use so idle DMA queues stay out of the output.
   bool m_registered = false;
   traces::Counter* m_instr_stat = nullptr;
+  traces::Counter* m_macs_stat = nullptr;
   traces::Counter* m_bytes_stat = nullptr;
   traces::Value* m_busy_cycles_stat = nullptr;
   traces::Value* m_busy_ns_stat = nullptr;

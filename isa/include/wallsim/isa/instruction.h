@@ -118,4 +118,11 @@ struct Instruction {
   bool operator!=(const Instruction& o) const { return !(*this == o); }
 };
 
+// Multiply-accumulates a matmul performs: K (stationary partitions) x M (stationary free) x N
+// (moving free). 0 for every other opcode, transposes included (they move data, not math).
+inline int64_t macs(const Instruction& in) {
+  if (in.op != Opcode::matmul) return 0;
+  return int64_t{in.src[0].partitions} * in.src[0].free_elements() * in.src[1].free_elements();
+}
+
 }  // namespace wallsim::isa
