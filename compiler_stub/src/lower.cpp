@@ -98,6 +98,7 @@ struct SubDim {
 };
 struct ViewDesc {
   int32_t base = -1;
+  int64_t offset = 0;  // elements, where a slice starts
   std::vector<std::vector<SubDim>> groups;
 };
 
@@ -373,6 +374,8 @@ class Lowering {
       case OpKind::reshape:
       case OpKind::embedding:
       case OpKind::dynamic_update_slice:
+      case OpKind::slice:
+      case OpKind::concat:
         return false;
       default:
         return true;
@@ -812,7 +815,13 @@ class Lowering {
       case OpKind::dynamic_update_slice:
         return lower_update_slice(n);
       case OpKind::slice:
-        return lower_slice(n);
+        // Along the last axis of an on-chip value: a copy. Otherwise a view that reads only
+        // the slice from HBM.
+        if (slice_axis(n) + 1 == static_cast<int64_t>(n.type.dims.size()) &&
+            m_tiles.count(n.inputs[0]) && !m_window) {
+          return lower_slice(n);
+        }
+        return lower_view(n);
       case OpKind::concat:
         return lower_concat(n);
       case OpKind::iota:
@@ -1117,12 +1126,13 @@ class Lowering {
     return std::nullopt;
   }
 
-  // Columns [start, limit) of the last axis (other axes: a strided view is future work).
-  std::optional<CompileError> lower_slice(const Node& n) {
-    const int64_t rank = static_cast<int64_t>(m_g.find(n.inputs[0])->type.dims.size());
+  int64_t slice_axis(const Node& n) const {
+    const int64_t rank = static_cast<int64_t>(n.type.dims.size());
     const int64_t* axis = n.int_attr("axis");
-    const int64_t a = axis ? (*axis < 0 ? *axis + rank : *axis) : 0;
-    if (a != rank - 1) return error("slices along the last axis only are supported yet");
+    return axis ? (*axis < 0 ? *axis + rank : *axis) : 0;
+  }
+  // Columns [start, limit) of the last axis of an on-chip value: a copy on the vector engine.
+  std::optional<CompileError> lower_slice(const Node& n) {
     auto in = tiles_of(n.inputs[0]);
     if (!in) return no_room();
     auto out = output_tiles(n, like_of(n));
@@ -1136,12 +1146,13 @@ class Lowering {
     return std::nullopt;
   }
 
-  // Inputs side by side along the last axis.
+  // Along the last axis: copies into the output's tiles on the vector engine. Along another
+  // axis: each input is copied, HBM to HBM, into its place in the output's tensor; consumers
+  // load the result from there.
   std::optional<CompileError> lower_concat(const Node& n) {
     const int64_t rank = static_cast<int64_t>(n.type.dims.size());
-    const int64_t* axis = n.int_attr("axis");
-    const int64_t a = axis ? (*axis < 0 ? *axis + rank : *axis) : 0;
-    if (a != rank - 1) return error("concatenation along the last axis only is supported yet");
+    const int64_t a = slice_axis(n);
+    if (a != rank - 1) return concat_in_hbm(n, a);
     auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
     int64_t col = 0;
@@ -1159,6 +1170,35 @@ class Lowering {
       }
       col += in->cols;
     }
+    return std::nullopt;
+  }
+  std::optional<CompileError> concat_in_hbm(const Node& n, int64_t axis) {
+    // Output viewed as [outer, total x inner]: input i fills columns [at_i, at_i + len_i) of
+    // every row, with len_i = its axis size x inner.
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= n.type.dims[d].size;
+    for (size_t d = static_cast<size_t>(axis) + 1; d < n.type.dims.size(); ++d)
+      inner *= n.type.dims[d].size;
+    const int64_t total = n.type.dims[axis].size * inner;
+    const isa::TensorRole role =
+        needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
+    Slot dst = hbm_tensor(n.id, role);
+    int64_t at = 0;
+    for (int32_t id : n.inputs) {
+      if (!ensure_hbm(id)) return load_failure();  // a view is materialised first
+      const Node& in = *m_g.find(id);
+      const int64_t len = in.type.dims[axis].size * inner;
+      Slot src = hbm_tensor(id, isa::TensorRole::input);
+      for (int64_t r0 = 0; r0 < outer; r0 += m_T) {
+        const int32_t rows = static_cast<int32_t>(std::min<int64_t>(m_T, outer - r0));
+        dma(next_store_queue(), hbm_ap(dst, n.type.dtype, View{outer, total}, r0, rows, at, len),
+            hbm_ap(src, in.type.dtype, View{outer, len}, r0, rows, 0, len));
+      }
+      m_bytes_in += outer * len * isa::dtype_bytes(in.type.dtype);
+      m_bytes_out += outer * len * isa::dtype_bytes(n.type.dtype);
+      at += len;
+    }
+    m_in_hbm.insert(n.id);
     return std::nullopt;
   }
 
@@ -1180,11 +1220,24 @@ class Lowering {
 
   std::optional<CompileError> lower_view(const Node& n) {
     ViewDesc v = view_of_value(n.inputs[0]);
-    if (n.op == OpKind::transpose) {
+    if (n.op == OpKind::slice) {
+      // [start, limit) of one dim: its outermost sub-dim, when the range covers whole inner
+      // sub-dims (always so for a dim that no reshape merged).
+      const size_t a = static_cast<size_t>(slice_axis(n));
+      const int64_t start = n.int_attr("start") ? *n.int_attr("start") : 0;
+      const int64_t len = n.type.dims.at(a).size;
+      auto& group = v.groups.at(a);
+      int64_t inner = 1;
+      for (size_t k = 1; k < group.size(); ++k) inner *= group[k].size;
+      if (start % inner || len % inner) return error("this slice of a merged dimension is not supported");
+      v.offset += start / inner * group[0].stride;
+      group[0].size = len / inner;
+    } else if (n.op == OpKind::transpose) {
       const auto* perm = n.ints_attr("perm");
       if (!perm || perm->size() != v.groups.size()) return error("bad permutation");
       ViewDesc t;
       t.base = v.base;
+      t.offset = v.offset;
       for (int64_t p : *perm) t.groups.push_back(v.groups.at(static_cast<size_t>(p)));
       v = t;
     } else {  // reshape: regroup the sub-dims by the new dims' sizes
@@ -1196,6 +1249,7 @@ class Lowering {
       }
       ViewDesc r;
       r.base = v.base;
+      r.offset = v.offset;
       size_t next = 0;
       for (const Dim& d : n.type.dims) {
         int64_t need = d.size;
@@ -1266,7 +1320,7 @@ class Lowering {
       s.dtype = dtype;
       s.partitions = tiles->rows_in(t);
       s.partition_stride = run.stride;
-      s.offset = offset;
+      s.offset = v.offset + offset;
       s.num_free = static_cast<uint8_t>(free.size());
       for (size_t k = 0; k < free.size(); ++k) s.free[k] = {free[k].size, free[k].stride};
       AccessPattern d = tile_ap(*tiles, t, 0, cols);

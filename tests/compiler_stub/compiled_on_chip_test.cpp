@@ -193,14 +193,40 @@ TEST(CompiledOnChip, WholeGraphMovesFewerHbmBytesThanPerOp) {
 }
 
 TEST(CompiledOnChip, UnsupportedOpIsACompileErrorNotACrash) {
-  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "cat", "nodes": [
-    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [4, 8], "role": "input"},
-    {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [4, 8], "role": "input"},
-    {"id": 2, "op": "concat", "inputs": [0, 1], "axis": 0}], "outputs": [2]})");
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "emb", "nodes": [
+    {"id": 0, "op": "input", "name": "t", "dtype": "fp32", "shape": [16, 8], "role": "weight"},
+    {"id": 1, "op": "input", "name": "x", "dtype": "int32", "shape": [4], "role": "input"},
+    {"id": 2, "op": "iota", "dtype": "int32", "shape": [4], "axis": 0},
+    {"id": 3, "op": "add", "inputs": [1, 2]},
+    {"id": 4, "op": "embedding", "inputs": [0, 3]}], "outputs": [4]})");
   auto r = compile_graph(g, load("trn2").chip.arch, GroupPolicy::whole);
   ASSERT_TRUE(std::holds_alternative<CompileError>(r));
   EXPECT_EQ(std::get<CompileError>(r).message(),
-            "node 2 (concat): concatenation along the last axis only is supported yet");
+            "node 4 (embedding): embedding ids computed on the chip are not supported yet");
+}
+
+// Slices and concatenations along leading axes are views and HBM-to-HBM copies; along the last
+// axis, copies on chip. Both on tiny and on trn2.
+const char* kSliceConcat = R"({"format": "wallsim-graph", "version": 1, "name": "sc", "nodes": [
+  {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [3, 40, 24], "role": "input"},
+  {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [3, 8, 24], "role": "input"},
+  {"id": 2, "op": "relu", "inputs": [0]},
+  {"id": 3, "op": "concat", "inputs": [2, 1], "axis": 1},
+  {"id": 4, "op": "slice", "inputs": [3], "axis": 1, "start": 5, "limit": 45},
+  {"id": 5, "op": "concat", "inputs": [4, 2], "axis": 0},
+  {"id": 6, "op": "slice", "inputs": [5], "axis": 2, "start": 3, "limit": 19},
+  {"id": 7, "op": "exp", "inputs": [6]},
+  {"id": 8, "op": "slice", "inputs": [7], "axis": 0, "start": 2, "limit": 5}],
+  "outputs": [8]})";
+
+TEST(CompiledOnChip, SliceAndConcatOnEveryAxisOnTrn2) {
+  Outcome o = run_on_chip(graph(kSliceConcat), "trn2", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
+TEST(CompiledOnChip, SliceAndConcatOnEveryAxisOnTiny) {
+  Outcome o = run_on_chip(graph(kSliceConcat), "tiny", GroupPolicy::per_op);
+  EXPECT_LT(o.max_error, 1e-5);
 }
 
 // On tiny (16 KiB per partition) this group fits only by streaming: the [256 x 512] fp32
