@@ -189,11 +189,11 @@ TEST(Compile, BadGraphsExit2WithOneLine) {
   EXPECT_EQ(run("compile " + bad + " -c configs/trn2.json --out " + never, &err), 2);
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   std::ofstream(bad, std::ios::trunc) << R"({"format": "wallsim-graph", "version": 1, "name": "g",
-    "nodes": [{"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [4, 8], "role": "input"},
-              {"id": 1, "op": "concat", "inputs": [0, 0], "axis": 0}], "outputs": [1]})";
-  EXPECT_EQ(run("compile " + bad + " -c configs/trn2.json --out " + never, &err), 2);
-  EXPECT_NE(err.find("cannot compile: node 1 (concat): concatenation along the last axis only is "
-                     "supported yet"),
+    "nodes": [{"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [64, 8192], "role": "input"},
+              {"id": 1, "op": "relu", "inputs": [0]}], "outputs": [1]})";
+  // One row of 8192 fp32 is 32 KiB per partition: more than tiny's whole SBUF.
+  EXPECT_EQ(run("compile " + bad + " -c configs/tiny.json --out " + never, &err), 2);
+  EXPECT_NE(err.find("cannot compile: node 1 (relu): the op's working set does not fit in SBUF"),
             std::string::npos)
       << err;
   EXPECT_FALSE(fs::exists(never));
