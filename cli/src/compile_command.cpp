@@ -1,4 +1,5 @@
 // `wallsim compile GRAPH --config C --out PLAN [--group all|per-op]`.
+#include <algorithm>
 #include <iostream>
 
 #include "commands.h"
@@ -38,16 +39,21 @@ void add_compile_command(CLI::App& app) {
     }
     const auto& compiled = std::get<compiler_stub::CompiledGraph>(result);
     isa::write_plan_file(compiled.plans, a->out);
-    int64_t instructions = 0, in = 0, out = 0;
+    int64_t instructions = 0, in = 0, out = 0, spills = 0, spill_bytes = 0, sbuf_peak = 0;
     for (const auto& s : compiled.groups) {
       instructions += s.instructions;
       in += s.hbm_bytes_in;
       out += s.hbm_bytes_out;
+      spills += s.spills;
+      spill_bytes += s.spill_bytes;
+      sbuf_peak = std::max(sbuf_peak, s.sbuf_peak_bytes);
     }
     std::cout << a->out << ": " << compiled.plans.plans.size() << " plan(s), " << instructions
               << " instructions, " << in << " bytes in and " << out
               << " bytes out of HBM; compiler_stub took " << compiled.compile_wall_seconds
               << " s\n";
+    std::cout << "  SBUF peak " << sbuf_peak << " bytes per partition; " << spills
+              << " value(s) spilled to HBM (" << spill_bytes << " bytes written)\n";
     // What the emulated production compiler would take, under each profile.
     const auto kind = policy == compiler_stub::GroupPolicy::per_op
                           ? compiler_stub::CompileKind::per_op
