@@ -401,8 +401,8 @@ class Lowering {
       if (aligned) {
         per_tile += value_bytes_per_tile(in);
       } else if (!m_tiles.count(in) && !(n.op == OpKind::matmul && k == 1 && streams_b(n))) {
-        fixed += value_bytes_per_tile(in) * tiling(view_of(m_g.find(in)->type).rows, 1,
-                                                   DType::fp32, run_of(m_g.find(in)->type))
+        fixed += value_bytes_per_tile(in) * tiling(view_of(m_g.find(in)->type).rows, 1, DType::fp32,
+                                                   run_of(m_g.find(in)->type))
                                                 .count();
       }
     }
@@ -413,8 +413,8 @@ class Lowering {
       const TensorType& a = m_g.find(n.inputs[0])->type;
       per_tile += view_of(a).cols * isa::dtype_bytes(a.dtype);  // A^T stationaries
       if (n.op == OpKind::matmul && streams_b(n)) {
-        const int64_t blocks = (view_of(m_g.find(n.inputs[1])->type).cols + moving_cols() - 1) /
-                               moving_cols();
+        const int64_t blocks =
+            (view_of(m_g.find(n.inputs[1])->type).cols + panel_cols(n) - 1) / panel_cols(n);
         fixed += std::min<int64_t>(2, blocks) * panel_bytes(n);
       }
     }
@@ -862,12 +862,20 @@ class Lowering {
   int64_t moving_cols() const {
     return std::min<int64_t>(m_arch.tensor.moving_free_max, m_arch.psum.bank_bytes / 4);
   }
+  // Columns of one panel of a streamed B: the moving width, narrowed until two panels (double
+  // buffering) take at most half of SBUF.
+  int64_t panel_cols(const Node& n) const {
+    const TensorType& b = m_g.find(n.inputs[1])->type;
+    const View v = view_of(b);
+    const int64_t per_col = tiling(v.rows, 1, DType::fp32).count() * isa::dtype_bytes(b.dtype);
+    const int64_t fit = m_sbuf.capacity() / 2 / (2 * per_col);
+    return std::max<int64_t>(1, std::min({moving_cols(), v.cols, fit}));
+  }
   // Bytes per partition of one panel of a matmul's B: every K chunk of one column block.
   int64_t panel_bytes(const Node& n) const {
     const TensorType& b = m_g.find(n.inputs[1])->type;
     const View v = view_of(b);
-    return tiling(v.rows, 1, DType::fp32).count() * std::min(moving_cols(), v.cols) *
-           isa::dtype_bytes(b.dtype);
+    return tiling(v.rows, 1, DType::fp32).count() * panel_cols(n) * isa::dtype_bytes(b.dtype);
   }
 
   // A matmul streams B by panels when B is large and not on chip already.
@@ -884,6 +892,7 @@ class Lowering {
     Tiles tiles;  // tiling; with storage when resident
     bool streamed = false;
     Slot hbm;
+    int64_t block_cols = 0;  // columns per panel when streamed
   };
 
   std::optional<CompileError> lower_matmul(const Node& n) {
@@ -896,6 +905,7 @@ class Lowering {
     if (streams_b(n)) {
       if (!ensure_hbm(bid)) return load_failure();
       b.streamed = true;
+      b.block_cols = panel_cols(n);
       b.hbm = hbm_tensor(bid, isa::TensorRole::input);
       b.tiles = tiling(bv.rows, bv.cols, bt.dtype);
     } else {
@@ -919,7 +929,7 @@ class Lowering {
   std::optional<CompileError> matmul_block(const Tiles& a, const std::vector<int64_t>& ts,
                                            const Moving& b, const std::vector<int64_t>& kc,
                                            int64_t k_base, const Tiles& out) {
-    const int64_t N = b.tiles.cols, nmax = moving_cols();
+    const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols();
     const DType dt = b.tiles.dtype;
     std::vector<std::vector<Slot>> at(ts.size());
     for (size_t i = 0; i < ts.size(); ++i) {
@@ -966,7 +976,8 @@ class Lowering {
           mm.op = Opcode::matmul;
           mm.dst = psum_ap(bank, rows, ns);
           mm.src[0] = stationary_ap(at[i][k], dt, ks, rows);
-          mm.src[1] = b.streamed ? panel_ap(*panel, dt, k, ks, ns) : tile_ap(b.tiles, kc[k], n0, ns);
+          mm.src[1] =
+              b.streamed ? panel_ap(*panel, dt, k, ks, ns) : tile_ap(b.tiles, kc[k], n0, ns);
           mm.start = k == 0;
           mm.stop = k + 1 == kc.size();
           emit(m_b.stream(Engine::tensor), mm);
@@ -1229,7 +1240,8 @@ class Lowering {
       auto& group = v.groups.at(a);
       int64_t inner = 1;
       for (size_t k = 1; k < group.size(); ++k) inner *= group[k].size;
-      if (start % inner || len % inner) return error("this slice of a merged dimension is not supported");
+      if (start % inner || len % inner)
+        return error("this slice of a merged dimension is not supported");
       v.offset += start / inner * group[0].stride;
       group[0].size = len / inner;
     } else if (n.op == OpKind::transpose) {

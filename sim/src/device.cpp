@@ -268,7 +268,8 @@ void Device::finalize() {
     d.add_value("bound.fraction", "fraction", "bound.ns / device time (1 = perfectly pipelined)")
         .set(elapsed.value() > 0 ? bound.to_seconds() / elapsed.to_seconds() : 0.0);
     // MACs done / what the array could do in the run's time: rows x cols MACs per cycle.
-    if (const auto* macs = m_options.stats->find_as<traces::Counter>("device.engines.tensor.macs")) {
+    if (const auto* macs =
+            m_options.stats->find_as<traces::Counter>("device.engines.tensor.macs")) {
       const double cycles = elapsed.to_seconds() * m_chip.timing.tensor.freq_mhz * 1e6;
       const double peak = double(m_chip.arch.tensor.rows) * m_chip.arch.tensor.cols * cycles;
       d.add_value("engines.tensor.peak_fraction", "fraction",
