@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "wallsim/isa/params.h"
 #include "wallsim/memory/memory_error.h"
+#include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   add_plan_commands(app);
   add_exec_command(app);
   add_compile_command(app);
+  add_run_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -29,6 +31,9 @@ int main(int argc, char** argv) {
     return e.code;
   } catch (const CLI::ParseError& e) {
     std::cerr << "wallsim: " << e.what() << " (see wallsim --help)\n";
+    return kExitBadInput;
+  } catch (const wallsim::runtime::RuntimeError& e) {
+    std::cerr << "wallsim: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const wallsim::sim::SimulationError& e) {
     std::cerr << "wallsim: " << e.what() << "\n";

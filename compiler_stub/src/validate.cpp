@@ -580,6 +580,24 @@ void infer_types(Graph& g) {
   }
 }
 
+TensorType infer_node(const Graph& g, const Node& n) {
+  const std::string path = "op '" + std::string(info(n.op).name) + "'";
+  const OpInfo& op = info(n.op);
+  const int count = static_cast<int>(n.inputs.size());
+  if (count < op.min_inputs || count > op.max_inputs) {
+    throw InputError(path, "expects " + arity(op) + ", got " + std::to_string(count));
+  }
+  std::vector<const TensorType*> in;
+  for (int32_t id : n.inputs) {
+    const Node* x = g.find(id);
+    if (!x) throw InputError(path, "input " + std::to_string(id) + " is not a node id");
+    in.push_back(&x->type);
+  }
+  TensorType t = NodeChecker(g, n, std::move(in), path).infer();
+  if (n.dtype) t.dtype = *n.dtype;
+  return t;
+}
+
 bool has_unknown_dims(const Graph& g) {
   for (const Node& n : g.nodes) {
     for (const Dim& d : n.type.dims) {

@@ -139,7 +139,8 @@ class Checker {
     const auto& decls = m_map.plan->tensors;
     if (m_ap.buffer < 0 || m_ap.buffer >= static_cast<int64_t>(decls.size()))
       fail("the plan declares " + str(decls.size()) + " tensors");
-    const std::string& name = decls[m_ap.buffer].name;
+    const std::string& name =
+        m_map.tensor_names ? (*m_map.tensor_names)[m_ap.buffer] : decls[m_ap.buffer].name;
     TensorStore::Tensor* t = m_map.tensors ? m_map.tensors->find(name) : nullptr;
     if (!t) fail("not in the tensor store");
     if (t->dtype != m_ap.dtype) {

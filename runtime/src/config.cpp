@@ -3,10 +3,39 @@
 
 namespace wallsim::runtime {
 
+std::string_view name_of(Fallback f) {
+  switch (f) {
+    case Fallback::split:
+      return "split";
+    case Fallback::eager:
+      return "eager";
+    case Fallback::fail:
+      return "fail";
+  }
+  return "?";
+}
+
+std::string_view name_of(BeyondBuckets b) {
+  return b == BeyondBuckets::error ? "error" : "recompile";
+}
+
+namespace {
+void check_runtime(const RuntimeConfig& r) {
+  auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!pow2(r.aot.bucket_min))
+    throw isa::InputError("runtime.aot.bucket_min", "must be a power of two");
+  if (!pow2(r.aot.bucket_max))
+    throw isa::InputError("runtime.aot.bucket_max", "must be a power of two");
+  if (r.aot.bucket_max < r.aot.bucket_min)
+    throw isa::InputError("runtime.aot.bucket_max", "is smaller than runtime.aot.bucket_min");
+}
+}  // namespace
+
 Config config_from_json(const isa::Json& j) {
   Config c;
   isa::read_params(j, c, "");
   sim::check_consistency(c.chip);
+  check_runtime(c.runtime);
   return c;
 }
 

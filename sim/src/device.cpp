@@ -111,7 +111,13 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
 
 Device::~Device() = default;
 
-Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars) {
+Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
+                       std::vector<std::string> tensor_names) {
+  if (!tensor_names.empty() && tensor_names.size() != plan.tensors.size()) {
+    throw isa::InputError("plan '" + plan.name + "'",
+                          "binds " + std::to_string(tensor_names.size()) + " tensor names to " +
+                              std::to_string(plan.tensors.size()) + " tensors");
+  }
   int dma_streams = 0;
   for (const isa::Stream& s : plan.streams) dma_streams += s.engine == isa::Engine::dma;
   if (dma_streams > static_cast<int>(m_queues.size())) {
@@ -122,7 +128,11 @@ Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars) {
   Launch& l =
       m_launches.emplace_back(plan, static_cast<int>(m_launches.size()), std::move(scalars));
   l.functional = m_options.functional;
-  if (l.functional) l.memory = {m_sbuf.get(), m_psum.get(), &m_tensors, l.plan, &l.scalars};
+  l.tensor_names = std::move(tensor_names);
+  if (l.functional) {
+    l.memory = {m_sbuf.get(), m_psum.get(), &m_tensors,
+                l.plan,       &l.scalars,   l.tensor_names.empty() ? nullptr : &l.tensor_names};
+  }
   // Before the simulation starts the launcher finds the queue by itself; later (from a process,
   // or between two sc_start calls) it is woken a delta cycle later.
   const auto status = sc_core::sc_get_status();

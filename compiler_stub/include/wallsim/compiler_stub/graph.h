@@ -27,7 +27,13 @@ struct OpInfo {
   std::string_view attrs;  // space-separated attribute names
   std::string_view summary;
 };
+inline constexpr int kNumOps = 0
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, summary) +1
+#include "wallsim/compiler_stub/ops.def"
+#undef WALLSIM_GRAPH_OP
+    ;
 const OpInfo& info(OpKind op);
+inline std::string_view name_of(OpKind op) { return info(op).name; }
 std::optional<OpKind> parse_op(std::string_view name);
 // Whether `attr` is in the op's attribute list.
 bool accepts_attr(OpKind op, std::string_view attr);

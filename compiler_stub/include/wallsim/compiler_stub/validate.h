@@ -21,6 +21,11 @@ namespace wallsim::compiler_stub {
 // the table's) unless the node has an explicit `dtype`.
 void infer_types(Graph& g);
 
+// Checks one node `n` whose inputs are nodes of `g` with their types already inferred, and
+// returns its output type: how a runtime types the ops it records one at a time. Throws
+// isa::InputError with path "op 'NAME'".
+TensorType infer_node(const Graph& g, const Node& n);
+
 // Whether any node's type (after infer_types) has an unknown dim; a static compile rejects them.
 bool has_unknown_dims(const Graph& g);
 

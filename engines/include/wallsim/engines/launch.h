@@ -52,7 +52,8 @@ struct Launch {
 
   const isa::Plan* plan;
   int index;
-  std::vector<int64_t> scalars;  // by Plan::scalars index
+  std::vector<int64_t> scalars;           // by Plan::scalars index
+  std::vector<std::string> tensor_names;  // store names by Plan::tensors index; empty: own names
   SemaphoreSet semaphores;
   memory::MemoryMap memory{};  // backing stores; all null in timing-only mode
   bool functional = false;

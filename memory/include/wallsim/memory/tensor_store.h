@@ -28,6 +28,7 @@ class TensorStore {
   Tensor& put(const std::string& name, isa::MemSpace space, isa::DType dtype,
               std::vector<int64_t> shape);
   Tensor* find(const std::string& name);
+  void erase(const std::string& name) { m_tensors.erase(name); }
   const Tensor* find(const std::string& name) const;
   std::vector<std::string> names() const;  // sorted
 

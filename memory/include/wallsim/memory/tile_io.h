@@ -28,6 +28,9 @@ struct MemoryMap {
   TensorStore* tensors = nullptr;
   const isa::Plan* plan = nullptr;
   const std::vector<int64_t>* scalars = nullptr;
+  // When set: the store name bound to each of the plan's tensors (a cached plan launched on
+  // other tensors); else the plan's own names.
+  const std::vector<std::string>* tensor_names = nullptr;
 };
 
 // Addressing follows isa/access_pattern.h. Each call checks the whole access once before

@@ -7,30 +7,96 @@
 #include <vector>
 
 #include "wallsim/compiler_stub/cost_model.h"
+#include "wallsim/compiler_stub/graph.h"
 #include "wallsim/isa/params.h"
 #include "wallsim/sim/chip_config.h"
 
 namespace wallsim::runtime {
 
-// Host-side costs of the runtime, charged in simulated time.
-struct RuntimeConfig {
-  int64_t dispatch_ns_per_op = 5000;  // Python-to-kernel dispatch of one eager op
-  int64_t seed = 1;                   // random inputs, request streams
-  compiler_stub::CompileCostConfig compile_cost;
+// What a fused-eager runtime does with a group that fails to compile.
+enum class Fallback : uint8_t { split, eager, fail };
+std::string_view name_of(Fallback f);
+// What AOT does with a shape beyond its largest bucket.
+enum class BeyondBuckets : uint8_t { error, recompile };
+std::string_view name_of(BeyondBuckets b);
+
+// Fused eager (lazy tensor): recording costs, when to flush, how to cut groups.
+struct LazyConfig {
+  int64_t record_ns_per_op = 2000;  // building one IR node for a recorded op
+  int64_t hash_ns_per_node = 200;   // hashing one node into the graph signature at a flush
+  int64_t max_pending_ops = 4096;   // buffer limit: a flush when this many ops are pending
+  int64_t max_group_ops = 0;        // ops per fused group; 0: no limit
+  std::vector<compiler_stub::OpKind> not_fusible;  // ops the fuser leaves in groups of their own
+  Fallback fallback = Fallback::split;
 };
 
-struct Config {
-  sim::ChipConfig chip;
-  RuntimeConfig runtime;
+// Ahead-of-time: one whole-step compile per shape bucket, before the first step.
+struct AotConfig {
+  int64_t bucket_min = 128;  // buckets: powers of two from bucket_min to bucket_max
+  int64_t bucket_max = 1024;
+  BeyondBuckets beyond = BeyondBuckets::error;
+  double cache_load_ms = 100;  // loading one plan from the on-disk cache
 };
+
+// Host-side costs of the runtime, charged in simulated time.
+struct RuntimeConfig {
+  int64_t dispatch_ns_per_op = 5000;  // Python-to-runtime dispatch of one eager op
+  int64_t kernel_launch_ns = 5000;    // native: launching one library kernel
+  int64_t plan_launch_ns = 20000;     // submitting one compiled plan to the device
+  int64_t cache_lookup_ns = 500;      // one compile-cache lookup by signature
+  int64_t cache_capacity = 1024;      // compiled plans kept in memory (LRU)
+  int64_t seed = 1;                   // random inputs, request streams
+  compiler_stub::CompileCostConfig compile_cost;
+  LazyConfig lazy;
+  AotConfig aot;
+};
+
+template <class V>
+void describe(V& v, LazyConfig& c) {
+  v.field("record_ns_per_op", c.record_ns_per_op, {0, 1000000000}, "ns",
+          "host time to record one op into the pending graph");
+  v.field("hash_ns_per_node", c.hash_ns_per_node, {0, 1000000000}, "ns",
+          "host time to hash one node of a group at a flush");
+  v.field("max_pending_ops", c.max_pending_ops, {1, 100000000}, "ops",
+          "a flush happens when this many ops are pending");
+  v.field("max_group_ops", c.max_group_ops, {0, 100000000}, "ops",
+          "largest fused group; 0 for no limit");
+  v.field("not_fusible", c.not_fusible, "ops placed in groups of their own");
+  v.field("fallback", c.fallback, "after a failed group compile: split, eager or fail");
+}
+
+template <class V>
+void describe(V& v, AotConfig& c) {
+  v.field("bucket_min", c.bucket_min, {1, INT64_MAX / 2}, "",
+          "smallest shape bucket (buckets are powers of two)");
+  v.field("bucket_max", c.bucket_max, {1, INT64_MAX / 2}, "", "largest shape bucket");
+  v.field("beyond", c.beyond, "a shape beyond the largest bucket: error or recompile");
+  v.field("cache_load_ms", c.cache_load_ms, {0.0, 1e9}, "ms",
+          "loading one compiled plan from the on-disk cache");
+}
 
 template <class V>
 void describe(V& v, RuntimeConfig& r) {
   v.field("dispatch_ns_per_op", r.dispatch_ns_per_op, {0, 1000000000}, "ns",
           "host time to dispatch one eager op from Python");
+  v.field("kernel_launch_ns", r.kernel_launch_ns, {0, 1000000000}, "ns",
+          "native mode: host time to launch one library kernel");
+  v.field("plan_launch_ns", r.plan_launch_ns, {0, 1000000000}, "ns",
+          "host time to submit one compiled plan");
+  v.field("cache_lookup_ns", r.cache_lookup_ns, {0, 1000000000}, "ns",
+          "host time of one compile-cache lookup");
+  v.field("cache_capacity", r.cache_capacity, {1, 100000000}, "plans",
+          "compiled plans kept in memory; least recently used are evicted");
   v.field("seed", r.seed, {0, INT64_MAX}, "", "seed of every random choice in a run");
   v.section("compile_cost", r.compile_cost, "modelled compile latency, by named profile");
+  v.section("lazy", r.lazy, "fused eager: recording, flushes, fusion policy, fallback");
+  v.section("aot", r.aot, "ahead-of-time: shape buckets and the on-disk cache");
 }
+
+struct Config {
+  sim::ChipConfig chip;
+  RuntimeConfig runtime;
+};
 
 template <class V>
 void describe(V& v, Config& c) {
@@ -53,3 +119,18 @@ isa::Json config_schema();
 std::vector<isa::KeyRow> config_keys();
 
 }  // namespace wallsim::runtime
+
+namespace wallsim::isa {
+template <>
+struct EnumTraits<runtime::Fallback> {
+  static constexpr int kCount = 3;
+};
+template <>
+struct EnumTraits<runtime::BeyondBuckets> {
+  static constexpr int kCount = 2;
+};
+template <>
+struct EnumTraits<compiler_stub::OpKind> {
+  static constexpr int kCount = compiler_stub::kNumOps;
+};
+}  // namespace wallsim::isa

@@ -46,7 +46,10 @@ class Device : public sc_core::sc_module {
   // Queues a launch of `plan` after those queued before; `scalars` are its run-time scalars in
   // Plan::scalars order. Callable before the simulation starts or from any SC_THREAD; returns
   // at once. `plan` must outlive the Device; the Launch lives as long as the Device.
-  engines::Launch& launch(const isa::Plan& plan, std::vector<int64_t> scalars);
+  // `tensor_names`, when not empty, binds each of the plan's tensors (by index) to a tensor of
+  // the store with another name: how a runtime launches one cached plan on many tensors.
+  engines::Launch& launch(const isa::Plan& plan, std::vector<int64_t> scalars,
+                          std::vector<std::string> tensor_names = {});
 
   // After sc_start returns: a run-time invariant violation, if one stopped the simulation.
   std::optional<std::string> error() const;

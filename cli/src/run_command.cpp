@@ -1,0 +1,63 @@
+// `wallsim run --config C --workload SPEC --mode native|eager|eager-debug|fused|aot
+//  [--steps N] [--functional] [--out DIR] [--set k=v]`.
+#include <iostream>
+
+#include "commands.h"
+#include "wallsim/runtime/config.h"
+#include "wallsim/workloads/run.h"
+
+namespace wallsim::cli {
+namespace {
+
+struct RunArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string workload = "transformer";
+  std::string mode = "fused";
+  int64_t steps = -1;
+  bool functional = false;
+  std::string out = "out/run";
+  std::string trace_level = "plans";
+};
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  std::string workloads;
+  for (const auto& [name, doc] : workloads::workload_list()) workloads += "\n  " + doc;
+  CLI::App* cmd = app.add_subcommand(
+      "run", "run a workload under one execution mode, host and device in one simulation");
+  cmd->add_option("--config,-c", a->config, "chip and runtime config (JSON)")->required();
+  cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
+  cmd->add_option("--workload,-w", a->workload,
+                  "NAME or NAME:key=value,... Workloads:" + workloads);
+  cmd->add_option("--mode,-m", a->mode,
+                  "native (GPU-like), eager, eager-debug (every op synchronous), fused, aot")
+      ->check(CLI::IsMember({"native", "eager", "eager-debug", "fused", "aot"}));
+  cmd->add_option("--steps", a->steps, "steps to run (default: the workload's)");
+  cmd->add_flag("--functional", a->functional, "compute real values (default: timing only)");
+  cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+  cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
+      ->check(CLI::IsMember({"none", "plans", "instructions"}));
+  cmd->callback([a] {
+    runtime::Config cfg = runtime::load_config(a->config, a->overrides);
+    workloads::RunOptions o;
+    o.debug_sync = a->mode == "eager-debug";
+    o.mode = *runtime::parse_mode(o.debug_sync ? "eager" : a->mode);
+    if (a->steps == 0 || a->steps < -1) throw isa::InputError("--steps", "must be at least 1");
+    if (a->steps > 0) o.steps = a->steps;
+    o.functional = a->functional;
+    o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
+                    : a->trace_level == "plans" ? engines::TraceLevel::plans
+                                                : engines::TraceLevel::instructions;
+    auto r = workloads::run_workload(cfg, runtime::to_json(cfg), workloads::parse_spec(a->workload),
+                                     o, a->out);
+    std::cout << a->out << ": " << a->workload << " under " << a->mode << ", " << r.steps
+              << " step(s), " << r.wall_ns / 1e6 << " ms simulated (" << r.totals.compiles
+              << " compiles, " << r.totals.cache_hits << " cache hits) in " << r.sim_wall_seconds
+              << " s\n";
+  });
+}
+
+}  // namespace wallsim::cli

@@ -1,0 +1,65 @@
+// The Tensor API's ops as free functions, one per compiler op (compiler_stub/ops.def), so
+// workload code reads like model code: `y = gelu(bias_add(matmul(x, w1), b1))`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "wallsim/runtime/session.h"
+
+namespace wallsim::runtime {
+
+using compiler_stub::OpKind;
+
+inline Tensor unary(OpKind k, const Tensor& x) { return x.session().op(k, {x}); }
+inline Tensor binary(OpKind k, const Tensor& a, const Tensor& b) {
+  return a.session().op(k, {a, b});
+}
+
+inline Tensor matmul(const Tensor& a, const Tensor& b) { return binary(OpKind::matmul, a, b); }
+inline Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_b = false) {
+  Attrs attrs;
+  if (transpose_b) attrs["transpose_b"] = int64_t{1};
+  return a.session().op(OpKind::batch_matmul, {a, b}, attrs);
+}
+inline Tensor add(const Tensor& a, const Tensor& b) { return binary(OpKind::add, a, b); }
+inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(OpKind::sub, a, b); }
+inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::mul, a, b); }
+inline Tensor bias_add(const Tensor& a, const Tensor& b) { return binary(OpKind::bias_add, a, b); }
+inline Tensor relu(const Tensor& x) { return unary(OpKind::relu, x); }
+inline Tensor gelu(const Tensor& x) { return unary(OpKind::gelu, x); }
+inline Tensor silu(const Tensor& x) { return unary(OpKind::silu, x); }
+inline Tensor exp(const Tensor& x) { return unary(OpKind::exp, x); }
+inline Tensor softmax(const Tensor& x) { return unary(OpKind::softmax, x); }
+inline Tensor scale(const Tensor& x, double value) {
+  return x.session().op(OpKind::scale, {x}, {{"value", value}});
+}
+inline Tensor layernorm(const Tensor& x, const Tensor& gamma, const Tensor& beta) {
+  return x.session().op(OpKind::layernorm, {x, gamma, beta});
+}
+inline Tensor rmsnorm(const Tensor& x, const Tensor& gamma) {
+  return x.session().op(OpKind::rmsnorm, {x, gamma});
+}
+inline Tensor reshape(const Tensor& x, std::vector<int64_t> shape) {
+  return x.session().op(OpKind::reshape, {x}, {{"shape", std::move(shape)}});
+}
+inline Tensor transpose(const Tensor& x, std::vector<int64_t> perm) {
+  return x.session().op(OpKind::transpose, {x}, {{"perm", std::move(perm)}});
+}
+inline Tensor compare(const Tensor& a, const Tensor& b, const std::string& cmp) {
+  return a.session().op(OpKind::compare, {a, b}, {{"cmp", cmp}});
+}
+inline Tensor select(const Tensor& cond, const Tensor& on_true, const Tensor& on_false) {
+  return cond.session().op(OpKind::select, {cond, on_true, on_false});
+}
+inline Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t limit) {
+  return x.session().op(OpKind::slice, {x}, {{"axis", axis}, {"start", start}, {"limit", limit}});
+}
+inline Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
+  return xs.at(0).session().op(OpKind::concat, xs, {{"axis", axis}});
+}
+inline Tensor embedding(const Tensor& table, const Tensor& ids) {
+  return binary(OpKind::embedding, table, ids);
+}
+
+}  // namespace wallsim::runtime

@@ -1,0 +1,245 @@
+// Session: the host runtime. Workload code calls the Tensor API from a host SC_THREAD; every
+// runtime action costs modelled host time in the same simulation as the device. The four
+// execution modes differ only in when ops become plans, how they are grouped, which compile
+// curve they pay and what each op costs the host:
+//
+//   native  each op is a library kernel: launched at once, no compile, no cache (GPU-like)
+//   eager   each op is its own plan: signature, cache lookup, per-op compile on a miss, launch
+//   fused   ops are recorded; a flush cuts the pending graph into groups by the fusion policy,
+//           each group is looked up and compiled (micro-graph curve) on a miss, then launched
+//   aot     the step is traced per shape bucket before the first step (whole-graph compiles
+//           under `startup`); a step records its ops at no cost and launches the bucket's plan
+//
+// Host time is always in exactly one HostState; the states of a step sum to its wall time.
+#pragma once
+
+#include <systemc>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "wallsim/compiler_stub/compile.h"
+#include "wallsim/compiler_stub/graph.h"
+#include "wallsim/compiler_stub/reference.h"
+#include "wallsim/runtime/config.h"
+#include "wallsim/sim/device.h"
+#include "wallsim/traces/trace_sink.h"
+
+namespace wallsim::runtime {
+
+enum class Mode : uint8_t { native, eager, fused, aot };
+std::string_view name_of(Mode m);
+std::optional<Mode> parse_mode(std::string_view s);
+
+enum class HostState : uint8_t { dispatch, compile, transfer, sync_wait, other };
+inline constexpr int kNumHostStates = 5;
+std::string_view name_of(HostState s);  // "host_dispatch", "compile", ...
+
+// The run cannot go on: a compile failure under the `fail` policy, a shape beyond every AOT
+// bucket, device memory exhausted. One line.
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Counts {
+  int64_t ops = 0;             // Tensor API ops issued by the workload
+  int64_t plans_launched = 0;  // compiled plans and kernels launched (transfers excluded)
+  int64_t compiles = 0;        // compiler invocations, failures and split retries included
+  int64_t compile_failures = 0;
+  int64_t cache_hits = 0;
+  int64_t cache_misses = 0;
+  int64_t recompiles = 0;  // compiles of a shape-free signature compiled before
+  int64_t fallbacks = 0;   // groups that fell back after a failed compile
+  int64_t cache_evictions = 0;
+  int64_t transfers = 0;  // host<->device copies
+  void add(const Counts& o);
+};
+
+// One step, or the start-up before the first (AOT traces and compiles there).
+struct StepRecord {
+  int64_t index = -1;  // -1 for startup
+  int64_t start_ns = 0;
+  int64_t wall_ns = 0;
+  std::array<int64_t, kNumHostStates> host_ns{};  // by HostState; they sum to wall_ns
+  int64_t device_busy_ns = 0;  // union of the spans of plans running during the step
+  Counts counts;
+  double padded_macs = 0;  // tensor-engine MACs the step's plans do at the shapes they run
+  double real_macs = 0;    // ... and at the workload's real shapes
+};
+
+class Session;
+
+// A device-side value: materialised in HBM, or pending in a lazy graph.
+struct TensorImpl {
+  Session* session = nullptr;
+  compiler_stub::TensorType type;
+  std::string device;    // HBM tensor name once materialised
+  int32_t pending = -1;  // node id in the session's pending graph, until materialised
+  const engines::Launch* producer = nullptr;  // the launch that writes it
+  std::shared_ptr<TensorImpl> alias_of;       // shares that tensor's storage (a KV append)
+  int32_t ref = -1;  // node in the session's reference graph (functional runs)
+  ~TensorImpl();
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> p) : m_p(std::move(p)) {}
+  const compiler_stub::TensorType& type() const { return m_p->type; }
+  std::vector<int64_t> shape() const;
+  isa::DType dtype() const { return m_p->type.dtype; }
+  Session& session() const { return *m_p->session; }
+  const std::shared_ptr<TensorImpl>& impl() const { return m_p; }
+  bool valid() const { return m_p != nullptr; }
+
+ private:
+  std::shared_ptr<TensorImpl> m_p;
+};
+
+struct SessionOptions {
+  Mode mode = Mode::fused;
+  bool sync_every_op = false;  // eager `debug`: wait for every op to finish
+  bool functional = false;
+  // Functional runs: also record every upload and op into one reference graph, so any value
+  // can be checked against the reference evaluator (tests; costs host memory).
+  bool keep_reference = false;
+};
+
+// Attribute map for a recorded op.
+using Attrs = std::map<std::string, compiler_stub::AttrValue>;
+
+class Session {
+ public:
+  Session(const Config& config, sim::Device& device, SessionOptions options,
+          traces::TraceSink* trace = nullptr);
+  ~Session();
+
+  Mode mode() const { return m_options.mode; }
+  const Config& config() const { return m_config; }
+
+  // ---- tensors ----
+  // A device tensor with seeded random values, uploaded from the host (a transfer).
+  Tensor upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed);
+  // A device tensor with the given values (row-major floats), uploaded from the host.
+  Tensor upload(const std::vector<int64_t>& shape, isa::DType dtype,
+                const std::vector<float>& values);
+  // Records or runs one op (by the mode). Shapes are checked at once: a bad op throws
+  // isa::InputError naming it.
+  Tensor op(compiler_stub::OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs = {},
+            std::optional<isa::DType> dtype = std::nullopt, const std::string& name = "");
+  // iota (no inputs): values along `axis`.
+  Tensor iota(const std::vector<int64_t>& shape, isa::DType dtype, int64_t axis);
+  // Waits for the value and copies it to the host: a flush, a sync wait, a transfer.
+  compiler_stub::HostTensor to_host(const Tensor& t);
+  // Flush point of a lazy runtime (fused: the pending graph is compiled and launched).
+  void mark_step();
+  // Run-time scalars of bounded dims, bound at each launch.
+  void set_scalar(const std::string& name, int64_t value) { m_scalar_values[name] = value; }
+
+  // ---- steps ----
+  // AOT: `trace(bucket)` records one step at that bucket's shape; called once per bucket
+  // before the first step, under `startup`. Other modes: nothing.
+  void startup(const std::vector<int64_t>& buckets, const std::function<void(int64_t)>& trace);
+  // The shape a dynamic extent runs at: AOT pads to the smallest bucket >= real (beyond the
+  // largest: an error or a new bucket, by `aot.beyond`); other modes run the real extent.
+  int64_t shape_for(int64_t real);
+  void begin_step(int64_t index);
+  // Flushes, waits until the step's device work drains, and closes the step's record.
+  void end_step();
+  // The MACs of the step at its real shapes (a padded AOT step reports what it wastes).
+  void add_real_macs(double macs) { m_current.real_macs += macs; }
+
+  // The reference evaluator's value of `t` (keep_reference only).
+  compiler_stub::HostTensor reference(const Tensor& t) const;
+
+  const StepRecord& startup_record() const { return m_startup; }
+  const std::vector<StepRecord>& steps() const { return m_steps; }
+  Counts totals() const;
+  int64_t now_ns() const;
+
+  // Frees a device tensor (TensorImpl's destructor).
+  void release(TensorImpl& t);
+
+ private:
+  struct Compiled;
+  struct Group;
+  void charge(HostState s, int64_t ns);
+  void wait_for(HostState s, const sc_core::sc_event& e);
+  void align_to_ns(HostState s);
+  void enter(HostState s);
+  std::string allocate(const compiler_stub::TensorType& type, const std::string& hint);
+  void flush(const char* reason);
+  void run_group(const std::vector<int32_t>& nodes, compiler_stub::CompileKind kind,
+                 bool allow_fallback);
+  std::shared_ptr<Compiled> compile_group(const compiler_stub::Graph& sub,
+                                          compiler_stub::CompileKind kind, bool* failed,
+                                          std::string* error);
+  void launch_group(const Group& g, const Compiled& c);
+  engines::Launch& launch_transfer(const std::string& src, isa::MemSpace src_space,
+                                   const std::string& dst, isa::MemSpace dst_space,
+                                   const compiler_stub::TensorType& type);
+  void wait_drained(const engines::Launch* l, HostState s);
+  void free_deferred();
+  StepRecord& record() { return m_in_step ? m_current : m_startup; }
+
+  Config m_config;
+  sim::Device& m_device;
+  SessionOptions m_options;
+  traces::TraceSink* m_trace;
+  uint64_t m_arch_fp = 0;
+
+  // Pending lazy graph and the live tensors its nodes produce.
+  compiler_stub::Graph m_pending;
+  std::unordered_map<int32_t, std::weak_ptr<TensorImpl>> m_pending_out;
+  std::unordered_map<std::string, int32_t> m_pending_inputs;  // device name -> input node
+  std::unordered_map<int32_t, std::shared_ptr<TensorImpl>> m_input_impl;  // input node -> tensor
+  int64_t m_pending_ops = 0;
+  std::vector<std::shared_ptr<TensorImpl>> m_flush_hold;
+  int32_t m_next_node = 0;
+  std::map<std::string, int64_t> m_scalar_values;
+
+  // Compile cache: signature -> compiled plan, least recently used first.
+  std::list<std::pair<uint64_t, std::shared_ptr<Compiled>>> m_lru;
+  std::unordered_map<uint64_t, decltype(m_lru)::iterator> m_cache;
+  std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;  // shape-free hash -> compiles
+  std::vector<std::shared_ptr<Compiled>> m_transfer_plans;   // kept alive for the device
+  std::unordered_map<std::string, size_t> m_transfer_index;
+  std::vector<std::shared_ptr<Compiled>> m_retired;  // evicted, perhaps still running
+
+  // Device memory.
+  int64_t m_hbm_used = 0;
+  int64_t m_next_tensor = 0;
+  std::unordered_map<std::string, int64_t> m_hbm_bytes;
+  std::vector<std::string> m_deferred_free;  // freed once the device is done with them
+
+  // Host time accounting.
+  HostState m_state = HostState::other;
+  sc_core::sc_time m_state_since;
+  bool m_in_step = false;
+  StepRecord m_startup;
+  StepRecord m_current;
+  std::vector<StepRecord> m_steps;
+  size_t m_step_first_launch = 0;
+  std::vector<int64_t> m_aot_buckets;
+  bool m_tracing = false;  // AOT startup: recording a bucket's step
+  std::optional<traces::Track> m_host_track;
+  compiler_stub::Graph m_ref;  // keep_reference: every upload and op
+  std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
+};
+
+// Runs `body` in a host SC_THREAD on `device` and simulates until everything is done. Throws
+// what `body` throws (after stopping the simulation), or sim::SimulationError when the device
+// could not finish.
+void run_host(sim::Device& device, const std::function<void()>& body);
+
+}  // namespace wallsim::runtime

@@ -1,0 +1,209 @@
+// The host runtime on the chip model: every mode computes the reference's values; warm steps
+// hit the compile cache; host states sum exactly to wall time; caches evict; compile failures
+// fall back or stop. One device per process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "wallsim/runtime/ops.h"
+#include "wallsim/runtime/session.h"
+#include "wallsim/sim/device.h"
+#include "wallsim/sim/exec.h"
+#include "wallsim/workloads/workload.h"
+
+namespace wallsim::runtime {
+namespace {
+
+Config load(const std::string& name, const std::vector<std::string>& overrides = {}) {
+  return load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/" + name + ".json", overrides);
+}
+
+// A device and a session on it, and a way to run host code against them.
+struct Rig {
+  explicit Rig(const Config& c, Mode mode, bool functional = true) : config(c) {
+    sim::init_systemc();
+    sim::DeviceOptions o;
+    o.functional = functional;
+    o.stats = &stats;
+    device = std::make_unique<sim::Device>("device", config.chip, o);
+    SessionOptions so;
+    so.mode = mode;
+    so.functional = functional;
+    so.keep_reference = functional;
+    session = std::make_unique<Session>(config, *device, so);
+  }
+  void run(const std::function<void(Session&)>& body) {
+    run_host(*device, [&] { body(*session); });
+  }
+  Config config;
+  traces::StatsRegistry stats;
+  std::unique_ptr<sim::Device> device;
+  std::unique_ptr<Session> session;
+};
+
+// Worst |chip - reference| relative to the reference's largest magnitude.
+double error(const compiler_stub::HostTensor& got, const compiler_stub::HostTensor& want) {
+  EXPECT_EQ(got.shape, want.shape);
+  double scale = 1, worst = 0;
+  for (float w : want.data) scale = std::max(scale, double(std::abs(w)));
+  for (size_t i = 0; i < std::min(got.data.size(), want.data.size()); ++i) {
+    worst = std::max(worst, std::abs(double(got.data[i]) - want.data[i]) / scale);
+  }
+  return worst;
+}
+
+// Runs `spec` for `steps` steps under `mode`: each step's output against the reference.
+void check_workload(const std::string& config, const std::string& spec, Mode mode, int steps,
+                    double tolerance) {
+  Rig rig(load(config), mode);
+  auto w = workloads::make_workload(workloads::parse_spec(spec));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
+    for (int i = 0; i < steps; ++i) {
+      s.begin_step(i);
+      Tensor out = w->step(s, i);
+      compiler_stub::HostTensor got = s.to_host(out);
+      s.end_step();
+      EXPECT_LT(error(got, s.reference(out)), tolerance) << name_of(mode) << " step " << i;
+    }
+  });
+  const auto& steps_done = rig.session->steps();
+  ASSERT_EQ(static_cast<int>(steps_done.size()), steps);
+  // Host states never overlap and account for every nanosecond.
+  for (const StepRecord& r : steps_done) {
+    int64_t sum = 0;
+    for (int64_t ns : r.host_ns) sum += ns;
+    EXPECT_EQ(sum, r.wall_ns) << "step " << r.index;
+    EXPECT_GT(r.device_busy_ns, 0);
+    EXPECT_LE(r.device_busy_ns, r.wall_ns);
+  }
+  // Warm steps compile nothing: every lookup hits.
+  if (mode != Mode::native) {
+    for (size_t i = 1; i < steps_done.size(); ++i) {
+      EXPECT_EQ(steps_done[i].counts.compiles, 0) << "step " << i;
+      EXPECT_EQ(steps_done[i].counts.cache_misses, 0) << "step " << i;
+      EXPECT_GT(steps_done[i].counts.cache_hits, 0) << "step " << i;
+    }
+  }
+}
+
+const char* kMlp = "mlp:batch=96,d_model=64,d_ff=160,layers=2,dtype=fp32";
+const char* kTransformer = "transformer:seq=64,d_model=64,heads=2,d_ff=128,layers=2,dtype=fp32";
+
+TEST(Runtime, MlpNativeMatchesReference) { check_workload("trn2", kMlp, Mode::native, 2, 1e-4); }
+TEST(Runtime, MlpEagerMatchesReference) { check_workload("trn2", kMlp, Mode::eager, 2, 1e-4); }
+TEST(Runtime, MlpFusedMatchesReference) { check_workload("trn2", kMlp, Mode::fused, 2, 1e-4); }
+TEST(Runtime, MlpAotMatchesReference) { check_workload("trn2", kMlp, Mode::aot, 2, 1e-4); }
+TEST(Runtime, MlpFusedOnTinyMatchesReference) {
+  check_workload("tiny", kMlp, Mode::fused, 2, 1e-4);
+}
+TEST(Runtime, TransformerNativeMatchesReference) {
+  check_workload("trn2", kTransformer, Mode::native, 2, 1e-3);
+}
+TEST(Runtime, TransformerEagerMatchesReference) {
+  check_workload("trn2", kTransformer, Mode::eager, 2, 1e-3);
+}
+TEST(Runtime, TransformerFusedMatchesReference) {
+  check_workload("trn2", kTransformer, Mode::fused, 2, 1e-3);
+}
+TEST(Runtime, TransformerAotMatchesReference) {
+  check_workload("trn2", kTransformer, Mode::aot, 2, 1e-3);
+}
+
+// AOT traces and compiles before the first step: the cost is under `startup`, and steps only
+// look up and launch.
+TEST(Runtime, AotCompilesUnderStartupOnly) {
+  Rig rig(load("trn2"), Mode::aot, false);
+  auto w = workloads::make_workload(workloads::parse_spec("mlp:batch=128,d_model=128,d_ff=256"));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
+    for (int i = 0; i < 3; ++i) {
+      s.begin_step(i);
+      s.to_host(w->step(s, i));
+      s.end_step();
+    }
+  });
+  const StepRecord& st = rig.session->startup_record();
+  EXPECT_EQ(st.counts.compiles, 1);
+  EXPECT_GT(st.host_ns[static_cast<int>(HostState::compile)], 0);
+  for (const StepRecord& r : rig.session->steps()) {
+    EXPECT_EQ(r.counts.compiles, 0);
+    EXPECT_EQ(r.counts.cache_hits, 1);
+    EXPECT_EQ(r.counts.plans_launched, 1);
+    EXPECT_EQ(r.host_ns[static_cast<int>(HostState::compile)], 0);
+  }
+}
+
+// Fused groups are cut by the policy: at most max_group_ops ops, `not_fusible` ops alone.
+TEST(Runtime, FusionPolicyCutsGroups) {
+  Rig rig(load("trn2", {"runtime.lazy.max_group_ops=2", "runtime.lazy.not_fusible=[\"gelu\"]"}),
+          Mode::fused, false);
+  rig.run([&](Session& s) {
+    Tensor x = s.upload_random({128, 64}, isa::DType::bf16, 1);
+    Tensor w = s.upload_random({64, 64}, isa::DType::bf16, 2);
+    s.begin_step(0);
+    // matmul, relu | gelu | exp, add | relu: four groups.
+    Tensor y = relu(add(exp(gelu(relu(matmul(x, w)))), x));
+    s.to_host(y);
+    s.end_step();
+  });
+  EXPECT_EQ(rig.session->steps().at(0).counts.plans_launched, 4);
+  EXPECT_EQ(rig.session->steps().at(0).counts.compiles, 4);
+}
+
+// A cache smaller than the working set of signatures evicts, and warm steps miss again.
+TEST(Runtime, SmallCacheEvictsAndMissesAgain) {
+  Rig rig(load("trn2", {"runtime.cache_capacity=2"}), Mode::eager, false);
+  auto w = workloads::make_workload(workloads::parse_spec("mlp:batch=128,d_model=128,d_ff=256"));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    for (int i = 0; i < 2; ++i) {
+      s.begin_step(i);
+      s.to_host(w->step(s, i));
+      s.end_step();
+    }
+  });
+  const StepRecord& warm = rig.session->steps().at(1);
+  EXPECT_GT(warm.counts.cache_evictions, 0);
+  EXPECT_GT(warm.counts.cache_misses, 0);
+  EXPECT_GT(warm.counts.compiles, 0);
+}
+
+// A group that cannot compile: `fail` stops with a one-line RuntimeError naming the reason.
+TEST(Runtime, CompileFailureUnderFailPolicyStops) {
+  Rig rig(load("tiny", {"runtime.lazy.fallback=\"fail\""}), Mode::fused, false);
+  std::string message;
+  try {
+    rig.run([&](Session& s) {
+      Tensor x = s.upload_random({64, 8192}, isa::DType::fp32, 1);
+      s.begin_step(0);
+      s.to_host(relu(x));
+      s.end_step();
+    });
+  } catch (const RuntimeError& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("failed to compile"), std::string::npos) << message;
+  EXPECT_NE(message.find("does not fit in SBUF"), std::string::npos) << message;
+}
+
+// Under `split`, a failing group is split and retried; a single op that still fails is retried
+// as strict eager and then stops the run: every attempt is a counted compile.
+TEST(Runtime, CompileFailureUnderSplitRetriesThenStops) {
+  Rig rig(load("tiny"), Mode::fused, false);
+  EXPECT_THROW(rig.run([&](Session& s) {
+    Tensor x = s.upload_random({64, 8192}, isa::DType::fp32, 1);
+    s.begin_step(0);
+    s.to_host(exp(relu(x)));
+    s.end_step();
+  }),
+               RuntimeError);
+  EXPECT_GE(rig.session->totals().compile_failures, 3);  // the pair, then each half
+  EXPECT_GE(rig.session->totals().fallbacks, 1);
+}
+
+}  // namespace
+}  // namespace wallsim::runtime

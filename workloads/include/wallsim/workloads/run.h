@@ -1,0 +1,39 @@
+// `wallsim run`: one workload under one execution mode on one simulated chip, host and device
+// in the same simulation, written to a run directory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "wallsim/engines/stream_processor.h"
+#include "wallsim/isa/params.h"
+#include "wallsim/runtime/config.h"
+#include "wallsim/runtime/session.h"
+#include "wallsim/workloads/workload.h"
+
+namespace wallsim::workloads {
+
+struct RunOptions {
+  runtime::Mode mode = runtime::Mode::fused;
+  bool debug_sync = false;       // eager: every op synchronous
+  std::optional<int64_t> steps;  // default: the workload's
+  bool functional = false;
+  engines::TraceLevel trace_level = engines::TraceLevel::plans;
+};
+
+struct RunSummary {
+  int64_t wall_ns = 0;  // simulated
+  int64_t steps = 0;
+  runtime::Counts totals;
+  double sim_wall_seconds = 0;  // real
+};
+
+// Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json):
+// complete, or not at all. Bad input throws isa::InputError; a run that cannot go on throws
+// runtime::RuntimeError or sim::SimulationError. Elaborates SystemC: once per process.
+RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved_config,
+                        const WorkloadSpec& spec, const RunOptions& options,
+                        const std::string& out_dir);
+
+}  // namespace wallsim::workloads

@@ -1,0 +1,52 @@
+// Workloads: model builders on the runtime's Tensor API. A workload is named on the command
+// line as NAME or NAME:key=value,... with every parameter defaulted; an unknown or impossible
+// parameter is an isa::InputError naming it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wallsim/runtime/session.h"
+
+namespace wallsim::workloads {
+
+struct WorkloadSpec {
+  std::string name;
+  std::map<std::string, std::string> params;
+  std::string text;  // as given
+};
+
+// Parses "NAME" or "NAME:key=value,key=value". Throws isa::InputError("--workload", ...).
+WorkloadSpec parse_spec(const std::string& text);
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // The resolved parameters (defaults filled in), for the report.
+  virtual std::map<std::string, std::string> params() const = 0;
+  // Uploads the weights (once, before any step).
+  virtual void setup(runtime::Session& s) = 0;
+  // Shape buckets an AOT runtime traces before the first step (the dynamic extent's values).
+  virtual std::vector<int64_t> buckets(const runtime::Session& s) const = 0;
+  // Records one step at dynamic extent `extent` (a bucket when tracing). Its output is read
+  // back at the end of the step (a sync), as a training loop's loss or a sampled token is.
+  virtual runtime::Tensor step(runtime::Session& s, int64_t index) = 0;
+  // Steps a run takes when the user does not say (`decode` fixes its own).
+  virtual int64_t default_steps() const { return 3; }
+  // Whether `--steps` applies.
+  virtual bool fixed_steps() const { return false; }
+  // AOT start-up: records one step at bucket `bucket` (no device work happens).
+  virtual void trace(runtime::Session& s, int64_t bucket) = 0;
+};
+
+// Builds the named workload. Throws isa::InputError for an unknown name or parameter, or
+// impossible values.
+std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec);
+
+// Names and one-line descriptions of the workloads, for --help.
+std::vector<std::pair<std::string, std::string>> workload_list();
+
+}  // namespace wallsim::workloads

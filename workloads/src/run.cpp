@@ -1,0 +1,179 @@
+// The `run` driver: elaborate the device, run the workload's steps in a host thread, report.
+#include "wallsim/workloads/run.h"
+
+#include <chrono>
+#include <fstream>
+
+#include "wallsim/sim/device.h"
+#include "wallsim/sim/exec.h"
+#include "wallsim/traces/chrome_trace.h"
+#include "wallsim/traces/run_directory.h"
+#include "wallsim/traces/stats.h"
+
+namespace wallsim::workloads {
+
+namespace {
+
+using nlohmann::ordered_json;
+using runtime::HostState;
+using runtime::kNumHostStates;
+
+ordered_json counts_json(const runtime::Counts& c) {
+  return {{"ops", c.ops},
+          {"plans_launched", c.plans_launched},
+          {"compiles", c.compiles},
+          {"compile_failures", c.compile_failures},
+          {"cache_hits", c.cache_hits},
+          {"cache_misses", c.cache_misses},
+          {"recompiles", c.recompiles},
+          {"fallbacks", c.fallbacks},
+          {"cache_evictions", c.cache_evictions},
+          {"transfers", c.transfers}};
+}
+
+ordered_json record_json(const runtime::StepRecord& r) {
+  ordered_json j;
+  if (r.index >= 0) j["index"] = r.index;
+  j["start_ns"] = r.start_ns;
+  j["wall_ns"] = r.wall_ns;
+  for (int s = 0; s < kNumHostStates; ++s) {
+    j[std::string(name_of(static_cast<HostState>(s))) + "_ns"] = r.host_ns[s];
+  }
+  j["device_busy_ns"] = r.device_busy_ns;
+  const ordered_json counts = counts_json(r.counts);
+  for (const auto& [k, v] : counts.items()) j[k] = v;
+  return j;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
+}
+
+}  // namespace
+
+RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved_config,
+                        const WorkloadSpec& spec, const RunOptions& options,
+                        const std::string& out_dir) {
+  sim::init_systemc();
+  std::unique_ptr<Workload> workload = make_workload(spec);
+  if (options.steps && workload->fixed_steps()) {
+    throw isa::InputError("--steps", spec.name + " fixes its own steps");
+  }
+  const int64_t steps = options.steps.value_or(workload->default_steps());
+  std::unique_ptr<traces::RunDirectory> dir;
+  try {
+    dir = std::make_unique<traces::RunDirectory>(out_dir);
+  } catch (const std::runtime_error& e) {
+    throw isa::InputError("--out", e.what());
+  }
+  traces::StatsRegistry stats;
+  stats.add_text("schema", "", "stats format").set("wallsim-stats/1");
+  traces::StatsScope d(stats, "device");
+  d.add_text("clock", "", "the clock device.cycles counts").set("tensor");
+  d.add_value("clock_mhz", "MHz", "frequency of device.clock")
+      .set(config.chip.timing.tensor.freq_mhz);
+  traces::Value& cycles = d.add_value("cycles", "cycles", "device time in device.clock cycles");
+  traces::Value& time_ns = d.add_value("time_ns", "ns", "from the start to the last result");
+
+  std::unique_ptr<traces::TraceSink> trace;
+  if (options.trace_level != engines::TraceLevel::none) {
+    trace = std::make_unique<traces::ChromeTraceWriter>(dir->file("trace.json"));
+    trace->set_metadata("wallsim_version", "0.1.0");
+    trace->set_metadata("config", config.chip.name);
+    trace->set_metadata("workload", spec.text);
+    trace->set_metadata("mode", std::string(runtime::name_of(options.mode)));
+  }
+  sim::DeviceOptions dev;
+  dev.functional = options.functional;
+  dev.stats = &stats;
+  dev.trace = trace.get();
+  dev.trace_level = options.trace_level;
+  sim::Device device("device", config.chip, dev);
+
+  runtime::SessionOptions so;
+  so.mode = options.mode;
+  so.sync_every_op = options.debug_sync;
+  so.functional = options.functional;
+  runtime::Session session(config, device, so, trace.get());
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  runtime::run_host(device, [&] {
+    workload->setup(session);
+    session.startup(workload->buckets(session),
+                    [&](int64_t bucket) { workload->trace(session, bucket); });
+    for (int64_t i = 0; i < steps; ++i) {
+      session.begin_step(i);
+      runtime::Tensor out = workload->step(session, i);
+      session.to_host(out);
+      session.end_step();
+    }
+  });
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  device.finalize();
+  const sc_core::sc_time end = device.end_time();
+  const int64_t period = engines::period_fs(config.chip.timing.tensor.freq_mhz);
+  cycles.set(static_cast<int64_t>((end.value() + period - 1) / period));
+  time_ns.set(end.to_seconds() * 1e9);
+
+  // The report: the compilation wall per step.
+  runtime::Counts totals = session.totals();
+  runtime::StepRecord sum;
+  double padded = 0, real = 0;
+  for (const auto& s : session.steps()) {
+    sum.wall_ns += s.wall_ns;
+    for (int k = 0; k < kNumHostStates; ++k) sum.host_ns[k] += s.host_ns[k];
+    sum.device_busy_ns += s.device_busy_ns;
+    padded += s.padded_macs;
+    real += s.real_macs;
+  }
+  ordered_json steps_json = ordered_json::array();
+  for (const auto& s : session.steps()) steps_json.push_back(record_json(s));
+  ordered_json tot;
+  tot["wall_ns"] = sum.wall_ns;
+  for (int k = 0; k < kNumHostStates; ++k) {
+    tot[std::string(name_of(static_cast<HostState>(k))) + "_ns"] = sum.host_ns[k];
+  }
+  tot["device_busy_ns"] = sum.device_busy_ns;
+  runtime::Counts step_counts;
+  for (const auto& s : session.steps()) step_counts.add(s.counts);
+  const ordered_json counts = counts_json(step_counts);
+  for (const auto& [k, v] : counts.items()) tot[k] = v;
+  tot["padding_flop_fraction"] = padded > 0 ? std::max(0.0, (padded - real) / padded) : 0.0;
+  tot["masked_flop_fraction"] = 0.0;
+  tot["hbm_read_bytes"] = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
+  tot["hbm_write_bytes"] = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
+  ordered_json params = ordered_json::object();
+  for (const auto& [k, v] : workload->params()) params[k] = v;
+  ordered_json extra = {
+      {"workload", {{"name", spec.name}, {"spec", spec.text}, {"params", params}}},
+      {"mode", std::string(runtime::name_of(options.mode)) + (options.debug_sync ? "-debug" : "")},
+      {"compile_profile", std::string(compiler_stub::name_of(config.runtime.compile_cost.profile))},
+      {"startup", record_json(session.startup_record())},
+      {"steps", steps_json},
+      {"totals", tot}};
+  traces::StatsScope measured(stats, "measured");
+  measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
+      .set(wall);
+  {
+    std::ofstream out(dir->file("stats.json"), std::ios::binary);
+    traces::write_stats_json(stats, out, extra);
+  }
+  {
+    std::ofstream out(dir->file("stats.txt"), std::ios::binary);
+    traces::write_stats_text(stats, out);
+  }
+  write_text(dir->file("config.resolved.json"), resolved_config.dump(2) + "\n");
+  if (trace) trace->finish();
+  dir->commit();
+  RunSummary r;
+  r.wall_ns = session.now_ns();
+  r.steps = steps;
+  r.totals = totals;
+  r.sim_wall_seconds = wall;
+  return r;
+}
+
+}  // namespace wallsim::workloads

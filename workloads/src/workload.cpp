@@ -1,0 +1,297 @@
+// The workloads: gemm, mlp, transformer (GPT-2-style pre-layernorm blocks, causal attention).
+#include "wallsim/workloads/workload.h"
+
+#include <cmath>
+#include <set>
+
+#include "wallsim/isa/params.h"
+#include "wallsim/runtime/ops.h"
+
+namespace wallsim::workloads {
+
+using runtime::Session;
+using runtime::Tensor;
+
+WorkloadSpec parse_spec(const std::string& text) {
+  WorkloadSpec spec;
+  spec.text = text;
+  const size_t colon = text.find(':');
+  spec.name = text.substr(0, colon);
+  if (spec.name.empty())
+    throw isa::InputError("--workload", "needs a name, e.g. mlp or gemm:m=512");
+  if (colon == std::string::npos) return spec;
+  const std::string rest = text.substr(colon + 1);
+  size_t at = 0;
+  while (at <= rest.size()) {
+    size_t comma = rest.find(',', at);
+    if (comma == std::string::npos) comma = rest.size();
+    const std::string item = rest.substr(at, comma - at);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
+      throw isa::InputError("--workload " + text, "'" + item + "' is not key=value");
+    }
+    const std::string key = item.substr(0, eq);
+    if (!spec.params.emplace(key, item.substr(eq + 1)).second) {
+      throw isa::InputError("--workload " + text, "parameter '" + key + "' given twice");
+    }
+    at = comma + 1;
+  }
+  return spec;
+}
+
+namespace {
+
+// Typed access to a spec's parameters; every parameter must be read (else it is unknown).
+class Params {
+ public:
+  explicit Params(const WorkloadSpec& spec) : m_spec(spec) {}
+  int64_t integer(const std::string& key, int64_t def, int64_t min, int64_t max) {
+    m_known.insert(key);
+    int64_t v = def;
+    auto it = m_spec.params.find(key);
+    if (it != m_spec.params.end()) {
+      size_t used = 0;
+      try {
+        v = std::stoll(it->second, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != it->second.size()) fail(key, "expected an integer, got '" + it->second + "'");
+    }
+    if (v < min || v > max) {
+      fail(key, std::to_string(v) + " is outside [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "]");
+    }
+    m_resolved[key] = std::to_string(v);
+    return v;
+  }
+  isa::DType dtype(const std::string& key, isa::DType def) {
+    m_known.insert(key);
+    auto it = m_spec.params.find(key);
+    isa::DType v = def;
+    if (it != m_spec.params.end()) {
+      bool found = false;
+      for (isa::DType d : {isa::DType::bf16, isa::DType::fp16, isa::DType::fp32}) {
+        if (isa::name_of(d) == it->second) {
+          v = d;
+          found = true;
+        }
+      }
+      if (!found) fail(key, "expected bf16, fp16 or fp32, got '" + it->second + "'");
+    }
+    m_resolved[key] = std::string(isa::name_of(v));
+    return v;
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    throw isa::InputError("--workload " + m_spec.text, m_spec.name + "." + key + ": " + problem);
+  }
+  // After every parameter was read: anything else is a typo.
+  void finish() const {
+    for (const auto& [key, value] : m_spec.params) {
+      if (m_known.count(key)) continue;
+      std::string known;
+      for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
+      throw isa::InputError(
+          "--workload " + m_spec.text,
+          "unknown parameter '" + key + "' of " + m_spec.name + " (known: " + known + ")");
+    }
+  }
+  std::map<std::string, std::string> resolved() const { return m_resolved; }
+
+ private:
+  const WorkloadSpec& m_spec;
+  std::set<std::string> m_known;
+  std::map<std::string, std::string> m_resolved;
+};
+
+constexpr int64_t kBig = int64_t{1} << 20;
+
+// C = A x B with B resident (a weight) and A uploaded every step.
+class Gemm final : public Workload {
+ public:
+  explicit Gemm(Params& p)
+      : m_m(p.integer("m", 512, 1, kBig)),
+        m_k(p.integer("k", 768, 1, kBig)),
+        m_n(p.integer("n", 768, 1, kBig)),
+        m_dtype(p.dtype("dtype", isa::DType::bf16)),
+        m_params((p.finish(), p.resolved())) {}
+  std::map<std::string, std::string> params() const override { return m_params; }
+  void setup(Session& s) override { m_b = s.upload_random({m_k, m_n}, m_dtype, seed(s, 1)); }
+  std::vector<int64_t> buckets(const Session&) const override { return {m_m}; }
+  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_m), index); }
+  void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
+
+ private:
+  static uint64_t seed(const Session& s, uint64_t k) {
+    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
+  }
+  Tensor run(Session& s, int64_t m, int64_t index) {
+    Tensor a = s.upload_random({m, m_k}, m_dtype, seed(s, 100 + static_cast<uint64_t>(index)));
+    s.add_real_macs(double(m_m) * double(m_k) * double(m_n));
+    return runtime::matmul(a, m_b);
+  }
+  int64_t m_m, m_k, m_n;
+  isa::DType m_dtype;
+  std::map<std::string, std::string> m_params;
+  Tensor m_b;
+};
+
+// `layers` residual MLP blocks: x + fc2(gelu(fc1(x))).
+class Mlp final : public Workload {
+ public:
+  explicit Mlp(Params& p)
+      : m_batch(p.integer("batch", 512, 1, kBig)),
+        m_d(p.integer("d_model", 768, 1, kBig)),
+        m_ff(p.integer("d_ff", 3072, 1, kBig)),
+        m_layers(p.integer("layers", 1, 1, 1024)),
+        m_dtype(p.dtype("dtype", isa::DType::bf16)),
+        m_params((p.finish(), p.resolved())) {}
+  std::map<std::string, std::string> params() const override { return m_params; }
+  void setup(Session& s) override {
+    uint64_t k = 1;
+    for (int64_t l = 0; l < m_layers; ++l) {
+      Layer w;
+      w.w1 = s.upload_random({m_d, m_ff}, m_dtype, seed(s, k++));
+      w.b1 = s.upload_random({m_ff}, m_dtype, seed(s, k++));
+      w.w2 = s.upload_random({m_ff, m_d}, m_dtype, seed(s, k++));
+      w.b2 = s.upload_random({m_d}, m_dtype, seed(s, k++));
+      m_w.push_back(w);
+    }
+  }
+  std::vector<int64_t> buckets(const Session&) const override { return {m_batch}; }
+  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_batch), index); }
+  void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
+
+ private:
+  static uint64_t seed(const Session& s, uint64_t k) {
+    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
+  }
+  Tensor run(Session& s, int64_t rows, int64_t index) {
+    using namespace runtime;
+    Tensor x = s.upload_random({rows, m_d}, m_dtype, seed(s, 1000 + static_cast<uint64_t>(index)));
+    for (const Layer& w : m_w) {
+      Tensor h = gelu(bias_add(matmul(x, w.w1), w.b1));
+      x = add(bias_add(matmul(h, w.w2), w.b2), x);
+    }
+    s.add_real_macs(2.0 * double(m_layers) * double(m_batch) * double(m_d) * double(m_ff));
+    return x;
+  }
+  struct Layer {
+    Tensor w1, b1, w2, b2;
+  };
+  int64_t m_batch, m_d, m_ff, m_layers;
+  isa::DType m_dtype;
+  std::map<std::string, std::string> m_params;
+  std::vector<Layer> m_w;
+};
+
+// GPT-2-style blocks (pre-layernorm, causal self-attention with the mask built on the chip
+// from iota and compare, gelu MLP), one sequence of `seq` tokens: an inference forward pass.
+class Transformer final : public Workload {
+ public:
+  explicit Transformer(Params& p)
+      : m_layers(p.integer("layers", 1, 1, 1024)),
+        m_d(p.integer("d_model", 768, 1, kBig)),
+        m_heads(p.integer("heads", 12, 1, 4096)),
+        m_ff(p.integer("d_ff", 3072, 1, kBig)),
+        m_seq(p.integer("seq", 512, 1, kBig)),
+        m_batch(p.integer("batch", 1, 1, 1)),
+        m_dtype(p.dtype("dtype", isa::DType::bf16)),
+        m_params((p.finish(), p.resolved())) {
+    if (m_d % m_heads)
+      p.fail("heads", "d_model " + std::to_string(m_d) + " is not a multiple of heads " +
+                          std::to_string(m_heads));
+  }
+  std::map<std::string, std::string> params() const override { return m_params; }
+  void setup(Session& s) override {
+    uint64_t k = 1;
+    auto up = [&](std::vector<int64_t> shape) {
+      return s.upload_random(shape, m_dtype, seed(s, k++));
+    };
+    for (int64_t l = 0; l < m_layers; ++l) {
+      Layer w;
+      w.ln1_g = up({m_d});
+      w.ln1_b = up({m_d});
+      w.wq = up({m_d, m_d});
+      w.bq = up({m_d});
+      w.wk = up({m_d, m_d});
+      w.bk = up({m_d});
+      w.wv = up({m_d, m_d});
+      w.bv = up({m_d});
+      w.wo = up({m_d, m_d});
+      w.bo = up({m_d});
+      w.ln2_g = up({m_d});
+      w.ln2_b = up({m_d});
+      w.w1 = up({m_d, m_ff});
+      w.b1 = up({m_ff});
+      w.w2 = up({m_ff, m_d});
+      w.b2 = up({m_d});
+      m_w.push_back(w);
+    }
+  }
+  std::vector<int64_t> buckets(const Session&) const override { return {m_seq}; }
+  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_seq), index); }
+  void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
+
+ private:
+  static uint64_t seed(const Session& s, uint64_t k) {
+    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
+  }
+  Tensor run(Session& s, int64_t seq, int64_t index) {
+    using namespace runtime;
+    const int64_t hd = m_d / m_heads;
+    Tensor x = s.upload_random({seq, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
+    // The causal mask: -1e9 where the key is after the query.
+    Tensor row = s.iota({seq, seq}, isa::DType::int32, 0);
+    Tensor col = s.iota({seq, seq}, isa::DType::int32, 1);
+    Tensor mask = scale(compare(col, row, "gt"), -1e9);
+    for (const Layer& w : m_w) {
+      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
+      Tensor q = bias_add(matmul(h, w.wq), w.bq);
+      Tensor k = bias_add(matmul(h, w.wk), w.bk);
+      Tensor v = bias_add(matmul(h, w.wv), w.bv);
+      q = transpose(reshape(q, {seq, m_heads, hd}), {1, 0, 2});
+      k = transpose(reshape(k, {seq, m_heads, hd}), {1, 2, 0});
+      v = transpose(reshape(v, {seq, m_heads, hd}), {1, 0, 2});
+      Tensor p = softmax(add(scale(batch_matmul(q, k), 1.0 / std::sqrt(double(hd))), mask));
+      Tensor ctx = reshape(transpose(batch_matmul(p, v), {1, 0, 2}), {seq, m_d});
+      x = add(x, bias_add(matmul(ctx, w.wo), w.bo));
+      Tensor h2 = layernorm(x, w.ln2_g, w.ln2_b);
+      x = add(x, bias_add(matmul(gelu(bias_add(matmul(h2, w.w1), w.b1)), w.w2), w.b2));
+    }
+    const double S = double(m_seq), D = double(m_d), F = double(m_ff);
+    s.add_real_macs(double(m_layers) * (4 * S * D * D + 2 * S * S * D + 2 * S * D * F));
+    return x;
+  }
+  struct Layer {
+    Tensor ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2;
+  };
+  int64_t m_layers, m_d, m_heads, m_ff, m_seq, m_batch;
+  isa::DType m_dtype;
+  std::map<std::string, std::string> m_params;
+  std::vector<Layer> m_w;
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> workload_list() {
+  return {
+      {"gemm", "gemm:m=512,k=768,n=768,dtype=bf16 - C = A x B, B a resident weight"},
+      {"mlp", "mlp:batch=512,d_model=768,d_ff=3072,layers=1,dtype=bf16 - residual gelu MLP blocks"},
+      {"transformer",
+       "transformer:layers=1,d_model=768,heads=12,d_ff=3072,seq=512,batch=1,dtype=bf16 - "
+       "GPT-2-style blocks, causal attention"}};
+}
+
+std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
+  Params p(spec);
+  if (spec.name == "gemm") return std::make_unique<Gemm>(p);
+  if (spec.name == "mlp") return std::make_unique<Mlp>(p);
+  if (spec.name == "transformer") return std::make_unique<Transformer>(p);
+  std::string names;
+  for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
+  throw isa::InputError("--workload " + spec.text,
+                        "unknown workload '" + spec.name + "' (known: " + names + ")");
+}
+
+}  // namespace wallsim::workloads
