@@ -1314,7 +1314,16 @@ class Lowering {
     int64_t rows = 1, cols = 1;
     for (const SubDim& d : lead) rows *= d.size;
     for (const SubDim& d : free) cols *= d.size;
-    auto tiles = new_tiles(rows, cols, dtype, "view", run.size, id);
+    // Tiles never cross the innermost leading sub-dim (one DMA row stride) nor a batch of the
+    // value (its innermost leading logical dim, which may be shorter: [12, 1, 64] has 1-row
+    // batches).
+    int64_t tile_run = run.size;
+    if (v.groups.size() >= 2) {
+      int64_t logical = 1;
+      for (const SubDim& d : v.groups[v.groups.size() - 2]) logical *= d.size;
+      if (logical < tile_run && tile_run % logical == 0) tile_run = logical;
+    }
+    auto tiles = new_tiles(rows, cols, dtype, "view", tile_run, id);
     if (!tiles) return std::nullopt;
     Slot src = hbm_tensor(v.base, isa::TensorRole::input);
     for (int64_t t = 0; t < tiles->count(); ++t) {

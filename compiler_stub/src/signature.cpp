@@ -56,7 +56,8 @@ std::string build(const Graph& g, const std::vector<int32_t>& group, uint64_t ar
     }
     s += ")";
     for (const auto& [key, value] : n->attrs) {
-      if (!shapes && key == "shape") continue;
+      // Extents in attributes (a reshape's shape, a slice's bounds) are shapes too.
+      if (!shapes && (key == "shape" || key == "start" || key == "limit")) continue;
       s += " " + key + "=" + attr_text(value);
     }
     s += " -> " + (shapes ? dims_text(n->type) : std::string(isa::name_of(n->type.dtype))) + "\n";

@@ -328,16 +328,16 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
       n.inputs.push_back(p->pending);
       continue;
     }
-    auto it = m_pending_inputs.find(p->device);
+    auto it = m_pending_inputs.find(p->storage());
     if (it == m_pending_inputs.end()) {
       Node in;
       in.id = m_next_node++;
       in.op = OpKind::input;
-      in.name = p->device;
+      in.name = p->storage();
       in.type = p->type;
       m_pending.nodes.push_back(in);
-      it = m_pending_inputs.emplace(p->device, in.id).first;
-      m_input_impl[in.id] = p;
+      it = m_pending_inputs.emplace(p->storage(), in.id).first;
+      m_input_impl[in.id] = p->alias_of ? p->alias_of : p;
     }
     n.inputs.push_back(it->second);
   }
@@ -386,7 +386,7 @@ compiler_stub::HostTensor Session::to_host(const Tensor& t) {
     return out;
   }
   wait_drained(p->producer, HostState::sync_wait);
-  const std::string& dev = p->alias_of ? p->alias_of->device : p->device;
+  const std::string& dev = p->storage();
   const std::string host = "host_" + dev;
   if (m_options.functional)
     m_device.tensors().put(host, isa::MemSpace::host, p->type.dtype, out.shape);
@@ -403,13 +403,20 @@ compiler_stub::HostTensor Session::to_host(const Tensor& t) {
 
 void Session::mark_step() { flush("mark_step"); }
 
+void Session::declare_scalar(const std::string& name, int64_t min, int64_t max) {
+  if (m_pending.find_scalar(name)) return;
+  m_pending.scalars.push_back({name, min, max});
+}
+
 compiler_stub::HostTensor Session::reference(const Tensor& t) const {
   if (t.impl()->ref < 0) throw RuntimeError("no reference value: keep_reference is off");
   Graph g = m_ref;
   g.name = "reference";
   g.scalars = m_pending.scalars;
   g.outputs = {t.impl()->ref};
-  auto values = compiler_stub::evaluate(g, m_ref_inputs, m_scalar_values);
+  std::map<std::string, int64_t> scalars = m_scalar_values;
+  for (const auto& s : g.scalars) scalars.emplace(s.name, s.min);  // declared, never set
+  auto values = compiler_stub::evaluate(g, m_ref_inputs, scalars);
   return values.at(t.impl()->ref);
 }
 
@@ -480,7 +487,7 @@ void Session::run_group(const std::vector<int32_t>& nodes, CompileKind kind, boo
         auto t = m_pending_out.at(in).lock();
         if (!t || t->pending >= 0)
           throw RuntimeError("internal: a group input was not materialised");
-        device = t->alias_of ? t->alias_of->device : t->device;
+        device = t->storage();
       }
       Node x;
       x.id = next++;
@@ -685,7 +692,6 @@ void Session::launch_group(const Group& g, const Compiled& c) {
   engines::Launch& l = m_device.launch(c.plan, std::move(scalars), std::move(names));
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
-  if (m_options.mode != Mode::aot) record().real_macs += c.macs;
   for (auto& t : outs) {
     if (!t) continue;
     t->pending = -1;

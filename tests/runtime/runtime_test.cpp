@@ -54,8 +54,9 @@ double error(const compiler_stub::HostTensor& got, const compiler_stub::HostTens
 }
 
 // Runs `spec` for `steps` steps under `mode`: each step's output against the reference.
+// `warm_hits`: the workload repeats its shapes, so steps after the first compile nothing.
 void check_workload(const std::string& config, const std::string& spec, Mode mode, int steps,
-                    double tolerance) {
+                    double tolerance, bool warm_hits = true) {
   Rig rig(load(config), mode);
   auto w = workloads::make_workload(workloads::parse_spec(spec));
   rig.run([&](Session& s) {
@@ -80,7 +81,7 @@ void check_workload(const std::string& config, const std::string& spec, Mode mod
     EXPECT_LE(r.device_busy_ns, r.wall_ns);
   }
   // Warm steps compile nothing: every lookup hits.
-  if (mode != Mode::native) {
+  if (mode != Mode::native && warm_hits) {
     for (size_t i = 1; i < steps_done.size(); ++i) {
       EXPECT_EQ(steps_done[i].counts.compiles, 0) << "step " << i;
       EXPECT_EQ(steps_done[i].counts.cache_misses, 0) << "step " << i;
@@ -110,6 +111,65 @@ TEST(Runtime, TransformerFusedMatchesReference) {
 }
 TEST(Runtime, TransformerAotMatchesReference) {
   check_workload("trn2", kTransformer, Mode::aot, 2, 1e-3);
+}
+
+// Decode: a prefill and one token over the KV cache (the reference binds one value per
+// run-time scalar, so only the first append can be checked against it).
+const char* kDecode =
+    "decode:prompt=20,new_tokens=1,d_model=64,heads=2,d_ff=128,layers=2,dtype=fp32";
+TEST(Runtime, DecodeFusedMatchesReference) {
+  check_workload("trn2", kDecode, Mode::fused, 2, 1e-3, /*warm_hits=*/false);
+}
+TEST(Runtime, DecodeAotMatchesReference) { check_workload("trn2", kDecode, Mode::aot, 2, 1e-3); }
+TEST(Runtime, DecodeNativeOnTinyMatchesReference) {
+  check_workload("tiny", kDecode, Mode::native, 2, 1e-3);
+}
+
+// Runs 8 decode tokens timing-only; returns (startup counts, step counts, padded, real MACs).
+struct DecodeRun {
+  Counts startup, steps;
+  double padded_macs = 0, real_macs = 0;
+};
+DecodeRun decode_run(Mode mode) {
+  Rig rig(load("trn2"), mode, false);
+  auto w = workloads::make_workload(
+      workloads::parse_spec("decode:prompt=40,new_tokens=8,d_model=128,heads=2,d_ff=256"));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
+    for (int i = 0; i < 9; ++i) {
+      s.begin_step(i);
+      s.to_host(w->step(s, i));
+      s.end_step();
+    }
+  });
+  DecodeRun r;
+  r.startup = rig.session->startup_record().counts;
+  for (const auto& st : rig.session->steps()) {
+    r.steps.add(st.counts);
+    r.padded_macs += st.padded_macs;
+    r.real_macs += st.real_macs;
+  }
+  return r;
+}
+
+// Exact shapes: every token is a new shape, so fused decode compiles (and recompiles) each.
+TEST(Runtime, DecodeUnderFusedRecompilesEveryToken) {
+  DecodeRun r = decode_run(Mode::fused);
+  EXPECT_EQ(r.startup.compiles, 0);
+  EXPECT_EQ(r.steps.compiles, 9);    // the prefill and 8 token shapes
+  EXPECT_EQ(r.steps.recompiles, 7);  // token shapes after the first
+  EXPECT_EQ(r.padded_macs, r.real_macs);
+}
+
+// AOT compiles the prefill and the token step per bucket before the first step, then pads.
+TEST(Runtime, DecodeUnderAotPadsInsteadOfRecompiling) {
+  DecodeRun r = decode_run(Mode::aot);
+  EXPECT_GT(r.startup.compiles, 0);
+  EXPECT_EQ(r.steps.compiles, 0);
+  EXPECT_EQ(r.steps.recompiles, 0);
+  EXPECT_EQ(r.steps.cache_hits, 9);
+  EXPECT_GT(r.padded_macs, r.real_macs);  // keys padded to the 128 bucket
 }
 
 // AOT traces and compiles before the first step: the cost is under `startup`, and steps only

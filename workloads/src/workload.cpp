@@ -272,6 +272,144 @@ class Transformer final : public Workload {
   std::vector<Layer> m_w;
 };
 
+// Autoregressive decoding with a KV cache: step 0 is the prefill of `prompt` tokens, then one
+// step per generated token. Each layer's K and V live in a cache of the largest length the run
+// needs; a step appends its keys and values in place at run-time position `pos`
+// (dynamic_update_slice) and attends over the first L rows, where L = shape_for(real length):
+// the exact length in the lazy modes (a new shape every token), the smallest bucket that fits
+// under AOT, whose padded keys a mask uploaded with the token hides.
+class Decode final : public Workload {
+ public:
+  explicit Decode(Params& p)
+      : m_layers(p.integer("layers", 1, 1, 1024)),
+        m_d(p.integer("d_model", 768, 1, kBig)),
+        m_heads(p.integer("heads", 12, 1, 4096)),
+        m_ff(p.integer("d_ff", 3072, 1, kBig)),
+        m_prompt(p.integer("prompt", 128, 1, kBig)),
+        m_new(p.integer("new_tokens", 128, 1, kBig)),
+        m_batch(p.integer("batch", 1, 1, 1)),
+        m_dtype(p.dtype("dtype", isa::DType::bf16)),
+        m_params((p.finish(), p.resolved())) {
+    if (m_d % m_heads)
+      p.fail("heads", "d_model " + std::to_string(m_d) + " is not a multiple of heads " +
+                          std::to_string(m_heads));
+  }
+  std::map<std::string, std::string> params() const override { return m_params; }
+  int64_t default_steps() const override { return 1 + m_new; }
+  bool fixed_steps() const override { return true; }
+
+  void setup(Session& s) override {
+    // The cache holds the longest padded length any step attends over.
+    m_cache_len = s.mode() == runtime::Mode::aot ? padded(s, m_prompt + m_new) : m_prompt + m_new;
+    s.declare_scalar("pos", 0, m_cache_len - 1);
+    s.declare_scalar("start", 0, 0);
+    s.set_scalar("start", 0);
+    uint64_t k = 1;
+    auto up = [&](std::vector<int64_t> shape) {
+      return s.upload_random(shape, m_dtype, seed(s, k++));
+    };
+    for (int64_t l = 0; l < m_layers; ++l) {
+      Layer w;
+      w.ln1_g = up({m_d});
+      w.ln1_b = up({m_d});
+      w.wq = up({m_d, m_d});
+      w.wk = up({m_d, m_d});
+      w.wv = up({m_d, m_d});
+      w.wo = up({m_d, m_d});
+      w.ln2_g = up({m_d});
+      w.ln2_b = up({m_d});
+      w.w1 = up({m_d, m_ff});
+      w.w2 = up({m_ff, m_d});
+      w.k_cache = up({m_cache_len, m_d});
+      w.v_cache = up({m_cache_len, m_d});
+      m_w.push_back(w);
+    }
+  }
+  std::vector<int64_t> buckets(const Session& s) const override {
+    const auto& aot = s.config().runtime.aot;
+    std::vector<int64_t> out;
+    for (int64_t b = aot.bucket_min; b <= aot.bucket_max; b *= 2) out.push_back(b);
+    return out;
+  }
+  Tensor step(Session& s, int64_t index) override {
+    const int64_t real = index == 0 ? m_prompt : m_prompt + index;
+    return run(s, index, real, s.shape_for(real));
+  }
+  void trace(Session& s, int64_t bucket) override {
+    // Every bucket a token step may use; the prefill at the prompt's bucket.
+    if (bucket < padded(s, m_prompt) || bucket > m_cache_len) return;
+    const std::vector<Layer> kept = m_w;  // tracing runs nothing: the caches stay as they are
+    if (bucket == padded(s, m_prompt)) s.to_host(run(s, 0, m_prompt, bucket));
+    m_w = kept;
+    if (bucket >= m_prompt + 1) s.to_host(run(s, 1, bucket, bucket));
+    m_w = kept;
+  }
+
+ private:
+  static uint64_t seed(const Session& s, uint64_t k) {
+    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
+  }
+  static int64_t padded(const Session& s, int64_t real) {
+    const auto& aot = s.config().runtime.aot;
+    int64_t b = aot.bucket_min;
+    while (b < real) b *= 2;
+    return b;
+  }
+  // One step: `index` 0 is the prefill of `real` tokens (run at `len` rows); otherwise a token
+  // at position real - 1 attending over `len` >= real cached rows.
+  Tensor run(Session& s, int64_t index, int64_t real, int64_t len) {
+    using namespace runtime;
+    const int64_t hd = m_d / m_heads;
+    const bool prefill = index == 0;
+    const int64_t rows = prefill ? len : 1;
+    Tensor x =
+        s.upload_random({rows, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
+    Tensor bias;  // attention bias over the keys
+    if (prefill) {
+      Tensor row = s.iota({len, len}, isa::DType::int32, 0);
+      Tensor col = s.iota({len, len}, isa::DType::int32, 1);
+      bias = scale(compare(col, row, "gt"), -1e9);
+    } else if (len > real || s.mode() == runtime::Mode::aot) {  // -1e9 past the real length
+      std::vector<float> b(static_cast<size_t>(len), 0.0f);
+      for (int64_t i = real; i < len; ++i) b[static_cast<size_t>(i)] = -1e9f;
+      bias = s.upload({1, len}, m_dtype, b);
+      s.set_scalar("pos", real - 1);
+    } else {
+      s.set_scalar("pos", real - 1);
+    }
+    for (Layer& w : m_w) {
+      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
+      Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
+      const char* at = prefill ? "start" : "pos";
+      w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
+                       {{"scalar", std::string(at)}});
+      w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
+                       {{"scalar", std::string(at)}});
+      Tensor keys = slice(w.k_cache, 0, 0, len), values = slice(w.v_cache, 0, 0, len);
+      q = transpose(reshape(q, {rows, m_heads, hd}), {1, 0, 2});
+      Tensor kt = transpose(reshape(keys, {len, m_heads, hd}), {1, 2, 0});
+      Tensor vt = transpose(reshape(values, {len, m_heads, hd}), {1, 0, 2});
+      Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
+      if (bias.valid()) scores = add(scores, bias);
+      Tensor ctx = reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
+      x = add(x, matmul(ctx, w.wo));
+      x = add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
+    }
+    const double R = double(prefill ? real : 1), L = double(real), D = double(m_d),
+                 F = double(m_ff);
+    s.add_real_macs(double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F));
+    return x;
+  }
+  struct Layer {
+    Tensor ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2, k_cache, v_cache;
+  };
+  int64_t m_layers, m_d, m_heads, m_ff, m_prompt, m_new, m_batch;
+  isa::DType m_dtype;
+  std::map<std::string, std::string> m_params;
+  std::vector<Layer> m_w;
+  int64_t m_cache_len = 0;
+};
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> workload_list() {
@@ -280,7 +418,10 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"mlp", "mlp:batch=512,d_model=768,d_ff=3072,layers=1,dtype=bf16 - residual gelu MLP blocks"},
       {"transformer",
        "transformer:layers=1,d_model=768,heads=12,d_ff=3072,seq=512,batch=1,dtype=bf16 - "
-       "GPT-2-style blocks, causal attention"}};
+       "GPT-2-style blocks, causal attention"},
+      {"decode",
+       "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
+       "dtype=bf16 - a prefill, then one step per token over a KV cache"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
@@ -288,6 +429,7 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "gemm") return std::make_unique<Gemm>(p);
   if (spec.name == "mlp") return std::make_unique<Mlp>(p);
   if (spec.name == "transformer") return std::make_unique<Transformer>(p);
+  if (spec.name == "decode") return std::make_unique<Decode>(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
   throw isa::InputError("--workload " + spec.text,

@@ -89,6 +89,8 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> alias_of;       // shares that tensor's storage (a KV append)
   int32_t ref = -1;  // node in the session's reference graph (functional runs)
   ~TensorImpl();
+  // The HBM tensor holding the value (its own, or the one it aliases).
+  const std::string& storage() const { return alias_of ? alias_of->storage() : device; }
 };
 
 class Tensor {
@@ -143,7 +145,9 @@ class Session {
   compiler_stub::HostTensor to_host(const Tensor& t);
   // Flush point of a lazy runtime (fused: the pending graph is compiled and launched).
   void mark_step();
-  // Run-time scalars of bounded dims, bound at each launch.
+  // Run-time scalars (a KV append's position, a bounded dim's extent): declared once with
+  // their range, set before the ops that use them are launched.
+  void declare_scalar(const std::string& name, int64_t min, int64_t max);
   void set_scalar(const std::string& name, int64_t value) { m_scalar_values[name] = value; }
 
   // ---- steps ----
