@@ -20,5 +20,6 @@ void add_plan_commands(CLI::App& app);
 void add_exec_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_study_command(CLI::App& app);
 
 }  // namespace wallsim::cli

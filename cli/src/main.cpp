@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_exec_command(app);
   add_compile_command(app);
   add_run_command(app);
+  add_study_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -40,7 +40,7 @@ TEST(WorkloadSpec, BadParametersAreOneLineErrors) {
             "--workload transformer:d_model=100,heads=12: transformer.heads: d_model 100 is not a "
             "multiple of heads 12");
   EXPECT_EQ(error_of("resnet"),
-            "--workload resnet: unknown workload 'resnet' (known: gemm, mlp, transformer)");
+            "--workload resnet: unknown workload 'resnet' (known: gemm, mlp, transformer, decode)");
   EXPECT_EQ(error_of("mlp:batch"), "--workload mlp:batch: 'batch' is not key=value");
   EXPECT_EQ(error_of("gemm:dtype=int8"),
             "--workload gemm:dtype=int8: gemm.dtype: expected bf16, fp16 or fp32, got 'int8'");

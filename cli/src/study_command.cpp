@@ -1,0 +1,272 @@
+// `wallsim study wall [--config C] [--spec FILE] [--out DIR]`: the compilation wall. Each
+// (workload, compile-cost profile, mode) point is its own `wallsim run` process (SystemC
+// elaborates once per process); the study reads their stats.json and writes a table.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+#include "wallsim/isa/json_object.h"
+#include "wallsim/isa/params.h"
+#include "wallsim/runtime/session.h"
+#include "wallsim/traces/run_directory.h"
+
+extern char** environ;
+
+namespace wallsim::cli {
+namespace {
+
+struct StudyArgs {
+  std::string config = "configs/trn2.json";
+  std::string spec = "configs/studies/wall.json";
+  std::string out = "out/wall";
+  std::vector<std::string> overrides;
+};
+
+struct WallSpec {
+  std::vector<std::string> workloads;
+  std::vector<std::string> modes;
+  std::vector<std::string> profiles;
+  int64_t steps = 5;
+};
+
+std::vector<std::string> strings(const isa::Json& j, const std::string& path) {
+  if (!j.is_array() || j.empty()) throw isa::InputError(path, "expected a non-empty list of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) throw isa::InputError(path + "[" + std::to_string(i) + "]", "expected a string");
+    out.push_back(j[i].get<std::string>());
+  }
+  return out;
+}
+
+WallSpec read_spec(const std::string& file) {
+  isa::Json j = isa::read_json_file(file);
+  if (!j.is_object()) throw isa::InputError(file, "expected an object");
+  WallSpec s;
+  for (const auto& [key, value] : j.items()) {
+    const std::string path = file + ": " + key;
+    if (!key.empty() && key[0] == '_') continue;
+    if (key == "workloads") {
+      s.workloads = strings(value, path);
+    } else if (key == "modes") {
+      s.modes = strings(value, path);
+      for (size_t i = 0; i < s.modes.size(); ++i) {
+        if (!runtime::parse_mode(s.modes[i]))
+          throw isa::InputError(path + "[" + std::to_string(i) + "]",
+                                "unknown mode '" + s.modes[i] + "' (native, eager, fused, aot)");
+      }
+    } else if (key == "profiles") {
+      s.profiles = strings(value, path);
+      for (size_t i = 0; i < s.profiles.size(); ++i) {
+        if (s.profiles[i] != "neuron" && s.profiles[i] != "xla")
+          throw isa::InputError(path + "[" + std::to_string(i) + "]",
+                                "unknown profile '" + s.profiles[i] + "' (neuron, xla)");
+      }
+    } else if (key == "steps") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 2 || value.get<int64_t>() > 100000)
+        throw isa::InputError(path, "expected an integer in [2, 100000]");
+      s.steps = value.get<int64_t>();
+    } else {
+      throw isa::InputError(path, "unknown key (workloads, modes, profiles, steps)");
+    }
+  }
+  if (s.workloads.empty() || s.modes.empty() || s.profiles.empty())
+    throw isa::InputError(file, "needs workloads, modes and profiles");
+  return s;
+}
+
+// Runs `args` (argv[0] is this executable) and returns its exit code; stderr passes through.
+int run_self(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+struct Point {
+  std::string workload, profile, mode;
+  double startup_ms = 0, cold_ms = 0, warm_ms = 0;
+  double warm_state_ms[runtime::kNumHostStates] = {};
+  double warm_device_ms = 0;
+  int64_t compiles = 0, recompiles = 0, startup_compiles = 0, steps = 0;
+  double total_ms = 0;  // start-up and every step
+  double padding = 0;
+};
+
+double ms(const isa::Json& j, const char* key) { return j.at(key).get<double>() / 1e6; }
+
+Point read_point(const std::string& dir) {
+  std::ifstream in(dir + "/stats.json");
+  isa::Json s = isa::Json::parse(in);
+  Point p;
+  const auto& steps = s.at("steps");
+  p.steps = static_cast<int64_t>(steps.size());
+  p.startup_ms = ms(s.at("startup"), "wall_ns");
+  p.startup_compiles = s.at("startup").at("compiles").get<int64_t>();
+  p.cold_ms = ms(steps.at(0), "wall_ns");
+  for (size_t i = 1; i < steps.size(); ++i) {
+    p.warm_ms += ms(steps[i], "wall_ns");
+    for (int k = 0; k < runtime::kNumHostStates; ++k) {
+      const std::string key =
+          std::string(runtime::name_of(static_cast<runtime::HostState>(k))) + "_ns";
+      p.warm_state_ms[k] += ms(steps[i], key.c_str());
+    }
+    p.warm_device_ms += ms(steps[i], "device_busy_ns");
+  }
+  const double n = double(steps.size() - 1);
+  p.warm_ms /= n;
+  p.warm_device_ms /= n;
+  for (double& v : p.warm_state_ms) v /= n;
+  p.compiles = s.at("totals").at("compiles").get<int64_t>();
+  p.recompiles = s.at("totals").at("recompiles").get<int64_t>();
+  p.total_ms = p.startup_ms + ms(s.at("totals"), "wall_ns");
+  p.padding = s.at("totals").at("padding_flop_fraction").get<double>();
+  return p;
+}
+
+std::string fmt(double v, int precision = 3) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(precision) << v;
+  return o.str();
+}
+
+// Steps after which `a` has spent less wall time than `b` (start-up and cold step included),
+// or "never" / "always".
+std::string overtakes(const Point& a, const Point& b) {
+  const double fixed_a = a.startup_ms + a.cold_ms - a.warm_ms;
+  const double fixed_b = b.startup_ms + b.cold_ms - b.warm_ms;
+  if (fixed_a <= fixed_b && a.warm_ms <= b.warm_ms) return "always";
+  if (a.warm_ms >= b.warm_ms) return "never";
+  return std::to_string(static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (b.warm_ms - a.warm_ms))));
+}
+
+}  // namespace
+
+void add_study_command(CLI::App& app) {
+  auto a = std::make_shared<StudyArgs>();
+  CLI::App* study = app.add_subcommand("study", "run a study: many runs, one table");
+  study->require_subcommand(1);
+  CLI::App* cmd = study->add_subcommand(
+      "wall", "the compilation wall: start-up, cold and warm steps of each mode, per profile");
+  cmd->add_option("--config,-c", a->config, "chip and runtime config (JSON)");
+  cmd->add_option("--spec", a->spec, "study spec: workloads, modes, profiles, steps");
+  cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
+  cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+  cmd->callback([a] {
+    const WallSpec spec = read_spec(a->spec);
+    std::unique_ptr<traces::RunDirectory> dir;
+    try {
+      dir = std::make_unique<traces::RunDirectory>(a->out);
+    } catch (const std::runtime_error& e) {
+      throw isa::InputError("--out", e.what());
+    }
+    const std::string runs = dir->subdir("runs");
+    std::vector<Point> points;
+    for (const auto& workload : spec.workloads) {
+      std::string wname = workload.substr(0, workload.find(':'));
+      for (const auto& profile : spec.profiles) {
+        for (const auto& mode : spec.modes) {
+          const std::string name = wname + "_" + profile + "_" + mode;
+          std::vector<std::string> args = {"wallsim", "run", "--config", a->config, "--workload",
+                                           workload, "--mode", mode, "--out", runs + "/" + name,
+                                           "--set", "runtime.compile_cost.profile=\"" + profile + "\"",
+                                           "--trace-level",
+                                           profile == spec.profiles.front() ? "plans" : "none"};
+          if (wname != "decode") {
+            args.push_back("--steps");
+            args.push_back(std::to_string(spec.steps));
+          }
+          for (const auto& o : a->overrides) {
+            args.push_back("--set");
+            args.push_back(o);
+          }
+          std::cout << "  " << name << std::flush;
+          const int rc = run_self(args);
+          if (rc != 0) {
+            std::cout << "\n";
+            throw isa::InputError("study wall", "the run of " + workload + " under " + mode + " (" +
+                                                    profile + " profile) failed with exit code " +
+                                                    std::to_string(rc));
+          }
+          Point p = read_point(runs + "/" + name);
+          p.workload = workload;
+          p.profile = profile;
+          p.mode = mode;
+          std::cout << ": " << fmt(p.total_ms, 1) << " ms\n";
+          points.push_back(p);
+        }
+      }
+    }
+    // The table: per workload and profile, each mode against native.
+    std::ostringstream md, csv;
+    md << "# The compilation wall\n\n"
+       << "Config `" << a->config << "`, spec `" << a->spec << "`. Times are simulated. *Cold* is "
+       << "the first step, *warm* the mean of the others; the warm breakdown is host time by "
+       << "state (it sums to the warm step); *device* is the time plans ran. *Tax* is the run's "
+       << "total (start-up and every step) over native's. *Overtakes* is the number of steps "
+       << "after which the mode has spent less in total than the mode named.\n";
+    csv << "workload,profile,mode,startup_ms,cold_ms,warm_ms,warm_dispatch_ms,warm_compile_ms,"
+           "warm_transfer_ms,warm_sync_wait_ms,warm_other_ms,warm_device_ms,startup_compiles,"
+           "compiles,recompiles,padding_flop_fraction,total_ms,tax_vs_native,overtakes_native,"
+           "overtakes_eager\n";
+    for (const auto& workload : spec.workloads) {
+      for (const auto& profile : spec.profiles) {
+        const Point* native = nullptr;
+        const Point* eager = nullptr;
+        for (const auto& p : points) {
+          if (p.workload != workload || p.profile != profile) continue;
+          if (p.mode == "native") native = &p;
+          if (p.mode == "eager") eager = &p;
+        }
+        md << "\n## " << workload << " (" << profile << " compile profile)\n\n"
+           << "| mode | start-up ms | cold ms | warm ms | dispatch | compile | transfer | sync wait "
+              "| other | device | compiles (start-up + steps) | recompiles | padding | tax vs "
+              "native | overtakes native after | overtakes eager after |\n"
+           << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        for (const auto& p : points) {
+          if (p.workload != workload || p.profile != profile) continue;
+          const std::string tax = native ? fmt(p.total_ms / native->total_ms, 2) + "x" : "-";
+          const std::string vs_native = native && native != &p ? overtakes(p, *native) : "-";
+          const std::string vs_eager = eager && eager != &p ? overtakes(p, *eager) : "-";
+          md << "| " << p.mode << " | " << fmt(p.startup_ms) << " | " << fmt(p.cold_ms) << " | "
+             << fmt(p.warm_ms) << " | ";
+          for (double v : p.warm_state_ms) md << fmt(v) << " | ";
+          md << fmt(p.warm_device_ms) << " | " << p.startup_compiles << " + "
+             << (p.compiles) << " | " << p.recompiles << " | " << fmt(p.padding, 3) << " | "
+             << tax << " | " << vs_native << " | " << vs_eager << " |\n";
+          csv << '"' << workload << "\"," << profile << "," << p.mode << "," << p.startup_ms
+              << "," << p.cold_ms << "," << p.warm_ms;
+          for (double v : p.warm_state_ms) csv << "," << v;
+          csv << "," << p.warm_device_ms << "," << p.startup_compiles << "," << p.compiles << ","
+              << p.recompiles << "," << p.padding << "," << p.total_ms << ","
+              << (native ? p.total_ms / native->total_ms : 0.0) << "," << vs_native << ","
+              << vs_eager << "\n";
+        }
+      }
+    }
+    {
+      std::ofstream f(dir->file("wall.md"));
+      f << md.str();
+    }
+    {
+      std::ofstream f(dir->file("wall.csv"));
+      f << csv.str();
+    }
+    dir->commit();
+    std::cout << md.str() << "\n" << a->out << ": wall.md, wall.csv, runs/<workload>_<profile>_<mode>/ "
+              << "(traces for the " << spec.profiles.front() << " profile)\n";
+  });
+}
+
+}  // namespace wallsim::cli
