@@ -245,3 +245,75 @@ TEST(Compile, Gemm4096ReachesTheTensorPeakTarget) {
 }
 
 }  // namespace
+
+namespace {
+
+// `wallsim run`: same input, same seed -> byte-identical stats outside `measured`.
+TEST(Run, TwoRunsGiveIdenticalStats) {
+  std::string a = out_dir("run_a"), b = out_dir("run_b"), err;
+  const std::string cmd = "run -c configs/trn2.json -w mlp:batch=128,d_model=128,d_ff=256,layers=2"
+                          " --mode fused --steps 3 --out ";
+  ASSERT_EQ(run(cmd + a, &err), 0) << err;
+  ASSERT_EQ(run(cmd + b, &err), 0) << err;
+  Json sa = Json::parse(slurp(a + "/stats.json")), sb = Json::parse(slurp(b + "/stats.json"));
+  sa.erase("measured");
+  sb.erase("measured");
+  EXPECT_EQ(sa.dump(), sb.dump());
+  EXPECT_EQ(slurp(a + "/trace.json"), slurp(b + "/trace.json"));
+  // The report's shape: steps with the host-state breakdown summing to wall_ns.
+  ASSERT_EQ(sa["steps"].size(), 3u);
+  for (const auto& st : sa["steps"]) {
+    EXPECT_EQ(st["host_dispatch_ns"].get<int64_t>() + st["compile_ns"].get<int64_t>() +
+                  st["transfer_ns"].get<int64_t>() + st["sync_wait_ns"].get<int64_t>() +
+                  st["host_other_ns"].get<int64_t>(),
+              st["wall_ns"].get<int64_t>());
+  }
+  EXPECT_EQ(sa["mode"], "fused");
+  EXPECT_EQ(sa["totals"]["compiles"], 1);
+  EXPECT_EQ(sa["totals"]["cache_hits"], 2);
+  EXPECT_NE(slurp(a + "/trace.json").find("host thread"), std::string::npos);
+}
+
+TEST(Run, BadArgumentsExit2WithOneLine) {
+  std::string err;
+  const std::string never = out_dir("run_never");
+  for (const std::string args :
+       {"-w mlp:batsh=4", "-w resnet", "-w decode:prompt=8,new_tokens=2 --steps 5",
+        "-w mlp --mode lazy", "-w mlp --set runtime.lazy.fallback=\"retry\"",
+        "-w mlp --steps 0", "-w gemm:m=4096,k=4096,n=4096 --mode aot --set runtime.aot.bucket_max=1000"}) {
+    EXPECT_EQ(run("run -c configs/trn2.json " + args + " --out " + never, &err), 2) << args;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << args << ": " << err;
+    EXPECT_FALSE(fs::exists(never)) << args;
+  }
+}
+
+// A shape beyond every AOT bucket stops the run with a clear error (beyond = error).
+TEST(Run, ShapeBeyondTheLastAotBucketIsAnError) {
+  std::string err;
+  const std::string never = out_dir("run_beyond");
+  EXPECT_EQ(run("run -c configs/trn2.json -w decode:prompt=100,new_tokens=40,d_model=64,heads=2,"
+                "d_ff=64 --mode aot --set runtime.aot.bucket_max=128 --out " + never,
+                &err),
+            2);
+  EXPECT_NE(err.find("beyond the largest AOT bucket"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(never));
+}
+
+// `wallsim study wall` on a small spec: one run per point, a table with every mode.
+TEST(Study, WallWritesItsTable) {
+  std::string spec = ::testing::TempDir() + "/wall_spec_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(spec) << R"({"workloads": ["mlp:batch=128,d_model=128,d_ff=256"],
+    "modes": ["native", "eager", "fused", "aot"], "profiles": ["xla"], "steps": 3})";
+  std::string d = out_dir("wall"), err;
+  ASSERT_EQ(run("study wall -c configs/tiny.json --spec " + spec + " --out " + d, &err), 0) << err;
+  const std::string md = slurp(d + "/wall.md");
+  for (const char* mode : {"| native |", "| eager |", "| fused |", "| aot |"}) {
+    EXPECT_NE(md.find(mode), std::string::npos) << mode;
+  }
+  const std::string csv = slurp(d + "/wall.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);  // header + 4 modes
+  EXPECT_TRUE(fs::exists(d + "/runs/mlp_xla_fused/stats.json"));
+  EXPECT_TRUE(fs::exists(d + "/runs/mlp_xla_fused/trace.json"));
+}
+
+}  // namespace
