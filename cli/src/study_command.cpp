@@ -37,10 +37,12 @@ struct WallSpec {
 };
 
 std::vector<std::string> strings(const isa::Json& j, const std::string& path) {
-  if (!j.is_array() || j.empty()) throw isa::InputError(path, "expected a non-empty list of strings");
+  if (!j.is_array() || j.empty())
+    throw isa::InputError(path, "expected a non-empty list of strings");
   std::vector<std::string> out;
   for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_string()) throw isa::InputError(path + "[" + std::to_string(i) + "]", "expected a string");
+    if (!j[i].is_string())
+      throw isa::InputError(path + "[" + std::to_string(i) + "]", "expected a string");
     out.push_back(j[i].get<std::string>());
   }
   return out;
@@ -148,7 +150,8 @@ std::string overtakes(const Point& a, const Point& b) {
   const double fixed_b = b.startup_ms + b.cold_ms - b.warm_ms;
   if (fixed_a <= fixed_b && a.warm_ms <= b.warm_ms) return "always";
   if (a.warm_ms >= b.warm_ms) return "never";
-  return std::to_string(static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (b.warm_ms - a.warm_ms))));
+  return std::to_string(
+      static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (b.warm_ms - a.warm_ms))));
 }
 
 }  // namespace
@@ -178,11 +181,14 @@ void add_study_command(CLI::App& app) {
       for (const auto& profile : spec.profiles) {
         for (const auto& mode : spec.modes) {
           const std::string name = wname + "_" + profile + "_" + mode;
-          std::vector<std::string> args = {"wallsim", "run", "--config", a->config, "--workload",
-                                           workload, "--mode", mode, "--out", runs + "/" + name,
-                                           "--set", "runtime.compile_cost.profile=\"" + profile + "\"",
-                                           "--trace-level",
-                                           profile == spec.profiles.front() ? "plans" : "none"};
+          std::vector<std::string> args = {
+              "wallsim",       "run",
+              "--config",      a->config,
+              "--workload",    workload,
+              "--mode",        mode,
+              "--out",         runs + "/" + name,
+              "--set",         "runtime.compile_cost.profile=\"" + profile + "\"",
+              "--trace-level", profile == spec.profiles.front() ? "plans" : "none"};
           if (wname != "decode") {
             args.push_back("--steps");
             args.push_back(std::to_string(spec.steps));
@@ -230,7 +236,8 @@ void add_study_command(CLI::App& app) {
           if (p.mode == "eager") eager = &p;
         }
         md << "\n## " << workload << " (" << profile << " compile profile)\n\n"
-           << "| mode | start-up ms | cold ms | warm ms | dispatch | compile | transfer | sync wait "
+           << "| mode | start-up ms | cold ms | warm ms | dispatch | compile | transfer | sync "
+              "wait "
               "| other | device | compiles (start-up + steps) | recompiles | padding | tax vs "
               "native | overtakes native after | overtakes eager after |\n"
            << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -242,11 +249,11 @@ void add_study_command(CLI::App& app) {
           md << "| " << p.mode << " | " << fmt(p.startup_ms) << " | " << fmt(p.cold_ms) << " | "
              << fmt(p.warm_ms) << " | ";
           for (double v : p.warm_state_ms) md << fmt(v) << " | ";
-          md << fmt(p.warm_device_ms) << " | " << p.startup_compiles << " + "
-             << (p.compiles) << " | " << p.recompiles << " | " << fmt(p.padding, 3) << " | "
-             << tax << " | " << vs_native << " | " << vs_eager << " |\n";
-          csv << '"' << workload << "\"," << profile << "," << p.mode << "," << p.startup_ms
-              << "," << p.cold_ms << "," << p.warm_ms;
+          md << fmt(p.warm_device_ms) << " | " << p.startup_compiles << " + " << (p.compiles)
+             << " | " << p.recompiles << " | " << fmt(p.padding, 3) << " | " << tax << " | "
+             << vs_native << " | " << vs_eager << " |\n";
+          csv << '"' << workload << "\"," << profile << "," << p.mode << "," << p.startup_ms << ","
+              << p.cold_ms << "," << p.warm_ms;
           for (double v : p.warm_state_ms) csv << "," << v;
           csv << "," << p.warm_device_ms << "," << p.startup_compiles << "," << p.compiles << ","
               << p.recompiles << "," << p.padding << "," << p.total_ms << ","
@@ -264,7 +271,8 @@ void add_study_command(CLI::App& app) {
       f << csv.str();
     }
     dir->commit();
-    std::cout << md.str() << "\n" << a->out << ": wall.md, wall.csv, runs/<workload>_<profile>_<mode>/ "
+    std::cout << md.str() << "\n"
+              << a->out << ": wall.md, wall.csv, runs/<workload>_<profile>_<mode>/ "
               << "(traces for the " << spec.profiles.front() << " profile)\n";
   });
 }

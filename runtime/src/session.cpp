@@ -690,6 +690,7 @@ void Session::launch_group(const Group& g, const Compiled& c) {
   charge(HostState::dispatch, m_options.mode == Mode::native ? m_config.runtime.kernel_launch_ns
                                                              : m_config.runtime.plan_launch_ns);
   engines::Launch& l = m_device.launch(c.plan, std::move(scalars), std::move(names));
+  if (m_host_track) m_flows.emplace_back(now_fs() / 1000 - 1, &l);  // inside the launch slice
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
   for (auto& t : outs) {
@@ -697,6 +698,20 @@ void Session::launch_group(const Group& g, const Compiled& c) {
     t->pending = -1;
     t->producer = &l;
   }
+}
+
+void Session::finish_trace() {
+  if (!m_host_track || !m_device.plan_track()) return;
+  const traces::Track device = *m_device.plan_track();
+  uint64_t id = 1;
+  for (const auto& [host_ps, l] : m_flows) {
+    if (!l->started) continue;
+    m_trace->flow_begin(*m_host_track, static_cast<traces::TimePs>(host_ps), id, "launch");
+    m_trace->flow_end(device, static_cast<traces::TimePs>(l->launch_begin.value() / 1000), id,
+                      "launch");
+    ++id;
+  }
+  m_flows.clear();
 }
 
 // ---- steps ----

@@ -168,6 +168,7 @@ void Device::launcher() {
     }
     ++m_next_launch;
     const sc_time begin = sc_core::sc_time_stamp();
+    l.launch_begin = begin;
     sc_core::wait(ns(t.switch_ns + t.semaphore_reset_ns));
     m_dma->fetch_from_hbm(l.plan->instruction_count() * t.bytes_per_instruction);
     const sc_time started = sc_core::sc_time_stamp();

@@ -251,8 +251,9 @@ namespace {
 // `wallsim run`: same input, same seed -> byte-identical stats outside `measured`.
 TEST(Run, TwoRunsGiveIdenticalStats) {
   std::string a = out_dir("run_a"), b = out_dir("run_b"), err;
-  const std::string cmd = "run -c configs/trn2.json -w mlp:batch=128,d_model=128,d_ff=256,layers=2"
-                          " --mode fused --steps 3 --out ";
+  const std::string cmd =
+      "run -c configs/trn2.json -w mlp:batch=128,d_model=128,d_ff=256,layers=2"
+      " --mode fused --steps 3 --out ";
   ASSERT_EQ(run(cmd + a, &err), 0) << err;
   ASSERT_EQ(run(cmd + b, &err), 0) << err;
   Json sa = Json::parse(slurp(a + "/stats.json")), sb = Json::parse(slurp(b + "/stats.json"));
@@ -271,7 +272,15 @@ TEST(Run, TwoRunsGiveIdenticalStats) {
   EXPECT_EQ(sa["mode"], "fused");
   EXPECT_EQ(sa["totals"]["compiles"], 1);
   EXPECT_EQ(sa["totals"]["cache_hits"], 2);
-  EXPECT_NE(slurp(a + "/trace.json").find("host thread"), std::string::npos);
+  const std::string trace = slurp(a + "/trace.json");
+  EXPECT_NE(trace.find("host thread"), std::string::npos);
+  // One flow per launch, from the host's dispatch to the plan's launch on the device.
+  int64_t flows = 0;
+  for (size_t at = trace.find("\"ph\":\"s\""); at != std::string::npos;
+       at = trace.find("\"ph\":\"s\"", at + 1)) {
+    ++flows;
+  }
+  EXPECT_EQ(flows, sa["totals"]["plans_launched"].get<int64_t>());
 }
 
 TEST(Run, BadArgumentsExit2WithOneLine) {
@@ -279,8 +288,8 @@ TEST(Run, BadArgumentsExit2WithOneLine) {
   const std::string never = out_dir("run_never");
   for (const std::string args :
        {"-w mlp:batsh=4", "-w resnet", "-w decode:prompt=8,new_tokens=2 --steps 5",
-        "-w mlp --mode lazy", "-w mlp --set runtime.lazy.fallback=\"retry\"",
-        "-w mlp --steps 0", "-w gemm:m=4096,k=4096,n=4096 --mode aot --set runtime.aot.bucket_max=1000"}) {
+        "-w mlp --mode lazy", "-w mlp --set runtime.lazy.fallback=\"retry\"", "-w mlp --steps 0",
+        "-w gemm:m=4096,k=4096,n=4096 --mode aot --set runtime.aot.bucket_max=1000"}) {
     EXPECT_EQ(run("run -c configs/trn2.json " + args + " --out " + never, &err), 2) << args;
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << args << ": " << err;
     EXPECT_FALSE(fs::exists(never)) << args;
@@ -292,7 +301,8 @@ TEST(Run, ShapeBeyondTheLastAotBucketIsAnError) {
   std::string err;
   const std::string never = out_dir("run_beyond");
   EXPECT_EQ(run("run -c configs/trn2.json -w decode:prompt=100,new_tokens=40,d_model=64,heads=2,"
-                "d_ff=64 --mode aot --set runtime.aot.bucket_max=128 --out " + never,
+                "d_ff=64 --mode aot --set runtime.aot.bucket_max=128 --out " +
+                    never,
                 &err),
             2);
   EXPECT_NE(err.find("beyond the largest AOT bucket"), std::string::npos) << err;

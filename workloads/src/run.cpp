@@ -113,6 +113,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   device.finalize();
+  session.finish_trace();
   const sc_core::sc_time end = device.end_time();
   const int64_t period = engines::period_fs(config.chip.timing.tensor.freq_mhz);
   cycles.set(static_cast<int64_t>((end.value() + period - 1) / period));

@@ -63,8 +63,9 @@ struct Launch {
   int streams_pending = 0;
   bool started = false;
   bool drained = false;
-  sc_core::sc_time start_time;  // streams dispatched
-  sc_core::sc_time end_time;    // last result ready
+  sc_core::sc_time launch_begin;  // the launcher took it (its launch cost starts)
+  sc_core::sc_time start_time;    // streams dispatched
+  sc_core::sc_time end_time;      // last result ready
   sc_core::sc_event drained_event;
 
   // Called for every instruction: a hash lookup, not a scan of the plan's nodes.

@@ -171,6 +171,10 @@ class Session {
   Counts totals() const;
   int64_t now_ns() const;
 
+  // After the simulation: draws the trace's flows from each launch on the host to the plan's
+  // launch on the device.
+  void finish_trace();
+
   // Frees a device tensor (TensorImpl's destructor).
   void release(TensorImpl& t);
 
@@ -237,6 +241,7 @@ class Session {
   std::vector<int64_t> m_aot_buckets;
   bool m_tracing = false;  // AOT startup: recording a bucket's step
   std::optional<traces::Track> m_host_track;
+  std::vector<std::pair<int64_t, const engines::Launch*>> m_flows;  // host ps, launch
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
 };

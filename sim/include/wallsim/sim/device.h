@@ -62,6 +62,8 @@ class Device : public sc_core::sc_module {
   void finalize();
   const std::deque<engines::Launch>& launches() const { return m_launches; }
   const ChipConfig& config() const { return m_chip; }
+  // The trace track of plan launches and spans (when tracing): flows from a host end there.
+  const std::optional<traces::Track>& plan_track() const { return m_launch_track; }
 
  private:
   void launcher();
