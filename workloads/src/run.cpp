@@ -45,6 +45,60 @@ ordered_json record_json(const runtime::StepRecord& r) {
   return j;
 }
 
+// Per op kind, over every plan the run launched (from each instruction's provenance): engine
+// time, DMA bytes, MACs, and achieved tensor throughput against the roofline
+// min(peak, intensity x HBM bandwidth).
+ordered_json op_table(const sim::Device& device, const sim::ChipConfig& chip) {
+  struct Row {
+    int64_t nodes = 0, instructions = 0, dma_bytes = 0;
+    double macs = 0;
+    double busy_ns[isa::kNumEngines] = {};
+  };
+  std::map<std::string, Row> rows;
+  std::map<const isa::Plan*, std::map<int32_t, double>> macs_by_plan;  // node id -> MACs
+  for (const engines::Launch& l : device.launches()) {
+    if (l.plan->nodes.empty()) continue;  // transfers
+    auto [it, fresh] = macs_by_plan.emplace(l.plan, std::map<int32_t, double>{});
+    if (fresh) {
+      for (const auto& s : l.plan->streams) {
+        for (const auto& in : s.instructions) it->second[in.node] += double(isa::macs(in));
+      }
+    }
+    for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
+      const isa::NodeInfo& n = l.plan->nodes[i];
+      if (n.op == "input") continue;
+      Row& r = rows[n.op];
+      const engines::NodeTotals& t = l.nodes[i];
+      ++r.nodes;
+      r.instructions += t.instructions;
+      r.dma_bytes += t.dma_bytes;
+      r.macs += it->second.count(n.id) ? it->second.at(n.id) : 0.0;
+      for (int e = 0; e < isa::kNumEngines; ++e) r.busy_ns[e] += t.busy[e].to_seconds() * 1e9;
+    }
+  }
+  const double peak = 2.0 * chip.arch.tensor.rows * chip.arch.tensor.cols *
+                      chip.timing.tensor.freq_mhz * 1e6;  // FLOP/s
+  const double hbm = chip.timing.hbm.bandwidth_gb_per_s * 1e9;
+  ordered_json out = ordered_json::array();
+  for (const auto& [op, r] : rows) {
+    ordered_json busy = ordered_json::object();
+    for (int e = 0; e < isa::kNumEngines; ++e) {
+      busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy_ns[e];
+    }
+    const double tensor_s = r.busy_ns[static_cast<int>(isa::Engine::tensor)] / 1e9;
+    const double flops = 2 * r.macs;
+    ordered_json row = {{"op", op},         {"nodes", r.nodes}, {"instructions", r.instructions},
+                        {"busy_ns", busy},  {"dma_bytes", r.dma_bytes}, {"macs", r.macs}};
+    if (r.macs > 0) {
+      row["achieved_tflops"] = tensor_s > 0 ? flops / tensor_s / 1e12 : 0.0;
+      row["roofline_tflops"] =
+          (r.dma_bytes > 0 ? std::min(peak, flops / double(r.dma_bytes) * hbm) : peak) / 1e12;
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -154,7 +208,8 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
       {"compile_profile", std::string(compiler_stub::name_of(config.runtime.compile_cost.profile))},
       {"startup", record_json(session.startup_record())},
       {"steps", steps_json},
-      {"totals", tot}};
+      {"totals", tot},
+      {"ops", op_table(device, config.chip)}};
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);
