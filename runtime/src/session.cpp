@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/compiler_stub/signature.h"
 #include "wallsim/compiler_stub/validate.h"
+#include "wallsim/isa/plan_io.h"
+#include "wallsim/isa/verifier.h"
 #include "wallsim/memory/dtype_convert.h"
 #include "wallsim/memory/tensor_store.h"
 #include "wallsim/sim/exec.h"
@@ -93,6 +96,7 @@ void Counts::add(const Counts& o) {
   fallbacks += o.fallbacks;
   cache_evictions += o.cache_evictions;
   transfers += o.transfers;
+  disk_hits += o.disk_hits;
 }
 
 std::vector<int64_t> Tensor::shape() const { return dims_of(m_p->type); }
@@ -569,8 +573,35 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
   }
   if (counted) record().counts.cache_misses++;
 
-  auto result =
-      compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+  // AOT: a plan compiled by an earlier run is loaded from disk instead (a hit, at a load cost).
+  const std::string& disk = m_config.runtime.aot.disk_cache;
+  const std::string disk_file = disk + "/" + sig.hex() + ".plan.json";
+  std::variant<compiler_stub::CompiledGraph, compiler_stub::CompileError> result;
+  bool loaded = false;
+  if (m_options.mode == Mode::aot && !disk.empty() && std::filesystem::exists(disk_file)) {
+    compiler_stub::CompiledGraph cg;
+    try {
+      cg.plans = isa::read_plan_file(disk_file);
+      loaded =
+          cg.plans.plans.size() == 1 && isa::verify(cg.plans.plans[0], m_config.chip.arch).empty();
+    } catch (const isa::InputError&) {
+      loaded = false;  // unreadable: compile instead, and overwrite it
+    }
+    if (loaded) {
+      cg.groups.push_back({});
+      cg.groups.back().instructions = cg.plans.plans[0].instruction_count();
+      result = std::move(cg);
+      record().counts.cache_misses--;
+      record().counts.cache_hits++;
+      record().counts.disk_hits++;
+      charge(HostState::other,
+             static_cast<int64_t>(std::llround(m_config.runtime.aot.cache_load_ms * 1e6)));
+    }
+  }
+  if (!loaded) {
+    result =
+        compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+  }
   const auto& curve = m_config.runtime.compile_cost.active().curve(kind);
   if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
     if (counted) {
@@ -613,7 +644,13 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
       c->scratch.push_back(allocate(tt, "s"));
     }
   }
-  if (counted) {
+  if (!loaded && m_options.mode == Mode::aot && !disk.empty()) {
+    std::filesystem::create_directories(disk);
+    isa::PlanSequence seq;
+    seq.plans.push_back(c->plan);
+    isa::write_plan_file(seq, disk_file);
+  }
+  if (counted && !loaded) {
     record().counts.compiles++;
     auto [seen, fresh] = m_shape_free_seen.emplace(sig.shape_free, sig.hash);
     if (!fresh && seen->second != sig.hash && m_in_step) record().counts.recompiles++;

@@ -296,6 +296,28 @@ TEST(Run, BadArgumentsExit2WithOneLine) {
   }
 }
 
+// AOT's on-disk cache: the second run loads the plan its first run compiled (a hit, at the
+// modelled load cost) and compiles nothing.
+TEST(Run, AotDiskCacheLoadsOnTheSecondRun) {
+  const std::string cache = out_dir("disk_cache"), a = out_dir("disk_a"), b = out_dir("disk_b");
+  std::string err;
+  const std::string cmd =
+      "run -c configs/trn2.json -w mlp:batch=128,d_model=128,d_ff=256 --mode aot"
+      " --set runtime.aot.disk_cache=" +
+      cache + " --out ";
+  ASSERT_EQ(run(cmd + a, &err), 0) << err;
+  ASSERT_EQ(run(cmd + b, &err), 0) << err;
+  Json first = Json::parse(slurp(a + "/stats.json"))["startup"];
+  Json second = Json::parse(slurp(b + "/stats.json"))["startup"];
+  EXPECT_EQ(first["compiles"], 1);
+  EXPECT_EQ(first["disk_hits"], 0);
+  EXPECT_EQ(second["compiles"], 0);
+  EXPECT_EQ(second["disk_hits"], 1);
+  EXPECT_EQ(second["cache_hits"], 1);
+  EXPECT_EQ(second["compile_ns"], 0);
+  EXPECT_LT(second["wall_ns"].get<int64_t>(), first["wall_ns"].get<int64_t>());
+}
+
 // A shape beyond every AOT bucket stops the run with a clear error (beyond = error).
 TEST(Run, ShapeBeyondTheLastAotBucketIsAnError) {
   std::string err;

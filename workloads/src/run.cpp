@@ -28,7 +28,8 @@ ordered_json counts_json(const runtime::Counts& c) {
           {"recompiles", c.recompiles},
           {"fallbacks", c.fallbacks},
           {"cache_evictions", c.cache_evictions},
-          {"transfers", c.transfers}};
+          {"transfers", c.transfers},
+          {"disk_hits", c.disk_hits}};
 }
 
 ordered_json record_json(const runtime::StepRecord& r) {
@@ -87,8 +88,9 @@ ordered_json op_table(const sim::Device& device, const sim::ChipConfig& chip) {
     }
     const double tensor_s = r.busy_ns[static_cast<int>(isa::Engine::tensor)] / 1e9;
     const double flops = 2 * r.macs;
-    ordered_json row = {{"op", op},         {"nodes", r.nodes}, {"instructions", r.instructions},
-                        {"busy_ns", busy},  {"dma_bytes", r.dma_bytes}, {"macs", r.macs}};
+    ordered_json row = {
+        {"op", op},        {"nodes", r.nodes},         {"instructions", r.instructions},
+        {"busy_ns", busy}, {"dma_bytes", r.dma_bytes}, {"macs", r.macs}};
     if (r.macs > 0) {
       row["achieved_tflops"] = tensor_s > 0 ? flops / tensor_s / 1e12 : 0.0;
       row["roofline_tflops"] =

@@ -36,6 +36,7 @@ struct AotConfig {
   int64_t bucket_max = 1024;
   BeyondBuckets beyond = BeyondBuckets::error;
   double cache_load_ms = 100;  // loading one plan from the on-disk cache
+  std::string disk_cache;      // directory of compiled plans by signature; empty: none
 };
 
 // Host-side costs of the runtime, charged in simulated time.
@@ -73,6 +74,8 @@ void describe(V& v, AotConfig& c) {
   v.field("beyond", c.beyond, "a shape beyond the largest bucket: error or recompile");
   v.field("cache_load_ms", c.cache_load_ms, {0.0, 1e9}, "ms",
           "loading one compiled plan from the on-disk cache");
+  v.field("disk_cache", c.disk_cache,
+          "directory of compiled plans kept across runs, by signature; empty for none");
 }
 
 template <class V>

@@ -62,6 +62,7 @@ struct Counts {
   int64_t fallbacks = 0;   // groups that fell back after a failed compile
   int64_t cache_evictions = 0;
   int64_t transfers = 0;  // host<->device copies
+  int64_t disk_hits = 0;  // AOT: plans loaded from the on-disk cache instead of compiled
   void add(const Counts& o);
 };
 
