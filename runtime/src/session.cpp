@@ -1,4 +1,6 @@
 // The host runtime: recording, grouping, compile caches, launches, transfers and host time.
+// sc_spawn (the background compiler's launcher) needs SystemC's dynamic processes.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "wallsim/runtime/session.h"
 
 #include <algorithm>
@@ -130,6 +132,12 @@ Session::Session(const Config& config, sim::Device& device, SessionOptions optio
   m_pending.name = "pending";
   if (m_trace && m_trace->enabled()) {
     m_host_track = m_trace->declare_track(kHostPid, "host", 0, "host thread");
+  }
+  if (config.runtime.compile_in_background) {
+    sc_core::sc_spawn_options o;
+    o.dont_initialize();
+    o.set_sensitivity(&m_queue_added);
+    sc_core::sc_spawn([this] { launch_worker(); }, "background_compiler", &o);
   }
 }
 
@@ -371,7 +379,10 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
   ++m_pending_ops;
   if (mode == Mode::native || mode == Mode::eager) {
     flush("op");
-    if (m_options.sync_every_op) wait_drained(t->producer, HostState::sync_wait);
+    if (m_options.sync_every_op) {
+      wait_launched(t.get());
+      wait_drained(t->producer, HostState::sync_wait);
+    }
   } else if (mode == Mode::fused && m_pending_ops >= m_config.runtime.lazy.max_pending_ops) {
     flush("buffer limit");
   }
@@ -389,6 +400,7 @@ compiler_stub::HostTensor Session::to_host(const Tensor& t) {
     out.data.assign(static_cast<size_t>(n), 0.0f);
     return out;
   }
+  wait_launched(p.get());
   wait_drained(p->producer, HostState::sync_wait);
   const std::string& dev = p->storage();
   const std::string host = "host_" + dev;
@@ -531,9 +543,10 @@ void Session::run_group(const std::vector<int32_t>& nodes, CompileKind kind, boo
 
   bool failed = false;
   std::string error;
-  auto compiled = compile_group(g.sub, kind, &failed, &error);
+  int64_t compile_ns = 0;
+  auto compiled = compile_group(g.sub, kind, &failed, &error, &compile_ns);
   if (compiled) {
-    if (!m_tracing) launch_group(g, *compiled);
+    if (!m_tracing) launch_group(g, compiled, compile_ns);
     return;
   }
   // A failed compile: the fallback policy decides.
@@ -553,7 +566,8 @@ void Session::run_group(const std::vector<int32_t>& nodes, CompileKind kind, boo
 }
 
 std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, CompileKind kind,
-                                                          bool* failed, std::string* error) {
+                                                          bool* failed, std::string* error,
+                                                          int64_t* compile_ns) {
   std::vector<int32_t> ids;
   for (const Node& n : sub.nodes) {
     if (n.op != OpKind::input) ids.push_back(n.id);
@@ -654,9 +668,13 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     record().counts.compiles++;
     auto [seen, fresh] = m_shape_free_seen.emplace(sig.shape_free, sig.hash);
     if (!fresh && seen->second != sig.hash && m_in_step) record().counts.recompiles++;
-    charge(HostState::compile,
-           static_cast<int64_t>(std::llround(
-               compiler_stub::compile_latency_ms(curve, c->nodes, c->stats.instructions) * 1e6)));
+    const int64_t ns = static_cast<int64_t>(std::llround(
+        compiler_stub::compile_latency_ms(curve, c->nodes, c->stats.instructions) * 1e6));
+    if (m_config.runtime.compile_in_background && !m_tracing) {
+      *compile_ns = ns;  // the caller queues the launch behind the compiler
+    } else {
+      charge(HostState::compile, ns);
+    }
   }
   // Into the cache; the least recently used plan leaves when it is full.
   m_lru.emplace_back(sig.hash, c);
@@ -674,7 +692,9 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
   return c;
 }
 
-void Session::launch_group(const Group& g, const Compiled& c) {
+void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& compiled,
+                           int64_t compile_ns) {
+  const Compiled& c = *compiled;
   std::vector<std::shared_ptr<TensorImpl>> outs;
   for (size_t k = 0; k < g.outputs.size(); ++k) {
     const int32_t id = g.outputs[k];
@@ -726,15 +746,57 @@ void Session::launch_group(const Group& g, const Compiled& c) {
   }
   charge(HostState::dispatch, m_options.mode == Mode::native ? m_config.runtime.kernel_launch_ns
                                                              : m_config.runtime.plan_launch_ns);
+  for (auto& t : outs) t->pending = -1;
+  if (compile_ns > 0 || !m_queue.empty()) {
+    // Background compilation: the launch waits for its compile (the compiler runs one job at a
+    // time) and for every launch queued before it; the host goes on recording.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    sc_core::sc_time ready = now;
+    if (compile_ns > 0) {
+      ready = std::max(now, m_compiler_free) + sc_core::sc_time(double(compile_ns), sc_core::SC_NS);
+      m_compiler_free = ready;
+    }
+    for (auto& t : outs) t->queued = true;
+    m_queue.push_back({compiled, std::move(names), std::move(scalars), outs, ready, &record()});
+    m_queue_added.notify(sc_core::SC_ZERO_TIME);
+    return;
+  }
   engines::Launch& l = m_device.launch(c.plan, std::move(scalars), std::move(names));
   if (m_host_track) m_flows.emplace_back(now_fs() / 1000 - 1, &l);  // inside the launch slice
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
-  for (auto& t : outs) {
-    if (!t) continue;
-    t->pending = -1;
-    t->producer = &l;
+  for (auto& t : outs) t->producer = &l;
+}
+
+// The background compiler's launcher: launches queued groups in order, each when its compile
+// is done.
+void Session::launch_worker() {
+  for (;;) {
+    while (m_queue.empty()) sc_core::wait(m_queue_added);
+    Queued& q = m_queue.front();
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (q.ready > now) sc_core::wait(q.ready - now);
+    engines::Launch& l =
+        m_device.launch(q.compiled->plan, std::move(q.scalars), std::move(q.names));
+    if (m_host_track) m_flows.emplace_back(now_fs() / 1000, &l);
+    q.record->counts.plans_launched++;
+    q.record->padded_macs += q.compiled->macs;
+    for (auto& t : q.outs) {
+      t->producer = &l;
+      t->queued = false;
+    }
+    m_retired.push_back(q.compiled);
+    m_queue.pop_front();
+    m_launched.notify(sc_core::SC_ZERO_TIME);
   }
+}
+
+void Session::wait_launched(const TensorImpl* t) {
+  if (!(t ? t->queued : !m_queue.empty())) return;
+  enter(HostState::compile);
+  while (t ? t->queued : !m_queue.empty()) sc_core::wait(m_launched);
+  align_to_ns(HostState::compile);
+  enter(HostState::other);
 }
 
 void Session::finish_trace() {
@@ -809,6 +871,7 @@ void Session::free_deferred() {
 void Session::end_step() {
   if (!m_in_step) return;
   flush("step end");
+  wait_launched(nullptr);
   const auto& launches = m_device.launches();
   for (size_t i = m_step_first_launch; i < launches.size(); ++i) {
     wait_drained(&launches[i], HostState::sync_wait);

@@ -41,12 +41,13 @@ struct AotConfig {
 
 // Host-side costs of the runtime, charged in simulated time.
 struct RuntimeConfig {
-  int64_t dispatch_ns_per_op = 5000;  // Python-to-runtime dispatch of one eager op
-  int64_t kernel_launch_ns = 5000;    // native: launching one library kernel
-  int64_t plan_launch_ns = 20000;     // submitting one compiled plan to the device
-  int64_t cache_lookup_ns = 500;      // one compile-cache lookup by signature
-  int64_t cache_capacity = 1024;      // compiled plans kept in memory (LRU)
-  int64_t seed = 1;                   // random inputs, request streams
+  int64_t dispatch_ns_per_op = 5000;   // Python-to-runtime dispatch of one eager op
+  int64_t kernel_launch_ns = 5000;     // native: launching one library kernel
+  int64_t plan_launch_ns = 20000;      // submitting one compiled plan to the device
+  int64_t cache_lookup_ns = 500;       // one compile-cache lookup by signature
+  int64_t cache_capacity = 1024;       // compiled plans kept in memory (LRU)
+  bool compile_in_background = false;  // compiles run on a compiler thread; the host goes on
+  int64_t seed = 1;                    // random inputs, request streams
   compiler_stub::CompileCostConfig compile_cost;
   LazyConfig lazy;
   AotConfig aot;
@@ -90,6 +91,9 @@ void describe(V& v, RuntimeConfig& r) {
           "host time of one compile-cache lookup");
   v.field("cache_capacity", r.cache_capacity, {1, 100000000}, "plans",
           "compiled plans kept in memory; least recently used are evicted");
+  v.field("compile_in_background", r.compile_in_background,
+          "compile on a background compiler thread while the host keeps recording; launches "
+          "wait for their compile");
   v.field("seed", r.seed, {0, INT64_MAX}, "", "seed of every random choice in a run");
   v.section("compile_cost", r.compile_cost, "modelled compile latency, by named profile");
   v.section("lazy", r.lazy, "fused eager: recording, flushes, fusion policy, fallback");

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <list>
 #include <map>
@@ -87,6 +88,7 @@ struct TensorImpl {
   std::string device;    // HBM tensor name once materialised
   int32_t pending = -1;  // node id in the session's pending graph, until materialised
   const engines::Launch* producer = nullptr;  // the launch that writes it
+  bool queued = false;                        // its launch waits for a background compile
   std::shared_ptr<TensorImpl> alias_of;       // shares that tensor's storage (a KV append)
   int32_t ref = -1;  // node in the session's reference graph (functional runs)
   ~TensorImpl();
@@ -190,10 +192,14 @@ class Session {
   void flush(const char* reason);
   void run_group(const std::vector<int32_t>& nodes, compiler_stub::CompileKind kind,
                  bool allow_fallback);
+  // A compiled plan for `sub`, from the cache or compiled. In the background mode a compile's
+  // latency is returned in `compile_ns` instead of being charged to the host.
   std::shared_ptr<Compiled> compile_group(const compiler_stub::Graph& sub,
                                           compiler_stub::CompileKind kind, bool* failed,
-                                          std::string* error);
-  void launch_group(const Group& g, const Compiled& c);
+                                          std::string* error, int64_t* compile_ns);
+  void launch_group(const Group& g, const std::shared_ptr<Compiled>& c, int64_t compile_ns);
+  void launch_worker();
+  void wait_launched(const TensorImpl* t);  // a queued launch: waits for the compiler
   engines::Launch& launch_transfer(const std::string& src, isa::MemSpace src_space,
                                    const std::string& dst, isa::MemSpace dst_space,
                                    const compiler_stub::TensorType& type);
@@ -242,6 +248,19 @@ class Session {
   std::vector<int64_t> m_aot_buckets;
   bool m_tracing = false;  // AOT startup: recording a bucket's step
   std::optional<traces::Track> m_host_track;
+  // Background compilation: launches waiting for their compile, in program order.
+  struct Queued {
+    std::shared_ptr<Compiled> compiled;
+    std::vector<std::string> names;
+    std::vector<int64_t> scalars;
+    std::vector<std::shared_ptr<TensorImpl>> outs;
+    sc_core::sc_time ready;  // when its compile is done
+    StepRecord* record;
+  };
+  std::deque<Queued> m_queue;
+  sc_core::sc_event m_queue_added;
+  sc_core::sc_event m_launched;
+  sc_core::sc_time m_compiler_free;  // the background compiler is busy until then
   std::vector<std::pair<int64_t, const engines::Launch*>> m_flows;  // host ps, launch
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
