@@ -14,6 +14,7 @@
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
 #include "wallsim/memory/dtype_convert.h"
+#include "wallsim/memory/npy.h"
 #include "wallsim/memory/tensor_store.h"
 #include "wallsim/sim/exec.h"
 
@@ -302,6 +303,17 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
   wait_drained(&l, HostState::transfer);
   if (m_options.functional) m_device.tensors().erase(host);
   return Tensor(t);
+}
+
+Tensor Session::upload_npy(const std::string& path, isa::DType dtype) {
+  const memory::NpyArray a = memory::read_npy(path);
+  memory::TensorStore::Tensor tmp;
+  tmp.space = isa::MemSpace::host;
+  tmp.dtype = dtype;
+  tmp.shape = a.shape;
+  tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(dtype)));
+  memory::load_npy_into(a, tmp, path);
+  return upload(a.shape, dtype, memory::to_floats(tmp));
 }
 
 Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "wallsim/memory/npy.h"
 #include "wallsim/runtime/ops.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/device.h"
@@ -170,6 +171,23 @@ TEST(Runtime, DecodeUnderAotPadsInsteadOfRecompiling) {
   EXPECT_EQ(r.steps.recompiles, 0);
   EXPECT_EQ(r.steps.cache_hits, 9);
   EXPECT_GT(r.padded_macs, r.real_macs);  // keys padded to the 128 bucket
+}
+
+// Host tensors from .npy files: the device holds their values.
+TEST(Runtime, UploadsNpyFiles) {
+  const std::string path = ::testing::TempDir() + "/x_" + std::to_string(::getpid()) + ".npy";
+  memory::TensorStore::Tensor t;
+  t.dtype = isa::DType::fp32;
+  t.shape = {3, 4};
+  t.bytes.resize(48);
+  memory::fill_random(t, 5);
+  memory::write_npy(path, memory::npy_from_tensor(t));
+  Rig rig(load("tiny"), Mode::eager);
+  compiler_stub::HostTensor got;
+  rig.run([&](Session& s) { got = s.to_host(relu(s.upload_npy(path, isa::DType::fp32))); });
+  const std::vector<float> want = memory::to_floats(t);
+  ASSERT_EQ(got.data.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got.data[i], std::max(0.0f, want[i]));
 }
 
 // AOT traces and compiles before the first step: the cost is under `startup`, and steps only
