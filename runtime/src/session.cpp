@@ -627,6 +627,8 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
   if (!loaded) {
     result =
         compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+    if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
+      m_compiler_seconds += ok->compile_wall_seconds;
   }
   const auto& curve = m_config.runtime.compile_cost.active().curve(kind);
   if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {

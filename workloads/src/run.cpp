@@ -215,6 +215,10 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);
+  measured
+      .add_value("compiler_stub_seconds", "s",
+                 "real time compiler_stub spent compiling (not the modelled latency)")
+      .set(session.compiler_seconds());
   {
     std::ofstream out(dir->file("stats.json"), std::ios::binary);
     traces::write_stats_json(stats, out, extra);

@@ -176,6 +176,8 @@ class Session {
   const std::vector<StepRecord>& steps() const { return m_steps; }
   Counts totals() const;
   int64_t now_ns() const;
+  // Real (not simulated) seconds compiler_stub spent compiling: measured, varies run to run.
+  double compiler_seconds() const { return m_compiler_seconds; }
 
   // After the simulation: draws the trace's flows from each launch on the host to the plan's
   // launch on the device.
@@ -264,6 +266,7 @@ class Session {
   sc_core::sc_event m_queue_added;
   sc_core::sc_event m_launched;
   sc_core::sc_time m_compiler_free;  // the background compiler is busy until then
+  double m_compiler_seconds = 0;
   std::vector<std::pair<int64_t, const engines::Launch*>> m_flows;  // host ps, launch
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
