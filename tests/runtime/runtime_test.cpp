@@ -113,6 +113,21 @@ TEST(Runtime, TransformerFusedMatchesReference) {
 TEST(Runtime, TransformerAotMatchesReference) {
   check_workload("trn2", kTransformer, Mode::aot, 2, 1e-3);
 }
+// Batches of sequences (heads x batch as attention batches), and Llama-style blocks.
+TEST(Runtime, BatchedTransformerFusedMatchesReference) {
+  check_workload("trn2",
+                 "transformer:seq=32,batch=3,d_model=64,heads=2,d_ff=96,layers=1,dtype=fp32",
+                 Mode::fused, 1, 1e-3);
+}
+TEST(Runtime, LlamaTransformerEagerMatchesReference) {
+  check_workload("trn2",
+                 "transformer:style=llama,seq=48,batch=2,d_model=64,heads=4,d_ff=128,dtype=fp32",
+                 Mode::eager, 1, 1e-3);
+}
+TEST(Runtime, LlamaTransformerOnTinyMatchesReference) {
+  check_workload("tiny", "transformer:style=llama,seq=40,d_model=64,heads=2,d_ff=96,dtype=fp32",
+                 Mode::fused, 1, 1e-3);
+}
 
 // Decode: a prefill and one token over the KV cache (the reference binds one value per
 // run-time scalar, so only the first append can be checked against it).

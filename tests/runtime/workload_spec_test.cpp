@@ -42,6 +42,9 @@ TEST(WorkloadSpec, BadParametersAreOneLineErrors) {
   EXPECT_EQ(error_of("resnet"),
             "--workload resnet: unknown workload 'resnet' (known: gemm, mlp, transformer, decode)");
   EXPECT_EQ(error_of("mlp:batch"), "--workload mlp:batch: 'batch' is not key=value");
+  EXPECT_EQ(error_of("transformer:style=bert"),
+            "--workload transformer:style=bert: transformer.style: expected one of gpt2, llama, "
+            "got 'bert'");
   EXPECT_EQ(error_of("gemm:dtype=int8"),
             "--workload gemm:dtype=int8: gemm.dtype: expected bf16, fp16 or fp32, got 'int8'");
 }

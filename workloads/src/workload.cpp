@@ -1,6 +1,7 @@
 // The workloads: gemm, mlp, transformer (GPT-2-style pre-layernorm blocks, causal attention).
 #include "wallsim/workloads/workload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -80,6 +81,19 @@ class Params {
       if (!found) fail(key, "expected bf16, fp16 or fp32, got '" + it->second + "'");
     }
     m_resolved[key] = std::string(isa::name_of(v));
+    return v;
+  }
+  std::string choice(const std::string& key, const std::string& def,
+                     const std::vector<std::string>& choices) {
+    m_known.insert(key);
+    auto it = m_spec.params.find(key);
+    const std::string v = it == m_spec.params.end() ? def : it->second;
+    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      std::string list;
+      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+      fail(key, "expected one of " + list + ", got '" + v + "'");
+    }
+    m_resolved[key] = v;
     return v;
   }
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
@@ -185,8 +199,10 @@ class Mlp final : public Workload {
   std::vector<Layer> m_w;
 };
 
-// GPT-2-style blocks (pre-layernorm, causal self-attention with the mask built on the chip
-// from iota and compare, gelu MLP), one sequence of `seq` tokens: an inference forward pass.
+// Transformer blocks, one forward pass over `batch` sequences of `seq` tokens: causal
+// self-attention (the mask built on the chip from iota and compare), then an MLP, each with a
+// residual. `style=gpt2`: layernorm, biases, a gelu MLP. `style=llama`: rmsnorm, no biases, a
+// SwiGLU MLP (silu(x W1) * (x W3)) W2; rotary position embeddings are not modelled.
 class Transformer final : public Workload {
  public:
   explicit Transformer(Params& p)
@@ -195,7 +211,8 @@ class Transformer final : public Workload {
         m_heads(p.integer("heads", 12, 1, 4096)),
         m_ff(p.integer("d_ff", 3072, 1, kBig)),
         m_seq(p.integer("seq", 512, 1, kBig)),
-        m_batch(p.integer("batch", 1, 1, 1)),
+        m_batch(p.integer("batch", 1, 1, 4096)),
+        m_llama(p.choice("style", "gpt2", {"gpt2", "llama"}) == "llama"),
         m_dtype(p.dtype("dtype", isa::DType::bf16)),
         m_params((p.finish(), p.resolved())) {
     if (m_d % m_heads)
@@ -211,21 +228,25 @@ class Transformer final : public Workload {
     for (int64_t l = 0; l < m_layers; ++l) {
       Layer w;
       w.ln1_g = up({m_d});
-      w.ln1_b = up({m_d});
       w.wq = up({m_d, m_d});
-      w.bq = up({m_d});
       w.wk = up({m_d, m_d});
-      w.bk = up({m_d});
       w.wv = up({m_d, m_d});
-      w.bv = up({m_d});
       w.wo = up({m_d, m_d});
-      w.bo = up({m_d});
       w.ln2_g = up({m_d});
-      w.ln2_b = up({m_d});
       w.w1 = up({m_d, m_ff});
-      w.b1 = up({m_ff});
       w.w2 = up({m_ff, m_d});
-      w.b2 = up({m_d});
+      if (m_llama) {
+        w.w3 = up({m_d, m_ff});
+      } else {
+        w.ln1_b = up({m_d});
+        w.bq = up({m_d});
+        w.bk = up({m_d});
+        w.bv = up({m_d});
+        w.bo = up({m_d});
+        w.ln2_b = up({m_d});
+        w.b1 = up({m_ff});
+        w.b2 = up({m_d});
+      }
       m_w.push_back(w);
     }
   }
@@ -237,36 +258,58 @@ class Transformer final : public Workload {
   static uint64_t seed(const Session& s, uint64_t k) {
     return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
   }
+  // x W (+ b): GPT-2 layers have biases, Llama's do not.
+  static Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+    Tensor y = runtime::matmul(x, w);
+    return b.valid() ? runtime::bias_add(y, b) : y;
+  }
+  Tensor norm(const Tensor& x, const Tensor& g, const Tensor& b) const {
+    return m_llama ? runtime::rmsnorm(x, g) : runtime::layernorm(x, g, b);
+  }
   Tensor run(Session& s, int64_t seq, int64_t index) {
     using namespace runtime;
-    const int64_t hd = m_d / m_heads;
-    Tensor x = s.upload_random({seq, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
+    const int64_t hd = m_d / m_heads, B = m_batch, H = m_heads;
+    Tensor x =
+        s.upload_random({B * seq, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
     // The causal mask: -1e9 where the key is after the query.
     Tensor row = s.iota({seq, seq}, isa::DType::int32, 0);
     Tensor col = s.iota({seq, seq}, isa::DType::int32, 1);
     Tensor mask = scale(compare(col, row, "gt"), -1e9);
+    // Heads as batches of attention: [B*H, seq, hd] (K transposed: [B*H, hd, seq]).
+    auto heads = [&](const Tensor& t, bool keys) {
+      if (B == 1)
+        return transpose(reshape(t, {seq, H, hd}),
+                         keys ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2});
+      Tensor u = transpose(reshape(t, {B, seq, H, hd}), keys ? std::vector<int64_t>{0, 2, 3, 1}
+                                                             : std::vector<int64_t>{0, 2, 1, 3});
+      return keys ? reshape(u, {B * H, hd, seq}) : reshape(u, {B * H, seq, hd});
+    };
+    auto merge = [&](const Tensor& t) {  // [B*H, seq, hd] -> [B*seq, d_model]
+      if (B == 1) return reshape(transpose(t, {1, 0, 2}), {seq, m_d});
+      return reshape(transpose(reshape(t, {B, H, seq, hd}), {0, 2, 1, 3}), {B * seq, m_d});
+    };
     for (const Layer& w : m_w) {
-      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
-      Tensor q = bias_add(matmul(h, w.wq), w.bq);
-      Tensor k = bias_add(matmul(h, w.wk), w.bk);
-      Tensor v = bias_add(matmul(h, w.wv), w.bv);
-      q = transpose(reshape(q, {seq, m_heads, hd}), {1, 0, 2});
-      k = transpose(reshape(k, {seq, m_heads, hd}), {1, 2, 0});
-      v = transpose(reshape(v, {seq, m_heads, hd}), {1, 0, 2});
+      Tensor h = norm(x, w.ln1_g, w.ln1_b);
+      Tensor q = heads(linear(h, w.wq, w.bq), false);
+      Tensor k = heads(linear(h, w.wk, w.bk), true);
+      Tensor v = heads(linear(h, w.wv, w.bv), false);
       Tensor p = softmax(add(scale(batch_matmul(q, k), 1.0 / std::sqrt(double(hd))), mask));
-      Tensor ctx = reshape(transpose(batch_matmul(p, v), {1, 0, 2}), {seq, m_d});
-      x = add(x, bias_add(matmul(ctx, w.wo), w.bo));
-      Tensor h2 = layernorm(x, w.ln2_g, w.ln2_b);
-      x = add(x, bias_add(matmul(gelu(bias_add(matmul(h2, w.w1), w.b1)), w.w2), w.b2));
+      x = add(x, linear(merge(batch_matmul(p, v)), w.wo, w.bo));
+      Tensor h2 = norm(x, w.ln2_g, w.ln2_b);
+      Tensor up =
+          m_llama ? mul(silu(matmul(h2, w.w1)), matmul(h2, w.w3)) : gelu(linear(h2, w.w1, w.b1));
+      x = add(x, linear(up, w.w2, w.b2));
     }
     const double S = double(m_seq), D = double(m_d), F = double(m_ff);
-    s.add_real_macs(double(m_layers) * (4 * S * D * D + 2 * S * S * D + 2 * S * D * F));
+    s.add_real_macs(double(m_layers) * double(B) *
+                    (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F));
     return x;
   }
   struct Layer {
-    Tensor ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2;
+    Tensor ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2, w3;
   };
   int64_t m_layers, m_d, m_heads, m_ff, m_seq, m_batch;
+  bool m_llama;
   isa::DType m_dtype;
   std::map<std::string, std::string> m_params;
   std::vector<Layer> m_w;
@@ -417,8 +460,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"gemm", "gemm:m=512,k=768,n=768,dtype=bf16 - C = A x B, B a resident weight"},
       {"mlp", "mlp:batch=512,d_model=768,d_ff=3072,layers=1,dtype=bf16 - residual gelu MLP blocks"},
       {"transformer",
-       "transformer:layers=1,d_model=768,heads=12,d_ff=3072,seq=512,batch=1,dtype=bf16 - "
-       "GPT-2-style blocks, causal attention"},
+       "transformer:layers=1,d_model=768,heads=12,d_ff=3072,seq=512,batch=1,style=gpt2,"
+       "dtype=bf16 - GPT-2- or Llama-style blocks, causal attention"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
        "dtype=bf16 - a prefill, then one step per token over a KV cache"}};
