@@ -598,6 +598,12 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     return hit->second->second;
   }
   if (counted) record().counts.cache_misses++;
+  // A group that failed before fails again: remembered, not recompiled.
+  if (auto f = m_failed.find(sig.hash); f != m_failed.end()) {
+    *failed = true;
+    *error = f->second;
+    return nullptr;
+  }
 
   // AOT: a plan compiled by an earlier run is loaded from disk instead (a hit, at a load cost).
   const std::string& disk = m_config.runtime.aot.disk_cache;
@@ -642,6 +648,7 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     }
     *failed = true;
     *error = err->message();
+    m_failed.emplace(sig.hash, *error);
     return nullptr;
   }
   auto& cg = std::get<compiler_stub::CompiledGraph>(result);

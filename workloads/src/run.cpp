@@ -198,8 +198,10 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   for (const auto& s : session.steps()) step_counts.add(s.counts);
   const ordered_json counts = counts_json(step_counts);
   for (const auto& [k, v] : counts.items()) tot[k] = v;
-  tot["padding_flop_fraction"] = padded > 0 ? std::max(0.0, (padded - real) / padded) : 0.0;
-  tot["masked_flop_fraction"] = 0.0;
+  const double waste = padded > 0 ? std::max(0.0, (padded - real) / padded) : 0.0;
+  const bool masked = workload->masks_instead_of_padding();
+  tot["padding_flop_fraction"] = masked ? 0.0 : waste;
+  tot["masked_flop_fraction"] = masked ? waste : 0.0;
   tot["hbm_read_bytes"] = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
   tot["hbm_write_bytes"] = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
   ordered_json params = ordered_json::object();

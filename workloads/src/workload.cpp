@@ -331,6 +331,7 @@ class Decode final : public Workload {
         m_prompt(p.integer("prompt", 128, 1, kBig)),
         m_new(p.integer("new_tokens", 128, 1, kBig)),
         m_batch(p.integer("batch", 1, 1, 1)),
+        m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
         m_dtype(p.dtype("dtype", isa::DType::bf16)),
         m_params((p.finish(), p.resolved())) {
     if (m_d % m_heads)
@@ -338,13 +339,16 @@ class Decode final : public Workload {
                           std::to_string(m_heads));
   }
   std::map<std::string, std::string> params() const override { return m_params; }
+  bool masks_instead_of_padding() const override { return m_dynamic == "bounded"; }
   int64_t default_steps() const override { return 1 + m_new; }
   bool fixed_steps() const override { return true; }
 
   void setup(Session& s) override {
     // The cache holds the longest padded length any step attends over.
-    m_cache_len = s.mode() == runtime::Mode::aot ? padded(s, m_prompt + m_new) : m_prompt + m_new;
+    const bool pad = s.mode() == runtime::Mode::aot || m_dynamic == "bucketed";
+    m_cache_len = pad ? padded(s, m_prompt + m_new) : m_prompt + m_new;
     s.declare_scalar("pos", 0, m_cache_len - 1);
+    s.declare_scalar("kv_len", 1, m_cache_len);
     s.declare_scalar("start", 0, 0);
     s.set_scalar("start", 0);
     uint64_t k = 1;
@@ -376,7 +380,7 @@ class Decode final : public Workload {
   }
   Tensor step(Session& s, int64_t index) override {
     const int64_t real = index == 0 ? m_prompt : m_prompt + index;
-    return run(s, index, real, s.shape_for(real));
+    return run(s, index, real, length(s, index, real));
   }
   void trace(Session& s, int64_t bucket) override {
     // Every bucket a token step may use; the prefill at the prompt's bucket.
@@ -384,13 +388,23 @@ class Decode final : public Workload {
     const std::vector<Layer> kept = m_w;  // tracing runs nothing: the caches stay as they are
     if (bucket == padded(s, m_prompt)) s.to_host(run(s, 0, m_prompt, bucket));
     m_w = kept;
-    if (bucket >= m_prompt + 1) s.to_host(run(s, 1, bucket, bucket));
+    const bool token_bucket =
+        m_dynamic == "bounded" ? bucket == m_cache_len : bucket >= m_prompt + 1;
+    if (token_bucket) s.to_host(run(s, 1, std::min(bucket, m_prompt + 1), bucket));
     m_w = kept;
   }
 
  private:
   static uint64_t seed(const Session& s, uint64_t k) {
     return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
+  }
+  // The rows a step runs at. exact: the real length (AOT pads it to a bucket); bucketed: the
+  // next power-of-two bucket in every mode; bounded: token steps at the cache's full length,
+  // masked on the chip past the run-time scalar `kv_len`.
+  int64_t length(Session& s, int64_t index, int64_t real) const {
+    if (m_dynamic == "bucketed") return padded(s, real);
+    if (m_dynamic == "bounded" && index > 0) return m_cache_len;
+    return s.shape_for(real);
   }
   static int64_t padded(const Session& s, int64_t real) {
     const auto& aot = s.config().runtime.aot;
@@ -412,7 +426,15 @@ class Decode final : public Workload {
       Tensor row = s.iota({len, len}, isa::DType::int32, 0);
       Tensor col = s.iota({len, len}, isa::DType::int32, 1);
       bias = scale(compare(col, row, "gt"), -1e9);
-    } else if (len > real || s.mode() == runtime::Mode::aot) {  // -1e9 past the real length
+    } else if (m_dynamic == "bounded") {  // -1e9 past the run-time length, built on the chip
+      Tensor keys_at = s.iota({m_heads, 1, len}, isa::DType::int32, 2);  // the scores' shape
+      bias = scale(s.op(compiler_stub::OpKind::compare, {keys_at},
+                        {{"cmp", std::string("ge")}, {"scalar", std::string("kv_len")}}),
+                   -1e9);
+      s.set_scalar("kv_len", real);
+      s.set_scalar("pos", real - 1);
+    } else if (len > real || s.mode() == runtime::Mode::aot ||
+               m_dynamic == "bucketed") {  // -1e9 past the real length, sent by the host
       std::vector<float> b(static_cast<size_t>(len), 0.0f);
       for (int64_t i = real; i < len; ++i) b[static_cast<size_t>(i)] = -1e9f;
       bias = s.upload({1, len}, m_dtype, b);
@@ -447,6 +469,7 @@ class Decode final : public Workload {
     Tensor ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2, k_cache, v_cache;
   };
   int64_t m_layers, m_d, m_heads, m_ff, m_prompt, m_new, m_batch;
+  std::string m_dynamic;
   isa::DType m_dtype;
   std::map<std::string, std::string> m_params;
   std::vector<Layer> m_w;
@@ -464,7 +487,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "dtype=bf16 - GPT-2- or Llama-style blocks, causal attention"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
-       "dtype=bf16 - a prefill, then one step per token over a KV cache"}};
+       "dynamic=exact,dtype=bf16 - a prefill, then one step per token over a KV cache "
+       "(dynamic: exact, bounded or bucketed shapes)"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {

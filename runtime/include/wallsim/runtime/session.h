@@ -231,8 +231,10 @@ class Session {
   // Compile cache: signature -> compiled plan, least recently used first.
   std::list<std::pair<uint64_t, std::shared_ptr<Compiled>>> m_lru;
   std::unordered_map<uint64_t, decltype(m_lru)::iterator> m_cache;
-  std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;  // shape-free hash -> compiles
-  std::vector<std::shared_ptr<Compiled>> m_transfer_plans;   // kept alive for the device
+  std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;
+  std::unordered_map<uint64_t, std::string>
+      m_failed;  // signatures that failed to compile  // shape-free hash -> compiles
+  std::vector<std::shared_ptr<Compiled>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
   std::vector<std::shared_ptr<Compiled>> m_retired;  // evicted, perhaps still running
 

@@ -38,6 +38,8 @@ class Workload {
   virtual int64_t default_steps() const { return 3; }
   // Whether `--steps` applies.
   virtual bool fixed_steps() const { return false; }
+  // The MACs its plans do beyond the real shapes are masked (bounded dims), not padding.
+  virtual bool masks_instead_of_padding() const { return false; }
   // AOT start-up: records one step at bucket `bucket` (no device work happens).
   virtual void trace(runtime::Session& s, int64_t bucket) = 0;
 };
