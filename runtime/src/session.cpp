@@ -631,8 +631,12 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     }
   }
   if (!loaded) {
-    result =
-        compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+    if (auto why = injected_failure(sub, ids)) {
+      result = *why;
+    } else {
+      result =
+          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+    }
     if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
       m_compiler_seconds += ok->compile_wall_seconds;
   }
@@ -711,6 +715,28 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     record().counts.cache_evictions++;
   }
   return c;
+}
+
+std::optional<compiler_stub::CompileError> Session::injected_failure(
+    const Graph& sub, const std::vector<int32_t>& ids) const {
+  const InjectConfig& inject = m_config.runtime.inject;
+  for (int32_t id : ids) {
+    const Node& n = *sub.find(id);
+    for (OpKind op : inject.fail_ops) {
+      if (n.op == op) {
+        return compiler_stub::CompileError{n.id, std::string(compiler_stub::name_of(op)),
+                                           "injected failure: the op is not supported"};
+      }
+    }
+  }
+  if (inject.fail_groups_over > 0 && static_cast<int64_t>(ids.size()) > inject.fail_groups_over) {
+    return compiler_stub::CompileError{
+        -1, "",
+        "injected failure: a group of " + std::to_string(ids.size()) +
+            " ops does not fit on chip (runtime.inject.fail_groups_over is " +
+            std::to_string(inject.fail_groups_over) + ")"};
+  }
+  return std::nullopt;
 }
 
 void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& compiled,

@@ -301,6 +301,56 @@ TEST(Runtime, BackgroundCompileOverlapsTheHost) {
   EXPECT_GT(cold.host_ns[static_cast<int>(HostState::compile)], 0);
 }
 
+// Injected failures (runtime.inject): a fused step of more than 3 ops "does not fit". Under
+// `split` and `eager` the run completes with the reference's values; under `fail` it stops.
+Counts injected_run(const std::string& policy) {
+  Rig rig(load("trn2",
+               {"runtime.inject.fail_groups_over=3", "runtime.lazy.fallback=\"" + policy + "\""}),
+          Mode::fused);
+  auto w = workloads::make_workload(workloads::parse_spec(kMlp));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    for (int i = 0; i < 2; ++i) {
+      s.begin_step(i);
+      Tensor out = w->step(s, i);
+      compiler_stub::HostTensor got = s.to_host(out);
+      s.end_step();
+      EXPECT_LT(error(got, s.reference(out)), 1e-4);
+    }
+  });
+  return rig.session->totals();
+}
+TEST(Runtime, InjectedFailuresSplitAndComplete) {
+  Counts c = injected_run("split");
+  EXPECT_GT(c.compile_failures, 0);
+  EXPECT_GT(c.fallbacks, 0);
+}
+TEST(Runtime, InjectedFailuresFallBackToEagerAndComplete) {
+  Counts c = injected_run("eager");
+  EXPECT_EQ(c.compile_failures, 1);  // the step's group, once: then remembered
+  EXPECT_EQ(c.fallbacks, 2);         // once per step
+}
+TEST(Runtime, InjectedFailureUnderFailStops) {
+  try {
+    injected_run("fail");
+    ADD_FAILURE() << "the run should have stopped";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("injected failure"), std::string::npos) << e.what();
+  }
+}
+TEST(Runtime, InjectedUnsupportedOpFallsBack) {
+  Rig rig(load("trn2", {"runtime.inject.fail_ops=[\"gelu\"]"}), Mode::fused, false);
+  auto w = workloads::make_workload(workloads::parse_spec(kMlp));
+  EXPECT_THROW(rig.run([&](Session& s) {
+    w->setup(s);
+    s.begin_step(0);
+    s.to_host(w->step(s, 0));
+    s.end_step();
+  }),
+               RuntimeError);  // gelu fails alone too: nothing is left to fall back to
+  EXPECT_GT(rig.session->totals().fallbacks, 0);
+}
+
 // A cache smaller than the working set of signatures evicts, and warm steps miss again.
 TEST(Runtime, SmallCacheEvictsAndMissesAgain) {
   Rig rig(load("trn2", {"runtime.cache_capacity=2"}), Mode::eager, false);

@@ -39,6 +39,12 @@ struct AotConfig {
   std::string disk_cache;      // directory of compiled plans by signature; empty: none
 };
 
+// Compile failures on purpose, to exercise the fallback policies deterministically.
+struct InjectConfig {
+  std::vector<compiler_stub::OpKind> fail_ops;  // a group holding one of these fails
+  int64_t fail_groups_over = 0;                 // a group of more ops fails; 0: never
+};
+
 // Host-side costs of the runtime, charged in simulated time.
 struct RuntimeConfig {
   int64_t dispatch_ns_per_op = 5000;   // Python-to-runtime dispatch of one eager op
@@ -51,7 +57,15 @@ struct RuntimeConfig {
   compiler_stub::CompileCostConfig compile_cost;
   LazyConfig lazy;
   AotConfig aot;
+  InjectConfig inject;
 };
+
+template <class V>
+void describe(V& v, InjectConfig& c) {
+  v.field("fail_ops", c.fail_ops, "a group holding one of these ops fails to compile");
+  v.field("fail_groups_over", c.fail_groups_over, {0, 100000000}, "ops",
+          "a group of more ops fails to compile (as if it did not fit on chip); 0 for never");
+}
 
 template <class V>
 void describe(V& v, LazyConfig& c) {
@@ -98,6 +112,7 @@ void describe(V& v, RuntimeConfig& r) {
   v.section("compile_cost", r.compile_cost, "modelled compile latency, by named profile");
   v.section("lazy", r.lazy, "fused eager: recording, flushes, fusion policy, fallback");
   v.section("aot", r.aot, "ahead-of-time: shape buckets and the on-disk cache");
+  v.section("inject", r.inject, "compile failures on purpose, for fallback studies");
 }
 
 struct Config {

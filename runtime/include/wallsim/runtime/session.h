@@ -204,6 +204,9 @@ class Session {
                                           std::string* error, int64_t* compile_ns);
   void launch_group(const Group& g, const std::shared_ptr<Compiled>& c, int64_t compile_ns);
   void launch_worker();
+  // A failure `runtime.inject` asks for, if any.
+  std::optional<compiler_stub::CompileError> injected_failure(
+      const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
   void wait_launched(const TensorImpl* t);  // a queued launch: waits for the compiler
   engines::Launch& launch_transfer(const std::string& src, isa::MemSpace src_space,
                                    const std::string& dst, isa::MemSpace dst_space,
