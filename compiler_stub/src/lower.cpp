@@ -1110,7 +1110,9 @@ class Lowering {
   // A KV append: the update's rows are written into the cache's own HBM tensor at the run-time
   // position, by DMA with a scalar offset. The result aliases the cache (value_name()).
   std::optional<CompileError> lower_update_slice(const Node& n) {
-    const int32_t dst = n.inputs[0];
+    // Appends chain: the cache is the graph input at the root of a chain of appends.
+    int32_t dst = n.inputs[0];
+    while (m_g.find(dst)->op == OpKind::dynamic_update_slice) dst = m_g.find(dst)->inputs[0];
     const Node& dn = *m_g.find(dst);
     const int64_t* axis = n.int_attr("axis");
     if ((axis && *axis != 0) || dn.op != OpKind::input || dn.type.dims.size() != 2) {

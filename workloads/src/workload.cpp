@@ -6,6 +6,7 @@
 #include <set>
 
 #include "wallsim/isa/params.h"
+#include "wallsim/runtime/kv_blocks.h"
 #include "wallsim/runtime/ops.h"
 
 namespace wallsim::workloads {
@@ -332,6 +333,8 @@ class Decode final : public Workload {
         m_new(p.integer("new_tokens", 128, 1, kBig)),
         m_batch(p.integer("batch", 1, 1, 1)),
         m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
+        m_paged(p.choice("kv", "contiguous", {"contiguous", "paged"}) == "paged"),
+        m_block(p.integer("block", 16, 1, 65536)),
         m_dtype(p.dtype("dtype", isa::DType::bf16)),
         m_params((p.finish(), p.resolved())) {
     if (m_d % m_heads)
@@ -347,6 +350,18 @@ class Decode final : public Workload {
     // The cache holds the longest padded length any step attends over.
     const bool pad = s.mode() == runtime::Mode::aot || m_dynamic == "bucketed";
     m_cache_len = pad ? padded(s, m_prompt + m_new) : m_prompt + m_new;
+    int64_t pool_rows = m_cache_len;
+    if (m_paged) {
+      // Twice the blocks the sequence needs, handed out in a seeded random order: the block
+      // table is far from contiguous.
+      const int64_t blocks = 2 * ((m_cache_len + m_block - 1) / m_block);
+      m_kv.emplace(blocks, m_block, static_cast<uint64_t>(s.config().runtime.seed));
+      pool_rows = blocks * m_block;
+      for (int64_t b = 0; b * m_block < m_cache_len; ++b) {
+        s.declare_scalar("blk" + std::to_string(b), 0, pool_rows - m_block);
+      }
+      s.declare_scalar("slot", 0, pool_rows - 1);  // a token's row in the pool
+    }
     s.declare_scalar("pos", 0, m_cache_len - 1);
     s.declare_scalar("kv_len", 1, m_cache_len);
     s.declare_scalar("start", 0, 0);
@@ -367,8 +382,8 @@ class Decode final : public Workload {
       w.ln2_b = up({m_d});
       w.w1 = up({m_d, m_ff});
       w.w2 = up({m_ff, m_d});
-      w.k_cache = up({m_cache_len, m_d});
-      w.v_cache = up({m_cache_len, m_d});
+      w.k_cache = up({pool_rows, m_d});
+      w.v_cache = up({pool_rows, m_d});
       m_w.push_back(w);
     }
   }
@@ -442,15 +457,50 @@ class Decode final : public Workload {
     } else {
       s.set_scalar("pos", real - 1);
     }
+    Tensor ids;  // paged: the pool rows of the sequence's keys, from its block table
+    if (m_paged) {
+      if (!m_kv->reserve(0, real)) throw runtime::RuntimeError("the KV pool is full");
+      if (prefill) {
+        for (int64_t b = 0; b * m_block < real; ++b) {
+          s.set_scalar("blk" + std::to_string(b), m_kv->table(0)[static_cast<size_t>(b)] * m_block);
+        }
+      } else {
+        s.set_scalar("slot", m_kv->row(0, real - 1));
+        ids = s.upload({len}, isa::DType::int32, m_kv->rows(0, len));
+      }
+    }
     for (Layer& w : m_w) {
       Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
       Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
-      const char* at = prefill ? "start" : "pos";
-      w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
-                       {{"scalar", std::string(at)}});
-      w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
-                       {{"scalar", std::string(at)}});
-      Tensor keys = slice(w.k_cache, 0, 0, len), values = slice(w.v_cache, 0, 0, len);
+      Tensor keys, values;
+      if (m_paged) {
+        if (prefill) {  // the prompt's rows, block by block, into the blocks of its table
+          for (int64_t b = 0; b * m_block < real; ++b) {
+            const int64_t lo = b * m_block, hi = std::min(real, lo + m_block);
+            const Attrs at{{"scalar", "blk" + std::to_string(b)}};
+            w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
+                             {w.k_cache, slice(k, 0, lo, hi)}, at);
+            w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
+                             {w.v_cache, slice(v, 0, lo, hi)}, at);
+          }
+          keys = k;
+          values = v;
+        } else {  // append, then gather every key through the block table
+          const Attrs at{{"scalar", std::string("slot")}};
+          w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k}, at);
+          w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v}, at);
+          keys = embedding(w.k_cache, ids);
+          values = embedding(w.v_cache, ids);
+        }
+      } else {
+        const char* at = prefill ? "start" : "pos";
+        w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
+                         {{"scalar", std::string(at)}});
+        w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
+                         {{"scalar", std::string(at)}});
+        keys = slice(w.k_cache, 0, 0, len);
+        values = slice(w.v_cache, 0, 0, len);
+      }
       q = transpose(reshape(q, {rows, m_heads, hd}), {1, 0, 2});
       Tensor kt = transpose(reshape(keys, {len, m_heads, hd}), {1, 2, 0});
       Tensor vt = transpose(reshape(values, {len, m_heads, hd}), {1, 0, 2});
@@ -470,6 +520,9 @@ class Decode final : public Workload {
   };
   int64_t m_layers, m_d, m_heads, m_ff, m_prompt, m_new, m_batch;
   std::string m_dynamic;
+  bool m_paged;
+  int64_t m_block;
+  std::optional<runtime::KvBlockManager> m_kv;
   isa::DType m_dtype;
   std::map<std::string, std::string> m_params;
   std::vector<Layer> m_w;
@@ -487,8 +540,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "dtype=bf16 - GPT-2- or Llama-style blocks, causal attention"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
-       "dynamic=exact,dtype=bf16 - a prefill, then one step per token over a KV cache "
-       "(dynamic: exact, bounded or bucketed shapes)"}};
+       "dynamic=exact,kv=contiguous,block=16,dtype=bf16 - a prefill, then one step per token "
+       "over a KV cache (dynamic: exact, bounded or bucketed shapes; kv: contiguous or paged)"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
