@@ -38,7 +38,8 @@ bool KvBlockManager::reserve(int64_t seq, int64_t tokens) {
 void KvBlockManager::release(int64_t seq) {
   auto it = m_tables.find(seq);
   if (it == m_tables.end()) return;
-  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b) m_free.push_back(*b);
+  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b)
+    m_free.push_back(*b);
   m_tables.erase(it);
 }
 

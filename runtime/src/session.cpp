@@ -143,10 +143,23 @@ Session::Session(const Config& config, sim::Device& device, SessionOptions optio
 }
 
 Session::~Session() {
-  // Tensors may outlive the session in a caller's scope: detach them.
-  for (auto& [id, weak] : m_pending_out) {
+  // Tensors may outlive the session (a workload holding its weights): detach them.
+  for (auto& weak : m_tensors) {
     if (auto t = weak.lock()) t->session = nullptr;
   }
+}
+
+std::shared_ptr<TensorImpl> Session::new_tensor() {
+  auto t = std::make_shared<TensorImpl>();
+  t->session = this;
+  if (m_tensors.size() >= 2 * m_tensors_pruned + 1024) {  // drop the dead now and then
+    m_tensors.erase(std::remove_if(m_tensors.begin(), m_tensors.end(),
+                                   [](const std::weak_ptr<TensorImpl>& w) { return w.expired(); }),
+                    m_tensors.end());
+    m_tensors_pruned = m_tensors.size();
+  }
+  m_tensors.push_back(t);
+  return t;
 }
 
 // ---- host time ----
@@ -269,8 +282,7 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
   TensorType type;
   type.dtype = dtype;
   for (int64_t d : shape) type.dims.push_back(compiler_stub::Dim::of(d));
-  auto t = std::make_shared<TensorImpl>();
-  t->session = this;
+  auto t = new_tensor();
   t->type = type;
   t->device = allocate(type, "t");
   if (m_options.keep_reference) {
@@ -373,8 +385,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
   }
   n.attrs = std::move(attrs);
   if (kind != OpKind::iota) n.type = compiler_stub::infer_node(m_pending, n);
-  auto t = std::make_shared<TensorImpl>();
-  t->session = this;
+  auto t = new_tensor();
   t->type = n.type;
   t->pending = n.id;
   if (m_options.keep_reference && !m_tracing) {
@@ -747,8 +758,7 @@ void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& comp
     const int32_t id = g.outputs[k];
     auto t = m_pending_out.at(id).lock();
     if (!t) {  // only later groups of this flush read it: held until the flush ends
-      t = std::make_shared<TensorImpl>();
-      t->session = this;
+      t = new_tensor();
       t->type = m_pending.find(id)->type;
       t->pending = id;
       m_flush_hold.push_back(t);

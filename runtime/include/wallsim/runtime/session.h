@@ -213,6 +213,7 @@ class Session {
                                    const compiler_stub::TensorType& type);
   void wait_drained(const engines::Launch* l, HostState s);
   void free_deferred();
+  std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
   StepRecord& record() { return m_in_step ? m_current : m_startup; }
 
   Config m_config;
@@ -228,6 +229,8 @@ class Session {
   std::unordered_map<int32_t, std::shared_ptr<TensorImpl>> m_input_impl;  // input node -> tensor
   int64_t m_pending_ops = 0;
   std::vector<std::shared_ptr<TensorImpl>> m_flush_hold;
+  std::vector<std::weak_ptr<TensorImpl>> m_tensors;  // every tensor made, to detach at the end
+  size_t m_tensors_pruned = 0;
   int32_t m_next_node = 0;
   std::map<std::string, int64_t> m_scalar_values;
 
