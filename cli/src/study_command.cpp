@@ -15,6 +15,7 @@
 #include "wallsim/isa/json_object.h"
 #include "wallsim/isa/params.h"
 #include "wallsim/runtime/session.h"
+#include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
 
 extern char** environ;
@@ -168,12 +169,7 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
   cmd->callback([a] {
     const WallSpec spec = read_spec(a->spec);
-    std::unique_ptr<traces::RunDirectory> dir;
-    try {
-      dir = std::make_unique<traces::RunDirectory>(a->out);
-    } catch (const std::runtime_error& e) {
-      throw isa::InputError("--out", e.what());
-    }
+    std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(a->out);
     const std::string runs = dir->subdir("runs");
     std::vector<Point> points;
     for (const auto& workload : spec.workloads) {

@@ -498,6 +498,25 @@ std::string arity(const OpInfo& op) {
   return std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs) + " inputs";
 }
 
+void check_arity(const Node& n, const std::string& path) {
+  const OpInfo& op = info(n.op);
+  const int count = static_cast<int>(n.inputs.size());
+  if (count < op.min_inputs || count > op.max_inputs) {
+    throw InputError(path, "expects " + arity(op) + ", got " + std::to_string(count));
+  }
+}
+
+// Node `n`'s output type from its inputs' types: its op's rules, its explicit dtype, the size cap.
+TensorType output_type(const Graph& g, const Node& n, std::vector<const TensorType*> in,
+                       const std::string& path) {
+  TensorType t = NodeChecker(g, n, std::move(in), path).infer();
+  if (n.dtype) t.dtype = *n.dtype;
+  if (capped_elements(t.dims) > kMaxElements) {
+    throw InputError(path, "output " + to_string(t) + " has more than 2^40 elements");
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string node_path(const Graph& g, size_t index) {
@@ -540,11 +559,7 @@ void infer_types(Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
     const std::string path = node_path(g, i);
-    const OpInfo& op = info(n.op);
-    const int count = static_cast<int>(n.inputs.size());
-    if (count < op.min_inputs || count > op.max_inputs) {
-      throw InputError(path, "expects " + arity(op) + ", got " + std::to_string(count));
-    }
+    check_arity(n, path);
     std::vector<const TensorType*> in;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int32_t id = n.inputs[k];
@@ -559,12 +574,7 @@ void infer_types(Graph& g) {
       }
       in.push_back(&g.nodes[it->second].type);
     }
-    TensorType t = NodeChecker(g, n, std::move(in), path).infer();
-    if (n.dtype) t.dtype = *n.dtype;
-    if (capped_elements(t.dims) > kMaxElements) {
-      throw InputError(path, "output " + to_string(t) + " has more than 2^40 elements");
-    }
-    n.type = std::move(t);
+    n.type = output_type(g, n, std::move(in), path);
   }
 
   if (g.outputs.empty()) throw InputError("outputs", "a graph needs at least one output");
@@ -582,20 +592,14 @@ void infer_types(Graph& g) {
 
 TensorType infer_node(const Graph& g, const Node& n) {
   const std::string path = "op '" + std::string(info(n.op).name) + "'";
-  const OpInfo& op = info(n.op);
-  const int count = static_cast<int>(n.inputs.size());
-  if (count < op.min_inputs || count > op.max_inputs) {
-    throw InputError(path, "expects " + arity(op) + ", got " + std::to_string(count));
-  }
+  check_arity(n, path);
   std::vector<const TensorType*> in;
   for (int32_t id : n.inputs) {
     const Node* x = g.find(id);
     if (!x) throw InputError(path, "input " + std::to_string(id) + " is not a node id");
     in.push_back(&x->type);
   }
-  TensorType t = NodeChecker(g, n, std::move(in), path).infer();
-  if (n.dtype) t.dtype = *n.dtype;
-  return t;
+  return output_type(g, n, std::move(in), path);
 }
 
 bool has_unknown_dims(const Graph& g) {

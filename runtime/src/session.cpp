@@ -188,9 +188,8 @@ void Session::charge(HostState s, int64_t ns) {
 }
 
 // The host clock stays on whole nanoseconds, so every state's time is a whole number of them
-// and the states sum exactly to the wall time. Called in state `s`, which the wait extends.
-void Session::align_to_ns(HostState s) {
-  (void)s;
+// and the states sum exactly to the wall time. The wait extends the current state.
+void Session::align_to_ns() {
   const int64_t rem = now_fs() % 1000000;
   if (rem == 0) return;
   sc_core::wait(sc_time(static_cast<double>(1000000 - rem), sc_core::SC_FS));
@@ -199,7 +198,7 @@ void Session::align_to_ns(HostState s) {
 void Session::wait_for(HostState s, const sc_core::sc_event& e) {
   enter(s);
   sc_core::wait(e);
-  align_to_ns(s);
+  align_to_ns();
   enter(HostState::other);
 }
 
@@ -207,7 +206,7 @@ void Session::wait_drained(const engines::Launch* l, HostState s) {
   if (!l || l->drained) return;
   enter(s);
   while (!l->drained) sc_core::wait(l->drained_event);
-  align_to_ns(s);
+  align_to_ns();
   enter(HostState::other);
 }
 
@@ -462,7 +461,10 @@ compiler_stub::HostTensor Session::reference(const Tensor& t) const {
 // ---- grouping, compiling, launching ----
 
 void Session::flush(const char* reason) {
-  (void)reason;
+  if (m_host_track && !m_pending.nodes.empty()) {  // why the pending graph was cut, on the trace
+    m_trace->instant(*m_host_track, static_cast<traces::TimePs>(now_fs() / 1000),
+                     std::string("flush: ") + reason, "host", {});
+  }
   std::vector<int32_t> ops;
   for (const Node& n : m_pending.nodes) {
     if (n.op != OpKind::input) ops.push_back(n.id);
@@ -852,7 +854,7 @@ void Session::wait_launched(const TensorImpl* t) {
   if (!(t ? t->queued : !m_queue.empty())) return;
   enter(HostState::compile);
   while (t ? t->queued : !m_queue.empty()) sc_core::wait(m_launched);
-  align_to_ns(HostState::compile);
+  align_to_ns();
   enter(HostState::other);
 }
 

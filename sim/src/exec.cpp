@@ -113,6 +113,42 @@ nlohmann::ordered_json node_report(const Device& device) {
 
 }  // namespace
 
+std::unique_ptr<traces::RunDirectory> open_run_directory(const std::string& out_dir) {
+  try {
+    return std::make_unique<traces::RunDirectory>(out_dir);
+  } catch (const std::runtime_error& e) {
+    throw isa::InputError("--out", e.what());
+  }
+}
+
+DeviceTimeStats::DeviceTimeStats(traces::StatsRegistry& stats, const ChipConfig& chip)
+    : m_period_fs(engines::period_fs(chip.timing.tensor.freq_mhz)) {
+  stats.add_text("schema", "", "stats format").set("wallsim-stats/1");
+  traces::StatsScope d(stats, "device");
+  d.add_text("clock", "", "the clock device.cycles counts").set("tensor");
+  d.add_value("clock_mhz", "MHz", "frequency of device.clock").set(chip.timing.tensor.freq_mhz);
+  m_cycles = &d.add_value("cycles", "cycles", "device time in device.clock cycles");
+  m_time_ns = &d.add_value("time_ns", "ns", "from the first launch to the last result");
+}
+
+void DeviceTimeStats::set(sc_core::sc_time end) {
+  m_cycles->set(static_cast<int64_t>((end.value() + m_period_fs - 1) / m_period_fs));
+  m_time_ns->set(end.to_seconds() * 1e9);
+}
+
+void write_run_files(const traces::RunDirectory& dir, const traces::StatsRegistry& stats,
+                     const nlohmann::ordered_json& extra, const isa::Json& resolved_config) {
+  {
+    std::ofstream out(dir.file("stats.json"), std::ios::binary);
+    traces::write_stats_json(stats, out, extra);
+  }
+  {
+    std::ofstream out(dir.file("stats.txt"), std::ios::binary);
+    traces::write_stats_text(stats, out);
+  }
+  write_text(dir.file("config.resolved.json"), resolved_config.dump(2) + "\n");
+}
+
 void init_systemc() {
   static bool done = false;
   if (done) return;
@@ -130,22 +166,9 @@ ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,
                        const std::string& out_dir) {
   init_systemc();
   const auto scalars = bind_scalars(seq, options);
-  std::unique_ptr<traces::RunDirectory> dir;
-  try {
-    dir = std::make_unique<traces::RunDirectory>(out_dir);
-  } catch (const std::runtime_error& e) {
-    throw isa::InputError("--out", e.what());
-  }
-
+  std::unique_ptr<traces::RunDirectory> dir = open_run_directory(out_dir);
   traces::StatsRegistry stats;
-  stats.add_text("schema", "", "stats format").set("wallsim-stats/1");
-  traces::StatsScope d(stats, "device");
-  traces::Text& clock = d.add_text("clock", "", "the clock device.cycles counts");
-  traces::Value& clock_mhz = d.add_value("clock_mhz", "MHz", "frequency of device.clock");
-  traces::Value& cycles = d.add_value("cycles", "cycles", "device time in device.clock cycles");
-  traces::Value& time_ns = d.add_value("time_ns", "ns", "from the first launch to the last result");
-  clock.set("tensor");
-  clock_mhz.set(chip.timing.tensor.freq_mhz);
+  DeviceTimeStats device_time(stats, chip);
 
   std::unique_ptr<traces::TraceSink> chrome;
   std::unique_ptr<traces::TraceSink> window;
@@ -194,9 +217,7 @@ ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,
   }
   device.finalize();
   const sc_core::sc_time end = device.end_time();
-  const int64_t period = engines::period_fs(chip.timing.tensor.freq_mhz);
-  cycles.set(static_cast<int64_t>((end.value() + period - 1) / period));
-  time_ns.set(end.to_seconds() * 1e9);
+  device_time.set(end);
 
   int64_t instructions = 0;
   for (const isa::Plan& p : seq.plans) instructions += p.instruction_count();
@@ -207,16 +228,7 @@ ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,
   measured.add_value("instructions_per_second", "1/s", "simulation speed (varies run to run)")
       .set(wall > 0 ? double(instructions) / wall : 0.0);
 
-  nlohmann::ordered_json extra = {{"nodes", node_report(device)}};
-  {
-    std::ofstream out(dir->file("stats.json"), std::ios::binary);
-    traces::write_stats_json(stats, out, extra);
-  }
-  {
-    std::ofstream out(dir->file("stats.txt"), std::ios::binary);
-    traces::write_stats_text(stats, out);
-  }
-  write_text(dir->file("config.resolved.json"), resolved_config.dump(2) + "\n");
+  write_run_files(*dir, stats, {{"nodes", node_report(device)}}, resolved_config);
   if (options.functional) {
     const std::string outputs = dir->subdir("outputs");
     std::set<std::string> written;

@@ -2,7 +2,6 @@
 #include "wallsim/workloads/run.h"
 
 #include <chrono>
-#include <fstream>
 
 #include "wallsim/sim/device.h"
 #include "wallsim/sim/exec.h"
@@ -101,12 +100,6 @@ ordered_json op_table(const sim::Device& device, const sim::ChipConfig& chip) {
   return out;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
-}
-
 }  // namespace
 
 RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved_config,
@@ -118,20 +111,9 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
     throw isa::InputError("--steps", spec.name + " fixes its own steps");
   }
   const int64_t steps = options.steps.value_or(workload->default_steps());
-  std::unique_ptr<traces::RunDirectory> dir;
-  try {
-    dir = std::make_unique<traces::RunDirectory>(out_dir);
-  } catch (const std::runtime_error& e) {
-    throw isa::InputError("--out", e.what());
-  }
+  std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);
   traces::StatsRegistry stats;
-  stats.add_text("schema", "", "stats format").set("wallsim-stats/1");
-  traces::StatsScope d(stats, "device");
-  d.add_text("clock", "", "the clock device.cycles counts").set("tensor");
-  d.add_value("clock_mhz", "MHz", "frequency of device.clock")
-      .set(config.chip.timing.tensor.freq_mhz);
-  traces::Value& cycles = d.add_value("cycles", "cycles", "device time in device.clock cycles");
-  traces::Value& time_ns = d.add_value("time_ns", "ns", "from the start to the last result");
+  sim::DeviceTimeStats device_time(stats, config.chip);
 
   std::unique_ptr<traces::TraceSink> trace;
   if (options.trace_level != engines::TraceLevel::none) {
@@ -170,10 +152,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   device.finalize();
   session.finish_trace();
-  const sc_core::sc_time end = device.end_time();
-  const int64_t period = engines::period_fs(config.chip.timing.tensor.freq_mhz);
-  cycles.set(static_cast<int64_t>((end.value() + period - 1) / period));
-  time_ns.set(end.to_seconds() * 1e9);
+  device_time.set(device.end_time());
 
   // The report: the compilation wall per step.
   runtime::Counts totals = session.totals();
@@ -221,15 +200,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
       .add_value("compiler_stub_seconds", "s",
                  "real time compiler_stub spent compiling (not the modelled latency)")
       .set(session.compiler_seconds());
-  {
-    std::ofstream out(dir->file("stats.json"), std::ios::binary);
-    traces::write_stats_json(stats, out, extra);
-  }
-  {
-    std::ofstream out(dir->file("stats.txt"), std::ios::binary);
-    traces::write_stats_text(stats, out);
-  }
-  write_text(dir->file("config.resolved.json"), resolved_config.dump(2) + "\n");
+  sim::write_run_files(*dir, stats, extra, resolved_config);
   if (trace) trace->finish();
   dir->commit();
   RunSummary r;

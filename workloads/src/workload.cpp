@@ -121,6 +121,19 @@ class Params {
 
 constexpr int64_t kBig = int64_t{1} << 20;
 
+// The seed of a workload's k-th random tensor: the run's seed, then k.
+uint64_t seed(const Session& s, uint64_t k) {
+  return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
+}
+
+// Attention splits d_model evenly over the heads.
+void check_heads(const Params& p, int64_t d_model, int64_t heads) {
+  if (d_model % heads) {
+    p.fail("heads", "d_model " + std::to_string(d_model) + " is not a multiple of heads " +
+                        std::to_string(heads));
+  }
+}
+
 // C = A x B with B resident (a weight) and A uploaded every step.
 class Gemm final : public Workload {
  public:
@@ -137,9 +150,6 @@ class Gemm final : public Workload {
   void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
 
  private:
-  static uint64_t seed(const Session& s, uint64_t k) {
-    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
-  }
   Tensor run(Session& s, int64_t m, int64_t index) {
     Tensor a = s.upload_random({m, m_k}, m_dtype, seed(s, 100 + static_cast<uint64_t>(index)));
     s.add_real_macs(double(m_m) * double(m_k) * double(m_n));
@@ -178,9 +188,6 @@ class Mlp final : public Workload {
   void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
 
  private:
-  static uint64_t seed(const Session& s, uint64_t k) {
-    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
-  }
   Tensor run(Session& s, int64_t rows, int64_t index) {
     using namespace runtime;
     Tensor x = s.upload_random({rows, m_d}, m_dtype, seed(s, 1000 + static_cast<uint64_t>(index)));
@@ -216,9 +223,7 @@ class Transformer final : public Workload {
         m_llama(p.choice("style", "gpt2", {"gpt2", "llama"}) == "llama"),
         m_dtype(p.dtype("dtype", isa::DType::bf16)),
         m_params((p.finish(), p.resolved())) {
-    if (m_d % m_heads)
-      p.fail("heads", "d_model " + std::to_string(m_d) + " is not a multiple of heads " +
-                          std::to_string(m_heads));
+    check_heads(p, m_d, m_heads);
   }
   std::map<std::string, std::string> params() const override { return m_params; }
   void setup(Session& s) override {
@@ -256,9 +261,6 @@ class Transformer final : public Workload {
   void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
 
  private:
-  static uint64_t seed(const Session& s, uint64_t k) {
-    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
-  }
   // x W (+ b): GPT-2 layers have biases, Llama's do not.
   static Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     Tensor y = runtime::matmul(x, w);
@@ -337,9 +339,7 @@ class Decode final : public Workload {
         m_block(p.integer("block", 16, 1, 65536)),
         m_dtype(p.dtype("dtype", isa::DType::bf16)),
         m_params((p.finish(), p.resolved())) {
-    if (m_d % m_heads)
-      p.fail("heads", "d_model " + std::to_string(m_d) + " is not a multiple of heads " +
-                          std::to_string(m_heads));
+    check_heads(p, m_d, m_heads);
   }
   std::map<std::string, std::string> params() const override { return m_params; }
   bool masks_instead_of_padding() const override { return m_dynamic == "bounded"; }
@@ -410,9 +410,6 @@ class Decode final : public Workload {
   }
 
  private:
-  static uint64_t seed(const Session& s, uint64_t k) {
-    return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
-  }
   // The rows a step runs at. exact: the real length (AOT pads it to a bucket); bucketed: the
   // next power-of-two bucket in every mode; bounded: token steps at the cache's full length,
   // masked on the chip past the run-time scalar `kv_len`.

@@ -191,7 +191,7 @@ class Session {
   struct Group;
   void charge(HostState s, int64_t ns);
   void wait_for(HostState s, const sc_core::sc_event& e);
-  void align_to_ns(HostState s);
+  void align_to_ns();
   void enter(HostState s);
   std::string allocate(const compiler_stub::TensorType& type, const std::string& hint);
   void flush(const char* reason);

@@ -1,7 +1,10 @@
 // Running plan files on the device: inputs in, one simulation, a complete output directory out.
 #pragma once
 
+#include <systemc>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -12,6 +15,8 @@
 #include "wallsim/isa/params.h"
 #include "wallsim/isa/plan.h"
 #include "wallsim/sim/chip_config.h"
+#include "wallsim/traces/run_directory.h"
+#include "wallsim/traces/stats.h"
 
 namespace wallsim::sim {
 
@@ -46,6 +51,28 @@ struct ExecSummary {
 ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,
                        const isa::PlanSequence& seq, const ExecOptions& options,
                        const std::string& out_dir);
+
+// ---- the parts of a run directory every command that runs the device writes ----
+
+// Opens `out_dir` (appears on commit()); one wallsim will not replace is bad input (`--out`).
+std::unique_ptr<traces::RunDirectory> open_run_directory(const std::string& out_dir);
+
+// The stats format and the device-time header: device.clock, clock_mhz, cycles, time_ns.
+// `set` fills cycles and time_ns once the run has ended at `end`.
+class DeviceTimeStats {
+ public:
+  DeviceTimeStats(traces::StatsRegistry& stats, const ChipConfig& chip);
+  void set(sc_core::sc_time end);
+
+ private:
+  int64_t m_period_fs;
+  traces::Value* m_cycles;
+  traces::Value* m_time_ns;
+};
+
+// stats.json (the registry plus `extra`), stats.txt and config.resolved.json into `dir`.
+void write_run_files(const traces::RunDirectory& dir, const traces::StatsRegistry& stats,
+                     const nlohmann::ordered_json& extra, const isa::Json& resolved_config);
 
 // Sets the kernel's time resolution to 1 fs and silences its banner; call before anything else
 // touches SystemC. Idempotent.
