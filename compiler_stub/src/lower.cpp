@@ -32,7 +32,8 @@ std::string value_name(const Graph& g, int32_t id) {
   const Node* n = g.find(id);
   if (n && n->op == OpKind::input && !n->name.empty()) return n->name;
   // A KV append updates its cache in place: the result is the cache's tensor.
-  if (n && n->op == OpKind::dynamic_update_slice && !n->inputs.empty()) {
+  if (n && (n->op == OpKind::dynamic_update_slice || n->op == OpKind::index_copy) &&
+      !n->inputs.empty()) {
     return value_name(g, n->inputs[0]);
   }
   return "v" + std::to_string(id);
@@ -374,6 +375,7 @@ class Lowering {
       case OpKind::reshape:
       case OpKind::embedding:
       case OpKind::dynamic_update_slice:
+      case OpKind::index_copy:
       case OpKind::slice:
       case OpKind::concat:
         return false;
@@ -814,6 +816,8 @@ class Lowering {
         return lower_embedding(n);
       case OpKind::dynamic_update_slice:
         return lower_update_slice(n);
+      case OpKind::index_copy:
+        return lower_index_copy(n);
       case OpKind::slice:
         // Along the last axis of an on-chip value: a copy. Otherwise a view that reads only
         // the slice from HBM.
@@ -1107,12 +1111,63 @@ class Lowering {
     return std::nullopt;
   }
 
+  // In-place writes chain: a cache is the graph input at the root of its appends and copies.
+  int32_t cache_root(int32_t id) const {
+    for (const Node* n = m_g.find(id);
+         n->op == OpKind::dynamic_update_slice || n->op == OpKind::index_copy; n = m_g.find(id)) {
+      id = n->inputs[0];
+    }
+    return id;
+  }
+
+  // A paged KV write: dst[ids[i], :] = src[i, :]. The ids are loaded one per partition, then
+  // one scatter descriptor per row tile of src writes the rows they name into dst's own HBM
+  // tensor; the result aliases dst (value_name()).
+  std::optional<CompileError> lower_index_copy(const Node& n) {
+    const int32_t dst = cache_root(n.inputs[0]), ids = n.inputs[1];
+    const Node& dn = *m_g.find(dst);
+    if (dn.op != OpKind::input) return error("dst must be a graph input (a cache in HBM)");
+    if (m_group.count(ids) || m_views.count(ids)) {
+      return error("index_copy ids computed on the chip are not supported yet");
+    }
+    auto src = tiles_of(n.inputs[2]);
+    if (!src) return no_room();
+    auto idx = new_tiles_like(*src, 1, DType::int32, "ids");
+    if (!idx) return no_room();
+    Slot ids_hbm = hbm_tensor(ids, isa::TensorRole::input);
+    Slot cache = hbm_tensor(dst, isa::TensorRole::inout);
+    m_b.set_role(cache, isa::TensorRole::inout);
+    const View cv = view_of(dn.type);
+    for (int64_t t = 0; t < src->count(); ++t) {
+      AccessPattern ia;
+      ia.space = MemSpace::hbm;
+      ia.buffer = ids_hbm.index;
+      ia.dtype = DType::int32;
+      ia.partitions = src->rows_in(t);
+      ia.partition_stride = 1;
+      ia.offset = src->row0(t);
+      const int queue = next_store_queue();
+      dma(queue, tile_ap(*idx, t, 0, 1), ia);
+      Instruction s;
+      s.op = Opcode::dma_scatter;
+      s.dst = hbm_ap(cache, dn.type.dtype, cv, 0, static_cast<int32_t>(cv.rows), 0, cv.cols);
+      s.src[0] = tile_ap(*src, t, 0, src->cols);
+      s.src[1] = tile_ap(*idx, t, 0, 1);
+      emit(queue, s);
+    }
+    m_bytes_out += src->stored_rows() * (4 + src->cols * isa::dtype_bytes(dn.type.dtype));
+    release(*idx);
+    m_hbm[n.id] = cache;
+    m_in_hbm.insert(n.id);
+    return std::nullopt;
+  }
+
   // A KV append: the update's rows are written into the cache's own HBM tensor at the run-time
   // position, by DMA with a scalar offset. The result aliases the cache (value_name()).
   std::optional<CompileError> lower_update_slice(const Node& n) {
     // Appends chain: the cache is the graph input at the root of a chain of appends.
     int32_t dst = n.inputs[0];
-    while (m_g.find(dst)->op == OpKind::dynamic_update_slice) dst = m_g.find(dst)->inputs[0];
+    dst = cache_root(dst);
     const Node& dn = *m_g.find(dst);
     const int64_t* axis = n.int_attr("axis");
     if ((axis && *axis != 0) || dn.op != OpKind::input || dn.type.dims.size() != 2) {

@@ -199,6 +199,8 @@ class Evaluator {
         return embedding(*in[0], *in[1], shape);
       case OpKind::dynamic_update_slice:
         return dynamic_update_slice(n, *in[0], *in[1]);
+      case OpKind::index_copy:
+        return index_copy(*in[0], *in[1], *in[2]);
     }
     throw InputError(m_path, "unhandled op");
   }
@@ -361,6 +363,22 @@ class Evaluator {
       }
       const int64_t row = static_cast<int64_t>(id);
       std::copy_n(table.data.data() + row * width, width, out.data.data() + i * width);
+    }
+    return out;
+  }
+
+  HostTensor index_copy(const HostTensor& dst, const HostTensor& ids, const HostTensor& src) const {
+    const int64_t rows = dst.shape[0], width = dst.shape[1];
+    HostTensor out = dst;
+    for (size_t i = 0; i < ids.data.size(); ++i) {
+      const float id = ids.data[i];
+      if (!(id >= 0.0f && id < static_cast<float>(rows))) {
+        throw InputError(m_path, "index_copy id " + std::to_string(static_cast<int64_t>(id)) +
+                                     " at element " + std::to_string(i) + " is out of range [0, " +
+                                     std::to_string(rows) + ")");
+      }
+      std::copy_n(src.data.data() + static_cast<int64_t>(i) * width, width,
+                  out.data.data() + static_cast<int64_t>(id) * width);
     }
     return out;
   }

@@ -111,6 +111,8 @@ class NodeChecker {
         return embedding();
       case OpKind::dynamic_update_slice:
         return dynamic_update_slice();
+      case OpKind::index_copy:
+        return index_copy();
     }
     fail("unhandled op");
   }
@@ -445,6 +447,22 @@ class NodeChecker {
     Dims out = dims(1);
     out.push_back(dims(0)[1]);
     return like(0, out);
+  }
+
+  // index_copy(dst [P, D], ids [N] int32, src [N, D]) -> dst's type.
+  TensorType index_copy() const {
+    need_rank(0, 2, "dst [P, D]");
+    need_rank(1, 1, "ids [N]");
+    need_rank(2, 2, "src [N, D]");
+    if (m_in[1]->dtype != isa::DType::int32) {
+      fail("ids must be int32, got " + std::string(isa::name_of(m_in[1]->dtype)));
+    }
+    if (m_in[2]->dtype != m_in[0]->dtype) fail("src and dst differ in dtype");
+    if (!merge(dims(1)[0], dims(2)[0]) || !merge(dims(0)[1], dims(2)[1])) {
+      fail("src " + to_string(dims(2)) + " must be " + to_string(Dims{dims(1)[0], dims(0)[1]}) +
+           ": a row of dst per id");
+    }
+    return like(0, dims(0));
   }
 
   TensorType dynamic_update_slice() const {

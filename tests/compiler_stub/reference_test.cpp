@@ -176,6 +176,9 @@ TEST(Reference, MasksAndGathers) {
                 {1, -2, 3, 10, 20, 30});
   expect_values(run(R"({"id": 8, "op": "embedding", "inputs": [1, 6]})"), {3, 2},
                 {5, 6, 1, 2, 5, 6});
+  // ids {2, 0, 2}: row 2 is written twice (the last wins), row 1 is untouched.
+  expect_values(run(R"({"id": 8, "op": "index_copy", "inputs": [1, 6, 1]})"), {3, 2},
+                {3, 4, 3, 4, 5, 6});
   expect_values(
       run(R"({"id": 8, "op": "dynamic_update_slice", "inputs": [0, 3], "scalar": "n"})", 1), {2, 3},
       {1, -2, 3, 1, 2, 3});

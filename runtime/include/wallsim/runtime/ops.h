@@ -61,5 +61,9 @@ inline Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
 inline Tensor embedding(const Tensor& table, const Tensor& ids) {
   return binary(OpKind::embedding, table, ids);
 }
+// dst[ids[i], :] = src[i, :], in place (dst's storage is updated; the result aliases it).
+inline Tensor index_copy(const Tensor& dst, const Tensor& ids, const Tensor& src) {
+  return dst.session().op(OpKind::index_copy, {dst, ids, src});
+}
 
 }  // namespace wallsim::runtime
