@@ -373,7 +373,6 @@ class Lowering {
       case OpKind::input:
       case OpKind::transpose:
       case OpKind::reshape:
-      case OpKind::embedding:
       case OpKind::dynamic_update_slice:
       case OpKind::index_copy:
       case OpKind::slice:
@@ -396,12 +395,16 @@ class Lowering {
   // Bytes per partition, per output row tile and fixed, that `n` needs if nothing is resident.
   std::pair<int64_t, int64_t> footprint(const Node& n) const {
     int64_t per_tile = value_bytes_per_tile(n.id), fixed = 0;
+    // A gather: its ids and table stay in HBM; each output tile needs its ids' tile.
+    if (n.op == OpKind::embedding) return {per_tile + 4, 0};
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int32_t in = n.inputs[k];
       const bool aligned = row_aligned(n, k);
       if (m_tiles.count(in) && aligned) continue;  // resident: nothing new per tile
       if (aligned) {
         per_tile += value_bytes_per_tile(in);
+      } else if (n.op == OpKind::batch_matmul && k == 1 && bmm_chunk_entries(n)) {
+        fixed += m_sbuf.capacity() / 4;  // a chunk of B's batch entries at a time
       } else if (!m_tiles.count(in) && !(n.op == OpKind::matmul && k == 1 && streams_b(n))) {
         fixed += value_bytes_per_tile(in) * tiling(view_of(m_g.find(in)->type).rows, 1, DType::fp32,
                                                    run_of(m_g.find(in)->type))
@@ -636,6 +639,7 @@ class Lowering {
   // Writes value `id` to its HBM tensor: an output of the plan, or plan-internal scratch (a
   // layout change goes through HBM).
   bool store(int32_t id, isa::TensorRole role = isa::TensorRole::output) {
+    if (!m_tiles.count(id) && m_views.count(id) && copy_view(id, role)) return true;
     if (!m_tiles.count(id) && !tiles_of(id)) return false;
     const Tiles& v = m_tiles.at(id);
     const Node& n = *m_g.find(id);
@@ -649,6 +653,70 @@ class Lowering {
     m_in_hbm.insert(id);
     return true;
   }
+  // A view that is not on chip, stored by DMA from HBM to HBM: runs of rows with the view's
+  // strides (adjacent contiguous sub-dims merged, so a plain reshape is one run). False when the
+  // view needs more free dims than a descriptor has.
+  bool copy_view(int32_t id, isa::TensorRole role) {
+    const ViewDesc& v = m_views.at(id);
+    std::vector<SubDim> lead, free;
+    for (size_t g = 0; g < v.groups.size(); ++g) {
+      for (const SubDim& d : v.groups[g]) {
+        if (d.size != 1) (g + 1 < v.groups.size() ? lead : free).push_back(d);
+      }
+    }
+    auto merge = [](std::vector<SubDim>& dims) {
+      std::vector<SubDim> out;
+      for (const SubDim& d : dims) {
+        if (!out.empty() && out.back().stride == d.size * d.stride) {
+          out.back() = {out.back().size * d.size, d.stride};
+        } else {
+          out.push_back(d);
+        }
+      }
+      dims = out;
+    };
+    merge(lead);
+    merge(free);
+    if (free.size() > isa::kMaxFreeDims) return false;
+    if (lead.empty()) lead.push_back({1, 0});
+    const Node& n = *m_g.find(id);
+    const DType dtype = n.type.dtype;
+    int64_t rows = 1, cols = 1;
+    for (const SubDim& d : lead) rows *= d.size;
+    for (const SubDim& d : free) cols *= d.size;
+    const SubDim run = lead.back();
+    Slot src = hbm_tensor(v.base, isa::TensorRole::input);
+    Slot dst = hbm_tensor(id, role);
+    const View out{rows, cols};
+    const int64_t chunk =
+        std::max<int64_t>(1, kSplitBytes / std::max<int64_t>(1, cols * isa::dtype_bytes(dtype)));
+    for (int64_t o = 0; o < rows / run.size; ++o) {
+      int64_t offset = 0, r = o;
+      for (size_t k = lead.size() - 1; k-- > 0;) {
+        offset += (r % lead[k].size) * lead[k].stride;
+        r /= lead[k].size;
+      }
+      for (int64_t r0 = 0; r0 < run.size; r0 += chunk) {
+        const int64_t nr = std::min(chunk, run.size - r0);
+        AccessPattern s;
+        s.space = MemSpace::hbm;
+        s.buffer = src.index;
+        s.dtype = dtype;
+        s.partitions = static_cast<int32_t>(nr);
+        s.partition_stride = run.stride;
+        s.offset = v.offset + offset + r0 * run.stride;
+        s.num_free = static_cast<uint8_t>(free.size());
+        for (size_t k = 0; k < free.size(); ++k) s.free[k] = {free[k].size, free[k].stride};
+        dma(next_store_queue(),
+            hbm_ap(dst, dtype, out, o * run.size + r0, static_cast<int32_t>(nr), 0, cols), s);
+      }
+    }
+    m_bytes_in += rows * cols * isa::dtype_bytes(dtype);
+    m_bytes_out += rows * cols * isa::dtype_bytes(dtype);
+    m_in_hbm.insert(id);
+    return true;
+  }
+
   // Makes sure value `id` is in HBM (group inputs are; produced values are stored as scratch).
   bool ensure_hbm(int32_t id) {
     if (m_in_hbm.count(id) || !m_group.count(id) || m_g.find(id)->op == OpKind::input) return true;
@@ -1035,6 +1103,7 @@ class Lowering {
     const int64_t K = an.type.dims[2].size;
     auto a = tiles_of(an.id);
     if (!a) return load_failure();
+    if (const int64_t chunk = bmm_chunk_entries(n)) return batch_matmul_streamed(n, *a, chunk);
     std::optional<Tiles> b;
     if (transpose_b) {
       ViewDesc v = view_of_value(bn.id);
@@ -1068,6 +1137,80 @@ class Lowering {
       if (auto e = matmul_block(*a, ts, moving, kc, batch * K, *out)) return e;
     }
     if (transpose_b) release(*b);
+    return std::nullopt;
+  }
+
+  // B of a batch_matmul as loaded: [batch, K, N] (a transposed B is read as a strided view).
+  ViewDesc bmm_b_view(const Node& n) const {
+    ViewDesc v = view_of_value(n.inputs[1]);
+    const int64_t* tb = n.int_attr("transpose_b");
+    if (tb && *tb != 0) std::swap(v.groups[1], v.groups[2]);
+    return v;
+  }
+  // Batch entries of B a batch_matmul loads at a time, when B is too large to load whole (a
+  // quarter of SBUF); 0 when it is loaded whole. Chunks cover whole inner sub-dims of the batch
+  // dim (a reshape may have merged two dims into it).
+  int64_t bmm_chunk_entries(const Node& n) const {
+    const Node& an = *m_g.find(n.inputs[0]);
+    const Node& bn = *m_g.find(n.inputs[1]);
+    if (n.op != OpKind::batch_matmul || an.type.dims.size() != 3 || bn.type.dims.size() != 3)
+      return 0;
+    const int64_t* tb = n.int_attr("transpose_b");
+    if (m_tiles.count(bn.id) && !(tb && *tb != 0)) return 0;  // already on chip
+    const ViewDesc v = bmm_b_view(n);
+    const int64_t batches = bn.type.dims[0].size;
+    const int64_t K = an.type.dims[2].size, N = n.type.dims[2].size;
+    const int64_t entry = (K + m_T - 1) / m_T * N * isa::dtype_bytes(bn.type.dtype);
+    if (batches < 2 || entry * batches <= m_sbuf.capacity() / 4) return 0;
+    int64_t inner = 1;
+    for (size_t k = 1; k < v.groups[0].size(); ++k) inner *= v.groups[0][k].size;
+    const int64_t fit = std::max<int64_t>(1, m_sbuf.capacity() / 4 / entry);
+    return std::max<int64_t>(inner, fit / inner * inner);
+  }
+  // batch_matmul with B streamed: for A's batches in order, B's entries are loaded a chunk at a
+  // time (a slice of its batch dim) and released when A moves past them.
+  std::optional<CompileError> batch_matmul_streamed(const Node& n, const Tiles& a, int64_t chunk) {
+    const Node& bn = *m_g.find(n.inputs[1]);
+    const int64_t M = m_g.find(n.inputs[0])->type.dims[1].size;
+    const int64_t K = m_g.find(n.inputs[0])->type.dims[2].size;
+    const int64_t batches = bn.type.dims[0].size;
+    ViewDesc v = bmm_b_view(n);
+    if (!ensure_hbm(v.base)) return load_failure();
+    auto out = output_tiles(n, &a);
+    if (!out) return no_room();
+    std::optional<Tiles> b;
+    int64_t loaded = -1;  // first entry of the loaded chunk
+    Moving moving;
+    for (int64_t t0 = 0; t0 < a.count();) {
+      const int64_t batch = a.row0(t0) / M;
+      std::vector<int64_t> ts;
+      for (; t0 < a.count() && a.row0(t0) / M == batch; ++t0) {
+        if ((a.row0(t0) + a.rows_in(t0) - 1) / M != batch)
+          return error("A's row tiles cross batch boundaries");
+        ts.push_back(t0);
+      }
+      const int64_t first = batch / chunk * chunk;
+      if (first != loaded) {
+        if (b) release(*b);
+        ViewDesc c = v;
+        auto& g0 = c.groups[0];
+        int64_t inner = 1;
+        for (size_t k = 1; k < g0.size(); ++k) inner *= g0[k].size;
+        const int64_t count = std::min(chunk, batches - first);
+        c.offset += first / inner * g0[0].stride;
+        g0[0].size = count / inner;
+        b = load_view(c, bn.type.dtype);
+        if (!b) return load_failure();
+        loaded = first;
+        moving.tiles = *b;
+      }
+      std::vector<int64_t> kc;
+      for (int64_t k = 0; k < b->count(); ++k) {
+        if (b->row0(k) / K == batch - first) kc.push_back(k);
+      }
+      if (auto e = matmul_block(a, ts, moving, kc, (batch - first) * K, *out)) return e;
+    }
+    if (b) release(*b);
     return std::nullopt;
   }
 
@@ -1654,17 +1797,34 @@ class Lowering {
     const int64_t* axis = n.int_attr("axis");
     const int64_t a = axis ? (*axis < 0 ? *axis + rank : *axis) : rank - 1;
     const bool along_cols = a == rank - 1;
-    if (!along_cols && !(rank == 2 && a == 0)) {
+    if (!along_cols && a != rank - 2) {
       return error("iota along this axis is not supported by the lowering yet");
     }
     auto out = output_tiles(n, like_of(n));
     if (!out) return no_room();
+    // Along the rows' own axis the value is (row mod its extent): one instruction per run of
+    // partitions within one batch entry.
+    const int64_t period = along_cols ? 0 : n.type.dims[static_cast<size_t>(a)].size;
     for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
-      Instruction in = vec(Opcode::iota, tile_ap(*out, t, c0, nc));
-      in.value = along_cols ? double(c0) : double(out->row0(t));
-      in.partition_step = along_cols ? 0.0 : 1.0;
-      in.step = along_cols ? 1.0 : 0.0;
-      emit(m_b.stream(Engine::vector), in);
+      if (along_cols) {
+        Instruction in = vec(Opcode::iota, tile_ap(*out, t, c0, nc));
+        in.value = double(c0);
+        in.step = 1.0;
+        emit(m_b.stream(Engine::vector), in);
+        return;
+      }
+      const int64_t first = out->row0(t), end = first + rows;
+      for (int64_t r = first; r < end;) {
+        const int64_t stop = std::min(end, (r / period + 1) * period);
+        AccessPattern d = tile_ap(*out, t, c0, nc);
+        d.partition_start = static_cast<int32_t>(r - first);
+        d.partitions = static_cast<int32_t>(stop - r);
+        Instruction in = vec(Opcode::iota, d);
+        in.value = double(r % period);
+        in.partition_step = 1.0;
+        emit(m_b.stream(Engine::vector), in);
+        r = stop;
+      }
     });
     return std::nullopt;
   }

@@ -907,12 +907,29 @@ int64_t Session::shape_for(int64_t real) {
 void Session::begin_step(int64_t index) {
   enter(HostState::other);
   if (m_in_step) end_step();
-  if (m_steps.empty()) m_startup.wall_ns = now_ns() - m_startup.start_ns;
+  close_startup();
   m_in_step = true;
   m_current = StepRecord{};
   m_current.index = index;
   m_current.start_ns = now_ns();
   m_step_first_launch = m_device.launches().size();
+}
+
+void Session::close_startup() {
+  if (m_startup_closed) return;
+  m_startup_closed = true;
+  m_startup.wall_ns = now_ns() - m_startup.start_ns;
+}
+
+void Session::idle_until(int64_t ns) {
+  if (m_in_step) throw RuntimeError("internal: idle_until inside a step");
+  enter(HostState::other);  // closes the accounting up to now
+  const int64_t now = now_ns();
+  if (ns <= now) return;
+  close_startup();
+  sc_core::wait(sc_time(static_cast<double>(ns - now), sc_core::SC_NS));
+  m_state_since = sc_core::sc_time_stamp();  // the wait belongs to no record
+  m_idle_ns += ns - now;
 }
 
 void Session::free_deferred() {
@@ -924,7 +941,6 @@ void Session::free_deferred() {
     if (m_options.functional) m_device.tensors().erase(name);
   }
   m_deferred_free.clear();
-  m_retired.clear();
 }
 
 void Session::end_step() {

@@ -141,12 +141,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
     workload->setup(session);
     session.startup(workload->buckets(session),
                     [&](int64_t bucket) { workload->trace(session, bucket); });
-    for (int64_t i = 0; i < steps; ++i) {
-      session.begin_step(i);
-      runtime::Tensor out = workload->step(session, i);
-      session.to_host(out);
-      session.end_step();
-    }
+    workload->run(session, steps);
   });
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -173,6 +168,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
     tot[std::string(name_of(static_cast<HostState>(k))) + "_ns"] = sum.host_ns[k];
   }
   tot["device_busy_ns"] = sum.device_busy_ns;
+  tot["idle_ns"] = session.idle_ns();
   runtime::Counts step_counts;
   for (const auto& s : session.steps()) step_counts.add(s.counts);
   const ordered_json counts = counts_json(step_counts);
@@ -193,6 +189,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
       {"steps", steps_json},
       {"totals", tot},
       {"ops", op_table(device, config.chip)}};
+  if (auto own = workload->report()) extra[own->first] = own->second;
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);
@@ -205,7 +202,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   dir->commit();
   RunSummary r;
   r.wall_ns = session.now_ns();
-  r.steps = steps;
+  r.steps = static_cast<int64_t>(session.steps().size());
   r.totals = totals;
   r.sim_wall_seconds = wall;
   return r;

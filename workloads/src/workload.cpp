@@ -8,6 +8,7 @@
 #include "wallsim/isa/params.h"
 #include "wallsim/runtime/kv_blocks.h"
 #include "wallsim/runtime/ops.h"
+#include "workload_params.h"
 
 namespace wallsim::workloads {
 
@@ -43,96 +44,10 @@ WorkloadSpec parse_spec(const std::string& text) {
 
 namespace {
 
-// Typed access to a spec's parameters; every parameter must be read (else it is unknown).
-class Params {
- public:
-  explicit Params(const WorkloadSpec& spec) : m_spec(spec) {}
-  int64_t integer(const std::string& key, int64_t def, int64_t min, int64_t max) {
-    m_known.insert(key);
-    int64_t v = def;
-    auto it = m_spec.params.find(key);
-    if (it != m_spec.params.end()) {
-      size_t used = 0;
-      try {
-        v = std::stoll(it->second, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != it->second.size()) fail(key, "expected an integer, got '" + it->second + "'");
-    }
-    if (v < min || v > max) {
-      fail(key, std::to_string(v) + " is outside [" + std::to_string(min) + ", " +
-                    std::to_string(max) + "]");
-    }
-    m_resolved[key] = std::to_string(v);
-    return v;
-  }
-  isa::DType dtype(const std::string& key, isa::DType def) {
-    m_known.insert(key);
-    auto it = m_spec.params.find(key);
-    isa::DType v = def;
-    if (it != m_spec.params.end()) {
-      bool found = false;
-      for (isa::DType d : {isa::DType::bf16, isa::DType::fp16, isa::DType::fp32}) {
-        if (isa::name_of(d) == it->second) {
-          v = d;
-          found = true;
-        }
-      }
-      if (!found) fail(key, "expected bf16, fp16 or fp32, got '" + it->second + "'");
-    }
-    m_resolved[key] = std::string(isa::name_of(v));
-    return v;
-  }
-  std::string choice(const std::string& key, const std::string& def,
-                     const std::vector<std::string>& choices) {
-    m_known.insert(key);
-    auto it = m_spec.params.find(key);
-    const std::string v = it == m_spec.params.end() ? def : it->second;
-    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
-      std::string list;
-      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-      fail(key, "expected one of " + list + ", got '" + v + "'");
-    }
-    m_resolved[key] = v;
-    return v;
-  }
-  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
-    throw isa::InputError("--workload " + m_spec.text, m_spec.name + "." + key + ": " + problem);
-  }
-  // After every parameter was read: anything else is a typo.
-  void finish() const {
-    for (const auto& [key, value] : m_spec.params) {
-      if (m_known.count(key)) continue;
-      std::string known;
-      for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
-      throw isa::InputError(
-          "--workload " + m_spec.text,
-          "unknown parameter '" + key + "' of " + m_spec.name + " (known: " + known + ")");
-    }
-  }
-  std::map<std::string, std::string> resolved() const { return m_resolved; }
-
- private:
-  const WorkloadSpec& m_spec;
-  std::set<std::string> m_known;
-  std::map<std::string, std::string> m_resolved;
-};
-
-constexpr int64_t kBig = int64_t{1} << 20;
-
-// The seed of a workload's k-th random tensor: the run's seed, then k.
-uint64_t seed(const Session& s, uint64_t k) {
-  return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
-}
-
-// Attention splits d_model evenly over the heads.
-void check_heads(const Params& p, int64_t d_model, int64_t heads) {
-  if (d_model % heads) {
-    p.fail("heads", "d_model " + std::to_string(d_model) + " is not a multiple of heads " +
-                        std::to_string(heads));
-  }
-}
+using detail::check_heads;
+using detail::kBig;
+using detail::Params;
+using detail::seed;
 
 // C = A x B with B resident (a weight) and A uploaded every step.
 class Gemm final : public Workload {
@@ -528,6 +443,15 @@ class Decode final : public Workload {
 
 }  // namespace
 
+void Workload::run(Session& s, int64_t steps) {
+  for (int64_t i = 0; i < steps; ++i) {
+    s.begin_step(i);
+    Tensor out = step(s, i);
+    s.to_host(out);
+    s.end_step();
+  }
+}
+
 std::vector<std::pair<std::string, std::string>> workload_list() {
   return {
       {"gemm", "gemm:m=512,k=768,n=768,dtype=bf16 - C = A x B, B a resident weight"},
@@ -538,7 +462,13 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
        "dynamic=exact,kv=contiguous,block=16,dtype=bf16 - a prefill, then one step per token "
-       "over a KV cache (dynamic: exact, bounded or bucketed shapes; kv: contiguous or paged)"}};
+       "over a KV cache (dynamic: exact, bounded or bucketed shapes; kv: contiguous or paged)"},
+      {"serve",
+       "serve:requests=200,rate=0,scheduler=continuous,max_batch=32,dynamic=exact,block=16,"
+       "kv_blocks=0,prompt_mean=161,output_mean=338,sigma=1,max_prompt=768,context=1024,"
+       "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,dtype=bf16 - a seeded "
+       "request stream (Poisson at rate/s, 0: all at once) under a static or continuous batch "
+       "scheduler over a paged KV cache"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
@@ -547,6 +477,7 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "mlp") return std::make_unique<Mlp>(p);
   if (spec.name == "transformer") return std::make_unique<Transformer>(p);
   if (spec.name == "decode") return std::make_unique<Decode>(p);
+  if (spec.name == "serve") return detail::make_serve(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
   throw isa::InputError("--workload " + spec.text,

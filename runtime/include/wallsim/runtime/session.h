@@ -130,6 +130,7 @@ class Session {
   ~Session();
 
   Mode mode() const { return m_options.mode; }
+  bool functional() const { return m_options.functional; }
   const Config& config() const { return m_config; }
 
   // ---- tensors ----
@@ -166,6 +167,10 @@ class Session {
   void begin_step(int64_t index);
   // Flushes, waits until the step's device work drains, and closes the step's record.
   void end_step();
+  // Between steps: the host has nothing to do until `ns` (a server waiting for requests). The
+  // time is idle, in no step's record (idle_ns() sums it).
+  void idle_until(int64_t ns);
+  int64_t idle_ns() const { return m_idle_ns; }
   // The MACs of the step at its real shapes (a padded AOT step reports what it wastes).
   void add_real_macs(double macs) { m_current.real_macs += macs; }
 
@@ -213,6 +218,7 @@ class Session {
                                    const compiler_stub::TensorType& type);
   void wait_drained(const engines::Launch* l, HostState s);
   void free_deferred();
+  void close_startup();  // the start-up record ends at the first step or idle wait
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
   StepRecord& record() { return m_in_step ? m_current : m_startup; }
 
@@ -242,7 +248,9 @@ class Session {
       m_failed;  // signatures that failed to compile  // shape-free hash -> compiles
   std::vector<std::shared_ptr<Compiled>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
-  std::vector<std::shared_ptr<Compiled>> m_retired;  // evicted, perhaps still running
+  // Evicted plans that were launched: the device's launch records (the op table, the trace's
+  // flows) point into them until the session ends.
+  std::vector<std::shared_ptr<Compiled>> m_retired;
 
   // Device memory.
   int64_t m_hbm_used = 0;
@@ -254,6 +262,8 @@ class Session {
   HostState m_state = HostState::other;
   sc_core::sc_time m_state_since;
   bool m_in_step = false;
+  int64_t m_idle_ns = 0;
+  bool m_startup_closed = false;
   StepRecord m_startup;
   StepRecord m_current;
   std::vector<StepRecord> m_steps;

@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "wallsim/runtime/session.h"
 
@@ -42,6 +45,14 @@ class Workload {
   virtual bool masks_instead_of_padding() const { return false; }
   // AOT start-up: records one step at bucket `bucket` (no device work happens).
   virtual void trace(runtime::Session& s, int64_t bucket) = 0;
+  // Everything after setup and start-up. The default runs `steps` steps, reading each one's
+  // output back (a sync). A serving workload schedules its own iterations (each one a step).
+  virtual void run(runtime::Session& s, int64_t steps);
+  // The workload's own section of the report (name, value), if it has one: serve's request
+  // latencies and scheduler figures.
+  virtual std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const {
+    return std::nullopt;
+  }
 };
 
 // Builds the named workload. Throws isa::InputError for an unknown name or parameter, or

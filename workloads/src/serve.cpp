@@ -1,0 +1,558 @@
+// serve: a seeded stream of requests through a GPT-2-style decoder, under a static or a
+// continuous (iteration-level) batch scheduler, over a paged KV cache.
+//
+// Each iteration is one step of the session: a prefill (one request under `continuous`, the
+// whole batch under `static`) or a decode over the running batch. Every step's output, one value
+// per sequence (the max logit, standing in for the sampled token), is read back by the host, as
+// a server must before it can schedule the next iteration.
+//
+// The KV cache is a pool of fixed-size blocks per layer (runtime::KvBlockManager). A step writes
+// its new keys and values into the pool rows its block tables name (index_copy, a scatter DMA)
+// and attention reads every key through the tables (embedding, a gather DMA), so the plans do not
+// depend on where blocks are: shapes are (batch rows, key length, prompt length) only.
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <optional>
+#include <stdexcept>
+
+#include "wallsim/runtime/kv_blocks.h"
+#include "wallsim/runtime/ops.h"
+#include "wallsim/workloads/requests.h"
+#include "workload_params.h"
+
+namespace wallsim::workloads::detail {
+
+namespace {
+
+using compiler_stub::OpKind;
+using nlohmann::ordered_json;
+using runtime::Tensor;
+
+// A request in flight.
+struct Seq {
+  const Request* req = nullptr;
+  int64_t generated = 0;  // output tokens so far
+  int64_t kv = 0;         // tokens whose keys and values are in the cache
+  int64_t preemptions = 0;
+  std::vector<int64_t> token_ns;  // when each output token reached the host
+  std::vector<float> values;      // functional runs: each token's value
+  bool done() const { return generated >= req->output; }
+};
+
+// The shape of one iteration's plan.
+struct Shape {
+  bool prefill = false;
+  int64_t batch = 1;  // rows of sequences (padding included)
+  int64_t len = 1;    // prefill: tokens per sequence; decode: keys attended per sequence
+};
+
+int64_t pow2_at_least(int64_t v, int64_t from) {
+  int64_t b = from;
+  while (b < v) b *= 2;
+  return b;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * double(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+class Serve final : public Workload {
+ public:
+  explicit Serve(Params& p)
+      : m_layers(p.integer("layers", 12, 1, 1024)),
+        m_d(p.integer("d_model", 768, 1, kBig)),
+        m_heads(p.integer("heads", 12, 1, 4096)),
+        m_ff(p.integer("d_ff", 3072, 1, kBig)),
+        m_vocab(p.integer("vocab", 50257, 1, kBig)),
+        m_context(p.integer("context", 1024, 2, kBig)),
+        m_static(p.choice("scheduler", "continuous", {"static", "continuous"}) == "static"),
+        m_max_batch(p.integer("max_batch", 32, 1, 4096)),
+        m_block(p.integer("block", 16, 1, 65536)),
+        m_kv_blocks(p.integer("kv_blocks", 0, 0, kBig)),
+        m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
+        m_dtype(p.dtype("dtype", isa::DType::bf16)) {
+    m_spec.count = p.integer("requests", 200, 1, 1000000);
+    m_spec.rate = p.real("rate", 0, 0, 1e9);
+    m_spec.prompt_mean = p.real("prompt_mean", 161, 1, 1e6);
+    m_spec.output_mean = p.real("output_mean", 338, 1, 1e6);
+    m_spec.sigma = p.real("sigma", 1.0, 0, 10);
+    m_spec.max_total = m_context;
+    m_spec.max_prompt = p.integer("max_prompt", std::min<int64_t>(768, m_context - 1), 1, kBig);
+    const std::string lengths = p.text("lengths");
+    m_params = (p.finish(), p.resolved());
+    check_heads(p, m_d, m_heads);
+    if (m_spec.max_prompt >= m_context) {
+      p.fail("max_prompt", std::to_string(m_spec.max_prompt) + " leaves no room to generate in " +
+                               "a context of " + std::to_string(m_context));
+    }
+    if (!lengths.empty()) m_spec.empirical = read_length_pairs(lengths);
+    if (m_static && m_dynamic != "exact") {
+      p.fail("dynamic", "the static scheduler pads to power-of-two buckets itself");
+    }
+    if (m_kv_blocks > 0 && m_kv_blocks * m_block < capacity_rows()) {
+      p.fail("kv_blocks", std::to_string(m_kv_blocks) + " blocks of " + std::to_string(m_block) +
+                              " rows cannot hold one request of " +
+                              std::to_string(capacity_rows()) + " tokens");
+    }
+  }
+
+  std::map<std::string, std::string> params() const override { return m_params; }
+  bool fixed_steps() const override { return true; }
+  bool masks_instead_of_padding() const override { return m_dynamic == "bounded"; }
+
+  void setup(Session& s) override {
+    m_requests = generate_requests(m_spec, seed(s, 999));
+    const int64_t per_seq_blocks = (capacity_rows() + m_block - 1) / m_block;
+    m_pool_blocks = m_kv_blocks > 0 ? m_kv_blocks : m_max_batch * per_seq_blocks;
+    // Continuous batching hands out blocks in a seeded scattered order, as a long-running server's
+    // free list is; static batching reserves each sequence's padded capacity in one run.
+    m_kv.emplace(m_pool_blocks, m_block,
+                 m_static
+                     ? std::nullopt
+                     : std::optional<uint64_t>(static_cast<uint64_t>(s.config().runtime.seed)));
+    m_scratch = m_pool_blocks * m_block;  // one more row: padding writes land there
+    uint64_t k = 1;
+    auto up = [&](std::vector<int64_t> shape) {
+      return s.upload_random(shape, m_dtype, seed(s, k++));
+    };
+    m_wte = up({m_vocab, m_d});
+    for (int64_t l = 0; l < m_layers; ++l) {
+      Layer w;
+      w.ln1_g = up({m_d});
+      w.ln1_b = up({m_d});
+      w.wq = up({m_d, m_d});
+      w.wk = up({m_d, m_d});
+      w.wv = up({m_d, m_d});
+      w.wo = up({m_d, m_d});
+      w.ln2_g = up({m_d});
+      w.ln2_b = up({m_d});
+      w.w1 = up({m_d, m_ff});
+      w.w2 = up({m_ff, m_d});
+      w.k_pool = up({m_scratch + 1, m_d});
+      w.v_pool = up({m_scratch + 1, m_d});
+      m_w.push_back(w);
+    }
+    m_lnf_g = up({m_d});
+    m_lnf_b = up({m_d});
+    m_head = up({m_d, m_vocab});
+  }
+
+  // AOT: every plan shape the run may need, traced before the first request.
+  std::vector<int64_t> buckets(const Session& s) const override {
+    std::vector<int64_t> out(aot_shapes(s).size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(i);
+    return out;
+  }
+  void trace(Session& s, int64_t bucket) override {
+    const Shape shape = aot_shapes(s).at(static_cast<size_t>(bucket));
+    const std::vector<Layer> kept = m_w;  // tracing runs nothing: the pools stay as they are
+    s.to_host(iteration(s, {}, shape));
+    m_w = kept;
+  }
+  Tensor step(Session&, int64_t) override {
+    throw std::logic_error("serve schedules its own iterations");
+  }
+
+  void run(Session& s, int64_t) override {
+    m_start_ns = s.now_ns();
+    size_t next = 0;  // the next request to arrive
+    std::deque<Seq*> waiting;
+    std::vector<Seq*> running;
+    m_seqs.resize(m_requests.size());
+    for (size_t i = 0; i < m_requests.size(); ++i) m_seqs[i].req = &m_requests[i];
+    size_t finished = 0;
+    while (finished < m_seqs.size()) {
+      while (next < m_seqs.size() && m_requests[next].arrival_ns <= now(s)) {
+        waiting.push_back(&m_seqs[next++]);
+      }
+      if (waiting.empty() && running.empty()) {
+        if (next == m_seqs.size()) throw std::logic_error("internal: serve lost a request");
+        s.idle_until(m_start_ns + m_requests[next].arrival_ns);
+        continue;
+      }
+      if (m_static) {
+        finished += static_batch(s, waiting);
+      } else {
+        finished += continuous_iteration(s, waiting, running);
+      }
+    }
+    m_end_ns = s.now_ns();
+    for (const Seq& q : m_seqs) {
+      if (q.generated != q.req->output || q.kv != 0) {
+        throw std::logic_error("internal: request " + std::to_string(q.req->id) + " generated " +
+                               std::to_string(q.generated) + " of " +
+                               std::to_string(q.req->output) + " tokens");
+      }
+    }
+  }
+
+  std::optional<std::pair<std::string, ordered_json>> report() const override {
+    std::vector<double> ttft, tpot, e2e;
+    int64_t tokens = 0, preemptions = 0, first_arrival = INT64_MAX;
+    ordered_json requests = ordered_json::array();
+    for (const Seq& q : m_seqs) {
+      const int64_t arrival = m_start_ns + q.req->arrival_ns;
+      first_arrival = std::min(first_arrival, arrival);
+      tokens += q.generated;
+      preemptions += q.preemptions;
+      ttft.push_back(double(q.token_ns.front() - arrival));
+      e2e.push_back(double(q.token_ns.back() - arrival));
+      for (size_t i = 1; i < q.token_ns.size(); ++i) {
+        tpot.push_back(double(q.token_ns[i] - q.token_ns[i - 1]));
+      }
+      ordered_json r = {{"id", q.req->id},
+                        {"arrival_ns", q.req->arrival_ns},
+                        {"prompt", q.req->prompt},
+                        {"output", q.req->output},
+                        {"tokens", q.generated},
+                        {"ttft_ns", q.token_ns.front() - arrival},
+                        {"latency_ns", q.token_ns.back() - arrival},
+                        {"preemptions", q.preemptions}};
+      if (!q.values.empty()) r["values"] = q.values;
+      requests.push_back(r);
+    }
+    const double span_s = double(m_end_ns - first_arrival) / 1e9;
+    ordered_json latency = ordered_json::object();
+    auto put = [&](const std::string& name, const std::vector<double>& v) {
+      latency[name + "_p50_ns"] = percentile(v, 50);
+      latency[name + "_p99_ns"] = percentile(v, 99);
+    };
+    put("ttft", ttft);
+    put("per_token", tpot);
+    put("latency", e2e);
+    ordered_json out = {
+        {"scheduler", m_static ? "static" : "continuous"},
+        {"requests", static_cast<int64_t>(m_seqs.size())},
+        {"output_tokens", tokens},
+        {"span_ns", m_end_ns - first_arrival},
+        {"throughput_tokens_per_s", span_s > 0 ? double(tokens) / span_s : 0.0},
+        {"latency", latency},
+        {"iterations",
+         {{"prefill", m_prefills},
+          {"decode", m_decodes},
+          {"mean_decode_batch", m_decodes ? double(m_decode_rows) / double(m_decodes) : 0.0},
+          {"mean_decode_padding_rows",
+           m_decodes ? double(m_decode_padded_rows - m_decode_rows) / double(m_decodes) : 0.0}}},
+        {"kv",
+         {{"block_rows", m_block},
+          {"pool_blocks", m_pool_blocks},
+          {"peak_blocks", m_peak_blocks},
+          {"peak_occupancy", double(m_peak_blocks) / double(m_pool_blocks)},
+          {"mean_utilization", m_kv_samples ? m_kv_util_sum / double(m_kv_samples) : 1.0},
+          {"preemptions", preemptions}}},
+        {"per_request", requests}};
+    return std::make_pair(std::string("serving"), out);
+  }
+
+ private:
+  struct Layer {
+    Tensor ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2, k_pool, v_pool;
+  };
+
+  // Rows of cache one sequence may need: its whole context (static: padded to a bucket).
+  int64_t capacity_rows() const { return m_static ? pow2_at_least(m_context, 1) : m_context; }
+  int64_t now(const Session& s) const { return s.now_ns() - m_start_ns; }
+  bool pads(const Session& s) const {
+    return m_static || m_dynamic == "bucketed" || s.mode() == runtime::Mode::aot;
+  }
+  // A token length as a plan runs it: a power-of-two bucket from aot.bucket_min, capped at
+  // the context's bucket.
+  int64_t bucket(const Session& s, int64_t len) const {
+    return pow2_at_least(len, s.config().runtime.aot.bucket_min);
+  }
+  int64_t batch_bucket(int64_t b) const { return std::min(pow2_at_least(b, 1), batch_cap()); }
+  int64_t batch_cap() const { return pow2_at_least(m_max_batch, 1); }
+
+  // The shape an iteration over `seqs` runs at, by scheduler, mode and `dynamic`.
+  Shape shape_of(const Session& s, const std::vector<Seq*>& seqs, bool prefill) const {
+    Shape sh;
+    sh.prefill = prefill;
+    sh.batch = static_cast<int64_t>(seqs.size());
+    int64_t len = 0;
+    for (const Seq* q : seqs) len = std::max(len, prefill ? q->kv : q->kv + 1);
+    sh.len = len;
+    if (m_dynamic == "bounded") {
+      sh.batch = prefill ? 1 : m_max_batch;
+      sh.len = m_context;
+    } else if (pads(s)) {
+      sh.batch = batch_bucket(sh.batch);
+      sh.len = bucket(s, len);
+    }
+    return sh;
+  }
+
+  std::vector<Shape> aot_shapes(const Session& s) const {
+    std::vector<Shape> out;
+    if (m_dynamic == "bounded") return {{true, 1, m_context}, {false, m_max_batch, m_context}};
+    const int64_t top = bucket(s, m_context);
+    for (int64_t b = 1; b <= batch_cap(); b *= 2) {
+      for (int64_t l = bucket(s, 1); l <= top; l *= 2) {
+        if (b == 1 || m_static) out.push_back({true, b, l});
+        out.push_back({false, b, l});
+      }
+    }
+    return out;
+  }
+
+  // ---- schedulers ----
+
+  // Continuous: admit what fits (first come, first served), prefill each newcomer, then one
+  // decode iteration over the running batch. A sequence that cannot grow its cache preempts the
+  // latest admitted one, which frees its blocks and later recomputes its tokens by a prefill.
+  size_t continuous_iteration(Session& s, std::deque<Seq*>& waiting, std::vector<Seq*>& running) {
+    size_t finished = 0;
+    while (!waiting.empty() && static_cast<int64_t>(running.size()) < m_max_batch) {
+      Seq* q = waiting.front();
+      const int64_t need = q->req->prompt + q->generated;  // a preempted one recomputes
+      // Admit only with a block to spare for every running sequence's next token.
+      const int64_t free = m_kv->blocks() - m_kv->used_blocks();
+      if (free - (need + m_block - 1) / m_block < static_cast<int64_t>(running.size()) ||
+          !m_kv->reserve(q->req->id, need)) {
+        break;
+      }
+      waiting.pop_front();
+      q->kv = need;
+      note_kv(m_kv->tokens());
+      run_iteration(s, {q}, true);
+      if (q->done()) {
+        finish(q);
+        ++finished;
+      } else {
+        running.push_back(q);
+      }
+    }
+    if (running.empty()) return finished;
+    for (size_t i = 0; i < running.size(); ++i) {
+      while (!m_kv->reserve(running[i]->req->id, running[i]->kv + 1)) {
+        const bool itself = i + 1 == running.size();  // the latest admitted cannot grow
+        Seq* victim = running.back();
+        running.pop_back();
+        m_kv->release(victim->req->id);
+        victim->kv = 0;
+        ++victim->preemptions;
+        waiting.push_front(victim);
+        if (itself) break;
+      }
+    }
+    if (running.empty()) return finished;
+    note_kv(m_kv->tokens());
+    run_iteration(s, running, false);
+    std::vector<Seq*> still;
+    for (Seq* q : running) {
+      if (q->done()) {
+        finish(q);
+        ++finished;
+      } else {
+        still.push_back(q);
+      }
+    }
+    running = still;
+    return finished;
+  }
+
+  // Static: a batch of what has arrived (up to max_batch, and what the pool can hold at each
+  // sequence's padded capacity), prefilled together, then decoded until its longest output is
+  // done; finished sequences stay in the batch as padding.
+  size_t static_batch(Session& s, std::deque<Seq*>& waiting) {
+    std::vector<Seq*> batch;
+    while (!waiting.empty() && static_cast<int64_t>(batch.size()) < m_max_batch &&
+           m_kv->reserve(waiting.front()->req->id, capacity_rows())) {
+      batch.push_back(waiting.front());
+      waiting.pop_front();
+    }
+    auto stored = [&] {
+      int64_t n = 0;
+      for (const Seq* q : batch) n += q->kv;
+      return n;
+    };
+    for (Seq* q : batch) q->kv = q->req->prompt;
+    note_kv(stored());
+    run_iteration(s, batch, true);
+    std::vector<Seq*> live;
+    for (Seq* q : batch) {
+      if (!q->done()) live.push_back(q);
+    }
+    while (!live.empty()) {
+      note_kv(stored() + static_cast<int64_t>(live.size()));
+      run_iteration(s, batch, false);
+      live.erase(std::remove_if(live.begin(), live.end(), [](Seq* q) { return q->done(); }),
+                 live.end());
+    }
+    for (Seq* q : batch) finish(q);
+    return batch.size();
+  }
+
+  void finish(Seq* q) {
+    m_kv->release(q->req->id);
+    q->kv = 0;
+  }
+  // Before an iteration: `tokens` rows of the blocks in use hold keys and values.
+  void note_kv(int64_t tokens) {
+    m_peak_blocks = std::max(m_peak_blocks, m_kv->used_blocks());
+    if (m_kv->used_blocks() > 0) {
+      m_kv_util_sum += double(tokens) / double(m_kv->used_blocks() * m_block);
+      ++m_kv_samples;
+    }
+  }
+
+  // One step: the plan over `seqs` (finished ones ride along as padding), its output read back,
+  // a token for every unfinished sequence.
+  void run_iteration(Session& s, const std::vector<Seq*>& seqs, bool prefill) {
+    const Shape shape = shape_of(s, seqs, prefill);
+    s.begin_step(m_iterations++);
+    const compiler_stub::HostTensor out = s.to_host(iteration(s, seqs, shape));
+    s.end_step();
+    const int64_t t = s.now_ns();
+    int64_t rows = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      Seq* q = seqs[i];
+      if (q->done()) continue;
+      ++rows;
+      if (!prefill) ++q->kv;  // the token's keys and values went into the cache
+      ++q->generated;
+      q->token_ns.push_back(t);
+      if (s.functional()) q->values.push_back(out.data.at(i));
+    }
+    if (prefill) {
+      ++m_prefills;
+    } else {
+      ++m_decodes;
+      m_decode_rows += rows;
+      m_decode_padded_rows += shape.batch;
+    }
+  }
+
+  // ---- the model ----
+
+  // The graph of one iteration at `shape`: real sequences `seqs` first, then padding rows.
+  Tensor iteration(Session& s, const std::vector<Seq*>& seqs, const Shape& shape) {
+    using namespace runtime;
+    const int64_t B = shape.batch, hd = m_d / m_heads, H = m_heads;
+    auto live = [&](int64_t i) -> const Seq* {
+      return i < static_cast<int64_t>(seqs.size()) && !seqs[static_cast<size_t>(i)]->done()
+                 ? seqs[static_cast<size_t>(i)]
+                 : nullptr;
+    };
+    auto token_id = [&](const Seq* q, int64_t pos) {
+      return float((q->req->id * 7919 + pos) % m_vocab);
+    };
+    double real_macs = 0;
+    const double D = double(m_d), F = double(m_ff);
+    Tensor x, out;
+    if (shape.prefill) {
+      const int64_t P = shape.len, rows = B * P;
+      std::vector<float> ids(static_cast<size_t>(rows), 0.0f), slots(ids.size(), float(m_scratch)),
+          last(static_cast<size_t>(B), 0.0f);
+      for (int64_t i = 0; i < B; ++i) {
+        const Seq* q = live(i);
+        if (!q) continue;
+        for (int64_t j = 0; j < q->kv; ++j) {
+          ids[static_cast<size_t>(i * P + j)] = token_id(q, j);
+          slots[static_cast<size_t>(i * P + j)] = float(m_kv->row(q->req->id, j));
+        }
+        last[static_cast<size_t>(i)] = float(i * P + q->kv - 1);
+        const double L = double(q->kv);
+        real_macs += double(m_layers) * (4 * L * D * D + 2 * L * L * D + 2 * L * D * F) +
+                     D * double(m_vocab);
+      }
+      Tensor slot_t = s.upload({rows}, isa::DType::int32, slots);
+      x = embedding(m_wte, s.upload({rows}, isa::DType::int32, ids));
+      // The causal mask, built on the chip: -1e9 where the key is after the query (padding rows
+      // come after a sequence's tokens, so it hides them too).
+      Tensor row = s.iota({P, P}, isa::DType::int32, 0);
+      Tensor col = s.iota({P, P}, isa::DType::int32, 1);
+      Tensor mask = scale(compare(col, row, "gt"), -1e9);
+      auto heads = [&](const Tensor& t) {  // [B*P, d] -> [B*H, P, hd]
+        return reshape(transpose(reshape(t, {B, P, H, hd}), {0, 2, 1, 3}), {B * H, P, hd});
+      };
+      for (Layer& w : m_w) {
+        Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
+        Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
+        w.k_pool = index_copy(w.k_pool, slot_t, k);
+        w.v_pool = index_copy(w.v_pool, slot_t, v);
+        Tensor sc = scale(batch_matmul(heads(q), heads(k), true), 1.0 / std::sqrt(double(hd)));
+        Tensor p = softmax(add(sc, mask));
+        Tensor ctx =
+            reshape(transpose(reshape(batch_matmul(p, heads(v)), {B, H, P, hd}), {0, 2, 1, 3}),
+                    {rows, m_d});
+        x = add(x, matmul(ctx, w.wo));
+        x = add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
+      }
+      x = embedding(x, s.upload({B}, isa::DType::int32, last));  // each sequence's last row
+    } else {
+      const int64_t L = shape.len;
+      std::vector<float> ids(static_cast<size_t>(B), 0.0f), slots(ids.size(), float(m_scratch)),
+          gather(static_cast<size_t>(B * L), float(m_scratch)),
+          lens(static_cast<size_t>(B * H), 1.0f);  // keys each (sequence, head) row attends to
+      for (int64_t i = 0; i < B; ++i) {
+        const Seq* q = live(i);
+        if (!q) continue;               // a padding row attends to one (scratch) key
+        const int64_t len = q->kv + 1;  // the cache and this token
+        ids[static_cast<size_t>(i)] = token_id(q, q->kv);
+        slots[static_cast<size_t>(i)] = float(m_kv->row(q->req->id, q->kv));
+        for (int64_t j = 0; j < len; ++j) {
+          gather[static_cast<size_t>(i * L + j)] = float(m_kv->row(q->req->id, j));
+        }
+        std::fill_n(lens.begin() + i * H, H, float(len));
+        real_macs +=
+            double(m_layers) * (4 * D * D + 2 * double(len) * D + 2 * D * F) + D * double(m_vocab);
+      }
+      Tensor slot_t = s.upload({B}, isa::DType::int32, slots);
+      Tensor gather_t = s.upload({B * L}, isa::DType::int32, gather);
+      // -1e9 past each sequence's length, built on the chip from the lengths.
+      Tensor keys_at = s.iota({B * H, L}, isa::DType::int32, 1);
+      Tensor bias =
+          scale(compare(keys_at, s.upload({B * H, 1}, isa::DType::int32, lens), "ge"), -1e9);
+      x = embedding(m_wte, s.upload({B}, isa::DType::int32, ids));
+      auto heads = [&](const Tensor& t) {  // [B*L, d] -> [B*H, L, hd]
+        return reshape(transpose(reshape(t, {B, L, H, hd}), {0, 2, 1, 3}), {B * H, L, hd});
+      };
+      for (Layer& w : m_w) {
+        Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
+        Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
+        w.k_pool = index_copy(w.k_pool, slot_t, k);
+        w.v_pool = index_copy(w.v_pool, slot_t, v);
+        Tensor keys = heads(embedding(w.k_pool, gather_t));
+        Tensor values = heads(embedding(w.v_pool, gather_t));
+        Tensor sc = scale(batch_matmul(reshape(q, {B * H, 1, hd}), keys, true),
+                          1.0 / std::sqrt(double(hd)));
+        Tensor p = reshape(softmax(add(reshape(sc, {B * H, L}), bias)), {B * H, 1, L});
+        x = add(x, matmul(reshape(batch_matmul(p, values), {B, m_d}), w.wo));
+        x = add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
+      }
+    }
+    out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});
+    s.add_real_macs(real_macs);
+    return out;
+  }
+
+  int64_t m_layers, m_d, m_heads, m_ff, m_vocab, m_context;
+  bool m_static;
+  int64_t m_max_batch, m_block, m_kv_blocks;
+  std::string m_dynamic;
+  isa::DType m_dtype;
+  RequestSpec m_spec;
+  std::map<std::string, std::string> m_params;
+
+  std::vector<Request> m_requests;
+  std::vector<Seq> m_seqs;
+  std::optional<runtime::KvBlockManager> m_kv;
+  int64_t m_pool_blocks = 0, m_scratch = 0;
+  Tensor m_wte, m_lnf_g, m_lnf_b, m_head;
+  std::vector<Layer> m_w;
+
+  int64_t m_start_ns = 0, m_end_ns = 0, m_iterations = 0;
+  int64_t m_prefills = 0, m_decodes = 0, m_decode_rows = 0, m_decode_padded_rows = 0;
+  int64_t m_peak_blocks = 0, m_kv_samples = 0;
+  double m_kv_util_sum = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_serve(Params& p) { return std::make_unique<Serve>(p); }
+
+}  // namespace wallsim::workloads::detail

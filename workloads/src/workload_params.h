@@ -1,0 +1,149 @@
+// Internal to wallsim_workloads: typed workload parameters and helpers the workloads share.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "wallsim/isa/params.h"
+#include "wallsim/runtime/session.h"
+#include "wallsim/workloads/workload.h"
+
+namespace wallsim::workloads::detail {
+
+using runtime::Session;
+
+// Typed access to a spec's parameters; every parameter must be read (else it is unknown).
+class Params {
+ public:
+  explicit Params(const WorkloadSpec& spec) : m_spec(spec) {}
+  int64_t integer(const std::string& key, int64_t def, int64_t min, int64_t max) {
+    m_known.insert(key);
+    int64_t v = def;
+    auto it = m_spec.params.find(key);
+    if (it != m_spec.params.end()) {
+      size_t used = 0;
+      try {
+        v = std::stoll(it->second, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != it->second.size()) fail(key, "expected an integer, got '" + it->second + "'");
+    }
+    if (v < min || v > max) {
+      fail(key, std::to_string(v) + " is outside [" + std::to_string(min) + ", " +
+                    std::to_string(max) + "]");
+    }
+    m_resolved[key] = std::to_string(v);
+    return v;
+  }
+  double real(const std::string& key, double def, double min, double max) {
+    m_known.insert(key);
+    double v = def;
+    auto it = m_spec.params.find(key);
+    if (it != m_spec.params.end()) {
+      size_t used = 0;
+      try {
+        v = std::stod(it->second, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != it->second.size() || !std::isfinite(v))
+        fail(key, "expected a number, got '" + it->second + "'");
+    }
+    if (v < min || v > max) {
+      fail(key, it->second + " is outside [" + fmt(min) + ", " + fmt(max) + "]");
+    }
+    m_resolved[key] = fmt(v);
+    return v;
+  }
+  // Any text (a file path); empty when not given.
+  std::string text(const std::string& key) {
+    m_known.insert(key);
+    auto it = m_spec.params.find(key);
+    const std::string v = it == m_spec.params.end() ? "" : it->second;
+    if (!v.empty()) m_resolved[key] = v;
+    return v;
+  }
+  isa::DType dtype(const std::string& key, isa::DType def) {
+    m_known.insert(key);
+    auto it = m_spec.params.find(key);
+    isa::DType v = def;
+    if (it != m_spec.params.end()) {
+      bool found = false;
+      for (isa::DType d : {isa::DType::bf16, isa::DType::fp16, isa::DType::fp32}) {
+        if (isa::name_of(d) == it->second) {
+          v = d;
+          found = true;
+        }
+      }
+      if (!found) fail(key, "expected bf16, fp16 or fp32, got '" + it->second + "'");
+    }
+    m_resolved[key] = std::string(isa::name_of(v));
+    return v;
+  }
+  std::string choice(const std::string& key, const std::string& def,
+                     const std::vector<std::string>& choices) {
+    m_known.insert(key);
+    auto it = m_spec.params.find(key);
+    const std::string v = it == m_spec.params.end() ? def : it->second;
+    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      std::string list;
+      for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+      fail(key, "expected one of " + list + ", got '" + v + "'");
+    }
+    m_resolved[key] = v;
+    return v;
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    throw isa::InputError("--workload " + m_spec.text, m_spec.name + "." + key + ": " + problem);
+  }
+  // After every parameter was read: anything else is a typo.
+  void finish() const {
+    for (const auto& [key, value] : m_spec.params) {
+      if (m_known.count(key)) continue;
+      std::string known;
+      for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
+      throw isa::InputError(
+          "--workload " + m_spec.text,
+          "unknown parameter '" + key + "' of " + m_spec.name + " (known: " + known + ")");
+    }
+  }
+  std::map<std::string, std::string> resolved() const { return m_resolved; }
+
+ private:
+  static std::string fmt(double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  }
+  const WorkloadSpec& m_spec;
+  std::set<std::string> m_known;
+  std::map<std::string, std::string> m_resolved;
+};
+
+inline constexpr int64_t kBig = int64_t{1} << 20;
+
+// The seed of a workload's k-th random tensor: the run's seed, then k.
+inline uint64_t seed(const Session& s, uint64_t k) {
+  return static_cast<uint64_t>(s.config().runtime.seed) * 1000003u + k;
+}
+
+// Attention splits d_model evenly over the heads.
+inline void check_heads(const Params& p, int64_t d_model, int64_t heads) {
+  if (d_model % heads) {
+    p.fail("heads", "d_model " + std::to_string(d_model) + " is not a multiple of heads " +
+                        std::to_string(heads));
+  }
+}
+
+// The serving workload (serve.cpp).
+std::unique_ptr<Workload> make_serve(Params& p);
+
+}  // namespace wallsim::workloads::detail
