@@ -18,6 +18,7 @@ struct RunArgs {
   bool functional = false;
   std::string out = "out/run";
   std::string trace_level = "plans";
+  int64_t plan_memory_mib = 2048;
 };
 
 }  // namespace
@@ -40,6 +41,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
       ->check(CLI::IsMember({"none", "plans", "instructions"}));
+  cmd->add_option("--plan-memory", a->plan_memory_mib,
+                  "MiB of compiled plans the simulator keeps for cache hits; beyond it plans are "
+                  "rebuilt on their next hit (results are the same, only run time changes)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     workloads::RunOptions o;
@@ -48,6 +53,7 @@ void add_run_command(CLI::App& app) {
     if (a->steps == 0 || a->steps < -1) throw isa::InputError("--steps", "must be at least 1");
     if (a->steps > 0) o.steps = a->steps;
     o.functional = a->functional;
+    o.plan_memory_bytes = a->plan_memory_mib << 20;
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
                     : a->trace_level == "plans" ? engines::TraceLevel::plans
                                                 : engines::TraceLevel::instructions;

@@ -2,6 +2,7 @@
 #include "wallsim/compiler_stub/plan_builder.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <set>
 
@@ -24,6 +25,19 @@ void collapse(std::vector<AccessHistory::Entry>& entries) {
 
 // Lists longer than this are collapsed: bounded work per instruction, conservative order.
 constexpr size_t kMaxEntries = 64;
+
+// The first n elements of an array, for range-for.
+template <class T, size_t N>
+struct Prefix {
+  const T* b;
+  const T* e;
+  const T* begin() const { return b; }
+  const T* end() const { return e; }
+};
+template <class T, size_t N>
+Prefix<T, N> span_of(const std::array<T, N>& a, size_t n) {
+  return {a.data(), a.data() + n};
+}
 
 }  // namespace
 
@@ -103,8 +117,13 @@ AccessHistory& PlanBuilder::access(const isa::AccessPattern& ap) {
 void PlanBuilder::depend(const Ref& consumer, const Ref& producer) {
   if (consumer.stream == producer.stream) return;  // in-order issue within a stream
   auto& need = m_deps[consumer.stream][consumer.index];
-  auto [it, fresh] = need.emplace(producer.stream, producer.index);
-  if (!fresh) it->second = std::max(it->second, producer.index);
+  for (auto& [stream, index] : need) {
+    if (stream == producer.stream) {
+      index = std::max(index, producer.index);
+      return;
+    }
+  }
+  need.emplace_back(producer.stream, producer.index);
 }
 
 void PlanBuilder::emit(int key, isa::Instruction in) {
@@ -112,26 +131,36 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   const Ref me{key, static_cast<int64_t>(instrs.size())};
   m_deps[key].emplace_back();
   const isa::OpcodeInfo& oi = isa::info(in.op);
-  std::vector<const isa::AccessPattern*> reads, writes;
+  struct Access {
+    const isa::AccessPattern* ap;
+    AccessHistory* history;
+    std::pair<int64_t, int64_t> range;
+  };
+  std::array<Access, 4> reads_buf, writes_buf;
+  size_t nr = 0, nw = 0;
+  auto add = [&](std::array<Access, 4>& to, size_t& n, const isa::AccessPattern& ap) {
+    to[n++] = {&ap, &access(ap), byte_range(ap)};
+  };
   for (int k = 0; k < 3; ++k) {
-    if (oi.fields & (isa::F_Src0 << k)) reads.push_back(&in.src[k]);
+    if (oi.fields & (isa::F_Src0 << k)) add(reads_buf, nr, in.src[k]);
   }
-  if (oi.fields & isa::F_Dst) writes.push_back(&in.dst);
-  if (oi.fields & isa::F_Accum) writes.push_back(&in.accum);
+  if (oi.fields & isa::F_Dst) add(writes_buf, nw, in.dst);
+  if (oi.fields & isa::F_Accum) add(writes_buf, nw, in.accum);
   // A matmul that accumulates also reads its destination.
-  if (in.op == isa::Opcode::matmul && !in.start) reads.push_back(&in.dst);
+  if (in.op == isa::Opcode::matmul && !in.start) add(reads_buf, nr, in.dst);
+  const auto reads = span_of(reads_buf, nr), writes = span_of(writes_buf, nw);
   auto overlaps = [](const AccessHistory::Entry& e, std::pair<int64_t, int64_t> r) {
     return e.lo < r.second && r.first < e.hi;
   };
-  for (const auto* ap : reads) {
-    const auto r = byte_range(*ap);
-    for (const auto& e : access(*ap).writes) {
+  for (const Access& x : reads) {
+    const auto r = x.range;
+    for (const auto& e : x.history->writes) {
       if (overlaps(e, r)) depend(me, {e.stream, e.index});
     }
   }
-  for (const auto* ap : writes) {
-    const auto r = byte_range(*ap);
-    const AccessHistory& a = access(*ap);
+  for (const Access& x : writes) {
+    const auto r = x.range;
+    const AccessHistory& a = *x.history;
     for (const auto& e : a.writes) {
       if (overlaps(e, r)) depend(me, {e.stream, e.index});
     }
@@ -139,15 +168,15 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
       if (overlaps(e, r)) depend(me, {e.stream, e.index});
     }
   }
-  for (const auto* ap : reads) {
-    const auto r = byte_range(*ap);
-    auto& list = access(*ap).reads;
+  for (const Access& x : reads) {
+    const auto r = x.range;
+    auto& list = x.history->reads;
     list.push_back({r.first, r.second, key, me.index});
     if (list.size() > kMaxEntries) collapse(list);
   }
-  for (const auto* ap : writes) {
-    const auto r = byte_range(*ap);
-    AccessHistory& a = access(*ap);
+  for (const Access& x : writes) {
+    const auto r = x.range;
+    AccessHistory& a = *x.history;
     // Accesses this write covers are ordered before it: later ones need only wait for it.
     auto covered = [&](const AccessHistory::Entry& e) {
       return r.first <= e.lo && e.hi <= r.second;
@@ -163,29 +192,30 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
 isa::Plan PlanBuilder::build() {
   const size_t n = m_plan.streams.size();
   // Which instructions others wait for, per stream, in order: their signal counts.
-  std::vector<std::set<int64_t>> producers(n);
+  // Sorted and unique: an instruction's signal count is its rank among its stream's producers.
+  std::vector<std::vector<int64_t>> producers(n);
   for (size_t s = 0; s < n; ++s) {
     for (const auto& need : m_deps[s]) {
-      for (const auto& [ps, pi] : need) producers[ps].insert(pi);
+      for (const auto& [ps, pi] : need) producers[ps].push_back(pi);
     }
   }
   std::vector<int32_t> sem(n, -1);
-  std::vector<std::map<int64_t, int64_t>> count(n);  // producer index -> signal count after it
   for (size_t s = 0; s < n; ++s) {
-    if (producers[s].empty()) continue;
+    auto& p = producers[s];
+    if (p.empty()) continue;
+    std::sort(p.begin(), p.end());
+    p.erase(std::unique(p.begin(), p.end()), p.end());
     sem[s] = static_cast<int32_t>(m_plan.semaphores.size());
     m_plan.semaphores.push_back("done_" + m_plan.streams[s].name);
-    int64_t c = 0;
-    for (int64_t i : producers[s]) {
-      count[s][i] = ++c;
-      m_plan.streams[s].instructions[i].signals.push_back({sem[s], 1});
-    }
+    for (int64_t i : p) m_plan.streams[s].instructions[i].signals.push_back({sem[s], 1});
   }
   for (size_t s = 0; s < n; ++s) {
     auto& instrs = m_plan.streams[s].instructions;
     for (size_t i = 0; i < instrs.size(); ++i) {
       for (const auto& [ps, pi] : m_deps[s][i]) {
-        instrs[i].waits.push_back({sem[ps], count[ps][pi]});
+        const auto& p = producers[ps];
+        const int64_t count = std::lower_bound(p.begin(), p.end(), pi) - p.begin() + 1;
+        instrs[i].waits.push_back({sem[ps], count});
       }
     }
   }

@@ -121,6 +121,7 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
       n->busy[static_cast<int>(m_engine)] += busy;
       ++n->instructions;
       n->dma_bytes += bytes;
+      n->macs += double(isa::macs(in));
     }
   }
   const int64_t period = m_unit.clock_period_fs();

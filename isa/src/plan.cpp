@@ -55,22 +55,34 @@ int Plan::find_semaphore(std::string_view n) const {
 }
 
 int64_t Plan::on_chip_bytes(MemSpace space) const {
-  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> ranges;  // partition -> [lo, hi)
+  // Partitions split into bands at every buffer's first and end partition; within a band every
+  // partition holds the same buffers, so the band adds (union of their byte ranges) x width.
+  std::vector<int32_t> cuts;
   for (const BufferDecl& b : buffers) {
-    if (b.space != space) continue;
-    for (int32_t p = b.partition_start; p < b.partition_start + b.partitions; ++p) {
-      ranges[p].emplace_back(b.offset_bytes, b.offset_bytes + b.bytes);
-    }
+    if (b.space != space || b.partitions <= 0) continue;
+    cuts.push_back(b.partition_start);
+    cuts.push_back(b.partition_start + b.partitions);
   }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   int64_t total = 0;
-  for (auto& [p, r] : ranges) {
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const int32_t p0 = cuts[c], p1 = cuts[c + 1];
+    r.clear();
+    for (const BufferDecl& b : buffers) {
+      if (b.space == space && b.partition_start <= p0 && p1 <= b.partition_start + b.partitions) {
+        r.emplace_back(b.offset_bytes, b.offset_bytes + b.bytes);
+      }
+    }
     std::sort(r.begin(), r.end());
-    int64_t end = INT64_MIN;
+    int64_t end = INT64_MIN, band = 0;
     for (auto [lo, hi] : r) {
       if (hi <= end) continue;
-      total += hi - std::max(lo, end);
+      band += hi - std::max(lo, end);
       end = hi;
     }
+    total += band * (p1 - p0);
   }
   return total;
 }

@@ -110,12 +110,15 @@ TensorImpl::~TensorImpl() {
 
 // A compiled group: its plan, and how the plan's tensors bind to device tensors.
 struct Session::Compiled {
-  isa::Plan plan;
+  // The plan body: null while dropped to bound the simulator's memory (the modelled cache
+  // entry stays; a hit rebuilds the body).
+  std::shared_ptr<const isa::Plan> plan;
+  int64_t body_bytes = 0;
+  std::optional<std::list<std::shared_ptr<Compiled>>::iterator> body_at;  // in m_bodies
   compiler_stub::LowerStats stats;
   int64_t nodes = 0;
   // Per plan tensor: an input index (>= 0), an output index (encoded -2 - k), or scratch (-1).
   std::vector<int32_t> binding;
-  std::vector<std::string> scratch;  // device names of scratch tensors, by plan tensor index
   double macs = 0;
 };
 
@@ -250,7 +253,9 @@ engines::Launch& Session::launch_transfer(const std::string& src, isa::MemSpace 
   auto it = m_transfer_index.find(key);
   if (it == m_transfer_index.end()) {
     auto c = std::make_shared<Compiled>();
-    isa::Plan& p = c->plan;
+    auto body = std::make_shared<isa::Plan>();
+    isa::Plan& p = *body;
+    c->plan = body;
     p.name = "copy_" + key;
     p.tensors.push_back({"src", src_space, type.dtype, {rows, cols}, isa::TensorRole::input});
     p.tensors.push_back({"dst", dst_space, type.dtype, {rows, cols}, isa::TensorRole::output});
@@ -273,7 +278,7 @@ engines::Launch& Session::launch_transfer(const std::string& src, isa::MemSpace 
     m_transfer_plans.push_back(c);
   }
   record().counts.transfers++;
-  return m_device.launch(m_transfer_plans[it->second]->plan, {}, {src, dst});
+  return m_device.launch(*m_transfer_plans[it->second]->plan, {}, {src, dst});
 }
 
 Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
@@ -328,6 +333,8 @@ Tensor Session::upload_npy(const std::string& path, isa::DType dtype) {
 }
 
 Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed) {
+  // Timing only: the values are never read, so none are drawn (the transfer is the same).
+  if (!m_options.functional && !m_options.keep_reference) return upload(shape, dtype, {});
   memory::TensorStore::Tensor tmp;
   tmp.space = isa::MemSpace::host;
   tmp.dtype = dtype;
@@ -608,7 +615,17 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
   if (hit != m_cache.end()) {
     m_lru.splice(m_lru.end(), m_lru, hit->second);
     if (counted) record().counts.cache_hits++;
-    return hit->second->second;
+    const std::shared_ptr<Compiled>& c = hit->second->second;
+    if (!c->plan) {  // the body was dropped: rebuilt (the same plan), at no modelled cost
+      auto again =
+          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+      auto& cg = std::get<compiler_stub::CompiledGraph>(again);
+      m_compiler_seconds += cg.compile_wall_seconds;
+      c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
+      ++m_bodies_rebuilt;
+    }
+    hold_body(c);
+    return c;
   }
   if (counted) record().counts.cache_misses++;
   // A group that failed before fails again: remembered, not recompiled.
@@ -670,11 +687,11 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
   }
   auto& cg = std::get<compiler_stub::CompiledGraph>(result);
   auto c = std::make_shared<Compiled>();
-  c->plan = std::move(cg.plans.plans.at(0));
+  c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
   c->stats = cg.groups.at(0);
   c->nodes = static_cast<int64_t>(ids.size());
   c->macs = macs_of(sub, ids);
-  // Bind the plan's tensors: group inputs, group outputs, or scratch of its own.
+  // Bind the plan's tensors: group inputs, group outputs, or scratch (allocated per launch).
   std::map<std::string, int32_t> role;
   for (const Node& n : sub.nodes) {
     if (n.op == OpKind::input) role[n.name] = std::stoi(n.name.substr(2));
@@ -683,23 +700,18 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     const std::string name = compiler_stub::value_name(sub, sub.outputs[k]);
     if (!role.count(name)) role[name] = -2 - static_cast<int32_t>(k);
   }
-  for (const auto& t : c->plan.tensors) {
+  for (const auto& t : c->plan->tensors) {
     auto it = role.find(t.name);
     if (it != role.end()) {
       c->binding.push_back(it->second);
-      c->scratch.emplace_back();
     } else {
       c->binding.push_back(-1);
-      TensorType tt;
-      tt.dtype = t.dtype;
-      for (int64_t d : t.shape) tt.dims.push_back(compiler_stub::Dim::of(d));
-      c->scratch.push_back(allocate(tt, "s"));
     }
   }
   if (!loaded && m_options.mode == Mode::aot && !disk.empty()) {
     std::filesystem::create_directories(disk);
     isa::PlanSequence seq;
-    seq.plans.push_back(c->plan);
+    seq.plans.push_back(*c->plan);
     isa::write_plan_file(seq, disk_file);
   }
   if (counted && !loaded) {
@@ -721,13 +733,34 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     auto victim = m_lru.front();
     m_cache.erase(victim.first);
     m_lru.pop_front();
-    for (const std::string& s : victim.second->scratch) {
-      if (!s.empty()) m_deferred_free.push_back(s);
-    }
-    m_retired.push_back(victim.second);  // the device may still run it
+    drop_body(*victim.second);  // a launch still running holds its own reference
     record().counts.cache_evictions++;
   }
+  hold_body(c);
   return c;
+}
+
+void Session::hold_body(const std::shared_ptr<Compiled>& c) {
+  if (c->body_at) {
+    m_bodies.splice(m_bodies.end(), m_bodies, *c->body_at);
+  } else {
+    c->body_bytes = static_cast<int64_t>(sizeof(isa::Plan)) +
+                    c->plan->instruction_count() * static_cast<int64_t>(sizeof(isa::Instruction)) +
+                    static_cast<int64_t>(c->plan->buffers.size() * sizeof(isa::BufferDecl));
+    c->body_at = m_bodies.insert(m_bodies.end(), c);
+    m_body_bytes += c->body_bytes;
+  }
+  while (m_body_bytes > m_options.plan_memory_bytes && m_bodies.size() > 1) {
+    drop_body(*m_bodies.front());
+  }
+}
+
+void Session::drop_body(Compiled& c) {
+  if (!c.body_at) return;
+  m_bodies.erase(*c.body_at);
+  c.body_at.reset();
+  m_body_bytes -= c.body_bytes;
+  c.plan.reset();
 }
 
 std::optional<compiler_stub::CompileError> Session::injected_failure(
@@ -768,13 +801,20 @@ void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& comp
     }
     outs.push_back(t);
   }
-  std::vector<std::string> names(c.plan.tensors.size());
+  std::vector<std::string> names(c.plan->tensors.size());
   for (size_t i = 0; i < names.size(); ++i) {
     const int32_t b = c.binding[i];
     if (b >= 0) {
       names[i] = g.input_devices.at(static_cast<size_t>(b));
     } else if (b == -1) {
-      names[i] = c.scratch[i];
+      // Scratch (spills, staging) lives while the launch runs: freed once the step drains,
+      // as a stream-ordered allocator or a shared scratchpad would.
+      const isa::TensorDecl& d = c.plan->tensors[i];
+      TensorType tt;
+      tt.dtype = d.dtype;
+      for (int64_t x : d.shape) tt.dims.push_back(compiler_stub::Dim::of(x));
+      names[i] = allocate(tt, "s");
+      m_deferred_free.push_back(names[i]);
     } else {
       const size_t k = static_cast<size_t>(-2 - b);
       auto& t = outs[k];
@@ -797,7 +837,7 @@ void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& comp
     if (!t->alias_of) throw RuntimeError("internal: an in-place output without its tensor");
   }
   std::vector<int64_t> scalars;
-  for (const auto& s : c.plan.scalars) {
+  for (const auto& s : c.plan->scalars) {
     auto it = m_scalar_values.find(s.name);
     if (it == m_scalar_values.end())
       throw RuntimeError("run-time scalar '" + s.name + "' is not set");
@@ -816,11 +856,12 @@ void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& comp
       m_compiler_free = ready;
     }
     for (auto& t : outs) t->queued = true;
-    m_queue.push_back({compiled, std::move(names), std::move(scalars), outs, ready, &record()});
+    m_queue.push_back(
+        {compiled, compiled->plan, std::move(names), std::move(scalars), outs, ready, &record()});
     m_queue_added.notify(sc_core::SC_ZERO_TIME);
     return;
   }
-  engines::Launch& l = m_device.launch(c.plan, std::move(scalars), std::move(names));
+  engines::Launch& l = m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan);
   if (m_host_track) m_flows.emplace_back(now_fs() / 1000 - 1, &l);  // inside the launch slice
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
@@ -835,8 +876,7 @@ void Session::launch_worker() {
     Queued& q = m_queue.front();
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (q.ready > now) sc_core::wait(q.ready - now);
-    engines::Launch& l =
-        m_device.launch(q.compiled->plan, std::move(q.scalars), std::move(q.names));
+    engines::Launch& l = m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan);
     if (m_host_track) m_flows.emplace_back(now_fs() / 1000, &l);
     q.record->counts.plans_launched++;
     q.record->padded_macs += q.compiled->macs;
@@ -844,7 +884,6 @@ void Session::launch_worker() {
       t->producer = &l;
       t->queued = false;
     }
-    m_retired.push_back(q.compiled);
     m_queue.pop_front();
     m_launched.notify(sc_core::SC_ZERO_TIME);
   }
@@ -953,6 +992,7 @@ void Session::end_step() {
   }
   enter(HostState::other);
   free_deferred();
+  m_device.retire_drained();  // the step's launches are folded into the op totals
   m_current.wall_ns = now_ns() - m_current.start_ns;
   // Device busy: the union of the spans of the plans that ran in the step.
   std::vector<std::pair<int64_t, int64_t>> spans;

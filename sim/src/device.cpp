@@ -112,7 +112,7 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
 Device::~Device() = default;
 
 Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
-                       std::vector<std::string> tensor_names) {
+                       std::vector<std::string> tensor_names, std::shared_ptr<const void> keep) {
   if (!tensor_names.empty() && tensor_names.size() != plan.tensors.size()) {
     throw isa::InputError("plan '" + plan.name + "'",
                           "binds " + std::to_string(tensor_names.size()) + " tensor names to " +
@@ -129,6 +129,7 @@ Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
       m_launches.emplace_back(plan, static_cast<int>(m_launches.size()), std::move(scalars));
   l.functional = m_options.functional;
   l.tensor_names = std::move(tensor_names);
+  l.keep = std::move(keep);
   if (l.functional) {
     l.memory = {m_sbuf.get(), m_psum.get(), &m_tensors,
                 l.plan,       &l.scalars,   l.tensor_names.empty() ? nullptr : &l.tensor_names};
@@ -245,6 +246,29 @@ sc_time Device::end_time() const {
   return end;
 }
 
+void Device::retire_drained() {
+  for (; m_retired < m_launches.size() && m_launches[m_retired].drained; ++m_retired) {
+    Launch& l = m_launches[m_retired];
+    for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
+      const isa::NodeInfo& n = l.plan->nodes[i];
+      if (n.op == "input") continue;
+      OpTotals& o = m_op_totals[n.op];
+      const engines::NodeTotals& t = l.nodes[i];
+      ++o.nodes;
+      o.instructions += t.instructions;
+      o.dma_bytes += t.dma_bytes;
+      o.macs += t.macs;
+      for (int e = 0; e < isa::kNumEngines; ++e) o.busy[e] += t.busy[e];
+    }
+    l.plan = nullptr;
+    l.keep.reset();
+    l.nodes = {};
+    l.node_index = {};
+    l.scalars = {};
+    l.tensor_names = {};
+  }
+}
+
 void Device::finalize() {
   const sc_time elapsed = end_time();
   for (auto& p : m_compute) p->finalize(elapsed);
@@ -297,8 +321,8 @@ void Device::finalize() {
       args.add("index", static_cast<int64_t>(l.index));
       m_options.trace->slice(
           plans, static_cast<traces::TimePs>(l.start_time.value() / 1000),
-          static_cast<traces::TimePs>((l.end_time - l.start_time).value() / 1000), l.plan->name,
-          "plan", args);
+          static_cast<traces::TimePs>((l.end_time - l.start_time).value() / 1000), l.name, "plan",
+          args);
     }
   }
 }

@@ -135,6 +135,24 @@ TEST(Serve, SchedulersAndModesComputeTheSameTokens) {
   }
 }
 
+// The simulator may drop compiled plans to bound its memory and rebuild them on their next
+// cache hit: the results, trace included, do not change.
+TEST(Serve, DroppingPlanBodiesChangesNothing) {
+  const std::string a = out_dir("keep"), b = out_dir("drop");
+  std::string err;
+  const std::string cmd = "run -c configs/tiny.json -w " + kSmall +
+                          ",output_mean=12,dynamic=bucketed --mode fused --plan-memory ";
+  ASSERT_EQ(run(cmd + "2048 --out " + a, &err), 0) << err;
+  ASSERT_EQ(run(cmd + "0 --out " + b, &err), 0) << err;
+  Json sa = Json::parse(slurp(a + "/stats.json")), sb = Json::parse(slurp(b + "/stats.json"));
+  EXPECT_EQ(sa["measured"]["plans_rebuilt"], 0);
+  EXPECT_GT(sb["measured"]["plans_rebuilt"].get<int64_t>(), 0);
+  sa.erase("measured");
+  sb.erase("measured");
+  EXPECT_EQ(sa.dump(), sb.dump());
+  EXPECT_EQ(slurp(a + "/trace.json"), slurp(b + "/trace.json"));
+}
+
 TEST(Serve, BoundedShapesCompileOncePerPlan) {
   Json exact = serve("", "fused", "exact"), bounded = serve(",dynamic=bounded", "fused", "bounded");
   // One prefill and one decode plan (per distinct group), against a new shape most iterations.

@@ -45,47 +45,21 @@ ordered_json record_json(const runtime::StepRecord& r) {
   return j;
 }
 
-// Per op kind, over every plan the run launched (from each instruction's provenance): engine
-// time, DMA bytes, MACs, and achieved tensor throughput against the roofline
-// min(peak, intensity x HBM bandwidth).
-ordered_json op_table(const sim::Device& device, const sim::ChipConfig& chip) {
-  struct Row {
-    int64_t nodes = 0, instructions = 0, dma_bytes = 0;
-    double macs = 0;
-    double busy_ns[isa::kNumEngines] = {};
-  };
-  std::map<std::string, Row> rows;
-  std::map<const isa::Plan*, std::map<int32_t, double>> macs_by_plan;  // node id -> MACs
-  for (const engines::Launch& l : device.launches()) {
-    if (l.plan->nodes.empty()) continue;  // transfers
-    auto [it, fresh] = macs_by_plan.emplace(l.plan, std::map<int32_t, double>{});
-    if (fresh) {
-      for (const auto& s : l.plan->streams) {
-        for (const auto& in : s.instructions) it->second[in.node] += double(isa::macs(in));
-      }
-    }
-    for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
-      const isa::NodeInfo& n = l.plan->nodes[i];
-      if (n.op == "input") continue;
-      Row& r = rows[n.op];
-      const engines::NodeTotals& t = l.nodes[i];
-      ++r.nodes;
-      r.instructions += t.instructions;
-      r.dma_bytes += t.dma_bytes;
-      r.macs += it->second.count(n.id) ? it->second.at(n.id) : 0.0;
-      for (int e = 0; e < isa::kNumEngines; ++e) r.busy_ns[e] += t.busy[e].to_seconds() * 1e9;
-    }
-  }
+// Per op kind, over every plan the run launched (the device's op totals, from each
+// instruction's provenance): engine time, DMA bytes, MACs, and achieved tensor throughput
+// against the roofline min(peak, intensity x HBM bandwidth).
+ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
+  device.retire_drained();
   const double peak = 2.0 * chip.arch.tensor.rows * chip.arch.tensor.cols *
                       chip.timing.tensor.freq_mhz * 1e6;  // FLOP/s
   const double hbm = chip.timing.hbm.bandwidth_gb_per_s * 1e9;
   ordered_json out = ordered_json::array();
-  for (const auto& [op, r] : rows) {
+  for (const auto& [op, r] : device.op_totals()) {
     ordered_json busy = ordered_json::object();
     for (int e = 0; e < isa::kNumEngines; ++e) {
-      busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy_ns[e];
+      busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy[e].to_seconds() * 1e9;
     }
-    const double tensor_s = r.busy_ns[static_cast<int>(isa::Engine::tensor)] / 1e9;
+    const double tensor_s = r.busy[static_cast<int>(isa::Engine::tensor)].to_seconds();
     const double flops = 2 * r.macs;
     ordered_json row = {
         {"op", op},        {"nodes", r.nodes},         {"instructions", r.instructions},
@@ -134,6 +108,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   so.mode = options.mode;
   so.sync_every_op = options.debug_sync;
   so.functional = options.functional;
+  so.plan_memory_bytes = options.plan_memory_bytes;
   runtime::Session session(config, device, so, trace.get());
 
   const auto wall_start = std::chrono::steady_clock::now();
@@ -197,6 +172,10 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
       .add_value("compiler_stub_seconds", "s",
                  "real time compiler_stub spent compiling (not the modelled latency)")
       .set(session.compiler_seconds());
+  measured.add_counter(
+      "plans_rebuilt", "",
+      "plan bodies rebuilt after --plan-memory dropped them (simulator, not model)") +=
+      static_cast<uint64_t>(session.bodies_rebuilt());
   sim::write_run_files(*dir, stats, extra, resolved_config);
   if (trace) trace->finish();
   dir->commit();

@@ -78,7 +78,9 @@ class PlanBuilder {
   std::map<isa::Engine, int> m_compute_streams;
   std::map<std::pair<int, int32_t>, AccessHistory> m_access;  // (space class, index)
   // consumer (stream, index) -> for each producer stream, the latest producer index needed
-  std::vector<std::vector<std::map<int, int64_t>>> m_deps;
+  // Per stream, per instruction: (producer stream, latest producer index) it waits for; a few
+  // entries at most, so a flat list.
+  std::vector<std::vector<std::vector<std::pair<int, int64_t>>>> m_deps;
 };
 
 }  // namespace wallsim::compiler_stub

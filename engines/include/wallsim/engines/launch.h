@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -38,11 +39,13 @@ struct NodeTotals {
   sc_core::sc_time busy[isa::kNumEngines];
   int64_t instructions = 0;
   int64_t dma_bytes = 0;
+  double macs = 0;  // tensor-engine multiply-accumulates
 };
 
 struct Launch {
   Launch(const isa::Plan& p, int idx, std::vector<int64_t> scalar_values)
       : plan(&p),
+        name(p.name),
         index(idx),
         scalars(std::move(scalar_values)),
         semaphores(p.semaphores.size()),
@@ -50,7 +53,10 @@ struct Launch {
     for (size_t i = 0; i < p.nodes.size(); ++i) node_index.emplace(p.nodes[i].id, i);
   }
 
+  // The plan while the launch is live; null once the device retires it (Device::retire_drained).
   const isa::Plan* plan;
+  std::string name;                  // the plan's name, kept after retirement
+  std::shared_ptr<const void> keep;  // what keeps `plan` alive, when the launcher owns it
   int index;
   std::vector<int64_t> scalars;           // by Plan::scalars index
   std::vector<std::string> tensor_names;  // store names by Plan::tensors index; empty: own names

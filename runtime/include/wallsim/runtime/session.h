@@ -118,6 +118,10 @@ struct SessionOptions {
   // Functional runs: also record every upload and op into one reference graph, so any value
   // can be checked against the reference evaluator (tests; costs host memory).
   bool keep_reference = false;
+  // Simulator memory, not a modelled quantity: bytes of compiled plan bodies kept for cache
+  // hits. Over it the least recently used bodies are dropped and rebuilt on their next hit
+  // (same plan, so the same results; only the real run time changes).
+  int64_t plan_memory_bytes = int64_t{2} << 30;
 };
 
 // Attribute map for a recorded op.
@@ -183,6 +187,8 @@ class Session {
   int64_t now_ns() const;
   // Real (not simulated) seconds compiler_stub spent compiling: measured, varies run to run.
   double compiler_seconds() const { return m_compiler_seconds; }
+  // Plan bodies rebuilt after plan_memory_bytes dropped them (measured, like the above).
+  int64_t bodies_rebuilt() const { return m_bodies_rebuilt; }
 
   // After the simulation: draws the trace's flows from each launch on the host to the plan's
   // launch on the device.
@@ -209,6 +215,9 @@ class Session {
                                           std::string* error, int64_t* compile_ns);
   void launch_group(const Group& g, const std::shared_ptr<Compiled>& c, int64_t compile_ns);
   void launch_worker();
+  // Keeps `c`'s plan body (most recently used), dropping the oldest bodies over the budget.
+  void hold_body(const std::shared_ptr<Compiled>& c);
+  void drop_body(Compiled& c);
   // A failure `runtime.inject` asks for, if any.
   std::optional<compiler_stub::CompileError> injected_failure(
       const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
@@ -248,9 +257,10 @@ class Session {
       m_failed;  // signatures that failed to compile  // shape-free hash -> compiles
   std::vector<std::shared_ptr<Compiled>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
-  // Evicted plans that were launched: the device's launch records (the op table, the trace's
-  // flows) point into them until the session ends.
-  std::vector<std::shared_ptr<Compiled>> m_retired;
+  // Plan bodies of cached plans, least recently used first, within plan_memory_bytes.
+  std::list<std::shared_ptr<Compiled>> m_bodies;
+  int64_t m_body_bytes = 0;
+  int64_t m_bodies_rebuilt = 0;
 
   // Device memory.
   int64_t m_hbm_used = 0;
@@ -274,6 +284,7 @@ class Session {
   // Background compilation: launches waiting for their compile, in program order.
   struct Queued {
     std::shared_ptr<Compiled> compiled;
+    std::shared_ptr<const isa::Plan> plan;  // held until launched (its body may be dropped)
     std::vector<std::string> names;
     std::vector<int64_t> scalars;
     std::vector<std::shared_ptr<TensorImpl>> outs;

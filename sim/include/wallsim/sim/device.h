@@ -5,6 +5,7 @@
 #include <systemc>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,8 +49,22 @@ class Device : public sc_core::sc_module {
   // at once. `plan` must outlive the Device; the Launch lives as long as the Device.
   // `tensor_names`, when not empty, binds each of the plan's tensors (by index) to a tensor of
   // the store with another name: how a runtime launches one cached plan on many tensors.
+  // `keep`, when given, owns `plan` instead: held until the launch is retired.
   engines::Launch& launch(const isa::Plan& plan, std::vector<int64_t> scalars,
-                          std::vector<std::string> tensor_names = {});
+                          std::vector<std::string> tensor_names = {},
+                          std::shared_ptr<const void> keep = nullptr);
+
+  // Per-op totals over every drained launch: what each op kind cost, summed over plans.
+  struct OpTotals {
+    int64_t nodes = 0, instructions = 0, dma_bytes = 0;
+    double macs = 0;
+    sc_core::sc_time busy[isa::kNumEngines];
+  };
+  // Folds the launches drained so far (in launch order) into op_totals() and drops their
+  // per-node records and plan: a long run's memory stays bounded by the live launches. A
+  // retired Launch keeps its name, times and index; its `plan` is null.
+  void retire_drained();
+  const std::map<std::string, OpTotals>& op_totals() const { return m_op_totals; }
 
   // After sc_start returns: a run-time invariant violation, if one stopped the simulation.
   std::optional<std::string> error() const;
@@ -84,6 +99,8 @@ class Device : public sc_core::sc_module {
 
   std::deque<engines::Launch> m_launches;
   size_t m_next_launch = 0;
+  size_t m_retired = 0;  // launches [0, m_retired) are retired
+  std::map<std::string, OpTotals> m_op_totals;
   sc_core::sc_event m_launch_added;
   std::optional<traces::Track> m_launch_track;
 

@@ -20,6 +20,7 @@ struct RunOptions {
   std::optional<int64_t> steps;  // default: the workload's
   bool functional = false;
   engines::TraceLevel trace_level = engines::TraceLevel::plans;
+  int64_t plan_memory_bytes = int64_t{2} << 30;  // runtime::SessionOptions::plan_memory_bytes
 };
 
 struct RunSummary {
