@@ -26,9 +26,11 @@ demo: build
 	@bash scripts/demo.sh $(BUILD)/bin/wallsim
 
 test: build
+	@bash scripts/install-deps.sh test
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-sanitize: deps
+	@bash scripts/install-deps.sh test
 	cmake -S . -B $(ASAN_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Debug -DWALLSIM_SANITIZE=ON \
 	  -DWALLSIM_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)

@@ -11,7 +11,8 @@ want=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 case "${1:-build}" in
-  build|test) ;;
+  build) ;;
+  test) want+=(python3 python3-matplotlib parallel) ;;  # the sweep tests: plots, GNU parallel
   tools) want+=(python3 python3-matplotlib python3-numpy parallel) ;;
   *) echo "install-deps.sh: unknown profile '$1' (expected build, test or tools)" >&2; exit 2 ;;
 esac

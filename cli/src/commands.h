@@ -21,5 +21,6 @@ void add_exec_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_study_command(CLI::App& app);
+void add_sweep_commands(CLI::App& app);  // sweep, collect
 
 }  // namespace wallsim::cli

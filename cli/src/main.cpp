@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add_compile_command(app);
   add_run_command(app);
   add_study_command(app);
+  add_sweep_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

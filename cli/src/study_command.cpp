@@ -1,10 +1,6 @@
 // `wallsim study wall [--config C] [--spec FILE] [--out DIR]`: the compilation wall. Each
 // (workload, compile-cost profile, mode) point is its own `wallsim run` process (SystemC
 // elaborates once per process); the study reads their stats.json and writes a table.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -12,13 +8,12 @@
 #include <sstream>
 
 #include "commands.h"
+#include "subprocess.h"
 #include "wallsim/isa/json_object.h"
 #include "wallsim/isa/params.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
-
-extern char** environ;
 
 namespace wallsim::cli {
 namespace {
@@ -83,18 +78,6 @@ WallSpec read_spec(const std::string& file) {
   if (s.workloads.empty() || s.modes.empty() || s.profiles.empty())
     throw isa::InputError(file, "needs workloads, modes and profiles");
   return s;
-}
-
-// Runs `args` (argv[0] is this executable) and returns its exit code; stderr passes through.
-int run_self(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 struct Point {

@@ -1,0 +1,24 @@
+// Child processes of the wallsim command: each simulation point runs in its own process (SystemC
+// elaborates once per process). Children die with their parent (PR_SET_PDEATHSIG), so a killed
+// sweep or study leaves no orphan writing results.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace wallsim::cli {
+
+// Starts this executable with `args` (args[0] is its display name); stdout and stderr go to
+// `log` when not empty (appended), else are inherited. Returns the child's pid, or -1.
+pid_t spawn_self(const std::vector<std::string>& args, const std::string& log = "");
+
+// Runs this executable with `args` and waits: its exit code, 128 + signal when killed, -1 when
+// it could not start.
+int run_self(const std::vector<std::string>& args);
+
+// An exit status from waitpid as run_self reports it.
+int exit_code_of(int status);
+
+}  // namespace wallsim::cli

@@ -1,0 +1,294 @@
+// Sweep specs, point identity, key figures and the results file.
+#include "sweep.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "wallsim/isa/json_object.h"
+#include "wallsim/runtime/config.h"
+#include "wallsim/runtime/session.h"
+#include "wallsim/workloads/workload.h"
+
+namespace wallsim::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using isa::InputError;
+using isa::Json;
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::vector<std::string> string_list(const Json& j, const std::string& path) {
+  if (!j.is_array() || j.empty()) throw InputError(path, "expected a non-empty list of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) throw InputError(path + "[" + std::to_string(i) + "]", "not a string");
+    out.push_back(j[i].get<std::string>());
+  }
+  return out;
+}
+
+// One axis: a config path and its values.
+struct Axis {
+  std::string path;
+  std::vector<Json> values;
+};
+
+Axis read_axis(const std::string& key, const Json& values, const std::string& where) {
+  if (!values.is_array() || values.empty()) {
+    throw InputError(where, "expected a non-empty list of values for config path '" + key + "'");
+  }
+  return {key, std::vector<Json>(values.begin(), values.end())};
+}
+
+}  // namespace
+
+SweepSpec read_sweep(const std::string& file) {
+  const Json j = isa::read_json_file(file);
+  isa::JsonObject o(j, file);
+  SweepSpec spec;
+  spec.file = file;
+  spec.base_config = o.str("base_config");
+  const std::vector<std::string> workloads = string_list(o.req("workloads"), o.at("workloads"));
+  const std::vector<std::string> modes = string_list(o.req("modes"), o.at("modes"));
+  for (size_t i = 0; i < modes.size(); ++i) {
+    const bool debug = modes[i] == "eager-debug";
+    if (!debug && !runtime::parse_mode(modes[i])) {
+      throw InputError(o.at("modes") + "[" + std::to_string(i) + "]",
+                       "unknown mode '" + modes[i] + "' (native, eager, eager-debug, fused, aot)");
+    }
+  }
+  const int64_t steps = o.integer_or("steps", 1, 1000000, 0);  // 0: the workload's default
+  const bool functional = o.boolean_or("functional", false);
+  const int64_t seed = o.integer_or("seed", 0, int64_t{1} << 53, -1);
+  spec.timeout_s = static_cast<double>(o.integer_or("timeout_s", 1, 7 * 24 * 3600, 3600));
+  const std::string trace_level = o.opt("trace_level") ? o.str("trace_level") : "none";
+  if (trace_level != "none" && trace_level != "plans" && trace_level != "instructions") {
+    throw InputError(o.at("trace_level"), "expected none, plans or instructions");
+  }
+  // Axes: a grid over `axes`, times each zipped group (its lists advance together).
+  std::vector<std::vector<std::vector<std::pair<std::string, Json>>>> factors;
+  if (const Json* axes = o.opt("axes")) {
+    isa::JsonObject ax(*axes, o.at("axes"));
+    for (const auto& [key, values] : axes->items()) {
+      if (!key.empty() && key[0] == '_') continue;
+      const Axis a = read_axis(key, values, ax.at(key));
+      std::vector<std::vector<std::pair<std::string, Json>>> f;
+      for (const Json& v : a.values) f.push_back({{a.path, v}});
+      factors.push_back(f);
+    }
+  }
+  if (const Json* zip = o.opt("zip")) {
+    if (!zip->is_array()) throw InputError(o.at("zip"), "expected a list of groups");
+    for (size_t g = 0; g < zip->size(); ++g) {
+      const std::string where = o.at("zip") + "[" + std::to_string(g) + "]";
+      if (!(*zip)[g].is_object() || (*zip)[g].empty())
+        throw InputError(where, "expected an object of config path -> values");
+      std::vector<Axis> group;
+      for (const auto& [key, values] : (*zip)[g].items()) {
+        group.push_back(read_axis(key, values, where + "." + key));
+        if (group.back().values.size() != group.front().values.size()) {
+          throw InputError(where + "." + key,
+                           "has " + std::to_string(group.back().values.size()) +
+                               " values; a zipped group's lists must have equal lengths (" +
+                               group.front().path + " has " +
+                               std::to_string(group.front().values.size()) + ")");
+        }
+      }
+      std::vector<std::vector<std::pair<std::string, Json>>> f(group.front().values.size());
+      for (const Axis& a : group) {
+        for (size_t i = 0; i < a.values.size(); ++i) f[i].push_back({a.path, a.values[i]});
+      }
+      factors.push_back(f);
+    }
+  }
+  o.finish();
+
+  // Workloads are checked once (parameters, and whether --steps applies).
+  std::map<std::string, bool> fixed_steps;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    try {
+      fixed_steps[workloads[i]] =
+          workloads::make_workload(workloads::parse_spec(workloads[i]))->fixed_steps();
+    } catch (const InputError& e) {
+      throw InputError(o.at("workloads") + "[" + std::to_string(i) + "]", e.what());
+    }
+  }
+  // The grid, in order: the first axis varies slowest.
+  std::vector<std::vector<std::pair<std::string, Json>>> combos = {{}};
+  for (const auto& f : factors) {
+    std::vector<std::vector<std::pair<std::string, Json>>> next;
+    for (const auto& c : combos) {
+      for (const auto& choice : f) {
+        auto n = c;
+        n.insert(n.end(), choice.begin(), choice.end());
+        next.push_back(n);
+      }
+    }
+    combos = next;
+  }
+  for (const auto& combo : combos) {
+    std::vector<std::string> overrides;
+    for (const auto& [path, value] : combo) overrides.push_back(path + "=" + value.dump());
+    if (seed >= 0) overrides.push_back("runtime.seed=" + std::to_string(seed));
+    std::string resolved;
+    try {
+      resolved = runtime::to_json(runtime::load_config(spec.base_config, overrides)).dump();
+    } catch (const InputError& e) {
+      std::string where;
+      for (const auto& [path, value] : combo) {
+        where += (where.empty() ? "" : ", ") + path + "=" + value.dump();
+      }
+      throw InputError(file, "the point " + (where.empty() ? "(base)" : where) +
+                                 " has a bad config: " + e.what());
+    }
+    for (const auto& workload : workloads) {
+      for (const auto& mode : modes) {
+        SweepPoint p;
+        p.index = static_cast<int64_t>(spec.points.size());
+        p.axes = combo;
+        p.workload = workload;
+        p.mode = mode;
+        p.overrides = overrides;
+        const bool use_steps = steps > 0 && !fixed_steps.at(workload);
+        p.id = hex16(fnv1a(resolved + "\n" + workload + "\n" + mode + "\n" +
+                           (use_steps ? std::to_string(steps) : "-") + "\n" +
+                           (functional ? "functional" : "timing")));
+        p.run_args = {"wallsim", "run",    "--config", spec.base_config, "--workload",
+                      workload,  "--mode", mode,       "--trace-level",  trace_level};
+        for (const auto& s : overrides) {
+          p.run_args.push_back("--set");
+          p.run_args.push_back(s);
+        }
+        if (use_steps) {
+          p.run_args.push_back("--steps");
+          p.run_args.push_back(std::to_string(steps));
+        }
+        if (functional) p.run_args.push_back("--functional");
+        spec.points.push_back(p);
+      }
+    }
+  }
+  return spec;
+}
+
+isa::Json key_figures(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/stats.json");
+  const Json s = Json::parse(in);
+  std::ifstream cin(run_dir + "/config.resolved.json");
+  const Json c = Json::parse(cin);
+  const Json& t = s.at("totals");
+  const Json& steps = s.at("steps");
+  Json f = Json::object();
+  const int64_t startup = s.at("startup").at("wall_ns").get<int64_t>();
+  const int64_t wall = t.at("wall_ns").get<int64_t>();
+  f["total_ns"] = startup + wall;
+  f["startup_ns"] = startup;
+  f["steps"] = steps.size();
+  f["steps_ns"] = wall;
+  f["cold_ns"] = steps.empty() ? 0 : steps[0].at("wall_ns").get<int64_t>();
+  int64_t warm = 0;
+  for (size_t i = 1; i < steps.size(); ++i) warm += steps[i].at("wall_ns").get<int64_t>();
+  f["warm_ns"] = steps.size() > 1 ? double(warm) / double(steps.size() - 1) : 0.0;
+  for (const char* k :
+       {"host_dispatch_ns", "compile_ns", "transfer_ns", "sync_wait_ns", "host_other_ns",
+        "device_busy_ns", "idle_ns", "compiles", "recompiles", "cache_hits", "plans_launched",
+        "padding_flop_fraction", "masked_flop_fraction", "hbm_read_bytes", "hbm_write_bytes"}) {
+    if (t.contains(k)) f[k] = t.at(k);
+  }
+  f["startup_compiles"] = s.at("startup").at("compiles");
+  double macs = 0;
+  for (const auto& op : s.at("ops")) macs += op.at("macs").get<double>();
+  f["macs"] = macs;
+  const Json& dev = s.at("device");
+  if (dev.contains("engines") && dev["engines"].contains("tensor") &&
+      dev["engines"]["tensor"].contains("peak_fraction")) {
+    f["tensor_peak_fraction"] = dev["engines"]["tensor"]["peak_fraction"];
+  }
+  if (dev.contains("bound")) {
+    f["bound_resource"] = dev["bound"].at("resource");
+    f["bound_fraction"] = dev["bound"].at("fraction");
+  }
+  // The roofline's roof, from the point's own config.
+  const Json& arch = c.at("arch");
+  const Json& timing = c.at("timing");
+  f["peak_tflops"] = 2.0 * arch.at("tensor").at("rows").get<double>() *
+                     arch.at("tensor").at("cols").get<double>() *
+                     timing.at("tensor").at("freq_mhz").get<double>() * 1e6 / 1e12;
+  f["hbm_gb_per_s"] = timing.at("hbm").at("bandwidth_gb_per_s");
+  if (s.contains("serving")) {
+    const Json& sv = s["serving"];
+    f["throughput_tokens_per_s"] = sv.at("throughput_tokens_per_s");
+    for (const auto& [k, v] : sv.at("latency").items()) f[k] = v;
+    f["kv_mean_utilization"] = sv.at("kv").at("mean_utilization");
+    f["preemptions"] = sv.at("kv").at("preemptions");
+  }
+  return f;
+}
+
+std::vector<isa::Json> read_results(const std::string& dir) {
+  std::map<std::string, Json> latest;
+  auto take = [&](const std::string& line) {
+    try {
+      Json j = Json::parse(line);
+      if (j.is_object() && j.contains("id") && j["id"].is_string()) {
+        latest[j["id"].get<std::string>()] = j;
+      }
+    } catch (const std::exception&) {
+      // a torn line (the sweep was killed while writing): ignored
+    }
+  };
+  std::ifstream in(dir + "/results.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) take(line);
+  }
+  std::error_code ec;
+  std::vector<std::string> singles;
+  for (fs::directory_iterator it(dir + "/points", ec), end; !ec && it != end; it.increment(ec)) {
+    if (fs::exists(it->path() / "result.json")) singles.push_back(it->path() / "result.json");
+  }
+  std::sort(singles.begin(), singles.end());
+  for (const auto& path : singles) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    const Json j = [&] {
+      try {
+        return Json::parse(ss.str());
+      } catch (const std::exception&) {
+        return Json();
+      }
+    }();
+    if (!j.is_object() || !j.contains("id")) continue;
+    auto it = latest.find(j["id"].get<std::string>());
+    // A single-point result counts unless the sweep's own line is an ok one.
+    if (it == latest.end() || it->second.value("status", "") != "ok") latest[j["id"]] = j;
+  }
+  std::vector<Json> out;
+  for (auto& [id, j] : latest) out.push_back(std::move(j));
+  std::sort(out.begin(), out.end(), [](const Json& a, const Json& b) {
+    return a.value("index", int64_t{0}) < b.value("index", int64_t{0});
+  });
+  return out;
+}
+
+}  // namespace wallsim::cli

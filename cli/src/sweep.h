@@ -1,0 +1,40 @@
+// Sweeps: a JSON spec expands to points (config overrides x workload x mode); each point is one
+// `wallsim run` process writing DIR/points/<id>/, and one line of DIR/results.jsonl.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wallsim/isa/params.h"
+
+namespace wallsim::cli {
+
+struct SweepPoint {
+  int64_t index = 0;  // position in the spec's enumeration
+  std::string id;     // stable: a hash of the resolved config, workload, mode, steps, functional
+  std::vector<std::pair<std::string, isa::Json>> axes;  // config path -> value
+  std::string workload, mode;
+  std::vector<std::string> overrides;  // --set arguments
+  std::vector<std::string> run_args;   // the `wallsim run` arguments, without --out
+};
+
+struct SweepSpec {
+  std::string file;
+  std::string base_config;
+  std::vector<SweepPoint> points;
+  double timeout_s = 3600;
+};
+
+// Reads and expands a spec. Every point's config is loaded and every workload parsed before any
+// point runs: a bad spec is an isa::InputError naming the problem.
+SweepSpec read_sweep(const std::string& file);
+
+// The key figures of a run directory's stats.json and config.resolved.json.
+isa::Json key_figures(const std::string& run_dir);
+
+// The latest result line per point id: results.jsonl, then points/*/result.json (single-point
+// runs from --index). Lines that do not parse (a torn last line) are skipped.
+std::vector<isa::Json> read_results(const std::string& dir);
+
+}  // namespace wallsim::cli

@@ -1,0 +1,378 @@
+// `wallsim sweep SPEC --out DIR [--jobs N] [--count | --list | --index I]` and
+// `wallsim collect DIR [--csv FILE]`.
+//
+// A local pool of N workers, each running one point as a `wallsim run` child process; a line
+// per finished point appended to DIR/results.jsonl with one write(2) on an O_APPEND file, so a
+// killed sweep loses no finished point and leaves no torn line (a line torn anyway is skipped
+// when read, and the next append starts on a fresh line). Children die with the sweep.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "commands.h"
+#include "subprocess.h"
+#include "sweep.h"
+
+namespace wallsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using isa::InputError;
+using isa::Json;
+using Clock = std::chrono::steady_clock;
+
+struct SweepArgs {
+  std::string spec;
+  std::string out;
+  int64_t jobs = 1;
+  bool count = false;
+  bool list = false;
+  int64_t index = -1;
+};
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+// Appends `line` and a newline with one write(2); a file left without a final newline (a line
+// torn by a kill) gets one first.
+void append_line(const std::string& path, const std::string& line) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open " + path);
+  std::string text = line + "\n";
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+    const int rfd = open(path.c_str(), O_RDONLY);
+    char last = '\n';
+    if (rfd >= 0) {
+      if (pread(rfd, &last, 1, st.st_size - 1) != 1) last = '\n';
+      close(rfd);
+    }
+    if (last != '\n') text = "\n" + text;
+  }
+  const ssize_t n = write(fd, text.data(), text.size());
+  fsync(fd);
+  close(fd);
+  if (n != static_cast<ssize_t>(text.size())) throw std::runtime_error("short write to " + path);
+}
+
+// Writes `text` to `path` atomically (a temporary file renamed over it).
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream f(tmp);
+    f << text;
+  }
+  fs::rename(tmp, path);
+}
+
+std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+Json result_line(const SweepPoint& p, const std::string& status, const std::string& error,
+                 const Json& figures, double seconds) {
+  Json j = Json::object();
+  j["index"] = p.index;
+  j["id"] = p.id;
+  j["status"] = status;
+  j["workload"] = p.workload;
+  j["mode"] = p.mode;
+  Json axes = Json::object();
+  for (const auto& [path, value] : p.axes) axes[path] = value;
+  j["axes"] = axes;
+  j["figures"] = figures;
+  if (!error.empty()) j["error"] = error;
+  j["seconds"] = std::round(seconds * 1000) / 1000;
+  return j;
+}
+
+// A finished child: its result line (the point's directory holds its full output).
+Json finish_point(const SweepPoint& p, const std::string& dir, int code, bool timed_out,
+                  double seconds) {
+  const std::string point_dir = dir + "/points/" + p.id;
+  const std::string log = dir + "/logs/" + p.id + ".log";
+  if (timed_out) {
+    return result_line(p, "error", "timed out after " + std::to_string(int64_t(seconds)) + " s",
+                       Json::object(), seconds);
+  }
+  if (code != 0) {
+    std::string why = last_line(log);
+    if (why.empty()) why = "exit code " + std::to_string(code);
+    return result_line(p, "error", why + " (exit code " + std::to_string(code) + ")",
+                       Json::object(), seconds);
+  }
+  try {
+    return result_line(p, "ok", "", key_figures(point_dir), seconds);
+  } catch (const std::exception& e) {
+    return result_line(p, "error", std::string("unreadable output: ") + e.what(), Json::object(),
+                       seconds);
+  }
+}
+
+std::string duration(double s) {
+  const int64_t t = static_cast<int64_t>(std::llround(std::max(0.0, s)));
+  char buf[32];
+  if (t >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(t / 3600),
+                  static_cast<long long>(t / 60 % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60),
+                  static_cast<long long>(t % 60));
+  }
+  return buf;
+}
+
+// Progress: a redrawn bar on a terminal, one line per finished point otherwise.
+class Progress {
+ public:
+  Progress(int64_t total, int64_t skipped)
+      : m_total(total), m_done(skipped), m_tty(isatty(STDERR_FILENO)), m_start(Clock::now()) {}
+  void finished(const Json& r) {
+    ++m_done;
+    ++m_ran;
+    if (r["status"] != "ok") ++m_failed;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - m_start).count();
+    const double eta = elapsed / double(m_ran) * double(m_total - m_done);
+    std::ostringstream s;
+    if (m_tty) {
+      const int width = 30;
+      const int filled = static_cast<int>(width * m_done / std::max<int64_t>(1, m_total));
+      s << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] " << m_done
+        << "/" << m_total << "  " << m_failed << " failed  ETA " << duration(eta) << "   ";
+      if (m_done == m_total) s << "\n";
+    } else {
+      s << "sweep: " << m_done << "/" << m_total << " done, " << m_failed << " failed, eta "
+        << duration(eta) << ": " << r["status"].get<std::string>() << " "
+        << r["id"].get<std::string>() << " " << r["workload"].get<std::string>() << " "
+        << r["mode"].get<std::string>() << "\n";
+    }
+    std::cerr << s.str() << std::flush;
+  }
+  int64_t failed() const { return m_failed; }
+
+ private:
+  int64_t m_total, m_done, m_ran = 0, m_failed = 0;
+  bool m_tty;
+  Clock::time_point m_start;
+};
+
+int run_sweep(const SweepArgs& a) {
+  const SweepSpec spec = read_sweep(a.spec);
+  const int64_t n = static_cast<int64_t>(spec.points.size());
+  if (a.count) {
+    std::cout << n << "\n";
+    return kExitOk;
+  }
+  if (a.list) {
+    for (const auto& p : spec.points) std::cout << p.id << "\n";
+    return kExitOk;
+  }
+  if (a.out.empty()) throw InputError("--out", "the sweep needs an output directory");
+  fs::create_directories(a.out + "/points");
+  fs::create_directories(a.out + "/logs");
+  write_atomically(a.out + "/spec.json", isa::read_json_file(a.spec).dump(2) + "\n");
+  const std::string results = a.out + "/results.jsonl";
+
+  std::vector<const SweepPoint*> todo;
+  int64_t index = a.index;
+  if (index < 0 && !a.list && !a.count) {
+    if (const char* env = std::getenv("SLURM_ARRAY_TASK_ID"); env && a.jobs == 1 && *env) {
+      index = std::atoll(env);
+    }
+  }
+  const bool single = index >= 0;
+  if (single) {
+    if (index >= n) {
+      throw InputError("--index",
+                       std::to_string(index) + " is outside [0, " + std::to_string(n - 1) + "]");
+    }
+    todo.push_back(&spec.points[static_cast<size_t>(index)]);
+  } else {
+    std::set<std::string> done;
+    for (const Json& r : read_results(a.out)) {
+      if (r.value("status", "") == "ok") done.insert(r["id"].get<std::string>());
+    }
+    for (const auto& p : spec.points) {
+      if (!done.count(p.id)) todo.push_back(&p);
+    }
+    if (todo.size() < spec.points.size()) {
+      std::cerr << "sweep: " << spec.points.size() - todo.size() << " point(s) already done in "
+                << a.out << "\n";
+    }
+  }
+
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+
+  struct Running {
+    const SweepPoint* point;
+    Clock::time_point start;
+  };
+  std::map<pid_t, Running> running;
+  Progress progress(single ? 1 : n, single ? 0 : n - static_cast<int64_t>(todo.size()));
+  size_t next = 0;
+  const int64_t jobs = single ? 1 : a.jobs;
+  auto record = [&](const Json& line, const SweepPoint& p) {
+    if (single) {
+      fs::create_directories(a.out + "/points/" + p.id);
+      write_atomically(a.out + "/points/" + p.id + "/result.json", line.dump() + "\n");
+    } else {
+      append_line(results, line.dump());
+    }
+    progress.finished(line);
+  };
+  while ((next < todo.size() || !running.empty()) && !g_stop) {
+    while (next < todo.size() && static_cast<int64_t>(running.size()) < jobs && !g_stop) {
+      const SweepPoint& p = *todo[next++];
+      std::vector<std::string> args = p.run_args;
+      args.push_back("--out");
+      args.push_back(a.out + "/points/" + p.id);
+      const std::string log = a.out + "/logs/" + p.id + ".log";
+      std::error_code ec;
+      fs::remove(log, ec);
+      const pid_t pid = spawn_self(args, log);
+      if (pid < 0) {
+        record(result_line(p, "error", "could not start a process", Json::object(), 0), p);
+        continue;
+      }
+      running[pid] = {&p, Clock::now()};
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0 && running.count(pid)) {
+      const Running r = running.at(pid);
+      running.erase(pid);
+      const double s = std::chrono::duration<double>(Clock::now() - r.start).count();
+      record(finish_point(*r.point, a.out, exit_code_of(status), false, s), *r.point);
+      continue;
+    }
+    // Timeouts: the child is killed and recorded; the sweep goes on.
+    for (auto it = running.begin(); it != running.end();) {
+      const double s = std::chrono::duration<double>(Clock::now() - it->second.start).count();
+      if (s > spec.timeout_s) {
+        kill(it->first, SIGKILL);
+        waitpid(it->first, &status, 0);
+        record(finish_point(*it->second.point, a.out, -1, true, s), *it->second.point);
+        it = running.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (g_stop) {
+    for (const auto& [pid, r] : running) kill(pid, SIGKILL);
+    for (const auto& [pid, r] : running) waitpid(pid, nullptr, 0);
+    std::cerr << "\nsweep: interrupted; finished points are kept in " << results
+              << " (run the same command to go on)\n";
+    return 130;
+  }
+  std::cerr << "sweep: " << a.out << ": " << (single ? "points/<id>/result.json" : "results.jsonl")
+            << ", points/<id>/, logs/<id>.log" << (progress.failed() ? " (some points failed)" : "")
+            << "\n";
+  return progress.failed() ? kExitInternal : kExitOk;
+}
+
+// CSV: one row per point; the axes and figures as columns (their union, first seen first).
+std::string csv_cell(const Json& v) {
+  if (v.is_null()) return "";
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.find_first_of(",\"\n") != std::string::npos) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  }
+  return s;
+}
+
+std::string to_csv(const std::vector<Json>& rows) {
+  std::vector<std::string> axes, figures;
+  auto add = [](std::vector<std::string>& cols, const std::string& k) {
+    if (std::find(cols.begin(), cols.end(), k) == cols.end()) cols.push_back(k);
+  };
+  for (const Json& r : rows) {
+    const Json ax = r.value("axes", Json::object()), fg = r.value("figures", Json::object());
+    for (const auto& [k, v] : ax.items()) add(axes, k);
+    for (const auto& [k, v] : fg.items()) add(figures, k);
+  }
+  std::ostringstream out;
+  out << "index,id,status,workload,mode";
+  for (const auto& k : axes) out << "," << csv_cell(k);
+  for (const auto& k : figures) out << "," << k;
+  out << ",seconds,error\n";
+  for (const Json& r : rows) {
+    out << r.value("index", int64_t{0}) << "," << csv_cell(r["id"]) << "," << csv_cell(r["status"])
+        << "," << csv_cell(r["workload"]) << "," << csv_cell(r["mode"]);
+    const Json ax = r.value("axes", Json::object());
+    const Json fg = r.value("figures", Json::object());
+    for (const auto& k : axes) out << "," << csv_cell(ax.contains(k) ? ax[k] : Json());
+    for (const auto& k : figures) out << "," << csv_cell(fg.contains(k) ? fg[k] : Json());
+    out << "," << csv_cell(r.value("seconds", Json())) << "," << csv_cell(r.value("error", Json()))
+        << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+void add_sweep_commands(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "run every point of a sweep spec (config axes x workloads x modes), resumably");
+  cmd->add_option("spec", a->spec, "sweep spec (JSON)")->required();
+  cmd->add_option("--out,-o", a->out, "output directory: results.jsonl, points/<id>/, logs/");
+  cmd->add_option("--jobs,-j", a->jobs, "points run at once on this machine")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  cmd->add_flag("--count", a->count, "print the number of points and exit");
+  cmd->add_flag("--list", a->list, "print one point id per line, in index order, and exit");
+  cmd->add_option("--index", a->index,
+                  "run only point I (0-based; default $SLURM_ARRAY_TASK_ID when set), writing "
+                  "points/<id>/result.json")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->callback([a] {
+    const int code = run_sweep(*a);
+    if (code != kExitOk) throw Exit{code};
+  });
+
+  auto dir = std::make_shared<std::string>();
+  auto csv = std::make_shared<std::string>();
+  CLI::App* collect = app.add_subcommand("collect", "a sweep's results as CSV (one row per point)");
+  collect->add_option("dir", *dir, "the sweep's output directory")->required();
+  collect->add_option("--csv", *csv, "write the CSV here (default: standard output)");
+  collect->callback([dir, csv] {
+    if (!fs::exists(*dir + "/results.jsonl") && !fs::exists(*dir + "/points")) {
+      throw InputError(*dir, "not a sweep directory (no results.jsonl or points/)");
+    }
+    const std::string text = to_csv(read_results(*dir));
+    if (csv->empty()) {
+      std::cout << text;
+    } else {
+      write_atomically(*csv, text);
+      std::cerr << *csv << ": " << std::count(text.begin(), text.end(), '\n') - 1 << " point(s)\n";
+    }
+  });
+}
+
+}  // namespace wallsim::cli
