@@ -21,6 +21,7 @@ void add_exec_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_study_command(CLI::App& app);
+void add_run_studies(CLI::App& study);   // decode, serving, mask, granularity, fallback
 void add_sweep_commands(CLI::App& app);  // sweep, collect
 
 }  // namespace wallsim::cli

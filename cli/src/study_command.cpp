@@ -144,6 +144,7 @@ void add_study_command(CLI::App& app) {
   auto a = std::make_shared<StudyArgs>();
   CLI::App* study = app.add_subcommand("study", "run a study: many runs, one table");
   study->require_subcommand(1);
+  add_run_studies(*study);
   CLI::App* cmd = study->add_subcommand(
       "wall", "the compilation wall: start-up, cold and warm steps of each mode, per profile");
   cmd->add_option("--config,-c", a->config, "chip and runtime config (JSON)");

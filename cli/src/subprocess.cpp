@@ -8,6 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <map>
+
 namespace wallsim::cli {
 
 pid_t spawn_self(const std::vector<std::string>& args, const std::string& log) {
@@ -36,6 +39,38 @@ int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
+}
+
+std::vector<int> run_all(const std::vector<std::vector<std::string>>& commands,
+                         const std::vector<std::string>& logs, int jobs,
+                         const std::function<void(size_t, int)>& done) {
+  std::vector<int> codes(commands.size(), -1);
+  std::map<pid_t, size_t> running;
+  size_t next = 0;
+  while (next < commands.size() || !running.empty()) {
+    while (next < commands.size() && static_cast<int>(running.size()) < std::max(1, jobs)) {
+      const pid_t pid = spawn_self(commands[next], logs.at(next));
+      if (pid < 0) {
+        if (done) done(next, -1);
+        ++next;
+        continue;
+      }
+      running[pid] = next++;
+    }
+    if (running.empty()) continue;
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    codes[it->second] = exit_code_of(status);
+    if (done) done(it->second, codes[it->second]);
+    running.erase(it);
+  }
+  return codes;
 }
 
 int run_self(const std::vector<std::string>& args) {

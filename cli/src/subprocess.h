@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,11 @@ int run_self(const std::vector<std::string>& args);
 
 // An exit status from waitpid as run_self reports it.
 int exit_code_of(int status);
+
+// Runs every command (as run_self), at most `jobs` at once, each with its output to its log
+// (appended). Calls `done(i, exit_code)` as each finishes; returns the exit codes in order.
+std::vector<int> run_all(const std::vector<std::vector<std::string>>& commands,
+                         const std::vector<std::string>& logs, int jobs,
+                         const std::function<void(size_t, int)>& done = {});
 
 }  // namespace wallsim::cli

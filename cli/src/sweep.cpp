@@ -210,8 +210,9 @@ isa::Json key_figures(const std::string& run_dir) {
   f["warm_ns"] = steps.size() > 1 ? double(warm) / double(steps.size() - 1) : 0.0;
   for (const char* k :
        {"host_dispatch_ns", "compile_ns", "transfer_ns", "sync_wait_ns", "host_other_ns",
-        "device_busy_ns", "idle_ns", "compiles", "recompiles", "cache_hits", "plans_launched",
-        "padding_flop_fraction", "masked_flop_fraction", "hbm_read_bytes", "hbm_write_bytes"}) {
+        "device_busy_ns", "idle_ns", "compiles", "recompiles", "compile_failures", "fallbacks",
+        "cache_hits", "plans_launched", "padding_flop_fraction", "masked_flop_fraction",
+        "hbm_read_bytes", "hbm_write_bytes"}) {
     if (t.contains(k)) f[k] = t.at(k);
   }
   f["startup_compiles"] = s.at("startup").at("compiles");
@@ -234,6 +235,7 @@ isa::Json key_figures(const std::string& run_dir) {
                      arch.at("tensor").at("cols").get<double>() *
                      timing.at("tensor").at("freq_mhz").get<double>() * 1e6 / 1e12;
   f["hbm_gb_per_s"] = timing.at("hbm").at("bandwidth_gb_per_s");
+  if (dev.contains("host_link")) f["host_link_bytes"] = dev["host_link"].at("bytes");
   if (s.contains("serving")) {
     const Json& sv = s["serving"];
     f["throughput_tokens_per_s"] = sv.at("throughput_tokens_per_s");

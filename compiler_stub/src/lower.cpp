@@ -436,9 +436,11 @@ class Lowering {
   std::optional<CompileError> lower_in_windows(const Node& n) {
     const int64_t tiles = tile_count(n);
     const auto [per_tile, fixed] = footprint(n);
-    // Windows hold whole runs (batches) so batch-broadcast operands line up.
+    // Windows hold whole runs (batches) so batch-broadcast operands line up; a batch_matmul has
+    // none (B is loaded per batch entry), so its windows may split a batch.
     const int64_t run = run_of(n.type);
-    const int64_t unit = run > 0 ? tiling(run, 1, DType::fp32).count() : 1;
+    const int64_t unit =
+        run > 0 && n.op != OpKind::batch_matmul ? tiling(run, 1, DType::fp32).count() : 1;
     int64_t pinned = 0;  // resident operands stay whole while the op runs
     for (int32_t in : n.inputs) {
       if (m_tiles.count(in)) pinned += m_tiles.at(in).count() * value_bytes_per_tile(in);

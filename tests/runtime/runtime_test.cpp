@@ -362,17 +362,18 @@ TEST(Runtime, InjectedFailureUnderFailStops) {
     EXPECT_NE(std::string(e.what()).find("injected failure"), std::string::npos) << e.what();
   }
 }
+// An op rejected inside a fused group: split retries until it stands alone, where it compiles.
 TEST(Runtime, InjectedUnsupportedOpFallsBack) {
   Rig rig(load("trn2", {"runtime.inject.fail_ops=[\"gelu\"]"}), Mode::fused, false);
   auto w = workloads::make_workload(workloads::parse_spec(kMlp));
-  EXPECT_THROW(rig.run([&](Session& s) {
+  rig.run([&](Session& s) {
     w->setup(s);
     s.begin_step(0);
     s.to_host(w->step(s, 0));
     s.end_step();
-  }),
-               RuntimeError);  // gelu fails alone too: nothing is left to fall back to
+  });
   EXPECT_GT(rig.session->totals().fallbacks, 0);
+  EXPECT_GT(rig.session->totals().compile_failures, 0);
 }
 
 // A cache smaller than the working set of signatures evicts, and warm steps miss again.

@@ -441,6 +441,88 @@ class Decode final : public Workload {
   int64_t m_cache_len = 0;
 };
 
+// Packed attention: `seq` tokens of `segments` sequences packed into one row (as vision tokens of
+// several images are), so attention needs a block-diagonal mask: a token sees only its own
+// sequence. `mask=host` builds the dense [seq, seq] bias on the host and sends it every forward;
+// `mask=chip` sends one segment id per token and rebuilds the bias on the chip (compare the ids
+// as a column and as a row, then scale). One step: upload x, the mask (or the ids), one
+// attention block (QKV, masked softmax, PV, output projection, residual).
+class PackedMask final : public Workload {
+ public:
+  explicit PackedMask(Params& p)
+      : m_seq(p.integer("seq", 1024, 2, kBig)),
+        m_segments(p.integer("segments", 4, 1, kBig)),
+        m_d(p.integer("d_model", 768, 1, kBig)),
+        m_heads(p.integer("heads", 12, 1, 4096)),
+        m_chip(p.choice("mask", "host", {"host", "chip"}) == "chip"),
+        m_dtype(p.dtype("dtype", isa::DType::bf16)),
+        m_params((p.finish(), p.resolved())) {
+    check_heads(p, m_d, m_heads);
+    if (m_segments > m_seq) {
+      p.fail("segments", std::to_string(m_segments) + " sequences cannot pack into " +
+                             std::to_string(m_seq) + " tokens");
+    }
+  }
+  std::map<std::string, std::string> params() const override { return m_params; }
+  void setup(Session& s) override {
+    uint64_t k = 1;
+    for (Tensor* w : {&m_wq, &m_wk, &m_wv, &m_wo}) {
+      *w = s.upload_random({m_d, m_d}, m_dtype, seed(s, k++));
+    }
+  }
+  std::vector<int64_t> buckets(const Session&) const override { return {m_seq}; }
+  Tensor step(Session& s, int64_t index) override { return forward(s, index); }
+  void trace(Session& s, int64_t) override { s.to_host(forward(s, 0)); }
+
+ private:
+  // The segment of token i: sequences of (nearly) equal length, back to back.
+  int64_t segment(int64_t i) const { return i * m_segments / m_seq; }
+  Tensor forward(Session& s, int64_t index) {
+    using namespace runtime;
+    const int64_t L = m_seq, H = m_heads, hd = m_d / m_heads;
+    Tensor x = s.upload_random({L, m_d}, m_dtype, seed(s, 1000 + static_cast<uint64_t>(index)));
+    Tensor bias;
+    if (m_chip) {
+      std::vector<float> ids(static_cast<size_t>(L));
+      for (int64_t i = 0; i < L; ++i) ids[static_cast<size_t>(i)] = float(segment(i));
+      Tensor col = s.upload({L, 1}, isa::DType::int32, ids);
+      Tensor row = reshape(col, {1, L});
+      bias = scale(compare(col, row, "ne"), -1e9);
+    } else {
+      std::vector<float> dense;
+      if (s.functional()) {
+        dense.assign(static_cast<size_t>(L * L), 0.0f);
+        for (int64_t i = 0; i < L; ++i) {
+          for (int64_t j = 0; j < L; ++j) {
+            if (segment(i) != segment(j)) dense[static_cast<size_t>(i * L + j)] = -1e9f;
+          }
+        }
+      }
+      bias = s.upload({L, L}, m_dtype, dense);
+    }
+    // Head by head, so the [L, L] scores meet the [L, L] bias without a broadcast over heads.
+    auto heads = [&](const Tensor& t) { return transpose(reshape(t, {L, H, hd}), {1, 0, 2}); };
+    Tensor q = heads(matmul(x, m_wq)), k = heads(matmul(x, m_wk)), v = heads(matmul(x, m_wv));
+    std::vector<Tensor> per_head;
+    for (int64_t h = 0; h < H; ++h) {
+      Tensor qh = slice(q, 0, h, h + 1), kh = slice(k, 0, h, h + 1), vh = slice(v, 0, h, h + 1);
+      Tensor sc = reshape(batch_matmul(qh, kh, true), {L, L});
+      Tensor p = softmax(add(scale(sc, 1.0 / std::sqrt(double(hd))), bias));
+      per_head.push_back(batch_matmul(reshape(p, {1, L, L}), vh));
+    }
+    Tensor all = H == 1 ? per_head[0] : concat(per_head, 0);
+    Tensor ctx = reshape(transpose(all, {1, 0, 2}), {L, m_d});
+    const double Ld = double(L), D = double(m_d);
+    s.add_real_macs(4 * Ld * D * D + 2 * Ld * Ld * D);
+    return add(x, matmul(ctx, m_wo));
+  }
+  int64_t m_seq, m_segments, m_d, m_heads;
+  bool m_chip;
+  isa::DType m_dtype;
+  std::map<std::string, std::string> m_params;
+  Tensor m_wq, m_wk, m_wv, m_wo;
+};
+
 }  // namespace
 
 void Workload::run(Session& s, int64_t steps) {
@@ -468,7 +550,11 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "kv_blocks=0,prompt_mean=161,output_mean=338,sigma=1,max_prompt=768,context=1024,"
        "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,dtype=bf16 - a seeded "
        "request stream (Poisson at rate/s, 0: all at once) under a static or continuous batch "
-       "scheduler over a paged KV cache"}};
+       "scheduler over a paged KV cache"},
+      {"mask",
+       "mask:seq=1024,segments=4,d_model=768,heads=12,mask=host,dtype=bf16 - attention over "
+       "packed sequences with a block-diagonal mask, sent dense by the host or rebuilt on the "
+       "chip from segment ids"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
@@ -478,6 +564,7 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "transformer") return std::make_unique<Transformer>(p);
   if (spec.name == "decode") return std::make_unique<Decode>(p);
   if (spec.name == "serve") return detail::make_serve(p);
+  if (spec.name == "mask") return std::make_unique<PackedMask>(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
   throw isa::InputError("--workload " + spec.text,

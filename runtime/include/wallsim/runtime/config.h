@@ -41,7 +41,7 @@ struct AotConfig {
 
 // Compile failures on purpose, to exercise the fallback policies deterministically.
 struct InjectConfig {
-  std::vector<compiler_stub::OpKind> fail_ops;  // a group holding one of these fails
+  std::vector<compiler_stub::OpKind> fail_ops;  // a group of 2+ ops holding one of these fails
   int64_t fail_groups_over = 0;                 // a group of more ops fails; 0: never
 };
 
@@ -62,7 +62,8 @@ struct RuntimeConfig {
 
 template <class V>
 void describe(V& v, InjectConfig& c) {
-  v.field("fail_ops", c.fail_ops, "a group holding one of these ops fails to compile");
+  v.field("fail_ops", c.fail_ops,
+          "a fused group holding one of these ops fails to compile (alone, the op compiles)");
   v.field("fail_groups_over", c.fail_groups_over, {0, 100000000}, "ops",
           "a group of more ops fails to compile (as if it did not fit on chip); 0 for never");
 }

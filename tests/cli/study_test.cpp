@@ -1,0 +1,184 @@
+// The studies at small sizes on the tiny chip: each writes its table, CSV, study.json and plots,
+// and its numbers show what the study is about (from the runs, not from the code).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `wallsim study NAME` on tiny with `spec` (JSON text); returns study.json's runs by label.
+std::map<std::string, Json> study(const std::string& name, const std::string& spec,
+                                  std::string* dir_out = nullptr) {
+  const std::string tag = name + "_" + std::to_string(::getpid());
+  const std::string spec_file = ::testing::TempDir() + "/study_" + tag + ".json";
+  const std::string dir = ::testing::TempDir() + "/study_" + tag;
+  fs::remove_all(dir);
+  std::ofstream(spec_file) << spec;
+  const std::string log = dir + ".log";
+  const std::string cmd = "cd " + std::string(WALLSIM_SOURCE_DIR) + " && " + WALLSIM_BIN +
+                          " study " + name + " -c configs/tiny.json --spec " + spec_file +
+                          " --out " + dir + " >" + log + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(log);
+  EXPECT_TRUE(fs::exists(dir + "/" + name + ".md"));
+  EXPECT_TRUE(fs::exists(dir + "/" + name + ".csv"));
+  const std::string png = dir + "/" + name + "_time.png";
+  EXPECT_TRUE(fs::exists(png) && fs::file_size(png) > 1000) << slurp(dir + "/plots.log");
+  std::map<std::string, Json> runs;
+  const Json j = Json::parse(slurp(dir + "/study.json"));
+  for (const Json& r : j["runs"]) runs[r["label"].get<std::string>()] = r;
+  if (dir_out) *dir_out = dir;
+  return runs;
+}
+
+double fig(const Json& run, const char* key) { return run["figures"][key].get<double>(); }
+
+const char* kDecode = "decode:layers=1,d_model=64,heads=4,d_ff=128,prompt=8,new_tokens=6";
+
+TEST(Study, DecodeCompilesPerTokenUnlessBoundedOrBucketed) {
+  std::string dir;
+  auto runs = study("decode",
+                    R"({"title": "small decode", "columns": ["total_ns", "compiles"],
+    "runs": [
+      {"label": "native", "workload": ")" +
+                        std::string(kDecode) + R"(", "mode": "native"},
+      {"label": "exact", "workload": ")" +
+                        std::string(kDecode) + R"(", "mode": "fused"},
+      {"label": "bounded", "workload": ")" +
+                        std::string(kDecode) + R"(,dynamic=bounded", "mode": "fused"},
+      {"label": "aot", "workload": ")" +
+                        std::string(kDecode) + R"(", "mode": "aot"}]})",
+                    &dir);
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(fig(runs["native"], "compiles"), 0);
+  EXPECT_GE(fig(runs["exact"], "compiles"), 6);  // a new shape per token
+  EXPECT_LE(fig(runs["bounded"], "compiles"), 2);
+  EXPECT_GT(fig(runs["bounded"], "wasted_flop_fraction"), 0);
+  EXPECT_EQ(fig(runs["aot"], "compiles"), 0);  // all at start-up
+  EXPECT_GT(fig(runs["aot"], "startup_compiles"), 0);
+  EXPECT_GT(fig(runs["exact"], "total_ns"), fig(runs["native"], "total_ns"));
+  EXPECT_TRUE(fs::exists(dir + "/decode_steps.png"));
+  EXPECT_TRUE(fs::exists(dir + "/runs/1/trace.json"));
+}
+
+TEST(Study, ServingReportsLatencyAndKv) {
+  const std::string w =
+      "serve:requests=6,layers=1,d_model=64,heads=4,d_ff=128,vocab=100,context=64,max_prompt=32,"
+      "prompt_mean=12,output_mean=10,max_batch=4,block=4,rate=5000";
+  std::string dir;
+  auto runs = study("serving",
+                    R"({"title": "small serving", "trace_level": "none",
+    "columns": ["throughput_tokens_per_s", "ttft_p50_ns"], "runs": [
+      {"label": "static aot", "workload": ")" +
+                        w + R"(,scheduler=static", "mode": "aot"},
+      {"label": "continuous native", "workload": ")" +
+                        w + R"(", "mode": "native"},
+      {"label": "continuous bounded", "workload": ")" +
+                        w + R"(,dynamic=bounded", "mode": "fused"}]})",
+                    &dir);
+  ASSERT_EQ(runs.size(), 3u);
+  for (auto& [label, r] : runs) {
+    EXPECT_EQ(r["status"], "ok") << label;
+    EXPECT_GT(fig(r, "throughput_tokens_per_s"), 0) << label;
+    EXPECT_GE(fig(r, "ttft_p99_ns"), fig(r, "ttft_p50_ns")) << label;
+  }
+  EXPECT_GT(fig(runs["static aot"], "padding_flop_fraction"),
+            fig(runs["continuous native"], "padding_flop_fraction"));
+  EXPECT_TRUE(fs::exists(dir + "/serving_latency.png"));
+}
+
+TEST(Study, MaskOnTheChipSendsFarFewerBytes) {
+  std::string dir;
+  auto runs = study("mask", R"({"title": "small mask", "columns": ["host_link_bytes", "warm_ns"],
+    "runs": [
+      {"label": "64 host", "workload": "mask:seq=64,segments=4,d_model=64,heads=4,mask=host", "mode": "fused", "steps": 3},
+      {"label": "64 chip", "workload": "mask:seq=64,segments=4,d_model=64,heads=4,mask=chip", "mode": "fused", "steps": 3},
+      {"label": "256 host", "workload": "mask:seq=256,segments=4,d_model=64,heads=4,mask=host", "mode": "fused", "steps": 3},
+      {"label": "256 chip", "workload": "mask:seq=256,segments=4,d_model=64,heads=4,mask=chip", "mode": "fused", "steps": 3}]})",
+                    &dir);
+  // The dense mask is L^2 bf16 per forward; the ids are L int32.
+  const double host_extra =
+      fig(runs["256 host"], "host_link_bytes") - fig(runs["256 chip"], "host_link_bytes");
+  EXPECT_NEAR(host_extra, 3 * (256.0 * 256 * 2 - 256 * 4), 3 * 256 * 4 + 1);
+  EXPECT_GT(fig(runs["256 host"], "transfer_ns"), fig(runs["256 chip"], "transfer_ns"));
+  EXPECT_TRUE(fs::exists(dir + "/mask_seq.png"));
+}
+
+const char* kBlock = "transformer:layers=1,d_model=64,heads=4,d_ff=128,seq=64";
+
+TEST(Study, GranularityTradesCompilesForTraffic) {
+  std::string dir;
+  auto runs =
+      study("granularity",
+            R"({"title": "small granularity", "columns": ["cold_ns"],
+    "runs": [
+      {"label": "group 1", "workload": ")" +
+                std::string(kBlock) +
+                R"(", "mode": "fused", "steps": 3, "set": {"runtime.lazy.max_group_ops": 1}},
+      {"label": "group whole", "workload": ")" +
+                std::string(kBlock) +
+                R"(", "mode": "fused", "steps": 3, "set": {"runtime.lazy.max_group_ops": 0}},
+      {"label": "AOT", "workload": ")" +
+                std::string(kBlock) + R"(", "mode": "aot", "steps": 3}]})",
+            &dir);
+  EXPECT_GT(fig(runs["group 1"], "compiles"), 10 * fig(runs["group whole"], "compiles"));
+  EXPECT_GT(fig(runs["group 1"], "hbm_bytes_per_step"),
+            fig(runs["group whole"], "hbm_bytes_per_step"));
+  EXPECT_TRUE(fs::exists(dir + "/granularity.png"));
+}
+
+TEST(Study, FallbackPoliciesCompleteOrStop) {
+  std::string dir;
+  auto runs = study(
+      "fallback",
+      R"({"title": "small fallback", "columns": ["cold_ns"], "runs": [
+      {"label": "none", "workload": ")" +
+          std::string(kBlock) + R"(", "mode": "fused", "steps": 3},
+      {"label": "split", "workload": ")" +
+          std::string(kBlock) +
+          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "split"}},
+      {"label": "eager", "workload": ")" +
+          std::string(kBlock) +
+          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "eager"}},
+      {"label": "fail", "workload": ")" +
+          std::string(kBlock) +
+          R"(", "mode": "fused", "steps": 3, "may_fail": true, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "fail"}}]})",
+      &dir);
+  EXPECT_EQ(runs["split"]["status"], "ok");
+  EXPECT_EQ(runs["eager"]["status"], "ok");
+  EXPECT_EQ(runs["fail"]["status"], "stopped");
+  EXPECT_NE(runs["fail"]["error"].get<std::string>().find("failed to compile"), std::string::npos);
+  EXPECT_GT(fig(runs["split"], "compile_failures"), 0);
+  EXPECT_GT(fig(runs["split"], "cold_ns"), fig(runs["none"], "cold_ns"));
+  EXPECT_TRUE(fs::exists(dir + "/fallback.png"));
+}
+
+TEST(Study, BadSpecIsOneLineAndExitCode2) {
+  const std::string spec_file = ::testing::TempDir() + "/study_bad_" + std::to_string(::getpid());
+  std::ofstream(spec_file) << R"({"title": "t", "columns": [], "runs": [
+    {"label": "x", "workload": "gemm", "mode": "fused", "set": {"runtime.lazy.fallbak": "eager"}}]})";
+  const std::string log = spec_file + ".log";
+  const int status = std::system(("cd " + std::string(WALLSIM_SOURCE_DIR) + " && " + WALLSIM_BIN +
+                                  " study fallback --spec " + spec_file + " --out " + spec_file +
+                                  ".out >" + log + " 2>&1")
+                                     .c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string err = slurp(log);
+  EXPECT_NE(err.find("runtime.lazy.fallbak"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(spec_file + ".out"));
+}
+
+}  // namespace
