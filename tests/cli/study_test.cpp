@@ -164,6 +164,26 @@ TEST(Study, FallbackPoliciesCompleteOrStop) {
   EXPECT_GT(fig(runs["split"], "compile_failures"), 0);
   EXPECT_GT(fig(runs["split"], "cold_ns"), fig(runs["none"], "cold_ns"));
   EXPECT_TRUE(fs::exists(dir + "/fallback.png"));
+  // The same spec and seed again: the same numbers.
+  const Json a = Json::parse(slurp(dir + "/study.json"));
+  std::string again;
+  study(
+      "fallback",
+      R"({"title": "small fallback", "columns": ["cold_ns", "warm_ns", "compiles"], "runs": [
+      {"label": "none", "workload": ")" +
+          std::string(kBlock) + R"(", "mode": "fused", "steps": 3},
+      {"label": "split", "workload": ")" +
+          std::string(kBlock) +
+          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "split"}},
+      {"label": "eager", "workload": ")" +
+          std::string(kBlock) +
+          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "eager"}},
+      {"label": "fail", "workload": ")" +
+          std::string(kBlock) +
+          R"(", "mode": "fused", "steps": 3, "may_fail": true, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "fail"}}]})",
+      &again);
+  const Json b = Json::parse(slurp(again + "/study.json"));
+  EXPECT_EQ(a["runs"].dump(), b["runs"].dump());
 }
 
 TEST(Study, BadSpecIsOneLineAndExitCode2) {
