@@ -1,6 +1,8 @@
 // `wallsim exec` end to end: the run directory, determinism, functional vs timing-only, traces.
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
+#include "cli_test_util.h"
 
 #include <filesystem>
 #include <fstream>
@@ -8,30 +10,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+namespace wallsim {
 namespace {
 
+using test::slurp;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 int run(const std::string& args, std::string* err = nullptr) {
-  std::string errfile = ::testing::TempDir() + "/exec_err_" + std::to_string(::getpid());
-  std::string cmd = std::string("cd ") + WALLSIM_SOURCE_DIR + " && " + WALLSIM_BIN + " " + args +
-                    " >/dev/null 2>" + errfile;
-  int status = std::system(cmd.c_str());
-  if (err) *err = slurp(errfile);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test::run_wallsim(args, err);
 }
-
-std::string out_dir(const std::string& name) {
-  std::string d = ::testing::TempDir() + "/exec_" + name + "_" + std::to_string(::getpid());
-  fs::remove_all(d);
-  return d;
-}
+std::string out_dir(const std::string& name) { return test::fresh_dir("exec", name); }
 
 TEST(Exec, WritesACompleteRunDirectory) {
   std::string d = out_dir("dir"), err;
@@ -349,3 +338,4 @@ TEST(Study, WallWritesItsTable) {
 }
 
 }  // namespace
+}  // namespace wallsim

@@ -3,37 +3,26 @@
 // (preempting when it must); schedulers and modes compute the same tokens; bad parameters are
 // one-line errors with exit code 2.
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
+#include "cli_test_util.h"
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+namespace wallsim {
 namespace {
 
+using test::slurp;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 int run(const std::string& args, std::string* err = nullptr) {
-  std::string errfile = ::testing::TempDir() + "/serve_err_" + std::to_string(::getpid());
-  std::string cmd = std::string("cd ") + WALLSIM_SOURCE_DIR + " && " + WALLSIM_BIN + " " + args +
-                    " >/dev/null 2>" + errfile;
-  int status = std::system(cmd.c_str());
-  if (err) *err = slurp(errfile);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return test::run_wallsim(args, err);
 }
-
-std::string out_dir(const std::string& name) {
-  std::string d = ::testing::TempDir() + "/serve_" + name + "_" + std::to_string(::getpid());
-  fs::remove_all(d);
-  return d;
-}
+std::string out_dir(const std::string& name) { return test::fresh_dir("serve", name); }
 
 // A small model on the tiny chip: 12 requests of a few to a few dozen tokens.
 const std::string kSmall =
@@ -188,3 +177,4 @@ TEST(Serve, BadParametersExit2WithOneLine) {
 }
 
 }  // namespace
+}  // namespace wallsim

@@ -1,23 +1,22 @@
 // The studies at small sizes on the tiny chip: each writes its table, CSV, study.json and plots,
 // and its numbers show what the study is about (from the runs, not from the code).
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli_test_util.h"
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+namespace wallsim {
 namespace {
 
+using test::slurp;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Runs `wallsim study NAME` on tiny with `spec` (JSON text); returns study.json's runs by label.
 std::map<std::string, Json> study(const std::string& name, const std::string& spec,
@@ -141,22 +140,23 @@ TEST(Study, GranularityTradesCompilesForTraffic) {
 }
 
 TEST(Study, FallbackPoliciesCompleteOrStop) {
-  std::string dir;
-  auto runs = study(
-      "fallback",
+  const std::string b = kBlock;
+  const std::string fail_softmax = R"("set": {"runtime.inject.fail_ops": ["softmax"], )";
+  const std::string spec =
       R"({"title": "small fallback", "columns": ["cold_ns"], "runs": [
       {"label": "none", "workload": ")" +
-          std::string(kBlock) + R"(", "mode": "fused", "steps": 3},
+      b + R"(", "mode": "fused", "steps": 3},
       {"label": "split", "workload": ")" +
-          std::string(kBlock) +
-          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "split"}},
+      b + R"(", "mode": "fused", "steps": 3, )" + fail_softmax +
+      R"("runtime.lazy.fallback": "split"}},
       {"label": "eager", "workload": ")" +
-          std::string(kBlock) +
-          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "eager"}},
+      b + R"(", "mode": "fused", "steps": 3, )" + fail_softmax +
+      R"("runtime.lazy.fallback": "eager"}},
       {"label": "fail", "workload": ")" +
-          std::string(kBlock) +
-          R"(", "mode": "fused", "steps": 3, "may_fail": true, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "fail"}}]})",
-      &dir);
+      b + R"(", "mode": "fused", "steps": 3, "may_fail": true, )" + fail_softmax +
+      R"("runtime.lazy.fallback": "fail"}}]})";
+  std::string dir;
+  auto runs = study("fallback", spec, &dir);
   EXPECT_EQ(runs["split"]["status"], "ok");
   EXPECT_EQ(runs["eager"]["status"], "ok");
   EXPECT_EQ(runs["fail"]["status"], "stopped");
@@ -165,25 +165,10 @@ TEST(Study, FallbackPoliciesCompleteOrStop) {
   EXPECT_GT(fig(runs["split"], "cold_ns"), fig(runs["none"], "cold_ns"));
   EXPECT_TRUE(fs::exists(dir + "/fallback.png"));
   // The same spec and seed again: the same numbers.
-  const Json a = Json::parse(slurp(dir + "/study.json"));
+  const Json first = Json::parse(slurp(dir + "/study.json"));
   std::string again;
-  study(
-      "fallback",
-      R"({"title": "small fallback", "columns": ["cold_ns", "warm_ns", "compiles"], "runs": [
-      {"label": "none", "workload": ")" +
-          std::string(kBlock) + R"(", "mode": "fused", "steps": 3},
-      {"label": "split", "workload": ")" +
-          std::string(kBlock) +
-          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "split"}},
-      {"label": "eager", "workload": ")" +
-          std::string(kBlock) +
-          R"(", "mode": "fused", "steps": 3, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "eager"}},
-      {"label": "fail", "workload": ")" +
-          std::string(kBlock) +
-          R"(", "mode": "fused", "steps": 3, "may_fail": true, "set": {"runtime.inject.fail_ops": ["softmax"], "runtime.lazy.fallback": "fail"}}]})",
-      &again);
-  const Json b = Json::parse(slurp(again + "/study.json"));
-  EXPECT_EQ(a["runs"].dump(), b["runs"].dump());
+  study("fallback", spec, &again);
+  EXPECT_EQ(first["runs"].dump(), Json::parse(slurp(again + "/study.json"))["runs"].dump());
 }
 
 TEST(Study, BadSpecIsOneLineAndExitCode2) {
@@ -202,3 +187,4 @@ TEST(Study, BadSpecIsOneLineAndExitCode2) {
 }
 
 }  // namespace
+}  // namespace wallsim

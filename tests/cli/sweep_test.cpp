@@ -3,9 +3,11 @@
 // and GNU parallel; a killed sweep loses no finished point, tears no line and leaves no
 // orphan; timeouts are recorded; the plot script writes PNGs.
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli_test_util.h"
 
 #include <chrono>
 #include <filesystem>
@@ -15,15 +17,12 @@
 #include <string>
 #include <thread>
 
+namespace wallsim {
 namespace {
 
+using test::slurp;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 int sh(const std::string& cmd, std::string* out = nullptr) {
   const std::string file = ::testing::TempDir() + "/sweep_out_" + std::to_string(::getpid());
@@ -35,11 +34,7 @@ int sh(const std::string& cmd, std::string* out = nullptr) {
 
 std::string wallsim() { return WALLSIM_BIN; }
 
-std::string out_dir(const std::string& name) {
-  std::string d = ::testing::TempDir() + "/sweep_" + name + "_" + std::to_string(::getpid());
-  fs::remove_all(d);
-  return d;
-}
+std::string out_dir(const std::string& name) { return test::fresh_dir("sweep", name); }
 
 std::vector<Json> lines(const std::string& path) {
   std::vector<Json> out;
@@ -230,3 +225,4 @@ TEST(Sweep, TimedOutPointIsAnErrorAndTheSweepGoesOn) {
 }
 
 }  // namespace
+}  // namespace wallsim

@@ -121,17 +121,7 @@ class Serve final : public Workload {
     };
     m_wte = up({m_vocab, m_d});
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w;
-      w.ln1_g = up({m_d});
-      w.ln1_b = up({m_d});
-      w.wq = up({m_d, m_d});
-      w.wk = up({m_d, m_d});
-      w.wv = up({m_d, m_d});
-      w.wo = up({m_d, m_d});
-      w.ln2_g = up({m_d});
-      w.ln2_b = up({m_d});
-      w.w1 = up({m_d, m_ff});
-      w.w2 = up({m_ff, m_d});
+      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k)};
       w.k_pool = up({m_scratch + 1, m_d});
       w.v_pool = up({m_scratch + 1, m_d});
       m_w.push_back(w);
@@ -249,8 +239,8 @@ class Serve final : public Workload {
   }
 
  private:
-  struct Layer {
-    Tensor ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2, k_pool, v_pool;
+  struct Layer : GptWeights {
+    Tensor k_pool, v_pool;  // this layer's KV pool (block rows, plus the scratch row)
   };
 
   // Rows of cache one sequence may need: its whole context (static: padded to a bucket).

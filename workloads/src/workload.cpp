@@ -286,17 +286,7 @@ class Decode final : public Workload {
       return s.upload_random(shape, m_dtype, seed(s, k++));
     };
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w;
-      w.ln1_g = up({m_d});
-      w.ln1_b = up({m_d});
-      w.wq = up({m_d, m_d});
-      w.wk = up({m_d, m_d});
-      w.wv = up({m_d, m_d});
-      w.wo = up({m_d, m_d});
-      w.ln2_g = up({m_d});
-      w.ln2_b = up({m_d});
-      w.w1 = up({m_d, m_ff});
-      w.w2 = up({m_ff, m_d});
+      Layer w{detail::upload_gpt_weights(s, m_d, m_ff, m_dtype, k)};
       w.k_cache = up({pool_rows, m_d});
       w.v_cache = up({pool_rows, m_d});
       m_w.push_back(w);
@@ -427,8 +417,8 @@ class Decode final : public Workload {
     s.add_real_macs(double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F));
     return x;
   }
-  struct Layer {
-    Tensor ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2, k_cache, v_cache;
+  struct Layer : detail::GptWeights {
+    Tensor k_cache, v_cache;
   };
   int64_t m_layers, m_d, m_heads, m_ff, m_prompt, m_new, m_batch;
   std::string m_dynamic;

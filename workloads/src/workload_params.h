@@ -143,6 +143,29 @@ inline void check_heads(const Params& p, int64_t d_model, int64_t heads) {
   }
 }
 
+// A GPT-2-style decoder layer without linear biases (decode, serve): pre-norm attention and a
+// gelu MLP.
+struct GptWeights {
+  runtime::Tensor ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2;
+};
+// Uploads one layer's weights with seeds k, k+1, ... (k advances), in a fixed order.
+inline GptWeights upload_gpt_weights(Session& s, int64_t d, int64_t ff, isa::DType dtype,
+                                     uint64_t& k) {
+  auto up = [&](std::vector<int64_t> shape) { return s.upload_random(shape, dtype, seed(s, k++)); };
+  GptWeights w;
+  w.ln1_g = up({d});
+  w.ln1_b = up({d});
+  w.wq = up({d, d});
+  w.wk = up({d, d});
+  w.wv = up({d, d});
+  w.wo = up({d, d});
+  w.ln2_g = up({d});
+  w.ln2_b = up({d});
+  w.w1 = up({d, ff});
+  w.w2 = up({ff, d});
+  return w;
+}
+
 // The serving workload (serve.cpp).
 std::unique_ptr<Workload> make_serve(Params& p);
 
