@@ -46,6 +46,13 @@ def read_results(d):
     return sorted(latest.values(), key=lambda r: r.get("index", 0))
 
 
+def save(fig, name):
+    fig.tight_layout()
+    fig.savefig(name, dpi=100)
+    plt.close(fig)
+    return name
+
+
 def label(metric):
     return metric.replace("_ns", " (ms)") if metric.endswith("_ns") else metric
 
@@ -77,11 +84,7 @@ def plot_axis(rows, axis, metric, out):
         ax.set_yscale("log")
     ax.set_title(f"{label(metric)} vs {axis}")
     ax.legend()
-    fig.tight_layout()
-    name = os.path.join(out, f"{metric}_vs_{axis.replace('.', '_')}.png")
-    fig.savefig(name, dpi=100)
-    plt.close(fig)
-    return name
+    return save(fig, os.path.join(out, f"{metric}_vs_{axis.replace('.', '_')}.png"))
 
 
 def plot_breakdown(rows, out):
@@ -100,11 +103,7 @@ def plot_breakdown(rows, out):
     ax.set_yscale("symlog")
     ax.set_title("Where the time goes, per mode")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    name = os.path.join(out, "breakdown.png")
-    fig.savefig(name, dpi=100)
-    plt.close(fig)
-    return name
+    return save(fig, os.path.join(out, "breakdown.png"))
 
 
 def plot_roofline(rows, out):
@@ -137,11 +136,7 @@ def plot_roofline(rows, out):
     ax.set_ylabel("achieved TFLOP/s (device busy time)")
     ax.set_title("GEMM roofline")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    name = os.path.join(out, "roofline.png")
-    fig.savefig(name, dpi=100)
-    plt.close(fig)
-    return name
+    return save(fig, os.path.join(out, "roofline.png"))
 
 
 def main():

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "subprocess.h"
 #include "sweep.h"
@@ -18,6 +19,7 @@
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
+#include "wallsim/traces/stats.h"
 #include "wallsim/workloads/workload.h"
 
 namespace wallsim::cli {
@@ -92,12 +94,6 @@ StudySpec read_study(const std::string& file, const std::string& config) {
   return s;
 }
 
-std::string fmt(double v, int precision) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(precision) << v;
-  return o.str();
-}
-
 // A figure as the table shows it: times in ms, fractions with three decimals.
 std::string cell(const Json& f, const std::string& key) {
   if (!f.contains(key) || f[key].is_null()) return "-";
@@ -121,20 +117,12 @@ std::string heading(const std::string& key) {
 }
 
 // Figures a study adds to a run's key figures: step-time percentiles over the warm steps.
-void add_step_figures(const std::string& run_dir, Json& f) {
-  std::ifstream in(run_dir + "/stats.json");
-  const Json s = Json::parse(in);
+void add_step_figures(const Json& s, Json& f) {
   std::vector<double> warm;
   const Json& steps = s.at("steps");
   for (size_t i = 1; i < steps.size(); ++i) warm.push_back(steps[i].at("wall_ns").get<double>());
-  std::sort(warm.begin(), warm.end());
-  auto pct = [&](double p) {
-    if (warm.empty()) return 0.0;
-    const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * double(warm.size())));
-    return warm[std::min(warm.size() - 1, rank == 0 ? 0 : rank - 1)];
-  };
-  f["p50_step_ns"] = pct(50);
-  f["p99_step_ns"] = pct(99);
+  f["p50_step_ns"] = traces::percentile(warm, 50);
+  f["p99_step_ns"] = traces::percentile(warm, 99);
   const double hbm = f.value("hbm_read_bytes", 0.0) + f.value("hbm_write_bytes", 0.0);
   f["hbm_bytes_per_step"] = steps.empty() ? 0.0 : hbm / double(steps.size());
   const Json& dev = s.at("device");
@@ -173,7 +161,9 @@ void run_study(const std::string& name, const std::string& config, const std::st
     run_dirs.push_back(rd);
   }
   std::cout << spec.title << ": " << spec.runs.size() << " runs\n" << std::flush;
-  const std::vector<int> codes = run_all(commands, logs, jobs, [&](size_t i, int code) {
+  PoolOptions pool;
+  pool.jobs = jobs;
+  const std::vector<int> codes = run_all(commands, logs, pool, [&](size_t i, int code, double) {
     std::cout << "  " << spec.runs[i].label << ": "
               << (code == 0 ? "ok" : "exit code " + std::to_string(code)) << "\n"
               << std::flush;
@@ -186,11 +176,7 @@ void run_study(const std::string& name, const std::string& config, const std::st
                 {"mode", r.mode},
                 {"run", "runs/" + std::to_string(i)}};
     if (codes[i] != 0) {
-      std::ifstream log(logs[i]);
-      std::string line, last;
-      while (std::getline(log, line)) {
-        if (!line.empty()) last = line;
-      }
+      const std::string last = last_line(logs[i]);
       if (!r.may_fail) {
         throw InputError("study " + name, "the run '" + r.label + "' failed (exit code " +
                                               std::to_string(codes[i]) + "): " + last);
@@ -199,8 +185,11 @@ void run_study(const std::string& name, const std::string& config, const std::st
       row["error"] = last;
       row["figures"] = Json::object();
     } else {
-      Json f = key_figures(run_dirs[i]);
-      add_step_figures(run_dirs[i], f);
+      std::ifstream stats(run_dirs[i] + "/stats.json");
+      std::ifstream config(run_dirs[i] + "/config.resolved.json");
+      const Json s = Json::parse(stats);
+      Json f = key_figures(s, Json::parse(config));
+      add_step_figures(s, f);
       row["status"] = "ok";
       row["figures"] = f;
     }
@@ -224,19 +213,14 @@ void run_study(const std::string& name, const std::string& config, const std::st
     const Json& f = row["figures"];
     md << "| " << row["label"].get<std::string>() << " | " << row["mode"].get<std::string>()
        << " | " << row["status"].get<std::string>();
-    csv << '"' << row["label"].get<std::string>() << "\",\"" << row["workload"].get<std::string>()
-        << "\"," << row["mode"].get<std::string>() << "," << row["status"].get<std::string>();
+    csv << csv_cell(row["label"]) << "," << csv_cell(row["workload"]) << ","
+        << csv_cell(row["mode"]) << "," << csv_cell(row["status"]);
     for (const auto& c : spec.columns) {
       md << " | " << cell(f, c);
-      csv << ","
-          << (f.contains(c) ? (f[c].is_string() ? f[c].get<std::string>() : f[c].dump()) : "");
+      csv << "," << csv_cell(f.contains(c) ? f[c] : Json());
     }
     md << " |\n";
-    std::string err = row.value("error", "");
-    for (char& ch : err) {
-      if (ch == '"') ch = '\'';
-    }
-    csv << ",\"" << err << "\"\n";
+    csv << "," << csv_cell(row.value("error", Json())) << "\n";
   }
   for (const Json& row : rows) {
     if (row["status"] != "ok") {

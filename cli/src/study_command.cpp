@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "subprocess.h"
 #include "wallsim/isa/json_object.h"
@@ -32,18 +33,6 @@ struct WallSpec {
   int64_t steps = 5;
 };
 
-std::vector<std::string> strings(const isa::Json& j, const std::string& path) {
-  if (!j.is_array() || j.empty())
-    throw isa::InputError(path, "expected a non-empty list of strings");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_string())
-      throw isa::InputError(path + "[" + std::to_string(i) + "]", "expected a string");
-    out.push_back(j[i].get<std::string>());
-  }
-  return out;
-}
-
 WallSpec read_spec(const std::string& file) {
   isa::Json j = isa::read_json_file(file);
   if (!j.is_object()) throw isa::InputError(file, "expected an object");
@@ -52,16 +41,16 @@ WallSpec read_spec(const std::string& file) {
     const std::string path = file + ": " + key;
     if (!key.empty() && key[0] == '_') continue;
     if (key == "workloads") {
-      s.workloads = strings(value, path);
+      s.workloads = string_list(value, path);
     } else if (key == "modes") {
-      s.modes = strings(value, path);
+      s.modes = string_list(value, path);
       for (size_t i = 0; i < s.modes.size(); ++i) {
         if (!runtime::parse_mode(s.modes[i]))
           throw isa::InputError(path + "[" + std::to_string(i) + "]",
                                 "unknown mode '" + s.modes[i] + "' (native, eager, fused, aot)");
       }
     } else if (key == "profiles") {
-      s.profiles = strings(value, path);
+      s.profiles = string_list(value, path);
       for (size_t i = 0; i < s.profiles.size(); ++i) {
         if (s.profiles[i] != "neuron" && s.profiles[i] != "xla")
           throw isa::InputError(path + "[" + std::to_string(i) + "]",
@@ -119,12 +108,6 @@ Point read_point(const std::string& dir) {
   p.total_ms = p.startup_ms + ms(s.at("totals"), "wall_ns");
   p.padding = s.at("totals").at("padding_flop_fraction").get<double>();
   return p;
-}
-
-std::string fmt(double v, int precision = 3) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(precision) << v;
-  return o.str();
 }
 
 // Steps after which `a` has spent less wall time than `b` (start-up and cold step included),

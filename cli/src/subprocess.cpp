@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 namespace wallsim::cli {
 
@@ -42,34 +44,57 @@ int exit_code_of(int status) {
 }
 
 std::vector<int> run_all(const std::vector<std::vector<std::string>>& commands,
-                         const std::vector<std::string>& logs, int jobs,
-                         const std::function<void(size_t, int)>& done) {
-  std::vector<int> codes(commands.size(), -1);
-  std::map<pid_t, size_t> running;
+                         const std::vector<std::string>& logs, const PoolOptions& options,
+                         const std::function<void(size_t, int, double)>& done) {
+  using Clock = std::chrono::steady_clock;
+  struct Running {
+    size_t index;
+    Clock::time_point start;
+  };
+  auto seconds = [](const Running& r) {
+    return std::chrono::duration<double>(Clock::now() - r.start).count();
+  };
+  auto stopped = [&] { return options.stop && *options.stop; };
+  std::vector<int> codes(commands.size(), kNotStarted);
+  std::map<pid_t, Running> running;
+  auto finish = [&](pid_t pid, int code) {
+    const Running r = running.at(pid);
+    running.erase(pid);
+    codes[r.index] = code;
+    if (done) done(r.index, code, seconds(r));
+  };
   size_t next = 0;
-  while (next < commands.size() || !running.empty()) {
-    while (next < commands.size() && static_cast<int>(running.size()) < std::max(1, jobs)) {
-      const pid_t pid = spawn_self(commands[next], logs.at(next));
+  while ((next < commands.size() || !running.empty()) && !stopped()) {
+    while (next < commands.size() && static_cast<int>(running.size()) < std::max(1, options.jobs)) {
+      const size_t i = next++;
+      const pid_t pid = spawn_self(commands[i], logs.at(i));
       if (pid < 0) {
-        if (done) done(next, -1);
-        ++next;
+        if (done) done(i, kNotStarted, 0);
         continue;
       }
-      running[pid] = next++;
+      running[pid] = {i, Clock::now()};
     }
-    if (running.empty()) continue;
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0 && running.count(pid)) {
+      finish(pid, exit_code_of(status));
+      continue;
     }
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    codes[it->second] = exit_code_of(status);
-    if (done) done(it->second, codes[it->second]);
-    running.erase(it);
+    if (options.timeout_s > 0) {  // the child is killed and reported; the others go on
+      std::vector<pid_t> late;
+      for (const auto& [p, r] : running) {
+        if (seconds(r) > options.timeout_s) late.push_back(p);
+      }
+      for (pid_t p : late) {
+        kill(p, SIGKILL);
+        waitpid(p, &status, 0);
+        finish(p, kTimedOut);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  for (const auto& [p, r] : running) kill(p, SIGKILL);  // stopped: nothing outlives the pool
+  for (const auto& [p, r] : running) waitpid(p, nullptr, 0);
   return codes;
 }
 

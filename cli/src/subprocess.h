@@ -3,6 +3,7 @@
 // sweep or study leaves no orphan writing results.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -22,10 +23,21 @@ int run_self(const std::vector<std::string>& args);
 // An exit status from waitpid as run_self reports it.
 int exit_code_of(int status);
 
-// Runs every command (as run_self), at most `jobs` at once, each with its output to its log
-// (appended). Calls `done(i, exit_code)` as each finishes; returns the exit codes in order.
+// A pool of child processes (run_all).
+struct PoolOptions {
+  int jobs = 1;                                 // children at once
+  double timeout_s = 0;                         // a child running longer is killed; 0: no limit
+  const volatile sig_atomic_t* stop = nullptr;  // when it becomes set: kill the children, stop
+};
+// Exit codes run_all reports besides a child's own: it could not start, or hit the timeout.
+inline constexpr int kNotStarted = -1;
+inline constexpr int kTimedOut = -2;
+
+// Runs every command (as run_self), at most `jobs` at once, each with its output appended to
+// its log. Calls `done(i, exit_code, seconds)` as each ends; returns the exit codes in order
+// (kNotStarted for those a stop left unstarted).
 std::vector<int> run_all(const std::vector<std::vector<std::string>>& commands,
-                         const std::vector<std::string>& logs, int jobs,
-                         const std::function<void(size_t, int)>& done = {});
+                         const std::vector<std::string>& logs, const PoolOptions& options,
+                         const std::function<void(size_t, int, double)>& done = {});
 
 }  // namespace wallsim::cli

@@ -1,6 +1,8 @@
 // Sweep specs, point identity, key figures and the results file.
 #include "sweep.h"
 
+#include "cli_util.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -34,16 +36,6 @@ std::string hex16(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-std::vector<std::string> string_list(const Json& j, const std::string& path) {
-  if (!j.is_array() || j.empty()) throw InputError(path, "expected a non-empty list of strings");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < j.size(); ++i) {
-    if (!j[i].is_string()) throw InputError(path + "[" + std::to_string(i) + "]", "not a string");
-    out.push_back(j[i].get<std::string>());
-  }
-  return out;
 }
 
 // One axis: a config path and its values.
@@ -192,9 +184,11 @@ SweepSpec read_sweep(const std::string& file) {
 
 isa::Json key_figures(const std::string& run_dir) {
   std::ifstream in(run_dir + "/stats.json");
-  const Json s = Json::parse(in);
   std::ifstream cin(run_dir + "/config.resolved.json");
-  const Json c = Json::parse(cin);
+  return key_figures(Json::parse(in), Json::parse(cin));
+}
+
+isa::Json key_figures(const isa::Json& s, const isa::Json& c) {
   const Json& t = s.at("totals");
   const Json& steps = s.at("steps");
   Json f = Json::object();

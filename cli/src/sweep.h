@@ -30,7 +30,8 @@ struct SweepSpec {
 // point runs: a bad spec is an isa::InputError naming the problem.
 SweepSpec read_sweep(const std::string& file);
 
-// The key figures of a run directory's stats.json and config.resolved.json.
+// The key figures of a run: its stats.json and config.resolved.json, parsed or in `run_dir`.
+isa::Json key_figures(const isa::Json& stats, const isa::Json& resolved_config);
 isa::Json key_figures(const std::string& run_dir);
 
 // The latest result line per point id: results.jsonl, then points/*/result.json (single-point

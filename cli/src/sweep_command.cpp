@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,8 +20,8 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "subprocess.h"
 #include "sweep.h"
@@ -79,15 +78,6 @@ void write_atomically(const std::string& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-std::string last_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  return last;
-}
-
 Json result_line(const SweepPoint& p, const std::string& status, const std::string& error,
                  const Json& figures, double seconds) {
   Json j = Json::object();
@@ -106,11 +96,13 @@ Json result_line(const SweepPoint& p, const std::string& status, const std::stri
 }
 
 // A finished child: its result line (the point's directory holds its full output).
-Json finish_point(const SweepPoint& p, const std::string& dir, int code, bool timed_out,
-                  double seconds) {
+Json finish_point(const SweepPoint& p, const std::string& dir, int code, double seconds) {
   const std::string point_dir = dir + "/points/" + p.id;
   const std::string log = dir + "/logs/" + p.id + ".log";
-  if (timed_out) {
+  if (code == kNotStarted) {
+    return result_line(p, "error", "could not start a process", Json::object(), seconds);
+  }
+  if (code == kTimedOut) {
     return result_line(p, "error", "timed out after " + std::to_string(int64_t(seconds)) + " s",
                        Json::object(), seconds);
   }
@@ -226,14 +218,7 @@ int run_sweep(const SweepArgs& a) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
 
-  struct Running {
-    const SweepPoint* point;
-    Clock::time_point start;
-  };
-  std::map<pid_t, Running> running;
   Progress progress(single ? 1 : n, single ? 0 : n - static_cast<int64_t>(todo.size()));
-  size_t next = 0;
-  const int64_t jobs = single ? 1 : a.jobs;
   auto record = [&](const Json& line, const SweepPoint& p) {
     if (single) {
       fs::create_directories(a.out + "/points/" + p.id);
@@ -243,48 +228,24 @@ int run_sweep(const SweepArgs& a) {
     }
     progress.finished(line);
   };
-  while ((next < todo.size() || !running.empty()) && !g_stop) {
-    while (next < todo.size() && static_cast<int64_t>(running.size()) < jobs && !g_stop) {
-      const SweepPoint& p = *todo[next++];
-      std::vector<std::string> args = p.run_args;
-      args.push_back("--out");
-      args.push_back(a.out + "/points/" + p.id);
-      const std::string log = a.out + "/logs/" + p.id + ".log";
-      std::error_code ec;
-      fs::remove(log, ec);
-      const pid_t pid = spawn_self(args, log);
-      if (pid < 0) {
-        record(result_line(p, "error", "could not start a process", Json::object(), 0), p);
-        continue;
-      }
-      running[pid] = {&p, Clock::now()};
-    }
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0 && running.count(pid)) {
-      const Running r = running.at(pid);
-      running.erase(pid);
-      const double s = std::chrono::duration<double>(Clock::now() - r.start).count();
-      record(finish_point(*r.point, a.out, exit_code_of(status), false, s), *r.point);
-      continue;
-    }
-    // Timeouts: the child is killed and recorded; the sweep goes on.
-    for (auto it = running.begin(); it != running.end();) {
-      const double s = std::chrono::duration<double>(Clock::now() - it->second.start).count();
-      if (s > spec.timeout_s) {
-        kill(it->first, SIGKILL);
-        waitpid(it->first, &status, 0);
-        record(finish_point(*it->second.point, a.out, -1, true, s), *it->second.point);
-        it = running.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::vector<std::vector<std::string>> commands;
+  std::vector<std::string> logs;
+  for (const SweepPoint* p : todo) {
+    commands.push_back(p->run_args);
+    commands.back().push_back("--out");
+    commands.back().push_back(a.out + "/points/" + p->id);
+    logs.push_back(a.out + "/logs/" + p->id + ".log");
+    std::error_code ec;
+    fs::remove(logs.back(), ec);
   }
+  PoolOptions pool;
+  pool.jobs = single ? 1 : static_cast<int>(a.jobs);
+  pool.timeout_s = spec.timeout_s;
+  pool.stop = &g_stop;
+  run_all(commands, logs, pool, [&](size_t i, int code, double seconds) {
+    record(finish_point(*todo[i], a.out, code, seconds), *todo[i]);
+  });
   if (g_stop) {
-    for (const auto& [pid, r] : running) kill(pid, SIGKILL);
-    for (const auto& [pid, r] : running) waitpid(pid, nullptr, 0);
     std::cerr << "\nsweep: interrupted; finished points are kept in " << results
               << " (run the same command to go on)\n";
     return 130;
@@ -296,17 +257,6 @@ int run_sweep(const SweepArgs& a) {
 }
 
 // CSV: one row per point; the axes and figures as columns (their union, first seen first).
-std::string csv_cell(const Json& v) {
-  if (v.is_null()) return "";
-  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-  if (s.find_first_of(",\"\n") != std::string::npos) {
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  }
-  return s;
-}
-
 std::string to_csv(const std::vector<Json>& rows) {
   std::vector<std::string> axes, figures;
   auto add = [](std::vector<std::string>& cols, const std::string& k) {

@@ -660,61 +660,25 @@ class Lowering {
   // view needs more free dims than a descriptor has.
   bool copy_view(int32_t id, isa::TensorRole role) {
     const ViewDesc& v = m_views.at(id);
-    std::vector<SubDim> lead, free;
-    for (size_t g = 0; g < v.groups.size(); ++g) {
-      for (const SubDim& d : v.groups[g]) {
-        if (d.size != 1) (g + 1 < v.groups.size() ? lead : free).push_back(d);
-      }
-    }
-    auto merge = [](std::vector<SubDim>& dims) {
-      std::vector<SubDim> out;
-      for (const SubDim& d : dims) {
-        if (!out.empty() && out.back().stride == d.size * d.stride) {
-          out.back() = {out.back().size * d.size, d.stride};
-        } else {
-          out.push_back(d);
-        }
-      }
-      dims = out;
-    };
-    merge(lead);
-    merge(free);
-    if (free.size() > isa::kMaxFreeDims) return false;
-    if (lead.empty()) lead.push_back({1, 0});
-    const Node& n = *m_g.find(id);
-    const DType dtype = n.type.dtype;
-    int64_t rows = 1, cols = 1;
-    for (const SubDim& d : lead) rows *= d.size;
-    for (const SubDim& d : free) cols *= d.size;
-    const SubDim run = lead.back();
+    const ViewRows vr = view_rows(v, true);
+    if (vr.free.size() > isa::kMaxFreeDims) return false;
+    const DType dtype = m_g.find(id)->type.dtype;
+    const int64_t run = vr.run().size;
     Slot src = hbm_tensor(v.base, isa::TensorRole::input);
     Slot dst = hbm_tensor(id, role);
-    const View out{rows, cols};
+    const View out{vr.rows, vr.cols};
     const int64_t chunk =
-        std::max<int64_t>(1, kSplitBytes / std::max<int64_t>(1, cols * isa::dtype_bytes(dtype)));
-    for (int64_t o = 0; o < rows / run.size; ++o) {
-      int64_t offset = 0, r = o;
-      for (size_t k = lead.size() - 1; k-- > 0;) {
-        offset += (r % lead[k].size) * lead[k].stride;
-        r /= lead[k].size;
-      }
-      for (int64_t r0 = 0; r0 < run.size; r0 += chunk) {
-        const int64_t nr = std::min(chunk, run.size - r0);
-        AccessPattern s;
-        s.space = MemSpace::hbm;
-        s.buffer = src.index;
-        s.dtype = dtype;
-        s.partitions = static_cast<int32_t>(nr);
-        s.partition_stride = run.stride;
-        s.offset = v.offset + offset + r0 * run.stride;
-        s.num_free = static_cast<uint8_t>(free.size());
-        for (size_t k = 0; k < free.size(); ++k) s.free[k] = {free[k].size, free[k].stride};
-        dma(next_store_queue(),
-            hbm_ap(dst, dtype, out, o * run.size + r0, static_cast<int32_t>(nr), 0, cols), s);
+        std::max<int64_t>(1, kSplitBytes / std::max<int64_t>(1, vr.cols * isa::dtype_bytes(dtype)));
+    for (int64_t r0 = 0; r0 < vr.rows; r0 += run) {
+      for (int64_t r = r0; r < r0 + run; r += chunk) {
+        const int32_t n = static_cast<int32_t>(std::min(chunk, r0 + run - r));
+        dma(next_store_queue(), hbm_ap(dst, dtype, out, r, n, 0, vr.cols),
+            view_rows_ap(v, vr, src, dtype, r, n));
       }
     }
-    m_bytes_in += rows * cols * isa::dtype_bytes(dtype);
-    m_bytes_out += rows * cols * isa::dtype_bytes(dtype);
+    const int64_t bytes = vr.rows * vr.cols * isa::dtype_bytes(dtype);
+    m_bytes_in += bytes;
+    m_bytes_out += bytes;
     m_in_hbm.insert(id);
     return true;
   }
@@ -1142,6 +1106,12 @@ class Lowering {
     return std::nullopt;
   }
 
+  // Elements one step of a merged dim's outermost sub-dim covers: the product of the others.
+  static int64_t inner_size(const std::vector<SubDim>& group) {
+    int64_t inner = 1;
+    for (size_t k = 1; k < group.size(); ++k) inner *= group[k].size;
+    return inner;
+  }
   // B of a batch_matmul as loaded: [batch, K, N] (a transposed B is read as a strided view).
   ViewDesc bmm_b_view(const Node& n) const {
     ViewDesc v = view_of_value(n.inputs[1]);
@@ -1164,8 +1134,7 @@ class Lowering {
     const int64_t K = an.type.dims[2].size, N = n.type.dims[2].size;
     const int64_t entry = (K + m_T - 1) / m_T * N * isa::dtype_bytes(bn.type.dtype);
     if (batches < 2 || entry * batches <= m_sbuf.capacity() / 4) return 0;
-    int64_t inner = 1;
-    for (size_t k = 1; k < v.groups[0].size(); ++k) inner *= v.groups[0][k].size;
+    const int64_t inner = inner_size(v.groups[0]);
     const int64_t fit = std::max<int64_t>(1, m_sbuf.capacity() / 4 / entry);
     return std::max<int64_t>(inner, fit / inner * inner);
   }
@@ -1196,8 +1165,7 @@ class Lowering {
         if (b) release(*b);
         ViewDesc c = v;
         auto& g0 = c.groups[0];
-        int64_t inner = 1;
-        for (size_t k = 1; k < g0.size(); ++k) inner *= g0[k].size;
+        const int64_t inner = inner_size(g0);
         const int64_t count = std::min(chunk, batches - first);
         c.offset += first / inner * g0[0].stride;
         g0[0].size = count / inner;
@@ -1214,6 +1182,18 @@ class Lowering {
     }
     if (b) release(*b);
     return std::nullopt;
+  }
+
+  // The int32 ids (a 1-D tensor in HBM) of row tile `t` of `rows`: one per partition.
+  static AccessPattern ids_ap(Slot ids, const Tiles& rows, int64_t t) {
+    AccessPattern a;
+    a.space = MemSpace::hbm;
+    a.buffer = ids.index;
+    a.dtype = DType::int32;
+    a.partitions = rows.rows_in(t);
+    a.partition_stride = 1;
+    a.offset = rows.row0(t);
+    return a;
   }
 
   // out[i, :] = table[ids[i], :]: the ids are loaded one per partition, then one gather
@@ -1234,16 +1214,8 @@ class Lowering {
     Slot ids_hbm = hbm_tensor(ids, isa::TensorRole::input);
     Slot table_hbm = hbm_tensor(table, isa::TensorRole::input);
     for (int64_t t = 0; t < out->count(); ++t) {
-      const int32_t rows = out->rows_in(t);
-      AccessPattern src;
-      src.space = MemSpace::hbm;
-      src.buffer = ids_hbm.index;
-      src.dtype = DType::int32;
-      src.partitions = rows;
-      src.partition_stride = 1;
-      src.offset = out->row0(t);
       const int queue = next_load_queue();
-      dma(queue, tile_ap(*idx, t, 0, 1), src);
+      dma(queue, tile_ap(*idx, t, 0, 1), ids_ap(ids_hbm, *out, t));
       Instruction g;
       g.op = Opcode::dma_gather;
       g.dst = tile_ap(*out, t, 0, out->cols);
@@ -1284,15 +1256,8 @@ class Lowering {
     m_b.set_role(cache, isa::TensorRole::inout);
     const View cv = view_of(dn.type);
     for (int64_t t = 0; t < src->count(); ++t) {
-      AccessPattern ia;
-      ia.space = MemSpace::hbm;
-      ia.buffer = ids_hbm.index;
-      ia.dtype = DType::int32;
-      ia.partitions = src->rows_in(t);
-      ia.partition_stride = 1;
-      ia.offset = src->row0(t);
       const int queue = next_store_queue();
-      dma(queue, tile_ap(*idx, t, 0, 1), ia);
+      dma(queue, tile_ap(*idx, t, 0, 1), ids_ap(ids_hbm, *src, t));
       Instruction s;
       s.op = Opcode::dma_scatter;
       s.dst = hbm_ap(cache, dn.type.dtype, cv, 0, static_cast<int32_t>(cv.rows), 0, cv.cols);
@@ -1310,9 +1275,7 @@ class Lowering {
   // A KV append: the update's rows are written into the cache's own HBM tensor at the run-time
   // position, by DMA with a scalar offset. The result aliases the cache (value_name()).
   std::optional<CompileError> lower_update_slice(const Node& n) {
-    // Appends chain: the cache is the graph input at the root of a chain of appends.
-    int32_t dst = n.inputs[0];
-    dst = cache_root(dst);
+    const int32_t dst = cache_root(n.inputs[0]);
     const Node& dn = *m_g.find(dst);
     const int64_t* axis = n.int_attr("axis");
     if ((axis && *axis != 0) || dn.op != OpKind::input || dn.type.dims.size() != 2) {
@@ -1440,8 +1403,7 @@ class Lowering {
       const int64_t start = n.int_attr("start") ? *n.int_attr("start") : 0;
       const int64_t len = n.type.dims.at(a).size;
       auto& group = v.groups.at(a);
-      int64_t inner = 1;
-      for (size_t k = 1; k < group.size(); ++k) inner *= group[k].size;
+      const int64_t inner = inner_size(group);
       if (start % inner || len % inner)
         return error("this slice of a merged dimension is not supported");
       v.offset += start / inner * group[0].stride;
@@ -1495,27 +1457,71 @@ class Lowering {
 
   // Loads a view as row tiles: rows are the leading dims (the innermost of them is the DMA's
   // row stride, so tiles never cross it), the free pattern is the last dim's sub-dims.
-  std::optional<Tiles> load_view(const ViewDesc& v, DType dtype, int32_t id = -1) {
+  // A view as DMA rows: the leading sub-dims number the rows (the innermost is one DMA's row
+  // stride), the last dim's sub-dims are one row's free pattern. `merge` joins adjacent
+  // sub-dims that are contiguous (a plain reshape becomes one run).
+  struct ViewRows {
     std::vector<SubDim> lead, free;
-    for (size_t g = 0; g + 1 < v.groups.size(); ++g) {
+    int64_t rows = 1, cols = 1;
+    const SubDim& run() const { return lead.back(); }
+  };
+  static ViewRows view_rows(const ViewDesc& v, bool merge) {
+    ViewRows r;
+    for (size_t g = 0; g < v.groups.size(); ++g) {
       for (const SubDim& d : v.groups[g]) {
-        if (d.size != 1) lead.push_back(d);
+        if (d.size != 1) (g + 1 < v.groups.size() ? r.lead : r.free).push_back(d);
       }
     }
-    if (!v.groups.empty()) {
-      for (const SubDim& d : v.groups.back()) {
-        if (d.size != 1) free.push_back(d);
+    auto join = [](std::vector<SubDim>& dims) {
+      std::vector<SubDim> out;
+      for (const SubDim& d : dims) {
+        if (!out.empty() && out.back().stride == d.size * d.stride) {
+          out.back() = {out.back().size * d.size, d.stride};
+        } else {
+          out.push_back(d);
+        }
       }
+      dims = out;
+    };
+    if (merge) {
+      join(r.lead);
+      join(r.free);
     }
-    if (free.size() > isa::kMaxFreeDims) {
+    if (r.lead.empty()) r.lead.push_back({1, 0});
+    for (const SubDim& d : r.lead) r.rows *= d.size;
+    for (const SubDim& d : r.free) r.cols *= d.size;
+    return r;
+  }
+  // Rows [row, row + n) of a view in HBM (within one run), as a DMA access pattern.
+  static AccessPattern view_rows_ap(const ViewDesc& v, const ViewRows& vr, Slot src, DType dtype,
+                                    int64_t row, int32_t n) {
+    const SubDim& run = vr.run();
+    int64_t r = row, offset = (r % run.size) * run.stride;
+    r /= run.size;
+    for (size_t k = vr.lead.size() - 1; k-- > 0;) {
+      offset += (r % vr.lead[k].size) * vr.lead[k].stride;
+      r /= vr.lead[k].size;
+    }
+    AccessPattern s;
+    s.space = MemSpace::hbm;
+    s.buffer = src.index;
+    s.dtype = dtype;
+    s.partitions = n;
+    s.partition_stride = run.stride;
+    s.offset = v.offset + offset;
+    s.num_free = static_cast<uint8_t>(vr.free.size());
+    for (size_t k = 0; k < vr.free.size(); ++k) s.free[k] = {vr.free[k].size, vr.free[k].stride};
+    return s;
+  }
+
+  std::optional<Tiles> load_view(const ViewDesc& v, DType dtype, int32_t id = -1) {
+    const ViewRows vr = view_rows(v, false);
+    if (vr.free.size() > isa::kMaxFreeDims) {
       m_load_error = "a view needs more than " + std::to_string(isa::kMaxFreeDims) + " free dims";
       return std::nullopt;
     }
-    if (lead.empty()) lead.push_back({1, 0});
-    const SubDim run = lead.back();
-    int64_t rows = 1, cols = 1;
-    for (const SubDim& d : lead) rows *= d.size;
-    for (const SubDim& d : free) cols *= d.size;
+    const SubDim& run = vr.run();
+    const int64_t rows = vr.rows, cols = vr.cols;
     // Tiles never cross the innermost leading sub-dim (one DMA row stride) nor a batch of the
     // value (its innermost leading logical dim, which may be shorter: [12, 1, 64] has 1-row
     // batches).
@@ -1529,25 +1535,8 @@ class Lowering {
     if (!tiles) return std::nullopt;
     Slot src = hbm_tensor(v.base, isa::TensorRole::input);
     for (int64_t t = 0; t < tiles->count(); ++t) {
-      // Offset of the tile's first row: its index within the run, then the outer sub-dims.
-      int64_t r = tiles->row0(t);
-      int64_t offset = (r % run.size) * run.stride;
-      r /= run.size;
-      for (size_t k = lead.size() - 1; k-- > 0;) {
-        offset += (r % lead[k].size) * lead[k].stride;
-        r /= lead[k].size;
-      }
-      AccessPattern s;
-      s.space = MemSpace::hbm;
-      s.buffer = src.index;
-      s.dtype = dtype;
-      s.partitions = tiles->rows_in(t);
-      s.partition_stride = run.stride;
-      s.offset = v.offset + offset;
-      s.num_free = static_cast<uint8_t>(free.size());
-      for (size_t k = 0; k < free.size(); ++k) s.free[k] = {free[k].size, free[k].stride};
-      AccessPattern d = tile_ap(*tiles, t, 0, cols);
-      dma(next_load_queue(), d, s);
+      dma(next_load_queue(), tile_ap(*tiles, t, 0, cols),
+          view_rows_ap(v, vr, src, dtype, tiles->row0(t), tiles->rows_in(t)));
     }
     m_bytes_in += tiles->stored_rows() * cols * isa::dtype_bytes(dtype);
     return tiles;

@@ -113,7 +113,8 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
   m_busy += busy;
   ++m_instructions;
   if (m_instr_stat) ++*m_instr_stat;
-  if (m_macs_stat) *m_macs_stat += static_cast<uint64_t>(isa::macs(in));
+  const int64_t macs = isa::macs(in);
+  if (m_macs_stat) *m_macs_stat += static_cast<uint64_t>(macs);
   const int64_t bytes = m_engine == isa::Engine::dma ? m_unit.bytes_moved(in) : 0;
   if (m_bytes_stat) *m_bytes_stat += static_cast<uint64_t>(bytes);
   if (in.node >= 0) {
@@ -121,7 +122,7 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
       n->busy[static_cast<int>(m_engine)] += busy;
       ++n->instructions;
       n->dma_bytes += bytes;
-      n->macs += double(isa::macs(in));
+      n->macs += double(macs);
     }
   }
   const int64_t period = m_unit.clock_period_fs();

@@ -54,23 +54,29 @@ double error(const compiler_stub::HostTensor& got, const compiler_stub::HostTens
   return worst;
 }
 
+// Sets `w` up on the rig's session (AOT start-up included) and runs `steps` steps, each step's
+// output against the reference evaluator's.
+void run_against_reference(Rig& rig, workloads::Workload& w, int steps, double tolerance) {
+  rig.run([&](Session& s) {
+    w.setup(s);
+    s.startup(w.buckets(s), [&](int64_t b) { w.trace(s, b); });
+    for (int i = 0; i < steps; ++i) {
+      s.begin_step(i);
+      Tensor out = w.step(s, i);
+      compiler_stub::HostTensor got = s.to_host(out);
+      s.end_step();
+      EXPECT_LT(error(got, s.reference(out)), tolerance) << name_of(s.mode()) << " step " << i;
+    }
+  });
+}
+
 // Runs `spec` for `steps` steps under `mode`: each step's output against the reference.
 // `warm_hits`: the workload repeats its shapes, so steps after the first compile nothing.
 void check_workload(const std::string& config, const std::string& spec, Mode mode, int steps,
                     double tolerance, bool warm_hits = true) {
   Rig rig(load(config), mode);
   auto w = workloads::make_workload(workloads::parse_spec(spec));
-  rig.run([&](Session& s) {
-    w->setup(s);
-    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
-    for (int i = 0; i < steps; ++i) {
-      s.begin_step(i);
-      Tensor out = w->step(s, i);
-      compiler_stub::HostTensor got = s.to_host(out);
-      s.end_step();
-      EXPECT_LT(error(got, s.reference(out)), tolerance) << name_of(mode) << " step " << i;
-    }
-  });
+  run_against_reference(rig, *w, steps, tolerance);
   const auto& steps_done = rig.session->steps();
   ASSERT_EQ(static_cast<int>(steps_done.size()), steps);
   // Host states never overlap and account for every nanosecond.
@@ -180,14 +186,10 @@ DecodeRun decode_run(Mode mode, const std::string& dynamic = "exact") {
   Rig rig(load("trn2"), mode, false);
   auto w = workloads::make_workload(workloads::parse_spec(
       "decode:prompt=40,new_tokens=8,d_model=128,heads=2,d_ff=256,dynamic=" + dynamic));
-  rig.run([&](Session& s) {
+  rig.run([&](Session& s) {  // the steps, each read back (Workload::run)
     w->setup(s);
     s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
-    for (int i = 0; i < 9; ++i) {
-      s.begin_step(i);
-      s.to_host(w->step(s, i));
-      s.end_step();
-    }
+    w->run(s, 9);
   });
   DecodeRun r;
   r.startup = rig.session->startup_record().counts;
@@ -257,14 +259,10 @@ TEST(Runtime, UploadsNpyFiles) {
 TEST(Runtime, AotCompilesUnderStartupOnly) {
   Rig rig(load("trn2"), Mode::aot, false);
   auto w = workloads::make_workload(workloads::parse_spec("mlp:batch=128,d_model=128,d_ff=256"));
-  rig.run([&](Session& s) {
+  rig.run([&](Session& s) {  // the steps, each read back (Workload::run)
     w->setup(s);
     s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
-    for (int i = 0; i < 3; ++i) {
-      s.begin_step(i);
-      s.to_host(w->step(s, i));
-      s.end_step();
-    }
+    w->run(s, 3);
   });
   const StepRecord& st = rig.session->startup_record();
   EXPECT_EQ(st.counts.compiles, 1);
@@ -303,16 +301,7 @@ TEST(Runtime, BackgroundCompileOverlapsTheHost) {
                         "runtime.compile_cost.xla.micro_graph.per_node_ms=0"}),
           Mode::fused);
   auto w = workloads::make_workload(workloads::parse_spec(kMlp));
-  rig.run([&](Session& s) {
-    w->setup(s);
-    for (int i = 0; i < 2; ++i) {
-      s.begin_step(i);
-      Tensor out = w->step(s, i);
-      compiler_stub::HostTensor got = s.to_host(out);
-      s.end_step();
-      EXPECT_LT(error(got, s.reference(out)), 1e-4);
-    }
-  });
+  run_against_reference(rig, *w, 2, 1e-4);
   const StepRecord& cold = rig.session->steps().at(0);
   int64_t sum = 0;
   for (int64_t ns : cold.host_ns) sum += ns;
@@ -332,16 +321,7 @@ Counts injected_run(const std::string& policy) {
                {"runtime.inject.fail_groups_over=3", "runtime.lazy.fallback=\"" + policy + "\""}),
           Mode::fused);
   auto w = workloads::make_workload(workloads::parse_spec(kMlp));
-  rig.run([&](Session& s) {
-    w->setup(s);
-    for (int i = 0; i < 2; ++i) {
-      s.begin_step(i);
-      Tensor out = w->step(s, i);
-      compiler_stub::HostTensor got = s.to_host(out);
-      s.end_step();
-      EXPECT_LT(error(got, s.reference(out)), 1e-4);
-    }
-  });
+  run_against_reference(rig, *w, 2, 1e-4);
   return rig.session->totals();
 }
 TEST(Runtime, InjectedFailuresSplitAndComplete) {
@@ -380,13 +360,10 @@ TEST(Runtime, InjectedUnsupportedOpFallsBack) {
 TEST(Runtime, SmallCacheEvictsAndMissesAgain) {
   Rig rig(load("trn2", {"runtime.cache_capacity=2"}), Mode::eager, false);
   auto w = workloads::make_workload(workloads::parse_spec("mlp:batch=128,d_model=128,d_ff=256"));
-  rig.run([&](Session& s) {
+  rig.run([&](Session& s) {  // the steps, each read back (Workload::run)
     w->setup(s);
-    for (int i = 0; i < 2; ++i) {
-      s.begin_step(i);
-      s.to_host(w->step(s, i));
-      s.end_step();
-    }
+    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
+    w->run(s, 2);
   });
   const StepRecord& warm = rig.session->steps().at(1);
   EXPECT_GT(warm.counts.cache_evictions, 0);

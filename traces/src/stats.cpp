@@ -430,4 +430,11 @@ void write_stats_text(const StatsRegistry& registry, std::ostream& os) {
   }
 }
 
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * double(values.size())));
+  return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
 }  // namespace wallsim::traces

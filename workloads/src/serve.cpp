@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 
 #include "wallsim/runtime/kv_blocks.h"
 #include "wallsim/runtime/ops.h"
+#include "wallsim/traces/stats.h"
 #include "wallsim/workloads/requests.h"
 #include "workload_params.h"
 
@@ -51,13 +53,6 @@ int64_t pow2_at_least(int64_t v, int64_t from) {
   int64_t b = from;
   while (b < v) b *= 2;
   return b;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * double(v.size())));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
 class Serve final : public Workload {
@@ -121,7 +116,7 @@ class Serve final : public Workload {
     };
     m_wte = up({m_vocab, m_d});
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k)};
+      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k), {}, {}};
       w.k_pool = up({m_scratch + 1, m_d});
       w.v_pool = up({m_scratch + 1, m_d});
       m_w.push_back(w);
@@ -208,8 +203,8 @@ class Serve final : public Workload {
     const double span_s = double(m_end_ns - first_arrival) / 1e9;
     ordered_json latency = ordered_json::object();
     auto put = [&](const std::string& name, const std::vector<double>& v) {
-      latency[name + "_p50_ns"] = percentile(v, 50);
-      latency[name + "_p99_ns"] = percentile(v, 99);
+      latency[name + "_p50_ns"] = traces::percentile(v, 50);
+      latency[name + "_p99_ns"] = traces::percentile(v, 99);
     };
     put("ttft", ttft);
     put("per_token", tpot);
@@ -432,11 +427,16 @@ class Serve final : public Workload {
     };
     double real_macs = 0;
     const double D = double(m_d), F = double(m_ff);
-    Tensor x, out;
+    const double inv_sqrt_hd = 1.0 / std::sqrt(double(hd));
+    Tensor x, slot_t;
+    std::vector<float> last_row;  // prefill: each sequence's last row, read after the layers
+    // Attention of one layer over its queries, keys and values (after the pools are written):
+    // causal over the prompt (prefill), or over each sequence's cached keys (decode).
+    std::function<Tensor(const Layer&, const Tensor&, const Tensor&, const Tensor&)> attend;
     if (shape.prefill) {
       const int64_t P = shape.len, rows = B * P;
-      std::vector<float> ids(static_cast<size_t>(rows), 0.0f), slots(ids.size(), float(m_scratch)),
-          last(static_cast<size_t>(B), 0.0f);
+      std::vector<float> ids(static_cast<size_t>(rows), 0.0f), slots(ids.size(), float(m_scratch));
+      last_row.assign(static_cast<size_t>(B), 0.0f);
       for (int64_t i = 0; i < B; ++i) {
         const Seq* q = live(i);
         if (!q) continue;
@@ -444,35 +444,27 @@ class Serve final : public Workload {
           ids[static_cast<size_t>(i * P + j)] = token_id(q, j);
           slots[static_cast<size_t>(i * P + j)] = float(m_kv->row(q->req->id, j));
         }
-        last[static_cast<size_t>(i)] = float(i * P + q->kv - 1);
+        last_row[static_cast<size_t>(i)] = float(i * P + q->kv - 1);
         const double L = double(q->kv);
         real_macs += double(m_layers) * (4 * L * D * D + 2 * L * L * D + 2 * L * D * F) +
                      D * double(m_vocab);
       }
-      Tensor slot_t = s.upload({rows}, isa::DType::int32, slots);
+      slot_t = s.upload({rows}, isa::DType::int32, slots);
       x = embedding(m_wte, s.upload({rows}, isa::DType::int32, ids));
       // The causal mask, built on the chip: -1e9 where the key is after the query (padding rows
       // come after a sequence's tokens, so it hides them too).
       Tensor row = s.iota({P, P}, isa::DType::int32, 0);
       Tensor col = s.iota({P, P}, isa::DType::int32, 1);
       Tensor mask = scale(compare(col, row, "gt"), -1e9);
-      auto heads = [&](const Tensor& t) {  // [B*P, d] -> [B*H, P, hd]
+      auto heads = [=](const Tensor& t) {  // [B*P, d] -> [B*H, P, hd]
         return reshape(transpose(reshape(t, {B, P, H, hd}), {0, 2, 1, 3}), {B * H, P, hd});
       };
-      for (Layer& w : m_w) {
-        Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
-        Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
-        w.k_pool = index_copy(w.k_pool, slot_t, k);
-        w.v_pool = index_copy(w.v_pool, slot_t, v);
-        Tensor sc = scale(batch_matmul(heads(q), heads(k), true), 1.0 / std::sqrt(double(hd)));
+      attend = [=](const Layer&, const Tensor& q, const Tensor& k, const Tensor& v) {
+        Tensor sc = scale(batch_matmul(heads(q), heads(k), true), inv_sqrt_hd);
         Tensor p = softmax(add(sc, mask));
-        Tensor ctx =
-            reshape(transpose(reshape(batch_matmul(p, heads(v)), {B, H, P, hd}), {0, 2, 1, 3}),
-                    {rows, m_d});
-        x = add(x, matmul(ctx, w.wo));
-        x = add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
-      }
-      x = embedding(x, s.upload({B}, isa::DType::int32, last));  // each sequence's last row
+        return reshape(transpose(reshape(batch_matmul(p, heads(v)), {B, H, P, hd}), {0, 2, 1, 3}),
+                       {rows, m_d});
+      };
     } else {
       const int64_t L = shape.len;
       std::vector<float> ids(static_cast<size_t>(B), 0.0f), slots(ids.size(), float(m_scratch)),
@@ -491,31 +483,34 @@ class Serve final : public Workload {
         real_macs +=
             double(m_layers) * (4 * D * D + 2 * double(len) * D + 2 * D * F) + D * double(m_vocab);
       }
-      Tensor slot_t = s.upload({B}, isa::DType::int32, slots);
+      slot_t = s.upload({B}, isa::DType::int32, slots);
       Tensor gather_t = s.upload({B * L}, isa::DType::int32, gather);
       // -1e9 past each sequence's length, built on the chip from the lengths.
       Tensor keys_at = s.iota({B * H, L}, isa::DType::int32, 1);
       Tensor bias =
           scale(compare(keys_at, s.upload({B * H, 1}, isa::DType::int32, lens), "ge"), -1e9);
       x = embedding(m_wte, s.upload({B}, isa::DType::int32, ids));
-      auto heads = [&](const Tensor& t) {  // [B*L, d] -> [B*H, L, hd]
+      auto heads = [=](const Tensor& t) {  // [B*L, d] -> [B*H, L, hd]
         return reshape(transpose(reshape(t, {B, L, H, hd}), {0, 2, 1, 3}), {B * H, L, hd});
       };
-      for (Layer& w : m_w) {
-        Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
-        Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
-        w.k_pool = index_copy(w.k_pool, slot_t, k);
-        w.v_pool = index_copy(w.v_pool, slot_t, v);
-        Tensor keys = heads(embedding(w.k_pool, gather_t));
+      attend = [=](const Layer& w, const Tensor& q, const Tensor&, const Tensor&) {
+        Tensor keys = heads(embedding(w.k_pool, gather_t));  // through the block tables
         Tensor values = heads(embedding(w.v_pool, gather_t));
-        Tensor sc = scale(batch_matmul(reshape(q, {B * H, 1, hd}), keys, true),
-                          1.0 / std::sqrt(double(hd)));
+        Tensor sc = scale(batch_matmul(reshape(q, {B * H, 1, hd}), keys, true), inv_sqrt_hd);
         Tensor p = reshape(softmax(add(reshape(sc, {B * H, L}), bias)), {B * H, 1, L});
-        x = add(x, matmul(reshape(batch_matmul(p, values), {B, m_d}), w.wo));
-        x = add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
-      }
+        return reshape(batch_matmul(p, values), {B, m_d});
+      };
     }
-    out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});
+    for (Layer& w : m_w) {
+      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
+      Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
+      w.k_pool = index_copy(w.k_pool, slot_t, k);
+      w.v_pool = index_copy(w.v_pool, slot_t, v);
+      x = add(x, matmul(attend(w, q, k, v), w.wo));
+      x = gpt_mlp(x, w);
+    }
+    if (shape.prefill) x = embedding(x, s.upload({B}, isa::DType::int32, last_row));
+    Tensor out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});
     s.add_real_macs(real_macs);
     return out;
   }

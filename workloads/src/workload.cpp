@@ -286,7 +286,7 @@ class Decode final : public Workload {
       return s.upload_random(shape, m_dtype, seed(s, k++));
     };
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w{detail::upload_gpt_weights(s, m_d, m_ff, m_dtype, k)};
+      Layer w{detail::upload_gpt_weights(s, m_d, m_ff, m_dtype, k), {}, {}};
       w.k_cache = up({pool_rows, m_d});
       w.v_cache = up({pool_rows, m_d});
       m_w.push_back(w);
@@ -410,7 +410,7 @@ class Decode final : public Workload {
       if (bias.valid()) scores = add(scores, bias);
       Tensor ctx = reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
       x = add(x, matmul(ctx, w.wo));
-      x = add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
+      x = detail::gpt_mlp(x, w);
     }
     const double R = double(prefill ? real : 1), L = double(real), D = double(m_d),
                  F = double(m_ff);

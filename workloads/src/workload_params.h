@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "wallsim/isa/params.h"
+#include "wallsim/runtime/ops.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
 
@@ -164,6 +165,12 @@ inline GptWeights upload_gpt_weights(Session& s, int64_t d, int64_t ff, isa::DTy
   w.w1 = up({d, ff});
   w.w2 = up({ff, d});
   return w;
+}
+
+// x + W2 gelu(W1 layernorm(x)): the layer's MLP with its residual.
+inline runtime::Tensor gpt_mlp(const runtime::Tensor& x, const GptWeights& w) {
+  using namespace runtime;
+  return add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
 }
 
 // The serving workload (serve.cpp).

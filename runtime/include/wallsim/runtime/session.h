@@ -252,10 +252,9 @@ class Session {
   // Compile cache: signature -> compiled plan, least recently used first.
   std::list<std::pair<uint64_t, std::shared_ptr<Compiled>>> m_lru;
   std::unordered_map<uint64_t, decltype(m_lru)::iterator> m_cache;
-  std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;
-  std::unordered_map<uint64_t, std::string>
-      m_failed;  // signatures that failed to compile  // shape-free hash -> compiles
-  std::vector<std::shared_ptr<Compiled>> m_transfer_plans;  // kept alive for the device
+  std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;  // shape-free hash -> full hash
+  std::unordered_map<uint64_t, std::string> m_failed;        // failed signature -> its error
+  std::vector<std::shared_ptr<Compiled>> m_transfer_plans;   // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
   // Plan bodies of cached plans, least recently used first, within plan_memory_bytes.
   std::list<std::shared_ptr<Compiled>> m_bodies;

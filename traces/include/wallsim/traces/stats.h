@@ -256,4 +256,7 @@ void write_stats_json(const StatsRegistry& registry, std::ostream& os,
 // left-aligned in columns. Doubles are printed like printf("%.6g") in the C locale.
 void write_stats_text(const StatsRegistry& registry, std::ostream& os);
 
+// The p-th percentile (0-100) of `values` by nearest rank (a value that occurred); 0 for none.
+double percentile(std::vector<double> values, double p);
+
 }  // namespace wallsim::traces

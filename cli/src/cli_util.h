@@ -1,0 +1,56 @@
+// Small helpers the commands that read specs and write tables share.
+#pragma once
+
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "wallsim/isa/params.h"
+
+namespace wallsim::cli {
+
+// A fixed-point number for a table.
+inline std::string fmt(double v, int precision = 3) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(precision) << v;
+  return o.str();
+}
+
+// A spec's non-empty list of strings at JSON path `path`; isa::InputError otherwise.
+inline std::vector<std::string> string_list(const isa::Json& j, const std::string& path) {
+  if (!j.is_array() || j.empty())
+    throw isa::InputError(path, "expected a non-empty list of strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string())
+      throw isa::InputError(path + "[" + std::to_string(i) + "]", "expected a string");
+    out.push_back(j[i].get<std::string>());
+  }
+  return out;
+}
+
+// One CSV cell: JSON strings as text, other values as JSON, quoted when they need it.
+inline std::string csv_cell(const isa::Json& v) {
+  if (v.is_null()) return "";
+  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.find_first_of(",\"\n") != std::string::npos) {
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  }
+  return s;
+}
+
+// The last non-empty line of a file (a child's log: its one-line error).
+inline std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+}  // namespace wallsim::cli
