@@ -1,6 +1,8 @@
 // The graph IR's tables and small accessors: op info from ops.def, attribute kinds, types.
 #include "wallsim/compiler_stub/graph.h"
 
+#include <algorithm>
+#include <cmath>
 #include <iterator>
 
 namespace wallsim::compiler_stub {
@@ -43,10 +45,11 @@ bool accepts_attr(OpKind op, std::string_view attr) {
 }
 
 std::optional<AttrKind> attr_kind(std::string_view attr) {
-  if (attr == "axis" || attr == "start" || attr == "limit" || attr == "transpose_b") {
+  if (attr == "axis" || attr == "start" || attr == "limit" || attr == "transpose_b" ||
+      attr == "heads") {
     return AttrKind::integer;
   }
-  if (attr == "value" || attr == "eps") return AttrKind::real;
+  if (attr == "value" || attr == "eps" || attr == "scale") return AttrKind::real;
   if (attr == "cmp" || attr == "scalar") return AttrKind::text;
   if (attr == "perm" || attr == "shape") return AttrKind::ints;
   return std::nullopt;
@@ -120,6 +123,13 @@ const std::vector<int64_t>* Node::ints_attr(const std::string& key) const {
 double norm_eps(const Node& n) {
   const double* e = n.real_attr("eps");
   return e ? *e : kDefaultNormEps;
+}
+
+double attention_scale(const Node& n) {
+  if (const double* s = n.real_attr("scale")) return *s;
+  const int64_t* heads = n.int_attr("heads");
+  const int64_t width = n.type.dims.empty() ? 1 : n.type.dims.back().size;
+  return 1.0 / std::sqrt(double(width / std::max<int64_t>(1, heads ? *heads : 1)));
 }
 
 const Node* Graph::find(int32_t id) const {

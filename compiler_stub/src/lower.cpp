@@ -375,6 +375,7 @@ class Lowering {
       case OpKind::reshape:
       case OpKind::dynamic_update_slice:
       case OpKind::index_copy:
+      case OpKind::decode_attention:
       case OpKind::slice:
       case OpKind::concat:
         return false;
@@ -543,6 +544,18 @@ class Lowering {
     ap.offset = col0;
     ap.num_free = 1;
     ap.free[0] = {ncols, 1};
+    return ap;
+  }
+  // `cols` elements from `offset` on partitions 0..parts of buffer `s`.
+  static AccessPattern sbuf_ap(Slot s, DType dt, int32_t parts, int64_t offset, int64_t cols) {
+    AccessPattern ap;
+    ap.space = MemSpace::sbuf;
+    ap.buffer = s.index;
+    ap.dtype = dt;
+    ap.partitions = parts;
+    ap.offset = offset;
+    ap.num_free = 1;
+    ap.free[0] = {cols, 1};
     return ap;
   }
   AccessPattern hbm_ap(Slot s, DType dt, const View& view, int64_t row0, int32_t rows, int64_t col0,
@@ -852,6 +865,8 @@ class Lowering {
         return lower_update_slice(n);
       case OpKind::index_copy:
         return lower_index_copy(n);
+      case OpKind::decode_attention:
+        return lower_decode_attention(n);
       case OpKind::slice:
         // Along the last axis of an on-chip value: a copy. Otherwise a view that reads only
         // the slice from HBM.
@@ -1272,6 +1287,247 @@ class Lowering {
     return std::nullopt;
   }
 
+  // decode_attention: one query row per sequence against its keys and values, gathered from the
+  // pools by row ids. Per sequence, in key tiles of T rows (keys on partitions):
+  //  - scores^T [keys, H]: the query, broadcast to every partition by DMA and pre-scaled, times
+  //    the gathered K tile, summed per head (one multiply and one grouped reduce on the vector
+  //    engine, every head at once);
+  //  - transposed through the array into S [H, L] a PSUM bank at a time, the bias added on the
+  //    way to SBUF, and a softmax along each head's row;
+  //  - P's key tiles transposed back (P^T [keys, H]) as stationaries: O [H, cols] accumulates
+  //    P^T_j^T . V_j per column block in a bank; a 0/1 mask keeps head h's columns of row h and
+  //    a ones-vector matmul sums the H rows into the output row;
+  //  - the row moved to its partition of the output tile by an SBUF-to-SBUF DMA.
+  // Instructions grow with sequences x key tiles, not with heads: all heads share each one.
+  std::optional<CompileError> lower_decode_attention(const Node& n) {
+    const int32_t qid = n.inputs[0], kid = n.inputs[1], vid = n.inputs[2], iid = n.inputs[3];
+    const int32_t bid = n.inputs.size() > 4 ? n.inputs[4] : -1;
+    const TensorType& qt = m_g.find(qid)->type;
+    const TensorType& kt = m_g.find(kid)->type;
+    const int64_t B = qt.dims[0].size, D = qt.dims[1].size, N = kt.dims[0].size;
+    const int64_t L = m_g.find(iid)->type.dims[1].size;
+    const int64_t H = *n.int_attr("heads"), hd = D / H;
+    const DType qdt = qt.dtype, kvdt = kt.dtype, odt = n.type.dtype;
+    const int64_t bank_cols = m_arch.psum.bank_bytes / 4;
+    if (H > m_T) {
+      return error(std::to_string(H) + " heads exceed the " + std::to_string(m_T) +
+                   " columns of the array");
+    }
+    if (bank_cols < m_T) return error("a PSUM bank is narrower than a key tile");
+    if (auto e = needs_one_chunk(std::max(D, L))) return e;
+    if (m_group.count(iid) || m_views.count(iid)) {
+      return error("decode_attention ids computed on the chip are not supported yet");
+    }
+    for (int32_t id : {qid, kid, vid, bid}) {
+      if (id >= 0 && !ensure_hbm(id)) return load_failure();
+    }
+    auto out = output_tiles(n);
+    if (!out) return no_room();
+    Slot q_hbm = hbm_tensor(qid, isa::TensorRole::input);
+    Slot k_hbm = hbm_tensor(kid, isa::TensorRole::input);
+    Slot v_hbm = hbm_tensor(vid, isa::TensorRole::input);
+    Slot ids_hbm = hbm_tensor(iid, isa::TensorRole::input);
+    const View pool{N, D};
+    auto alloc = [&](int64_t elems, DType dt, const char* hint) {
+      return sbuf_alloc(elems * isa::dtype_bytes(dt), hint);
+    };
+    auto vector_op = [&](Opcode op, const AccessPattern& dst, double value, double pstep,
+                         double step) {
+      Instruction in = vec(op, dst);
+      in.value = value;
+      in.partition_step = pstep;
+      in.step = step;
+      emit(m_b.stream(Engine::vector), in);
+    };
+    // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd); a ones column.
+    auto diff = alloc(D, DType::fp32, "attn_mask");
+    auto mask = alloc(D, kvdt, "attn_mask");
+    auto ones = alloc(1, kvdt, "ones");
+    if (!diff || !mask || !ones) return no_room();
+    const int32_t Hp = static_cast<int32_t>(H);
+    const AccessPattern dap = sbuf_ap(*diff, DType::fp32, Hp, 0, D);
+    vector_op(Opcode::iota, dap, 0, -double(hd), 1);
+    tensor_scalar(AluOp::lt, sbuf_ap(*mask, kvdt, Hp, 0, D), dap, double(hd));
+    tensor_scalar(AluOp::ge, dap, dap, 0.0);
+    tensor_tensor(AluOp::mul, sbuf_ap(*mask, kvdt, Hp, 0, D), sbuf_ap(*mask, kvdt, Hp, 0, D), dap);
+    vector_op(Opcode::memset, sbuf_ap(*ones, kvdt, Hp, 0, 1), 1, 0, 0);
+    m_sbuf.release(*diff);
+
+    const int64_t tiles = (L + m_T - 1) / m_T;
+    const int32_t TP = static_cast<int32_t>(std::min<int64_t>(m_T, L));
+    auto rows_of = [&](int64_t j) { return static_cast<int32_t>(std::min<int64_t>(m_T, L - j * m_T)); };
+    const double scale = attention_scale(n);
+    // Column blocks of the output, several accumulating at once (half the banks at most).
+    const int64_t C = moving_cols();
+    const int64_t blocks_at_once = std::max<int64_t>(1, static_cast<int64_t>(m_psum.size()) / 2);
+    for (int64_t b = 0; b < B; ++b) {
+      std::vector<Slot> held;
+      auto take = [&](std::optional<Slot> s) {
+        if (s) held.push_back(*s);
+        return s;
+      };
+      auto qb = take(alloc(D, qdt, "q")), qs = take(alloc(D, DType::fp32, "q"));
+      auto idx = take(alloc(tiles, DType::int32, "ids"));
+      auto st = take(alloc(tiles * H, DType::fp32, "scores_t"));
+      auto S = take(alloc(L, DType::fp32, "scores"));
+      auto pt = take(alloc(tiles * H, kvdt, "p_t"));
+      auto stats = take(alloc(3, DType::fp32, "stats"));
+      auto row = take(alloc(D, odt, "row"));
+      std::optional<Slot> bias;
+      if (bid >= 0) bias = take(alloc(L, m_g.find(bid)->type.dtype, "bias"));
+      if (!qb || !qs || !idx || !st || !S || !pt || !stats || !row || (bid >= 0 && !bias)) {
+        return no_room();
+      }
+      // The query on every partition, scaled; the sequence's ids, a column per key tile.
+      AccessPattern qsrc = hbm_ap(q_hbm, qdt, View{B, D}, b, TP, 0, D);
+      qsrc.partition_stride = 0;
+      dma(next_load_queue(), sbuf_ap(*qb, qdt, TP, 0, D), qsrc);
+      tensor_scalar(AluOp::mul, sbuf_ap(*qs, DType::fp32, TP, 0, D), sbuf_ap(*qb, qdt, TP, 0, D),
+                    scale);
+      const int64_t full = L / m_T;
+      for (int64_t j0 = 0; j0 < tiles;) {  // the whole tiles in one DMA, then the short one
+        const int64_t count = j0 < full ? full : 1;
+        const int32_t rows = rows_of(j0);
+        AccessPattern src = hbm_ap(ids_hbm, DType::int32, View{B, L}, b, rows, j0 * m_T, 1);
+        src.partition_stride = 1;
+        src.free[0] = {count, m_T};
+        AccessPattern dst = sbuf_ap(*idx, DType::int32, rows, j0, count);
+        dma(next_load_queue(), dst, src);
+        j0 += count;
+      }
+      if (bias) {
+        const DType bdt = m_g.find(bid)->type.dtype;
+        dma(next_load_queue(), sbuf_ap(*bias, bdt, Hp, 0, L),
+            hbm_ap(hbm_tensor(bid, isa::TensorRole::input), bdt, View{B * H, L}, b * H, Hp, 0, L));
+      }
+      auto ids_col = [&](int64_t j) { return sbuf_ap(*idx, DType::int32, rows_of(j), j, 1); };
+      auto gather = [&](Slot dst, int64_t j, Slot table, int64_t c0, int64_t nc) {
+        Instruction g;
+        g.op = Opcode::dma_gather;
+        g.dst = sbuf_ap(dst, kvdt, rows_of(j), 0, nc);
+        g.src[0] = hbm_ap(table, kvdt, pool, 0, static_cast<int32_t>(N), c0, nc);
+        g.src[1] = ids_col(j);
+        emit(next_load_queue(), g);
+        m_bytes_in += rows_of(j) * (4 + nc * isa::dtype_bytes(kvdt));
+      };
+      // Scores, a PSUM bank of key tiles at a time, into S with the bias.
+      const int64_t per_bank = bank_cols / m_T;
+      for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
+        const int64_t g1 = std::min(tiles, g0 + per_bank);
+        Slot bank = next_bank();
+        for (int64_t j = g0; j < g1; ++j) {
+          const int32_t rows = rows_of(j);
+          auto k = alloc(D, kvdt, "k"), prod = alloc(D, DType::fp32, "qk");
+          if (!k || !prod) return no_room();
+          gather(*k, j, k_hbm, 0, D);
+          const AccessPattern pap = sbuf_ap(*prod, DType::fp32, rows, 0, D);
+          tensor_tensor(AluOp::mul, pap, sbuf_ap(*k, kvdt, rows, 0, D),
+                        sbuf_ap(*qs, DType::fp32, rows, 0, D));
+          AccessPattern heads = pap;
+          heads.num_free = 2;
+          heads.free[0] = {H, hd};
+          heads.free[1] = {hd, 1};
+          const AccessPattern sj = sbuf_ap(*st, DType::fp32, rows, j * H, H);
+          reduce(AluOp::add, sj, heads);
+          Instruction tr;
+          tr.op = Opcode::transpose;
+          tr.dst = psum_ap(bank, Hp, rows);
+          tr.dst.offset = (j - g0) * m_T;
+          tr.src[0] = sj;
+          emit(m_b.stream(Engine::tensor), tr);
+          m_sbuf.release(*k);
+          m_sbuf.release(*prod);
+        }
+        const int64_t c0 = g0 * m_T, nc = std::min(L, g1 * m_T) - c0;
+        const AccessPattern sdst = sbuf_ap(*S, DType::fp32, Hp, c0, nc);
+        if (bias) {
+          tensor_tensor(AluOp::add, sdst, psum_ap(bank, Hp, nc),
+                        sbuf_ap(*bias, m_g.find(bid)->type.dtype, Hp, c0, nc));
+        } else {
+          evacuate(sdst, psum_ap(bank, Hp, nc));
+        }
+      }
+      const AccessPattern sall = sbuf_ap(*S, DType::fp32, Hp, 0, L);
+      softmax_rows(sall, sall, sall, *stats, false);
+      // P^T per key tile, a bank of them at a time.
+      const int64_t per_bank_t = bank_cols / H;
+      for (int64_t g0 = 0; g0 < tiles; g0 += per_bank_t) {
+        const int64_t g1 = std::min(tiles, g0 + per_bank_t);
+        Slot bank = next_bank();
+        for (int64_t j = g0; j < g1; ++j) {
+          Instruction tr;
+          tr.op = Opcode::transpose;
+          tr.dst = psum_ap(bank, rows_of(j), Hp);
+          tr.dst.offset = (j - g0) * H;
+          tr.src[0] = sbuf_ap(*S, DType::fp32, Hp, j * m_T, rows_of(j));
+          emit(m_b.stream(Engine::tensor), tr);
+        }
+        // Whole tiles in one copy; a short last tile on its own partitions.
+        const int64_t short_tile = rows_of(g1 - 1) < TP ? g1 - 1 : g1;
+        if (short_tile > g0) {
+          AccessPattern src = psum_ap(bank, TP, (short_tile - g0) * H);
+          evacuate(sbuf_ap(*pt, kvdt, TP, g0 * H, (short_tile - g0) * H), src);
+        }
+        if (short_tile < g1) {
+          AccessPattern src = psum_ap(bank, rows_of(short_tile), H);
+          src.offset = (short_tile - g0) * H;
+          evacuate(sbuf_ap(*pt, kvdt, rows_of(short_tile), short_tile * H, H), src);
+        }
+      }
+      // O = P V per column block; the heads' own columns summed into the output row.
+      for (int64_t c0 = 0; c0 < D; c0 += C * blocks_at_once) {
+        const int64_t width = std::min(C * blocks_at_once, D - c0);
+        std::vector<Slot> banks;
+        for (int64_t c = 0; c < width; c += C) banks.push_back(next_bank());
+        for (int64_t j = 0; j < tiles; ++j) {
+          auto v = alloc(width, kvdt, "v");
+          if (!v) return no_room();
+          gather(*v, j, v_hbm, c0, width);
+          for (size_t k = 0; k < banks.size(); ++k) {
+            const int64_t off = static_cast<int64_t>(k) * C, nc = std::min(C, width - off);
+            Instruction mm;
+            mm.op = Opcode::matmul;
+            mm.dst = psum_ap(banks[k], Hp, nc);
+            mm.src[0] = sbuf_ap(*pt, kvdt, rows_of(j), j * H, H);
+            mm.src[1] = sbuf_ap(*v, kvdt, rows_of(j), off, nc);
+            mm.start = j == 0;
+            mm.stop = j + 1 == tiles;
+            emit(m_b.stream(Engine::tensor), mm);
+          }
+          m_sbuf.release(*v);
+        }
+        for (size_t k = 0; k < banks.size(); ++k) {
+          const int64_t off = static_cast<int64_t>(k) * C, nc = std::min(C, width - off);
+          auto masked = alloc(nc, kvdt, "masked");
+          if (!masked) return no_room();
+          tensor_tensor(AluOp::mul, sbuf_ap(*masked, kvdt, Hp, 0, nc), psum_ap(banks[k], Hp, nc),
+                        sbuf_ap(*mask, kvdt, Hp, c0 + off, nc));
+          Slot sum_bank = next_bank();
+          Instruction mm;
+          mm.op = Opcode::matmul;
+          mm.dst = psum_ap(sum_bank, 1, nc);
+          mm.src[0] = sbuf_ap(*ones, kvdt, Hp, 0, 1);
+          mm.src[1] = sbuf_ap(*masked, kvdt, Hp, 0, nc);
+          mm.start = mm.stop = true;
+          emit(m_b.stream(Engine::tensor), mm);
+          evacuate(sbuf_ap(*row, odt, 1, c0 + off, nc), psum_ap(sum_bank, 1, nc));
+          m_sbuf.release(*masked);
+        }
+      }
+      // The row to its place: partition b - row0 of b's output tile.
+      int64_t t = 0;
+      while (out->row0(t) + out->rows_in(t) <= b) ++t;
+      AccessPattern dst = tile_ap(*out, t, 0, D);
+      dst.partition_start = static_cast<int32_t>(b - out->row0(t));
+      dst.partitions = 1;
+      dma(next_store_queue(), dst, sbuf_ap(*row, odt, 1, 0, D));
+      for (Slot s : held) m_sbuf.release(s);
+    }
+    m_sbuf.release(*mask);
+    m_sbuf.release(*ones);
+    return std::nullopt;
+  }
+
   // A KV append: the update's rows are written into the cache's own HBM tensor at the run-time
   // position, by DMA with a scalar offset. The result aliases the cache (value_name()).
   std::optional<CompileError> lower_update_slice(const Node& n) {
@@ -1672,33 +1928,32 @@ class Lowering {
     if (!out || !stats || !work) return no_room();
     for (int64_t t = 0; t < out->count(); ++t) {
       const int32_t rows = out->rows_in(t);
-      auto col = [&](int64_t c) {
-        AccessPattern ap = tile_ap(*stats, 0, c, 1);
-        ap.partitions = rows;
-        return ap;
-      };
       AccessPattern w = tile_ap(*work, 0, 0, C);
       w.partitions = rows;
-      AccessPattern x = tile_ap(*in, t, 0, C), y = tile_ap(*out, t, 0, C);
-      reduce(AluOp::max, col(0), x);
-      tensor_tensor(AluOp::sub, w, x, broadcast_column(col(0), C));  // x - max
-      if (!log) {
-        AccessPattern sum = col(1);
-        activation(ActFn::exp, w, w, 1, 0, &sum);
-        tensor_scalar(AluOp::div, col(2), col(1), 1.0, /*reverse=*/true);
-        tensor_tensor(AluOp::mul, y, w, broadcast_column(col(2), C));
-      } else {
-        AccessPattern e = y;  // exp(x - max) lands in y first, then y = (x - max) - log(sum)
-        e.dtype = out->dtype;
-        AccessPattern sum = col(1);
-        activation(ActFn::exp, e, w, 1, 0, &sum);
-        activation(ActFn::log, col(2), col(1));
-        tensor_tensor(AluOp::sub, y, w, broadcast_column(col(2), C));
-      }
+      softmax_rows(tile_ap(*in, t, 0, C), tile_ap(*out, t, 0, C), w, stats->tiles[0], log);
     }
     release(*stats);
     release(*work);
     return std::nullopt;
+  }
+  // y = softmax (or log-softmax) of each row of x, through `work` (fp32, x's shape; may be x
+  // itself) and three fp32 columns of `stats` on the same partitions.
+  void softmax_rows(const AccessPattern& x, const AccessPattern& y, const AccessPattern& w,
+                    Slot stats, bool log) {
+    const int64_t C = x.free_elements();
+    auto col = [&](int64_t c) { return sbuf_ap(stats, DType::fp32, x.partitions, c, 1); };
+    reduce(AluOp::max, col(0), x);
+    tensor_tensor(AluOp::sub, w, x, broadcast_column(col(0), C));  // x - max
+    AccessPattern sum = col(1);
+    if (!log) {
+      activation(ActFn::exp, w, w, 1, 0, &sum);
+      tensor_scalar(AluOp::div, col(2), col(1), 1.0, /*reverse=*/true);
+      tensor_tensor(AluOp::mul, y, w, broadcast_column(col(2), C));
+    } else {
+      activation(ActFn::exp, y, w, 1, 0, &sum);  // exp(x - max) lands in y first, then
+      activation(ActFn::log, col(2), col(1));     // y = (x - max) - log(sum)
+      tensor_tensor(AluOp::sub, y, w, broadcast_column(col(2), C));
+    }
   }
 
   std::optional<CompileError> lower_norm(const Node& n) {

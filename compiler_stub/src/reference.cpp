@@ -201,6 +201,8 @@ class Evaluator {
         return dynamic_update_slice(n, *in[0], *in[1]);
       case OpKind::index_copy:
         return index_copy(*in[0], *in[1], *in[2]);
+      case OpKind::decode_attention:
+        return decode_attention(n, in);
     }
     throw InputError(m_path, "unhandled op");
   }
@@ -379,6 +381,50 @@ class Evaluator {
       }
       std::copy_n(src.data.data() + static_cast<int64_t>(i) * width, width,
                   out.data.data() + static_cast<int64_t>(id) * width);
+    }
+    return out;
+  }
+
+  // Per sequence b and head h: softmax(scale * q_h . k_h[ids[b, l]] + bias[b, h, l]) over l,
+  // then those weights times v_h's rows.
+  HostTensor decode_attention(const Node& n, const std::vector<const HostTensor*>& in) const {
+    const HostTensor &q = *in[0], &k = *in[1], &v = *in[2], &ids = *in[3];
+    const HostTensor* bias = in.size() > 4 ? in[4] : nullptr;
+    const int64_t B = q.shape[0], D = q.shape[1], N = k.shape[0], L = ids.shape[1];
+    const int64_t H = *n.int_attr("heads"), hd = D / H;
+    const double scale = attention_scale(n);
+    HostTensor out = make(q.shape);
+    std::vector<double> s(static_cast<size_t>(L));
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t l = 0; l < L; ++l) {
+        const float id = ids.data[static_cast<size_t>(b * L + l)];
+        if (!(id >= 0.0f && id < static_cast<float>(N))) {
+          throw InputError(m_path, "id " + std::to_string(static_cast<int64_t>(id)) +
+                                       " of sequence " + std::to_string(b) +
+                                       " is out of range [0, " + std::to_string(N) + ")");
+        }
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        const float* qh = q.data.data() + b * D + h * hd;
+        double top = -INFINITY;
+        for (int64_t l = 0; l < L; ++l) {
+          const int64_t row = static_cast<int64_t>(ids.data[static_cast<size_t>(b * L + l)]);
+          const float* kh = k.data.data() + row * D + h * hd;
+          double dot = 0;
+          for (int64_t d = 0; d < hd; ++d) dot += double(qh[d]) * double(kh[d]);
+          s[l] = scale * dot + (bias ? bias->data[static_cast<size_t>((b * H + h) * L + l)] : 0.0);
+          top = std::max(top, s[l]);
+        }
+        double sum = 0;
+        for (double& x : s) sum += (x = std::exp(x - top));
+        float* o = out.data.data() + b * D + h * hd;
+        for (int64_t l = 0; l < L; ++l) {
+          const int64_t row = static_cast<int64_t>(ids.data[static_cast<size_t>(b * L + l)]);
+          const float* vh = v.data.data() + row * D + h * hd;
+          const double p = s[l] / sum;
+          for (int64_t d = 0; d < hd; ++d) o[d] += static_cast<float>(p * vh[d]);
+        }
+      }
     }
     return out;
   }

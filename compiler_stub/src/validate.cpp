@@ -113,6 +113,8 @@ class NodeChecker {
         return dynamic_update_slice();
       case OpKind::index_copy:
         return index_copy();
+      case OpKind::decode_attention:
+        return decode_attention();
     }
     fail("unhandled op");
   }
@@ -463,6 +465,42 @@ class NodeChecker {
            ": a row of dst per id");
     }
     return like(0, dims(0));
+  }
+
+  // decode_attention(q [B, D], k [N, D], v [N, D], ids [B, L] int32, bias [B, heads, L]?)
+  // -> q's type.
+  TensorType decode_attention() const {
+    need_rank(0, 2, "q [B, D]");
+    need_rank(1, 2, "k [N, D]");
+    need_rank(2, 2, "v [N, D]");
+    need_rank(3, 2, "ids [B, L]");
+    const int64_t heads = required_int("heads");
+    if (const double* s = m_n.real_attr("scale"); s && !(std::isfinite(*s) && *s > 0)) {
+      fail("scale must be a positive number");
+    }
+    if (m_in[3]->dtype != isa::DType::int32) {
+      fail("ids must be int32, got " + std::string(isa::name_of(m_in[3]->dtype)));
+    }
+    if (m_in[1]->dtype != m_in[2]->dtype) fail("k and v differ in dtype");
+    const Dim d = same(same(dims(0)[1], dims(1)[1], "q and k differ in width"), dims(2)[1],
+                       "q and v differ in width");
+    same(dims(1)[0], dims(2)[0], "k and v differ in rows");
+    same(dims(0)[0], dims(3)[0], "q and ids differ in sequences");
+    if (d.kind == Dim::Kind::unknown) fail("the width D must be known");
+    if (heads < 1 || d.size % heads != 0) {
+      fail("heads " + std::to_string(heads) + " must divide the width " + std::to_string(d.size));
+    }
+    if (m_in.size() == 5) {
+      need_rank(4, 3, "bias [B, heads, L]");
+      if (!isa::is_float(m_in[4]->dtype)) fail("bias must be a float type");
+      same(dims(4)[0], dims(0)[0], "bias and q differ in sequences");
+      if (dims(4)[1].size != heads) {
+        fail("bias " + to_string(dims(4)) + " must have " + std::to_string(heads) +
+             " heads in dim 1");
+      }
+      same(dims(4)[2], dims(3)[1], "bias and ids differ in keys");
+    }
+    return *m_in[0];
   }
 
   TensorType dynamic_update_slice() const {

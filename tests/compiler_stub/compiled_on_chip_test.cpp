@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -52,8 +53,20 @@ struct Outcome {
   int64_t plans = 0;
 };
 
+// Sets int32 input `name` on the device and for the reference to `values`.
+void set_ints(sim::Device& device, std::map<std::string, HostTensor>& inputs,
+              const std::string& name, const std::vector<int32_t>& values) {
+  auto& t = *device.tensors().find(name);
+  ASSERT_EQ(t.bytes.size(), 4 * values.size()) << name;
+  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  inputs[name].data.assign(values.begin(), values.end());
+}
+using Adjust = std::function<void(sim::Device&, std::map<std::string, HostTensor>&)>;
+
 // Compiles `g`, runs it functionally on `config`, and compares every output with the reference.
-Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolicy policy) {
+// `adjust` may replace input values (ids that must be in range) before the run.
+Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolicy policy,
+                    const Adjust& adjust = {}) {
   Outcome o;
   runtime::Config cfg = load(config);
   auto compiled = compile_graph(g, cfg.chip.arch, policy);
@@ -70,6 +83,7 @@ Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolicy polic
   opts.stats = &stats;
   sim::Device device("device", cfg.chip, opts);
   std::map<std::string, HostTensor> inputs = place_inputs(g, device, 7);
+  if (adjust) adjust(device, inputs);
   for (const isa::Plan& p : cg.plans.plans) {
     for (const isa::TensorDecl& t : p.tensors)
       device.tensors().put(t.name, t.space, t.dtype, t.shape);
@@ -460,6 +474,78 @@ TEST(CompiledOnChip, BoundedAttentionPlanServesEveryLength) {
     }
   }
   EXPECT_TRUE(device.all_drained());
+}
+
+// decode_attention graphs: B sequences of L keys gathered from pools of N rows by scattered ids,
+// with or without a bias (-1e9 past each sequence's length, as a bounded plan masks).
+Graph attention_graph(const char* dtype, int64_t B, int64_t L, int64_t N, int64_t D, int64_t H,
+                      bool bias) {
+  auto input = [&](int id, const std::string& name, const std::string& dt,
+                   const std::string& shape) {
+    return "{\"id\": " + std::to_string(id) + ", \"op\": \"input\", \"name\": \"" + name +
+           "\", \"dtype\": \"" + dt + "\", \"shape\": " + shape + ", \"role\": \"input\"},";
+  };
+  auto dims = [](std::vector<int64_t> d) {
+    std::string s = "[";
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+    return s + "]";
+  };
+  std::string text = R"({"format": "wallsim-graph", "version": 1, "name": "attn", "nodes": [)";
+  text += input(0, "q", dtype, dims({B, D})) + input(1, "k", dtype, dims({N, D})) +
+          input(2, "v", dtype, dims({N, D})) + input(3, "ids", "int32", dims({B, L}));
+  if (bias) text += input(4, "bias", "fp32", dims({B, H, L}));
+  text += R"({"id": 5, "op": "relu", "inputs": [0]},)";  // q produced on the chip
+  text += R"({"id": 6, "op": "decode_attention", "inputs": [5, 1, 2, 3)" +
+          std::string(bias ? ", 4" : "") + "], \"heads\": " + std::to_string(H) +
+          R"(}], "outputs": [6]})";
+  return graph(text);
+}
+
+Adjust attention_inputs(int64_t B, int64_t L, int64_t N, int64_t H, bool bias) {
+  return [=](sim::Device& device, std::map<std::string, HostTensor>& inputs) {
+    std::vector<int32_t> ids(static_cast<size_t>(B * L));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 97 + 5) % N);
+    set_ints(device, inputs, "ids", ids);
+    if (!bias) return;
+    // Sequence b sees its first L - 7b keys (at least one); the bias elsewhere is small noise.
+    auto& t = *device.tensors().find("bias");
+    std::vector<float> vals = inputs["bias"].data;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t len = std::max<int64_t>(1, L - 7 * b);
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t l = len; l < L; ++l) vals[static_cast<size_t>((b * H + h) * L + l)] = -1e9f;
+      }
+    }
+    std::memcpy(t.bytes.data(), vals.data(), 4 * vals.size());
+    inputs["bias"].data = vals;
+  };
+}
+
+// 300 keys: two whole key tiles and a short one; 4 heads of 24.
+TEST(CompiledOnChip, DecodeAttentionMatchesReferenceOnTrn2) {
+  Outcome o = run_on_chip(attention_graph("fp32", 5, 300, 400, 96, 4, true), "trn2",
+                          GroupPolicy::whole, attention_inputs(5, 300, 400, 4, true));
+  EXPECT_EQ(o.plans, 1);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, DecodeAttentionWithoutBiasMatchesReference) {
+  Outcome o = run_on_chip(attention_graph("fp32", 5, 300, 400, 96, 4, false), "trn2",
+                          GroupPolicy::whole, attention_inputs(5, 300, 400, 4, false));
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, DecodeAttentionBf16MatchesReferenceWithinRounding) {
+  Outcome o = run_on_chip(attention_graph("bf16", 5, 300, 400, 96, 4, true), "trn2",
+                          GroupPolicy::per_op, attention_inputs(5, 300, 400, 4, true));
+  EXPECT_LT(o.max_error, 2e-2);
+}
+
+TEST(CompiledOnChip, DecodeAttentionMatchesReferenceOnTiny) {
+  // 40 sequences span two output tiles; 200 columns, three moving blocks; 70 keys, a short tile.
+  Outcome o = run_on_chip(attention_graph("fp32", 40, 70, 90, 200, 5, true), "tiny",
+                          GroupPolicy::whole, attention_inputs(40, 70, 90, 5, true));
+  EXPECT_LT(o.max_error, 1e-4);
 }
 
 }  // namespace

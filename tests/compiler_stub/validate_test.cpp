@@ -87,7 +87,8 @@ TEST(InferTypes, EveryOp) {
   // Every op of ops.def has a case above.
   for (int op = 0; op < kNumOps; ++op) {
     std::string name(info(static_cast<OpKind>(op)).name);
-    bool covered = name == "index_copy";  // InferTypes.IndexCopy: needs inputs kBase lacks
+    // InferTypes.IndexCopy and .DecodeAttention: they need inputs kBase lacks.
+    bool covered = name == "index_copy" || name == "decode_attention";
     for (const Case& c : cases) {
       covered |= std::string(c.node).find("\"op\": \"" + name + "\"") != std::string::npos;
     }
@@ -114,6 +115,35 @@ TEST(InferTypes, IndexCopy) {
             "nodes[5] (op 'index_copy'): src and dst differ in dtype");
   EXPECT_EQ(error_of([&] { type(R"({"id": 5, "op": "index_copy", "inputs": [0, 2, 2]})"); }),
             "nodes[5] (op 'index_copy'): ids [N] must have rank 1, got [3, 4]");
+}
+
+TEST(InferTypes, DecodeAttention) {
+  const std::string inputs = R"(
+    {"id": 0, "op": "input", "name": "q", "dtype": "bf16", "shape": [3, 8]},
+    {"id": 1, "op": "input", "name": "pool", "dtype": "bf16", "shape": [16, 8]},
+    {"id": 2, "op": "input", "name": "ids", "dtype": "int32", "shape": [3, 5]},
+    {"id": 3, "op": "input", "name": "bias", "dtype": "fp32", "shape": [3, 2, 5]},
+    {"id": 4, "op": "input", "name": "narrow", "dtype": "bf16", "shape": [16, 6]},)";
+  auto type = [&](const std::string& node) {
+    Graph g = make_graph("[" + inputs + node + "]", "[5]");
+    infer_types(g);
+    return to_string(g.nodes[5].type);
+  };
+  auto node = [](const std::string& in, const std::string& attrs) {
+    return R"({"id": 5, "op": "decode_attention", "inputs": )" + in + attrs + "}";
+  };
+  EXPECT_EQ(type(node("[0, 1, 1, 2, 3]", R"(, "heads": 2)")), "bf16[3, 8]");
+  EXPECT_EQ(type(node("[0, 1, 1, 2]", R"(, "heads": 4, "scale": 0.5)")), "bf16[3, 8]");
+  EXPECT_EQ(error_of([&] { type(node("[0, 1, 1, 2, 3]", R"(, "heads": 4)")); }),
+            "nodes[5] (op 'decode_attention'): bias [3, 2, 5] must have 4 heads in dim 1");
+  EXPECT_EQ(error_of([&] { type(node("[0, 1, 1, 2]", R"(, "heads": 3)")); }),
+            "nodes[5] (op 'decode_attention'): heads 3 must divide the width 8");
+  EXPECT_EQ(error_of([&] { type(node("[0, 1, 4, 2]", R"(, "heads": 2)")); }),
+            "nodes[5] (op 'decode_attention'): q and v differ in width: 8 vs 6");
+  EXPECT_EQ(error_of([&] { type(node("[0, 1, 1, 1]", R"(, "heads": 2)")); }),
+            "nodes[5] (op 'decode_attention'): ids must be int32, got bf16");
+  EXPECT_EQ(error_of([&] { type(node("[0, 1, 1, 2]", "")); }),
+            "nodes[5] (op 'decode_attention'): missing attribute 'heads'");
 }
 
 TEST(InferTypes, InputsAndIotaKeepTheirDeclaredType) {

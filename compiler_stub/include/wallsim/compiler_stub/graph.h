@@ -102,6 +102,8 @@ struct Node {
 // The `eps` attribute of layernorm and rmsnorm, or the default 1e-5 when absent.
 inline constexpr double kDefaultNormEps = 1e-5;
 double norm_eps(const Node& n);
+// The `scale` attribute of decode_attention, or 1 / sqrt(head width) when absent.
+double attention_scale(const Node& n);
 
 struct ScalarParam {
   std::string name;
