@@ -1288,17 +1288,20 @@ class Lowering {
   }
 
   // decode_attention: one query row per sequence against its keys and values, gathered from the
-  // pools by row ids. Per sequence, in key tiles of T rows (keys on partitions):
-  //  - scores^T [keys, H]: the query, broadcast to every partition by DMA and pre-scaled, times
-  //    the gathered K tile, summed per head (one multiply and one grouped reduce on the vector
-  //    engine, every head at once);
-  //  - transposed through the array into S [H, L] a PSUM bank at a time, the bias added on the
-  //    way to SBUF, and a softmax along each head's row;
-  //  - P's key tiles transposed back (P^T [keys, H]) as stationaries: O [H, cols] accumulates
-  //    P^T_j^T . V_j per column block in a bank; a 0/1 mask keeps head h's columns of row h and
-  //    a ones-vector matmul sums the H rows into the output row;
-  //  - the row moved to its partition of the output tile by an SBUF-to-SBUF DMA.
-  // Instructions grow with sequences x key tiles, not with heads: all heads share each one.
+  // pools by row ids. Per sequence, in key tiles of T rows (keys on partitions), three stages:
+  //  1. scores^T [keys, H]: the query, broadcast to every partition by DMA and pre-scaled, times
+  //     the gathered K tile, summed per head (one multiply and one grouped reduce on the vector
+  //     engine, every head at once); transposed through the array into S [H, L] a PSUM bank at
+  //     a time, the bias added on the way to SBUF;
+  //  2. a softmax along each head's row of S; P's key tiles transposed back (P^T [keys, H]);
+  //  3. O [H, cols] accumulates P^T_j^T . V_j per column block in a bank; a 0/1 mask keeps
+  //     head h's columns of row h and a ones-vector matmul sums the H rows into the output row,
+  //     which an SBUF-to-SBUF DMA moves to its partition of the output tile.
+  // Engines run their streams in order, so the stages are software-pipelined: stage 1 of
+  // sequence b is emitted with stage 2 of b - 1 and stage 3 of b - 2, each sequence in flight
+  // on its own PSUM banks, so no engine waits on a sequence's whole chain (unless three
+  // sequences' state would crowd SBUF: then one at a time). Instructions grow
+  // with sequences x key tiles, not with heads: all heads share each one.
   std::optional<CompileError> lower_decode_attention(const Node& n) {
     const int32_t qid = n.inputs[0], kid = n.inputs[1], vid = n.inputs[2], iid = n.inputs[3];
     const int32_t bid = n.inputs.size() > 4 ? n.inputs[4] : -1;
@@ -1308,12 +1311,15 @@ class Lowering {
     const int64_t L = m_g.find(iid)->type.dims[1].size;
     const int64_t H = *n.int_attr("heads"), hd = D / H;
     const DType qdt = qt.dtype, kvdt = kt.dtype, odt = n.type.dtype;
+    const DType bdt = bid >= 0 ? m_g.find(bid)->type.dtype : DType::fp32;
     const int64_t bank_cols = m_arch.psum.bank_bytes / 4;
+    const int64_t banks = static_cast<int64_t>(m_psum.size());
     if (H > m_T) {
       return error(std::to_string(H) + " heads exceed the " + std::to_string(m_T) +
                    " columns of the array");
     }
-    if (bank_cols < m_T) return error("a PSUM bank is narrower than a key tile");
+    if (bank_cols < m_T || bank_cols < H) return error("a PSUM bank is narrower than a key tile");
+    if (banks < 4) return error("needs at least 4 PSUM banks");
     if (auto e = needs_one_chunk(std::max(D, L))) return e;
     if (m_group.count(iid) || m_views.count(iid)) {
       return error("decode_attention ids computed on the chip are not supported yet");
@@ -1327,6 +1333,8 @@ class Lowering {
     Slot k_hbm = hbm_tensor(kid, isa::TensorRole::input);
     Slot v_hbm = hbm_tensor(vid, isa::TensorRole::input);
     Slot ids_hbm = hbm_tensor(iid, isa::TensorRole::input);
+    std::optional<Slot> bias_hbm;
+    if (bid >= 0) bias_hbm = hbm_tensor(bid, isa::TensorRole::input);
     const View pool{N, D};
     auto alloc = [&](int64_t elems, DType dt, const char* hint) {
       return sbuf_alloc(elems * isa::dtype_bytes(dt), hint);
@@ -1339,87 +1347,132 @@ class Lowering {
       in.step = step;
       emit(m_b.stream(Engine::vector), in);
     };
+    auto transpose = [&](const AccessPattern& dst, const AccessPattern& src) {
+      Instruction tr;
+      tr.op = Opcode::transpose;
+      tr.dst = dst;
+      tr.src[0] = src;
+      emit(m_b.stream(Engine::tensor), tr);
+    };
+    auto matmul = [&](const AccessPattern& dst, const AccessPattern& st, const AccessPattern& mv,
+                      bool start, bool stop) {
+      Instruction mm;
+      mm.op = Opcode::matmul;
+      mm.dst = dst;
+      mm.src[0] = st;
+      mm.src[1] = mv;
+      mm.start = start;
+      mm.stop = stop;
+      emit(m_b.stream(Engine::tensor), mm);
+    };
+    auto bank_at = [&](Slot bank, int32_t parts, int64_t offset, int64_t cols) {
+      AccessPattern ap = psum_ap(bank, parts, cols);
+      ap.offset = offset;
+      return ap;
+    };
+
     // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd); a ones column.
+    const int32_t Hp = static_cast<int32_t>(H);
     auto diff = alloc(D, DType::fp32, "attn_mask");
     auto mask = alloc(D, kvdt, "attn_mask");
     auto ones = alloc(1, kvdt, "ones");
     if (!diff || !mask || !ones) return no_room();
-    const int32_t Hp = static_cast<int32_t>(H);
     const AccessPattern dap = sbuf_ap(*diff, DType::fp32, Hp, 0, D);
+    const AccessPattern map = sbuf_ap(*mask, kvdt, Hp, 0, D);
     vector_op(Opcode::iota, dap, 0, -double(hd), 1);
-    tensor_scalar(AluOp::lt, sbuf_ap(*mask, kvdt, Hp, 0, D), dap, double(hd));
+    tensor_scalar(AluOp::lt, map, dap, double(hd));
     tensor_scalar(AluOp::ge, dap, dap, 0.0);
-    tensor_tensor(AluOp::mul, sbuf_ap(*mask, kvdt, Hp, 0, D), sbuf_ap(*mask, kvdt, Hp, 0, D), dap);
+    tensor_tensor(AluOp::mul, map, map, dap);
     vector_op(Opcode::memset, sbuf_ap(*ones, kvdt, Hp, 0, 1), 1, 0, 0);
     m_sbuf.release(*diff);
 
     const int64_t tiles = (L + m_T - 1) / m_T;
     const int32_t TP = static_cast<int32_t>(std::min<int64_t>(m_T, L));
-    auto rows_of = [&](int64_t j) { return static_cast<int32_t>(std::min<int64_t>(m_T, L - j * m_T)); };
+    auto rows_of = [&](int64_t j) {
+      return static_cast<int32_t>(std::min<int64_t>(m_T, L - j * m_T));
+    };
     const double scale = attention_scale(n);
-    // Column blocks of the output, several accumulating at once (half the banks at most).
+    // PSUM: three banks rotate through stages 1-2 (one per sequence in flight); the rest hold
+    // output column blocks for stage 3, in sets that alternate between sequences.
     const int64_t C = moving_cols();
-    const int64_t blocks_at_once = std::max<int64_t>(1, static_cast<int64_t>(m_psum.size()) / 2);
-    for (int64_t b = 0; b < B; ++b) {
+    const int64_t at_once = std::max<int64_t>(1, std::min((D + C - 1) / C, (banks - 3) / 2));
+    const int64_t sets = (banks - 3) / at_once;
+
+    struct Seq {  // one sequence's on-chip state between stages
       std::vector<Slot> held;
-      auto take = [&](std::optional<Slot> s) {
-        if (s) held.push_back(*s);
-        return s;
-      };
-      auto qb = take(alloc(D, qdt, "q")), qs = take(alloc(D, DType::fp32, "q"));
-      auto idx = take(alloc(tiles, DType::int32, "ids"));
-      auto st = take(alloc(tiles * H, DType::fp32, "scores_t"));
-      auto S = take(alloc(L, DType::fp32, "scores"));
-      auto pt = take(alloc(tiles * H, kvdt, "p_t"));
-      auto stats = take(alloc(3, DType::fp32, "stats"));
-      auto row = take(alloc(D, odt, "row"));
+      Slot idx, v, s, pt, stats;
+    };
+    std::map<int64_t, Seq> live;
+    auto take = [&](Seq& q, int64_t elems, DType dt, const char* hint) -> std::optional<Slot> {
+      auto s = alloc(elems, dt, hint);
+      if (s) q.held.push_back(*s);
+      return s;
+    };
+    auto ids_col = [&](const Seq& q, int64_t j) {
+      return sbuf_ap(q.idx, DType::int32, rows_of(j), j, 1);
+    };
+    auto gather = [&](const AccessPattern& dst, const Seq& q, int64_t j, Slot table, int64_t c0,
+                      int64_t nc) {
+      Instruction g;
+      g.op = Opcode::dma_gather;
+      g.dst = dst;
+      g.src[0] = hbm_ap(table, kvdt, pool, 0, static_cast<int32_t>(N), c0, nc);
+      g.src[1] = ids_col(q, j);
+      emit(next_load_queue(), g);
+      m_bytes_in += rows_of(j) * (4 + nc * isa::dtype_bytes(kvdt));
+    };
+
+    // Stage 1: loads, scores into S (+ bias), V gathered for stage 3.
+    auto stage1 = [&](int64_t b) -> std::optional<CompileError> {
+      Seq& q = live[b];
+      auto qb = alloc(D, qdt, "q");
+      auto qs = take(q, D, DType::fp32, "q");
+      auto idx = take(q, tiles, DType::int32, "ids");
+      auto s = take(q, L, DType::fp32, "scores");
+      auto st = take(q, tiles * H, DType::fp32, "scores_t");
+      auto pt = take(q, tiles * H, kvdt, "p_t");
+      auto stats = take(q, 3, DType::fp32, "stats");
+      auto v = take(q, tiles * D, kvdt, "v");
       std::optional<Slot> bias;
-      if (bid >= 0) bias = take(alloc(L, m_g.find(bid)->type.dtype, "bias"));
-      if (!qb || !qs || !idx || !st || !S || !pt || !stats || !row || (bid >= 0 && !bias)) {
+      if (bid >= 0) bias = take(q, L, bdt, "bias");
+      if (!qb || !qs || !idx || !s || !st || !pt || !stats || !v || (bid >= 0 && !bias)) {
         return no_room();
       }
-      // The query on every partition, scaled; the sequence's ids, a column per key tile.
-      AccessPattern qsrc = hbm_ap(q_hbm, qdt, View{B, D}, b, TP, 0, D);
-      qsrc.partition_stride = 0;
-      dma(next_load_queue(), sbuf_ap(*qb, qdt, TP, 0, D), qsrc);
-      tensor_scalar(AluOp::mul, sbuf_ap(*qs, DType::fp32, TP, 0, D), sbuf_ap(*qb, qdt, TP, 0, D),
-                    scale);
-      const int64_t full = L / m_T;
-      for (int64_t j0 = 0; j0 < tiles;) {  // the whole tiles in one DMA, then the short one
+      q.idx = *idx;
+      q.v = *v;
+      q.s = *s;
+      q.pt = *pt;
+      q.stats = *stats;
+      // The sequence's ids, a column per key tile: the whole tiles in one DMA, then the short.
+      for (int64_t j0 = 0, full = L / m_T; j0 < tiles;) {
         const int64_t count = j0 < full ? full : 1;
         const int32_t rows = rows_of(j0);
         AccessPattern src = hbm_ap(ids_hbm, DType::int32, View{B, L}, b, rows, j0 * m_T, 1);
         src.partition_stride = 1;
         src.free[0] = {count, m_T};
-        AccessPattern dst = sbuf_ap(*idx, DType::int32, rows, j0, count);
-        dma(next_load_queue(), dst, src);
+        dma(next_load_queue(), sbuf_ap(*idx, DType::int32, rows, j0, count), src);
         j0 += count;
       }
+      // The query on every partition, scaled.
+      AccessPattern qsrc = hbm_ap(q_hbm, qdt, View{B, D}, b, TP, 0, D);
+      qsrc.partition_stride = 0;
+      dma(next_load_queue(), sbuf_ap(*qb, qdt, TP, 0, D), qsrc);
+      tensor_scalar(AluOp::mul, sbuf_ap(*qs, DType::fp32, TP, 0, D), sbuf_ap(*qb, qdt, TP, 0, D),
+                    scale);
+      m_sbuf.release(*qb);
       if (bias) {
-        const DType bdt = m_g.find(bid)->type.dtype;
         dma(next_load_queue(), sbuf_ap(*bias, bdt, Hp, 0, L),
-            hbm_ap(hbm_tensor(bid, isa::TensorRole::input), bdt, View{B * H, L}, b * H, Hp, 0, L));
+            hbm_ap(*bias_hbm, bdt, View{B * H, L}, b * H, Hp, 0, L));
       }
-      auto ids_col = [&](int64_t j) { return sbuf_ap(*idx, DType::int32, rows_of(j), j, 1); };
-      auto gather = [&](Slot dst, int64_t j, Slot table, int64_t c0, int64_t nc) {
-        Instruction g;
-        g.op = Opcode::dma_gather;
-        g.dst = sbuf_ap(dst, kvdt, rows_of(j), 0, nc);
-        g.src[0] = hbm_ap(table, kvdt, pool, 0, static_cast<int32_t>(N), c0, nc);
-        g.src[1] = ids_col(j);
-        emit(next_load_queue(), g);
-        m_bytes_in += rows_of(j) * (4 + nc * isa::dtype_bytes(kvdt));
-      };
-      // Scores, a PSUM bank of key tiles at a time, into S with the bias.
+      const Slot bank = m_psum[static_cast<size_t>(b % 3)];
       const int64_t per_bank = bank_cols / m_T;
       for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
         const int64_t g1 = std::min(tiles, g0 + per_bank);
-        Slot bank = next_bank();
         for (int64_t j = g0; j < g1; ++j) {
           const int32_t rows = rows_of(j);
           auto k = alloc(D, kvdt, "k"), prod = alloc(D, DType::fp32, "qk");
           if (!k || !prod) return no_room();
-          gather(*k, j, k_hbm, 0, D);
+          gather(sbuf_ap(*k, kvdt, rows, 0, D), q, j, k_hbm, 0, D);
           const AccessPattern pap = sbuf_ap(*prod, DType::fp32, rows, 0, D);
           tensor_tensor(AluOp::mul, pap, sbuf_ap(*k, kvdt, rows, 0, D),
                         sbuf_ap(*qs, DType::fp32, rows, 0, D));
@@ -1429,87 +1482,76 @@ class Lowering {
           heads.free[1] = {hd, 1};
           const AccessPattern sj = sbuf_ap(*st, DType::fp32, rows, j * H, H);
           reduce(AluOp::add, sj, heads);
-          Instruction tr;
-          tr.op = Opcode::transpose;
-          tr.dst = psum_ap(bank, Hp, rows);
-          tr.dst.offset = (j - g0) * m_T;
-          tr.src[0] = sj;
-          emit(m_b.stream(Engine::tensor), tr);
+          transpose(bank_at(bank, Hp, (j - g0) * m_T, rows), sj);
           m_sbuf.release(*k);
           m_sbuf.release(*prod);
         }
         const int64_t c0 = g0 * m_T, nc = std::min(L, g1 * m_T) - c0;
-        const AccessPattern sdst = sbuf_ap(*S, DType::fp32, Hp, c0, nc);
+        const AccessPattern sdst = sbuf_ap(*s, DType::fp32, Hp, c0, nc);
         if (bias) {
-          tensor_tensor(AluOp::add, sdst, psum_ap(bank, Hp, nc),
-                        sbuf_ap(*bias, m_g.find(bid)->type.dtype, Hp, c0, nc));
+          tensor_tensor(AluOp::add, sdst, psum_ap(bank, Hp, nc), sbuf_ap(*bias, bdt, Hp, c0, nc));
         } else {
           evacuate(sdst, psum_ap(bank, Hp, nc));
         }
       }
-      const AccessPattern sall = sbuf_ap(*S, DType::fp32, Hp, 0, L);
-      softmax_rows(sall, sall, sall, *stats, false);
-      // P^T per key tile, a bank of them at a time.
-      const int64_t per_bank_t = bank_cols / H;
-      for (int64_t g0 = 0; g0 < tiles; g0 += per_bank_t) {
-        const int64_t g1 = std::min(tiles, g0 + per_bank_t);
-        Slot bank = next_bank();
+      for (int64_t j = 0; j < tiles; ++j) {  // V, for stage 3, while the scores are computed
+        gather(sbuf_ap(*v, kvdt, rows_of(j), j * D, D), q, j, v_hbm, 0, D);
+      }
+      return std::nullopt;
+    };
+
+    // Stage 2: softmax, then P^T per key tile, a bank of them at a time.
+    auto stage2 = [&](int64_t b) {
+      const Seq& q = live.at(b);
+      const AccessPattern sall = sbuf_ap(q.s, DType::fp32, Hp, 0, L);
+      softmax_rows(sall, sall, sall, q.stats, false);
+      const Slot bank = m_psum[static_cast<size_t>(b % 3)];
+      const int64_t per_bank = bank_cols / H;
+      for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
+        const int64_t g1 = std::min(tiles, g0 + per_bank);
         for (int64_t j = g0; j < g1; ++j) {
-          Instruction tr;
-          tr.op = Opcode::transpose;
-          tr.dst = psum_ap(bank, rows_of(j), Hp);
-          tr.dst.offset = (j - g0) * H;
-          tr.src[0] = sbuf_ap(*S, DType::fp32, Hp, j * m_T, rows_of(j));
-          emit(m_b.stream(Engine::tensor), tr);
+          transpose(bank_at(bank, rows_of(j), (j - g0) * H, Hp),
+                    sbuf_ap(q.s, DType::fp32, Hp, j * m_T, rows_of(j)));
         }
         // Whole tiles in one copy; a short last tile on its own partitions.
         const int64_t short_tile = rows_of(g1 - 1) < TP ? g1 - 1 : g1;
         if (short_tile > g0) {
-          AccessPattern src = psum_ap(bank, TP, (short_tile - g0) * H);
-          evacuate(sbuf_ap(*pt, kvdt, TP, g0 * H, (short_tile - g0) * H), src);
+          evacuate(sbuf_ap(q.pt, kvdt, TP, g0 * H, (short_tile - g0) * H),
+                   psum_ap(bank, TP, (short_tile - g0) * H));
         }
         if (short_tile < g1) {
-          AccessPattern src = psum_ap(bank, rows_of(short_tile), H);
-          src.offset = (short_tile - g0) * H;
-          evacuate(sbuf_ap(*pt, kvdt, rows_of(short_tile), short_tile * H, H), src);
+          evacuate(sbuf_ap(q.pt, kvdt, rows_of(short_tile), short_tile * H, H),
+                   bank_at(bank, rows_of(short_tile), (short_tile - g0) * H, H));
         }
       }
-      // O = P V per column block; the heads' own columns summed into the output row.
-      for (int64_t c0 = 0; c0 < D; c0 += C * blocks_at_once) {
-        const int64_t width = std::min(C * blocks_at_once, D - c0);
-        std::vector<Slot> banks;
-        for (int64_t c = 0; c < width; c += C) banks.push_back(next_bank());
+    };
+
+    // Stage 3: O = P V per column block; the heads' own columns summed into the output row.
+    auto stage3 = [&](int64_t b) -> std::optional<CompileError> {
+      Seq& q = live.at(b);
+      auto row = take(q, D, odt, "row");
+      if (!row) return no_room();
+      const Slot sum_bank = m_psum[static_cast<size_t>(b % 3)];
+      const size_t set = static_cast<size_t>(3 + (b % sets) * at_once);
+      for (int64_t c0 = 0; c0 < D; c0 += C * at_once) {
+        const int64_t width = std::min(C * at_once, D - c0);
         for (int64_t j = 0; j < tiles; ++j) {
-          auto v = alloc(width, kvdt, "v");
-          if (!v) return no_room();
-          gather(*v, j, v_hbm, c0, width);
-          for (size_t k = 0; k < banks.size(); ++k) {
-            const int64_t off = static_cast<int64_t>(k) * C, nc = std::min(C, width - off);
-            Instruction mm;
-            mm.op = Opcode::matmul;
-            mm.dst = psum_ap(banks[k], Hp, nc);
-            mm.src[0] = sbuf_ap(*pt, kvdt, rows_of(j), j * H, H);
-            mm.src[1] = sbuf_ap(*v, kvdt, rows_of(j), off, nc);
-            mm.start = j == 0;
-            mm.stop = j + 1 == tiles;
-            emit(m_b.stream(Engine::tensor), mm);
+          for (int64_t off = 0; off < width; off += C) {
+            matmul(psum_ap(m_psum[set + static_cast<size_t>(off / C)], Hp, std::min(C, width - off)),
+                   sbuf_ap(q.pt, kvdt, rows_of(j), j * H, H),
+                   sbuf_ap(q.v, kvdt, rows_of(j), j * D + c0 + off, std::min(C, width - off)),
+                   j == 0, j + 1 == tiles);
           }
-          m_sbuf.release(*v);
         }
-        for (size_t k = 0; k < banks.size(); ++k) {
-          const int64_t off = static_cast<int64_t>(k) * C, nc = std::min(C, width - off);
+        for (int64_t off = 0; off < width; off += C) {
+          const int64_t nc = std::min(C, width - off);
           auto masked = alloc(nc, kvdt, "masked");
           if (!masked) return no_room();
-          tensor_tensor(AluOp::mul, sbuf_ap(*masked, kvdt, Hp, 0, nc), psum_ap(banks[k], Hp, nc),
+          tensor_tensor(AluOp::mul, sbuf_ap(*masked, kvdt, Hp, 0, nc),
+                        psum_ap(m_psum[set + static_cast<size_t>(off / C)], Hp, nc),
                         sbuf_ap(*mask, kvdt, Hp, c0 + off, nc));
-          Slot sum_bank = next_bank();
-          Instruction mm;
-          mm.op = Opcode::matmul;
-          mm.dst = psum_ap(sum_bank, 1, nc);
-          mm.src[0] = sbuf_ap(*ones, kvdt, Hp, 0, 1);
-          mm.src[1] = sbuf_ap(*masked, kvdt, Hp, 0, nc);
-          mm.start = mm.stop = true;
-          emit(m_b.stream(Engine::tensor), mm);
+          matmul(psum_ap(sum_bank, 1, nc), sbuf_ap(*ones, kvdt, Hp, 0, 1),
+                 sbuf_ap(*masked, kvdt, Hp, 0, nc), true, true);
           evacuate(sbuf_ap(*row, odt, 1, c0 + off, nc), psum_ap(sum_bank, 1, nc));
           m_sbuf.release(*masked);
         }
@@ -1521,7 +1563,24 @@ class Lowering {
       dst.partition_start = static_cast<int32_t>(b - out->row0(t));
       dst.partitions = 1;
       dma(next_store_queue(), dst, sbuf_ap(*row, odt, 1, 0, D));
-      for (Slot s : held) m_sbuf.release(s);
+      for (Slot s : q.held) m_sbuf.release(s);
+      live.erase(b);
+      return std::nullopt;
+    };
+
+    // Three sequences in flight when their state takes at most half of SBUF, else one.
+    const int64_t kvb = isa::dtype_bytes(kvdt);
+    const int64_t state = D * (4 + isa::dtype_bytes(odt)) + tiles * (4 + H * (4 + kvb) + D * kvb) +
+                          L * (4 + (bid >= 0 ? isa::dtype_bytes(bdt) : 0)) + 3 * 4;
+    const int64_t lag = 3 * state + D * (4 + kvb) <= m_sbuf.capacity() / 2 ? 1 : 0;
+    for (int64_t i = 0; i < B + 2 * lag; ++i) {
+      if (i < B) {
+        if (auto e = stage1(i)) return e;
+      }
+      if (i - lag >= 0 && i - lag < B) stage2(i - lag);
+      if (i - 2 * lag >= 0 && i - 2 * lag < B) {
+        if (auto e = stage3(i - 2 * lag)) return e;
+      }
     }
     m_sbuf.release(*mask);
     m_sbuf.release(*ones);

@@ -484,21 +484,15 @@ class Serve final : public Workload {
             double(m_layers) * (4 * D * D + 2 * double(len) * D + 2 * D * F) + D * double(m_vocab);
       }
       slot_t = s.upload({B}, isa::DType::int32, slots);
-      Tensor gather_t = s.upload({B * L}, isa::DType::int32, gather);
+      Tensor gather_t = s.upload({B, L}, isa::DType::int32, gather);
       // -1e9 past each sequence's length, built on the chip from the lengths.
-      Tensor keys_at = s.iota({B * H, L}, isa::DType::int32, 1);
+      Tensor keys_at = s.iota({B, H, L}, isa::DType::fp32, 2);
       Tensor bias =
-          scale(compare(keys_at, s.upload({B * H, 1}, isa::DType::int32, lens), "ge"), -1e9);
+          scale(compare(keys_at, s.upload({B, H, 1}, isa::DType::fp32, lens), "ge"), -1e9);
       x = embedding(m_wte, s.upload({B}, isa::DType::int32, ids));
-      auto heads = [=](const Tensor& t) {  // [B*L, d] -> [B*H, L, hd]
-        return reshape(transpose(reshape(t, {B, L, H, hd}), {0, 2, 1, 3}), {B * H, L, hd});
-      };
+      // Each query attends to its keys and values through the block tables (gathered rows).
       attend = [=](const Layer& w, const Tensor& q, const Tensor&, const Tensor&) {
-        Tensor keys = heads(embedding(w.k_pool, gather_t));  // through the block tables
-        Tensor values = heads(embedding(w.v_pool, gather_t));
-        Tensor sc = scale(batch_matmul(reshape(q, {B * H, 1, hd}), keys, true), inv_sqrt_hd);
-        Tensor p = reshape(softmax(add(reshape(sc, {B * H, L}), bias)), {B * H, 1, L});
-        return reshape(batch_matmul(p, values), {B, m_d});
+        return decode_attention(q, w.k_pool, w.v_pool, gather_t, &bias, H);
       };
     }
     for (Layer& w : m_w) {
