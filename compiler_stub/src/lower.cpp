@@ -1537,10 +1537,11 @@ class Lowering {
         const int64_t width = std::min(C * at_once, D - c0);
         for (int64_t j = 0; j < tiles; ++j) {
           for (int64_t off = 0; off < width; off += C) {
-            matmul(psum_ap(m_psum[set + static_cast<size_t>(off / C)], Hp, std::min(C, width - off)),
-                   sbuf_ap(q.pt, kvdt, rows_of(j), j * H, H),
-                   sbuf_ap(q.v, kvdt, rows_of(j), j * D + c0 + off, std::min(C, width - off)),
-                   j == 0, j + 1 == tiles);
+            matmul(
+                psum_ap(m_psum[set + static_cast<size_t>(off / C)], Hp, std::min(C, width - off)),
+                sbuf_ap(q.pt, kvdt, rows_of(j), j * H, H),
+                sbuf_ap(q.v, kvdt, rows_of(j), j * D + c0 + off, std::min(C, width - off)), j == 0,
+                j + 1 == tiles);
           }
         }
         for (int64_t off = 0; off < width; off += C) {
@@ -2010,7 +2011,7 @@ class Lowering {
       tensor_tensor(AluOp::mul, y, w, broadcast_column(col(2), C));
     } else {
       activation(ActFn::exp, y, w, 1, 0, &sum);  // exp(x - max) lands in y first, then
-      activation(ActFn::log, col(2), col(1));     // y = (x - max) - log(sum)
+      activation(ActFn::log, col(2), col(1));    // y = (x - max) - log(sum)
       tensor_tensor(AluOp::sub, y, w, broadcast_column(col(2), C));
     }
   }

@@ -11,8 +11,8 @@ using sc_core::sc_time;
 
 namespace {
 
-sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000000u); }
-FluidShare::Fs now_fs() { return static_cast<FluidShare::Fs>(sc_core::sc_time_stamp().value()); }
+sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000u); }
+FluidShare::Ps now_ps() { return static_cast<FluidShare::Ps>(sc_core::sc_time_stamp().value()); }
 
 std::vector<int64_t> row_indices(const memory::Tile& index) {
   std::vector<int64_t> rows(static_cast<size_t>(index.size()));
@@ -68,7 +68,7 @@ DmaSystem::DmaSystem(sc_core::sc_module_name name, int engines, const DmaTiming&
     m_engines.push_back(
         m_share.add_resource("dma" + std::to_string(e), dma.bandwidth_gb_per_s * 1e9));
   }
-  m_busy_fs.assign(m_share.resources(), 0);
+  m_busy_ps.assign(m_share.resources(), 0);
   m_bytes.assign(m_share.resources(), 0);
   if (m_stats) {
     traces::StatsScope d(*m_stats, "device");
@@ -115,7 +115,7 @@ void DmaSystem::fetch_from_hbm(int64_t bytes) {
 }
 
 void DmaSystem::transfer(double bytes, const std::vector<int>& resources) {
-  const FluidShare::Fs now = now_fs();
+  const FluidShare::Ps now = now_ps();
   account(now);
   sc_core::sc_event done;
   const uint64_t id = m_share.start(now, bytes, resources);
@@ -136,7 +136,7 @@ void DmaSystem::transfer(double bytes, const std::vector<int>& resources) {
 }
 
 void DmaSystem::wake() {
-  const FluidShare::Fs now = now_fs();
+  const FluidShare::Ps now = now_ps();
   account(now);
   complete(m_share.advance(now));
   reschedule(now);
@@ -152,27 +152,27 @@ void DmaSystem::complete(const std::vector<uint64_t>& done) {
   }
 }
 
-void DmaSystem::reschedule(FluidShare::Fs now) {
-  const FluidShare::Fs next = m_share.next_finish();
+void DmaSystem::reschedule(FluidShare::Ps now) {
+  const FluidShare::Ps next = m_share.next_finish();
   if (next != INT64_MAX) m_wake.notify(sc_time::from_value(static_cast<sc_dt::uint64>(next - now)));
 }
 
-void DmaSystem::account(FluidShare::Fs now) {
-  const FluidShare::Fs dt = now - m_last_account;
+void DmaSystem::account(FluidShare::Ps now) {
+  const FluidShare::Ps dt = now - m_last_account;
   if (dt > 0) {
-    for (size_t r = 0; r < m_busy_fs.size(); ++r) {
-      if (m_share.resource_rate(static_cast<int>(r)) > 0) m_busy_fs[r] += dt;
+    for (size_t r = 0; r < m_busy_ps.size(); ++r) {
+      if (m_share.resource_rate(static_cast<int>(r)) > 0) m_busy_ps[r] += dt;
     }
   }
   m_last_account = now;
 }
 
-void DmaSystem::trace_bandwidth(FluidShare::Fs now) {
+void DmaSystem::trace_bandwidth(FluidShare::Ps now) {
   if (!m_trace || !m_trace->enabled()) return;
   const double rate = m_share.resource_rate(m_hbm) / 1e9;
   if (rate == m_last_hbm_rate) return;
   m_last_hbm_rate = rate;
-  m_trace->counter(m_trace_pid, "HBM bandwidth (GB/s)", now / 1000, "hbm", rate);
+  m_trace->counter(m_trace_pid, "HBM bandwidth (GB/s)", now, "hbm", rate);
 }
 
 std::vector<std::pair<std::string, sc_time>> DmaSystem::transfer_floors() const {
@@ -187,25 +187,25 @@ std::vector<std::pair<std::string, sc_time>> DmaSystem::transfer_floors() const 
 }
 
 void DmaSystem::finalize(sc_time elapsed) {
-  account(now_fs());
+  account(now_ps());
   if (!m_stats) return;
   traces::StatsScope d(*m_stats, "device");
   const double seconds = elapsed.to_seconds();
   const double hbm_bytes =
       double(m_hbm_read ? m_hbm_read->value() : 0) + double(m_hbm_write ? m_hbm_write->value() : 0);
   d.add_value("hbm.busy_ns", "ns", "time with at least one HBM transfer in flight")
-      .set(double(m_busy_fs[m_hbm]) / 1e6);
+      .set(double(m_busy_ps[m_hbm]) / 1e3);
   d.add_value("hbm.achieved_gb_per_s", "GB/s", "HBM bytes read and written / device time")
       .set(seconds > 0 ? hbm_bytes / seconds / 1e9 : 0.0);
   d.add_value("host_link.busy_ns", "ns", "time with at least one host-link transfer in flight")
-      .set(double(m_busy_fs[m_link]) / 1e6);
+      .set(double(m_busy_ps[m_link]) / 1e3);
   for (size_t e = 0; e < m_engines.size(); ++e) {
     const int r = m_engines[e];
     if (m_bytes[r] == 0) continue;  // idle engines stay out of the report
     traces::StatsScope s = d.scope("dma.engines.e" + std::to_string(e));
     s.add_value("bytes", "bytes", "bytes moved by this DMA engine").set(m_bytes[r]);
     s.add_value("busy_ns", "ns", "time with at least one transfer in flight")
-        .set(double(m_busy_fs[r]) / 1e6);
+        .set(double(m_busy_ps[r]) / 1e3);
   }
 }
 

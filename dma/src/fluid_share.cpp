@@ -11,9 +11,9 @@ namespace wallsim::dma {
 
 namespace {
 
-constexpr double kFsPerSecond = 1e15;
-// A duration within this relative distance of a whole femtosecond is rounded to it, so that
-// floating-point noise (1e-16 relative per operation) never adds a femtosecond.
+constexpr double kPsPerSecond = 1e12;
+// A duration within this relative distance of a whole picosecond is rounded to it, so that
+// floating-point noise (1e-16 relative per operation) never adds a picosecond.
 constexpr double kRoundingTolerance = 1e-12;
 
 }  // namespace
@@ -33,7 +33,7 @@ void FluidShare::check_resource(int r) const {
   }
 }
 
-uint64_t FluidShare::start(Fs now, double bytes, std::vector<int> resources) {
+uint64_t FluidShare::start(Ps now, double bytes, std::vector<int> resources) {
   if (now < m_now) throw std::invalid_argument("FluidShare::start: time goes back");
   if (!(bytes >= 0.0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FluidShare::start: bytes must be finite and >= 0");
@@ -55,13 +55,13 @@ uint64_t FluidShare::start(Fs now, double bytes, std::vector<int> resources) {
   return m_next_id - 1;
 }
 
-FluidShare::Fs FluidShare::next_finish() const {
-  Fs next = m_next_active_finish;
+FluidShare::Ps FluidShare::next_finish() const {
+  Ps next = m_next_active_finish;
   for (const Transfer& t : m_finished) next = std::min(next, t.finish);
   return next;
 }
 
-std::vector<uint64_t> FluidShare::advance(Fs now) {
+std::vector<uint64_t> FluidShare::advance(Ps now) {
   if (now < m_now) throw std::invalid_argument("FluidShare::advance: time goes back");
   run_until(now);
   std::vector<uint64_t> done;
@@ -99,9 +99,9 @@ double FluidShare::resource_capacity(int r) const {
   return m_resources[r].capacity;
 }
 
-void FluidShare::run_until(Fs now) {
+void FluidShare::run_until(Ps now) {
   while (m_next_active_finish <= now) {
-    const Fs t = m_next_active_finish;
+    const Ps t = m_next_active_finish;
     progress(t);
     auto first_done = std::stable_partition(m_active.begin(), m_active.end(),
                                             [t](const Transfer& x) { return x.finish > t; });
@@ -116,11 +116,11 @@ void FluidShare::run_until(Fs now) {
   progress(now);
 }
 
-void FluidShare::progress(Fs now) {
-  const Fs dt = now - m_now;
+void FluidShare::progress(Ps now) {
+  const Ps dt = now - m_now;
   m_now = now;
   if (dt <= 0) return;
-  const double seconds = static_cast<double>(dt) / kFsPerSecond;
+  const double seconds = static_cast<double>(dt) / kPsPerSecond;
   for (Transfer& t : m_active) {
     ++m_work;
     t.remaining = std::max(0.0, t.remaining - t.rate * seconds);
@@ -184,16 +184,16 @@ void FluidShare::recompute_rates() {
   }
 }
 
-FluidShare::Fs FluidShare::finish_time(const Transfer& t) const {
+FluidShare::Ps FluidShare::finish_time(const Transfer& t) const {
   if (t.remaining <= 0.0) return m_now;
   if (!(t.rate > 0.0)) return INT64_MAX;
-  const double fs = t.remaining * kFsPerSecond / t.rate;
-  if (!(fs < 9.0e18)) return INT64_MAX;
-  const double nearest = std::nearbyint(fs);
+  const double ps = t.remaining * kPsPerSecond / t.rate;
+  if (!(ps < 9.0e18)) return INT64_MAX;
+  const double nearest = std::nearbyint(ps);
   const double rounded =
-      std::fabs(fs - nearest) <= kRoundingTolerance * fs ? nearest : std::ceil(fs);
-  Fs finish;
-  if (__builtin_add_overflow(m_now, static_cast<Fs>(rounded), &finish)) return INT64_MAX;
+      std::fabs(ps - nearest) <= kRoundingTolerance * ps ? nearest : std::ceil(ps);
+  Ps finish;
+  if (__builtin_add_overflow(m_now, static_cast<Ps>(rounded), &finish)) return INT64_MAX;
   return finish;
 }
 

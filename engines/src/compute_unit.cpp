@@ -9,13 +9,25 @@ namespace wallsim::engines {
 
 int64_t period_fs(double freq_mhz) { return std::llround(1e9 / freq_mhz); }
 
+sc_core::sc_time cycles_to_time(int64_t cycles, int64_t period_fs) {
+  return sc_core::sc_time::from_value(
+      static_cast<sc_dt::uint64>((cycles * period_fs + 500) / 1000));
+}
+
+int64_t time_to_cycles(sc_core::sc_time t, int64_t period_fs) {
+  return period_fs > 0 ? std::llround(double(t.value()) * 1000.0 / double(period_fs)) : 0;
+}
+
 ComputeUnit::ComputeUnit(std::unique_ptr<TimingModel> model, SharedPort* port)
     : m_model(std::move(model)), m_port(port), m_period_fs(period_fs(m_model->freq_mhz())) {}
 
 sc_core::sc_time ComputeUnit::run(const isa::Instruction& in, Launch& launch, bool back_to_back) {
   const InstructionTiming t = m_model->time(in, back_to_back);
-  const auto occupancy =
-      sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(t.occupancy_cycles * m_period_fs));
+  // The engine's clock edges stay on their exact grid: the fraction of a picosecond an
+  // occupancy does not fill carries into the next one, so back-to-back work never drifts.
+  const int64_t fs = t.occupancy_cycles * m_period_fs + m_carry_fs;
+  m_carry_fs = fs % 1000;
+  const auto occupancy = sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(fs / 1000));
   if (m_port) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (m_port->free_at > now) sc_core::wait(m_port->free_at - now);
@@ -23,8 +35,10 @@ sc_core::sc_time ComputeUnit::run(const isa::Instruction& in, Launch& launch, bo
   }
   if (launch.functional) execute_compute(in, launch.memory);
   sc_core::wait(occupancy);
+  // The result is ready at the latency after the start, rounded to the nearest picosecond.
+  const int64_t ready_fs = fs + (t.latency_cycles - t.occupancy_cycles) * m_period_fs;
   return sc_core::sc_time::from_value(
-      static_cast<sc_dt::uint64>((t.latency_cycles - t.occupancy_cycles) * m_period_fs));
+      static_cast<sc_dt::uint64>((ready_fs + 500) / 1000 - fs / 1000));
 }
 
 }  // namespace wallsim::engines

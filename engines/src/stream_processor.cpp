@@ -88,7 +88,9 @@ void StreamProcessor::run_stream(const Work& w) {
       const sc_time now = sc_core::sc_time_stamp();
       const int64_t period = m_unit.clock_period_fs();
       std::string when = "at " + std::to_string(now.to_seconds() * 1e9) + " ns";
-      if (period > 0) when += " (cycle " + std::to_string(now.value() / period) + " of its clock)";
+      if (period > 0) {
+        when += " (cycle " + std::to_string(time_to_cycles(now, period)) + " of its clock)";
+      }
       m_error = when + ", " + std::string(name()) + " plan '" + launch.plan->name + "' " +
                 w.stream->name + "[" + std::to_string(i) + "] (" +
                 std::string(isa::info(in.op).name) + "): " + e.what();
@@ -126,7 +128,8 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
     }
   }
   const int64_t period = m_unit.clock_period_fs();
-  const int64_t cycles = period > 0 ? static_cast<int64_t>(busy.value()) / period : 0;
+  const int64_t cycles = time_to_cycles(busy, period);
+  m_busy_cycles += cycles;
   if (m_track) {
     traces::TraceArgs args;
     args.add("plan", std::string_view(w.launch->plan->name));
@@ -134,17 +137,17 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
     if (in.node >= 0) args.add("node", static_cast<int64_t>(in.node));
     if (period > 0) args.add("cycles", cycles);
     if (bytes > 0) args.add("bytes", bytes);
-    args.add("latency_ps", static_cast<int64_t>((ready - start).value() / 1000));
-    m_out.trace->slice(*m_track, static_cast<traces::TimePs>(start.value() / 1000),
-                       static_cast<traces::TimePs>(end.value() / 1000 - start.value() / 1000),
-                       isa::info(in.op).name, isa::name_of(m_engine), args);
+    args.add("latency_ps", static_cast<int64_t>((ready - start).value()));
+    m_out.trace->slice(*m_track, static_cast<traces::TimePs>(start.value()),
+                       static_cast<traces::TimePs>((end - start).value()), isa::info(in.op).name,
+                       isa::name_of(m_engine), args);
   }
   if (m_out.instruction_log) {
-    m_out.instruction_log->row(
-        {w.launch->plan->name, w.stream->name, std::to_string(index),
-         std::string(isa::info(in.op).name), std::to_string(in.node),
-         std::to_string(start.value() / 1000), std::to_string(end.value() / 1000),
-         std::to_string(ready.value() / 1000), std::to_string(cycles), std::to_string(bytes)});
+    m_out.instruction_log->row({w.launch->plan->name, w.stream->name, std::to_string(index),
+                                std::string(isa::info(in.op).name), std::to_string(in.node),
+                                std::to_string(start.value()), std::to_string(end.value()),
+                                std::to_string(ready.value()), std::to_string(cycles),
+                                std::to_string(bytes)});
   }
 }
 
@@ -163,7 +166,7 @@ void StreamProcessor::finalize(sc_time elapsed) {
   if (!m_registered) return;
   const int64_t period = m_unit.clock_period_fs();
   if (m_busy_cycles_stat && period > 0) {
-    m_busy_cycles_stat->set(static_cast<int64_t>(m_busy.value() / period));
+    m_busy_cycles_stat->set(m_busy_cycles);
   }
   if (m_busy_ns_stat) m_busy_ns_stat->set(m_busy.to_seconds() * 1e9);
   if (m_util_stat) {

@@ -43,7 +43,7 @@ int64_t bytes_of(const TensorType& t) {
   return n * isa::dtype_bytes(t.dtype);
 }
 
-int64_t now_fs() { return static_cast<int64_t>(sc_core::sc_time_stamp().value()); }
+int64_t now_ps() { return static_cast<int64_t>(sc_core::sc_time_stamp().value()); }
 
 // MACs of the matmuls in `nodes` of `g`, from their types.
 double macs_of(const Graph& g, const std::vector<int32_t>& nodes) {
@@ -167,16 +167,16 @@ std::shared_ptr<TensorImpl> Session::new_tensor() {
 
 // ---- host time ----
 
-int64_t Session::now_ns() const { return now_fs() / 1000000; }
+int64_t Session::now_ns() const { return now_ps() / 1000; }
 
 void Session::enter(HostState s) {
   const sc_time now = sc_core::sc_time_stamp();
-  const int64_t fs = static_cast<int64_t>((now - m_state_since).value());
-  if (fs > 0) {
-    record().host_ns[static_cast<int>(m_state)] += fs / 1000000;
+  const int64_t ps = static_cast<int64_t>((now - m_state_since).value());
+  if (ps > 0) {
+    record().host_ns[static_cast<int>(m_state)] += ps / 1000;
     if (m_host_track && m_state != HostState::other) {
-      m_trace->slice(*m_host_track, static_cast<traces::TimePs>(m_state_since.value() / 1000),
-                     static_cast<traces::TimePs>(fs / 1000), name_of(m_state), "host", {});
+      m_trace->slice(*m_host_track, static_cast<traces::TimePs>(m_state_since.value()),
+                     static_cast<traces::TimePs>(ps), name_of(m_state), "host", {});
     }
   }
   m_state = s;
@@ -193,9 +193,9 @@ void Session::charge(HostState s, int64_t ns) {
 // The host clock stays on whole nanoseconds, so every state's time is a whole number of them
 // and the states sum exactly to the wall time. The wait extends the current state.
 void Session::align_to_ns() {
-  const int64_t rem = now_fs() % 1000000;
+  const int64_t rem = now_ps() % 1000;
   if (rem == 0) return;
-  sc_core::wait(sc_time(static_cast<double>(1000000 - rem), sc_core::SC_FS));
+  sc_core::wait(sc_time(static_cast<double>(1000 - rem), sc_core::SC_PS));
 }
 
 void Session::wait_for(HostState s, const sc_core::sc_event& e) {
@@ -469,7 +469,7 @@ compiler_stub::HostTensor Session::reference(const Tensor& t) const {
 
 void Session::flush(const char* reason) {
   if (m_host_track && !m_pending.nodes.empty()) {  // why the pending graph was cut, on the trace
-    m_trace->instant(*m_host_track, static_cast<traces::TimePs>(now_fs() / 1000),
+    m_trace->instant(*m_host_track, static_cast<traces::TimePs>(now_ps()),
                      std::string("flush: ") + reason, "host", {});
   }
   std::vector<int32_t> ops;
@@ -864,7 +864,7 @@ void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& comp
     return;
   }
   engines::Launch& l = m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan);
-  if (m_host_track) m_flows.emplace_back(now_fs() / 1000 - 1, &l);  // inside the launch slice
+  if (m_host_track) m_flows.emplace_back(now_ps() - 1, &l);  // inside the launch slice
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
   for (auto& t : outs) t->producer = &l;
@@ -879,7 +879,7 @@ void Session::launch_worker() {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (q.ready > now) sc_core::wait(q.ready - now);
     engines::Launch& l = m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan);
-    if (m_host_track) m_flows.emplace_back(now_fs() / 1000, &l);
+    if (m_host_track) m_flows.emplace_back(now_ps(), &l);
     q.record->counts.plans_launched++;
     q.record->padded_macs += q.compiled->macs;
     for (auto& t : q.outs) {
@@ -906,8 +906,7 @@ void Session::finish_trace() {
   for (const auto& [host_ps, l] : m_flows) {
     if (!l->started) continue;
     m_trace->flow_begin(*m_host_track, static_cast<traces::TimePs>(host_ps), id, "launch");
-    m_trace->flow_end(device, static_cast<traces::TimePs>(l->launch_begin.value() / 1000), id,
-                      "launch");
+    m_trace->flow_end(device, static_cast<traces::TimePs>(l->launch_begin.value()), id, "launch");
     ++id;
   }
   m_flows.clear();
@@ -1016,7 +1015,7 @@ void Session::end_step() {
     }
   }
   if (cur_hi > cur_lo) busy += cur_hi - cur_lo;
-  m_current.device_busy_ns = busy / 1000000;
+  m_current.device_busy_ns = busy / 1000;
   m_steps.push_back(m_current);
   m_in_step = false;
 }

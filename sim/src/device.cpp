@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kCorePid = 1;
 
-sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000000u); }
+sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000u); }
 
 // A DMA queue's execution unit: descriptors go to the DMA engine serving the queue.
 class DmaQueueUnit final : public engines::ExecutionUnit {
@@ -178,8 +178,8 @@ void Device::launcher() {
     if (m_launch_track) {
       traces::TraceArgs args;
       args.add("instructions", l.plan->instruction_count());
-      m_options.trace->slice(*m_launch_track, static_cast<traces::TimePs>(begin.value() / 1000),
-                             static_cast<traces::TimePs>((started - begin).value() / 1000),
+      m_options.trace->slice(*m_launch_track, static_cast<traces::TimePs>(begin.value()),
+                             static_cast<traces::TimePs>((started - begin).value()),
                              "launch " + l.plan->name, "launch", args);
     }
     const int64_t sbuf = l.plan->on_chip_bytes(isa::MemSpace::sbuf);
@@ -188,7 +188,7 @@ void Device::launcher() {
     m_psum_peak = std::max(m_psum_peak, psum);
     if (m_options.trace && m_options.trace->enabled()) {
       m_options.trace->counter(kCorePid, "SBUF allocated (bytes)",
-                               static_cast<traces::TimePs>(started.value() / 1000), "sbuf",
+                               static_cast<traces::TimePs>(started.value()), "sbuf",
                                static_cast<double>(sbuf));
     }
 
@@ -319,10 +319,9 @@ void Device::finalize() {
       if (!l.drained) continue;
       traces::TraceArgs args;
       args.add("index", static_cast<int64_t>(l.index));
-      m_options.trace->slice(
-          plans, static_cast<traces::TimePs>(l.start_time.value() / 1000),
-          static_cast<traces::TimePs>((l.end_time - l.start_time).value() / 1000), l.name, "plan",
-          args);
+      m_options.trace->slice(plans, static_cast<traces::TimePs>(l.start_time.value()),
+                             static_cast<traces::TimePs>((l.end_time - l.start_time).value()),
+                             l.name, "plan", args);
     }
   }
 }

@@ -132,7 +132,7 @@ DeviceTimeStats::DeviceTimeStats(traces::StatsRegistry& stats, const ChipConfig&
 }
 
 void DeviceTimeStats::set(sc_core::sc_time end) {
-  m_cycles->set(static_cast<int64_t>((end.value() + m_period_fs - 1) / m_period_fs));
+  m_cycles->set(engines::time_to_cycles(end, m_period_fs));
   m_time_ns->set(end.to_seconds() * 1e9);
 }
 
@@ -154,7 +154,9 @@ void init_systemc() {
   if (done) return;
   done = true;
   ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
-  sc_core::sc_set_time_resolution(1, sc_core::SC_FS);
+  // 1 ps: a 64-bit time then spans 213 days of simulated time, so long runs whose host compiles
+  // take hours still fit; clocks keep their exact period (engines/execution_unit.h).
+  sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
   // The kernel's informational reports ("Simulation stopped by user") would break the one-line
   // error contract; wallsim reports what matters itself.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,

@@ -12,8 +12,8 @@
 namespace wallsim::dma {
 namespace {
 
-using Fs = FluidShare::Fs;
-constexpr Fs kNs = 1'000'000;  // femtoseconds per nanosecond
+using Ps = FluidShare::Ps;
+constexpr Ps kNs = 1'000;      // picoseconds per nanosecond
 constexpr double kGBps = 1e9;  // bytes/second per GB/s
 
 std::vector<uint64_t> ids(std::initializer_list<uint64_t> l) { return l; }
@@ -42,7 +42,7 @@ TEST(FluidShare, FinishTimeRoundsUpToWholeFemtoseconds) {
   FluidShare fs;
   int dma = fs.add_resource("dma0", 28.99 * kGBps);
   uint64_t id = fs.start(0, 4096, {dma});
-  const Fs expected = static_cast<Fs>(std::ceil(4096.0L * 1e15L / (28.99L * 1e9L)));
+  const Ps expected = static_cast<Ps>(std::ceil(4096.0L * 1e12L / (28.99L * 1e9L)));
   EXPECT_EQ(fs.next_finish(), expected);
   EXPECT_TRUE(fs.advance(expected - 1).empty());
   EXPECT_EQ(fs.advance(expected), ids({id}));
@@ -111,14 +111,14 @@ TEST(FluidShare, TwelveEnginesAreBoundByTheirOwnBandwidth) {
 // take 1200 ns (A ends at 1600 ns); B then has 400 B left at full rate (B ends at 2000 ns).
 // With `scale` bytes per byte the times scale too.
 struct MidwayResult {
-  Fs a_finish = -1;
-  Fs b_finish = -1;
+  Ps a_finish = -1;
+  Ps b_finish = -1;
   uint64_t work = 0;
 };
 MidwayResult run_midway(double scale) {
   FluidShare fs;
   int hbm = fs.add_resource("hbm", 1 * kGBps);
-  const Fs ns = static_cast<Fs>(kNs * scale);
+  const Ps ns = static_cast<Ps>(kNs * scale);
   MidwayResult out;
   uint64_t a = fs.start(0, 1000 * scale, {hbm});
   EXPECT_TRUE(fs.advance(400 * ns).empty());
@@ -126,7 +126,7 @@ MidwayResult run_midway(double scale) {
   EXPECT_DOUBLE_EQ(fs.rate(a), 0.5 * kGBps);
   EXPECT_DOUBLE_EQ(fs.rate(b), 0.5 * kGBps);
   while (fs.active() > 0) {
-    Fs t = fs.next_finish();
+    Ps t = fs.next_finish();
     for (uint64_t id : fs.advance(t)) (id == a ? out.a_finish : out.b_finish) = t;
   }
   out.work = fs.work();
@@ -182,14 +182,14 @@ TEST(FluidShare, StaggeredTransfersNeverLeaveCrumbsAndConserveBytes) {
   std::vector<int> engines;
   for (int i = 0; i < 16; ++i) engines.push_back(fs.add_resource("dma", 28.99 * kGBps));
   double requested = 0, moved = 0, peak = 0;
-  Fs now = 0;
+  Ps now = 0;
   size_t finished = 0;
-  auto step_to = [&](Fs t) {
-    moved += fs.resource_rate(hbm) * static_cast<double>(t - now) / 1e15;
+  auto step_to = [&](Ps t) {
+    moved += fs.resource_rate(hbm) * static_cast<double>(t - now) / 1e12;
     now = t;
   };
   for (int i = 0; i < 200; ++i) {
-    Fs t = Fs{i} * 33'333'333;  // one start about every 33 ns
+    Ps t = Ps{i} * 33'333;  // one start about every 33 ns
     while (fs.next_finish() <= t) {
       step_to(fs.next_finish());
       auto done = fs.advance(now);
@@ -210,7 +210,9 @@ TEST(FluidShare, StaggeredTransfersNeverLeaveCrumbsAndConserveBytes) {
   }
   EXPECT_EQ(finished, 200u);
   EXPECT_NEAR(peak, 362.5 * kGBps, 1.0);  // HBM was the bottleneck at some point
-  EXPECT_NEAR(moved, requested, requested * 1e-9);
+  // Finish times round up to whole picoseconds: a transfer may hold its rate for up to 1 ps
+  // longer than its bytes need (at most ~0.4 B each here).
+  EXPECT_NEAR(moved, requested, requested * 1e-4);
 }
 
 TEST(FluidShare, RejectsBadInput) {

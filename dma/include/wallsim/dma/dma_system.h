@@ -42,10 +42,10 @@ class DmaSystem : public sc_core::sc_module {
  private:
   void transfer(double bytes, const std::vector<int>& resources);
   void wake();
-  void account(FluidShare::Fs now);
-  void reschedule(FluidShare::Fs now);
+  void account(FluidShare::Ps now);
+  void reschedule(FluidShare::Ps now);
   void complete(const std::vector<uint64_t>& done);
-  void trace_bandwidth(FluidShare::Fs now);
+  void trace_bandwidth(FluidShare::Ps now);
 
   DmaTiming m_dma;
   memory::HbmTiming m_hbm_timing;
@@ -56,8 +56,8 @@ class DmaSystem : public sc_core::sc_module {
   std::vector<int> m_engines;  // resource index of each DMA engine
   std::map<uint64_t, sc_core::sc_event*> m_waiting;
   sc_core::sc_event m_wake;
-  FluidShare::Fs m_last_account = 0;
-  std::vector<FluidShare::Fs> m_busy_fs;  // per resource: time with a transfer in flight
+  FluidShare::Ps m_last_account = 0;
+  std::vector<FluidShare::Ps> m_busy_ps;  // per resource: time with a transfer in flight
   std::vector<int64_t> m_bytes;           // per resource
 
   traces::StatsRegistry* m_stats;

@@ -12,8 +12,8 @@ namespace wallsim::dma {
 // fairness): the most constrained resource gives its transfers an equal share, those transfers
 // and their consumption are removed, and the next most constrained resource follows.
 //
-// Contract: plain C++, no SystemC, not thread-safe. Time is in femtoseconds and never goes back:
-// every `now` passed in must be >= the previous one. Finish times are whole femtoseconds, rounded
+// Contract: plain C++, no SystemC, not thread-safe. Time is in picoseconds and never goes back:
+// every `now` passed in must be >= the previous one. Finish times are whole picoseconds, rounded
 // up. A transfer stops taking bandwidth at its own finish time even when the caller polls later
 // (start() and advance() both replay the finish events up to `now`); it is handed back by the
 // first advance() whose `now` reaches its finish time. Cost per start or finish is
@@ -21,19 +21,19 @@ namespace wallsim::dma {
 // deterministic: ties go to the lowest resource index, transfers are reported in id order.
 class FluidShare {
  public:
-  using Fs = int64_t;  // femtoseconds, the simulator's time resolution
+  using Ps = int64_t;  // picoseconds, the simulator's time resolution
 
   // Adds a resource with a capacity > 0; returns its index (0, 1, 2, ... in call order).
   int add_resource(std::string name, double bytes_per_second);
   // Starts a transfer of `bytes` >= 0 over `resources` (valid, non-empty, duplicates ignored)
   // at `now`, after progressing every transfer to `now`. Returns its id (0, 1, 2, ...).
   // A transfer of 0 bytes finishes at `now`.
-  uint64_t start(Fs now, double bytes, std::vector<int> resources);
+  uint64_t start(Ps now, double bytes, std::vector<int> resources);
   // Earliest finish time of a transfer not yet returned by advance(); INT64_MAX if none.
-  Fs next_finish() const;
+  Ps next_finish() const;
   // Progresses every transfer to `now`; removes and returns, in id order, the transfers whose
   // finish time is <= `now`.
-  std::vector<uint64_t> advance(Fs now);
+  std::vector<uint64_t> advance(Ps now);
   // Current bytes/second of a transfer not yet returned by advance() (0 once it has finished).
   // Throws std::out_of_range for an unknown or already returned id.
   double rate(uint64_t id) const;
@@ -61,23 +61,23 @@ class FluidShare {
     uint64_t id;
     double remaining;  // at m_now
     double rate;       // bytes/second; -1 until first computed
-    Fs finish;         // whole fs, rounded up; INT64_MAX while the rate is 0
+    Ps finish;         // whole ps, rounded up; INT64_MAX while the rate is 0
     std::vector<int> resources;
     bool frozen;  // scratch: rate fixed during progressive filling
   };
 
   void check_resource(int r) const;
   // Processes every finish event up to `now`, then progresses all transfers to `now`.
-  void run_until(Fs now);
-  void progress(Fs now);
+  void run_until(Ps now);
+  void progress(Ps now);
   void recompute_rates();
-  Fs finish_time(const Transfer& t) const;
+  Ps finish_time(const Transfer& t) const;
 
   std::vector<Resource> m_resources;
   std::vector<Transfer> m_active;    // in flight, in id order
   std::vector<Transfer> m_finished;  // finished, not yet returned by advance(), in id order
-  Fs m_now = 0;
-  Fs m_next_active_finish = INT64_MAX;
+  Ps m_now = 0;
+  Ps m_next_active_finish = INT64_MAX;
   uint64_t m_next_id = 0;
   uint64_t m_work = 0;
 };

@@ -27,9 +27,7 @@ class ComputeUnit : public ExecutionUnit {
   std::unique_ptr<TimingModel> m_model;
   SharedPort* m_port;
   int64_t m_period_fs;
+  int64_t m_carry_fs = 0;  // of the clock grid, below the 1 ps time resolution
 };
-
-// The clock period in whole femtoseconds (durations are whole cycles of it).
-int64_t period_fs(double freq_mhz);
 
 }  // namespace wallsim::engines

@@ -29,4 +29,11 @@ class ExecutionUnit {
   virtual int64_t bytes_moved(const isa::Instruction& in) const { return 0; }
 };
 
+// The clock period in whole femtoseconds. Simulated time has a resolution of 1 ps (sim/exec.h),
+// so a duration of n cycles is n x period rounded to the nearest picosecond: the clock keeps
+// its exact rate on average and cycle counts read back from durations are exact.
+int64_t period_fs(double freq_mhz);
+sc_core::sc_time cycles_to_time(int64_t cycles, int64_t period_fs);
+int64_t time_to_cycles(sc_core::sc_time t, int64_t period_fs);
+
 }  // namespace wallsim::engines

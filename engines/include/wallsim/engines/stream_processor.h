@@ -87,6 +87,7 @@ class StreamProcessor : public sc_core::sc_module {
   traces::Value* m_busy_ns_stat = nullptr;
   traces::Value* m_util_stat = nullptr;
   sc_core::sc_time m_busy;
+  int64_t m_busy_cycles = 0;  // exact: the sum of each instruction's cycles
   int64_t m_instructions = 0;
   std::optional<traces::Track> m_track;
 };

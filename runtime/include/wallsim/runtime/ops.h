@@ -68,8 +68,8 @@ inline Tensor index_copy(const Tensor& dst, const Tensor& ids, const Tensor& src
 
 // Single-query attention per sequence (a decode step): q [B, D] against rows ids[b, :] of the
 // key and value pools k, v [N, D], `heads` heads, softmax(q.k / sqrt(D / heads) + bias).
-inline Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor& ids, const Tensor* bias, int64_t heads) {
+inline Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ids,
+                               const Tensor* bias, int64_t heads) {
   std::vector<Tensor> in = {q, k, v, ids};
   if (bias) in.push_back(*bias);
   return q.session().op(OpKind::decode_attention, in, {{"heads", heads}});
