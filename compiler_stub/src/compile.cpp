@@ -41,6 +41,19 @@ std::variant<CompiledGraph, CompileError> compile_graph(
     auto lowered = lower_group(g, parts[i], arch, name);
     if (auto* err = std::get_if<CompileError>(&lowered)) return *err;
     Lowered& l = std::get<Lowered>(lowered);
+    // Off-chip capacity is a limit of the group, not a bug: every value the plan keeps in HBM
+    // (inputs, outputs, spilled scratch: compiler_stub does not reuse scratch between dead
+    // values) must fit the core at once.
+    int64_t hbm = 0;
+    for (const isa::TensorDecl& t : l.plan.tensors) {
+      if (t.space == isa::MemSpace::hbm) hbm += t.elements() * isa::dtype_bytes(t.dtype);
+    }
+    if (hbm > arch.hbm.bytes) {
+      return CompileError{-1, "",
+                          "the plan's HBM tensors (inputs, outputs, spilled scratch) need " +
+                              std::to_string(hbm) + " bytes but the core has " +
+                              std::to_string(arch.hbm.bytes)};
+    }
     auto diags = isa::verify(l.plan, arch);
     if (!diags.empty()) {
       return CompileError{-1, "",

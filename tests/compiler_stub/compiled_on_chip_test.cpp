@@ -282,6 +282,18 @@ TEST(CompiledOnChip, GroupThatCannotFitIsACompileError) {
   EXPECT_NE(std::get<CompileError>(r).reason.find("does not fit in SBUF"), std::string::npos);
 }
 
+TEST(CompiledOnChip, PlanLargerThanHbmIsACompileErrorNotAVerifierFailure) {
+  // 2 x 164 MB (input and output) of fp32 on tiny's 256 MiB of HBM.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "huge", "nodes": [
+    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [40000, 1024], "role": "input"},
+    {"id": 1, "op": "relu", "inputs": [0]}], "outputs": [1]})");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompileError>(r));
+  EXPECT_EQ(std::get<CompileError>(r).reason,
+            "the plan's HBM tensors (inputs, outputs, spilled scratch) need 327680000 bytes but "
+            "the core has 268435456");
+}
+
 // The GPT-2-small block at seq 512 (layernorm, QKV, 12-head causal attention built with
 // reshape/transpose views, output projection, MLP, residuals) compiled as one plan.
 Graph transformer(bool fp32, bool small = false) {
