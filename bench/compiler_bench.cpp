@@ -47,6 +47,45 @@ BENCHMARK(BM_CompileGpt2Layer)
     ->ArgNames({"per_op", "seq"})
     ->Unit(benchmark::kMillisecond);
 
+// One layer's decode attention at serving shapes: `B` sequences of `L` keys gathered from a
+// pool of 32 x 1024 rows, GPT-2-small width (768, 12 heads), a length-mask bias.
+void BM_CompileDecodeAttention(benchmark::State& state) {
+  const int64_t B = state.range(0), L = state.range(1);
+  const std::string shape2 = [](int64_t a, int64_t b) {
+    return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
+  }(B, L);
+  const std::string text = R"({"format": "wallsim-graph", "version": 1, "name": "attn", "nodes": [
+    {"id": 0, "op": "input", "name": "q", "dtype": "bf16", "shape": [)" +
+                           std::to_string(B) + R"(, 768], "role": "input"},
+    {"id": 1, "op": "input", "name": "k", "dtype": "bf16", "shape": [32768, 768], "role": "input"},
+    {"id": 2, "op": "input", "name": "v", "dtype": "bf16", "shape": [32768, 768], "role": "input"},
+    {"id": 3, "op": "input", "name": "ids", "dtype": "int32", "shape": )" +
+                           shape2 + R"(, "role": "input"},
+    {"id": 4, "op": "input", "name": "bias", "dtype": "fp32", "shape": [)" +
+                           std::to_string(B) + ", 12, " + std::to_string(L) +
+                           R"(], "role": "input"},
+    {"id": 5, "op": "decode_attention", "inputs": [0, 1, 2, 3, 4], "heads": 12}],
+    "outputs": [5]})";
+  Graph g = graph_from_json(isa::Json::parse(text));
+  infer_types(g);
+  const isa::ArchSpec arch;
+  int64_t instructions = 0;
+  for (auto _ : state) {
+    auto r = compile_graph(g, arch, GroupPolicy::whole);
+    if (!std::holds_alternative<CompiledGraph>(r)) {
+      state.SkipWithError(std::get<CompileError>(r).message().c_str());
+      return;
+    }
+    instructions = std::get<CompiledGraph>(r).groups.at(0).instructions;
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["instructions"] = double(instructions);
+}
+BENCHMARK(BM_CompileDecodeAttention)
+    ->ArgsProduct({{8, 32}, {256, 1024}})
+    ->ArgNames({"batch", "keys"})
+    ->Unit(benchmark::kMillisecond);
+
 void BM_GroupSignature20Ops(benchmark::State& state) {
   std::string text = R"({"format": "wallsim-graph", "version": 1, "name": "chain", "nodes": [
     {"id": 0, "op": "input", "name": "x", "dtype": "bf16", "shape": [512, 768], "role": "input"})";

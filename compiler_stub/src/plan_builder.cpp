@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <limits>
 #include <set>
 
@@ -25,6 +26,9 @@ void collapse(std::vector<AccessHistory::Entry>& entries) {
 
 // Lists longer than this are collapsed: bounded work per instruction, conservative order.
 constexpr size_t kMaxEntries = 64;
+
+// Instructions per storage chunk while a plan is built.
+constexpr size_t kChunk = 256;
 
 // The first n elements of an array, for range-for.
 template <class T, size_t N>
@@ -97,6 +101,8 @@ void PlanBuilder::add_node(int32_t id, const std::string& name, const std::strin
 int PlanBuilder::add_queue(const std::string& name, int32_t dma_engine) {
   m_plan.streams.push_back({isa::Engine::dma, name, dma_engine, {}});
   m_deps.emplace_back();
+  m_chunks.emplace_back();
+  m_counts.push_back(0);
   return static_cast<int>(m_plan.streams.size() - 1);
 }
 
@@ -105,6 +111,8 @@ int PlanBuilder::stream(isa::Engine engine) {
   if (it != m_compute_streams.end()) return it->second;
   m_plan.streams.push_back({engine, std::string(isa::name_of(engine)), -1, {}});
   m_deps.emplace_back();
+  m_chunks.emplace_back();
+  m_counts.push_back(0);
   const int key = static_cast<int>(m_plan.streams.size() - 1);
   m_compute_streams[engine] = key;
   return key;
@@ -127,8 +135,7 @@ void PlanBuilder::depend(const Ref& consumer, const Ref& producer) {
 }
 
 void PlanBuilder::emit(int key, isa::Instruction in) {
-  auto& instrs = m_plan.streams[key].instructions;
-  const Ref me{key, static_cast<int64_t>(instrs.size())};
+  const Ref me{key, m_counts[key]++};
   m_deps[key].emplace_back();
   const isa::OpcodeInfo& oi = isa::info(in.op);
   struct Access {
@@ -186,11 +193,24 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
     a.writes.push_back({r.first, r.second, key, me.index});
     if (a.writes.size() > kMaxEntries) collapse(a.writes);
   }
-  instrs.push_back(std::move(in));
+  auto& chunks = m_chunks[key];
+  if (chunks.empty() || chunks.back().size() == kChunk) {
+    chunks.emplace_back();
+    chunks.back().reserve(kChunk);
+  }
+  chunks.back().push_back(std::move(in));
 }
 
 isa::Plan PlanBuilder::build() {
   const size_t n = m_plan.streams.size();
+  for (size_t s = 0; s < n; ++s) {
+    auto& instrs = m_plan.streams[s].instructions;
+    instrs.reserve(static_cast<size_t>(m_counts[s]));
+    for (auto& chunk : m_chunks[s]) {
+      std::move(chunk.begin(), chunk.end(), std::back_inserter(instrs));
+      std::vector<isa::Instruction>().swap(chunk);
+    }
+  }
   // Which instructions others wait for, per stream, in order: their signal counts.
   // Sorted and unique: an instruction's signal count is its rank among its stream's producers.
   std::vector<std::vector<int64_t>> producers(n);

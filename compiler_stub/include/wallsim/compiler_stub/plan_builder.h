@@ -63,7 +63,6 @@ class PlanBuilder {
   // The plan, with a semaphore per stream that others wait on; only instructions something
   // depends on signal. The builder is spent afterwards.
   isa::Plan build();
-  const isa::Plan& plan() const { return m_plan; }
 
  private:
   struct Ref {
@@ -81,6 +80,10 @@ class PlanBuilder {
   // Per stream, per instruction: (producer stream, latest producer index) it waits for; a few
   // entries at most, so a flat list.
   std::vector<std::vector<std::vector<std::pair<int, int64_t>>>> m_deps;
+  // Per stream, the emitted instructions in fixed-size chunks, moved into the plan once at
+  // build(): a growing array of instructions would copy (and page-fault) each one repeatedly.
+  std::vector<std::vector<std::vector<isa::Instruction>>> m_chunks;
+  std::vector<int64_t> m_counts;
 };
 
 }  // namespace wallsim::compiler_stub
