@@ -535,17 +535,6 @@ class Lowering {
     return true;
   }
 
-  AccessPattern tile_ap(const Tiles& v, int64_t t, int64_t col0, int64_t ncols) const {
-    AccessPattern ap;
-    ap.space = MemSpace::sbuf;
-    ap.buffer = v.tiles[t].index;
-    ap.dtype = v.dtype;
-    ap.partitions = v.rows_in(t);
-    ap.offset = col0;
-    ap.num_free = 1;
-    ap.free[0] = {ncols, 1};
-    return ap;
-  }
   // `cols` elements from `offset` on partitions 0..parts of buffer `s`.
   static AccessPattern sbuf_ap(Slot s, DType dt, int32_t parts, int64_t offset, int64_t cols) {
     AccessPattern ap;
@@ -557,6 +546,9 @@ class Lowering {
     ap.num_free = 1;
     ap.free[0] = {cols, 1};
     return ap;
+  }
+  AccessPattern tile_ap(const Tiles& v, int64_t t, int64_t col0, int64_t ncols) const {
+    return sbuf_ap(v.tiles[t], v.dtype, v.rows_in(t), col0, ncols);
   }
   AccessPattern hbm_ap(Slot s, DType dt, const View& view, int64_t row0, int32_t rows, int64_t col0,
                        int64_t ncols) const {
@@ -1049,25 +1041,10 @@ class Lowering {
   }
   // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
   static AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
-    AccessPattern ap;
-    ap.space = MemSpace::sbuf;
-    ap.buffer = s.index;
-    ap.dtype = dt;
-    ap.partitions = rows;
-    ap.offset = static_cast<int64_t>(k) * ns;
-    ap.num_free = 1;
-    ap.free[0] = {ns, 1};
-    return ap;
+    return sbuf_ap(s, dt, rows, static_cast<int64_t>(k) * ns, ns);
   }
   AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) const {
-    AccessPattern ap;
-    ap.space = MemSpace::sbuf;
-    ap.buffer = s.index;
-    ap.dtype = dt;
-    ap.partitions = k;
-    ap.num_free = 1;
-    ap.free[0] = {m, 1};
-    return ap;
+    return sbuf_ap(s, dt, k, 0, m);
   }
 
   // [B, M, K] x [B, K, N] (or [B, N, K] with transpose_b): per batch, the rows of A's tiles in
