@@ -26,18 +26,20 @@ struct Dim {
   bool operator==(const Dim& o) const { return size == o.size && stride == o.stride; }
 };
 
+// Members are ordered by size so that the struct has no padding holes (112 bytes): plans hold
+// five per instruction.
 struct AccessPattern {
-  MemSpace space = MemSpace::sbuf;
-  int32_t buffer = -1;  // index into Plan::buffers (on chip) or Plan::tensors (off chip)
-  DType dtype = DType::fp32;
-  int32_t partition_start = 0;   // on chip only
-  int32_t partitions = 1;        // iteration rows: partitions on chip, rows off chip
   int64_t partition_stride = 0;  // off chip only: elements between rows
   int64_t offset = 0;            // elements
-  uint8_t num_free = 0;
-  std::array<Dim, kMaxFreeDims> free{};
-  int32_t scalar = -1;  // run-time scalar index, or -1
   int64_t scalar_stride = 0;
+  std::array<Dim, kMaxFreeDims> free{};
+  int32_t buffer = -1;          // index into Plan::buffers (on chip) or Plan::tensors (off chip)
+  int32_t partition_start = 0;  // on chip only
+  int32_t partitions = 1;       // iteration rows: partitions on chip, rows off chip
+  int32_t scalar = -1;          // run-time scalar index, or -1
+  MemSpace space = MemSpace::sbuf;
+  DType dtype = DType::fp32;
+  uint8_t num_free = 0;
 
   bool valid() const { return buffer >= 0; }
   int64_t free_elements() const;  // product of free sizes (1 when num_free == 0)

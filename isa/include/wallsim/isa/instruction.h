@@ -93,25 +93,26 @@ struct SemSignal {
   bool operator==(const SemSignal& o) const { return sem == o.sem && add == o.add; }
 };
 
+// Members are ordered by size so that the struct has no padding holes.
 struct Instruction {
-  Opcode op = Opcode::memset;
   AccessPattern dst;
   std::array<AccessPattern, 3> src;
   AccessPattern accum;
-  AluOp alu = AluOp::add;
-  ActFn act = ActFn::identity;
   double scale = 1.0;
   double bias = 0.0;
-  ScalarOperand scalar;
-  bool reverse = false;
   double value = 0.0;
   double partition_step = 0.0;
   double step = 0.0;
-  bool start = true;  // matmul: overwrite the accumulator instead of adding to it
-  bool stop = true;   // matmul: last of an accumulation group; the result is final
+  ScalarOperand scalar;
   std::vector<SemWait> waits;
   std::vector<SemSignal> signals;
   int32_t node = -1;  // provenance: id of the graph node this implements, or -1
+  Opcode op = Opcode::memset;
+  AluOp alu = AluOp::add;
+  ActFn act = ActFn::identity;
+  bool reverse = false;
+  bool start = true;  // matmul: overwrite the accumulator instead of adding to it
+  bool stop = true;   // matmul: last of an accumulation group; the result is final
 
   bool uses(OpField f) const { return (info(op).fields & f) != 0; }
   bool operator==(const Instruction& o) const;
