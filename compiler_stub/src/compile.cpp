@@ -44,10 +44,7 @@ std::variant<CompiledGraph, CompileError> compile_graph(
     // Off-chip capacity is a limit of the group, not a bug: every value the plan keeps in HBM
     // (inputs, outputs, spilled scratch: compiler_stub does not reuse scratch between dead
     // values) must fit the core at once.
-    int64_t hbm = 0;
-    for (const isa::TensorDecl& t : l.plan.tensors) {
-      if (t.space == isa::MemSpace::hbm) hbm += t.elements() * isa::dtype_bytes(t.dtype);
-    }
+    const int64_t hbm = l.plan.hbm_bytes();
     if (hbm > arch.hbm.bytes) {
       return CompileError{-1, "",
                           "the plan's HBM tensors (inputs, outputs, spilled scratch) need " +

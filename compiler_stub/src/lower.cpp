@@ -766,17 +766,36 @@ class Lowering {
       activation(ActFn::identity, dst, psum);
     }
   }
-  AccessPattern psum_ap(Slot bank, int32_t partitions, int64_t cols) const {
+  AccessPattern psum_ap(Slot bank, int32_t partitions, int64_t cols, int64_t offset = 0) const {
     AccessPattern ap;
     ap.space = MemSpace::psum;
     ap.buffer = bank.index;
     ap.dtype = DType::fp32;
     ap.partitions = partitions;
+    ap.offset = offset;
     ap.num_free = 1;
     ap.free[0] = {cols, 1};
     return ap;
   }
   Slot next_bank() { return m_psum[m_next_bank++ % m_psum.size()]; }
+  void emit_transpose(const AccessPattern& dst, const AccessPattern& src) {
+    Instruction tr;
+    tr.op = Opcode::transpose;
+    tr.dst = dst;
+    tr.src[0] = src;
+    emit(m_b.stream(Engine::tensor), tr);
+  }
+  void emit_matmul(const AccessPattern& dst, const AccessPattern& stationary,
+                   const AccessPattern& moving, bool start, bool stop) {
+    Instruction mm;
+    mm.op = Opcode::matmul;
+    mm.dst = dst;
+    mm.src[0] = stationary;
+    mm.src[1] = moving;
+    mm.start = start;
+    mm.stop = stop;
+    emit(m_b.stream(Engine::tensor), mm);
+  }
   // Column c of a [rows x k] buffer, broadcast along `ncols` free elements.
   static AccessPattern broadcast_column(AccessPattern col, int64_t ncols) {
     col.num_free = 1;
@@ -982,15 +1001,12 @@ class Lowering {
       const int32_t rows = a.rows_in(t);
       for (int64_t k : kc) {
         const int64_t ks = b.tiles.rows_in(k);
-        Instruction tr;
-        tr.op = Opcode::transpose;
-        tr.dst = psum_ap(next_bank(), static_cast<int32_t>(ks), rows);
-        tr.src[0] = tile_ap(a, t, b.tiles.row0(k) - k_base, ks);
-        emit(m_b.stream(Engine::tensor), tr);
+        const AccessPattern tp = psum_ap(next_bank(), static_cast<int32_t>(ks), rows);
+        emit_transpose(tp, tile_ap(a, t, b.tiles.row0(k) - k_base, ks));
         auto s = sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
         if (!s) return no_room();
         at[i].push_back(*s);
-        evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tr.dst);
+        evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
       }
     }
     const View bv{b.tiles.rows, N};
@@ -1017,15 +1033,10 @@ class Lowering {
         Slot bank = next_bank();
         for (size_t k = 0; k < kc.size(); ++k) {
           const int32_t ks = b.tiles.rows_in(kc[k]);
-          Instruction mm;
-          mm.op = Opcode::matmul;
-          mm.dst = psum_ap(bank, rows, ns);
-          mm.src[0] = stationary_ap(at[i][k], dt, ks, rows);
-          mm.src[1] =
-              b.streamed ? panel_ap(*panel, dt, k, ks, ns) : tile_ap(b.tiles, kc[k], n0, ns);
-          mm.start = k == 0;
-          mm.stop = k + 1 == kc.size();
-          emit(m_b.stream(Engine::tensor), mm);
+          emit_matmul(
+              psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
+              b.streamed ? panel_ap(*panel, dt, k, ks, ns) : tile_ap(b.tiles, kc[k], n0, ns),
+              k == 0, k + 1 == kc.size());
         }
         evacuate(tile_ap(out, t, n0, ns), psum_ap(bank, rows, ns));
       }
@@ -1324,29 +1335,6 @@ class Lowering {
       in.step = step;
       emit(m_b.stream(Engine::vector), in);
     };
-    auto transpose = [&](const AccessPattern& dst, const AccessPattern& src) {
-      Instruction tr;
-      tr.op = Opcode::transpose;
-      tr.dst = dst;
-      tr.src[0] = src;
-      emit(m_b.stream(Engine::tensor), tr);
-    };
-    auto matmul = [&](const AccessPattern& dst, const AccessPattern& st, const AccessPattern& mv,
-                      bool start, bool stop) {
-      Instruction mm;
-      mm.op = Opcode::matmul;
-      mm.dst = dst;
-      mm.src[0] = st;
-      mm.src[1] = mv;
-      mm.start = start;
-      mm.stop = stop;
-      emit(m_b.stream(Engine::tensor), mm);
-    };
-    auto bank_at = [&](Slot bank, int32_t parts, int64_t offset, int64_t cols) {
-      AccessPattern ap = psum_ap(bank, parts, cols);
-      ap.offset = offset;
-      return ap;
-    };
 
     // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd); a ones column.
     const int32_t Hp = static_cast<int32_t>(H);
@@ -1459,7 +1447,7 @@ class Lowering {
           heads.free[1] = {hd, 1};
           const AccessPattern sj = sbuf_ap(*st, DType::fp32, rows, j * H, H);
           reduce(AluOp::add, sj, heads);
-          transpose(bank_at(bank, Hp, (j - g0) * m_T, rows), sj);
+          emit_transpose(psum_ap(bank, Hp, rows, (j - g0) * m_T), sj);
           m_sbuf.release(*k);
           m_sbuf.release(*prod);
         }
@@ -1487,8 +1475,8 @@ class Lowering {
       for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
         const int64_t g1 = std::min(tiles, g0 + per_bank);
         for (int64_t j = g0; j < g1; ++j) {
-          transpose(bank_at(bank, rows_of(j), (j - g0) * H, Hp),
-                    sbuf_ap(q.s, DType::fp32, Hp, j * m_T, rows_of(j)));
+          emit_transpose(psum_ap(bank, rows_of(j), Hp, (j - g0) * H),
+                         sbuf_ap(q.s, DType::fp32, Hp, j * m_T, rows_of(j)));
         }
         // Whole tiles in one copy; a short last tile on its own partitions.
         const int64_t short_tile = rows_of(g1 - 1) < TP ? g1 - 1 : g1;
@@ -1498,7 +1486,7 @@ class Lowering {
         }
         if (short_tile < g1) {
           evacuate(sbuf_ap(q.pt, kvdt, rows_of(short_tile), short_tile * H, H),
-                   bank_at(bank, rows_of(short_tile), (short_tile - g0) * H, H));
+                   psum_ap(bank, rows_of(short_tile), H, (short_tile - g0) * H));
         }
       }
     };
@@ -1514,11 +1502,11 @@ class Lowering {
         const int64_t width = std::min(C * at_once, D - c0);
         for (int64_t j = 0; j < tiles; ++j) {
           for (int64_t off = 0; off < width; off += C) {
-            matmul(
-                psum_ap(m_psum[set + static_cast<size_t>(off / C)], Hp, std::min(C, width - off)),
-                sbuf_ap(q.pt, kvdt, rows_of(j), j * H, H),
-                sbuf_ap(q.v, kvdt, rows_of(j), j * D + c0 + off, std::min(C, width - off)), j == 0,
-                j + 1 == tiles);
+            const int64_t nc = std::min(C, width - off);
+            emit_matmul(psum_ap(m_psum[set + static_cast<size_t>(off / C)], Hp, nc),
+                        sbuf_ap(q.pt, kvdt, rows_of(j), j * H, H),
+                        sbuf_ap(q.v, kvdt, rows_of(j), j * D + c0 + off, nc), j == 0,
+                        j + 1 == tiles);
           }
         }
         for (int64_t off = 0; off < width; off += C) {
@@ -1528,8 +1516,8 @@ class Lowering {
           tensor_tensor(AluOp::mul, sbuf_ap(*masked, kvdt, Hp, 0, nc),
                         psum_ap(m_psum[set + static_cast<size_t>(off / C)], Hp, nc),
                         sbuf_ap(*mask, kvdt, Hp, c0 + off, nc));
-          matmul(psum_ap(sum_bank, 1, nc), sbuf_ap(*ones, kvdt, Hp, 0, 1),
-                 sbuf_ap(*masked, kvdt, Hp, 0, nc), true, true);
+          emit_matmul(psum_ap(sum_bank, 1, nc), sbuf_ap(*ones, kvdt, Hp, 0, 1),
+                      sbuf_ap(*masked, kvdt, Hp, 0, nc), true, true);
           evacuate(sbuf_ap(*row, odt, 1, c0 + off, nc), psum_ap(sum_bank, 1, nc));
           m_sbuf.release(*masked);
         }
@@ -2062,13 +2050,9 @@ class Lowering {
       const int32_t rows = in->rows_in(t);
       for (int64_t c = 0; c < out->count(); ++c) {  // output tile c = input columns of chunk c
         const int32_t cols = out->rows_in(c);
-        Slot bank = next_bank();
-        Instruction tr;
-        tr.op = Opcode::transpose;
-        tr.dst = psum_ap(bank, cols, rows);
-        tr.src[0] = tile_ap(*in, t, out->row0(c), cols);
-        emit(m_b.stream(Engine::tensor), tr);
-        evacuate(tile_ap(*out, c, in->row0(t), rows), tr.dst);
+        const AccessPattern tp = psum_ap(next_bank(), cols, rows);
+        emit_transpose(tp, tile_ap(*in, t, out->row0(c), cols));
+        evacuate(tile_ap(*out, c, in->row0(t), rows), tp);
       }
     }
     return std::nullopt;

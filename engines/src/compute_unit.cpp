@@ -9,11 +9,6 @@ namespace wallsim::engines {
 
 int64_t period_fs(double freq_mhz) { return std::llround(1e9 / freq_mhz); }
 
-sc_core::sc_time cycles_to_time(int64_t cycles, int64_t period_fs) {
-  return sc_core::sc_time::from_value(
-      static_cast<sc_dt::uint64>((cycles * period_fs + 500) / 1000));
-}
-
 int64_t time_to_cycles(sc_core::sc_time t, int64_t period_fs) {
   return period_fs > 0 ? std::llround(double(t.value()) * 1000.0 / double(period_fs)) : 0;
 }

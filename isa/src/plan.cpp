@@ -54,6 +54,14 @@ int Plan::find_semaphore(std::string_view n) const {
   return -1;
 }
 
+int64_t Plan::hbm_bytes() const {
+  int64_t bytes = 0;
+  for (const TensorDecl& t : tensors) {
+    if (t.space == MemSpace::hbm) bytes += t.elements() * dtype_bytes(t.dtype);
+  }
+  return bytes;
+}
+
 int64_t Plan::on_chip_bytes(MemSpace space) const {
   // Partitions split into bands at every buffer's first and end partition; within a band every
   // partition holds the same buffers, so the band adds (union of their byte ranges) x width.

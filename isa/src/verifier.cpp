@@ -50,10 +50,7 @@ class Verifier {
                            std::string(name_of(b.space)) + " has " + str(cap));
       }
     }
-    int64_t hbm_bytes = 0;
-    for (const TensorDecl& t : m_plan.tensors) {
-      if (t.space == MemSpace::hbm) hbm_bytes += t.elements() * dtype_bytes(t.dtype);
-    }
+    const int64_t hbm_bytes = m_plan.hbm_bytes();
     if (hbm_bytes > m_arch.hbm.bytes) {
       report("decl", "tensors need " + str(hbm_bytes) + " bytes of HBM but the device has " +
                          str(m_arch.hbm.bytes));

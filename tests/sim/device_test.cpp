@@ -30,7 +30,9 @@ isa::Plan example(const std::string& name) {
       .plans.at(0);
 }
 sc_time cycles(int64_t n, double freq_mhz) {
-  return engines::cycles_to_time(n, engines::period_fs(freq_mhz));
+  // n periods, to the nearest picosecond (the time resolution)
+  return sc_time::from_value(
+      static_cast<sc_dt::uint64>((n * engines::period_fs(freq_mhz) + 500) / 1000));
 }
 
 // One device per test process.

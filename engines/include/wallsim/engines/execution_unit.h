@@ -33,7 +33,6 @@ class ExecutionUnit {
 // so a duration of n cycles is n x period rounded to the nearest picosecond: the clock keeps
 // its exact rate on average and cycle counts read back from durations are exact.
 int64_t period_fs(double freq_mhz);
-sc_core::sc_time cycles_to_time(int64_t cycles, int64_t period_fs);
 int64_t time_to_cycles(sc_core::sc_time t, int64_t period_fs);
 
 }  // namespace wallsim::engines

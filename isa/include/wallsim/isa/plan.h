@@ -92,6 +92,8 @@ struct Plan {
   // Bytes of `space` (SBUF or PSUM) that the plan's buffers cover: the union of their byte
   // ranges, summed over partitions (overlapping buffers count once).
   int64_t on_chip_bytes(MemSpace space) const;
+  // Bytes of the tensors the plan declares in HBM.
+  int64_t hbm_bytes() const;
   // The name an access pattern refers to (a buffer's or a tensor's), or "?" when invalid.
   std::string_view target_name(const AccessPattern& ap) const;
   bool operator==(const Plan& o) const {
