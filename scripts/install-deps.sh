@@ -13,7 +13,7 @@ want=(
 case "${1:-build}" in
   build) ;;
   test) want+=(python3 python3-matplotlib parallel) ;;  # the sweep tests: plots, GNU parallel
-  tools) want+=(python3 python3-matplotlib python3-numpy parallel) ;;
+  tools) want+=(python3 python3-matplotlib python3-numpy parallel jq) ;;  # jq: compare_outputs.sh
   *) echo "install-deps.sh: unknown profile '$1' (expected build, test or tools)" >&2; exit 2 ;;
 esac
 
