@@ -24,12 +24,13 @@ class TensorTiming final : public TimingModel {
  public:
   explicit TensorTiming(const TensorEngineTiming& cfg) : m_cfg(cfg) {
     if (cfg.load_stationary_speedup < 1 || cfg.fp32_slowdown < 1 || cfg.moving_min_cycles < 0 ||
-        cfg.fill_cycles < 0 || cfg.drain_cycles < 0 || !(cfg.freq_mhz > 0.0)) {
+        cfg.fill_cycles < 0 || cfg.drain_cycles < 0 || cfg.load_stationary_min_cycles < 0 ||
+        !(cfg.freq_mhz > 0.0)) {
       throw std::invalid_argument("tensor engine timing: a parameter is out of range");
     }
   }
 
-  InstructionTiming time(const Instruction& in, bool back_to_back) override {
+  InstructionTiming time_after(const Instruction& in, int64_t idle_cycles) override {
     const AccessPattern& stationary = in.src[0];
     int64_t n = 0;
     bool fp32 = stationary.dtype == DType::fp32;
@@ -46,21 +47,32 @@ class TensorTiming final : public TimingModel {
                                     " is not a tensor-engine instruction");
     }
     const int64_t m = stationary.free_elements();
+    // fp32 takes fp32_slowdown passes through the array: the load and the multiply both scale.
+    const int64_t passes = fp32 ? m_cfg.fp32_slowdown : 1;
+    const bool new_fold = !(m_loaded && *m_loaded == stationary);
 
     int64_t load = 0;
-    if (!(m_loaded && *m_loaded == stationary)) {
-      load = ceil_div(m, m_cfg.load_stationary_speedup);
+    if (new_fold) {
+      load =
+          std::max(ceil_div(m, m_cfg.load_stationary_speedup), m_cfg.load_stationary_min_cycles) *
+          passes;
     }
-    int64_t exposed_load = load;
-    if (m_cfg.load_stationary_overlaps && back_to_back && m_prev_multiply > 0) {
-      exposed_load = std::max<int64_t>(0, load - m_prev_multiply);
+    int64_t exposed = load;
+    if (m_cfg.load_stationary_overlaps) {
+      // The next weights load while the previous fold streams: the skew stays in the latency.
+      if (idle_cycles == 0 && m_prev_multiply > 0)
+        exposed = std::max<int64_t>(0, load - m_prev_multiply);
+    } else if (new_fold && m_prev_multiply > 0 && idle_cycles != kIdleUnknown) {
+      // Folds serialise (SCALE-Sim's weight-stationary model): the previous fold's results
+      // leave the array (fill + drain) before the new weights load; idle time covers part of it.
+      const int64_t skew = m_cfg.fill_cycles + m_cfg.drain_cycles;
+      exposed += std::max<int64_t>(0, skew - idle_cycles);
     }
-    int64_t multiply = std::max(n, m_cfg.moving_min_cycles);
-    if (fp32) multiply *= m_cfg.fp32_slowdown;
+    const int64_t multiply = std::max(n, m_cfg.moving_min_cycles) * passes;
 
     m_loaded = stationary;
     m_prev_multiply = multiply;
-    const int64_t occupancy = exposed_load + multiply;
+    const int64_t occupancy = exposed + multiply;
     return {occupancy, occupancy + m_cfg.fill_cycles + m_cfg.drain_cycles};
   }
 

@@ -25,9 +25,16 @@ struct InstructionTiming {
 class TimingModel {
  public:
   virtual ~TimingModel() = default;
+  // The engine was idle `idle_cycles` cycles between the end of the previous instruction's
+  // occupancy and this issue: 0 means back to back (no stall); kIdleUnknown means no previous
+  // instruction or a stall of unknown length (everything pending has drained).
+  virtual InstructionTiming time_after(const isa::Instruction& in, int64_t idle_cycles) = 0;
   // `back_to_back` is true when this instruction issues the same cycle the previous one's
-  // occupancy ended (no stall in between).
-  virtual InstructionTiming time(const isa::Instruction& in, bool back_to_back) = 0;
+  // occupancy ended; false stands for a long stall.
+  InstructionTiming time(const isa::Instruction& in, bool back_to_back) {
+    return time_after(in, back_to_back ? 0 : kIdleUnknown);
+  }
+  static constexpr int64_t kIdleUnknown = INT64_MAX;
   // A new plan starts: nothing is loaded, there is no previous instruction.
   virtual void reset() = 0;
   virtual double freq_mhz() const = 0;
