@@ -191,6 +191,102 @@ TEST(Device, DmaEnginesShareHbmEqually) {
   EXPECT_EQ(rig.stat("device.hbm.read_bytes"), queues * bytes + 64.0 * 16);  // + fetch
 }
 
+// 16 queues each copying 4 MiB from HBM to HBM: every byte is read and written, so HBM carries
+// twice the bytes and the copies take twice as long as loads of the same size.
+TEST(Device, HbmToHbmCopiesPayHbmForBothEnds) {
+  Rig rig(false);
+  const int queues = 16;
+  const int64_t cols = 16384;  // bf16: 128 rows x 32 KiB = 4 MiB per queue
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "copy",
+    "tensors": [{"name": "a", "space": "hbm", "dtype": "bf16", "shape": [)"
+    << queues * 128 << ", " << cols << R"(], "role": "input"},
+                {"name": "b", "space": "hbm", "dtype": "bf16", "shape": [)"
+    << queues * 128 << ", " << cols << R"(], "role": "output"}], "streams": [)";
+  for (int q = 0; q < queues; ++q) {
+    s << (q ? "," : "") << R"({"engine": "dma", "name": "q)" << q << R"(", "dma_engine": )" << q
+      << R"(, "instructions": [{"op": "dma_copy",
+        "dst": {"buf": "b", "dtype": "bf16", "rows": [128, )" << cols << R"(], "offset": )"
+      << q * 128 * cols << R"(, "free": [[)" << cols << R"(, 1]]},
+        "src": {"buf": "a", "dtype": "bf16", "rows": [128, )" << cols << R"(], "offset": )"
+      << q * 128 * cols << R"(, "free": [[)" << cols << R"(, 1]]}}]})";
+  }
+  s << "]}]}";
+  engines::Launch& l = rig.launch(parse(s.str()));
+  rig.run();
+  const auto& t = rig.cfg.chip.timing;
+  const double bytes = 128.0 * cols * 2 * queues;
+  EXPECT_EQ(rig.stat("device.hbm.write_bytes"), bytes);
+  const double transfer_ns = 2 * bytes / t.hbm.bandwidth_gb_per_s;  // read + write on HBM
+  const double expected = t.dma.descriptor_issue_ns + transfer_ns + t.hbm.latency_ns;
+  EXPECT_NEAR((l.end_time - l.start_time).to_seconds() * 1e9, expected, 1e-3);
+  EXPECT_LE(rig.stat("device.hbm.achieved_gb_per_s"), t.hbm.bandwidth_gb_per_s);
+  // HBM moved read + write bytes at no more than its bandwidth over the plan's transfer time.
+  EXPECT_LE((rig.stat("device.hbm.read_bytes") + rig.stat("device.hbm.write_bytes")) /
+                ((l.end_time - l.start_time).to_seconds() * 1e9),
+            t.hbm.bandwidth_gb_per_s);
+}
+
+// Two plans on one queue: a contiguous 1 MiB load into [128 x 4096] bf16, then the same bytes
+// read transposed from a [4096 x 128] tensor (the HBM side strides by 128 elements).
+isa::Plan load_plan(bool transposed) {
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": ")"
+    << (transposed ? "transposed" : "contiguous") << R"(",
+    "tensors": [{"name": "x", "space": "hbm", "dtype": "bf16", "shape": )"
+    << (transposed ? "[4096, 128]" : "[128, 4096]") << R"(, "role": "input"}],
+    "buffers": [{"name": "xb", "space": "sbuf", "partitions": [0, 128], "bytes": 8192}],
+    "streams": [{"engine": "dma", "name": "q", "dma_engine": 0, "instructions": [{"op": "dma_copy",
+      "dst": {"buf": "xb", "dtype": "bf16", "partitions": [0, 128], "free": [[4096, 1]]},
+      "src": {"buf": "x", "dtype": "bf16", )"
+    << (transposed ? R"("rows": [128, 1], "free": [[4096, 128]])"
+                   : R"("rows": [128, 4096], "free": [[4096, 1]])")
+    << "}}]}]}]}";
+  return parse(s.str());
+}
+
+// Transfer time of each launch: its span less the issue cost and the HBM latency.
+std::vector<double> transfer_ns(Rig& rig) {
+  std::vector<double> out;
+  const auto& t = rig.cfg.chip.timing;
+  for (const auto& l : rig.device->launches()) {
+    out.push_back((l.end_time - l.start_time).to_seconds() * 1e9 - t.dma.descriptor_issue_ns -
+                  t.hbm.latency_ns);
+  }
+  return out;
+}
+
+TEST(Device, TransposedLoadCostsTheDerivedFactor) {
+  Rig rig(false, "trn2", nullptr,
+          [](runtime::Config& c) { c.chip.timing.dma.transpose_chunk_bytes = 0; });
+  rig.launch(load_plan(false));
+  rig.launch(load_plan(true));
+  rig.run();
+  const auto& d = rig.cfg.chip.timing.dma;
+  const double mib = 1 << 20;
+  const std::vector<double> ns = transfer_ns(rig);
+  // Contiguous: 128 chunks of 8 KiB; element-strided: 2-byte chunks (configs/README.md).
+  const double contiguous = mib * (1 + 128.0 * d.chunk_overhead_bytes / mib) / d.bandwidth_gb_per_s;
+  const double strided = mib * (1 + double(d.chunk_overhead_bytes) / 2) / d.bandwidth_gb_per_s;
+  EXPECT_NEAR(ns[0], contiguous, 1e-3);
+  EXPECT_NEAR(ns[1], strided, 1e-2);
+  EXPECT_NEAR(ns[1] / ns[0], 257.0 / 1.0625, 1e-6 * 242);  // the factor in configs/README.md
+  EXPECT_EQ(rig.stat("device.dma.transposes"), 1);
+}
+
+TEST(Device, HardwareDmaTransposeIsCheaperThanElementStrided) {
+  Rig rig(false);  // trn2: hardware DMA transpose of 2-byte elements
+  rig.launch(load_plan(false));
+  rig.launch(load_plan(true));
+  rig.run();
+  const auto& d = rig.cfg.chip.timing.dma;
+  ASSERT_GT(d.transpose_chunk_bytes, 0);
+  const std::vector<double> ns = transfer_ns(rig);
+  const double hw = double(d.chunk_overhead_bytes) / double(d.transpose_chunk_bytes);
+  EXPECT_NEAR(ns[1] / ns[0], (1 + hw) / 1.0625, 1e-5);
+  EXPECT_LT(1 + hw, 1 + d.chunk_overhead_bytes / 2.0);  // cheaper than element by element
+}
+
 TEST(Device, SemaphoresOrderEngines) {
   std::string path = ::testing::TempDir() + "/sem_order.csv";
   auto log = std::make_unique<traces::CsvLog>(
