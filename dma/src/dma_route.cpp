@@ -95,8 +95,8 @@ DescriptorCost descriptor_cost(const isa::Instruction& in, const DmaTiming& dma,
                                   " is not a DMA instruction");
   }
   const double bytes = std::max<double>(1.0, double(c.bytes));
-  c.engine_weight = 1.0 + (double(c.chunks) * double(dma.chunk_overhead_bytes) +
-                           double(c.index_bytes)) / bytes;
+  c.engine_weight =
+      1.0 + (double(c.chunks) * double(dma.chunk_overhead_bytes) + double(c.index_bytes)) / bytes;
   const MemSpace index_space = in.op == Opcode::dma_copy ? MemSpace::sbuf : in.src[1].space;
   const bool reads_hbm = src.space == MemSpace::hbm, writes_hbm = dst.space == MemSpace::hbm;
   const bool index_hbm = c.index_bytes > 0 && index_space == MemSpace::hbm;

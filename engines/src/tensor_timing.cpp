@@ -33,11 +33,9 @@ class TensorTiming final : public TimingModel {
   InstructionTiming time_after(const Instruction& in, int64_t idle_cycles) override {
     const AccessPattern& stationary = in.src[0];
     int64_t n = 0;
-    bool fp32 = stationary.dtype == DType::fp32;
     switch (in.op) {
       case Opcode::matmul:
         n = in.src[1].free_elements();
-        fp32 = fp32 || in.src[1].dtype == DType::fp32;
         break;
       case Opcode::transpose:
         n = stationary.partitions;
@@ -48,7 +46,7 @@ class TensorTiming final : public TimingModel {
     }
     const int64_t m = stationary.free_elements();
     // fp32 takes fp32_slowdown passes through the array: the load and the multiply both scale.
-    const int64_t passes = fp32 ? m_cfg.fp32_slowdown : 1;
+    const int64_t passes = tensor_passes(tensor_dtype(in), m_cfg);
     const bool new_fold = !(m_loaded && *m_loaded == stationary);
 
     int64_t load = 0;
@@ -90,6 +88,16 @@ class TensorTiming final : public TimingModel {
 };
 
 }  // namespace
+
+isa::DType tensor_dtype(const isa::Instruction& in) {
+  if (in.src[0].dtype == DType::fp32) return DType::fp32;
+  if (in.op == Opcode::matmul && in.src[1].dtype == DType::fp32) return DType::fp32;
+  return in.src[0].dtype;
+}
+
+int64_t tensor_passes(isa::DType dtype, const TensorEngineTiming& cfg) {
+  return dtype == DType::fp32 ? cfg.fp32_slowdown : 1;
+}
 
 std::unique_ptr<TimingModel> make_tensor_timing(const TensorEngineTiming& cfg) {
   return std::make_unique<TensorTiming>(cfg);

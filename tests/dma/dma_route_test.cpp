@@ -22,9 +22,8 @@ AccessPattern rows(MemSpace space, int32_t n, int64_t cols, DType dtype = DType:
   ap.buffer = 0;
   ap.dtype = dtype;
   ap.partitions = n;
-  ap.partition_stride = space == MemSpace::hbm || space == MemSpace::host
-                            ? (row_stride < 0 ? cols : row_stride)
-                            : 0;
+  ap.partition_stride =
+      space == MemSpace::hbm || space == MemSpace::host ? (row_stride < 0 ? cols : row_stride) : 0;
   ap.num_free = 1;
   ap.free[0] = {cols, col_stride};
   return ap;

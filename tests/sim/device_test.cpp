@@ -206,10 +206,11 @@ TEST(Device, HbmToHbmCopiesPayHbmForBothEnds) {
   for (int q = 0; q < queues; ++q) {
     s << (q ? "," : "") << R"({"engine": "dma", "name": "q)" << q << R"(", "dma_engine": )" << q
       << R"(, "instructions": [{"op": "dma_copy",
-        "dst": {"buf": "b", "dtype": "bf16", "rows": [128, )" << cols << R"(], "offset": )"
-      << q * 128 * cols << R"(, "free": [[)" << cols << R"(, 1]]},
-        "src": {"buf": "a", "dtype": "bf16", "rows": [128, )" << cols << R"(], "offset": )"
-      << q * 128 * cols << R"(, "free": [[)" << cols << R"(, 1]]}}]})";
+        "dst": {"buf": "b", "dtype": "bf16", "rows": [128, )"
+      << cols << R"(], "offset": )" << q * 128 * cols << R"(, "free": [[)" << cols << R"(, 1]]},
+        "src": {"buf": "a", "dtype": "bf16", "rows": [128, )"
+      << cols << R"(], "offset": )" << q * 128 * cols << R"(, "free": [[)" << cols
+      << R"(, 1]]}}]})";
   }
   s << "]}]}";
   engines::Launch& l = rig.launch(parse(s.str()));
@@ -285,6 +286,37 @@ TEST(Device, HardwareDmaTransposeIsCheaperThanElementStrided) {
   const double hw = double(d.chunk_overhead_bytes) / double(d.transpose_chunk_bytes);
   EXPECT_NEAR(ns[1] / ns[0], (1 + hw) / 1.0625, 1e-5);
   EXPECT_LT(1 + hw, 1 + d.chunk_overhead_bytes / 2.0);  // cheaper than element by element
+}
+
+TEST(Device, PeakFractionIsPerDtypeExecuted) {
+  Rig rig(false);
+  // One bf16 and one fp32 matmul of [128 x 128] x [128 x 512], back to back.
+  engines::Launch& l = rig.launch(parse(R"({"format": "wallsim-plan", "version": 1, "plans": [{
+    "name": "mixed",
+    "buffers": [{"name": "w", "space": "sbuf", "partitions": [0, 128], "bytes": 512},
+                {"name": "x", "space": "sbuf", "partitions": [0, 128], "offset": 512, "bytes": 2048},
+                {"name": "o", "space": "psum", "partitions": [0, 128], "bytes": 2048}],
+    "streams": [{"engine": "tensor", "instructions": [
+      {"op": "matmul", "dst": {"buf": "o", "dtype": "fp32", "partitions": [0, 128], "free": [[512, 1]]},
+       "stationary": {"buf": "w", "dtype": "bf16", "partitions": [0, 128], "free": [[128, 1]]},
+       "moving": {"buf": "x", "dtype": "bf16", "partitions": [0, 128], "free": [[512, 1]]}},
+      {"op": "matmul", "dst": {"buf": "o", "dtype": "fp32", "partitions": [0, 128], "free": [[512, 1]]},
+       "stationary": {"buf": "w", "dtype": "fp32", "partitions": [0, 128], "free": [[128, 1]]},
+       "moving": {"buf": "x", "dtype": "fp32", "partitions": [0, 128], "free": [[512, 1]]}}]}]}]})"));
+  rig.run();
+  const auto& t = rig.cfg.chip.timing.tensor;
+  const double macs = 128.0 * 128 * 512;
+  EXPECT_EQ(rig.stat("device.engines.tensor.bf16.macs"), macs);
+  EXPECT_EQ(rig.stat("device.engines.tensor.fp32.macs"), macs);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.bf16.peak_tflops"), 78.6432, 1e-4);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.fp32.peak_tflops"), 78.6432 / t.fp32_slowdown, 1e-4);
+  const double cycles = (l.end_time).to_seconds() * t.freq_mhz * 1e6;
+  const double array = 128.0 * 128 * cycles;
+  EXPECT_NEAR(rig.stat("device.engines.tensor.bf16.peak_fraction"), macs / array, 1e-9);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.fp32.peak_fraction"), macs * t.fp32_slowdown / array,
+              1e-9);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.peak_fraction"), macs * (1 + t.fp32_slowdown) / array,
+              1e-9);
 }
 
 TEST(Device, SemaphoresOrderEngines) {
@@ -477,9 +509,9 @@ TEST(Device, TinyConfigRunsItsOwnGeometry) {
   EXPECT_LT((ref - Eigen::Map<M>(y.data(), 24, 96)).cwiseAbs().maxCoeff(), 1e-5f);
   // fp32 on the array: load and moving (96 >= 16 minimum), both times the fp32 slowdown.
   const auto& t = rig.cfg.chip.timing.tensor;
-  EXPECT_EQ(rig.stat("device.engines.tensor.busy_cycles"),
-            ((24 + t.load_stationary_speedup - 1) / t.load_stationary_speedup + 96) *
-                t.fp32_slowdown);
+  EXPECT_EQ(
+      rig.stat("device.engines.tensor.busy_cycles"),
+      ((24 + t.load_stationary_speedup - 1) / t.load_stationary_speedup + 96) * t.fp32_slowdown);
 }
 
 // One vector and one scalar instruction with no dependency between them on tiny: they overlap

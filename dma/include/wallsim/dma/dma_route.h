@@ -12,11 +12,11 @@
 namespace wallsim::dma {
 
 struct DescriptorCost {
-  std::string route;      // "hbm->sbuf", "hbm->hbm", "gather hbm->sbuf", ... (docs/TIMING.md §5)
+  std::string route;       // "hbm->sbuf", "hbm->hbm", "gather hbm->sbuf", ... (docs/TIMING.md §5)
   bool transpose = false;  // a 2-byte element transpose: hardware DMA transpose or strided
   bool hardware_transpose = false;  // it uses the DMA engine's transpose (transpose_chunk_bytes)
-  int64_t bytes = 0;       // payload: the elements moved
-  int64_t chunks = 0;      // contiguous pieces the engine moves, each paying chunk_overhead_bytes
+  int64_t bytes = 0;                // payload: the elements moved
+  int64_t chunks = 0;       // contiguous pieces the engine moves, each paying chunk_overhead_bytes
   int64_t index_bytes = 0;  // gather/scatter: the index tensor read
   // Resource bytes per payload byte: DMA engine (chunk overhead and index read included), HBM
   // (1 per end in HBM, plus an index read from HBM), host link (1 per end in host memory).

@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "wallsim/dma/dma_timing.h"
 #include "wallsim/dma/dma_route.h"
-#include "wallsim/memory/bandwidth_share.h"
+#include "wallsim/dma/dma_timing.h"
 #include "wallsim/isa/instruction.h"
+#include "wallsim/memory/bandwidth_share.h"
 #include "wallsim/memory/memory_timing.h"
 #include "wallsim/memory/tile_io.h"
 #include "wallsim/traces/stats.h"
@@ -37,7 +37,8 @@ class DmaSystem : public sc_core::sc_module {
   // Bytes a DMA instruction moves.
   static int64_t bytes_moved(const isa::Instruction& in);
   // Per resource ("hbm", "host_link", "dma<N>"): the least time the capacity it gave (bytes
-  // times each transfer's weight) needs at its full bandwidth. No run can be shorter than the largest of these.
+  // times each transfer's weight) needs at its full bandwidth. No run can be shorter than the
+  // largest of these.
   std::vector<std::pair<std::string, sc_core::sc_time>> transfer_floors() const;
   // Writes derived stats (busy times, achieved bandwidth over `elapsed`).
   void finalize(sc_core::sc_time elapsed);
@@ -62,9 +63,9 @@ class DmaSystem : public sc_core::sc_module {
   std::map<uint64_t, sc_core::sc_event*> m_waiting;
   sc_core::sc_event m_wake;
   Ps m_last_account = 0;
-  std::vector<Ps> m_busy_ps;  // per resource: time with a transfer in flight
-  std::vector<int64_t> m_bytes;           // per resource: payload bytes carried
-  std::vector<double> m_load;             // per resource: capacity used (payload x weight)
+  std::vector<Ps> m_busy_ps;     // per resource: time with a transfer in flight
+  std::vector<int64_t> m_bytes;  // per resource: payload bytes carried
+  std::vector<double> m_load;    // per resource: capacity used (payload x weight)
 
   traces::StatsRegistry* m_stats;
   traces::Counter* m_hbm_read = nullptr;

@@ -9,10 +9,11 @@
 namespace wallsim::dma {
 
 struct DmaTiming {
-  double bandwidth_gb_per_s = 28.99;  // per engine
-  int64_t descriptor_issue_ns = 600;  // fixed cost to issue one descriptor
+  double bandwidth_gb_per_s = 28.99;   // per engine
+  int64_t descriptor_issue_ns = 600;   // fixed cost to issue one descriptor
   int64_t chunk_overhead_bytes = 512;  // each contiguous chunk costs the engine this much more
-  int64_t transpose_chunk_bytes = 256;  // hardware 2-byte DMA transpose moves this per chunk; 0: none
+  int64_t transpose_chunk_bytes =
+      256;  // hardware 2-byte DMA transpose moves this per chunk; 0: none
 };
 
 // The PCIe-like link between host memory and HBM, shared fairly by its transfers.

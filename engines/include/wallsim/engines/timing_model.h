@@ -40,6 +40,12 @@ class TimingModel {
   virtual double freq_mhz() const = 0;
 };
 
+// The dtype a tensor-engine instruction runs at: fp32 when either operand is fp32 (the array
+// makes fp32_slowdown passes), else the stationary operand's.
+isa::DType tensor_dtype(const isa::Instruction& in);
+// Passes through the array for instructions of that dtype (fp32: fp32_slowdown, else 1).
+int64_t tensor_passes(isa::DType dtype, const TensorEngineTiming& cfg);
+
 // Weight-stationary systolic array: matmul and transpose.
 std::unique_ptr<TimingModel> make_tensor_timing(const TensorEngineTiming& cfg);
 // Lane-parallel engines (vector and scalar): everything they execute.
