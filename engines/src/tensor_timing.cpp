@@ -13,6 +13,7 @@ namespace {
 using isa::AccessPattern;
 using isa::DType;
 using isa::Instruction;
+using isa::MemSpace;
 using isa::Opcode;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -97,6 +98,42 @@ isa::DType tensor_dtype(const isa::Instruction& in) {
 
 int64_t tensor_passes(isa::DType dtype, const TensorEngineTiming& cfg) {
   return dtype == DType::fp32 ? cfg.fp32_slowdown : 1;
+}
+
+int64_t gemm_span_cycles(TimingModel& model, int64_t m, int64_t k, int64_t n, int32_t rows,
+                         int32_t cols, int64_t moving_max) {
+  auto tile = [](MemSpace space, int32_t buffer, DType dtype, int64_t partitions, int64_t free) {
+    AccessPattern ap;
+    ap.space = space;
+    ap.buffer = buffer;
+    ap.dtype = dtype;
+    ap.partitions = static_cast<int32_t>(partitions);
+    ap.num_free = 1;
+    ap.free[0] = {free, 1};
+    return ap;
+  };
+  model.reset();
+  int64_t t = 0, ready = 0;
+  bool first = true;
+  int32_t fold = 0;
+  for (int64_t n0 = 0; n0 < n; n0 += cols) {
+    for (int64_t k0 = 0; k0 < k; k0 += rows, ++fold) {
+      const int64_t part = std::min<int64_t>(rows, k - k0), width = std::min<int64_t>(cols, n - n0);
+      for (int64_t m0 = 0; m0 < m; m0 += moving_max) {
+        const int64_t free = std::min(moving_max, m - m0);
+        Instruction in;
+        in.op = Opcode::matmul;
+        in.src[0] = tile(MemSpace::sbuf, fold, DType::bf16, part, width);
+        in.src[1] = tile(MemSpace::sbuf, INT32_MAX, DType::bf16, part, free);  // never stationary
+        in.dst = tile(MemSpace::psum, 0, DType::fp32, width, free);
+        const InstructionTiming it = model.time(in, !first);
+        first = false;
+        ready = std::max(ready, t + it.latency_cycles);
+        t += it.occupancy_cycles;
+      }
+    }
+  }
+  return ready;
 }
 
 std::unique_ptr<TimingModel> make_tensor_timing(const TensorEngineTiming& cfg) {

@@ -277,33 +277,8 @@ TensorEngineTiming scalesim_tensor() {
   return t;
 }
 
-// The span (first issue to last result) of a GEMM out[N x M] = W[K x N]^T . X[K x M] issued
-// back to back: SCALE-Sim's M streams as wallsim's moving free dimension (in tiles of at most
-// 512), the K x N operand is stationary in folds of at most 128 x 128.
 int64_t gemm_span(TimingModel& model, int64_t m, int64_t k, int64_t n) {
-  model.reset();
-  int64_t t = 0, ready = 0;
-  bool first = true;
-  int32_t fold = 0;
-  for (int64_t n0 = 0; n0 < n; n0 += 128) {
-    for (int64_t k0 = 0; k0 < k; k0 += 128, ++fold) {
-      const auto rows = static_cast<int32_t>(std::min<int64_t>(128, k - k0));
-      const int64_t width = std::min<int64_t>(128, n - n0);
-      for (int64_t m0 = 0; m0 < m; m0 += 512) {
-        Instruction in;
-        in.op = Opcode::matmul;
-        in.src[0] = tile(MemSpace::sbuf, fold, DType::bf16, rows, width);
-        in.src[1] = tile(MemSpace::sbuf, 100000, DType::bf16, rows, std::min<int64_t>(512, m - m0));
-        in.dst = tile(MemSpace::psum, 0, DType::fp32, static_cast<int32_t>(width),
-                      std::min<int64_t>(512, m - m0));
-        const InstructionTiming it = model.time(in, !first);
-        first = false;
-        ready = std::max(ready, t + it.latency_cycles);
-        t += it.occupancy_cycles;
-      }
-    }
-  }
-  return ready;
+  return gemm_span_cycles(model, m, k, n, 128, 128, 512);
 }
 
 int64_t scalesim_cycles(int64_t m, int64_t k, int64_t n) {

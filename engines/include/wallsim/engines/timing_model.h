@@ -46,6 +46,14 @@ isa::DType tensor_dtype(const isa::Instruction& in);
 // Passes through the array for instructions of that dtype (fp32: fp32_slowdown, else 1).
 int64_t tensor_passes(isa::DType dtype, const TensorEngineTiming& cfg);
 
+// Cycles from the first issue to the last result of a GEMM out[N x M] = W[K x N]^T . X[K x M]
+// issued back to back on `model` (reset first): the K x N operand stationary in folds of at
+// most rows x cols, M streamed as the moving free dimension in tiles of at most `moving_max`,
+// bf16, operands already on chip. How SCALE-Sim's weight-stationary count is checked
+// (docs/TIMING.md §2).
+int64_t gemm_span_cycles(TimingModel& model, int64_t m, int64_t k, int64_t n, int32_t rows,
+                         int32_t cols, int64_t moving_max);
+
 // Weight-stationary systolic array: matmul and transpose.
 std::unique_ptr<TimingModel> make_tensor_timing(const TensorEngineTiming& cfg);
 // Lane-parallel engines (vector and scalar): everything they execute.
