@@ -518,6 +518,13 @@ void run_validate(const ValidateArgs& a) {
     std::ofstream f(dir->file("validation.csv"));
     f << csv.str();
   }
+  // stats.json (the whole validation run's device stats), stats.txt, config.resolved.json.
+  device->finalize();
+  sim::write_run_files(
+      *dir, stats,
+      {{"validation",
+        {{"figures", rows_out.size()}, {"kernels", kernels.size()}, {"failed_checks", failures}}}},
+      runtime::to_json(cfg));
   const std::string staging = fs::path(dir->file("validation.csv")).parent_path().string();
   const std::string cmd = "/usr/bin/python3 tools/plot_validation.py '" + staging + "' > '" +
                           dir->file("plots.log") + "' 2>&1";
