@@ -13,19 +13,7 @@ using isa::Opcode;
 
 namespace {
 
-const char* space_name(MemSpace s) {
-  switch (s) {
-    case MemSpace::hbm:
-      return "hbm";
-    case MemSpace::sbuf:
-      return "sbuf";
-    case MemSpace::psum:
-      return "psum";
-    case MemSpace::host:
-      return "host";
-  }
-  return "?";
-}
+std::string space_name(MemSpace s) { return std::string(isa::name_of(s)); }
 
 bool off_chip(MemSpace s) { return s == MemSpace::hbm || s == MemSpace::host; }
 
@@ -64,7 +52,7 @@ DescriptorCost descriptor_cost(const isa::Instruction& in, const DmaTiming& dma,
   switch (in.op) {
     case Opcode::dma_copy: {
       c.bytes = dst.bytes();
-      c.route = std::string(space_name(src.space)) + "->" + space_name(dst.space);
+      c.route = space_name(src.space) + "->" + space_name(dst.space);
       const int64_t ls = contiguous_elements(src), ld = contiguous_elements(dst);
       c.chunks = merged_chunks(elements, ls, ld);
       // A transpose of 2-byte elements: one side contiguous, the other element by element.
