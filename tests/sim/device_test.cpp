@@ -319,6 +319,54 @@ TEST(Device, PeakFractionIsPerDtypeExecuted) {
               1e-9);
 }
 
+// On the device, configured like SCALE-Sim v2: a GEMM's span from the first tensor-engine issue
+// to the last PSUM write matches SCALE-Sim's weight-stationary count (0-based last cycle).
+TEST(Device, GemmSpanMatchesScaleSimWeightStationary) {
+  Rig rig(false, "trn2", nullptr, [](runtime::Config& c) {
+    auto& t = c.chip.timing.tensor;
+    t.moving_min_cycles = 1;
+    t.load_stationary_speedup = 1;
+    t.load_stationary_min_cycles = 128;
+    t.load_stationary_overlaps = false;
+    t.fill_cycles = 127;
+    t.drain_cycles = 127;
+  });
+  const int64_t m = 1000, k = 300, n = 200;  // SCALE-Sim's M streams; K x N stationary
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "gemm",
+    "buffers": [{"name": "w", "space": "sbuf", "partitions": [0, 128], "bytes": )"
+    << 2 * n * ((k + 127) / 128) << R"(},
+                {"name": "x", "space": "sbuf", "partitions": [0, 128], "offset": 4096, "bytes": )"
+    << 2 * m * ((k + 127) / 128) << R"(},
+                {"name": "o", "space": "psum", "partitions": [0, 128], "bytes": 2048}],
+    "streams": [{"engine": "tensor", "instructions": [)";
+  bool first = true;
+  for (int64_t n0 = 0; n0 < n; n0 += 128) {
+    for (int64_t k0 = 0, kt = 0; k0 < k; k0 += 128, ++kt) {
+      const int64_t rows = std::min<int64_t>(128, k - k0), width = std::min<int64_t>(128, n - n0);
+      for (int64_t m0 = 0; m0 < m; m0 += 512) {
+        const int64_t free = std::min<int64_t>(512, m - m0);
+        s << (first ? "" : ",") << R"({"op": "matmul",
+          "dst": {"buf": "o", "dtype": "fp32", "partitions": [0, )"
+          << width << R"(], "free": [[)" << free << R"(, 1]]},
+          "stationary": {"buf": "w", "dtype": "bf16", "partitions": [0, )"
+          << rows << R"(], "offset": )" << kt * n + n0 << R"(, "free": [[)" << width << R"(, 1]]},
+          "moving": {"buf": "x", "dtype": "bf16", "partitions": [0, )"
+          << rows << R"(], "offset": )" << kt * m + m0 << R"(, "free": [[)" << free << R"(, 1]]}})";
+        first = false;
+      }
+    }
+  }
+  s << "]}]}]}";
+  engines::Launch& l = rig.launch(parse(s.str()));
+  rig.run();
+  const double f = rig.cfg.chip.timing.tensor.freq_mhz;
+  const double span_cycles = (l.end_time - l.start_time).to_seconds() * f * 1e6;
+  const double scalesim =
+      double(((k + 127) / 128) * ((n + 127) / 128) * (2 * 128 + 128 + m - 2) - 1);
+  EXPECT_NEAR(span_cycles - 1, scalesim, 0.05);  // within the 1 ps time resolution
+}
+
 TEST(Device, SemaphoresOrderEngines) {
   std::string path = ::testing::TempDir() + "/sem_order.csv";
   auto log = std::make_unique<traces::CsvLog>(
