@@ -28,6 +28,15 @@ int64_t merged_chunks(int64_t n, int64_t la, int64_t lb) {
 
 }  // namespace
 
+std::string DescriptorCost::route() const {
+  std::string r = op == Opcode::dma_gather    ? "gather "
+                  : op == Opcode::dma_scatter ? "scatter "
+                                              : "";
+  r += space_name(src) + "->" + space_name(dst);
+  if (hardware_transpose) r += " (dma transpose)";
+  return r;
+}
+
 int64_t contiguous_elements(const AccessPattern& ap) {
   int64_t run = 1;
   int d = ap.num_free - 1;
@@ -46,13 +55,15 @@ int64_t contiguous_elements(const AccessPattern& ap) {
 DescriptorCost descriptor_cost(const isa::Instruction& in, const DmaTiming& dma,
                                const memory::HbmTiming& hbm, const HostLinkTiming& link) {
   DescriptorCost c;
+  c.op = in.op;
+  c.src = in.src[0].space;
+  c.dst = in.dst.space;
   const AccessPattern& src = in.src[0];
   const AccessPattern& dst = in.dst;
   const int64_t elements = dst.elements();
   switch (in.op) {
     case Opcode::dma_copy: {
       c.bytes = dst.bytes();
-      c.route = space_name(src.space) + "->" + space_name(dst.space);
       const int64_t ls = contiguous_elements(src), ld = contiguous_elements(dst);
       c.chunks = merged_chunks(elements, ls, ld);
       // A transpose of 2-byte elements: one side contiguous, the other element by element.
@@ -60,7 +71,6 @@ DescriptorCost descriptor_cost(const isa::Instruction& in, const DmaTiming& dma,
                     (ls > 1 || ld > 1);
       if (c.transpose && dma.transpose_chunk_bytes > 0) {
         c.hardware_transpose = true;
-        c.route += " (dma transpose)";
         c.chunks = (c.bytes + dma.transpose_chunk_bytes - 1) / dma.transpose_chunk_bytes;
       }
       break;
@@ -70,8 +80,6 @@ DescriptorCost descriptor_cost(const isa::Instruction& in, const DmaTiming& dma,
       const bool gather = in.op == Opcode::dma_gather;
       const AccessPattern& rows = gather ? dst : src;  // the on-chip side, one row a partition
       c.bytes = rows.bytes();
-      c.route = std::string(gather ? "gather " : "scatter ") + space_name(src.space) + "->" +
-                space_name(dst.space);
       // Every gathered or scattered row is a piece of its own on the indexed side.
       const int64_t row = std::max<int64_t>(1, rows.free_elements());
       c.chunks = merged_chunks(rows.elements(), std::min(row, contiguous_elements(rows)), row);

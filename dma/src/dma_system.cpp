@@ -98,8 +98,9 @@ sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory:
   sc_core::wait(ns(m_dma.descriptor_issue_ns));
   if (mem) copy_functional(in, *mem);
   const DescriptorCost c = descriptor_cost(in, m_dma, m_hbm_timing, m_link_timing);
-  std::vector<memory::ResourceUse> uses{
-      {m_engines.at(static_cast<size_t>(engine)), c.engine_weight}};
+  std::vector<memory::ResourceUse> uses;
+  uses.reserve(3);
+  uses.push_back({m_engines.at(static_cast<size_t>(engine)), c.engine_weight});
   if (c.hbm_weight > 0) uses.push_back({m_hbm, c.hbm_weight});
   if (c.link_weight > 0) uses.push_back({m_link, c.link_weight});
   if (m_hbm_read) *m_hbm_read += static_cast<uint64_t>(c.hbm_read_bytes);
@@ -107,7 +108,7 @@ sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory:
   if (m_link_bytes) *m_link_bytes += static_cast<uint64_t>(c.link_bytes);
   if (m_chunks) *m_chunks += static_cast<uint64_t>(c.chunks);
   if (m_transposes && c.transpose) ++*m_transposes;
-  transfer(static_cast<double>(c.bytes), uses);
+  transfer(static_cast<double>(c.bytes), std::move(uses));
   return ns(c.latency_ns);
 }
 
@@ -117,16 +118,16 @@ void DmaSystem::fetch_from_hbm(int64_t bytes) {
   sc_core::wait(ns(m_hbm_timing.latency_ns));
 }
 
-void DmaSystem::transfer(double bytes, const std::vector<memory::ResourceUse>& uses) {
+void DmaSystem::transfer(double bytes, std::vector<memory::ResourceUse> uses) {
   const Ps now = now_ps();
   account(now);
   sc_core::sc_event done;
-  const uint64_t id = m_share.start_weighted(now, bytes, uses);
   // Per resource, the payload and the capacity used (an HBM->HBM copy uses HBM twice).
   for (const auto& u : uses) {
     m_bytes[u.resource] += static_cast<int64_t>(bytes);
     m_load[u.resource] += bytes * u.weight;
   }
+  const uint64_t id = m_share.start_weighted(now, bytes, std::move(uses));
   m_waiting.emplace(id, &done);
   bool finished_now = false;
   for (uint64_t f : m_share.advance(now)) {

@@ -55,19 +55,18 @@ uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUs
   }
   std::sort(uses.begin(), uses.end(),
             [](const ResourceUse& a, const ResourceUse& b) { return a.resource < b.resource; });
-  std::vector<int> resources;
-  std::vector<double> weights;
-  for (const ResourceUse& u : uses) {
-    if (!resources.empty() && resources.back() == u.resource) {
-      weights.back() += u.weight;
+  size_t kept = 0;  // merge uses of the same resource in place
+  for (size_t i = 0; i < uses.size(); ++i) {
+    if (kept > 0 && uses[kept - 1].resource == uses[i].resource) {
+      uses[kept - 1].weight += uses[i].weight;
     } else {
-      resources.push_back(u.resource);
-      weights.push_back(u.weight);
+      uses[kept++] = uses[i];
     }
   }
+  uses.resize(kept);
 
   run_until(now);
-  Transfer t{m_next_id++, bytes, -1.0, now, std::move(resources), std::move(weights), false};
+  Transfer t{m_next_id++, bytes, -1.0, now, std::move(uses), false};
   if (bytes == 0.0) {
     t.rate = 0.0;
     m_finished.push_back(std::move(t));
@@ -160,10 +159,10 @@ void FluidShare::recompute_rates() {
   }
   for (Transfer& t : m_active) {
     t.frozen = false;
-    for (size_t j = 0; j < t.resources.size(); ++j) {
-      Resource& res = m_resources[t.resources[j]];
+    for (const ResourceUse& u : t.uses) {
+      Resource& res = m_resources[u.resource];
       ++res.unfrozen;
-      res.demand += t.weights[j];
+      res.demand += u.weight;
     }
   }
   std::vector<double> new_rate(m_active.size(), 0.0);
@@ -186,17 +185,18 @@ void FluidShare::recompute_rates() {
     for (size_t i = 0; i < m_active.size(); ++i) {
       ++m_work;
       Transfer& t = m_active[i];
-      if (t.frozen || !std::binary_search(t.resources.begin(), t.resources.end(), best)) {
+      if (t.frozen || std::none_of(t.uses.begin(), t.uses.end(),
+                                   [best](const ResourceUse& u) { return u.resource == best; })) {
         continue;
       }
       t.frozen = true;
       new_rate[i] = best_share;
       --left;
-      for (size_t j = 0; j < t.resources.size(); ++j) {
-        Resource& res = m_resources[t.resources[j]];
-        res.free -= best_share * t.weights[j];
-        res.allocated += best_share * t.weights[j];
-        res.demand -= t.weights[j];
+      for (const ResourceUse& u : t.uses) {
+        Resource& res = m_resources[u.resource];
+        res.free -= best_share * u.weight;
+        res.allocated += best_share * u.weight;
+        res.demand -= u.weight;
         --res.unfrozen;
       }
     }

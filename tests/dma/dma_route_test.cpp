@@ -43,7 +43,7 @@ DescriptorCost cost(const Instruction& in, DmaTiming dma = {}) {
 
 TEST(DmaRoute, HbmToSbufUsesEngineAndHbmOnce) {
   const auto c = cost(copy(rows(MemSpace::sbuf, 128, 4096), rows(MemSpace::hbm, 128, 4096)));
-  EXPECT_EQ(c.route, "hbm->sbuf");
+  EXPECT_EQ(c.route(), "hbm->sbuf");
   EXPECT_EQ(c.bytes, 1 << 20);
   EXPECT_EQ(c.chunks, 128);  // one per partition: the HBM side is one run
   EXPECT_DOUBLE_EQ(c.engine_weight, 1.0 + 128.0 * 512 / (1 << 20));
@@ -62,7 +62,7 @@ TEST(DmaRoute, SbufToHbmWritesHbm) {
 
 TEST(DmaRoute, SbufToSbufUsesOnlyTheEngine) {
   const auto c = cost(copy(rows(MemSpace::sbuf, 128, 512), rows(MemSpace::sbuf, 128, 512)));
-  EXPECT_EQ(c.route, "sbuf->sbuf");
+  EXPECT_EQ(c.route(), "sbuf->sbuf");
   EXPECT_DOUBLE_EQ(c.hbm_weight, 0.0);
   EXPECT_DOUBLE_EQ(c.link_weight, 0.0);
   EXPECT_EQ(c.latency_ns, 0);
@@ -70,7 +70,7 @@ TEST(DmaRoute, SbufToSbufUsesOnlyTheEngine) {
 
 TEST(DmaRoute, HostToHbmUsesLinkAndHbm) {
   const auto c = cost(copy(rows(MemSpace::hbm, 64, 1024), rows(MemSpace::host, 64, 1024)));
-  EXPECT_EQ(c.route, "host->hbm");
+  EXPECT_EQ(c.route(), "host->hbm");
   EXPECT_EQ(c.chunks, 1);  // both sides one run
   EXPECT_DOUBLE_EQ(c.link_weight, 1.0);
   EXPECT_DOUBLE_EQ(c.hbm_weight, 1.0);
@@ -80,7 +80,7 @@ TEST(DmaRoute, HostToHbmUsesLinkAndHbm) {
 
 TEST(DmaRoute, HbmToHbmReadsAndWritesHbm) {
   const auto c = cost(copy(rows(MemSpace::hbm, 128, 8192), rows(MemSpace::hbm, 128, 8192)));
-  EXPECT_EQ(c.route, "hbm->hbm");
+  EXPECT_EQ(c.route(), "hbm->hbm");
   EXPECT_DOUBLE_EQ(c.hbm_weight, 2.0);
   EXPECT_EQ(c.hbm_read_bytes, c.bytes);
   EXPECT_EQ(c.hbm_write_bytes, c.bytes);
@@ -93,7 +93,7 @@ TEST(DmaRoute, GatherReadsTheIndexToo) {
   in.src[0] = rows(MemSpace::hbm, 1000, 256);
   in.src[1] = rows(MemSpace::hbm, 128, 1, DType::int32);
   const auto c = cost(in);
-  EXPECT_EQ(c.route, "gather hbm->sbuf");
+  EXPECT_EQ(c.route(), "gather hbm->sbuf");
   EXPECT_EQ(c.bytes, 128 * 256 * 2);
   EXPECT_EQ(c.index_bytes, 128 * 4);
   EXPECT_EQ(c.chunks, 128);  // a row each
@@ -109,7 +109,7 @@ TEST(DmaRoute, ScatterWritesRowsAndReadsTheIndex) {
   in.src[0] = rows(MemSpace::sbuf, 128, 256);
   in.src[1] = rows(MemSpace::sbuf, 128, 1, DType::int32);
   const auto c = cost(in);
-  EXPECT_EQ(c.route, "scatter sbuf->hbm");
+  EXPECT_EQ(c.route(), "scatter sbuf->hbm");
   EXPECT_EQ(c.hbm_write_bytes, c.bytes);
   EXPECT_EQ(c.hbm_read_bytes, 0);  // the index is in SBUF
   EXPECT_DOUBLE_EQ(c.hbm_weight, 1.0);
@@ -137,7 +137,7 @@ TEST(DmaRoute, HardwareTransposeIsItsOwnCheaperRoute) {
   none.transpose_chunk_bytes = 0;
   const auto strided = cost(transposed_load(), none);
   EXPECT_TRUE(hw.hardware_transpose);
-  EXPECT_EQ(hw.route, "hbm->sbuf (dma transpose)");
+  EXPECT_EQ(hw.route(), "hbm->sbuf (dma transpose)");
   EXPECT_EQ(hw.chunks, (1 << 20) / 256);
   EXPECT_DOUBLE_EQ(hw.engine_weight, 1.0 + 512.0 / 256);
   EXPECT_LT(hw.engine_weight, strided.engine_weight);

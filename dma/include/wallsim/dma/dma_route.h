@@ -12,8 +12,9 @@
 namespace wallsim::dma {
 
 struct DescriptorCost {
-  std::string route;       // "hbm->sbuf", "hbm->hbm", "gather hbm->sbuf", ... (docs/TIMING.md §5)
-  bool transpose = false;  // a 2-byte element transpose: hardware DMA transpose or strided
+  isa::Opcode op = isa::Opcode::dma_copy;
+  isa::MemSpace src = isa::MemSpace::hbm, dst = isa::MemSpace::sbuf;
+  bool transpose = false;           // a 2-byte element transpose: hardware DMA transpose or strided
   bool hardware_transpose = false;  // it uses the DMA engine's transpose (transpose_chunk_bytes)
   int64_t bytes = 0;                // payload: the elements moved
   int64_t chunks = 0;       // contiguous pieces the engine moves, each paying chunk_overhead_bytes
@@ -25,6 +26,9 @@ struct DescriptorCost {
   double link_weight = 0.0;
   int64_t hbm_read_bytes = 0, hbm_write_bytes = 0, link_bytes = 0;
   int64_t latency_ns = 0;  // tail after the transfer: HBM latency and/or host-link latency
+
+  // "hbm->sbuf", "hbm->hbm", "gather hbm->sbuf", "hbm->sbuf (dma transpose)", ... (TIMING.md §5)
+  std::string route() const;
 };
 
 // Contiguous run of a pattern in elements: the innermost dimensions that follow each other in

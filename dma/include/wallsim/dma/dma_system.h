@@ -45,7 +45,7 @@ class DmaSystem : public sc_core::sc_module {
 
  private:
   using Ps = memory::BandwidthShare::Ps;
-  void transfer(double bytes, const std::vector<memory::ResourceUse>& uses);
+  void transfer(double bytes, std::vector<memory::ResourceUse> uses);
   void wake();
   void account(Ps now);
   void reschedule(Ps now);

@@ -65,12 +65,11 @@ class FluidShare final : public BandwidthShare {
   };
   struct Transfer {
     uint64_t id;
-    double remaining;             // at m_now
-    double rate;                  // bytes/second; -1 until first computed
-    Ps finish;                    // whole ps, rounded up; INT64_MAX while the rate is 0
-    std::vector<int> resources;   // sorted, distinct
-    std::vector<double> weights;  // per resource
-    bool frozen;                  // scratch: rate fixed during progressive filling
+    double remaining;               // at m_now
+    double rate;                    // bytes/second; -1 until first computed
+    Ps finish;                      // whole ps, rounded up; INT64_MAX while the rate is 0
+    std::vector<ResourceUse> uses;  // sorted by resource, distinct
+    bool frozen;                    // scratch: rate fixed during progressive filling
   };
 
   void check_resource(int r) const;
