@@ -50,7 +50,7 @@ void add_run_command(CLI::App& app) {
     workloads::RunOptions o;
     o.debug_sync = a->mode == "eager-debug";
     o.mode = *runtime::parse_mode(o.debug_sync ? "eager" : a->mode);
-    if (a->steps == 0 || a->steps < -1) throw isa::InputError("--steps", "must be at least 1");
+    if (a->steps == 0 || a->steps < -1) throw base::InputError("--steps", "must be at least 1");
     if (a->steps > 0) o.steps = a->steps;
     o.functional = a->functional;
     o.plan_memory_bytes = a->plan_memory_mib << 20;

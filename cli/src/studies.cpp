@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "subprocess.h"
 #include "sweep.h"
-#include "wallsim/isa/json_object.h"
+#include "wallsim/base/json_object.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
@@ -26,8 +26,8 @@ namespace wallsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using isa::InputError;
-using isa::Json;
+using base::InputError;
+using base::Json;
 
 struct StudyRun {
   std::string label, workload, mode;
@@ -44,8 +44,8 @@ struct StudySpec {
 };
 
 StudySpec read_study(const std::string& file, const std::string& config) {
-  const Json j = isa::read_json_file(file);
-  isa::JsonObject o(j, file);
+  const Json j = base::read_json_file(file);
+  base::JsonObject o(j, file);
   StudySpec s;
   s.title = o.str("title");
   s.question = o.opt("question") ? o.str("question") : "";
@@ -62,7 +62,7 @@ StudySpec read_study(const std::string& file, const std::string& config) {
   if (runs.empty()) throw InputError(o.at("runs"), "expected at least one run");
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string where = o.at("runs") + "[" + std::to_string(i) + "]";
-    isa::JsonObject r(runs[i], where);
+    base::JsonObject r(runs[i], where);
     StudyRun run;
     run.label = r.str("label");
     run.workload = r.str("workload");
@@ -72,7 +72,7 @@ StudySpec read_study(const std::string& file, const std::string& config) {
     run.steps = r.integer_or("steps", 1, 1000000, 0);
     run.may_fail = r.boolean_or("may_fail", false);
     if (const Json* set = r.opt("set")) {
-      isa::JsonObject so(*set, r.at("set"));
+      base::JsonObject so(*set, r.at("set"));
       for (const auto& [k, v] : set->items()) run.overrides.push_back(k + "=" + v.dump());
     }
     r.finish();

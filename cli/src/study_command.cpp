@@ -10,8 +10,8 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "subprocess.h"
-#include "wallsim/isa/json_object.h"
-#include "wallsim/isa/params.h"
+#include "wallsim/base/json_object.h"
+#include "wallsim/base/params.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
@@ -34,8 +34,8 @@ struct WallSpec {
 };
 
 WallSpec read_spec(const std::string& file) {
-  isa::Json j = isa::read_json_file(file);
-  if (!j.is_object()) throw isa::InputError(file, "expected an object");
+  base::Json j = base::read_json_file(file);
+  if (!j.is_object()) throw base::InputError(file, "expected an object");
   WallSpec s;
   for (const auto& [key, value] : j.items()) {
     const std::string path = file + ": " + key;
@@ -46,26 +46,26 @@ WallSpec read_spec(const std::string& file) {
       s.modes = string_list(value, path);
       for (size_t i = 0; i < s.modes.size(); ++i) {
         if (!runtime::parse_mode(s.modes[i]))
-          throw isa::InputError(path + "[" + std::to_string(i) + "]",
-                                "unknown mode '" + s.modes[i] + "' (native, eager, fused, aot)");
+          throw base::InputError(path + "[" + std::to_string(i) + "]",
+                                 "unknown mode '" + s.modes[i] + "' (native, eager, fused, aot)");
       }
     } else if (key == "profiles") {
       s.profiles = string_list(value, path);
       for (size_t i = 0; i < s.profiles.size(); ++i) {
         if (s.profiles[i] != "neuron" && s.profiles[i] != "xla")
-          throw isa::InputError(path + "[" + std::to_string(i) + "]",
-                                "unknown profile '" + s.profiles[i] + "' (neuron, xla)");
+          throw base::InputError(path + "[" + std::to_string(i) + "]",
+                                 "unknown profile '" + s.profiles[i] + "' (neuron, xla)");
       }
     } else if (key == "steps") {
       if (!value.is_number_integer() || value.get<int64_t>() < 2 || value.get<int64_t>() > 100000)
-        throw isa::InputError(path, "expected an integer in [2, 100000]");
+        throw base::InputError(path, "expected an integer in [2, 100000]");
       s.steps = value.get<int64_t>();
     } else {
-      throw isa::InputError(path, "unknown key (workloads, modes, profiles, steps)");
+      throw base::InputError(path, "unknown key (workloads, modes, profiles, steps)");
     }
   }
   if (s.workloads.empty() || s.modes.empty() || s.profiles.empty())
-    throw isa::InputError(file, "needs workloads, modes and profiles");
+    throw base::InputError(file, "needs workloads, modes and profiles");
   return s;
 }
 
@@ -79,11 +79,11 @@ struct Point {
   double padding = 0;
 };
 
-double ms(const isa::Json& j, const char* key) { return j.at(key).get<double>() / 1e6; }
+double ms(const base::Json& j, const char* key) { return j.at(key).get<double>() / 1e6; }
 
 Point read_point(const std::string& dir) {
   std::ifstream in(dir + "/stats.json");
-  isa::Json s = isa::Json::parse(in);
+  base::Json s = base::Json::parse(in);
   Point p;
   const auto& steps = s.at("steps");
   p.steps = static_cast<int64_t>(steps.size());
@@ -164,9 +164,9 @@ void add_study_command(CLI::App& app) {
           const int rc = run_self(args);
           if (rc != 0) {
             std::cout << "\n";
-            throw isa::InputError("study wall", "the run of " + workload + " under " + mode + " (" +
-                                                    profile + " profile) failed with exit code " +
-                                                    std::to_string(rc));
+            throw base::InputError("study wall",
+                                   "the run of " + workload + " under " + mode + " (" + profile +
+                                       " profile) failed with exit code " + std::to_string(rc));
           }
           Point p = read_point(runs + "/" + name);
           p.workload = workload;

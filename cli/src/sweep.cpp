@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "wallsim/isa/json_object.h"
+#include "wallsim/base/json_object.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
@@ -20,8 +20,8 @@ namespace wallsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using isa::InputError;
-using isa::Json;
+using base::InputError;
+using base::Json;
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -54,8 +54,8 @@ Axis read_axis(const std::string& key, const Json& values, const std::string& wh
 }  // namespace
 
 SweepSpec read_sweep(const std::string& file) {
-  const Json j = isa::read_json_file(file);
-  isa::JsonObject o(j, file);
+  const Json j = base::read_json_file(file);
+  base::JsonObject o(j, file);
   SweepSpec spec;
   spec.file = file;
   spec.base_config = o.str("base_config");
@@ -79,7 +79,7 @@ SweepSpec read_sweep(const std::string& file) {
   // Axes: a grid over `axes`, times each zipped group (its lists advance together).
   std::vector<std::vector<std::vector<std::pair<std::string, Json>>>> factors;
   if (const Json* axes = o.opt("axes")) {
-    isa::JsonObject ax(*axes, o.at("axes"));
+    base::JsonObject ax(*axes, o.at("axes"));
     for (const auto& [key, values] : axes->items()) {
       if (!key.empty() && key[0] == '_') continue;
       const Axis a = read_axis(key, values, ax.at(key));
@@ -182,13 +182,13 @@ SweepSpec read_sweep(const std::string& file) {
   return spec;
 }
 
-isa::Json key_figures(const std::string& run_dir) {
+base::Json key_figures(const std::string& run_dir) {
   std::ifstream in(run_dir + "/stats.json");
   std::ifstream cin(run_dir + "/config.resolved.json");
   return key_figures(Json::parse(in), Json::parse(cin));
 }
 
-isa::Json key_figures(const isa::Json& s, const isa::Json& c) {
+base::Json key_figures(const base::Json& s, const base::Json& c) {
   const Json& t = s.at("totals");
   const Json& steps = s.at("steps");
   Json f = Json::object();
@@ -240,7 +240,7 @@ isa::Json key_figures(const isa::Json& s, const isa::Json& c) {
   return f;
 }
 
-std::vector<isa::Json> read_results(const std::string& dir) {
+std::vector<base::Json> read_results(const std::string& dir) {
   std::map<std::string, Json> latest;
   auto take = [&](const std::string& line) {
     try {

@@ -11,9 +11,9 @@
 #include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/compiler_stub/signature.h"
 #include "wallsim/compiler_stub/validate.h"
+#include "wallsim/isa/dtype_convert.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
-#include "wallsim/memory/dtype_convert.h"
 #include "wallsim/memory/npy.h"
 #include "wallsim/memory/tensor_store.h"
 #include "wallsim/sim/exec.h"
@@ -311,7 +311,7 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
     }
     const int64_t eb = isa::dtype_bytes(dtype);
     for (size_t i = 0; i < values.size(); ++i) {
-      memory::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, values[i]);
+      isa::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, values[i]);
     }
   }
   engines::Launch& l =
@@ -646,7 +646,7 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
       cg.plans = isa::read_plan_file(disk_file);
       loaded =
           cg.plans.plans.size() == 1 && isa::verify(cg.plans.plans[0], m_config.chip.arch).empty();
-    } catch (const isa::InputError&) {
+    } catch (const base::InputError&) {
       loaded = false;  // unreadable: compile instead, and overwrite it
     }
     if (loaded) {

@@ -76,13 +76,13 @@ ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
 
 }  // namespace
 
-RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved_config,
+RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
                         const WorkloadSpec& spec, const RunOptions& options,
                         const std::string& out_dir) {
   sim::init_systemc();
   std::unique_ptr<Workload> workload = make_workload(spec);
   if (options.steps && workload->fixed_steps()) {
-    throw isa::InputError("--steps", spec.name + " fixes its own steps");
+    throw base::InputError("--steps", spec.name + " fixes its own steps");
   }
   const int64_t steps = options.steps.value_or(workload->default_steps());
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);

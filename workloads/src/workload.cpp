@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 #include "wallsim/runtime/kv_blocks.h"
 #include "wallsim/runtime/ops.h"
 #include "workload_params.h"
@@ -21,7 +21,7 @@ WorkloadSpec parse_spec(const std::string& text) {
   const size_t colon = text.find(':');
   spec.name = text.substr(0, colon);
   if (spec.name.empty())
-    throw isa::InputError("--workload", "needs a name, e.g. mlp or gemm:m=512");
+    throw base::InputError("--workload", "needs a name, e.g. mlp or gemm:m=512");
   if (colon == std::string::npos) return spec;
   const std::string rest = text.substr(colon + 1);
   size_t at = 0;
@@ -31,11 +31,11 @@ WorkloadSpec parse_spec(const std::string& text) {
     const std::string item = rest.substr(at, comma - at);
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      throw isa::InputError("--workload " + text, "'" + item + "' is not key=value");
+      throw base::InputError("--workload " + text, "'" + item + "' is not key=value");
     }
     const std::string key = item.substr(0, eq);
     if (!spec.params.emplace(key, item.substr(eq + 1)).second) {
-      throw isa::InputError("--workload " + text, "parameter '" + key + "' given twice");
+      throw base::InputError("--workload " + text, "parameter '" + key + "' given twice");
     }
     at = comma + 1;
   }
@@ -557,8 +557,8 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "mask") return std::make_unique<PackedMask>(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
-  throw isa::InputError("--workload " + spec.text,
-                        "unknown workload '" + spec.name + "' (known: " + names + ")");
+  throw base::InputError("--workload " + spec.text,
+                         "unknown workload '" + spec.name + "' (known: " + names + ")");
 }
 
 }  // namespace wallsim::workloads

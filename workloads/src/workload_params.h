@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 #include "wallsim/runtime/ops.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
@@ -103,7 +103,7 @@ class Params {
     return v;
   }
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
-    throw isa::InputError("--workload " + m_spec.text, m_spec.name + "." + key + ": " + problem);
+    throw base::InputError("--workload " + m_spec.text, m_spec.name + "." + key + ": " + problem);
   }
   // After every parameter was read: anything else is a typo.
   void finish() const {
@@ -111,7 +111,7 @@ class Params {
       if (m_known.count(key)) continue;
       std::string known;
       for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
-      throw isa::InputError(
+      throw base::InputError(
           "--workload " + m_spec.text,
           "unknown parameter '" + key + "' of " + m_spec.name + " (known: " + known + ")");
     }

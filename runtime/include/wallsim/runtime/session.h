@@ -144,10 +144,10 @@ class Session {
   Tensor upload(const std::vector<int64_t>& shape, isa::DType dtype,
                 const std::vector<float>& values);
   // A device tensor from a `.npy` file (float32, float16 or int32 arrays), stored as `dtype`.
-  // Throws isa::InputError naming the file for anything it cannot read.
+  // Throws base::InputError naming the file for anything it cannot read.
   Tensor upload_npy(const std::string& path, isa::DType dtype);
   // Records or runs one op (by the mode). Shapes are checked at once: a bad op throws
-  // isa::InputError naming it.
+  // base::InputError naming it.
   Tensor op(compiler_stub::OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs = {},
             std::optional<isa::DType> dtype = std::nullopt, const std::string& name = "");
   // iota (no inputs): values along `axis`.

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "wallsim/base/params.h"
 #include "wallsim/engines/stream_processor.h"
-#include "wallsim/isa/params.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
@@ -31,9 +31,9 @@ struct RunSummary {
 };
 
 // Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json):
-// complete, or not at all. Bad input throws isa::InputError; a run that cannot go on throws
+// complete, or not at all. Bad input throws base::InputError; a run that cannot go on throws
 // runtime::RuntimeError or sim::SimulationError. Elaborates SystemC: once per process.
-RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved_config,
+RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
                         const WorkloadSpec& spec, const RunOptions& options,
                         const std::string& out_dir);
 
