@@ -67,8 +67,7 @@ StudySpec read_study(const std::string& file, const std::string& config) {
     run.label = r.str("label");
     run.workload = r.str("workload");
     run.mode = r.str("mode");
-    if (run.mode != "eager-debug" && !runtime::parse_mode(run.mode))
-      throw InputError(r.at("mode"), "unknown mode '" + run.mode + "'");
+    runtime::mode_named(run.mode, r.at("mode"));
     run.steps = r.integer_or("steps", 1, 1000000, 0);
     run.may_fail = r.boolean_or("may_fail", false);
     if (const Json* set = r.opt("set")) {

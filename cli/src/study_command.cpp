@@ -45,9 +45,7 @@ WallSpec read_spec(const std::string& file) {
     } else if (key == "modes") {
       s.modes = string_list(value, path);
       for (size_t i = 0; i < s.modes.size(); ++i) {
-        if (!runtime::parse_mode(s.modes[i]))
-          throw base::InputError(path + "[" + std::to_string(i) + "]",
-                                 "unknown mode '" + s.modes[i] + "' (native, eager, fused, aot)");
+        runtime::mode_named(s.modes[i], path + "[" + std::to_string(i) + "]");
       }
     } else if (key == "profiles") {
       s.profiles = string_list(value, path);
@@ -108,6 +106,12 @@ Point read_point(const std::string& dir) {
   p.total_ms = p.startup_ms + ms(s.at("totals"), "wall_ns");
   p.padding = s.at("totals").at("padding_flop_fraction").get<double>();
   return p;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  return out;
 }
 
 // Steps after which `a` has spent less wall time than `b` (start-up and cold step included),
@@ -177,51 +181,59 @@ void add_study_command(CLI::App& app) {
         }
       }
     }
-    // The table: per workload and profile, each mode against native.
+    // The table: per workload and profile, each mode against the baseline modes.
+    const std::vector<const runtime::ExecutionMode*> baselines = runtime::baseline_modes();
+    const std::string reference(baselines.front()->name());
+    std::string md_vs, md_rule, csv_vs;
+    for (const auto* b : baselines) {
+      md_vs += " overtakes " + std::string(b->name()) + " after |";
+      md_rule += "---|";
+      csv_vs += ",overtakes_" + std::string(b->name());
+    }
     std::ostringstream md, csv;
     md << "# The compilation wall\n\n"
        << "Config `" << a->config << "`, spec `" << a->spec << "`. Times are simulated. *Cold* is "
        << "the first step, *warm* the mean of the others; the warm breakdown is host time by "
        << "state (it sums to the warm step); *device* is the time plans ran. *Tax* is the run's "
-       << "total (start-up and every step) over native's. *Overtakes* is the number of steps "
-       << "after which the mode has spent less in total than the mode named.\n";
+       << "total (start-up and every step) over " << reference << "'s. *Overtakes* is the number "
+       << "of steps after which the mode has spent less in total than the mode named.\n";
     csv << "workload,profile,mode,startup_ms,cold_ms,warm_ms,warm_dispatch_ms,warm_compile_ms,"
            "warm_transfer_ms,warm_sync_wait_ms,warm_other_ms,warm_device_ms,startup_compiles,"
-           "compiles,recompiles,padding_flop_fraction,total_ms,tax_vs_native,overtakes_native,"
-           "overtakes_eager\n";
+           "compiles,recompiles,padding_flop_fraction,total_ms,tax_vs_"
+        << reference << csv_vs << "\n";
     for (const auto& workload : spec.workloads) {
       for (const auto& profile : spec.profiles) {
-        const Point* native = nullptr;
-        const Point* eager = nullptr;
+        std::vector<const Point*> base(baselines.size(), nullptr);
         for (const auto& p : points) {
           if (p.workload != workload || p.profile != profile) continue;
-          if (p.mode == "native") native = &p;
-          if (p.mode == "eager") eager = &p;
+          for (size_t b = 0; b < baselines.size(); ++b) {
+            if (p.mode == baselines[b]->name()) base[b] = &p;
+          }
         }
+        const Point* native = base.front();
         md << "\n## " << workload << " (" << profile << " compile profile)\n\n"
            << "| mode | start-up ms | cold ms | warm ms | dispatch | compile | transfer | sync "
               "wait "
               "| other | device | compiles (start-up + steps) | recompiles | padding | tax vs "
-              "native | overtakes native after | overtakes eager after |\n"
-           << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+           << reference << " |" << md_vs << "\n"
+           << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" << md_rule << "\n";
         for (const auto& p : points) {
           if (p.workload != workload || p.profile != profile) continue;
           const std::string tax = native ? fmt(p.total_ms / native->total_ms, 2) + "x" : "-";
-          const std::string vs_native = native && native != &p ? overtakes(p, *native) : "-";
-          const std::string vs_eager = eager && eager != &p ? overtakes(p, *eager) : "-";
+          std::vector<std::string> vs;
+          for (const Point* b : base) vs.push_back(b && b != &p ? overtakes(p, *b) : "-");
           md << "| " << p.mode << " | " << fmt(p.startup_ms) << " | " << fmt(p.cold_ms) << " | "
              << fmt(p.warm_ms) << " | ";
           for (double v : p.warm_state_ms) md << fmt(v) << " | ";
           md << fmt(p.warm_device_ms) << " | " << p.startup_compiles << " + " << (p.compiles)
              << " | " << p.recompiles << " | " << fmt(p.padding, 3) << " | " << tax << " | "
-             << vs_native << " | " << vs_eager << " |\n";
+             << join(vs, " | ") << " |\n";
           csv << '"' << workload << "\"," << profile << "," << p.mode << "," << p.startup_ms << ","
               << p.cold_ms << "," << p.warm_ms;
           for (double v : p.warm_state_ms) csv << "," << v;
           csv << "," << p.warm_device_ms << "," << p.startup_compiles << "," << p.compiles << ","
               << p.recompiles << "," << p.padding << "," << p.total_ms << ","
-              << (native ? p.total_ms / native->total_ms : 0.0) << "," << vs_native << ","
-              << vs_eager << "\n";
+              << (native ? p.total_ms / native->total_ms : 0.0) << "," << join(vs, ",") << "\n";
         }
       }
     }

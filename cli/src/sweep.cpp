@@ -62,11 +62,7 @@ SweepSpec read_sweep(const std::string& file) {
   const std::vector<std::string> workloads = string_list(o.req("workloads"), o.at("workloads"));
   const std::vector<std::string> modes = string_list(o.req("modes"), o.at("modes"));
   for (size_t i = 0; i < modes.size(); ++i) {
-    const bool debug = modes[i] == "eager-debug";
-    if (!debug && !runtime::parse_mode(modes[i])) {
-      throw InputError(o.at("modes") + "[" + std::to_string(i) + "]",
-                       "unknown mode '" + modes[i] + "' (native, eager, eager-debug, fused, aot)");
-    }
+    runtime::mode_named(modes[i], o.at("modes") + "[" + std::to_string(i) + "]");
   }
   const int64_t steps = o.integer_or("steps", 1, 1000000, 0);  // 0: the workload's default
   const bool functional = o.boolean_or("functional", false);

@@ -61,27 +61,6 @@ double macs_of(const Graph& g, const std::vector<int32_t>& nodes) {
 
 }  // namespace
 
-std::string_view name_of(Mode m) {
-  switch (m) {
-    case Mode::native:
-      return "native";
-    case Mode::eager:
-      return "eager";
-    case Mode::fused:
-      return "fused";
-    case Mode::aot:
-      return "aot";
-  }
-  return "?";
-}
-
-std::optional<Mode> parse_mode(std::string_view s) {
-  for (Mode m : {Mode::native, Mode::eager, Mode::fused, Mode::aot}) {
-    if (name_of(m) == s) return m;
-  }
-  return std::nullopt;
-}
-
 std::string_view name_of(HostState s) {
   static const char* const kNames[] = {"host_dispatch", "compile", "transfer", "sync_wait",
                                        "host_other"};
@@ -353,11 +332,12 @@ Tensor Session::iota(const std::vector<int64_t>& shape, isa::DType dtype, int64_
 
 Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
                    std::optional<isa::DType> dtype, const std::string& name) {
-  const Mode mode = m_options.mode;
+  const ExecutionMode& mode = *m_options.mode;
   if (!m_tracing) {
     record().counts.ops++;
-    if (mode != Mode::aot) charge(HostState::dispatch, m_config.runtime.dispatch_ns_per_op);
-    if (mode == Mode::fused) charge(HostState::dispatch, m_config.runtime.lazy.record_ns_per_op);
+    const ExecutionMode::OpCost cost = mode.op_cost(m_config.runtime);
+    charge(HostState::dispatch, cost.dispatch_ns);
+    charge(HostState::dispatch, cost.record_ns);
   }
   Node n;
   n.id = m_next_node++;
@@ -406,14 +386,12 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
   m_pending.nodes.push_back(std::move(n));
   m_pending_out[t->pending] = t;
   ++m_pending_ops;
-  if (mode == Mode::native || mode == Mode::eager) {
-    flush("op");
-    if (m_options.sync_every_op) {
+  if (const char* reason = mode.flush_after_op(m_pending_ops, m_config.runtime)) {
+    flush(reason);
+    if (mode.sync_every_op()) {
       wait_launched(t.get());
       wait_drained(t->producer, HostState::sync_wait);
     }
-  } else if (mode == Mode::fused && m_pending_ops >= m_config.runtime.lazy.max_pending_ops) {
-    flush("buffer limit");
   }
   return Tensor(t);
 }
@@ -477,35 +455,9 @@ void Session::flush(const char* reason) {
     if (n.op != OpKind::input) ops.push_back(n.id);
   }
   if (!ops.empty()) {
-    const auto& lazy = m_config.runtime.lazy;
-    switch (m_options.mode) {
-      case Mode::native:
-      case Mode::eager:
-        for (int32_t id : ops) run_group({id}, CompileKind::per_op, false);
-        break;
-      case Mode::aot:
-        run_group(ops, CompileKind::whole_graph, false);
-        break;
-      case Mode::fused: {
-        const std::set<OpKind> alone(lazy.not_fusible.begin(), lazy.not_fusible.end());
-        std::vector<int32_t> group;
-        for (int32_t id : ops) {
-          const bool solo = alone.count(m_pending.find(id)->op) > 0;
-          if (!group.empty() &&
-              (solo || (lazy.max_group_ops > 0 &&
-                        static_cast<int64_t>(group.size()) >= lazy.max_group_ops))) {
-            run_group(group, CompileKind::micro_graph, true);
-            group.clear();
-          }
-          group.push_back(id);
-          if (solo) {
-            run_group(group, CompileKind::micro_graph, true);
-            group.clear();
-          }
-        }
-        if (!group.empty()) run_group(group, CompileKind::micro_graph, true);
-        break;
-      }
+    const ExecutionMode& mode = *m_options.mode;
+    for (const auto& group : mode.cut(ops, m_pending, m_config.runtime)) {
+      run_group(group, mode.compile_kind(), mode.falls_back());
     }
   }
   m_pending.nodes.clear();
@@ -604,7 +556,7 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
   for (const Node& n : sub.nodes) {
     if (n.op != OpKind::input) ids.push_back(n.id);
   }
-  const bool counted = m_options.mode != Mode::native;  // library kernels need no compile
+  const bool counted = m_options.mode->compiles();
   if (counted && !m_tracing) {
     charge(HostState::dispatch,
            m_config.runtime.lazy.hash_ns_per_node * static_cast<int64_t>(ids.size()));
@@ -640,7 +592,7 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
   const std::string disk_file = disk + "/" + sig.hex() + ".plan.json";
   std::variant<compiler_stub::CompiledGraph, compiler_stub::CompileError> result;
   bool loaded = false;
-  if (m_options.mode == Mode::aot && !disk.empty() && std::filesystem::exists(disk_file)) {
+  if (m_options.mode->uses_disk_cache() && !disk.empty() && std::filesystem::exists(disk_file)) {
     compiler_stub::CompiledGraph cg;
     try {
       cg.plans = isa::read_plan_file(disk_file);
@@ -708,7 +660,7 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
       c->binding.push_back(-1);
     }
   }
-  if (!loaded && m_options.mode == Mode::aot && !disk.empty()) {
+  if (!loaded && m_options.mode->uses_disk_cache() && !disk.empty()) {
     std::filesystem::create_directories(disk);
     isa::PlanSequence seq;
     seq.plans.push_back(*c->plan);
@@ -845,8 +797,7 @@ void Session::launch_group(const Group& g, const std::shared_ptr<Compiled>& comp
       throw RuntimeError("run-time scalar '" + s.name + "' is not set");
     scalars.push_back(it->second);
   }
-  charge(HostState::dispatch, m_options.mode == Mode::native ? m_config.runtime.kernel_launch_ns
-                                                             : m_config.runtime.plan_launch_ns);
+  charge(HostState::dispatch, m_options.mode->launch_ns(m_config.runtime));
   for (auto& t : outs) t->pending = -1;
   if (compile_ns > 0 || !m_queue.empty()) {
     // Background compilation: the launch waits for its compile (the compiler runs one job at a
@@ -916,7 +867,7 @@ void Session::finish_trace() {
 
 void Session::startup(const std::vector<int64_t>& buckets,
                       const std::function<void(int64_t)>& trace) {
-  if (m_options.mode != Mode::aot) return;
+  if (!m_options.mode->compiles_ahead()) return;
   m_aot_buckets = buckets;
   std::sort(m_aot_buckets.begin(), m_aot_buckets.end());
   for (int64_t b : m_aot_buckets) {
@@ -929,7 +880,7 @@ void Session::startup(const std::vector<int64_t>& buckets,
 }
 
 int64_t Session::shape_for(int64_t real) {
-  if (m_options.mode != Mode::aot || m_tracing) return real;
+  if (!m_options.mode->pads_shapes() || m_tracing) return real;
   for (int64_t b : m_aot_buckets) {
     if (b >= real) return b;
   }

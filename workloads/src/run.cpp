@@ -95,7 +95,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     trace->set_metadata("wallsim_version", "0.1.0");
     trace->set_metadata("config", config.chip.name);
     trace->set_metadata("workload", spec.text);
-    trace->set_metadata("mode", std::string(runtime::name_of(options.mode)));
+    trace->set_metadata("mode", std::string(options.mode->family()));
   }
   sim::DeviceOptions dev;
   dev.functional = options.functional;
@@ -106,7 +106,6 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
 
   runtime::SessionOptions so;
   so.mode = options.mode;
-  so.sync_every_op = options.debug_sync;
   so.functional = options.functional;
   so.plan_memory_bytes = options.plan_memory_bytes;
   runtime::Session session(config, device, so, trace.get());
@@ -158,7 +157,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   for (const auto& [k, v] : workload->params()) params[k] = v;
   ordered_json extra = {
       {"workload", {{"name", spec.name}, {"spec", spec.text}, {"params", params}}},
-      {"mode", std::string(runtime::name_of(options.mode)) + (options.debug_sync ? "-debug" : "")},
+      {"mode", std::string(options.mode->name())},
       {"compile_profile", std::string(compiler_stub::name_of(config.runtime.compile_cost.profile))},
       {"startup", record_json(session.startup_record())},
       {"steps", steps_json},

@@ -242,7 +242,7 @@ class Serve final : public Workload {
   int64_t capacity_rows() const { return m_static ? pow2_at_least(m_context, 1) : m_context; }
   int64_t now(const Session& s) const { return s.now_ns() - m_start_ns; }
   bool pads(const Session& s) const {
-    return m_static || m_dynamic == "bucketed" || s.mode() == runtime::Mode::aot;
+    return m_static || m_dynamic == "bucketed" || s.pads_shapes();
   }
   // A token length as a plan runs it: a power-of-two bucket from aot.bucket_min, capped at
   // the context's bucket.

@@ -263,7 +263,7 @@ class Decode final : public Workload {
 
   void setup(Session& s) override {
     // The cache holds the longest padded length any step attends over.
-    const bool pad = s.mode() == runtime::Mode::aot || m_dynamic == "bucketed";
+    const bool pad = s.pads_shapes() || m_dynamic == "bucketed";
     m_cache_len = pad ? padded(s, m_prompt + m_new) : m_prompt + m_new;
     int64_t pool_rows = m_cache_len;
     if (m_paged) {
@@ -350,7 +350,7 @@ class Decode final : public Workload {
                    -1e9);
       s.set_scalar("kv_len", real);
       s.set_scalar("pos", real - 1);
-    } else if (len > real || s.mode() == runtime::Mode::aot ||
+    } else if (len > real || s.pads_shapes() ||
                m_dynamic == "bucketed") {  // -1e9 past the real length, sent by the host
       std::vector<float> b(static_cast<size_t>(len), 0.0f);
       for (int64_t i = real; i < len; ++i) b[static_cast<size_t>(i)] = -1e9f;

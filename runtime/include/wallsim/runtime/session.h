@@ -1,14 +1,8 @@
 // Session: the host runtime. Workload code calls the Tensor API from a host SC_THREAD; every
-// runtime action costs modelled host time in the same simulation as the device. The four
-// execution modes differ only in when ops become plans, how they are grouped, which compile
-// curve they pay and what each op costs the host:
-//
-//   native  each op is a library kernel: launched at once, no compile, no cache (GPU-like)
-//   eager   each op is its own plan: signature, cache lookup, per-op compile on a miss, launch
-//   fused   ops are recorded; a flush cuts the pending graph into groups by the fusion policy,
-//           each group is looked up and compiled (micro-graph curve) on a miss, then launched
-//   aot     the step is traced per shape bucket before the first step (whole-graph compiles
-//           under `startup`); a step records its ops at no cost and launches the bucket's plan
+// runtime action costs modelled host time in the same simulation as the device. The execution
+// mode (an ExecutionMode, execution_mode.h) decides when ops become plans, how they are
+// grouped, which compile curve they pay and what each op costs the host; the session holds the
+// state and coordinates.
 //
 // Host time is always in exactly one HostState; the states of a step sum to its wall time.
 #pragma once
@@ -32,14 +26,11 @@
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/compiler_stub/reference.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/runtime/execution_mode.h"
 #include "wallsim/sim/device.h"
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::runtime {
-
-enum class Mode : uint8_t { native, eager, fused, aot };
-std::string_view name_of(Mode m);
-std::optional<Mode> parse_mode(std::string_view s);
 
 enum class HostState : uint8_t { dispatch, compile, transfer, sync_wait, other };
 inline constexpr int kNumHostStates = 5;
@@ -112,8 +103,7 @@ class Tensor {
 };
 
 struct SessionOptions {
-  Mode mode = Mode::fused;
-  bool sync_every_op = false;  // eager `debug`: wait for every op to finish
+  const ExecutionMode* mode = &default_mode();
   bool functional = false;
   // Functional runs: also record every upload and op into one reference graph, so any value
   // can be checked against the reference evaluator (tests; costs host memory).
@@ -133,7 +123,10 @@ class Session {
           traces::TraceSink* trace = nullptr);
   ~Session();
 
-  Mode mode() const { return m_options.mode; }
+  const ExecutionMode& mode() const { return *m_options.mode; }
+  // Dynamic extents run padded up to a shape bucket (the mode's choice): workloads ask this
+  // instead of naming a mode.
+  bool pads_shapes() const { return m_options.mode->pads_shapes(); }
   bool functional() const { return m_options.functional; }
   const Config& config() const { return m_config; }
 

@@ -15,8 +15,7 @@
 namespace wallsim::workloads {
 
 struct RunOptions {
-  runtime::Mode mode = runtime::Mode::fused;
-  bool debug_sync = false;       // eager: every op synchronous
+  const runtime::ExecutionMode* mode = &runtime::default_mode();
   std::optional<int64_t> steps;  // default: the workload's
   bool functional = false;
   engines::TraceLevel trace_level = engines::TraceLevel::plans;
