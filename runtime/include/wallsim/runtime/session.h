@@ -25,23 +25,16 @@
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/compiler_stub/reference.h"
+#include "wallsim/runtime/compile_cache.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/runtime/device_memory.h"
 #include "wallsim/runtime/execution_mode.h"
+#include "wallsim/runtime/host_clock.h"
+#include "wallsim/runtime/runtime_error.h"
 #include "wallsim/sim/device.h"
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::runtime {
-
-enum class HostState : uint8_t { dispatch, compile, transfer, sync_wait, other };
-inline constexpr int kNumHostStates = 5;
-std::string_view name_of(HostState s);  // "host_dispatch", "compile", ...
-
-// The run cannot go on: a compile failure under the `fail` policy, a shape beyond every AOT
-// bucket, device memory exhausted. One line.
-class RuntimeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct Counts {
   int64_t ops = 0;             // Tensor API ops issued by the workload
@@ -63,7 +56,7 @@ struct StepRecord {
   int64_t index = -1;  // -1 for startup
   int64_t start_ns = 0;
   int64_t wall_ns = 0;
-  std::array<int64_t, kNumHostStates> host_ns{};  // by HostState; they sum to wall_ns
+  HostTimes host_ns{};         // by HostState; they sum to wall_ns
   int64_t device_busy_ns = 0;  // union of the spans of plans running during the step
   Counts counts;
   double padded_macs = 0;  // tensor-engine MACs the step's plans do at the shapes they run
@@ -191,7 +184,6 @@ class Session {
   void release(TensorImpl& t);
 
  private:
-  struct Compiled;
   struct Group;
   void charge(HostState s, int64_t ns);
   void wait_for(HostState s, const sc_core::sc_event& e);
@@ -203,14 +195,11 @@ class Session {
                  bool allow_fallback);
   // A compiled plan for `sub`, from the cache or compiled. In the background mode a compile's
   // latency is returned in `compile_ns` instead of being charged to the host.
-  std::shared_ptr<Compiled> compile_group(const compiler_stub::Graph& sub,
-                                          compiler_stub::CompileKind kind, bool* failed,
-                                          std::string* error, int64_t* compile_ns);
-  void launch_group(const Group& g, const std::shared_ptr<Compiled>& c, int64_t compile_ns);
+  std::shared_ptr<CompiledPlan> compile_group(const compiler_stub::Graph& sub,
+                                              compiler_stub::CompileKind kind, bool* failed,
+                                              std::string* error, int64_t* compile_ns);
+  void launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& c, int64_t compile_ns);
   void launch_worker();
-  // Keeps `c`'s plan body (most recently used), dropping the oldest bodies over the budget.
-  void hold_body(const std::shared_ptr<Compiled>& c);
-  void drop_body(Compiled& c);
   // A failure `runtime.inject` asks for, if any.
   std::optional<compiler_stub::CompileError> injected_failure(
       const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
@@ -242,27 +231,14 @@ class Session {
   int32_t m_next_node = 0;
   std::map<std::string, int64_t> m_scalar_values;
 
-  // Compile cache: signature -> compiled plan, least recently used first.
-  std::list<std::pair<uint64_t, std::shared_ptr<Compiled>>> m_lru;
-  std::unordered_map<uint64_t, decltype(m_lru)::iterator> m_cache;
-  std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;  // shape-free hash -> full hash
-  std::unordered_map<uint64_t, std::string> m_failed;        // failed signature -> its error
-  std::vector<std::shared_ptr<Compiled>> m_transfer_plans;   // kept alive for the device
+  CompileCache m_cache;
+  DiskPlanCache m_disk;
+  std::vector<std::shared_ptr<const isa::Plan>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
-  // Plan bodies of cached plans, least recently used first, within plan_memory_bytes.
-  std::list<std::shared_ptr<Compiled>> m_bodies;
-  int64_t m_body_bytes = 0;
   int64_t m_bodies_rebuilt = 0;
 
-  // Device memory.
-  int64_t m_hbm_used = 0;
-  int64_t m_next_tensor = 0;
-  std::unordered_map<std::string, int64_t> m_hbm_bytes;
-  std::vector<std::string> m_deferred_free;  // freed once the device is done with them
-
-  // Host time accounting.
-  HostState m_state = HostState::other;
-  sc_core::sc_time m_state_since;
+  DeviceMemory m_memory;
+  HostClock m_clock;
   bool m_in_step = false;
   int64_t m_idle_ns = 0;
   bool m_startup_closed = false;
@@ -275,7 +251,7 @@ class Session {
   std::optional<traces::Track> m_host_track;
   // Background compilation: launches waiting for their compile, in program order.
   struct Queued {
-    std::shared_ptr<Compiled> compiled;
+    std::shared_ptr<CompiledPlan> compiled;
     std::shared_ptr<const isa::Plan> plan;  // held until launched (its body may be dropped)
     std::vector<std::string> names;
     std::vector<int64_t> scalars;
