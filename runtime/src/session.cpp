@@ -120,10 +120,10 @@ void Session::wait_for(HostState s, const sc_core::sc_event& e) {
   enter(HostState::other);
 }
 
-void Session::wait_drained(const engines::Launch* l, HostState s) {
-  if (!l || l->drained) return;
+void Session::wait_drained(sim::LaunchHandle l, HostState s) {
+  if (!l || l.drained()) return;
   enter(s);
-  while (!l->drained) sc_core::wait(l->drained_event);
+  while (!l.drained()) sc_core::wait(l.drained_event());
   align_to_ns();
   enter(HostState::other);
 }
@@ -418,11 +418,12 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
     m_queue_added.notify(sc_core::SC_ZERO_TIME);
     return;
   }
-  engines::Launch& l = m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan);
-  if (m_host_track) m_flows.emplace_back(now_ps() - 1, &l);  // inside the launch slice
+  const sim::LaunchHandle l =
+      m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan);
+  if (m_host_track) m_flows.emplace_back(now_ps() - 1, l);  // inside the launch slice
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
-  for (auto& t : outs) t->producer = &l;
+  for (auto& t : outs) t->producer = l;
 }
 
 // The background compiler's launcher: launches queued groups in order, each when its compile
@@ -433,12 +434,13 @@ void Session::launch_worker() {
     Queued& q = m_queue.front();
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (q.ready > now) sc_core::wait(q.ready - now);
-    engines::Launch& l = m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan);
-    if (m_host_track) m_flows.emplace_back(now_ps(), &l);
+    const sim::LaunchHandle l =
+        m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan);
+    if (m_host_track) m_flows.emplace_back(now_ps(), l);
     q.record->counts.plans_launched++;
     q.record->padded_macs += q.compiled->macs;
     for (auto& t : q.outs) {
-      t->producer = &l;
+      t->producer = l;
       t->queued = false;
     }
     m_queue.pop_front();
@@ -459,9 +461,9 @@ void Session::finish_trace() {
   const traces::Track device = *m_device.plan_track();
   uint64_t id = 1;
   for (const auto& [host_ps, l] : m_flows) {
-    if (!l->started) continue;
+    if (!l.started()) continue;
     m_trace->flow_begin(*m_host_track, static_cast<traces::TimePs>(host_ps), id, "launch");
-    m_trace->flow_end(device, static_cast<traces::TimePs>(l->launch_begin.value()), id, "launch");
+    m_trace->flow_end(device, static_cast<traces::TimePs>(l.launch_begin_ps()), id, "launch");
     ++id;
   }
   m_flows.clear();
@@ -507,7 +509,7 @@ void Session::begin_step(int64_t index) {
   m_current = StepRecord{};
   m_current.index = index;
   m_current.start_ns = now_ns();
-  m_step_first_launch = m_device.launches().size();
+  m_step_first_launch = sim::launch_count(m_device);
 }
 
 void Session::close_startup() {
@@ -537,9 +539,8 @@ void Session::end_step() {
   if (!m_in_step) return;
   flush("step end");
   wait_launched(nullptr);
-  const auto& launches = m_device.launches();
-  for (size_t i = m_step_first_launch; i < launches.size(); ++i) {
-    wait_drained(&launches[i], HostState::sync_wait);
+  for (size_t i = m_step_first_launch; i < sim::launch_count(m_device); ++i) {
+    wait_drained(sim::launch_at(m_device, i), HostState::sync_wait);
   }
   enter(HostState::other);
   free_deferred();
@@ -547,11 +548,10 @@ void Session::end_step() {
   m_current.wall_ns = now_ns() - m_current.start_ns;
   // Device busy: the union of the spans of the plans that ran in the step.
   std::vector<std::pair<int64_t, int64_t>> spans;
-  for (size_t i = m_step_first_launch; i < launches.size(); ++i) {
-    const auto& l = launches[i];
-    if (!l.started) continue;
-    spans.emplace_back(static_cast<int64_t>(l.start_time.value()),
-                       static_cast<int64_t>(l.end_time.value()));
+  for (size_t i = m_step_first_launch; i < sim::launch_count(m_device); ++i) {
+    const sim::LaunchHandle l = sim::launch_at(m_device, i);
+    if (!l.started()) continue;
+    spans.emplace_back(l.start_ps(), l.end_ps());
   }
   std::sort(spans.begin(), spans.end());
   int64_t busy = 0, cur_lo = -1, cur_hi = -1;

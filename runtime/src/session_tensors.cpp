@@ -16,9 +16,9 @@ using compiler_stub::TensorType;
 using namespace session_detail;
 using sc_core::sc_time;
 
-engines::Launch& Session::launch_transfer(const std::string& src, isa::MemSpace src_space,
-                                          const std::string& dst, isa::MemSpace dst_space,
-                                          const TensorType& type) {
+sim::LaunchHandle Session::launch_transfer(const std::string& src, isa::MemSpace src_space,
+                                           const std::string& dst, isa::MemSpace dst_space,
+                                           const TensorType& type) {
   auto shape = dims_of(type);
   const int64_t cols = shape.empty() ? 1 : shape.back();
   int64_t rows = 1;
@@ -87,9 +87,9 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
       isa::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, values[i]);
     }
   }
-  engines::Launch& l =
+  const sim::LaunchHandle l =
       launch_transfer(host, isa::MemSpace::host, t->device, isa::MemSpace::hbm, type);
-  wait_drained(&l, HostState::transfer);
+  wait_drained(l, HostState::transfer);
   if (m_options.functional) m_device.tensors().erase(host);
   return Tensor(t);
 }
@@ -134,8 +134,9 @@ compiler_stub::HostTensor Session::to_host(const Tensor& t) {
   const std::string host = "host_" + dev;
   if (m_options.functional)
     m_device.tensors().put(host, isa::MemSpace::host, p->type.dtype, out.shape);
-  engines::Launch& l = launch_transfer(dev, isa::MemSpace::hbm, host, isa::MemSpace::host, p->type);
-  wait_drained(&l, HostState::transfer);
+  const sim::LaunchHandle l =
+      launch_transfer(dev, isa::MemSpace::hbm, host, isa::MemSpace::host, p->type);
+  wait_drained(l, HostState::transfer);
   if (m_options.functional) {
     out.data = memory::to_floats(*m_device.tensors().find(host));
     m_device.tensors().erase(host);

@@ -32,6 +32,7 @@
 #include "wallsim/runtime/host_clock.h"
 #include "wallsim/runtime/runtime_error.h"
 #include "wallsim/sim/device.h"
+#include "wallsim/sim/launch_handle.h"
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::runtime {
@@ -69,12 +70,12 @@ class Session;
 struct TensorImpl {
   Session* session = nullptr;
   compiler_stub::TensorType type;
-  std::string device;    // HBM tensor name once materialised
-  int32_t pending = -1;  // node id in the session's pending graph, until materialised
-  const engines::Launch* producer = nullptr;  // the launch that writes it
-  bool queued = false;                        // its launch waits for a background compile
-  std::shared_ptr<TensorImpl> alias_of;       // shares that tensor's storage (a KV append)
-  int32_t ref = -1;  // node in the session's reference graph (functional runs)
+  std::string device;          // HBM tensor name once materialised
+  int32_t pending = -1;        // node id in the session's pending graph, until materialised
+  sim::LaunchHandle producer;  // the launch that writes it
+  bool queued = false;         // its launch waits for a background compile
+  std::shared_ptr<TensorImpl> alias_of;  // shares that tensor's storage (a KV append)
+  int32_t ref = -1;                      // node in the session's reference graph (functional runs)
   ~TensorImpl();
   // The HBM tensor holding the value (its own, or the one it aliases).
   const std::string& storage() const { return alias_of ? alias_of->storage() : device; }
@@ -204,10 +205,10 @@ class Session {
   std::optional<compiler_stub::CompileError> injected_failure(
       const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
   void wait_launched(const TensorImpl* t);  // a queued launch: waits for the compiler
-  engines::Launch& launch_transfer(const std::string& src, isa::MemSpace src_space,
-                                   const std::string& dst, isa::MemSpace dst_space,
-                                   const compiler_stub::TensorType& type);
-  void wait_drained(const engines::Launch* l, HostState s);
+  sim::LaunchHandle launch_transfer(const std::string& src, isa::MemSpace src_space,
+                                    const std::string& dst, isa::MemSpace dst_space,
+                                    const compiler_stub::TensorType& type);
+  void wait_drained(sim::LaunchHandle l, HostState s);
   void free_deferred();
   void close_startup();  // the start-up record ends at the first step or idle wait
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
@@ -264,7 +265,7 @@ class Session {
   sc_core::sc_event m_launched;
   sc_core::sc_time m_compiler_free;  // the background compiler is busy until then
   double m_compiler_seconds = 0;
-  std::vector<std::pair<int64_t, const engines::Launch*>> m_flows;  // host ps, launch
+  std::vector<std::pair<int64_t, sim::LaunchHandle>> m_flows;  // host ps, launch
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
 };
