@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "commands.h"
+#include "wallsim/driver/run.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/workloads/run.h"
 
 namespace wallsim::cli {
 namespace {
@@ -46,7 +46,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
-    workloads::RunOptions o;
+    driver::RunOptions o;
     o.mode = &runtime::mode_named(a->mode);
     if (a->steps == 0 || a->steps < -1) throw base::InputError("--steps", "must be at least 1");
     if (a->steps > 0) o.steps = a->steps;
@@ -55,8 +55,8 @@ void add_run_command(CLI::App& app) {
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
                     : a->trace_level == "plans" ? engines::TraceLevel::plans
                                                 : engines::TraceLevel::instructions;
-    auto r = workloads::run_workload(cfg, runtime::to_json(cfg), workloads::parse_spec(a->workload),
-                                     o, a->out);
+    auto r = driver::run_workload(cfg, runtime::to_json(cfg), workloads::parse_spec(a->workload), o,
+                                  a->out);
     std::cout << a->out << ": " << a->workload << " under " << a->mode << ", " << r.steps
               << " step(s), " << r.wall_ns / 1e6 << " ms simulated (" << r.totals.compiles
               << " compiles, " << r.totals.cache_hits << " cache hits) in " << r.sim_wall_seconds

@@ -12,6 +12,7 @@
 #include "subprocess.h"
 #include "wallsim/base/json_object.h"
 #include "wallsim/base/params.h"
+#include "wallsim/driver/run_report.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
@@ -69,60 +70,15 @@ WallSpec read_spec(const std::string& file) {
 
 struct Point {
   std::string workload, profile, mode;
-  double startup_ms = 0, cold_ms = 0, warm_ms = 0;
-  double warm_state_ms[runtime::kNumHostStates] = {};
-  double warm_device_ms = 0;
-  int64_t compiles = 0, recompiles = 0, startup_compiles = 0, steps = 0;
-  double total_ms = 0;  // start-up and every step
-  double padding = 0;
+  driver::RunReport report;
+  double ms(double ns) const { return ns / 1e6; }
+  double total_ms() const { return ms(double(report.total_ns())); }
 };
-
-double ms(const base::Json& j, const char* key) { return j.at(key).get<double>() / 1e6; }
-
-Point read_point(const std::string& dir) {
-  std::ifstream in(dir + "/stats.json");
-  base::Json s = base::Json::parse(in);
-  Point p;
-  const auto& steps = s.at("steps");
-  p.steps = static_cast<int64_t>(steps.size());
-  p.startup_ms = ms(s.at("startup"), "wall_ns");
-  p.startup_compiles = s.at("startup").at("compiles").get<int64_t>();
-  p.cold_ms = ms(steps.at(0), "wall_ns");
-  for (size_t i = 1; i < steps.size(); ++i) {
-    p.warm_ms += ms(steps[i], "wall_ns");
-    for (int k = 0; k < runtime::kNumHostStates; ++k) {
-      const std::string key =
-          std::string(runtime::name_of(static_cast<runtime::HostState>(k))) + "_ns";
-      p.warm_state_ms[k] += ms(steps[i], key.c_str());
-    }
-    p.warm_device_ms += ms(steps[i], "device_busy_ns");
-  }
-  const double n = double(steps.size() - 1);
-  p.warm_ms /= n;
-  p.warm_device_ms /= n;
-  for (double& v : p.warm_state_ms) v /= n;
-  p.compiles = s.at("totals").at("compiles").get<int64_t>();
-  p.recompiles = s.at("totals").at("recompiles").get<int64_t>();
-  p.total_ms = p.startup_ms + ms(s.at("totals"), "wall_ns");
-  p.padding = s.at("totals").at("padding_flop_fraction").get<double>();
-  return p;
-}
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
   return out;
-}
-
-// Steps after which `a` has spent less wall time than `b` (start-up and cold step included),
-// or "never" / "always".
-std::string overtakes(const Point& a, const Point& b) {
-  const double fixed_a = a.startup_ms + a.cold_ms - a.warm_ms;
-  const double fixed_b = b.startup_ms + b.cold_ms - b.warm_ms;
-  if (fixed_a <= fixed_b && a.warm_ms <= b.warm_ms) return "always";
-  if (a.warm_ms >= b.warm_ms) return "never";
-  return std::to_string(
-      static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (b.warm_ms - a.warm_ms))));
 }
 
 }  // namespace
@@ -172,11 +128,12 @@ void add_study_command(CLI::App& app) {
                                    "the run of " + workload + " under " + mode + " (" + profile +
                                        " profile) failed with exit code " + std::to_string(rc));
           }
-          Point p = read_point(runs + "/" + name);
+          Point p;
+          p.report = driver::RunReport::read(runs + "/" + name);
           p.workload = workload;
           p.profile = profile;
           p.mode = mode;
-          std::cout << ": " << fmt(p.total_ms, 1) << " ms\n";
+          std::cout << ": " << fmt(p.total_ms(), 1) << " ms\n";
           points.push_back(p);
         }
       }
@@ -219,21 +176,32 @@ void add_study_command(CLI::App& app) {
            << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" << md_rule << "\n";
         for (const auto& p : points) {
           if (p.workload != workload || p.profile != profile) continue;
-          const std::string tax = native ? fmt(p.total_ms / native->total_ms, 2) + "x" : "-";
+          const driver::RunReport& r = p.report;
+          const std::string tax = native ? fmt(p.total_ms() / native->total_ms(), 2) + "x" : "-";
           std::vector<std::string> vs;
-          for (const Point* b : base) vs.push_back(b && b != &p ? overtakes(p, *b) : "-");
-          md << "| " << p.mode << " | " << fmt(p.startup_ms) << " | " << fmt(p.cold_ms) << " | "
-             << fmt(p.warm_ms) << " | ";
-          for (double v : p.warm_state_ms) md << fmt(v) << " | ";
-          md << fmt(p.warm_device_ms) << " | " << p.startup_compiles << " + " << (p.compiles)
-             << " | " << p.recompiles << " | " << fmt(p.padding, 3) << " | " << tax << " | "
-             << join(vs, " | ") << " |\n";
-          csv << '"' << workload << "\"," << profile << "," << p.mode << "," << p.startup_ms << ","
-              << p.cold_ms << "," << p.warm_ms;
-          for (double v : p.warm_state_ms) csv << "," << v;
-          csv << "," << p.warm_device_ms << "," << p.startup_compiles << "," << p.compiles << ","
-              << p.recompiles << "," << p.padding << "," << p.total_ms << ","
-              << (native ? p.total_ms / native->total_ms : 0.0) << "," << join(vs, ",") << "\n";
+          for (const Point* b : base) vs.push_back(b && b != &p ? r.overtakes(b->report) : "-");
+          std::vector<double> warm_state_ms;
+          for (int k = 0; k < runtime::kNumHostStates; ++k) {
+            warm_state_ms.push_back(p.ms(r.warm_host_ns(static_cast<runtime::HostState>(k))));
+          }
+          const double startup_ms = p.ms(double(r.startup_ns())),
+                       cold_ms = p.ms(double(r.cold_ns()));
+          const double warm_ms = p.ms(r.warm_ns()), warm_device_ms = p.ms(r.warm_device_ns());
+          const int64_t startup_compiles = r.startup.counts.compiles;
+          const int64_t compiles = r.totals.counts.compiles;
+          md << "| " << p.mode << " | " << fmt(startup_ms) << " | " << fmt(cold_ms) << " | "
+             << fmt(warm_ms) << " | ";
+          for (double v : warm_state_ms) md << fmt(v) << " | ";
+          md << fmt(warm_device_ms) << " | " << startup_compiles << " + " << (compiles) << " | "
+             << r.totals.counts.recompiles << " | " << fmt(r.totals.padding_flop_fraction, 3)
+             << " | " << tax << " | " << join(vs, " | ") << " |\n";
+          csv << '"' << workload << "\"," << profile << "," << p.mode << "," << startup_ms << ","
+              << cold_ms << "," << warm_ms;
+          for (double v : warm_state_ms) csv << "," << v;
+          csv << "," << warm_device_ms << "," << startup_compiles << "," << compiles << ","
+              << r.totals.counts.recompiles << "," << r.totals.padding_flop_fraction << ","
+              << p.total_ms() << "," << (native ? p.total_ms() / native->total_ms() : 0.0) << ","
+              << join(vs, ",") << "\n";
         }
       }
     }

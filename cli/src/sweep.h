@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wallsim/base/params.h"
+#include "wallsim/driver/run_report.h"
 
 namespace wallsim::cli {
 
@@ -30,8 +31,8 @@ struct SweepSpec {
 // point runs: a bad spec is an base::InputError naming the problem.
 SweepSpec read_sweep(const std::string& file);
 
-// The key figures of a run: its stats.json and config.resolved.json, parsed or in `run_dir`.
-base::Json key_figures(const base::Json& stats, const base::Json& resolved_config);
+// The key figures of a run: its report and config.resolved.json, parsed or in `run_dir`.
+base::Json key_figures(const driver::RunReport& report, const base::Json& resolved_config);
 base::Json key_figures(const std::string& run_dir);
 
 // The latest result line per point id: results.jsonl, then points/*/result.json (single-point

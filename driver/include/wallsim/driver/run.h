@@ -1,5 +1,5 @@
-// `wallsim run`: one workload under one execution mode on one simulated chip, host and device
-// in the same simulation, written to a run directory.
+// The `run` driver: one workload under one execution mode on one simulated chip, host and
+// device in the same simulation, written to a run directory (what `wallsim run` does).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
 
-namespace wallsim::workloads {
+namespace wallsim::driver {
 
 struct RunOptions {
   const runtime::ExecutionMode* mode = &runtime::default_mode();
@@ -33,7 +33,7 @@ struct RunSummary {
 // complete, or not at all. Bad input throws base::InputError; a run that cannot go on throws
 // runtime::RuntimeError or sim::SimulationError. Elaborates SystemC: once per process.
 RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
-                        const WorkloadSpec& spec, const RunOptions& options,
+                        const workloads::WorkloadSpec& spec, const RunOptions& options,
                         const std::string& out_dir);
 
-}  // namespace wallsim::workloads
+}  // namespace wallsim::driver
