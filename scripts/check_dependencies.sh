@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The layering rules of DESIGN.md §2, checked on the source tree: every `#include "wallsim/X/..."`
+# in folder F and every wallsim_X on F's target_link_libraries lines must name a folder F may
+# depend on. A back-edge (isa including runtime, workloads including sim, ...) fails.
+# Usage: scripts/check_dependencies.sh [ROOT]      check the tree at ROOT (default: the repository)
+#        scripts/check_dependencies.sh --self-test  the checker on a clean and a broken tree
+set -euo pipefail
+
+# Folder -> the folders it may use (besides itself). Dependencies point one way:
+# base <- isa <- memory <- dma, engines <- sim <- runtime <- workloads <- driver <- cli;
+# isa <- compiler_stub <- runtime; traces is used by whatever observes.
+declare -A ALLOWED=(
+  [base]=""
+  [traces]="base"
+  [isa]="base"
+  [memory]="base isa traces"
+  [dma]="base isa memory traces"
+  [engines]="base isa memory traces"
+  [sim]="base isa memory dma engines traces"
+  [compiler_stub]="base isa"
+  [runtime]="base isa memory sim compiler_stub traces"
+  [workloads]="base isa compiler_stub runtime traces"
+  [driver]="base isa memory engines sim compiler_stub runtime workloads traces"
+  [cli]="base isa memory dma engines sim compiler_stub runtime workloads driver traces"
+)
+
+check_tree() {
+  local root=$1 bad=0
+  for folder in "${!ALLOWED[@]}"; do
+    [[ -d $root/$folder ]] || continue
+    local allowed=" $folder ${ALLOWED[$folder]} "
+    # Includes.
+    while IFS=: read -r file line used; do
+      if [[ $allowed != *" $used "* ]]; then
+        echo "layering: ${file#"$root"/}:$line: $folder must not include wallsim/$used/" >&2
+        bad=1
+      fi
+    done < <(grep -rnoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]wallsim/[a-z_]+/' \
+               --include='*.h' --include='*.cpp' --include='*.def' "$root/$folder" 2>/dev/null |
+             sed -E 's#^([^:]+):([0-9]+):.*wallsim/([a-z_]+)/$#\1:\2:\3#' || true)
+    # Target links.
+    local cmake=$root/$folder/CMakeLists.txt
+    [[ -f $cmake ]] || continue
+    for used in $(perl -0ne 'while (/target_link_libraries\s*\(([^)]*)\)/g) { my @t = split /\s+/, $1; shift @t; for (@t) { print "$1\n" if /^wallsim_([a-z_]+)$/ } }' "$cmake" | sort -u); do
+      [[ $used == systemc ]] && continue
+      if [[ $allowed != *" $used "* ]]; then
+        echo "layering: $folder/CMakeLists.txt: wallsim_$folder must not link wallsim_$used" >&2
+        bad=1
+      fi
+    done
+  done
+  return $bad
+}
+
+self_test() {
+  local tmp
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  mkdir -p "$tmp/isa/src" "$tmp/runtime/src" "$tmp/workloads/src"
+  echo '#include "wallsim/base/params.h"' >"$tmp/isa/src/a.cpp"
+  echo '#include "wallsim/sim/device.h"' >"$tmp/runtime/src/b.cpp"
+  echo 'target_link_libraries(wallsim_workloads PUBLIC wallsim_runtime)' >"$tmp/workloads/CMakeLists.txt"
+  check_tree "$tmp" 2>/dev/null || { echo "self-test: a clean tree was rejected" >&2; return 1; }
+  echo '#include "wallsim/runtime/session.h"' >>"$tmp/isa/src/a.cpp"
+  if check_tree "$tmp" 2>/dev/null; then echo "self-test: an include back-edge passed" >&2; return 1; fi
+  sed -i '$d' "$tmp/isa/src/a.cpp"
+  echo 'target_link_libraries(wallsim_workloads PUBLIC wallsim_runtime wallsim_sim)' >"$tmp/workloads/CMakeLists.txt"
+  if check_tree "$tmp" 2>/dev/null; then echo "self-test: a link back-edge passed" >&2; return 1; fi
+  echo "self-test: ok"
+}
+
+if [[ ${1:-} == --self-test ]]; then
+  self_test
+else
+  root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+  check_tree "$root" && echo "layering: ok"
+fi
