@@ -496,12 +496,11 @@ class Serve final : public Workload {
       };
     }
     for (Layer& w : m_w) {
-      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
-      Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
-      w.k_pool = index_copy(w.k_pool, slot_t, k);
-      w.v_pool = index_copy(w.v_pool, slot_t, v);
-      x = add(x, matmul(attend(w, q, k, v), w.wo));
-      x = gpt_mlp(x, w);
+      x = gpt_layer(x, w, [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+        w.k_pool = index_copy(w.k_pool, slot_t, k);
+        w.v_pool = index_copy(w.v_pool, slot_t, v);
+        return attend(w, q, k, v);
+      });
     }
     if (shape.prefill) x = embedding(x, s.upload({B}, isa::DType::int32, last_row));
     Tensor out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});

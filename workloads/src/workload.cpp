@@ -372,45 +372,43 @@ class Decode final : public Workload {
       }
     }
     for (Layer& w : m_w) {
-      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
-      Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
-      Tensor keys, values;
-      if (m_paged) {
-        if (prefill) {  // the prompt's rows, block by block, into the blocks of its table
-          for (int64_t b = 0; b * m_block < real; ++b) {
-            const int64_t lo = b * m_block, hi = std::min(real, lo + m_block);
-            const Attrs at{{"scalar", "blk" + std::to_string(b)}};
-            w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
-                             {w.k_cache, slice(k, 0, lo, hi)}, at);
-            w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
-                             {w.v_cache, slice(v, 0, lo, hi)}, at);
+      x = detail::gpt_layer(x, w, [&](Tensor q, const Tensor& k, const Tensor& v) {
+        Tensor keys, values;
+        if (m_paged) {
+          if (prefill) {  // the prompt's rows, block by block, into the blocks of its table
+            for (int64_t b = 0; b * m_block < real; ++b) {
+              const int64_t lo = b * m_block, hi = std::min(real, lo + m_block);
+              const Attrs at{{"scalar", "blk" + std::to_string(b)}};
+              w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
+                               {w.k_cache, slice(k, 0, lo, hi)}, at);
+              w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
+                               {w.v_cache, slice(v, 0, lo, hi)}, at);
+            }
+            keys = k;
+            values = v;
+          } else {  // append, then gather every key through the block table
+            const Attrs at{{"scalar", std::string("slot")}};
+            w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k}, at);
+            w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v}, at);
+            keys = embedding(w.k_cache, ids);
+            values = embedding(w.v_cache, ids);
           }
-          keys = k;
-          values = v;
-        } else {  // append, then gather every key through the block table
-          const Attrs at{{"scalar", std::string("slot")}};
-          w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k}, at);
-          w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v}, at);
-          keys = embedding(w.k_cache, ids);
-          values = embedding(w.v_cache, ids);
+        } else {
+          const char* at = prefill ? "start" : "pos";
+          w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
+                           {{"scalar", std::string(at)}});
+          w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
+                           {{"scalar", std::string(at)}});
+          keys = slice(w.k_cache, 0, 0, len);
+          values = slice(w.v_cache, 0, 0, len);
         }
-      } else {
-        const char* at = prefill ? "start" : "pos";
-        w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
-                         {{"scalar", std::string(at)}});
-        w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
-                         {{"scalar", std::string(at)}});
-        keys = slice(w.k_cache, 0, 0, len);
-        values = slice(w.v_cache, 0, 0, len);
-      }
-      q = transpose(reshape(q, {rows, m_heads, hd}), {1, 0, 2});
-      Tensor kt = transpose(reshape(keys, {len, m_heads, hd}), {1, 2, 0});
-      Tensor vt = transpose(reshape(values, {len, m_heads, hd}), {1, 0, 2});
-      Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
-      if (bias.valid()) scores = add(scores, bias);
-      Tensor ctx = reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
-      x = add(x, matmul(ctx, w.wo));
-      x = detail::gpt_mlp(x, w);
+        q = transpose(reshape(q, {rows, m_heads, hd}), {1, 0, 2});
+        Tensor kt = transpose(reshape(keys, {len, m_heads, hd}), {1, 2, 0});
+        Tensor vt = transpose(reshape(values, {len, m_heads, hd}), {1, 0, 2});
+        Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
+        if (bias.valid()) scores = add(scores, bias);
+        return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
+      });
     }
     const double R = double(prefill ? real : 1), L = double(real), D = double(m_d),
                  F = double(m_ff);

@@ -173,6 +173,18 @@ inline runtime::Tensor gpt_mlp(const runtime::Tensor& x, const GptWeights& w) {
   return add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
 }
 
+// One decoder layer: pre-norm attention, then the MLP, each with its residual. `attend(q, k, v)`
+// writes the layer's KV cache as the caller keeps it and returns the attention context
+// [rows, d_model]: the graph decode and serve share.
+template <class Attend>
+runtime::Tensor gpt_layer(const runtime::Tensor& x, const GptWeights& w, Attend&& attend) {
+  using namespace runtime;
+  Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
+  Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
+  Tensor ctx = attend(q, k, v);
+  return gpt_mlp(add(x, matmul(ctx, w.wo)), w);
+}
+
 // The serving workload (serve.cpp).
 std::unique_ptr<Workload> make_serve(Params& p);
 
