@@ -74,7 +74,7 @@ class DeviceTimeStats {
 void write_run_files(const traces::RunDirectory& dir, const traces::StatsRegistry& stats,
                      const nlohmann::ordered_json& extra, const base::Json& resolved_config);
 
-// Sets the kernel's time resolution to 1 fs and silences its banner; call before anything else
+// Sets the kernel's time resolution to 1 ps and silences its banner; call before anything else
 // touches SystemC. Idempotent.
 void init_systemc();
 
