@@ -13,11 +13,6 @@
 
 namespace wallsim::runtime {
 
-using compiler_stub::CompileKind;
-using compiler_stub::Graph;
-using compiler_stub::Node;
-using compiler_stub::OpKind;
-using compiler_stub::TensorType;
 using namespace session_detail;
 using sc_core::sc_time;
 
