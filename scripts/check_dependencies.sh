@@ -2,6 +2,8 @@
 # The layering rules of DESIGN.md §2, checked on the source tree: every `#include "wallsim/X/..."`
 # in folder F and every wallsim_X on F's target_link_libraries lines must name a folder F may
 # depend on. A back-edge (isa including runtime, workloads including sim, ...) fails.
+# It also checks that no execution-mode name (runtime/src/modes/*_mode.cpp) is written as a string
+# literal in C++ outside runtime/ and tests/: mode lists come from the registry.
 # Usage: scripts/check_dependencies.sh [ROOT]      check the tree at ROOT (default: the repository)
 #        scripts/check_dependencies.sh --self-test  the checker on a clean and a broken tree
 set -euo pipefail
@@ -49,6 +51,17 @@ check_tree() {
       fi
     done
   done
+  # Mode names as string literals outside runtime/ and tests/.
+  local names
+  names=$(grep -hoE 'name\(\) const override \{ return "[^"]+"' "$root"/runtime/src/modes/*_mode.cpp 2>/dev/null |
+          sed -E 's/.*return "([^"]+)"/\1/' || true)
+  for name in $names; do
+    while IFS= read -r hit; do
+      echo "layering: ${hit#"$root"/}: the mode name \"$name\" as a literal (use runtime::all_modes())" >&2
+      bad=1
+    done < <(grep -rnF "\"$name\"" --include='*.h' --include='*.cpp' "$root" 2>/dev/null |
+             grep -vE "^$root/(runtime|tests|build[^/]*)/" | cut -d: -f1,2 || true)
+  done
   return $bad
 }
 
@@ -66,6 +79,13 @@ self_test() {
   sed -i '$d' "$tmp/isa/src/a.cpp"
   echo 'target_link_libraries(wallsim_workloads PUBLIC wallsim_runtime wallsim_sim)' >"$tmp/workloads/CMakeLists.txt"
   if check_tree "$tmp" 2>/dev/null; then echo "self-test: a link back-edge passed" >&2; return 1; fi
+  echo 'target_link_libraries(wallsim_workloads PUBLIC wallsim_runtime)' >"$tmp/workloads/CMakeLists.txt"
+  mkdir -p "$tmp/runtime/src/modes" "$tmp/cli/src"
+  echo 'std::string_view name() const override { return "turbo"; }' >"$tmp/runtime/src/modes/turbo_mode.cpp"
+  echo 'const char* m = "fast";' >"$tmp/cli/src/c.cpp"
+  check_tree "$tmp" 2>/dev/null || { echo "self-test: a tree without mode literals was rejected" >&2; return 1; }
+  echo 'const char* m = "turbo";' >"$tmp/cli/src/c.cpp"
+  if check_tree "$tmp" 2>/dev/null; then echo "self-test: a mode-name literal passed" >&2; return 1; fi
   echo "self-test: ok"
 }
 
