@@ -24,7 +24,7 @@ Graph gpt2_layer(int seq) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
   }
-  Graph g = graph_from_json(isa::Json::parse(text));
+  Graph g = graph_from_json(base::Json::parse(text));
   infer_types(g);
   return g;
 }
@@ -66,7 +66,7 @@ void BM_CompileDecodeAttention(benchmark::State& state) {
                            R"(], "role": "input"},
     {"id": 5, "op": "decode_attention", "inputs": [0, 1, 2, 3, 4], "heads": 12}],
     "outputs": [5]})";
-  Graph g = graph_from_json(isa::Json::parse(text));
+  Graph g = graph_from_json(base::Json::parse(text));
   infer_types(g);
   const isa::ArchSpec arch;
   int64_t instructions = 0;
@@ -94,7 +94,7 @@ void BM_GroupSignature20Ops(benchmark::State& state) {
             "\", \"inputs\": [" + std::to_string(i - 1) + "]}";
   }
   text += "], \"outputs\": [20]}";
-  Graph g = graph_from_json(isa::Json::parse(text));
+  Graph g = graph_from_json(base::Json::parse(text));
   infer_types(g);
   std::vector<int32_t> group;
   for (int i = 1; i <= 20; ++i) group.push_back(i);

@@ -5,6 +5,8 @@
 #include "wallsim/isa/verifier.h"
 
 namespace wallsim::isa {
+
+using base::Json;
 namespace {
 
 // A plan of `n` vector adds over [128 x 512] fp32 tiles, chained by one semaphore each.

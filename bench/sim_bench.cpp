@@ -55,7 +55,7 @@ Devices& devices() {
 }
 
 isa::Plan parse(const std::string& text) {
-  return isa::plan_sequence_from_json(isa::Json::parse(text)).plans.at(0);
+  return isa::plan_sequence_from_json(base::Json::parse(text)).plans.at(0);
 }
 
 // `n` independent vector adds over [128 x free] fp32.

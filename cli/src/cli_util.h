@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::cli {
 
@@ -18,21 +18,21 @@ inline std::string fmt(double v, int precision = 3) {
   return o.str();
 }
 
-// A spec's non-empty list of strings at JSON path `path`; isa::InputError otherwise.
-inline std::vector<std::string> string_list(const isa::Json& j, const std::string& path) {
+// A spec's non-empty list of strings at JSON path `path`; base::InputError otherwise.
+inline std::vector<std::string> string_list(const base::Json& j, const std::string& path) {
   if (!j.is_array() || j.empty())
-    throw isa::InputError(path, "expected a non-empty list of strings");
+    throw base::InputError(path, "expected a non-empty list of strings");
   std::vector<std::string> out;
   for (size_t i = 0; i < j.size(); ++i) {
     if (!j[i].is_string())
-      throw isa::InputError(path + "[" + std::to_string(i) + "]", "expected a string");
+      throw base::InputError(path + "[" + std::to_string(i) + "]", "expected a string");
     out.push_back(j[i].get<std::string>());
   }
   return out;
 }
 
 // One CSV cell: JSON strings as text, other values as JSON, quoted when they need it.
-inline std::string csv_cell(const isa::Json& v) {
+inline std::string csv_cell(const base::Json& v) {
   if (v.is_null()) return "";
   std::string s = v.is_string() ? v.get<std::string>() : v.dump();
   if (s.find_first_of(",\"\n") != std::string::npos) {

@@ -35,7 +35,7 @@ void add_compile_command(CLI::App& app) {
                                              : compiler_stub::GroupPolicy::whole;
     auto result = compiler_stub::compile_graph(g, cfg.chip.arch, policy);
     if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
-      throw isa::InputError(a->graph, "cannot compile: " + err->message());
+      throw base::InputError(a->graph, "cannot compile: " + err->message());
     }
     const auto& compiled = std::get<compiler_stub::CompiledGraph>(result);
     isa::write_plan_file(compiled.plans, a->out);

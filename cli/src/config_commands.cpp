@@ -86,7 +86,7 @@ void add_config_commands(CLI::App& app) {
       try {
         runtime::load_config(f);
         std::cout << f << ": ok\n";
-      } catch (const isa::InputError& e) {
+      } catch (const base::InputError& e) {
         std::cerr << "wallsim: " << e.what() << "\n";
         ++bad;
       }

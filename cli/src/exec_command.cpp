@@ -26,7 +26,7 @@ struct ExecArgs {
 std::pair<std::string, int64_t> parse_scalar(const std::string& s) {
   auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw isa::InputError("--scalar " + s, "expected name=value");
+    throw base::InputError("--scalar " + s, "expected name=value");
   const std::string value = s.substr(eq + 1);
   size_t used = 0;
   long long v = 0;
@@ -36,7 +36,7 @@ std::pair<std::string, int64_t> parse_scalar(const std::string& s) {
     used = 0;
   }
   if (used == 0 || used != value.size())
-    throw isa::InputError("--scalar " + s, "value is not an integer");
+    throw base::InputError("--scalar " + s, "value is not an integer");
   return {s.substr(0, eq), v};
 }
 
@@ -51,7 +51,7 @@ std::pair<int64_t, int64_t> parse_window(const std::string& s) {
     }
   } catch (const std::exception&) {
   }
-  throw isa::InputError("--trace-window " + s, "expected FROM_NS:TO_NS with 0 <= FROM <= TO");
+  throw base::InputError("--trace-window " + s, "expected FROM_NS:TO_NS with 0 <= FROM <= TO");
 }
 
 }  // namespace
@@ -81,7 +81,7 @@ void add_exec_command(CLI::App& app) {
     if (!diags.empty()) throw Exit{kExitBadInput};
 
     if (!a->inputs.empty() && !a->functional) {
-      throw isa::InputError("--inputs", "input values are only read with --functional");
+      throw base::InputError("--inputs", "input values are only read with --functional");
     }
     sim::ExecOptions o;
     o.functional = a->functional;

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 #include "wallsim/memory/memory_error.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   } catch (const wallsim::memory::MemoryError& e) {
     std::cerr << "wallsim: " << e.what() << "\n";
     return kExitBadInput;
-  } catch (const wallsim::isa::InputError& e) {
+  } catch (const wallsim::base::InputError& e) {
     std::cerr << "wallsim: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const std::exception& e) {

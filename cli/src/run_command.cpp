@@ -1,10 +1,10 @@
-// `wallsim run --config C --workload SPEC --mode native|eager|eager-debug|fused|aot
+// `wallsim run --config C --workload SPEC --mode MODE (runtime::all_modes())
 //  [--steps N] [--functional] [--out DIR] [--set k=v]`.
 #include <iostream>
 
 #include "commands.h"
+#include "wallsim/driver/run.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/workloads/run.h"
 
 namespace wallsim::cli {
 namespace {
@@ -13,7 +13,7 @@ struct RunArgs {
   std::string config;
   std::vector<std::string> overrides;
   std::string workload = "transformer";
-  std::string mode = "fused";
+  std::string mode = std::string(runtime::default_mode().name());
   int64_t steps = -1;
   bool functional = false;
   std::string out = "out/run";
@@ -33,9 +33,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
   cmd->add_option("--workload,-w", a->workload,
                   "NAME or NAME:key=value,... Workloads:" + workloads);
-  cmd->add_option("--mode,-m", a->mode,
-                  "native (GPU-like), eager, eager-debug (every op synchronous), fused, aot")
-      ->check(CLI::IsMember({"native", "eager", "eager-debug", "fused", "aot"}));
+  cmd->add_option("--mode,-m", a->mode, "execution mode:" + runtime::mode_help())
+      ->check(CLI::IsMember(runtime::mode_names()));
   cmd->add_option("--steps", a->steps, "steps to run (default: the workload's)");
   cmd->add_flag("--functional", a->functional, "compute real values (default: timing only)");
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
@@ -47,18 +46,17 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
-    workloads::RunOptions o;
-    o.debug_sync = a->mode == "eager-debug";
-    o.mode = *runtime::parse_mode(o.debug_sync ? "eager" : a->mode);
-    if (a->steps == 0 || a->steps < -1) throw isa::InputError("--steps", "must be at least 1");
+    driver::RunOptions o;
+    o.mode = &runtime::mode_named(a->mode);
+    if (a->steps == 0 || a->steps < -1) throw base::InputError("--steps", "must be at least 1");
     if (a->steps > 0) o.steps = a->steps;
     o.functional = a->functional;
     o.plan_memory_bytes = a->plan_memory_mib << 20;
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
                     : a->trace_level == "plans" ? engines::TraceLevel::plans
                                                 : engines::TraceLevel::instructions;
-    auto r = workloads::run_workload(cfg, runtime::to_json(cfg), workloads::parse_spec(a->workload),
-                                     o, a->out);
+    auto r = driver::run_workload(cfg, runtime::to_json(cfg), workloads::parse_spec(a->workload), o,
+                                  a->out);
     std::cout << a->out << ": " << a->workload << " under " << a->mode << ", " << r.steps
               << " step(s), " << r.wall_ns / 1e6 << " ms simulated (" << r.totals.compiles
               << " compiles, " << r.totals.cache_hits << " cache hits) in " << r.sim_wall_seconds

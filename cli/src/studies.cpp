@@ -14,7 +14,7 @@
 #include "commands.h"
 #include "subprocess.h"
 #include "sweep.h"
-#include "wallsim/isa/json_object.h"
+#include "wallsim/base/json_object.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
@@ -26,8 +26,8 @@ namespace wallsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using isa::InputError;
-using isa::Json;
+using base::InputError;
+using base::Json;
 
 struct StudyRun {
   std::string label, workload, mode;
@@ -44,8 +44,8 @@ struct StudySpec {
 };
 
 StudySpec read_study(const std::string& file, const std::string& config) {
-  const Json j = isa::read_json_file(file);
-  isa::JsonObject o(j, file);
+  const Json j = base::read_json_file(file);
+  base::JsonObject o(j, file);
   StudySpec s;
   s.title = o.str("title");
   s.question = o.opt("question") ? o.str("question") : "";
@@ -62,17 +62,16 @@ StudySpec read_study(const std::string& file, const std::string& config) {
   if (runs.empty()) throw InputError(o.at("runs"), "expected at least one run");
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string where = o.at("runs") + "[" + std::to_string(i) + "]";
-    isa::JsonObject r(runs[i], where);
+    base::JsonObject r(runs[i], where);
     StudyRun run;
     run.label = r.str("label");
     run.workload = r.str("workload");
     run.mode = r.str("mode");
-    if (run.mode != "eager-debug" && !runtime::parse_mode(run.mode))
-      throw InputError(r.at("mode"), "unknown mode '" + run.mode + "'");
+    runtime::mode_named(run.mode, r.at("mode"));
     run.steps = r.integer_or("steps", 1, 1000000, 0);
     run.may_fail = r.boolean_or("may_fail", false);
     if (const Json* set = r.opt("set")) {
-      isa::JsonObject so(*set, r.at("set"));
+      base::JsonObject so(*set, r.at("set"));
       for (const auto& [k, v] : set->items()) run.overrides.push_back(k + "=" + v.dump());
     }
     r.finish();
@@ -117,15 +116,12 @@ std::string heading(const std::string& key) {
 }
 
 // Figures a study adds to a run's key figures: step-time percentiles over the warm steps.
-void add_step_figures(const Json& s, Json& f) {
-  std::vector<double> warm;
-  const Json& steps = s.at("steps");
-  for (size_t i = 1; i < steps.size(); ++i) warm.push_back(steps[i].at("wall_ns").get<double>());
-  f["p50_step_ns"] = traces::percentile(warm, 50);
-  f["p99_step_ns"] = traces::percentile(warm, 99);
+void add_step_figures(const driver::RunReport& r, Json& f) {
+  f["p50_step_ns"] = r.warm_percentile_ns(50);
+  f["p99_step_ns"] = r.warm_percentile_ns(99);
   const double hbm = f.value("hbm_read_bytes", 0.0) + f.value("hbm_write_bytes", 0.0);
-  f["hbm_bytes_per_step"] = steps.empty() ? 0.0 : hbm / double(steps.size());
-  const Json& dev = s.at("device");
+  f["hbm_bytes_per_step"] = r.steps.empty() ? 0.0 : hbm / double(r.steps.size());
+  const Json& dev = r.device;
   if (dev.contains("host_link")) f["host_link_busy_ns"] = dev["host_link"].at("busy_ns");
   f["wasted_flop_fraction"] =
       f.value("padding_flop_fraction", 0.0) + f.value("masked_flop_fraction", 0.0);
@@ -185,11 +181,9 @@ void run_study(const std::string& name, const std::string& config, const std::st
       row["error"] = last;
       row["figures"] = Json::object();
     } else {
-      std::ifstream stats(run_dirs[i] + "/stats.json");
-      std::ifstream config(run_dirs[i] + "/config.resolved.json");
-      const Json s = Json::parse(stats);
-      Json f = key_figures(s, Json::parse(config));
-      add_step_figures(s, f);
+      const driver::RunReport report = driver::RunReport::read(run_dirs[i]);
+      Json f = key_figures(report, base::read_json_file(run_dirs[i] + "/config.resolved.json"));
+      add_step_figures(report, f);
       row["status"] = "ok";
       row["figures"] = f;
     }

@@ -10,8 +10,9 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "subprocess.h"
-#include "wallsim/isa/json_object.h"
-#include "wallsim/isa/params.h"
+#include "wallsim/base/json_object.h"
+#include "wallsim/base/params.h"
+#include "wallsim/driver/run_report.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
@@ -34,8 +35,8 @@ struct WallSpec {
 };
 
 WallSpec read_spec(const std::string& file) {
-  isa::Json j = isa::read_json_file(file);
-  if (!j.is_object()) throw isa::InputError(file, "expected an object");
+  base::Json j = base::read_json_file(file);
+  if (!j.is_object()) throw base::InputError(file, "expected an object");
   WallSpec s;
   for (const auto& [key, value] : j.items()) {
     const std::string path = file + ": " + key;
@@ -45,80 +46,39 @@ WallSpec read_spec(const std::string& file) {
     } else if (key == "modes") {
       s.modes = string_list(value, path);
       for (size_t i = 0; i < s.modes.size(); ++i) {
-        if (!runtime::parse_mode(s.modes[i]))
-          throw isa::InputError(path + "[" + std::to_string(i) + "]",
-                                "unknown mode '" + s.modes[i] + "' (native, eager, fused, aot)");
+        runtime::mode_named(s.modes[i], path + "[" + std::to_string(i) + "]");
       }
     } else if (key == "profiles") {
       s.profiles = string_list(value, path);
       for (size_t i = 0; i < s.profiles.size(); ++i) {
         if (s.profiles[i] != "neuron" && s.profiles[i] != "xla")
-          throw isa::InputError(path + "[" + std::to_string(i) + "]",
-                                "unknown profile '" + s.profiles[i] + "' (neuron, xla)");
+          throw base::InputError(path + "[" + std::to_string(i) + "]",
+                                 "unknown profile '" + s.profiles[i] + "' (neuron, xla)");
       }
     } else if (key == "steps") {
       if (!value.is_number_integer() || value.get<int64_t>() < 2 || value.get<int64_t>() > 100000)
-        throw isa::InputError(path, "expected an integer in [2, 100000]");
+        throw base::InputError(path, "expected an integer in [2, 100000]");
       s.steps = value.get<int64_t>();
     } else {
-      throw isa::InputError(path, "unknown key (workloads, modes, profiles, steps)");
+      throw base::InputError(path, "unknown key (workloads, modes, profiles, steps)");
     }
   }
   if (s.workloads.empty() || s.modes.empty() || s.profiles.empty())
-    throw isa::InputError(file, "needs workloads, modes and profiles");
+    throw base::InputError(file, "needs workloads, modes and profiles");
   return s;
 }
 
 struct Point {
   std::string workload, profile, mode;
-  double startup_ms = 0, cold_ms = 0, warm_ms = 0;
-  double warm_state_ms[runtime::kNumHostStates] = {};
-  double warm_device_ms = 0;
-  int64_t compiles = 0, recompiles = 0, startup_compiles = 0, steps = 0;
-  double total_ms = 0;  // start-up and every step
-  double padding = 0;
+  driver::RunReport report;
+  double ms(double ns) const { return ns / 1e6; }
+  double total_ms() const { return ms(double(report.total_ns())); }
 };
 
-double ms(const isa::Json& j, const char* key) { return j.at(key).get<double>() / 1e6; }
-
-Point read_point(const std::string& dir) {
-  std::ifstream in(dir + "/stats.json");
-  isa::Json s = isa::Json::parse(in);
-  Point p;
-  const auto& steps = s.at("steps");
-  p.steps = static_cast<int64_t>(steps.size());
-  p.startup_ms = ms(s.at("startup"), "wall_ns");
-  p.startup_compiles = s.at("startup").at("compiles").get<int64_t>();
-  p.cold_ms = ms(steps.at(0), "wall_ns");
-  for (size_t i = 1; i < steps.size(); ++i) {
-    p.warm_ms += ms(steps[i], "wall_ns");
-    for (int k = 0; k < runtime::kNumHostStates; ++k) {
-      const std::string key =
-          std::string(runtime::name_of(static_cast<runtime::HostState>(k))) + "_ns";
-      p.warm_state_ms[k] += ms(steps[i], key.c_str());
-    }
-    p.warm_device_ms += ms(steps[i], "device_busy_ns");
-  }
-  const double n = double(steps.size() - 1);
-  p.warm_ms /= n;
-  p.warm_device_ms /= n;
-  for (double& v : p.warm_state_ms) v /= n;
-  p.compiles = s.at("totals").at("compiles").get<int64_t>();
-  p.recompiles = s.at("totals").at("recompiles").get<int64_t>();
-  p.total_ms = p.startup_ms + ms(s.at("totals"), "wall_ns");
-  p.padding = s.at("totals").at("padding_flop_fraction").get<double>();
-  return p;
-}
-
-// Steps after which `a` has spent less wall time than `b` (start-up and cold step included),
-// or "never" / "always".
-std::string overtakes(const Point& a, const Point& b) {
-  const double fixed_a = a.startup_ms + a.cold_ms - a.warm_ms;
-  const double fixed_b = b.startup_ms + b.cold_ms - b.warm_ms;
-  if (fixed_a <= fixed_b && a.warm_ms <= b.warm_ms) return "always";
-  if (a.warm_ms >= b.warm_ms) return "never";
-  return std::to_string(
-      static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (b.warm_ms - a.warm_ms))));
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
+  return out;
 }
 
 }  // namespace
@@ -164,64 +124,84 @@ void add_study_command(CLI::App& app) {
           const int rc = run_self(args);
           if (rc != 0) {
             std::cout << "\n";
-            throw isa::InputError("study wall", "the run of " + workload + " under " + mode + " (" +
-                                                    profile + " profile) failed with exit code " +
-                                                    std::to_string(rc));
+            throw base::InputError("study wall",
+                                   "the run of " + workload + " under " + mode + " (" + profile +
+                                       " profile) failed with exit code " + std::to_string(rc));
           }
-          Point p = read_point(runs + "/" + name);
+          Point p;
+          p.report = driver::RunReport::read(runs + "/" + name);
           p.workload = workload;
           p.profile = profile;
           p.mode = mode;
-          std::cout << ": " << fmt(p.total_ms, 1) << " ms\n";
+          std::cout << ": " << fmt(p.total_ms(), 1) << " ms\n";
           points.push_back(p);
         }
       }
     }
-    // The table: per workload and profile, each mode against native.
+    // The table: per workload and profile, each mode against the baseline modes.
+    const std::vector<const runtime::ExecutionMode*> baselines = runtime::baseline_modes();
+    const std::string reference(baselines.front()->name());
+    std::string md_vs, md_rule, csv_vs;
+    for (const auto* b : baselines) {
+      md_vs += " overtakes " + std::string(b->name()) + " after |";
+      md_rule += "---|";
+      csv_vs += ",overtakes_" + std::string(b->name());
+    }
     std::ostringstream md, csv;
     md << "# The compilation wall\n\n"
        << "Config `" << a->config << "`, spec `" << a->spec << "`. Times are simulated. *Cold* is "
        << "the first step, *warm* the mean of the others; the warm breakdown is host time by "
        << "state (it sums to the warm step); *device* is the time plans ran. *Tax* is the run's "
-       << "total (start-up and every step) over native's. *Overtakes* is the number of steps "
-       << "after which the mode has spent less in total than the mode named.\n";
+       << "total (start-up and every step) over " << reference << "'s. *Overtakes* is the number "
+       << "of steps after which the mode has spent less in total than the mode named.\n";
     csv << "workload,profile,mode,startup_ms,cold_ms,warm_ms,warm_dispatch_ms,warm_compile_ms,"
            "warm_transfer_ms,warm_sync_wait_ms,warm_other_ms,warm_device_ms,startup_compiles,"
-           "compiles,recompiles,padding_flop_fraction,total_ms,tax_vs_native,overtakes_native,"
-           "overtakes_eager\n";
+           "compiles,recompiles,padding_flop_fraction,total_ms,tax_vs_"
+        << reference << csv_vs << "\n";
     for (const auto& workload : spec.workloads) {
       for (const auto& profile : spec.profiles) {
-        const Point* native = nullptr;
-        const Point* eager = nullptr;
+        std::vector<const Point*> base(baselines.size(), nullptr);
         for (const auto& p : points) {
           if (p.workload != workload || p.profile != profile) continue;
-          if (p.mode == "native") native = &p;
-          if (p.mode == "eager") eager = &p;
+          for (size_t b = 0; b < baselines.size(); ++b) {
+            if (p.mode == baselines[b]->name()) base[b] = &p;
+          }
         }
+        const Point* native = base.front();
         md << "\n## " << workload << " (" << profile << " compile profile)\n\n"
            << "| mode | start-up ms | cold ms | warm ms | dispatch | compile | transfer | sync "
               "wait "
               "| other | device | compiles (start-up + steps) | recompiles | padding | tax vs "
-              "native | overtakes native after | overtakes eager after |\n"
-           << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+           << reference << " |" << md_vs << "\n"
+           << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" << md_rule << "\n";
         for (const auto& p : points) {
           if (p.workload != workload || p.profile != profile) continue;
-          const std::string tax = native ? fmt(p.total_ms / native->total_ms, 2) + "x" : "-";
-          const std::string vs_native = native && native != &p ? overtakes(p, *native) : "-";
-          const std::string vs_eager = eager && eager != &p ? overtakes(p, *eager) : "-";
-          md << "| " << p.mode << " | " << fmt(p.startup_ms) << " | " << fmt(p.cold_ms) << " | "
-             << fmt(p.warm_ms) << " | ";
-          for (double v : p.warm_state_ms) md << fmt(v) << " | ";
-          md << fmt(p.warm_device_ms) << " | " << p.startup_compiles << " + " << (p.compiles)
-             << " | " << p.recompiles << " | " << fmt(p.padding, 3) << " | " << tax << " | "
-             << vs_native << " | " << vs_eager << " |\n";
-          csv << '"' << workload << "\"," << profile << "," << p.mode << "," << p.startup_ms << ","
-              << p.cold_ms << "," << p.warm_ms;
-          for (double v : p.warm_state_ms) csv << "," << v;
-          csv << "," << p.warm_device_ms << "," << p.startup_compiles << "," << p.compiles << ","
-              << p.recompiles << "," << p.padding << "," << p.total_ms << ","
-              << (native ? p.total_ms / native->total_ms : 0.0) << "," << vs_native << ","
-              << vs_eager << "\n";
+          const driver::RunReport& r = p.report;
+          const std::string tax = native ? fmt(p.total_ms() / native->total_ms(), 2) + "x" : "-";
+          std::vector<std::string> vs;
+          for (const Point* b : base) vs.push_back(b && b != &p ? r.overtakes(b->report) : "-");
+          std::vector<double> warm_state_ms;
+          for (int k = 0; k < runtime::kNumHostStates; ++k) {
+            warm_state_ms.push_back(p.ms(r.warm_host_ns(static_cast<runtime::HostState>(k))));
+          }
+          const double startup_ms = p.ms(double(r.startup_ns())),
+                       cold_ms = p.ms(double(r.cold_ns()));
+          const double warm_ms = p.ms(r.warm_ns()), warm_device_ms = p.ms(r.warm_device_ns());
+          const int64_t startup_compiles = r.startup.counts.compiles;
+          const int64_t compiles = r.totals.counts.compiles;
+          md << "| " << p.mode << " | " << fmt(startup_ms) << " | " << fmt(cold_ms) << " | "
+             << fmt(warm_ms) << " | ";
+          for (double v : warm_state_ms) md << fmt(v) << " | ";
+          md << fmt(warm_device_ms) << " | " << startup_compiles << " + " << (compiles) << " | "
+             << r.totals.counts.recompiles << " | " << fmt(r.totals.padding_flop_fraction, 3)
+             << " | " << tax << " | " << join(vs, " | ") << " |\n";
+          csv << '"' << workload << "\"," << profile << "," << p.mode << "," << startup_ms << ","
+              << cold_ms << "," << warm_ms;
+          for (double v : warm_state_ms) csv << "," << v;
+          csv << "," << warm_device_ms << "," << startup_compiles << "," << compiles << ","
+              << r.totals.counts.recompiles << "," << r.totals.padding_flop_fraction << ","
+              << p.total_ms() << "," << (native ? p.total_ms() / native->total_ms() : 0.0) << ","
+              << join(vs, ",") << "\n";
         }
       }
     }

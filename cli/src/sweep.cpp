@@ -10,7 +10,8 @@
 #include <map>
 #include <sstream>
 
-#include "wallsim/isa/json_object.h"
+#include "wallsim/base/json_object.h"
+#include "wallsim/driver/run_report.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
@@ -20,8 +21,8 @@ namespace wallsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using isa::InputError;
-using isa::Json;
+using base::InputError;
+using base::Json;
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -54,19 +55,15 @@ Axis read_axis(const std::string& key, const Json& values, const std::string& wh
 }  // namespace
 
 SweepSpec read_sweep(const std::string& file) {
-  const Json j = isa::read_json_file(file);
-  isa::JsonObject o(j, file);
+  const Json j = base::read_json_file(file);
+  base::JsonObject o(j, file);
   SweepSpec spec;
   spec.file = file;
   spec.base_config = o.str("base_config");
   const std::vector<std::string> workloads = string_list(o.req("workloads"), o.at("workloads"));
   const std::vector<std::string> modes = string_list(o.req("modes"), o.at("modes"));
   for (size_t i = 0; i < modes.size(); ++i) {
-    const bool debug = modes[i] == "eager-debug";
-    if (!debug && !runtime::parse_mode(modes[i])) {
-      throw InputError(o.at("modes") + "[" + std::to_string(i) + "]",
-                       "unknown mode '" + modes[i] + "' (native, eager, eager-debug, fused, aot)");
-    }
+    runtime::mode_named(modes[i], o.at("modes") + "[" + std::to_string(i) + "]");
   }
   const int64_t steps = o.integer_or("steps", 1, 1000000, 0);  // 0: the workload's default
   const bool functional = o.boolean_or("functional", false);
@@ -79,7 +76,7 @@ SweepSpec read_sweep(const std::string& file) {
   // Axes: a grid over `axes`, times each zipped group (its lists advance together).
   std::vector<std::vector<std::vector<std::pair<std::string, Json>>>> factors;
   if (const Json* axes = o.opt("axes")) {
-    isa::JsonObject ax(*axes, o.at("axes"));
+    base::JsonObject ax(*axes, o.at("axes"));
     for (const auto& [key, values] : axes->items()) {
       if (!key.empty() && key[0] == '_') continue;
       const Axis a = read_axis(key, values, ax.at(key));
@@ -182,38 +179,38 @@ SweepSpec read_sweep(const std::string& file) {
   return spec;
 }
 
-isa::Json key_figures(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/stats.json");
-  std::ifstream cin(run_dir + "/config.resolved.json");
-  return key_figures(Json::parse(in), Json::parse(cin));
+base::Json key_figures(const std::string& run_dir) {
+  return key_figures(driver::RunReport::read(run_dir),
+                     base::read_json_file(run_dir + "/config.resolved.json"));
 }
 
-isa::Json key_figures(const isa::Json& s, const isa::Json& c) {
-  const Json& t = s.at("totals");
-  const Json& steps = s.at("steps");
+base::Json key_figures(const driver::RunReport& r, const base::Json& c) {
+  const driver::RunTotals& t = r.totals;
   Json f = Json::object();
-  const int64_t startup = s.at("startup").at("wall_ns").get<int64_t>();
-  const int64_t wall = t.at("wall_ns").get<int64_t>();
-  f["total_ns"] = startup + wall;
-  f["startup_ns"] = startup;
-  f["steps"] = steps.size();
-  f["steps_ns"] = wall;
-  f["cold_ns"] = steps.empty() ? 0 : steps[0].at("wall_ns").get<int64_t>();
-  int64_t warm = 0;
-  for (size_t i = 1; i < steps.size(); ++i) warm += steps[i].at("wall_ns").get<int64_t>();
-  f["warm_ns"] = steps.size() > 1 ? double(warm) / double(steps.size() - 1) : 0.0;
-  for (const char* k :
-       {"host_dispatch_ns", "compile_ns", "transfer_ns", "sync_wait_ns", "host_other_ns",
-        "device_busy_ns", "idle_ns", "compiles", "recompiles", "compile_failures", "fallbacks",
-        "cache_hits", "plans_launched", "padding_flop_fraction", "masked_flop_fraction",
-        "hbm_read_bytes", "hbm_write_bytes"}) {
-    if (t.contains(k)) f[k] = t.at(k);
+  f["total_ns"] = r.total_ns();
+  f["startup_ns"] = r.startup_ns();
+  f["steps"] = r.steps.size();
+  f["steps_ns"] = t.wall_ns;
+  f["cold_ns"] = r.cold_ns();
+  f["warm_ns"] = r.warm_ns();
+  for (int k = 0; k < runtime::kNumHostStates; ++k) {
+    f[std::string(runtime::name_of(static_cast<runtime::HostState>(k))) + "_ns"] = t.host_ns[k];
   }
-  f["startup_compiles"] = s.at("startup").at("compiles");
-  double macs = 0;
-  for (const auto& op : s.at("ops")) macs += op.at("macs").get<double>();
-  f["macs"] = macs;
-  const Json& dev = s.at("device");
+  f["device_busy_ns"] = t.device_busy_ns;
+  f["idle_ns"] = t.idle_ns;
+  f["compiles"] = t.counts.compiles;
+  f["recompiles"] = t.counts.recompiles;
+  f["compile_failures"] = t.counts.compile_failures;
+  f["fallbacks"] = t.counts.fallbacks;
+  f["cache_hits"] = t.counts.cache_hits;
+  f["plans_launched"] = t.counts.plans_launched;
+  f["padding_flop_fraction"] = t.padding_flop_fraction;
+  f["masked_flop_fraction"] = t.masked_flop_fraction;
+  f["hbm_read_bytes"] = t.hbm_read_bytes;
+  f["hbm_write_bytes"] = t.hbm_write_bytes;
+  f["startup_compiles"] = r.startup.counts.compiles;
+  f["macs"] = r.macs();
+  const Json& dev = r.device;
   if (dev.contains("engines") && dev["engines"].contains("tensor") &&
       dev["engines"]["tensor"].contains("peak_fraction")) {
     f["tensor_peak_fraction"] = dev["engines"]["tensor"]["peak_fraction"];
@@ -225,13 +222,14 @@ isa::Json key_figures(const isa::Json& s, const isa::Json& c) {
   // The roofline's roof, from the point's own config.
   const Json& arch = c.at("arch");
   const Json& timing = c.at("timing");
-  f["peak_tflops"] = 2.0 * arch.at("tensor").at("rows").get<double>() *
-                     arch.at("tensor").at("cols").get<double>() *
-                     timing.at("tensor").at("freq_mhz").get<double>() * 1e6 / 1e12;
+  f["peak_tflops"] = driver::peak_tensor_flops(arch.at("tensor").at("rows").get<double>(),
+                                               arch.at("tensor").at("cols").get<double>(),
+                                               timing.at("tensor").at("freq_mhz").get<double>()) /
+                     1e12;
   f["hbm_gb_per_s"] = timing.at("hbm").at("bandwidth_gb_per_s");
   if (dev.contains("host_link")) f["host_link_bytes"] = dev["host_link"].at("bytes");
-  if (s.contains("serving")) {
-    const Json& sv = s["serving"];
+  if (r.workload_section == "serving") {
+    const Json& sv = r.workload_report;
     f["throughput_tokens_per_s"] = sv.at("throughput_tokens_per_s");
     for (const auto& [k, v] : sv.at("latency").items()) f[k] = v;
     f["kv_mean_utilization"] = sv.at("kv").at("mean_utilization");
@@ -240,7 +238,7 @@ isa::Json key_figures(const isa::Json& s, const isa::Json& c) {
   return f;
 }
 
-std::vector<isa::Json> read_results(const std::string& dir) {
+std::vector<base::Json> read_results(const std::string& dir) {
   std::map<std::string, Json> latest;
   auto take = [&](const std::string& line) {
     try {

@@ -6,14 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
+#include "wallsim/driver/run_report.h"
 
 namespace wallsim::cli {
 
 struct SweepPoint {
   int64_t index = 0;  // position in the spec's enumeration
   std::string id;     // stable: a hash of the resolved config, workload, mode, steps, functional
-  std::vector<std::pair<std::string, isa::Json>> axes;  // config path -> value
+  std::vector<std::pair<std::string, base::Json>> axes;  // config path -> value
   std::string workload, mode;
   std::vector<std::string> overrides;  // --set arguments
   std::vector<std::string> run_args;   // the `wallsim run` arguments, without --out
@@ -27,15 +28,15 @@ struct SweepSpec {
 };
 
 // Reads and expands a spec. Every point's config is loaded and every workload parsed before any
-// point runs: a bad spec is an isa::InputError naming the problem.
+// point runs: a bad spec is an base::InputError naming the problem.
 SweepSpec read_sweep(const std::string& file);
 
-// The key figures of a run: its stats.json and config.resolved.json, parsed or in `run_dir`.
-isa::Json key_figures(const isa::Json& stats, const isa::Json& resolved_config);
-isa::Json key_figures(const std::string& run_dir);
+// The key figures of a run: its report and config.resolved.json, parsed or in `run_dir`.
+base::Json key_figures(const driver::RunReport& report, const base::Json& resolved_config);
+base::Json key_figures(const std::string& run_dir);
 
 // The latest result line per point id: results.jsonl, then points/*/result.json (single-point
 // runs from --index). Lines that do not parse (a torn last line) are skipped.
-std::vector<isa::Json> read_results(const std::string& dir);
+std::vector<base::Json> read_results(const std::string& dir);
 
 }  // namespace wallsim::cli

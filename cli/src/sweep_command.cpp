@@ -30,8 +30,8 @@ namespace wallsim::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using isa::InputError;
-using isa::Json;
+using base::InputError;
+using base::Json;
 using Clock = std::chrono::steady_clock;
 
 struct SweepArgs {
@@ -181,7 +181,7 @@ int run_sweep(const SweepArgs& a) {
   if (a.out.empty()) throw InputError("--out", "the sweep needs an output directory");
   fs::create_directories(a.out + "/points");
   fs::create_directories(a.out + "/logs");
-  write_atomically(a.out + "/spec.json", isa::read_json_file(a.spec).dump(2) + "\n");
+  write_atomically(a.out + "/spec.json", base::read_json_file(a.spec).dump(2) + "\n");
   const std::string results = a.out + "/results.jsonl";
 
   std::vector<const SweepPoint*> todo;

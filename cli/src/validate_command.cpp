@@ -29,7 +29,7 @@
 namespace wallsim::cli {
 namespace {
 
-using isa::Json;
+using base::Json;
 namespace fs = std::filesystem;
 
 // Where a reference figure comes from (docs/VALIDATION.md).
@@ -243,7 +243,7 @@ std::string fmt(double v, int precision = 4) {
 
 void run_validate(const ValidateArgs& a) {
   if (a.config.empty() && !a.overrides.empty()) {
-    throw isa::InputError("--set", "needs --config");
+    throw base::InputError("--set", "needs --config");
   }
   const runtime::Config cfg =
       a.config.empty() ? runtime::Config{} : runtime::load_config(a.config, a.overrides);

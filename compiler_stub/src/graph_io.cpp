@@ -5,23 +5,23 @@
 #include <cstdio>
 #include <fstream>
 
-#include "wallsim/isa/json_object.h"
+#include "wallsim/base/json_object.h"
 #include "wallsim/isa/plan_io.h"
 
 namespace wallsim::compiler_stub {
 namespace {
 
-using isa::abbreviate;
-using isa::InputError;
-using isa::Json;
+using base::abbreviate;
+using base::InputError;
+using base::Json;
 
 // Bounds that keep all later arithmetic far from overflow.
 constexpr int64_t kMaxSize = int64_t{1} << 40;
 constexpr int64_t kMaxGraphFileBytes = int64_t{1} << 30;
 
-using Obj = isa::JsonObject;
+using Obj = base::JsonObject;
 
-std::string idx(const std::string& path, size_t i) { return isa::json_index(path, i); }
+std::string idx(const std::string& path, size_t i) { return base::json_index(path, i); }
 
 // Ops whose `shape` and `dtype` keys declare the output type instead of being attributes.
 bool declares_type(OpKind op) { return op == OpKind::input || op == OpKind::iota; }
@@ -231,7 +231,7 @@ Graph read_graph_file(const std::string& path) {
     throw InputError(path, "file larger than 1 GiB");
   }
   try {
-    return graph_from_json(isa::read_json_file(path));
+    return graph_from_json(base::read_json_file(path));
   } catch (const InputError& e) {
     if (e.path() == path) throw;
     throw InputError(path, e.what());

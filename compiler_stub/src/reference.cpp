@@ -6,14 +6,14 @@
 
 #include <Eigen/Core>
 
+#include "wallsim/base/params.h"
 #include "wallsim/compiler_stub/validate.h"
-#include "wallsim/isa/params.h"
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/isa/dtype_convert.h"
 
 namespace wallsim::compiler_stub {
 namespace {
 
-using isa::InputError;
+using base::InputError;
 using Shape = std::vector<int64_t>;
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -482,11 +482,11 @@ float round_to_dtype(isa::DType dtype, float v) {
     case isa::DType::fp32:
       return v;
     case isa::DType::bf16:
-      return memory::bf16_to_float(memory::float_to_bf16(v));
+      return isa::bf16_to_float(isa::float_to_bf16(v));
     case isa::DType::fp16:
-      return memory::fp16_to_float(memory::float_to_fp16(v));
+      return isa::fp16_to_float(isa::float_to_fp16(v));
     case isa::DType::int32:
-      return static_cast<float>(memory::float_to_int32(v));
+      return static_cast<float>(isa::float_to_int32(v));
   }
   return v;
 }

@@ -80,7 +80,7 @@ std::string GroupSignature::hex() const {
 }
 
 uint64_t arch_fingerprint(const isa::ArchSpec& arch) {
-  return fnv1a64(isa::write_params(arch).dump());
+  return fnv1a64(base::write_params(arch).dump());
 }
 
 GroupSignature group_signature(const Graph& g, const std::vector<int32_t>& group, uint64_t arch) {

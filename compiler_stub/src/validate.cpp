@@ -5,12 +5,12 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::compiler_stub {
 namespace {
 
-using isa::InputError;
+using base::InputError;
 using Dims = std::vector<Dim>;
 
 constexpr int64_t kMaxElements = int64_t{1} << 40;

@@ -4,6 +4,8 @@
 #include <algorithm>
 
 namespace wallsim::isa {
+
+using base::InputError;
 namespace {
 
 bool contains(const std::vector<MemSpace>& v, MemSpace s) {

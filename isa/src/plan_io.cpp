@@ -1,13 +1,20 @@
 // Reading and writing plan files: strict JSON with paths in every error, exact round trips.
 #include "wallsim/isa/plan_io.h"
 
-#include "wallsim/isa/json_object.h"
+#include "wallsim/base/json_object.h"
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 namespace wallsim::isa {
+
+using base::abbreviate;
+using base::InputError;
+using base::Json;
+using base::json_index;
+using base::JsonObject;
+using base::read_json_file;
 namespace {
 
 // Bounds that keep all later arithmetic far from overflow.

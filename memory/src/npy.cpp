@@ -14,13 +14,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "wallsim/isa/params.h"
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/base/params.h"
+#include "wallsim/isa/dtype_convert.h"
 
 namespace wallsim::memory {
 namespace {
 
-using isa::InputError;
+using base::InputError;
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicBytes = 6;
@@ -218,7 +218,7 @@ S load_as(const uint8_t* p) {
 // Element i of a numpy array, as double (floats) or as int64 (integers, saturating u8).
 double float_at(const uint8_t* data, const DescrInfo& d, int64_t i) {
   const uint8_t* p = data + i * d.bytes;
-  if (d.bytes == 2) return fp16_to_float(load_as<uint16_t>(p));
+  if (d.bytes == 2) return isa::fp16_to_float(load_as<uint16_t>(p));
   if (d.bytes == 4) return load_as<float>(p);
   return load_as<double>(p);
 }

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/isa/dtype_convert.h"
 #include "wallsim/memory/memory_error.h"
 
 namespace wallsim::memory {

@@ -5,7 +5,7 @@
 #include <string>
 #include <type_traits>
 
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/isa/dtype_convert.h"
 
 namespace wallsim::memory {
 namespace {

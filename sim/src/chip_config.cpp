@@ -8,17 +8,17 @@
 namespace wallsim::sim {
 
 void check_consistency(const ChipConfig& chip) {
-  if (chip.name.empty()) throw isa::InputError("name", "expected a non-empty chip name");
+  if (chip.name.empty()) throw base::InputError("name", "expected a non-empty chip name");
   isa::check_consistency(chip.arch, "arch");
   for (isa::Engine e : chip.timing.shared_sbuf_port) {
     if (e == isa::Engine::dma) {
-      throw isa::InputError("timing.shared_sbuf_port", "lists compute engines only, not dma");
+      throw base::InputError("timing.shared_sbuf_port", "lists compute engines only, not dma");
     }
   }
   try {
     memory::make_bandwidth_share(chip.timing.hbm.sharing);
   } catch (const std::invalid_argument& e) {
-    throw isa::InputError("timing.hbm.sharing", e.what());
+    throw base::InputError("timing.hbm.sharing", e.what());
   }
 }
 

@@ -114,16 +114,16 @@ Device::~Device() = default;
 Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
                        std::vector<std::string> tensor_names, std::shared_ptr<const void> keep) {
   if (!tensor_names.empty() && tensor_names.size() != plan.tensors.size()) {
-    throw isa::InputError("plan '" + plan.name + "'",
-                          "binds " + std::to_string(tensor_names.size()) + " tensor names to " +
-                              std::to_string(plan.tensors.size()) + " tensors");
+    throw base::InputError("plan '" + plan.name + "'",
+                           "binds " + std::to_string(tensor_names.size()) + " tensor names to " +
+                               std::to_string(plan.tensors.size()) + " tensors");
   }
   int dma_streams = 0;
   for (const isa::Stream& s : plan.streams) dma_streams += s.engine == isa::Engine::dma;
   if (dma_streams > static_cast<int>(m_queues.size())) {
-    throw isa::InputError("plan '" + plan.name + "'", "uses " + std::to_string(dma_streams) +
-                                                          " DMA queues; arch.dma.queues_max is " +
-                                                          std::to_string(m_queues.size()));
+    throw base::InputError("plan '" + plan.name + "'", "uses " + std::to_string(dma_streams) +
+                                                           " DMA queues; arch.dma.queues_max is " +
+                                                           std::to_string(m_queues.size()));
   }
   Launch& l =
       m_launches.emplace_back(plan, static_cast<int>(m_launches.size()), std::move(scalars));

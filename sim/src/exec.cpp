@@ -38,12 +38,12 @@ std::vector<std::vector<int64_t>> bind_scalars(const isa::PlanSequence& seq,
       auto it = given.find(s.name);
       const std::string range = "[" + std::to_string(s.min) + ", " + std::to_string(s.max) + "]";
       if (it == given.end()) {
-        throw isa::InputError("--scalar", "plan '" + p.name + "' needs run-time scalar " + s.name +
-                                              " in " + range + " (--scalar " + s.name + "=VALUE)");
+        throw base::InputError("--scalar", "plan '" + p.name + "' needs run-time scalar " + s.name +
+                                               " in " + range + " (--scalar " + s.name + "=VALUE)");
       }
       if (it->second < s.min || it->second > s.max) {
-        throw isa::InputError("--scalar " + s.name, std::to_string(it->second) +
-                                                        " is outside the declared range " + range);
+        throw base::InputError("--scalar " + s.name, std::to_string(it->second) +
+                                                         " is outside the declared range " + range);
       }
       used.insert(s.name);
       values.push_back(it->second);
@@ -52,7 +52,7 @@ std::vector<std::vector<int64_t>> bind_scalars(const isa::PlanSequence& seq,
   }
   for (const auto& [name, value] : given) {
     if (!used.count(name))
-      throw isa::InputError("--scalar " + name, "no plan declares this run-time scalar");
+      throw base::InputError("--scalar " + name, "no plan declares this run-time scalar");
   }
   return out;
 }
@@ -117,7 +117,7 @@ std::unique_ptr<traces::RunDirectory> open_run_directory(const std::string& out_
   try {
     return std::make_unique<traces::RunDirectory>(out_dir);
   } catch (const std::runtime_error& e) {
-    throw isa::InputError("--out", e.what());
+    throw base::InputError("--out", e.what());
   }
 }
 
@@ -137,7 +137,7 @@ void DeviceTimeStats::set(sc_core::sc_time end) {
 }
 
 void write_run_files(const traces::RunDirectory& dir, const traces::StatsRegistry& stats,
-                     const nlohmann::ordered_json& extra, const isa::Json& resolved_config) {
+                     const nlohmann::ordered_json& extra, const base::Json& resolved_config) {
   {
     std::ofstream out(dir.file("stats.json"), std::ios::binary);
     traces::write_stats_json(stats, out, extra);
@@ -163,7 +163,7 @@ void init_systemc() {
                                           sc_core::SC_DO_NOTHING);
 }
 
-ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,
+ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config,
                        const isa::PlanSequence& seq, const ExecOptions& options,
                        const std::string& out_dir) {
   init_systemc();

@@ -26,7 +26,7 @@ runtime::Config load(const std::string& name) {
 }
 
 Graph graph(const std::string& text) {
-  Graph g = graph_from_json(isa::Json::parse(text));
+  Graph g = graph_from_json(base::Json::parse(text));
   infer_types(g);
   return g;
 }

@@ -24,17 +24,17 @@ TEST(CostModel, ProfilesSelectCurvesByKind) {
 }
 
 TEST(CostModel, ConfigRoundTripsThroughTheParamReader) {
-  isa::Json j = isa::Json::parse(R"({"profile": "xla", "xla": {"per_op": {"fixed_ms": 3}}})");
+  base::Json j = base::Json::parse(R"({"profile": "xla", "xla": {"per_op": {"fixed_ms": 3}}})");
   CompileCostConfig c;
-  isa::read_params(j, c, "runtime.compile_cost");
+  base::read_params(j, c, "runtime.compile_cost");
   EXPECT_EQ(c.profile, CompileProfile::xla);
   EXPECT_EQ(c.xla.per_op.fixed_ms, 3);
-  EXPECT_EQ(isa::write_params(c)["profile"], "xla");
-  isa::Json bad = isa::Json::parse(R"({"profile": "gcc"})");
+  EXPECT_EQ(base::write_params(c)["profile"], "xla");
+  base::Json bad = base::Json::parse(R"({"profile": "gcc"})");
   try {
-    isa::read_params(bad, c, "runtime.compile_cost");
+    base::read_params(bad, c, "runtime.compile_cost");
     FAIL();
-  } catch (const isa::InputError& e) {
+  } catch (const base::InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "runtime.compile_cost.profile: expected one of neuron, xla, got \"gcc\"");
   }

@@ -20,7 +20,7 @@
 namespace wallsim::compiler_stub {
 namespace {
 
-using isa::Json;
+using base::Json;
 
 std::string example_path(const std::string& name) {
   return std::string(WALLSIM_SOURCE_DIR) + "/examples/graphs/" + name + ".json";
@@ -94,7 +94,7 @@ TEST(Examples, LoadValidateAndRoundTrip) {
     EXPECT_FALSE(has_unknown_dims(g));
     ASSERT_EQ(g.outputs.size(), 1u);
     EXPECT_EQ(to_string(g.find(g.outputs[0])->type), type);
-    EXPECT_EQ(to_json(g), without_comments(isa::read_json_file(example_path(name))));
+    EXPECT_EQ(to_json(g), without_comments(base::read_json_file(example_path(name))));
   }
 }
 

@@ -12,7 +12,7 @@
 namespace wallsim::compiler_stub {
 namespace {
 
-using isa::Json;
+using base::Json;
 using test::error_of;
 using test::make_graph;
 

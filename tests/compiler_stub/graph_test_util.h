@@ -3,9 +3,9 @@
 
 #include <string>
 
+#include "wallsim/base/params.h"
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/compiler_stub/graph_io.h"
-#include "wallsim/isa/params.h"
 
 namespace wallsim::compiler_stub::test {
 
@@ -13,16 +13,16 @@ namespace wallsim::compiler_stub::test {
 inline Graph make_graph(const std::string& nodes, const std::string& outputs,
                         const std::string& scalars = "[]") {
   return graph_from_json(
-      isa::Json::parse(R"({"format": "wallsim-graph", "version": 1, "name": "t", "scalars": )" +
-                       scalars + R"(, "nodes": )" + nodes + R"(, "outputs": )" + outputs + "}"));
+      base::Json::parse(R"({"format": "wallsim-graph", "version": 1, "name": "t", "scalars": )" +
+                        scalars + R"(, "nodes": )" + nodes + R"(, "outputs": )" + outputs + "}"));
 }
 
-// The message of the isa::InputError `f` throws, or "no error".
+// The message of the base::InputError `f` throws, or "no error".
 template <class F>
 std::string error_of(F&& f) {
   try {
     f();
-  } catch (const isa::InputError& e) {
+  } catch (const base::InputError& e) {
     return e.what();
   }
   return "no error";

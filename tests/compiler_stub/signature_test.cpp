@@ -13,7 +13,7 @@ Graph chain(int64_t rows, int first_id, const std::string& len_dim = "") {
   std::string shape = len_dim.empty() ? std::to_string(rows) : len_dim;
   std::string a = std::to_string(first_id), b = std::to_string(first_id + 1),
               c = std::to_string(first_id + 2);
-  Graph g = graph_from_json(isa::Json::parse(
+  Graph g = graph_from_json(base::Json::parse(
       R"({"format": "wallsim-graph", "version": 1, "name": "c",
           "scalars": [{"name": "len", "min": 1, "max": 512}],
           "nodes": [{"id": )" +

@@ -9,7 +9,7 @@
 namespace wallsim::runtime {
 namespace {
 
-using isa::Json;
+using base::Json;
 
 std::string source(const std::string& rel) { return std::string(WALLSIM_SOURCE_DIR) + "/" + rel; }
 
@@ -18,7 +18,7 @@ std::string error_of(const std::string& text) {
   try {
     config_from_json(Json::parse(text));
     return "";
-  } catch (const isa::InputError& e) {
+  } catch (const base::InputError& e) {
     return e.what();
   }
 }
@@ -92,20 +92,20 @@ TEST(Config, InconsistentCombinations) {
 
 TEST(Config, OverridesParseJsonElseString) {
   Json j = Json::object();
-  isa::apply_override(j, "arch.sbuf.partitions=64");
-  isa::apply_override(j, "arch.tensor.rows=64");
-  isa::apply_override(j, "name=my chip");
-  isa::apply_override(j, "arch.access.vector.reads=[\"sbuf\"]");
+  base::apply_override(j, "arch.sbuf.partitions=64");
+  base::apply_override(j, "arch.tensor.rows=64");
+  base::apply_override(j, "name=my chip");
+  base::apply_override(j, "arch.access.vector.reads=[\"sbuf\"]");
   EXPECT_EQ(j["arch"]["sbuf"]["partitions"], 64);
   EXPECT_EQ(j["name"], "my chip");
   Config c = config_from_json(j);
   EXPECT_EQ(c.chip.arch.sbuf.partitions, 64);
   // "128x" is not JSON, so it stays a string and the loader rejects it with its path.
-  isa::apply_override(j, "arch.sbuf.partitions=128x");
-  EXPECT_THROW(config_from_json(j), isa::InputError);
-  EXPECT_THROW(isa::apply_override(j, "no_equals_sign"), isa::InputError);
-  EXPECT_THROW(isa::apply_override(j, "name.inner=1"), isa::InputError);  // name is a string
-  EXPECT_THROW(isa::apply_override(j, "arch..x=1"), isa::InputError);
+  base::apply_override(j, "arch.sbuf.partitions=128x");
+  EXPECT_THROW(config_from_json(j), base::InputError);
+  EXPECT_THROW(base::apply_override(j, "no_equals_sign"), base::InputError);
+  EXPECT_THROW(base::apply_override(j, "name.inner=1"), base::InputError);  // name is a string
+  EXPECT_THROW(base::apply_override(j, "arch..x=1"), base::InputError);
 }
 
 TEST(Config, LoadConfigAppliesOverridesInOrder) {
@@ -115,13 +115,13 @@ TEST(Config, LoadConfigAppliesOverridesInOrder) {
 }
 
 TEST(Config, FileErrors) {
-  EXPECT_THROW(load_config("/nonexistent.json"), isa::InputError);
+  EXPECT_THROW(load_config("/nonexistent.json"), base::InputError);
   std::string path = ::testing::TempDir() + "/broken_config.json";
   std::ofstream(path) << "{\"arch\": {";
   try {
     load_config(path);
     FAIL();
-  } catch (const isa::InputError& e) {
+  } catch (const base::InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(path + ": invalid JSON: parse error at line 1", 0), 0u)
         << e.what();
   }

@@ -12,6 +12,9 @@
 #include "test_plans.h"
 
 namespace wallsim::isa {
+
+using base::InputError;
+using base::Json;
 namespace {
 
 using testing::example_json;

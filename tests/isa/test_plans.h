@@ -10,7 +10,9 @@ namespace wallsim::isa::testing {
 inline std::string example_path(const std::string& name) {
   return std::string(WALLSIM_SOURCE_DIR) + "/examples/plans/" + name + ".json";
 }
-inline Json example_json(const std::string& name) { return read_json_file(example_path(name)); }
+inline base::Json example_json(const std::string& name) {
+  return base::read_json_file(example_path(name));
+}
 inline Plan example_plan(const std::string& name) {
   return plan_sequence_from_json(example_json(name)).plans.at(0);
 }

@@ -7,6 +7,8 @@
 #include "wallsim/runtime/config.h"
 
 namespace wallsim::isa {
+
+using base::Json;
 namespace {
 
 using testing::example_json;

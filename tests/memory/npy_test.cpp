@@ -9,15 +9,15 @@
 #include <fstream>
 #include <random>
 
-#include "wallsim/isa/params.h"
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/base/params.h"
+#include "wallsim/isa/dtype_convert.h"
 
 namespace wallsim::memory {
 namespace {
 
 namespace fs = std::filesystem;
+using base::InputError;
 using isa::DType;
-using isa::InputError;
 using isa::MemSpace;
 
 class NpyTest : public ::testing::Test {
@@ -304,7 +304,7 @@ TEST_F(NpyTest, LoadsIntoTensorsWithConversion) {
   auto& bf = ts.put("bf", MemSpace::hbm, DType::bf16, {2, 2});
   load_npy_into(NpyArray{"<f8", {2, 2}, as_bytes(raw<double>({1.0, -2.5, 1.0 + 1.0 / 256, 3e38}))},
                 bf, "w.npy");
-  EXPECT_EQ(to_floats(bf), (std::vector<float>{1.0f, -2.5f, 1.0f, bf16_to_float(0x7f62)}));
+  EXPECT_EQ(to_floats(bf), (std::vector<float>{1.0f, -2.5f, 1.0f, isa::bf16_to_float(0x7f62)}));
   auto& h = ts.put("h", MemSpace::hbm, DType::fp16, {3});
   load_npy_into(NpyArray{"<f4", {3}, as_bytes(raw<float>({0.5f, 1e6f, -0.25f}))}, h, "h.npy");
   EXPECT_EQ(to_floats(h)[0], 0.5f);

@@ -5,7 +5,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/isa/dtype_convert.h"
 #include "wallsim/memory/memory_error.h"
 #include "wallsim/memory/on_chip_store.h"
 #include "wallsim/memory/tensor_store.h"

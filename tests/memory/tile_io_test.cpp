@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/isa/dtype_convert.h"
 
 namespace wallsim::memory {
 namespace {
@@ -196,7 +196,7 @@ TEST_F(TileIoTest, ConvertsThroughTheDType) {
   read_tile(m_map, bf, out);
   EXPECT_EQ(out(0, 0), 1.0f);
   EXPECT_EQ(out(0, 1), 1.0f);  // tie to even
-  EXPECT_EQ(out(0, 2), bf16_to_float(float_to_bf16(-3.14159f)));
+  EXPECT_EQ(out(0, 2), isa::bf16_to_float(isa::float_to_bf16(-3.14159f)));
   AccessPattern acc = on_chip(2, 4, 2, {{2, 1}}, 10, DType::int32, MemSpace::psum);
   write_tile(m_map, acc, (Tile(2, 2) << 1.5f, 2.5f, -7.2f, 1e12f).finished());
   read_tile(m_map, acc, out);

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::workloads {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const isa::InputError& e) {
+  } catch (const base::InputError& e) {
     return e.what();
   }
   return "";

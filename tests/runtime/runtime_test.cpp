@@ -22,14 +22,14 @@ Config load(const std::string& name, const std::vector<std::string>& overrides =
 
 // A device and a session on it, and a way to run host code against them.
 struct Rig {
-  explicit Rig(const Config& c, Mode mode, bool functional = true) : config(c) {
+  explicit Rig(const Config& c, const ExecutionMode& mode, bool functional = true) : config(c) {
     sim::init_systemc();
     sim::DeviceOptions o;
     o.functional = functional;
     o.stats = &stats;
     device = std::make_unique<sim::Device>("device", config.chip, o);
     SessionOptions so;
-    so.mode = mode;
+    so.mode = &mode;
     so.functional = functional;
     so.keep_reference = functional;
     session = std::make_unique<Session>(config, *device, so);
@@ -65,15 +65,15 @@ void run_against_reference(Rig& rig, workloads::Workload& w, int steps, double t
       Tensor out = w.step(s, i);
       compiler_stub::HostTensor got = s.to_host(out);
       s.end_step();
-      EXPECT_LT(error(got, s.reference(out)), tolerance) << name_of(s.mode()) << " step " << i;
+      EXPECT_LT(error(got, s.reference(out)), tolerance) << s.mode().name() << " step " << i;
     }
   });
 }
 
 // Runs `spec` for `steps` steps under `mode`: each step's output against the reference.
 // `warm_hits`: the workload repeats its shapes, so steps after the first compile nothing.
-void check_workload(const std::string& config, const std::string& spec, Mode mode, int steps,
-                    double tolerance, bool warm_hits = true) {
+void check_workload(const std::string& config, const std::string& spec, const ExecutionMode& mode,
+                    int steps, double tolerance, bool warm_hits = true) {
   Rig rig(load(config), mode);
   auto w = workloads::make_workload(workloads::parse_spec(spec));
   run_against_reference(rig, *w, steps, tolerance);
@@ -88,7 +88,7 @@ void check_workload(const std::string& config, const std::string& spec, Mode mod
     EXPECT_LE(r.device_busy_ns, r.wall_ns);
   }
   // Warm steps compile nothing: every lookup hits.
-  if (mode != Mode::native && warm_hits) {
+  if (mode.compiles() && warm_hits) {
     for (size_t i = 1; i < steps_done.size(); ++i) {
       EXPECT_EQ(steps_done[i].counts.compiles, 0) << "step " << i;
       EXPECT_EQ(steps_done[i].counts.cache_misses, 0) << "step " << i;
@@ -100,39 +100,45 @@ void check_workload(const std::string& config, const std::string& spec, Mode mod
 const char* kMlp = "mlp:batch=96,d_model=64,d_ff=160,layers=2,dtype=fp32";
 const char* kTransformer = "transformer:seq=64,d_model=64,heads=2,d_ff=128,layers=2,dtype=fp32";
 
-TEST(Runtime, MlpNativeMatchesReference) { check_workload("trn2", kMlp, Mode::native, 2, 1e-4); }
-TEST(Runtime, MlpEagerMatchesReference) { check_workload("trn2", kMlp, Mode::eager, 2, 1e-4); }
-TEST(Runtime, MlpFusedMatchesReference) { check_workload("trn2", kMlp, Mode::fused, 2, 1e-4); }
-TEST(Runtime, MlpAotMatchesReference) { check_workload("trn2", kMlp, Mode::aot, 2, 1e-4); }
+TEST(Runtime, MlpNativeMatchesReference) {
+  check_workload("trn2", kMlp, mode_named("native"), 2, 1e-4);
+}
+TEST(Runtime, MlpEagerMatchesReference) {
+  check_workload("trn2", kMlp, mode_named("eager"), 2, 1e-4);
+}
+TEST(Runtime, MlpFusedMatchesReference) {
+  check_workload("trn2", kMlp, mode_named("fused"), 2, 1e-4);
+}
+TEST(Runtime, MlpAotMatchesReference) { check_workload("trn2", kMlp, mode_named("aot"), 2, 1e-4); }
 TEST(Runtime, MlpFusedOnTinyMatchesReference) {
-  check_workload("tiny", kMlp, Mode::fused, 2, 1e-4);
+  check_workload("tiny", kMlp, mode_named("fused"), 2, 1e-4);
 }
 TEST(Runtime, TransformerNativeMatchesReference) {
-  check_workload("trn2", kTransformer, Mode::native, 2, 1e-3);
+  check_workload("trn2", kTransformer, mode_named("native"), 2, 1e-3);
 }
 TEST(Runtime, TransformerEagerMatchesReference) {
-  check_workload("trn2", kTransformer, Mode::eager, 2, 1e-3);
+  check_workload("trn2", kTransformer, mode_named("eager"), 2, 1e-3);
 }
 TEST(Runtime, TransformerFusedMatchesReference) {
-  check_workload("trn2", kTransformer, Mode::fused, 2, 1e-3);
+  check_workload("trn2", kTransformer, mode_named("fused"), 2, 1e-3);
 }
 TEST(Runtime, TransformerAotMatchesReference) {
-  check_workload("trn2", kTransformer, Mode::aot, 2, 1e-3);
+  check_workload("trn2", kTransformer, mode_named("aot"), 2, 1e-3);
 }
 // Batches of sequences (heads x batch as attention batches), and Llama-style blocks.
 TEST(Runtime, BatchedTransformerFusedMatchesReference) {
   check_workload("trn2",
                  "transformer:seq=32,batch=3,d_model=64,heads=2,d_ff=96,layers=1,dtype=fp32",
-                 Mode::fused, 1, 1e-3);
+                 mode_named("fused"), 1, 1e-3);
 }
 TEST(Runtime, LlamaTransformerEagerMatchesReference) {
   check_workload("trn2",
                  "transformer:style=llama,seq=48,batch=2,d_model=64,heads=4,d_ff=128,dtype=fp32",
-                 Mode::eager, 1, 1e-3);
+                 mode_named("eager"), 1, 1e-3);
 }
 TEST(Runtime, LlamaTransformerOnTinyMatchesReference) {
   check_workload("tiny", "transformer:style=llama,seq=40,d_model=64,heads=2,d_ff=96,dtype=fp32",
-                 Mode::fused, 1, 1e-3);
+                 mode_named("fused"), 1, 1e-3);
 }
 
 // Decode: a prefill and one token over the KV cache (the reference binds one value per
@@ -140,23 +146,25 @@ TEST(Runtime, LlamaTransformerOnTinyMatchesReference) {
 const char* kDecode =
     "decode:prompt=20,new_tokens=1,d_model=64,heads=2,d_ff=128,layers=2,dtype=fp32";
 TEST(Runtime, DecodeFusedMatchesReference) {
-  check_workload("trn2", kDecode, Mode::fused, 2, 1e-3, /*warm_hits=*/false);
+  check_workload("trn2", kDecode, mode_named("fused"), 2, 1e-3, /*warm_hits=*/false);
 }
-TEST(Runtime, DecodeAotMatchesReference) { check_workload("trn2", kDecode, Mode::aot, 2, 1e-3); }
+TEST(Runtime, DecodeAotMatchesReference) {
+  check_workload("trn2", kDecode, mode_named("aot"), 2, 1e-3);
+}
 TEST(Runtime, DecodeNativeOnTinyMatchesReference) {
-  check_workload("tiny", kDecode, Mode::native, 2, 1e-3);
+  check_workload("tiny", kDecode, mode_named("native"), 2, 1e-3);
 }
 
 // Bounded decode: one plan for every token length, masked on the chip by the run-time length.
 TEST(Runtime, DecodeBoundedMatchesReference) {
-  check_workload("trn2", std::string(kDecode) + ",dynamic=bounded", Mode::fused, 2, 1e-3,
+  check_workload("trn2", std::string(kDecode) + ",dynamic=bounded", mode_named("fused"), 2, 1e-3,
                  /*warm_hits=*/false);  // step 1 compiles the token plan
 }
 
 // Paged KV: attention reads K and V through a scattered block table by gather; the values are
 // the reference's, and equal to the contiguous cache's (same weights and inputs, one session).
 TEST(Runtime, PagedDecodeEqualsContiguousDecode) {
-  Rig rig(load("trn2"), Mode::eager);
+  Rig rig(load("trn2"), mode_named("eager"));
   const std::string dims = "prompt=20,new_tokens=3,d_model=64,heads=2,d_ff=96,dtype=fp32,block=4";
   auto paged = workloads::make_workload(workloads::parse_spec("decode:kv=paged," + dims));
   auto contiguous = workloads::make_workload(workloads::parse_spec("decode:" + dims));
@@ -182,7 +190,7 @@ struct DecodeRun {
   Counts startup, steps;
   double padded_macs = 0, real_macs = 0;
 };
-DecodeRun decode_run(Mode mode, const std::string& dynamic = "exact") {
+DecodeRun decode_run(const ExecutionMode& mode, const std::string& dynamic = "exact") {
   Rig rig(load("trn2"), mode, false);
   auto w = workloads::make_workload(workloads::parse_spec(
       "decode:prompt=40,new_tokens=8,d_model=128,heads=2,d_ff=256,dynamic=" + dynamic));
@@ -203,7 +211,7 @@ DecodeRun decode_run(Mode mode, const std::string& dynamic = "exact") {
 
 // Exact shapes: every token is a new shape, so fused decode compiles (and recompiles) each.
 TEST(Runtime, DecodeUnderFusedRecompilesEveryToken) {
-  DecodeRun r = decode_run(Mode::fused);
+  DecodeRun r = decode_run(mode_named("fused"));
   EXPECT_EQ(r.startup.compiles, 0);
   EXPECT_EQ(r.steps.compiles, 9);    // the prefill and 8 token shapes
   EXPECT_EQ(r.steps.recompiles, 7);  // token shapes after the first
@@ -212,7 +220,7 @@ TEST(Runtime, DecodeUnderFusedRecompilesEveryToken) {
 
 // Bounded: the prefill and one token plan at the bound, whatever the length; nothing padded.
 TEST(Runtime, DecodeBoundedCompilesOncePerBound) {
-  DecodeRun r = decode_run(Mode::fused, "bounded");
+  DecodeRun r = decode_run(mode_named("fused"), "bounded");
   EXPECT_EQ(r.steps.compiles, 2);
   EXPECT_EQ(r.steps.recompiles, 0);
   EXPECT_EQ(r.steps.cache_hits, 7);
@@ -221,7 +229,7 @@ TEST(Runtime, DecodeBoundedCompilesOncePerBound) {
 
 // Bucketed: lazy, but every length is padded to its power-of-two bucket: one token plan here.
 TEST(Runtime, DecodeBucketedPadsToBuckets) {
-  DecodeRun r = decode_run(Mode::fused, "bucketed");
+  DecodeRun r = decode_run(mode_named("fused"), "bucketed");
   EXPECT_EQ(r.steps.compiles, 2);
   EXPECT_EQ(r.steps.recompiles, 0);
   EXPECT_GT(r.padded_macs, r.real_macs);
@@ -229,7 +237,7 @@ TEST(Runtime, DecodeBucketedPadsToBuckets) {
 
 // AOT compiles the prefill and the token step per bucket before the first step, then pads.
 TEST(Runtime, DecodeUnderAotPadsInsteadOfRecompiling) {
-  DecodeRun r = decode_run(Mode::aot);
+  DecodeRun r = decode_run(mode_named("aot"));
   EXPECT_GT(r.startup.compiles, 0);
   EXPECT_EQ(r.steps.compiles, 0);
   EXPECT_EQ(r.steps.recompiles, 0);
@@ -246,7 +254,7 @@ TEST(Runtime, UploadsNpyFiles) {
   t.bytes.resize(48);
   memory::fill_random(t, 5);
   memory::write_npy(path, memory::npy_from_tensor(t));
-  Rig rig(load("tiny"), Mode::eager);
+  Rig rig(load("tiny"), mode_named("eager"));
   compiler_stub::HostTensor got;
   rig.run([&](Session& s) { got = s.to_host(relu(s.upload_npy(path, isa::DType::fp32))); });
   const std::vector<float> want = memory::to_floats(t);
@@ -257,7 +265,7 @@ TEST(Runtime, UploadsNpyFiles) {
 // AOT traces and compiles before the first step: the cost is under `startup`, and steps only
 // look up and launch.
 TEST(Runtime, AotCompilesUnderStartupOnly) {
-  Rig rig(load("trn2"), Mode::aot, false);
+  Rig rig(load("trn2"), mode_named("aot"), false);
   auto w = workloads::make_workload(workloads::parse_spec("mlp:batch=128,d_model=128,d_ff=256"));
   rig.run([&](Session& s) {  // the steps, each read back (Workload::run)
     w->setup(s);
@@ -278,7 +286,7 @@ TEST(Runtime, AotCompilesUnderStartupOnly) {
 // Fused groups are cut by the policy: at most max_group_ops ops, `not_fusible` ops alone.
 TEST(Runtime, FusionPolicyCutsGroups) {
   Rig rig(load("trn2", {"runtime.lazy.max_group_ops=2", "runtime.lazy.not_fusible=[\"gelu\"]"}),
-          Mode::fused, false);
+          mode_named("fused"), false);
   rig.run([&](Session& s) {
     Tensor x = s.upload_random({128, 64}, isa::DType::bf16, 1);
     Tensor w = s.upload_random({64, 64}, isa::DType::bf16, 2);
@@ -299,7 +307,7 @@ TEST(Runtime, BackgroundCompileOverlapsTheHost) {
   Rig rig(load("trn2", {"runtime.compile_in_background=true", "runtime.lazy.max_group_ops=2",
                         "runtime.lazy.max_pending_ops=2", "runtime.compile_cost.profile=\"xla\"",
                         "runtime.compile_cost.xla.micro_graph.per_node_ms=0"}),
-          Mode::fused);
+          mode_named("fused"));
   auto w = workloads::make_workload(workloads::parse_spec(kMlp));
   run_against_reference(rig, *w, 2, 1e-4);
   const StepRecord& cold = rig.session->steps().at(0);
@@ -319,7 +327,7 @@ TEST(Runtime, BackgroundCompileOverlapsTheHost) {
 Counts injected_run(const std::string& policy) {
   Rig rig(load("trn2",
                {"runtime.inject.fail_groups_over=3", "runtime.lazy.fallback=\"" + policy + "\""}),
-          Mode::fused);
+          mode_named("fused"));
   auto w = workloads::make_workload(workloads::parse_spec(kMlp));
   run_against_reference(rig, *w, 2, 1e-4);
   return rig.session->totals();
@@ -344,7 +352,7 @@ TEST(Runtime, InjectedFailureUnderFailStops) {
 }
 // An op rejected inside a fused group: split retries until it stands alone, where it compiles.
 TEST(Runtime, InjectedUnsupportedOpFallsBack) {
-  Rig rig(load("trn2", {"runtime.inject.fail_ops=[\"gelu\"]"}), Mode::fused, false);
+  Rig rig(load("trn2", {"runtime.inject.fail_ops=[\"gelu\"]"}), mode_named("fused"), false);
   auto w = workloads::make_workload(workloads::parse_spec(kMlp));
   rig.run([&](Session& s) {
     w->setup(s);
@@ -358,7 +366,7 @@ TEST(Runtime, InjectedUnsupportedOpFallsBack) {
 
 // A cache smaller than the working set of signatures evicts, and warm steps miss again.
 TEST(Runtime, SmallCacheEvictsAndMissesAgain) {
-  Rig rig(load("trn2", {"runtime.cache_capacity=2"}), Mode::eager, false);
+  Rig rig(load("trn2", {"runtime.cache_capacity=2"}), mode_named("eager"), false);
   auto w = workloads::make_workload(workloads::parse_spec("mlp:batch=128,d_model=128,d_ff=256"));
   rig.run([&](Session& s) {  // the steps, each read back (Workload::run)
     w->setup(s);
@@ -373,7 +381,7 @@ TEST(Runtime, SmallCacheEvictsAndMissesAgain) {
 
 // A group that cannot compile: `fail` stops with a one-line RuntimeError naming the reason.
 TEST(Runtime, CompileFailureUnderFailPolicyStops) {
-  Rig rig(load("tiny", {"runtime.lazy.fallback=\"fail\""}), Mode::fused, false);
+  Rig rig(load("tiny", {"runtime.lazy.fallback=\"fail\""}), mode_named("fused"), false);
   std::string message;
   try {
     rig.run([&](Session& s) {
@@ -392,7 +400,7 @@ TEST(Runtime, CompileFailureUnderFailPolicyStops) {
 // Under `split`, a failing group is split and retried; a single op that still fails is retried
 // as strict eager and then stops the run: every attempt is a counted compile.
 TEST(Runtime, CompileFailureUnderSplitRetriesThenStops) {
-  Rig rig(load("tiny"), Mode::fused, false);
+  Rig rig(load("tiny"), mode_named("fused"), false);
   EXPECT_THROW(rig.run([&](Session& s) {
     Tensor x = s.upload_random({64, 8192}, isa::DType::fp32, 1);
     s.begin_step(0);

@@ -9,7 +9,7 @@ namespace {
 std::string error_of(const std::string& text) {
   try {
     make_workload(parse_spec(text));
-  } catch (const isa::InputError& e) {
+  } catch (const base::InputError& e) {
     return e.what();
   }
   return "";

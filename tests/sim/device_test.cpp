@@ -10,16 +10,16 @@
 #include <sstream>
 
 #include "wallsim/engines/compute_unit.h"
+#include "wallsim/isa/dtype_convert.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
-#include "wallsim/memory/dtype_convert.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/sim/exec.h"
 
 namespace wallsim::sim {
 namespace {
 
-using isa::Json;
+using base::Json;
 using sc_core::sc_time;
 
 runtime::Config load(const std::string& name) {
@@ -448,13 +448,13 @@ TEST(Device, GatherMovesTheNamedRows) {
   auto& table = rig.put(p, "table");
   for (int64_t r = 0; r < 1000; ++r) {
     for (int c = 0; c < 64; ++c) {
-      memory::store_element(table.bytes.data() + (r * 64 + c) * 4, isa::DType::fp32,
-                            float(r * 100 + c));
+      isa::store_element(table.bytes.data() + (r * 64 + c) * 4, isa::DType::fp32,
+                         float(r * 100 + c));
     }
   }
   auto& idx = rig.put(p, "idx");
   for (int i = 0; i < 128; ++i) {
-    memory::store_element(idx.bytes.data() + i * 4, isa::DType::int32, float((i * 37 + 11) % 1000));
+    isa::store_element(idx.bytes.data() + i * 4, isa::DType::int32, float((i * 37 + 11) % 1000));
   }
   rig.put(p, "out");
   rig.launch(p);
@@ -471,7 +471,7 @@ TEST(Device, OutOfRangeGatherStopsWithCycleModuleAndInstruction) {
   isa::Plan p = example("gather");
   rig.put(p, "table");
   auto& idx = rig.put(p, "idx");
-  memory::store_element(idx.bytes.data() + 5 * 4, isa::DType::int32, 5000.0f);
+  isa::store_element(idx.bytes.data() + 5 * 4, isa::DType::int32, 5000.0f);
   rig.put(p, "out");
   rig.launch(p);
   sc_core::sc_start();
@@ -498,7 +498,7 @@ TEST(Device, RunTimeScalarOffsetsADma) {
        "wait": [["in", 1]]}]}]}]})");
   auto& t = rig.put(p, "t");
   for (int i = 0; i < 128; ++i)
-    memory::store_element(t.bytes.data() + i * 4, isa::DType::fp32, float(i));
+    isa::store_element(t.bytes.data() + i * 4, isa::DType::fp32, float(i));
   rig.put(p, "r");
   rig.launch(p, {5});
   rig.run();

@@ -7,7 +7,7 @@
 #include <random>
 #include <sstream>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::workloads {
 
@@ -35,16 +35,16 @@ int64_t lognormal(std::mt19937_64& rng, double mean, double sigma) {
 
 std::vector<Request> generate_requests(const RequestSpec& spec, uint64_t seed) {
   const std::string where = "requests";
-  if (spec.count < 1) throw isa::InputError(where, "count must be at least 1");
+  if (spec.count < 1) throw base::InputError(where, "count must be at least 1");
   if (spec.max_prompt < 1 || spec.max_prompt >= spec.max_total) {
-    throw isa::InputError(where, "max_prompt " + std::to_string(spec.max_prompt) +
-                                     " must be in [1, max_total " + std::to_string(spec.max_total) +
-                                     ")");
+    throw base::InputError(where, "max_prompt " + std::to_string(spec.max_prompt) +
+                                      " must be in [1, max_total " +
+                                      std::to_string(spec.max_total) + ")");
   }
-  if (spec.rate < 0) throw isa::InputError(where, "rate must not be negative");
+  if (spec.rate < 0) throw base::InputError(where, "rate must not be negative");
   const bool empirical = !spec.empirical.empty();
   if (!empirical && (spec.prompt_mean < 1 || spec.output_mean < 1 || spec.sigma < 0)) {
-    throw isa::InputError(where, "length means must be >= 1 and sigma >= 0");
+    throw base::InputError(where, "length means must be >= 1 and sigma >= 0");
   }
   std::mt19937_64 arrivals(seed * 2 + 1), lengths(seed * 2 + 2);
   std::vector<Request> out;
@@ -74,7 +74,7 @@ std::vector<Request> generate_requests(const RequestSpec& spec, uint64_t seed) {
 
 std::vector<std::pair<int64_t, int64_t>> read_length_pairs(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw isa::InputError(path, "cannot open the length file");
+  if (!in) throw base::InputError(path, "cannot open the length file");
   std::vector<std::pair<int64_t, int64_t>> out;
   std::string line;
   int64_t n = 0;
@@ -99,15 +99,15 @@ std::vector<std::pair<int64_t, int64_t>> read_length_pairs(const std::string& pa
     int64_t p = 0, o = 0;
     if (two && number(a, &p) && number(b, &o)) {
       if (p < 1 || o < 1) {
-        throw isa::InputError(path + ":" + std::to_string(n), "lengths must be at least 1");
+        throw base::InputError(path + ":" + std::to_string(n), "lengths must be at least 1");
       }
       out.emplace_back(p, o);
     } else if (!(n == 1 && two)) {  // a header line is allowed first
-      throw isa::InputError(path + ":" + std::to_string(n),
-                            "expected 'prompt,output' (two integers), got '" + line + "'");
+      throw base::InputError(path + ":" + std::to_string(n),
+                             "expected 'prompt,output' (two integers), got '" + line + "'");
     }
   }
-  if (out.empty()) throw isa::InputError(path, "no (prompt, output) pairs");
+  if (out.empty()) throw base::InputError(path, "no (prompt, output) pairs");
   return out;
 }
 

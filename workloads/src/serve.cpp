@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "serve_batching.h"
 #include "wallsim/runtime/kv_blocks.h"
 #include "wallsim/runtime/ops.h"
 #include "wallsim/traces/stats.h"
@@ -31,17 +32,6 @@ using compiler_stub::OpKind;
 using nlohmann::ordered_json;
 using runtime::Tensor;
 
-// A request in flight.
-struct Seq {
-  const Request* req = nullptr;
-  int64_t generated = 0;  // output tokens so far
-  int64_t kv = 0;         // tokens whose keys and values are in the cache
-  int64_t preemptions = 0;
-  std::vector<int64_t> token_ns;  // when each output token reached the host
-  std::vector<float> values;      // functional runs: each token's value
-  bool done() const { return generated >= req->output; }
-};
-
 // The shape of one iteration's plan.
 struct Shape {
   bool prefill = false;
@@ -49,13 +39,7 @@ struct Shape {
   int64_t len = 1;    // prefill: tokens per sequence; decode: keys attended per sequence
 };
 
-int64_t pow2_at_least(int64_t v, int64_t from) {
-  int64_t b = from;
-  while (b < v) b *= 2;
-  return b;
-}
-
-class Serve final : public Workload {
+class Serve final : public Workload, public ServeLoop {
  public:
   explicit Serve(Params& p)
       : m_layers(p.integer("layers", 12, 1, 1024)),
@@ -64,7 +48,8 @@ class Serve final : public Workload {
         m_ff(p.integer("d_ff", 3072, 1, kBig)),
         m_vocab(p.integer("vocab", 50257, 1, kBig)),
         m_context(p.integer("context", 1024, 2, kBig)),
-        m_static(p.choice("scheduler", "continuous", {"static", "continuous"}) == "static"),
+        m_scheduler(
+            make_batch_scheduler(p.choice("scheduler", "continuous", batch_scheduler_names()))),
         m_max_batch(p.integer("max_batch", 32, 1, 4096)),
         m_block(p.integer("block", 16, 1, 65536)),
         m_kv_blocks(p.integer("kv_blocks", 0, 0, kBig)),
@@ -85,7 +70,7 @@ class Serve final : public Workload {
                                "a context of " + std::to_string(m_context));
     }
     if (!lengths.empty()) m_spec.empirical = read_length_pairs(lengths);
-    if (m_static && m_dynamic != "exact") {
+    if (m_scheduler->pads_to_buckets() && m_dynamic != "exact") {
       p.fail("dynamic", "the static scheduler pads to power-of-two buckets itself");
     }
     if (m_kv_blocks > 0 && m_kv_blocks * m_block < capacity_rows()) {
@@ -106,9 +91,11 @@ class Serve final : public Workload {
     // Continuous batching hands out blocks in a seeded scattered order, as a long-running server's
     // free list is; static batching reserves each sequence's padded capacity in one run.
     m_kv.emplace(m_pool_blocks, m_block,
-                 m_static
-                     ? std::nullopt
-                     : std::optional<uint64_t>(static_cast<uint64_t>(s.config().runtime.seed)));
+                 m_scheduler->scatters_blocks()
+                     ? std::optional<uint64_t>(static_cast<uint64_t>(s.config().runtime.seed))
+                     : std::nullopt);
+    m_tally.block_rows = m_block;
+    m_tally.pool_blocks = m_pool_blocks;
     m_scratch = m_pool_blocks * m_block;  // one more row: padding writes land there
     uint64_t k = 1;
     auto up = [&](std::vector<int64_t> shape) {
@@ -143,10 +130,9 @@ class Serve final : public Workload {
   }
 
   void run(Session& s, int64_t) override {
-    m_start_ns = s.now_ns();
+    m_tally.start_ns = s.now_ns();
     size_t next = 0;  // the next request to arrive
     std::deque<Seq*> waiting;
-    std::vector<Seq*> running;
     m_seqs.resize(m_requests.size());
     for (size_t i = 0; i < m_requests.size(); ++i) m_seqs[i].req = &m_requests[i];
     size_t finished = 0;
@@ -154,18 +140,14 @@ class Serve final : public Workload {
       while (next < m_seqs.size() && m_requests[next].arrival_ns <= now(s)) {
         waiting.push_back(&m_seqs[next++]);
       }
-      if (waiting.empty() && running.empty()) {
+      if (waiting.empty() && !m_scheduler->running()) {
         if (next == m_seqs.size()) throw std::logic_error("internal: serve lost a request");
-        s.idle_until(m_start_ns + m_requests[next].arrival_ns);
+        s.idle_until(m_tally.start_ns + m_requests[next].arrival_ns);
         continue;
       }
-      if (m_static) {
-        finished += static_batch(s, waiting);
-      } else {
-        finished += continuous_iteration(s, waiting, running);
-      }
+      finished += m_scheduler->round(s, *this, waiting);
     }
-    m_end_ns = s.now_ns();
+    m_tally.end_ns = s.now_ns();
     for (const Seq& q : m_seqs) {
       if (q.generated != q.req->output || q.kv != 0) {
         throw std::logic_error("internal: request " + std::to_string(q.req->id) + " generated " +
@@ -176,61 +158,18 @@ class Serve final : public Workload {
   }
 
   std::optional<std::pair<std::string, ordered_json>> report() const override {
-    std::vector<double> ttft, tpot, e2e;
-    int64_t tokens = 0, preemptions = 0, first_arrival = INT64_MAX;
-    ordered_json requests = ordered_json::array();
-    for (const Seq& q : m_seqs) {
-      const int64_t arrival = m_start_ns + q.req->arrival_ns;
-      first_arrival = std::min(first_arrival, arrival);
-      tokens += q.generated;
-      preemptions += q.preemptions;
-      ttft.push_back(double(q.token_ns.front() - arrival));
-      e2e.push_back(double(q.token_ns.back() - arrival));
-      for (size_t i = 1; i < q.token_ns.size(); ++i) {
-        tpot.push_back(double(q.token_ns[i] - q.token_ns[i - 1]));
-      }
-      ordered_json r = {{"id", q.req->id},
-                        {"arrival_ns", q.req->arrival_ns},
-                        {"prompt", q.req->prompt},
-                        {"output", q.req->output},
-                        {"tokens", q.generated},
-                        {"ttft_ns", q.token_ns.front() - arrival},
-                        {"latency_ns", q.token_ns.back() - arrival},
-                        {"preemptions", q.preemptions}};
-      if (!q.values.empty()) r["values"] = q.values;
-      requests.push_back(r);
-    }
-    const double span_s = double(m_end_ns - first_arrival) / 1e9;
-    ordered_json latency = ordered_json::object();
-    auto put = [&](const std::string& name, const std::vector<double>& v) {
-      latency[name + "_p50_ns"] = traces::percentile(v, 50);
-      latency[name + "_p99_ns"] = traces::percentile(v, 99);
-    };
-    put("ttft", ttft);
-    put("per_token", tpot);
-    put("latency", e2e);
-    ordered_json out = {
-        {"scheduler", m_static ? "static" : "continuous"},
-        {"requests", static_cast<int64_t>(m_seqs.size())},
-        {"output_tokens", tokens},
-        {"span_ns", m_end_ns - first_arrival},
-        {"throughput_tokens_per_s", span_s > 0 ? double(tokens) / span_s : 0.0},
-        {"latency", latency},
-        {"iterations",
-         {{"prefill", m_prefills},
-          {"decode", m_decodes},
-          {"mean_decode_batch", m_decodes ? double(m_decode_rows) / double(m_decodes) : 0.0},
-          {"mean_decode_padding_rows",
-           m_decodes ? double(m_decode_padded_rows - m_decode_rows) / double(m_decodes) : 0.0}}},
-        {"kv",
-         {{"block_rows", m_block},
-          {"pool_blocks", m_pool_blocks},
-          {"peak_blocks", m_peak_blocks},
-          {"peak_occupancy", double(m_peak_blocks) / double(m_pool_blocks)},
-          {"mean_utilization", m_kv_samples ? m_kv_util_sum / double(m_kv_samples) : 1.0},
-          {"preemptions", preemptions}}},
-        {"per_request", requests}};
-    return std::make_pair(std::string("serving"), out);
+    return std::make_pair(std::string("serving"),
+                          serving_report(m_scheduler->name(), m_seqs, m_tally));
+  }
+
+  // ---- ServeLoop ----
+  runtime::KvBlockManager& kv() override { return *m_kv; }
+  int64_t max_batch() const override { return m_max_batch; }
+  int64_t block_rows() const override { return m_block; }
+  // Rows of cache one sequence may need: its whole context (padded to a bucket when batches
+  // are).
+  int64_t capacity_rows() const override {
+    return m_scheduler->pads_to_buckets() ? pow2_at_least(m_context, 1) : m_context;
   }
 
  private:
@@ -238,11 +177,9 @@ class Serve final : public Workload {
     Tensor k_pool, v_pool;  // this layer's KV pool (block rows, plus the scratch row)
   };
 
-  // Rows of cache one sequence may need: its whole context (static: padded to a bucket).
-  int64_t capacity_rows() const { return m_static ? pow2_at_least(m_context, 1) : m_context; }
-  int64_t now(const Session& s) const { return s.now_ns() - m_start_ns; }
+  int64_t now(const Session& s) const { return s.now_ns() - m_tally.start_ns; }
   bool pads(const Session& s) const {
-    return m_static || m_dynamic == "bucketed" || s.mode() == runtime::Mode::aot;
+    return m_scheduler->pads_to_buckets() || m_dynamic == "bucketed" || s.pads_shapes();
   }
   // A token length as a plan runs it: a power-of-two bucket from aot.bucket_min, capped at
   // the context's bucket.
@@ -276,117 +213,29 @@ class Serve final : public Workload {
     const int64_t top = bucket(s, m_context);
     for (int64_t b = 1; b <= batch_cap(); b *= 2) {
       for (int64_t l = bucket(s, 1); l <= top; l *= 2) {
-        if (b == 1 || m_static) out.push_back({true, b, l});
+        if (b == 1 || m_scheduler->prefills_in_batches()) out.push_back({true, b, l});
         out.push_back({false, b, l});
       }
     }
     return out;
   }
 
-  // ---- schedulers ----
-
-  // Continuous: admit what fits (first come, first served), prefill each newcomer, then one
-  // decode iteration over the running batch. A sequence that cannot grow its cache preempts the
-  // latest admitted one, which frees its blocks and later recomputes its tokens by a prefill.
-  size_t continuous_iteration(Session& s, std::deque<Seq*>& waiting, std::vector<Seq*>& running) {
-    size_t finished = 0;
-    while (!waiting.empty() && static_cast<int64_t>(running.size()) < m_max_batch) {
-      Seq* q = waiting.front();
-      const int64_t need = q->req->prompt + q->generated;  // a preempted one recomputes
-      // Admit only with a block to spare for every running sequence's next token.
-      const int64_t free = m_kv->blocks() - m_kv->used_blocks();
-      if (free - (need + m_block - 1) / m_block < static_cast<int64_t>(running.size()) ||
-          !m_kv->reserve(q->req->id, need)) {
-        break;
-      }
-      waiting.pop_front();
-      q->kv = need;
-      note_kv(m_kv->tokens());
-      run_iteration(s, {q}, true);
-      if (q->done()) {
-        finish(q);
-        ++finished;
-      } else {
-        running.push_back(q);
-      }
-    }
-    if (running.empty()) return finished;
-    for (size_t i = 0; i < running.size(); ++i) {
-      while (!m_kv->reserve(running[i]->req->id, running[i]->kv + 1)) {
-        const bool itself = i + 1 == running.size();  // the latest admitted cannot grow
-        Seq* victim = running.back();
-        running.pop_back();
-        m_kv->release(victim->req->id);
-        victim->kv = 0;
-        ++victim->preemptions;
-        waiting.push_front(victim);
-        if (itself) break;
-      }
-    }
-    if (running.empty()) return finished;
-    note_kv(m_kv->tokens());
-    run_iteration(s, running, false);
-    std::vector<Seq*> still;
-    for (Seq* q : running) {
-      if (q->done()) {
-        finish(q);
-        ++finished;
-      } else {
-        still.push_back(q);
-      }
-    }
-    running = still;
-    return finished;
-  }
-
-  // Static: a batch of what has arrived (up to max_batch, and what the pool can hold at each
-  // sequence's padded capacity), prefilled together, then decoded until its longest output is
-  // done; finished sequences stay in the batch as padding.
-  size_t static_batch(Session& s, std::deque<Seq*>& waiting) {
-    std::vector<Seq*> batch;
-    while (!waiting.empty() && static_cast<int64_t>(batch.size()) < m_max_batch &&
-           m_kv->reserve(waiting.front()->req->id, capacity_rows())) {
-      batch.push_back(waiting.front());
-      waiting.pop_front();
-    }
-    auto stored = [&] {
-      int64_t n = 0;
-      for (const Seq* q : batch) n += q->kv;
-      return n;
-    };
-    for (Seq* q : batch) q->kv = q->req->prompt;
-    note_kv(stored());
-    run_iteration(s, batch, true);
-    std::vector<Seq*> live;
-    for (Seq* q : batch) {
-      if (!q->done()) live.push_back(q);
-    }
-    while (!live.empty()) {
-      note_kv(stored() + static_cast<int64_t>(live.size()));
-      run_iteration(s, batch, false);
-      live.erase(std::remove_if(live.begin(), live.end(), [](Seq* q) { return q->done(); }),
-                 live.end());
-    }
-    for (Seq* q : batch) finish(q);
-    return batch.size();
-  }
-
-  void finish(Seq* q) {
+  void finish(Seq* q) override {
     m_kv->release(q->req->id);
     q->kv = 0;
   }
   // Before an iteration: `tokens` rows of the blocks in use hold keys and values.
-  void note_kv(int64_t tokens) {
-    m_peak_blocks = std::max(m_peak_blocks, m_kv->used_blocks());
+  void note_kv(int64_t tokens) override {
+    m_tally.peak_blocks = std::max(m_tally.peak_blocks, m_kv->used_blocks());
     if (m_kv->used_blocks() > 0) {
-      m_kv_util_sum += double(tokens) / double(m_kv->used_blocks() * m_block);
-      ++m_kv_samples;
+      m_tally.kv_util_sum += double(tokens) / double(m_kv->used_blocks() * m_block);
+      ++m_tally.kv_samples;
     }
   }
 
   // One step: the plan over `seqs` (finished ones ride along as padding), its output read back,
   // a token for every unfinished sequence.
-  void run_iteration(Session& s, const std::vector<Seq*>& seqs, bool prefill) {
+  void run_iteration(Session& s, const std::vector<Seq*>& seqs, bool prefill) override {
     const Shape shape = shape_of(s, seqs, prefill);
     s.begin_step(m_iterations++);
     const compiler_stub::HostTensor out = s.to_host(iteration(s, seqs, shape));
@@ -403,11 +252,11 @@ class Serve final : public Workload {
       if (s.functional()) q->values.push_back(out.data.at(i));
     }
     if (prefill) {
-      ++m_prefills;
+      ++m_tally.prefills;
     } else {
-      ++m_decodes;
-      m_decode_rows += rows;
-      m_decode_padded_rows += shape.batch;
+      ++m_tally.decodes;
+      m_tally.decode_rows += rows;
+      m_tally.decode_padded_rows += shape.batch;
     }
   }
 
@@ -496,12 +345,11 @@ class Serve final : public Workload {
       };
     }
     for (Layer& w : m_w) {
-      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
-      Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
-      w.k_pool = index_copy(w.k_pool, slot_t, k);
-      w.v_pool = index_copy(w.v_pool, slot_t, v);
-      x = add(x, matmul(attend(w, q, k, v), w.wo));
-      x = gpt_mlp(x, w);
+      x = gpt_layer(x, w, [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+        w.k_pool = index_copy(w.k_pool, slot_t, k);
+        w.v_pool = index_copy(w.v_pool, slot_t, v);
+        return attend(w, q, k, v);
+      });
     }
     if (shape.prefill) x = embedding(x, s.upload({B}, isa::DType::int32, last_row));
     Tensor out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});
@@ -510,7 +358,7 @@ class Serve final : public Workload {
   }
 
   int64_t m_layers, m_d, m_heads, m_ff, m_vocab, m_context;
-  bool m_static;
+  std::unique_ptr<BatchScheduler> m_scheduler;
   int64_t m_max_batch, m_block, m_kv_blocks;
   std::string m_dynamic;
   isa::DType m_dtype;
@@ -524,10 +372,8 @@ class Serve final : public Workload {
   Tensor m_wte, m_lnf_g, m_lnf_b, m_head;
   std::vector<Layer> m_w;
 
-  int64_t m_start_ns = 0, m_end_ns = 0, m_iterations = 0;
-  int64_t m_prefills = 0, m_decodes = 0, m_decode_rows = 0, m_decode_padded_rows = 0;
-  int64_t m_peak_blocks = 0, m_kv_samples = 0;
-  double m_kv_util_sum = 0;
+  int64_t m_iterations = 0;
+  ServeTally m_tally;
 };
 
 }  // namespace

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 #include "wallsim/runtime/kv_blocks.h"
 #include "wallsim/runtime/ops.h"
 #include "workload_params.h"
@@ -21,7 +21,7 @@ WorkloadSpec parse_spec(const std::string& text) {
   const size_t colon = text.find(':');
   spec.name = text.substr(0, colon);
   if (spec.name.empty())
-    throw isa::InputError("--workload", "needs a name, e.g. mlp or gemm:m=512");
+    throw base::InputError("--workload", "needs a name, e.g. mlp or gemm:m=512");
   if (colon == std::string::npos) return spec;
   const std::string rest = text.substr(colon + 1);
   size_t at = 0;
@@ -31,11 +31,11 @@ WorkloadSpec parse_spec(const std::string& text) {
     const std::string item = rest.substr(at, comma - at);
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      throw isa::InputError("--workload " + text, "'" + item + "' is not key=value");
+      throw base::InputError("--workload " + text, "'" + item + "' is not key=value");
     }
     const std::string key = item.substr(0, eq);
     if (!spec.params.emplace(key, item.substr(eq + 1)).second) {
-      throw isa::InputError("--workload " + text, "parameter '" + key + "' given twice");
+      throw base::InputError("--workload " + text, "parameter '" + key + "' given twice");
     }
     at = comma + 1;
   }
@@ -263,7 +263,7 @@ class Decode final : public Workload {
 
   void setup(Session& s) override {
     // The cache holds the longest padded length any step attends over.
-    const bool pad = s.mode() == runtime::Mode::aot || m_dynamic == "bucketed";
+    const bool pad = s.pads_shapes() || m_dynamic == "bucketed";
     m_cache_len = pad ? padded(s, m_prompt + m_new) : m_prompt + m_new;
     int64_t pool_rows = m_cache_len;
     if (m_paged) {
@@ -350,7 +350,7 @@ class Decode final : public Workload {
                    -1e9);
       s.set_scalar("kv_len", real);
       s.set_scalar("pos", real - 1);
-    } else if (len > real || s.mode() == runtime::Mode::aot ||
+    } else if (len > real || s.pads_shapes() ||
                m_dynamic == "bucketed") {  // -1e9 past the real length, sent by the host
       std::vector<float> b(static_cast<size_t>(len), 0.0f);
       for (int64_t i = real; i < len; ++i) b[static_cast<size_t>(i)] = -1e9f;
@@ -372,45 +372,43 @@ class Decode final : public Workload {
       }
     }
     for (Layer& w : m_w) {
-      Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
-      Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
-      Tensor keys, values;
-      if (m_paged) {
-        if (prefill) {  // the prompt's rows, block by block, into the blocks of its table
-          for (int64_t b = 0; b * m_block < real; ++b) {
-            const int64_t lo = b * m_block, hi = std::min(real, lo + m_block);
-            const Attrs at{{"scalar", "blk" + std::to_string(b)}};
-            w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
-                             {w.k_cache, slice(k, 0, lo, hi)}, at);
-            w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
-                             {w.v_cache, slice(v, 0, lo, hi)}, at);
+      x = detail::gpt_layer(x, w, [&](Tensor q, const Tensor& k, const Tensor& v) {
+        Tensor keys, values;
+        if (m_paged) {
+          if (prefill) {  // the prompt's rows, block by block, into the blocks of its table
+            for (int64_t b = 0; b * m_block < real; ++b) {
+              const int64_t lo = b * m_block, hi = std::min(real, lo + m_block);
+              const Attrs at{{"scalar", "blk" + std::to_string(b)}};
+              w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
+                               {w.k_cache, slice(k, 0, lo, hi)}, at);
+              w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
+                               {w.v_cache, slice(v, 0, lo, hi)}, at);
+            }
+            keys = k;
+            values = v;
+          } else {  // append, then gather every key through the block table
+            const Attrs at{{"scalar", std::string("slot")}};
+            w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k}, at);
+            w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v}, at);
+            keys = embedding(w.k_cache, ids);
+            values = embedding(w.v_cache, ids);
           }
-          keys = k;
-          values = v;
-        } else {  // append, then gather every key through the block table
-          const Attrs at{{"scalar", std::string("slot")}};
-          w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k}, at);
-          w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v}, at);
-          keys = embedding(w.k_cache, ids);
-          values = embedding(w.v_cache, ids);
+        } else {
+          const char* at = prefill ? "start" : "pos";
+          w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
+                           {{"scalar", std::string(at)}});
+          w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
+                           {{"scalar", std::string(at)}});
+          keys = slice(w.k_cache, 0, 0, len);
+          values = slice(w.v_cache, 0, 0, len);
         }
-      } else {
-        const char* at = prefill ? "start" : "pos";
-        w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
-                         {{"scalar", std::string(at)}});
-        w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
-                         {{"scalar", std::string(at)}});
-        keys = slice(w.k_cache, 0, 0, len);
-        values = slice(w.v_cache, 0, 0, len);
-      }
-      q = transpose(reshape(q, {rows, m_heads, hd}), {1, 0, 2});
-      Tensor kt = transpose(reshape(keys, {len, m_heads, hd}), {1, 2, 0});
-      Tensor vt = transpose(reshape(values, {len, m_heads, hd}), {1, 0, 2});
-      Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
-      if (bias.valid()) scores = add(scores, bias);
-      Tensor ctx = reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
-      x = add(x, matmul(ctx, w.wo));
-      x = detail::gpt_mlp(x, w);
+        q = transpose(reshape(q, {rows, m_heads, hd}), {1, 0, 2});
+        Tensor kt = transpose(reshape(keys, {len, m_heads, hd}), {1, 2, 0});
+        Tensor vt = transpose(reshape(values, {len, m_heads, hd}), {1, 0, 2});
+        Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
+        if (bias.valid()) scores = add(scores, bias);
+        return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
+      });
     }
     const double R = double(prefill ? real : 1), L = double(real), D = double(m_d),
                  F = double(m_ff);
@@ -557,8 +555,8 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "mask") return std::make_unique<PackedMask>(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
-  throw isa::InputError("--workload " + spec.text,
-                        "unknown workload '" + spec.name + "' (known: " + names + ")");
+  throw base::InputError("--workload " + spec.text,
+                         "unknown workload '" + spec.name + "' (known: " + names + ")");
 }
 
 }  // namespace wallsim::workloads

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 #include "wallsim/runtime/ops.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
@@ -103,7 +103,7 @@ class Params {
     return v;
   }
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
-    throw isa::InputError("--workload " + m_spec.text, m_spec.name + "." + key + ": " + problem);
+    throw base::InputError("--workload " + m_spec.text, m_spec.name + "." + key + ": " + problem);
   }
   // After every parameter was read: anything else is a typo.
   void finish() const {
@@ -111,7 +111,7 @@ class Params {
       if (m_known.count(key)) continue;
       std::string known;
       for (const auto& k : m_known) known += (known.empty() ? "" : ", ") + k;
-      throw isa::InputError(
+      throw base::InputError(
           "--workload " + m_spec.text,
           "unknown parameter '" + key + "' of " + m_spec.name + " (known: " + known + ")");
     }
@@ -171,6 +171,18 @@ inline GptWeights upload_gpt_weights(Session& s, int64_t d, int64_t ff, isa::DTy
 inline runtime::Tensor gpt_mlp(const runtime::Tensor& x, const GptWeights& w) {
   using namespace runtime;
   return add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
+}
+
+// One decoder layer: pre-norm attention, then the MLP, each with its residual. `attend(q, k, v)`
+// writes the layer's KV cache as the caller keeps it and returns the attention context
+// [rows, d_model]: the graph decode and serve share.
+template <class Attend>
+runtime::Tensor gpt_layer(const runtime::Tensor& x, const GptWeights& w, Attend&& attend) {
+  using namespace runtime;
+  Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
+  Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
+  Tensor ctx = attend(q, k, v);
+  return gpt_mlp(add(x, matmul(ctx, w.wo)), w);
 }
 
 // The serving workload (serve.cpp).

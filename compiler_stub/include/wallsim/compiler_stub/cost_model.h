@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::compiler_stub {
 
@@ -64,9 +64,9 @@ void describe(V& v, CompileCostConfig& c) {
 
 }  // namespace wallsim::compiler_stub
 
-namespace wallsim::isa {
+namespace wallsim::base {
 template <>
 struct EnumTraits<compiler_stub::CompileProfile> {
   static constexpr int kCount = 2;
 };
-}  // namespace wallsim::isa
+}  // namespace wallsim::base

@@ -15,17 +15,17 @@
 
 #include <string>
 
+#include "wallsim/base/params.h"
 #include "wallsim/compiler_stub/graph.h"
-#include "wallsim/isa/params.h"
 
 namespace wallsim::compiler_stub {
 
 inline constexpr int kGraphFormatVersion = 1;
 
-// Throws isa::InputError with the JSON path ("nodes[3].axsi: unknown key").
-Graph graph_from_json(const isa::Json& j);
+// Throws base::InputError with the JSON path ("nodes[3].axsi: unknown key").
+Graph graph_from_json(const base::Json& j);
 // Writes what the graph declares: inferred output types are not written, explicit dtypes are.
-isa::Json to_json(const Graph& g);
+base::Json to_json(const Graph& g);
 
 // Errors are prefixed with the file path, like isa::read_plan_file.
 Graph read_graph_file(const std::string& path);

@@ -27,7 +27,7 @@ struct HostTensor {
 // fp16 or int32 tensor does). gelu is the erf form, softmax subtracts the row max, layernorm
 // uses the biased variance, compare yields 1/0.
 //
-// Throws isa::InputError for a missing, unknown or misshapen input, a missing, unknown or
+// Throws base::InputError for a missing, unknown or misshapen input, a missing, unknown or
 // out-of-range scalar, an embedding id out of range, an invalid graph (as infer_types), or an
 // unknown dim left after binding the inputs.
 std::map<int32_t, HostTensor> evaluate(const Graph& g,

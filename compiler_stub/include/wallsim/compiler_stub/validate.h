@@ -11,7 +11,7 @@ namespace wallsim::compiler_stub {
 // Checks every node against its op's rules in ops.def and fills in each node's output type
 // (input and iota keep their declared type). Also checks the scalars (unique names,
 // 0 <= min <= max), unique node ids and names, inputs in topological order, and the outputs.
-// Throws isa::InputError with path "nodes[i] (op 'NAME')" (or "scalars[i]", "outputs[i]") and a
+// Throws base::InputError with path "nodes[i] (op 'NAME')" (or "scalars[i]", "outputs[i]") and a
 // one-line problem. Unknown dims pass through; has_unknown_dims tells whether any remain.
 //
 // Shape rules: element-wise ops broadcast like numpy (right-aligned, 1 broadcasts); two dims
@@ -23,7 +23,7 @@ void infer_types(Graph& g);
 
 // Checks one node `n` whose inputs are nodes of `g` with their types already inferred, and
 // returns its output type: how a runtime types the ops it records one at a time. Throws
-// isa::InputError with path "op 'NAME'".
+// base::InputError with path "op 'NAME'".
 TensorType infer_node(const Graph& g, const Node& n);
 
 // Whether any node's type (after infer_types) has an unknown dim; a static compile rejects them.

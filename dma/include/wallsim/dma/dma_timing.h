@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::dma {
 

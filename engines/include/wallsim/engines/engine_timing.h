@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::engines {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 #include "wallsim/isa/types.h"
 
 namespace wallsim::isa {

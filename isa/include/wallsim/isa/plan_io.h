@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 #include "wallsim/isa/plan.h"
 
 namespace wallsim::isa {
@@ -16,13 +16,13 @@ namespace wallsim::isa {
 inline constexpr int kPlanFormatVersion = 1;
 inline constexpr int64_t kMaxPlanFileBytes = int64_t{1} << 30;
 
-PlanSequence plan_sequence_from_json(const Json& j);
-Json to_json(const PlanSequence& seq);
-Json to_json(const AccessPattern& ap, const Plan& plan);
+PlanSequence plan_sequence_from_json(const base::Json& j);
+base::Json to_json(const PlanSequence& seq);
+base::Json to_json(const AccessPattern& ap, const Plan& plan);
 
 // Text form: objects and arrays on one line when they fit in `width` columns, else one member
 // per line. Deterministic.
-std::string format_json(const Json& j, int width = 100);
+std::string format_json(const base::Json& j, int width = 100);
 
 PlanSequence read_plan_file(const std::string& path);
 // Writes to `path` atomically (a temporary file renamed into place).

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "wallsim/base/enum_traits.h"
+
 namespace wallsim::isa {
 
 enum class DType : uint8_t { fp32, bf16, fp16, int32 };
@@ -32,3 +34,18 @@ std::optional<Engine> parse_engine(std::string_view s);
 inline bool is_on_chip(MemSpace s) { return s == MemSpace::sbuf || s == MemSpace::psum; }
 
 }  // namespace wallsim::isa
+
+namespace wallsim::base {
+template <>
+struct EnumTraits<isa::DType> {
+  static constexpr int kCount = isa::kNumDTypes;
+};
+template <>
+struct EnumTraits<isa::MemSpace> {
+  static constexpr int kCount = isa::kNumMemSpaces;
+};
+template <>
+struct EnumTraits<isa::Engine> {
+  static constexpr int kCount = isa::kNumEngines;
+};
+}  // namespace wallsim::base

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 namespace wallsim::memory {
 

@@ -18,13 +18,13 @@ struct NpyArray {
   std::vector<uint8_t> data;
 };
 
-// Throws isa::InputError(path, reason) for anything it cannot read exactly: I/O errors, a bad
+// Throws base::InputError(path, reason) for anything it cannot read exactly: I/O errors, a bad
 // magic or version, a malformed header, Fortran order, big-endian or unsupported dtypes, absurd
 // shapes, truncated or trailing data.
 NpyArray read_npy(const std::string& path);
 
 // Writes format 1.0 via a temporary file in the same directory renamed over `path`, so readers
-// never see a partial file. Throws isa::InputError(path, reason) on I/O errors or when `array`
+// never see a partial file. Throws base::InputError(path, reason) on I/O errors or when `array`
 // is inconsistent (unsupported descr, data size not matching the shape).
 void write_npy(const std::string& path, const NpyArray& array);
 

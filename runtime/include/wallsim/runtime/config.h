@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "wallsim/base/params.h"
 #include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/compiler_stub/graph.h"
-#include "wallsim/isa/params.h"
 #include "wallsim/sim/chip_config.h"
 
 namespace wallsim::runtime {
@@ -130,20 +130,20 @@ void describe(V& v, Config& c) {
 }
 
 // Parses a config document (after overrides): strict, then consistency-checked.
-Config config_from_json(const isa::Json& j);
+Config config_from_json(const base::Json& j);
 // Reads FILE, applies `--set` overrides in order, parses. Errors start with the file, or with
 // the `--set` that introduced the bad value, then the JSON path.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 // The resolved config with every default filled in.
-isa::Json to_json(const Config& c);
+base::Json to_json(const Config& c);
 // JSON Schema of the config file, generated from the same descriptions the loader uses.
-isa::Json config_schema();
+base::Json config_schema();
 // One row per key: the table in configs/README.md.
-std::vector<isa::KeyRow> config_keys();
+std::vector<base::KeyRow> config_keys();
 
 }  // namespace wallsim::runtime
 
-namespace wallsim::isa {
+namespace wallsim::base {
 template <>
 struct EnumTraits<runtime::Fallback> {
   static constexpr int kCount = 3;
@@ -156,4 +156,4 @@ template <>
 struct EnumTraits<compiler_stub::OpKind> {
   static constexpr int kCount = compiler_stub::kNumOps;
 };
-}  // namespace wallsim::isa
+}  // namespace wallsim::base

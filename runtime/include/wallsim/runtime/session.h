@@ -1,14 +1,8 @@
 // Session: the host runtime. Workload code calls the Tensor API from a host SC_THREAD; every
-// runtime action costs modelled host time in the same simulation as the device. The four
-// execution modes differ only in when ops become plans, how they are grouped, which compile
-// curve they pay and what each op costs the host:
-//
-//   native  each op is a library kernel: launched at once, no compile, no cache (GPU-like)
-//   eager   each op is its own plan: signature, cache lookup, per-op compile on a miss, launch
-//   fused   ops are recorded; a flush cuts the pending graph into groups by the fusion policy,
-//           each group is looked up and compiled (micro-graph curve) on a miss, then launched
-//   aot     the step is traced per shape bucket before the first step (whole-graph compiles
-//           under `startup`); a step records its ops at no cost and launches the bucket's plan
+// runtime action costs modelled host time in the same simulation as the device. The execution
+// mode (an ExecutionMode, execution_mode.h) decides when ops become plans, how they are
+// grouped, which compile curve they pay and what each op costs the host; the session holds the
+// state and coordinates.
 //
 // Host time is always in exactly one HostState; the states of a step sum to its wall time.
 #pragma once
@@ -31,26 +25,17 @@
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/compiler_stub/reference.h"
+#include "wallsim/runtime/compile_cache.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/runtime/device_memory.h"
+#include "wallsim/runtime/execution_mode.h"
+#include "wallsim/runtime/host_clock.h"
+#include "wallsim/runtime/runtime_error.h"
 #include "wallsim/sim/device.h"
+#include "wallsim/sim/launch_handle.h"
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::runtime {
-
-enum class Mode : uint8_t { native, eager, fused, aot };
-std::string_view name_of(Mode m);
-std::optional<Mode> parse_mode(std::string_view s);
-
-enum class HostState : uint8_t { dispatch, compile, transfer, sync_wait, other };
-inline constexpr int kNumHostStates = 5;
-std::string_view name_of(HostState s);  // "host_dispatch", "compile", ...
-
-// The run cannot go on: a compile failure under the `fail` policy, a shape beyond every AOT
-// bucket, device memory exhausted. One line.
-class RuntimeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct Counts {
   int64_t ops = 0;             // Tensor API ops issued by the workload
@@ -72,7 +57,7 @@ struct StepRecord {
   int64_t index = -1;  // -1 for startup
   int64_t start_ns = 0;
   int64_t wall_ns = 0;
-  std::array<int64_t, kNumHostStates> host_ns{};  // by HostState; they sum to wall_ns
+  HostTimes host_ns{};         // by HostState; they sum to wall_ns
   int64_t device_busy_ns = 0;  // union of the spans of plans running during the step
   Counts counts;
   double padded_macs = 0;  // tensor-engine MACs the step's plans do at the shapes they run
@@ -85,12 +70,12 @@ class Session;
 struct TensorImpl {
   Session* session = nullptr;
   compiler_stub::TensorType type;
-  std::string device;    // HBM tensor name once materialised
-  int32_t pending = -1;  // node id in the session's pending graph, until materialised
-  const engines::Launch* producer = nullptr;  // the launch that writes it
-  bool queued = false;                        // its launch waits for a background compile
-  std::shared_ptr<TensorImpl> alias_of;       // shares that tensor's storage (a KV append)
-  int32_t ref = -1;  // node in the session's reference graph (functional runs)
+  std::string device;          // HBM tensor name once materialised
+  int32_t pending = -1;        // node id in the session's pending graph, until materialised
+  sim::LaunchHandle producer;  // the launch that writes it
+  bool queued = false;         // its launch waits for a background compile
+  std::shared_ptr<TensorImpl> alias_of;  // shares that tensor's storage (a KV append)
+  int32_t ref = -1;                      // node in the session's reference graph (functional runs)
   ~TensorImpl();
   // The HBM tensor holding the value (its own, or the one it aliases).
   const std::string& storage() const { return alias_of ? alias_of->storage() : device; }
@@ -112,8 +97,7 @@ class Tensor {
 };
 
 struct SessionOptions {
-  Mode mode = Mode::fused;
-  bool sync_every_op = false;  // eager `debug`: wait for every op to finish
+  const ExecutionMode* mode = &default_mode();
   bool functional = false;
   // Functional runs: also record every upload and op into one reference graph, so any value
   // can be checked against the reference evaluator (tests; costs host memory).
@@ -133,7 +117,10 @@ class Session {
           traces::TraceSink* trace = nullptr);
   ~Session();
 
-  Mode mode() const { return m_options.mode; }
+  const ExecutionMode& mode() const { return *m_options.mode; }
+  // Dynamic extents run padded up to a shape bucket (the mode's choice): workloads ask this
+  // instead of naming a mode.
+  bool pads_shapes() const { return m_options.mode->pads_shapes(); }
   bool functional() const { return m_options.functional; }
   const Config& config() const { return m_config; }
 
@@ -144,10 +131,10 @@ class Session {
   Tensor upload(const std::vector<int64_t>& shape, isa::DType dtype,
                 const std::vector<float>& values);
   // A device tensor from a `.npy` file (float32, float16 or int32 arrays), stored as `dtype`.
-  // Throws isa::InputError naming the file for anything it cannot read.
+  // Throws base::InputError naming the file for anything it cannot read.
   Tensor upload_npy(const std::string& path, isa::DType dtype);
   // Records or runs one op (by the mode). Shapes are checked at once: a bad op throws
-  // isa::InputError naming it.
+  // base::InputError naming it.
   Tensor op(compiler_stub::OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs = {},
             std::optional<isa::DType> dtype = std::nullopt, const std::string& name = "");
   // iota (no inputs): values along `axis`.
@@ -198,7 +185,6 @@ class Session {
   void release(TensorImpl& t);
 
  private:
-  struct Compiled;
   struct Group;
   void charge(HostState s, int64_t ns);
   void wait_for(HostState s, const sc_core::sc_event& e);
@@ -210,22 +196,19 @@ class Session {
                  bool allow_fallback);
   // A compiled plan for `sub`, from the cache or compiled. In the background mode a compile's
   // latency is returned in `compile_ns` instead of being charged to the host.
-  std::shared_ptr<Compiled> compile_group(const compiler_stub::Graph& sub,
-                                          compiler_stub::CompileKind kind, bool* failed,
-                                          std::string* error, int64_t* compile_ns);
-  void launch_group(const Group& g, const std::shared_ptr<Compiled>& c, int64_t compile_ns);
+  std::shared_ptr<CompiledPlan> compile_group(const compiler_stub::Graph& sub,
+                                              compiler_stub::CompileKind kind, bool* failed,
+                                              std::string* error, int64_t* compile_ns);
+  void launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& c, int64_t compile_ns);
   void launch_worker();
-  // Keeps `c`'s plan body (most recently used), dropping the oldest bodies over the budget.
-  void hold_body(const std::shared_ptr<Compiled>& c);
-  void drop_body(Compiled& c);
   // A failure `runtime.inject` asks for, if any.
   std::optional<compiler_stub::CompileError> injected_failure(
       const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
   void wait_launched(const TensorImpl* t);  // a queued launch: waits for the compiler
-  engines::Launch& launch_transfer(const std::string& src, isa::MemSpace src_space,
-                                   const std::string& dst, isa::MemSpace dst_space,
-                                   const compiler_stub::TensorType& type);
-  void wait_drained(const engines::Launch* l, HostState s);
+  sim::LaunchHandle launch_transfer(const std::string& src, isa::MemSpace src_space,
+                                    const std::string& dst, isa::MemSpace dst_space,
+                                    const compiler_stub::TensorType& type);
+  void wait_drained(sim::LaunchHandle l, HostState s);
   void free_deferred();
   void close_startup();  // the start-up record ends at the first step or idle wait
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
@@ -249,27 +232,14 @@ class Session {
   int32_t m_next_node = 0;
   std::map<std::string, int64_t> m_scalar_values;
 
-  // Compile cache: signature -> compiled plan, least recently used first.
-  std::list<std::pair<uint64_t, std::shared_ptr<Compiled>>> m_lru;
-  std::unordered_map<uint64_t, decltype(m_lru)::iterator> m_cache;
-  std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;  // shape-free hash -> full hash
-  std::unordered_map<uint64_t, std::string> m_failed;        // failed signature -> its error
-  std::vector<std::shared_ptr<Compiled>> m_transfer_plans;   // kept alive for the device
+  CompileCache m_cache;
+  DiskPlanCache m_disk;
+  std::vector<std::shared_ptr<const isa::Plan>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
-  // Plan bodies of cached plans, least recently used first, within plan_memory_bytes.
-  std::list<std::shared_ptr<Compiled>> m_bodies;
-  int64_t m_body_bytes = 0;
   int64_t m_bodies_rebuilt = 0;
 
-  // Device memory.
-  int64_t m_hbm_used = 0;
-  int64_t m_next_tensor = 0;
-  std::unordered_map<std::string, int64_t> m_hbm_bytes;
-  std::vector<std::string> m_deferred_free;  // freed once the device is done with them
-
-  // Host time accounting.
-  HostState m_state = HostState::other;
-  sc_core::sc_time m_state_since;
+  DeviceMemory m_memory;
+  HostClock m_clock;
   bool m_in_step = false;
   int64_t m_idle_ns = 0;
   bool m_startup_closed = false;
@@ -282,7 +252,7 @@ class Session {
   std::optional<traces::Track> m_host_track;
   // Background compilation: launches waiting for their compile, in program order.
   struct Queued {
-    std::shared_ptr<Compiled> compiled;
+    std::shared_ptr<CompiledPlan> compiled;
     std::shared_ptr<const isa::Plan> plan;  // held until launched (its body may be dropped)
     std::vector<std::string> names;
     std::vector<int64_t> scalars;
@@ -295,7 +265,7 @@ class Session {
   sc_core::sc_event m_launched;
   sc_core::sc_time m_compiler_free;  // the background compiler is busy until then
   double m_compiler_seconds = 0;
-  std::vector<std::pair<int64_t, const engines::Launch*>> m_flows;  // host ps, launch
+  std::vector<std::pair<int64_t, sim::LaunchHandle>> m_flows;  // host ps, launch
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
 };

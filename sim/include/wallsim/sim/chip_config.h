@@ -63,7 +63,7 @@ void describe(V& v, TimingConfig& t) {
           "compute engines sharing one SBUF access port (their instructions serialise)");
 }
 
-// Cross-field consistency of the whole chip; throws isa::InputError with the JSON path.
+// Cross-field consistency of the whole chip; throws base::InputError with the JSON path.
 void check_consistency(const ChipConfig& chip);
 
 }  // namespace wallsim::sim

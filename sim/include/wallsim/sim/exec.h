@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "wallsim/base/params.h"
 #include "wallsim/engines/stream_processor.h"
-#include "wallsim/isa/params.h"
 #include "wallsim/isa/plan.h"
 #include "wallsim/sim/chip_config.h"
 #include "wallsim/traces/run_directory.h"
@@ -46,9 +46,9 @@ struct ExecSummary {
 // Runs every plan of `seq` in order, each paying its launch, on a device elaborated from
 // `chip`, and writes `out_dir`: config.resolved.json (= `resolved_config`), stats.json,
 // stats.txt, trace.json, and in functional mode outputs/*.npy; instructions.csv on request.
-// The directory appears complete or not at all. Bad input throws isa::InputError; a run that
+// The directory appears complete or not at all. Bad input throws base::InputError; a run that
 // cannot finish throws SimulationError. Elaborates SystemC: once per process.
-ExecSummary exec_plans(const ChipConfig& chip, const isa::Json& resolved_config,
+ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config,
                        const isa::PlanSequence& seq, const ExecOptions& options,
                        const std::string& out_dir);
 
@@ -72,9 +72,9 @@ class DeviceTimeStats {
 
 // stats.json (the registry plus `extra`), stats.txt and config.resolved.json into `dir`.
 void write_run_files(const traces::RunDirectory& dir, const traces::StatsRegistry& stats,
-                     const nlohmann::ordered_json& extra, const isa::Json& resolved_config);
+                     const nlohmann::ordered_json& extra, const base::Json& resolved_config);
 
-// Sets the kernel's time resolution to 1 fs and silences its banner; call before anything else
+// Sets the kernel's time resolution to 1 ps and silences its banner; call before anything else
 // touches SystemC. Idempotent.
 void init_systemc();
 

@@ -32,12 +32,12 @@ struct RequestSpec {
   int64_t max_total = 1024;
 };
 
-// The stream, in arrival order (ids 0, 1, ...). Throws isa::InputError for an impossible spec
+// The stream, in arrival order (ids 0, 1, ...). Throws base::InputError for an impossible spec
 // (max_prompt >= max_total, no empirical pairs, ...).
 std::vector<Request> generate_requests(const RequestSpec& spec, uint64_t seed);
 
 // (prompt, output) pairs from a CSV file: one pair per line, an optional header line.
-// Throws isa::InputError naming the file and line for anything it cannot read.
+// Throws base::InputError naming the file and line for anything it cannot read.
 std::vector<std::pair<int64_t, int64_t>> read_length_pairs(const std::string& path);
 
 }  // namespace wallsim::workloads

@@ -1,6 +1,6 @@
 // Workloads: model builders on the runtime's Tensor API. A workload is named on the command
 // line as NAME or NAME:key=value,... with every parameter defaulted; an unknown or impossible
-// parameter is an isa::InputError naming it.
+// parameter is an base::InputError naming it.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ struct WorkloadSpec {
   std::string text;  // as given
 };
 
-// Parses "NAME" or "NAME:key=value,key=value". Throws isa::InputError("--workload", ...).
+// Parses "NAME" or "NAME:key=value,key=value". Throws base::InputError("--workload", ...).
 WorkloadSpec parse_spec(const std::string& text);
 
 class Workload {
@@ -55,7 +55,7 @@ class Workload {
   }
 };
 
-// Builds the named workload. Throws isa::InputError for an unknown name or parameter, or
+// Builds the named workload. Throws base::InputError for an unknown name or parameter, or
 // impossible values.
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec);
 

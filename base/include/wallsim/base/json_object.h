@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
-namespace wallsim::isa {
+namespace wallsim::base {
 
 // Keys passed to opt()/req() are remembered as views until finish(): pass string literals or
 // keys of the viewed JSON, which outlive the JsonObject.
@@ -99,4 +99,4 @@ inline std::string json_index(const std::string& path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
 }
 
-}  // namespace wallsim::isa
+}  // namespace wallsim::base

@@ -1,57 +1,28 @@
 // The `run` driver: elaborate the device, run the workload's steps in a host thread, report.
-#include "wallsim/workloads/run.h"
+#include "wallsim/driver/run.h"
 
 #include <chrono>
 
+#include "wallsim/driver/run_report.h"
 #include "wallsim/sim/device.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/chrome_trace.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
 
-namespace wallsim::workloads {
+namespace wallsim::driver {
 
 namespace {
 
 using nlohmann::ordered_json;
-using runtime::HostState;
 using runtime::kNumHostStates;
-
-ordered_json counts_json(const runtime::Counts& c) {
-  return {{"ops", c.ops},
-          {"plans_launched", c.plans_launched},
-          {"compiles", c.compiles},
-          {"compile_failures", c.compile_failures},
-          {"cache_hits", c.cache_hits},
-          {"cache_misses", c.cache_misses},
-          {"recompiles", c.recompiles},
-          {"fallbacks", c.fallbacks},
-          {"cache_evictions", c.cache_evictions},
-          {"transfers", c.transfers},
-          {"disk_hits", c.disk_hits}};
-}
-
-ordered_json record_json(const runtime::StepRecord& r) {
-  ordered_json j;
-  if (r.index >= 0) j["index"] = r.index;
-  j["start_ns"] = r.start_ns;
-  j["wall_ns"] = r.wall_ns;
-  for (int s = 0; s < kNumHostStates; ++s) {
-    j[std::string(name_of(static_cast<HostState>(s))) + "_ns"] = r.host_ns[s];
-  }
-  j["device_busy_ns"] = r.device_busy_ns;
-  const ordered_json counts = counts_json(r.counts);
-  for (const auto& [k, v] : counts.items()) j[k] = v;
-  return j;
-}
 
 // Per op kind, over every plan the run launched (the device's op totals, from each
 // instruction's provenance): engine time, DMA bytes, MACs, and achieved tensor throughput
 // against the roofline min(peak, intensity x HBM bandwidth).
 ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
   device.retire_drained();
-  const double peak = 2.0 * chip.arch.tensor.rows * chip.arch.tensor.cols *
-                      chip.timing.tensor.freq_mhz * 1e6;  // FLOP/s
+  const double peak = peak_tensor_flops(chip);  // FLOP/s
   const double hbm = chip.timing.hbm.bandwidth_gb_per_s * 1e9;
   ordered_json out = ordered_json::array();
   for (const auto& [op, r] : device.op_totals()) {
@@ -76,13 +47,13 @@ ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
 
 }  // namespace
 
-RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved_config,
-                        const WorkloadSpec& spec, const RunOptions& options,
+RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
+                        const workloads::WorkloadSpec& spec, const RunOptions& options,
                         const std::string& out_dir) {
   sim::init_systemc();
-  std::unique_ptr<Workload> workload = make_workload(spec);
+  std::unique_ptr<workloads::Workload> workload = workloads::make_workload(spec);
   if (options.steps && workload->fixed_steps()) {
-    throw isa::InputError("--steps", spec.name + " fixes its own steps");
+    throw base::InputError("--steps", spec.name + " fixes its own steps");
   }
   const int64_t steps = options.steps.value_or(workload->default_steps());
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);
@@ -95,7 +66,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
     trace->set_metadata("wallsim_version", "0.1.0");
     trace->set_metadata("config", config.chip.name);
     trace->set_metadata("workload", spec.text);
-    trace->set_metadata("mode", std::string(runtime::name_of(options.mode)));
+    trace->set_metadata("mode", std::string(options.mode->family()));
   }
   sim::DeviceOptions dev;
   dev.functional = options.functional;
@@ -106,7 +77,6 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
 
   runtime::SessionOptions so;
   so.mode = options.mode;
-  so.sync_every_op = options.debug_sync;
   so.functional = options.functional;
   so.plan_memory_bytes = options.plan_memory_bytes;
   runtime::Session session(config, device, so, trace.get());
@@ -125,46 +95,37 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   device_time.set(device.end_time());
 
   // The report: the compilation wall per step.
-  runtime::Counts totals = session.totals();
-  runtime::StepRecord sum;
+  RunReport report;
+  report.workload_name = spec.name;
+  report.workload_spec = spec.text;
+  for (const auto& [k, v] : workload->params()) report.workload_params[k] = v;
+  report.mode = std::string(options.mode->name());
+  report.compile_profile = std::string(compiler_stub::name_of(config.runtime.compile_cost.profile));
+  report.startup = session.startup_record();
+  report.steps = session.steps();
+  RunTotals& tot = report.totals;
   double padded = 0, real = 0;
   for (const auto& s : session.steps()) {
-    sum.wall_ns += s.wall_ns;
-    for (int k = 0; k < kNumHostStates; ++k) sum.host_ns[k] += s.host_ns[k];
-    sum.device_busy_ns += s.device_busy_ns;
+    tot.wall_ns += s.wall_ns;
+    for (int k = 0; k < kNumHostStates; ++k) tot.host_ns[k] += s.host_ns[k];
+    tot.device_busy_ns += s.device_busy_ns;
+    tot.counts.add(s.counts);
     padded += s.padded_macs;
     real += s.real_macs;
   }
-  ordered_json steps_json = ordered_json::array();
-  for (const auto& s : session.steps()) steps_json.push_back(record_json(s));
-  ordered_json tot;
-  tot["wall_ns"] = sum.wall_ns;
-  for (int k = 0; k < kNumHostStates; ++k) {
-    tot[std::string(name_of(static_cast<HostState>(k))) + "_ns"] = sum.host_ns[k];
-  }
-  tot["device_busy_ns"] = sum.device_busy_ns;
-  tot["idle_ns"] = session.idle_ns();
-  runtime::Counts step_counts;
-  for (const auto& s : session.steps()) step_counts.add(s.counts);
-  const ordered_json counts = counts_json(step_counts);
-  for (const auto& [k, v] : counts.items()) tot[k] = v;
+  tot.idle_ns = session.idle_ns();
   const double waste = padded > 0 ? std::max(0.0, (padded - real) / padded) : 0.0;
   const bool masked = workload->masks_instead_of_padding();
-  tot["padding_flop_fraction"] = masked ? 0.0 : waste;
-  tot["masked_flop_fraction"] = masked ? waste : 0.0;
-  tot["hbm_read_bytes"] = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
-  tot["hbm_write_bytes"] = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
-  ordered_json params = ordered_json::object();
-  for (const auto& [k, v] : workload->params()) params[k] = v;
-  ordered_json extra = {
-      {"workload", {{"name", spec.name}, {"spec", spec.text}, {"params", params}}},
-      {"mode", std::string(runtime::name_of(options.mode)) + (options.debug_sync ? "-debug" : "")},
-      {"compile_profile", std::string(compiler_stub::name_of(config.runtime.compile_cost.profile))},
-      {"startup", record_json(session.startup_record())},
-      {"steps", steps_json},
-      {"totals", tot},
-      {"ops", op_table(device, config.chip)}};
-  if (auto own = workload->report()) extra[own->first] = own->second;
+  tot.padding_flop_fraction = masked ? 0.0 : waste;
+  tot.masked_flop_fraction = masked ? waste : 0.0;
+  tot.hbm_read_bytes = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
+  tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
+  report.ops = op_table(device, config.chip);
+  if (auto own = workload->report()) {
+    report.workload_section = own->first;
+    report.workload_report = own->second;
+  }
+  const ordered_json extra = report.to_json();
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);
@@ -179,6 +140,7 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   sim::write_run_files(*dir, stats, extra, resolved_config);
   if (trace) trace->finish();
   dir->commit();
+  const runtime::Counts totals = session.totals();
   RunSummary r;
   r.wall_ns = session.now_ns();
   r.steps = static_cast<int64_t>(session.steps().size());
@@ -187,4 +149,4 @@ RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved
   return r;
 }
 
-}  // namespace wallsim::workloads
+}  // namespace wallsim::driver

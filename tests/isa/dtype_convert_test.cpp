@@ -1,5 +1,5 @@
 // Element conversions: exhaustive round trips, rounding ties, NaN, inf, subnormals, int32.
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/isa/dtype_convert.h"
 
 #include <gtest/gtest.h>
 
@@ -7,10 +7,8 @@
 #include <limits>
 #include <vector>
 
-namespace wallsim::memory {
+namespace wallsim::isa {
 namespace {
-
-using isa::DType;
 
 bool is_nan_bf16(uint16_t h) { return (h & 0x7f80) == 0x7f80 && (h & 0x7f) != 0; }
 bool is_nan_fp16(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0; }
@@ -178,4 +176,4 @@ TEST(Elements, BulkMatchesPerElement) {
 }
 
 }  // namespace
-}  // namespace wallsim::memory
+}  // namespace wallsim::isa

@@ -1,22 +1,21 @@
-// `wallsim run`: one workload under one execution mode on one simulated chip, host and device
-// in the same simulation, written to a run directory.
+// The `run` driver: one workload under one execution mode on one simulated chip, host and
+// device in the same simulation, written to a run directory (what `wallsim run` does).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "wallsim/base/params.h"
 #include "wallsim/engines/stream_processor.h"
-#include "wallsim/isa/params.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/workloads/workload.h"
 
-namespace wallsim::workloads {
+namespace wallsim::driver {
 
 struct RunOptions {
-  runtime::Mode mode = runtime::Mode::fused;
-  bool debug_sync = false;       // eager: every op synchronous
+  const runtime::ExecutionMode* mode = &runtime::default_mode();
   std::optional<int64_t> steps;  // default: the workload's
   bool functional = false;
   engines::TraceLevel trace_level = engines::TraceLevel::plans;
@@ -31,10 +30,10 @@ struct RunSummary {
 };
 
 // Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json):
-// complete, or not at all. Bad input throws isa::InputError; a run that cannot go on throws
+// complete, or not at all. Bad input throws base::InputError; a run that cannot go on throws
 // runtime::RuntimeError or sim::SimulationError. Elaborates SystemC: once per process.
-RunSummary run_workload(const runtime::Config& config, const isa::Json& resolved_config,
-                        const WorkloadSpec& spec, const RunOptions& options,
+RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
+                        const workloads::WorkloadSpec& spec, const RunOptions& options,
                         const std::string& out_dir);
 
-}  // namespace wallsim::workloads
+}  // namespace wallsim::driver

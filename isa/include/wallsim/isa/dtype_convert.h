@@ -7,7 +7,7 @@
 
 #include "wallsim/isa/types.h"
 
-namespace wallsim::memory {
+namespace wallsim::isa {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "element bytes are stored little-endian and copied as host integers");
@@ -133,4 +133,4 @@ inline void store_element(uint8_t* p, isa::DType t, float v) {
 void load_elements(const uint8_t* p, isa::DType t, float* out, int64_t n);
 void store_elements(uint8_t* p, isa::DType t, const float* in, int64_t n);
 
-}  // namespace wallsim::memory
+}  // namespace wallsim::isa

@@ -1,7 +1,7 @@
 // Bulk element conversions: one dtype dispatch per run, then loops the compiler can vectorise.
-#include "wallsim/memory/dtype_convert.h"
+#include "wallsim/isa/dtype_convert.h"
 
-namespace wallsim::memory {
+namespace wallsim::isa {
 
 void load_elements(const uint8_t* p, isa::DType t, float* out, int64_t n) {
   switch (t) {
@@ -58,4 +58,4 @@ void store_elements(uint8_t* p, isa::DType t, const float* in, int64_t n) {
   }
 }
 
-}  // namespace wallsim::memory
+}  // namespace wallsim::isa

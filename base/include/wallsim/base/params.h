@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "wallsim/isa/types.h"
+#include "wallsim/base/enum_traits.h"
 
-namespace wallsim::isa {
+namespace wallsim::base {
 
 using Json = nlohmann::ordered_json;
 
@@ -38,29 +38,6 @@ struct RealRange {
   double min;
   double max;
 };
-
-// Enumerations usable as config values: a count and `name_of(E)` for each value.
-template <class E>
-struct EnumTraits;
-template <>
-struct EnumTraits<DType> {
-  static constexpr int kCount = kNumDTypes;
-};
-template <>
-struct EnumTraits<MemSpace> {
-  static constexpr int kCount = kNumMemSpaces;
-};
-template <>
-struct EnumTraits<Engine> {
-  static constexpr int kCount = kNumEngines;
-};
-
-template <class E>
-std::vector<std::string> enum_names() {
-  std::vector<std::string> out;
-  for (int i = 0; i < EnumTraits<E>::kCount; ++i) out.emplace_back(name_of(static_cast<E>(i)));
-  return out;
-}
 
 // What a visitor is told about one field.
 struct ParamSpec {
@@ -264,4 +241,4 @@ Json read_json_file(const std::string& path);
 // A short rendering of a JSON value for error messages.
 std::string abbreviate(const Json& value);
 
-}  // namespace wallsim::isa
+}  // namespace wallsim::base

@@ -1,12 +1,12 @@
 // Strict JSON reading, writing, schema and key-table generation for described parameter structs.
-#include "wallsim/isa/params.h"
+#include "wallsim/base/params.h"
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-namespace wallsim::isa {
+namespace wallsim::base {
 
 InputError::InputError(std::string path, const std::string& problem)
     : std::runtime_error(path + ": " + problem), m_path(std::move(path)) {}
@@ -286,4 +286,4 @@ Json read_json_file(const std::string& path) {
   }
 }
 
-}  // namespace wallsim::isa
+}  // namespace wallsim::base

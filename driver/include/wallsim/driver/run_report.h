@@ -1,0 +1,71 @@
+// RunReport: the typed run report — what `wallsim run` writes into stats.json beside the
+// stats registry's sections, read back by sweeps and studies. One JSON mapping (to_json and
+// from_json); the key figures (cold, warm, percentiles, overtake points, peaks) computed here
+// once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wallsim/base/params.h"
+#include "wallsim/runtime/session.h"
+#include "wallsim/sim/chip_config.h"
+
+namespace wallsim::driver {
+
+// The steps' sums ("totals"): startup excluded.
+struct RunTotals {
+  int64_t wall_ns = 0;
+  runtime::HostTimes host_ns{};
+  int64_t device_busy_ns = 0;
+  int64_t idle_ns = 0;
+  runtime::Counts counts;
+  double padding_flop_fraction = 0;
+  double masked_flop_fraction = 0;
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+};
+
+struct RunReport {
+  std::string workload_name, workload_spec;
+  base::Json workload_params = base::Json::object();
+  std::string mode;
+  std::string compile_profile;
+  runtime::StepRecord startup;
+  std::vector<runtime::StepRecord> steps;
+  RunTotals totals;
+  base::Json ops = base::Json::array();  // per op kind: engine time, bytes, MACs, throughput
+  // A workload's own section (serve: "serving"), if it has one.
+  std::string workload_section;
+  base::Json workload_report;
+  // Read back only: the stats registry's "device" section of stats.json.
+  base::Json device = base::Json::object();
+
+  // The report's sections of stats.json, in their order (the registry writes the rest).
+  base::Json to_json() const;
+  // Reads a stats.json document; a missing or mistyped section is an base::InputError.
+  static RunReport from_json(const base::Json& stats, const std::string& path = "stats.json");
+  static RunReport read(const std::string& run_dir);
+
+  // ---- key figures ----
+  int64_t startup_ns() const { return startup.wall_ns; }
+  int64_t total_ns() const { return startup.wall_ns + totals.wall_ns; }  // start-up and steps
+  int64_t cold_ns() const { return steps.empty() ? 0 : steps[0].wall_ns; }
+  // Means over the warm steps (every step after the first); 0 with fewer than two steps.
+  double warm_ns() const;
+  double warm_host_ns(runtime::HostState s) const;
+  double warm_device_ns() const;
+  // The p-th percentile (0-100, nearest rank) of the warm steps' wall time.
+  double warm_percentile_ns(double p) const;
+  double macs() const;  // over every op kind
+  // Steps after which this run has spent less wall time than `other` (start-up and cold step
+  // included): a number, "always" or "never".
+  std::string overtakes(const RunReport& other) const;
+};
+
+// The tensor engine's peak: 2 FLOP per MAC, rows x cols MACs per cycle.
+double peak_tensor_flops(double rows, double cols, double freq_mhz);
+double peak_tensor_flops(const sim::ChipConfig& chip);
+
+}  // namespace wallsim::driver

@@ -1,0 +1,188 @@
+// The run report's JSON mapping and key figures.
+#include "wallsim/driver/run_report.h"
+
+#include <cmath>
+#include <fstream>
+
+#include "wallsim/traces/stats.h"
+
+namespace wallsim::driver {
+namespace {
+
+using base::Json;
+using runtime::Counts;
+using runtime::HostState;
+using runtime::kNumHostStates;
+using runtime::StepRecord;
+
+// Every Counts field with its key, in the report's order.
+template <class C, class F>
+void for_each_count(C& c, F&& f) {
+  f("ops", c.ops);
+  f("plans_launched", c.plans_launched);
+  f("compiles", c.compiles);
+  f("compile_failures", c.compile_failures);
+  f("cache_hits", c.cache_hits);
+  f("cache_misses", c.cache_misses);
+  f("recompiles", c.recompiles);
+  f("fallbacks", c.fallbacks);
+  f("cache_evictions", c.cache_evictions);
+  f("transfers", c.transfers);
+  f("disk_hits", c.disk_hits);
+}
+
+std::string state_key(int s) { return std::string(name_of(static_cast<HostState>(s))) + "_ns"; }
+
+const Json& at(const Json& j, const char* key, const std::string& path) {
+  if (!j.is_object() || !j.contains(key))
+    throw base::InputError(path, "missing \"" + std::string(key) + "\"");
+  return j.at(key);
+}
+
+template <class T>
+T get(const Json& j, const char* key, const std::string& path) {
+  const Json& v = at(j, key, path);
+  if (!v.is_number()) throw base::InputError(path + "." + key, "expected a number");
+  return v.get<T>();
+}
+
+Json record_json(const StepRecord& r) {
+  Json j;
+  if (r.index >= 0) j["index"] = r.index;
+  j["start_ns"] = r.start_ns;
+  j["wall_ns"] = r.wall_ns;
+  for (int s = 0; s < kNumHostStates; ++s) j[state_key(s)] = r.host_ns[s];
+  j["device_busy_ns"] = r.device_busy_ns;
+  for_each_count(r.counts, [&](const char* k, int64_t v) { j[k] = v; });
+  return j;
+}
+
+StepRecord record_from(const Json& j, const std::string& path) {
+  StepRecord r;
+  r.index = j.contains("index") ? get<int64_t>(j, "index", path) : -1;
+  r.start_ns = get<int64_t>(j, "start_ns", path);
+  r.wall_ns = get<int64_t>(j, "wall_ns", path);
+  for (int s = 0; s < kNumHostStates; ++s)
+    r.host_ns[s] = get<int64_t>(j, state_key(s).c_str(), path);
+  r.device_busy_ns = get<int64_t>(j, "device_busy_ns", path);
+  for_each_count(r.counts, [&](const char* k, int64_t& v) { v = get<int64_t>(j, k, path); });
+  return r;
+}
+
+}  // namespace
+
+Json RunReport::to_json() const {
+  Json steps_json = Json::array();
+  for (const auto& s : steps) steps_json.push_back(record_json(s));
+  Json tot;
+  tot["wall_ns"] = totals.wall_ns;
+  for (int k = 0; k < kNumHostStates; ++k) tot[state_key(k)] = totals.host_ns[k];
+  tot["device_busy_ns"] = totals.device_busy_ns;
+  tot["idle_ns"] = totals.idle_ns;
+  for_each_count(totals.counts, [&](const char* k, int64_t v) { tot[k] = v; });
+  tot["padding_flop_fraction"] = totals.padding_flop_fraction;
+  tot["masked_flop_fraction"] = totals.masked_flop_fraction;
+  tot["hbm_read_bytes"] = totals.hbm_read_bytes;
+  tot["hbm_write_bytes"] = totals.hbm_write_bytes;
+  Json j = {
+      {"workload", {{"name", workload_name}, {"spec", workload_spec}, {"params", workload_params}}},
+      {"mode", mode},
+      {"compile_profile", compile_profile},
+      {"startup", record_json(startup)},
+      {"steps", steps_json},
+      {"totals", tot},
+      {"ops", ops}};
+  if (!workload_section.empty()) j[workload_section] = workload_report;
+  return j;
+}
+
+RunReport RunReport::from_json(const Json& s, const std::string& path) {
+  RunReport r;
+  const Json& w = at(s, "workload", path);
+  r.workload_name = at(w, "name", path + ".workload").get<std::string>();
+  r.workload_spec = at(w, "spec", path + ".workload").get<std::string>();
+  r.workload_params = at(w, "params", path + ".workload");
+  r.mode = at(s, "mode", path).get<std::string>();
+  r.compile_profile = at(s, "compile_profile", path).get<std::string>();
+  r.startup = record_from(at(s, "startup", path), path + ".startup");
+  const Json& steps = at(s, "steps", path);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    r.steps.push_back(record_from(steps[i], path + ".steps[" + std::to_string(i) + "]"));
+  }
+  const Json& t = at(s, "totals", path);
+  const std::string tp = path + ".totals";
+  r.totals.wall_ns = get<int64_t>(t, "wall_ns", tp);
+  for (int k = 0; k < kNumHostStates; ++k)
+    r.totals.host_ns[k] = get<int64_t>(t, state_key(k).c_str(), tp);
+  r.totals.device_busy_ns = get<int64_t>(t, "device_busy_ns", tp);
+  r.totals.idle_ns = get<int64_t>(t, "idle_ns", tp);
+  for_each_count(r.totals.counts, [&](const char* k, int64_t& v) { v = get<int64_t>(t, k, tp); });
+  r.totals.padding_flop_fraction = get<double>(t, "padding_flop_fraction", tp);
+  r.totals.masked_flop_fraction = get<double>(t, "masked_flop_fraction", tp);
+  r.totals.hbm_read_bytes = get<uint64_t>(t, "hbm_read_bytes", tp);
+  r.totals.hbm_write_bytes = get<uint64_t>(t, "hbm_write_bytes", tp);
+  r.ops = at(s, "ops", path);
+  r.device = at(s, "device", path);
+  for (const char* section : {"serving"}) {
+    if (s.contains(section)) {
+      r.workload_section = section;
+      r.workload_report = s.at(section);
+    }
+  }
+  return r;
+}
+
+RunReport RunReport::read(const std::string& run_dir) {
+  const std::string file = run_dir + "/stats.json";
+  return from_json(base::read_json_file(file), file);
+}
+
+double RunReport::warm_ns() const {
+  int64_t warm = 0;
+  for (size_t i = 1; i < steps.size(); ++i) warm += steps[i].wall_ns;
+  return steps.size() > 1 ? double(warm) / double(steps.size() - 1) : 0.0;
+}
+
+double RunReport::warm_host_ns(HostState s) const {
+  int64_t sum = 0;
+  for (size_t i = 1; i < steps.size(); ++i) sum += steps[i].host_ns[static_cast<int>(s)];
+  return steps.size() > 1 ? double(sum) / double(steps.size() - 1) : 0.0;
+}
+
+double RunReport::warm_device_ns() const {
+  int64_t sum = 0;
+  for (size_t i = 1; i < steps.size(); ++i) sum += steps[i].device_busy_ns;
+  return steps.size() > 1 ? double(sum) / double(steps.size() - 1) : 0.0;
+}
+
+double RunReport::warm_percentile_ns(double p) const {
+  std::vector<double> warm;
+  for (size_t i = 1; i < steps.size(); ++i) warm.push_back(double(steps[i].wall_ns));
+  return traces::percentile(warm, p);
+}
+
+double RunReport::macs() const {
+  double macs = 0;
+  for (const auto& op : ops) macs += op.at("macs").get<double>();
+  return macs;
+}
+
+std::string RunReport::overtakes(const RunReport& other) const {
+  const double warm_a = warm_ns(), warm_b = other.warm_ns();
+  const double fixed_a = double(startup_ns() + cold_ns()) - warm_a;
+  const double fixed_b = double(other.startup_ns() + other.cold_ns()) - warm_b;
+  if (fixed_a <= fixed_b && warm_a <= warm_b) return "always";
+  if (warm_a >= warm_b) return "never";
+  return std::to_string(static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (warm_b - warm_a))));
+}
+
+double peak_tensor_flops(double rows, double cols, double freq_mhz) {
+  return 2.0 * rows * cols * freq_mhz * 1e6;
+}
+
+double peak_tensor_flops(const sim::ChipConfig& chip) {
+  return peak_tensor_flops(chip.arch.tensor.rows, chip.arch.tensor.cols,
+                           chip.timing.tensor.freq_mhz);
+}
+
+}  // namespace wallsim::driver

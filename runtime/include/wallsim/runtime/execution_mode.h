@@ -1,0 +1,85 @@
+// ExecutionMode: how the runtime turns Tensor API ops into plans (native, eager, eager-debug,
+// fused, aot). One file per mode under runtime/src/modes/, listed once in modes/modes.def.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "wallsim/compiler_stub/compile.h"
+#include "wallsim/compiler_stub/graph.h"
+#include "wallsim/runtime/config.h"
+
+namespace wallsim::runtime {
+
+// A mode is stateless and shared (one instance per process, from the registry); the Session
+// holds every piece of state and asks the mode what to do. Host costs are modelled
+// nanoseconds read from the runtime config, never constants of the mode.
+class ExecutionMode {
+ public:
+  virtual ~ExecutionMode() = default;
+  // The name in --mode, specs and reports; help for `wallsim run --help`.
+  virtual std::string_view name() const = 0;
+  virtual std::string_view help() const = 0;
+  // The mode this one is a variant of (eager-debug: eager), as the trace metadata names it.
+  virtual std::string_view family() const { return name(); }
+
+  // Host cost of one op at dispatch: the framework's dispatch, then recording into a pending
+  // graph (charged as two host slices; zero skips one).
+  struct OpCost {
+    int64_t dispatch_ns = 0;
+    int64_t record_ns = 0;
+  };
+  virtual OpCost op_cost(const RuntimeConfig& r) const = 0;
+  // After recording an op with `pending_ops` ops pending: the flush reason, or nullptr.
+  virtual const char* flush_after_op(int64_t pending_ops, const RuntimeConfig& r) const = 0;
+  // Waits for every op to finish before the next (a debugging eager mode).
+  virtual bool sync_every_op() const { return false; }
+
+  // Cuts the ops of a flush (pending-graph node ids, in program order) into groups, each
+  // compiled and launched in order.
+  virtual std::vector<std::vector<int32_t>> cut(const std::vector<int32_t>& ops,
+                                                const compiler_stub::Graph& pending,
+                                                const RuntimeConfig& r) const = 0;
+  // What kind of compile a group pays (the compile-cost curve).
+  virtual compiler_stub::CompileKind compile_kind() const = 0;
+  // A group that fails to compile may fall back (runtime.lazy.fallback); otherwise it fails.
+  virtual bool falls_back() const { return false; }
+  // Groups go through signature hashing, the compile cache and counted compiles (false: library
+  // kernels that exist for every shape).
+  virtual bool compiles() const { return true; }
+  // Compiled plans are kept in and loaded from runtime.aot.disk_cache.
+  virtual bool uses_disk_cache() const { return false; }
+  // Host cost to launch one group.
+  virtual int64_t launch_ns(const RuntimeConfig& r) const { return r.plan_launch_ns; }
+
+  // The step is traced and compiled per shape bucket before the first step (Session::startup).
+  virtual bool compiles_ahead() const { return false; }
+  // Dynamic extents run padded up to a bucket (Session::shape_for).
+  virtual bool pads_shapes() const { return false; }
+
+  // Studies compare every mode against the baselines (in registry order, the first is the
+  // reference of the "tax" column).
+  virtual bool is_baseline() const { return false; }
+};
+
+// ---- the registry ----
+// Every mode, in the order of modes/modes.def.
+const std::vector<const ExecutionMode*>& all_modes();
+// The mode named `name`, or nullptr.
+const ExecutionMode* find_mode(std::string_view name);
+// The mode named `name`; an unknown name throws base::InputError at `path`, listing the modes.
+const ExecutionMode& mode_named(std::string_view name, const std::string& path = "--mode");
+// The baseline modes, in registry order.
+std::vector<const ExecutionMode*> baseline_modes();
+// The mode a run uses when none is named.
+const ExecutionMode& default_mode();
+// The names, in registry order.
+std::vector<std::string> mode_names();
+// "native, eager, ...": for error messages.
+std::string mode_list();
+// One line per mode: "name - help".
+std::string mode_help();
+
+}  // namespace wallsim::runtime

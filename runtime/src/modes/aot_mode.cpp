@@ -1,0 +1,37 @@
+// aot: ahead-of-time, whole graph. The step is traced and compiled per shape bucket before the
+// first step; a step records its ops at no host cost and launches its bucket's plan; dynamic
+// extents are padded up to their bucket; plans may persist in an on-disk cache.
+#include "wallsim/runtime/execution_mode.h"
+
+namespace wallsim::runtime {
+namespace {
+
+class AotMode final : public ExecutionMode {
+ public:
+  std::string_view name() const override { return "aot"; }
+  std::string_view help() const override {
+    return "whole step compiled per shape bucket at start-up, inputs padded to their bucket";
+  }
+  OpCost op_cost(const RuntimeConfig&) const override { return {0, 0}; }
+  const char* flush_after_op(int64_t, const RuntimeConfig&) const override { return nullptr; }
+  std::vector<std::vector<int32_t>> cut(const std::vector<int32_t>& ops,
+                                        const compiler_stub::Graph&,
+                                        const RuntimeConfig&) const override {
+    return {ops};
+  }
+  compiler_stub::CompileKind compile_kind() const override {
+    return compiler_stub::CompileKind::whole_graph;
+  }
+  bool uses_disk_cache() const override { return true; }
+  bool compiles_ahead() const override { return true; }
+  bool pads_shapes() const override { return true; }
+};
+
+}  // namespace
+
+const ExecutionMode& aot_mode() {
+  static const AotMode kMode;
+  return kMode;
+}
+
+}  // namespace wallsim::runtime

@@ -1,0 +1,153 @@
+// The Session's compiles: signature, compile cache, disk cache, failures (real or injected),
+// tensor binding and the modelled compile latency.
+#include <cmath>
+#include <map>
+
+#include "session_util.h"
+#include "wallsim/compiler_stub/cost_model.h"
+#include "wallsim/compiler_stub/signature.h"
+
+namespace wallsim::runtime {
+
+using namespace session_detail;
+using sc_core::sc_time;
+
+std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKind kind,
+                                                     bool* failed, std::string* error,
+                                                     int64_t* compile_ns) {
+  std::vector<int32_t> ids;
+  for (const Node& n : sub.nodes) {
+    if (n.op != OpKind::input) ids.push_back(n.id);
+  }
+  const bool counted = m_options.mode->compiles();
+  if (counted && !m_tracing) {
+    charge(HostState::dispatch,
+           m_config.runtime.lazy.hash_ns_per_node * static_cast<int64_t>(ids.size()));
+  }
+  const auto sig = compiler_stub::group_signature(sub, ids, m_arch_fp);
+  if (counted) charge(HostState::dispatch, m_config.runtime.cache_lookup_ns);
+  if (std::shared_ptr<CompiledPlan> c = m_cache.find(sig.hash)) {
+    if (counted) record().counts.cache_hits++;
+    if (!c->plan) {  // the body was dropped: rebuilt (the same plan), at no modelled cost
+      auto again =
+          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+      auto& cg = std::get<compiler_stub::CompiledGraph>(again);
+      m_compiler_seconds += cg.compile_wall_seconds;
+      c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
+      ++m_bodies_rebuilt;
+    }
+    m_cache.hold_body(c);
+    return c;
+  }
+  if (counted) record().counts.cache_misses++;
+  // A group that failed before fails again: remembered, not recompiled.
+  if (const std::string* f = m_cache.failure(sig.hash)) {
+    *failed = true;
+    *error = *f;
+    return nullptr;
+  }
+
+  // A plan compiled by an earlier run is loaded from disk instead (a hit, at a load cost).
+  std::variant<compiler_stub::CompiledGraph, compiler_stub::CompileError> result;
+  bool loaded = false;
+  if (std::optional<isa::Plan> plan = m_disk.load(sig.hex(), m_config.chip.arch)) {
+    compiler_stub::CompiledGraph cg;
+    cg.plans.plans.push_back(std::move(*plan));
+    cg.groups.push_back({});
+    cg.groups.back().instructions = cg.plans.plans[0].instruction_count();
+    result = std::move(cg);
+    loaded = true;
+    record().counts.cache_misses--;
+    record().counts.cache_hits++;
+    record().counts.disk_hits++;
+    charge(HostState::other,
+           static_cast<int64_t>(std::llround(m_config.runtime.aot.cache_load_ms * 1e6)));
+  }
+  if (!loaded) {
+    if (auto why = injected_failure(sub, ids)) {
+      result = *why;
+    } else {
+      result =
+          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+    }
+    if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
+      m_compiler_seconds += ok->compile_wall_seconds;
+  }
+  const auto& curve = m_config.runtime.compile_cost.active().curve(kind);
+  if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
+    if (counted) {
+      record().counts.compiles++;
+      record().counts.compile_failures++;
+      charge(HostState::compile,
+             static_cast<int64_t>(std::llround(
+                 compiler_stub::compile_latency_ms(curve, static_cast<int64_t>(ids.size()), 0) *
+                 1e6)));
+    }
+    *failed = true;
+    *error = err->message();
+    m_cache.remember_failure(sig.hash, *error);
+    return nullptr;
+  }
+  auto& cg = std::get<compiler_stub::CompiledGraph>(result);
+  auto c = std::make_shared<CompiledPlan>();
+  c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
+  c->stats = cg.groups.at(0);
+  c->nodes = static_cast<int64_t>(ids.size());
+  c->macs = macs_of(sub, ids);
+  // Bind the plan's tensors: group inputs, group outputs, or scratch (allocated per launch).
+  std::map<std::string, PlanBinding> role;
+  size_t k_in = 0;
+  for (const Node& n : sub.nodes) {
+    if (n.op == OpKind::input) role[n.name] = PlanBinding::input(k_in++);
+  }
+  for (size_t k = 0; k < sub.outputs.size(); ++k) {
+    const std::string name = compiler_stub::value_name(sub, sub.outputs[k]);
+    if (!role.count(name)) role[name] = PlanBinding::output(k);
+  }
+  for (const auto& t : c->plan->tensors) {
+    auto it = role.find(t.name);
+    c->binding.push_back(it != role.end() ? it->second : PlanBinding::scratch());
+  }
+  if (!loaded && m_disk.enabled()) m_disk.store(sig.hex(), *c->plan);
+  if (counted && !loaded) {
+    record().counts.compiles++;
+    if (m_cache.note_compile(sig.shape_free, sig.hash) && m_in_step) record().counts.recompiles++;
+    const int64_t ns = static_cast<int64_t>(std::llround(
+        compiler_stub::compile_latency_ms(curve, c->nodes, c->stats.instructions) * 1e6));
+    if (m_config.runtime.compile_in_background && !m_tracing) {
+      *compile_ns = ns;  // the caller queues the launch behind the compiler
+    } else {
+      charge(HostState::compile, ns);
+    }
+  }
+  // Into the cache; the least recently used plan leaves when it is full.
+  record().counts.cache_evictions += m_cache.insert(sig.hash, c);
+  m_cache.hold_body(c);
+  return c;
+}
+
+std::optional<compiler_stub::CompileError> Session::injected_failure(
+    const Graph& sub, const std::vector<int32_t>& ids) const {
+  const InjectConfig& inject = m_config.runtime.inject;
+  // A fail_ops op is rejected inside a fused group; alone it compiles (a per-op kernel).
+  for (int32_t id : ids) {
+    const Node& n = *sub.find(id);
+    for (OpKind op : inject.fail_ops) {
+      if (n.op == op && ids.size() > 1) {
+        return compiler_stub::CompileError{
+            n.id, std::string(compiler_stub::name_of(op)),
+            "injected failure: the op is not supported inside a fused group"};
+      }
+    }
+  }
+  if (inject.fail_groups_over > 0 && static_cast<int64_t>(ids.size()) > inject.fail_groups_over) {
+    return compiler_stub::CompileError{
+        -1, "",
+        "injected failure: a group of " + std::to_string(ids.size()) +
+            " ops does not fit on chip (runtime.inject.fail_groups_over is " +
+            std::to_string(inject.fail_groups_over) + ")"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace wallsim::runtime

@@ -1,0 +1,144 @@
+// The Session's tensors: uploads from the host, reads back to it, and the copy plans they run.
+#include <memory>
+
+#include "session_util.h"
+#include "wallsim/isa/dtype_convert.h"
+#include "wallsim/memory/npy.h"
+#include "wallsim/memory/tensor_store.h"
+
+namespace wallsim::runtime {
+
+using namespace session_detail;
+using sc_core::sc_time;
+
+sim::LaunchHandle Session::launch_transfer(const std::string& src, isa::MemSpace src_space,
+                                           const std::string& dst, isa::MemSpace dst_space,
+                                           const TensorType& type) {
+  auto shape = dims_of(type);
+  const int64_t cols = shape.empty() ? 1 : shape.back();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  const std::string key = std::string(isa::name_of(type.dtype)) + "_" + std::to_string(rows) + "x" +
+                          std::to_string(cols) + "_" + std::string(isa::name_of(src_space));
+  auto it = m_transfer_index.find(key);
+  if (it == m_transfer_index.end()) {
+    auto body = std::make_shared<isa::Plan>();
+    isa::Plan& p = *body;
+    p.name = "copy_" + key;
+    p.tensors.push_back({"src", src_space, type.dtype, {rows, cols}, isa::TensorRole::input});
+    p.tensors.push_back({"dst", dst_space, type.dtype, {rows, cols}, isa::TensorRole::output});
+    isa::Stream s{isa::Engine::dma, "copy", 0, {}};
+    isa::Instruction in;
+    in.op = isa::Opcode::dma_copy;
+    for (int k = 0; k < 2; ++k) {
+      isa::AccessPattern& ap = k == 0 ? in.src[0] : in.dst;
+      ap.space = k == 0 ? src_space : dst_space;
+      ap.buffer = k == 0 ? 0 : 1;
+      ap.dtype = type.dtype;
+      ap.partitions = static_cast<int32_t>(rows);
+      ap.partition_stride = cols;
+      ap.num_free = 1;
+      ap.free[0] = {cols, 1};
+    }
+    s.instructions.push_back(in);
+    p.streams.push_back(std::move(s));
+    it = m_transfer_index.emplace(key, m_transfer_plans.size()).first;
+    m_transfer_plans.push_back(body);
+  }
+  record().counts.transfers++;
+  return m_device.launch(*m_transfer_plans[it->second], {}, {src, dst});
+}
+
+Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
+                       const std::vector<float>& values) {
+  TensorType type;
+  type.dtype = dtype;
+  for (int64_t d : shape) type.dims.push_back(compiler_stub::Dim::of(d));
+  auto t = new_tensor();
+  t->type = type;
+  t->device = allocate(type, "t");
+  if (m_options.keep_reference) {
+    Node in;
+    in.id = static_cast<int32_t>(m_ref.nodes.size());
+    in.op = OpKind::input;
+    in.name = "u" + std::to_string(in.id);
+    in.type = type;
+    t->ref = in.id;
+    compiler_stub::HostTensor v{shape, values};
+    for (float& x : v.data) x = compiler_stub::round_to_dtype(dtype, x);
+    m_ref_inputs[in.name] = std::move(v);
+    m_ref.nodes.push_back(std::move(in));
+  }
+  if (m_tracing) return Tensor(t);
+  const std::string host = "host_" + t->device;
+  if (m_options.functional) {
+    auto& h = m_device.tensors().put(host, isa::MemSpace::host, dtype, shape);
+    if (static_cast<int64_t>(values.size()) != h.elements()) {
+      throw RuntimeError("upload: " + std::to_string(values.size()) + " values for " +
+                         std::to_string(h.elements()) + " elements");
+    }
+    const int64_t eb = isa::dtype_bytes(dtype);
+    for (size_t i = 0; i < values.size(); ++i) {
+      isa::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, values[i]);
+    }
+  }
+  const sim::LaunchHandle l =
+      launch_transfer(host, isa::MemSpace::host, t->device, isa::MemSpace::hbm, type);
+  wait_drained(l, HostState::transfer);
+  if (m_options.functional) m_device.tensors().erase(host);
+  return Tensor(t);
+}
+
+Tensor Session::upload_npy(const std::string& path, isa::DType dtype) {
+  const memory::NpyArray a = memory::read_npy(path);
+  memory::TensorStore::Tensor tmp;
+  tmp.space = isa::MemSpace::host;
+  tmp.dtype = dtype;
+  tmp.shape = a.shape;
+  tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(dtype)));
+  memory::load_npy_into(a, tmp, path);
+  return upload(a.shape, dtype, memory::to_floats(tmp));
+}
+
+Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed) {
+  // Timing only: the values are never read, so none are drawn (the transfer is the same).
+  if (!m_options.functional && !m_options.keep_reference) return upload(shape, dtype, {});
+  memory::TensorStore::Tensor tmp;
+  tmp.space = isa::MemSpace::host;
+  tmp.dtype = dtype;
+  tmp.shape = shape;
+  tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(dtype)));
+  memory::fill_random(tmp, seed);
+  return upload(shape, dtype, memory::to_floats(tmp));
+}
+
+compiler_stub::HostTensor Session::to_host(const Tensor& t) {
+  const auto& p = t.impl();
+  compiler_stub::HostTensor out;
+  out.shape = dims_of(p->type);
+  int64_t n = 1;
+  for (int64_t d : out.shape) n *= d;
+  if (p->pending >= 0) flush("value read");
+  if (m_tracing) {
+    out.data.assign(static_cast<size_t>(n), 0.0f);
+    return out;
+  }
+  wait_launched(p.get());
+  wait_drained(p->producer, HostState::sync_wait);
+  const std::string& dev = p->storage();
+  const std::string host = "host_" + dev;
+  if (m_options.functional)
+    m_device.tensors().put(host, isa::MemSpace::host, p->type.dtype, out.shape);
+  const sim::LaunchHandle l =
+      launch_transfer(dev, isa::MemSpace::hbm, host, isa::MemSpace::host, p->type);
+  wait_drained(l, HostState::transfer);
+  if (m_options.functional) {
+    out.data = memory::to_floats(*m_device.tensors().find(host));
+    m_device.tensors().erase(host);
+  } else {
+    out.data.assign(static_cast<size_t>(n), 0.0f);
+  }
+  return out;
+}
+
+}  // namespace wallsim::runtime

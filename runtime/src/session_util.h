@@ -1,0 +1,68 @@
+// Private to the Session's files: small helpers and the group a flush cuts.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "wallsim/runtime/session.h"
+
+namespace wallsim::runtime::session_detail {
+
+using compiler_stub::CompileKind;
+using compiler_stub::Graph;
+using compiler_stub::Node;
+using compiler_stub::OpKind;
+using compiler_stub::TensorType;
+
+inline std::vector<int64_t> dims_of(const TensorType& t) {
+  std::vector<int64_t> out;
+  for (const auto& d : t.dims) out.push_back(d.size);
+  return out;
+}
+
+inline int64_t bytes_of(const TensorType& t) {
+  int64_t n = 1;
+  for (const auto& d : t.dims) n *= d.size;
+  return n * isa::dtype_bytes(t.dtype);
+}
+
+inline int64_t now_ps() { return static_cast<int64_t>(sc_core::sc_time_stamp().value()); }
+
+// MACs of the matmuls in `nodes` of `g`, from their types.
+inline double macs_of(const Graph& g, const std::vector<int32_t>& nodes) {
+  double macs = 0;
+  for (int32_t id : nodes) {
+    const Node& n = *g.find(id);
+    if (n.op != OpKind::matmul && n.op != OpKind::batch_matmul) continue;
+    const TensorType& a = g.find(n.inputs[0])->type;
+    double out = 1;
+    for (const auto& d : n.type.dims) out *= double(d.size);
+    macs += out * double(a.dims.back().size);
+  }
+  return macs;
+}
+
+// The position of the group input named `name` in `sub`'s inputs, if one is.
+inline std::optional<size_t> input_position(const Graph& sub, const std::string& name) {
+  size_t k = 0;
+  for (const Node& n : sub.nodes) {
+    if (n.op != OpKind::input) continue;
+    if (n.name == name) return k;
+    ++k;
+  }
+  return std::nullopt;
+}
+
+}  // namespace wallsim::runtime::session_detail
+
+namespace wallsim::runtime {
+
+// A group cut from the pending graph, as a standalone graph with canonical names.
+struct Session::Group {
+  compiler_stub::Graph sub;
+  std::vector<std::string> input_devices;  // device tensor of input "in<k>"
+  std::vector<int32_t> outputs;            // pending node ids produced for outside
+};
+
+}  // namespace wallsim::runtime

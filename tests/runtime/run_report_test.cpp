@@ -1,0 +1,85 @@
+// The typed run report: its JSON mapping round-trips, and the key figures come from the steps.
+#include <gtest/gtest.h>
+
+#include "wallsim/driver/run_report.h"
+
+namespace wallsim::driver {
+namespace {
+
+RunReport report_with(std::vector<int64_t> step_ns, int64_t startup_ns) {
+  RunReport r;
+  r.workload_name = "mlp";
+  r.workload_spec = "mlp:layers=1";
+  r.mode = "fused";
+  r.compile_profile = "neuron";
+  r.startup.wall_ns = startup_ns;
+  r.startup.counts.compiles = 3;
+  int64_t t = startup_ns;
+  for (size_t i = 0; i < step_ns.size(); ++i) {
+    runtime::StepRecord s;
+    s.index = static_cast<int64_t>(i);
+    s.start_ns = t;
+    s.wall_ns = step_ns[i];
+    s.host_ns[static_cast<int>(runtime::HostState::dispatch)] = step_ns[i];
+    s.counts.ops = 7;
+    t += step_ns[i];
+    r.totals.wall_ns += step_ns[i];
+    r.steps.push_back(s);
+  }
+  r.totals.hbm_read_bytes = 1234;
+  r.totals.padding_flop_fraction = 0.25;
+  r.ops = base::Json::array({{{"op", "matmul"}, {"macs", 10.0}}, {{"op", "add"}, {"macs", 0.0}}});
+  return r;
+}
+
+TEST(RunReport, RoundTripsThroughItsJson) {
+  RunReport a = report_with({100, 40, 60}, 5);
+  a.workload_section = "serving";
+  a.workload_report = {{"throughput_tokens_per_s", 1.5}};
+  base::Json j = a.to_json();
+  EXPECT_EQ(j.begin().key(), "workload");  // the sections in stats.json's order
+  j["device"] = {{"bound", {{"resource", "hbm"}}}};
+  const RunReport b = RunReport::from_json(j);
+  EXPECT_EQ(b.to_json().dump(), a.to_json().dump());
+  EXPECT_EQ(b.device["bound"]["resource"], "hbm");
+  EXPECT_EQ(b.steps.at(2).counts.ops, 7);
+}
+
+TEST(RunReport, AMissingSectionNamesItsPath) {
+  base::Json j = report_with({1, 2}, 0).to_json();
+  j.erase("totals");
+  j["device"] = base::Json::object();
+  try {
+    RunReport::from_json(j, "run/stats.json");
+    FAIL() << "no error";
+  } catch (const base::InputError& e) {
+    EXPECT_EQ(e.path(), "run/stats.json");
+    EXPECT_NE(std::string(e.what()).find("totals"), std::string::npos);
+  }
+}
+
+TEST(RunReport, KeyFiguresComeFromTheSteps) {
+  const RunReport r = report_with({100, 40, 60}, 5);
+  EXPECT_EQ(r.cold_ns(), 100);
+  EXPECT_DOUBLE_EQ(r.warm_ns(), 50.0);
+  EXPECT_DOUBLE_EQ(r.warm_host_ns(runtime::HostState::dispatch), 50.0);
+  EXPECT_EQ(r.total_ns(), 205);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50), 40.0);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(99), 60.0);
+  EXPECT_DOUBLE_EQ(r.macs(), 10.0);
+}
+
+TEST(RunReport, OvertakesAfterTheStepsItsWarmSavingNeedsToRepayItsStart) {
+  const RunReport slow_start = report_with({1000, 10, 10}, 0);   // fixed 990, warm 10
+  const RunReport fast_start = report_with({100, 100, 100}, 0);  // fixed 0, warm 100
+  EXPECT_EQ(slow_start.overtakes(fast_start), "11");             // ceil(990 / 90)
+  EXPECT_EQ(fast_start.overtakes(slow_start), "never");
+  EXPECT_EQ(fast_start.overtakes(report_with({200, 200, 200}, 0)), "always");
+}
+
+TEST(RunReport, PeakTensorFlopsIsTwoFlopPerMacPerCycle) {
+  EXPECT_DOUBLE_EQ(peak_tensor_flops(128, 128, 1000), 2.0 * 128 * 128 * 1e9);
+}
+
+}  // namespace
+}  // namespace wallsim::driver
