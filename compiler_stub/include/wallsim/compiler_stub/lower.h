@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "wallsim/compiler_stub/graph.h"
+#include "wallsim/compiler_stub/lowering_options.h"
 #include "wallsim/isa/arch_spec.h"
 #include "wallsim/isa/plan.h"
 
@@ -43,9 +44,10 @@ std::string value_name(const Graph& g, int32_t id);
 // Lowers `group` (node ids of `g`, in graph order; types inferred) to one plan named
 // `plan_name`. Values from outside the group are read from HBM tensors named value_name();
 // values used after the group, or graph outputs, are written back. Inside the group,
-// intermediates stay on chip.
+// intermediates stay on chip. `options` are the lowering's heuristics (compiler.* keys).
 std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vector<int32_t>& group,
                                                 const isa::ArchSpec& arch,
-                                                const std::string& plan_name);
+                                                const std::string& plan_name,
+                                                const LoweringOptions& options = {});
 
 }  // namespace wallsim::compiler_stub
