@@ -617,8 +617,8 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     if (counted) record().counts.cache_hits++;
     const std::shared_ptr<Compiled>& c = hit->second->second;
     if (!c->plan) {  // the body was dropped: rebuilt (the same plan), at no modelled cost
-      auto again =
-          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+      auto again = compiler_stub::compile_graph(
+          sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_config.compiler);
       auto& cg = std::get<compiler_stub::CompiledGraph>(again);
       m_compiler_seconds += cg.compile_wall_seconds;
       c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
@@ -664,8 +664,8 @@ std::shared_ptr<Session::Compiled> Session::compile_group(const Graph& sub, Comp
     if (auto why = injected_failure(sub, ids)) {
       result = *why;
     } else {
-      result =
-          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+      result = compiler_stub::compile_graph(
+          sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_config.compiler);
     }
     if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
       m_compiler_seconds += ok->compile_wall_seconds;
