@@ -84,6 +84,8 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
 }  // namespace
 }  // namespace lowering
 
+bool has_lowering(OpKind op) { return lowering::lowering_table().find(op) != nullptr; }
+
 std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vector<int32_t>& group,
                                                 const isa::ArchSpec& arch,
                                                 const std::string& plan_name,

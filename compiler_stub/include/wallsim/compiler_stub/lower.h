@@ -41,6 +41,10 @@ struct Lowered {
 // "v<id>".
 std::string value_name(const Graph& g, int32_t id);
 
+// Whether the lowering has an entry for `op` (every op of ops.def should: an op without one
+// fails to compile with "not supported by the lowering yet").
+bool has_lowering(OpKind op);
+
 // Lowers `group` (node ids of `g`, in graph order; types inferred) to one plan named
 // `plan_name`. Values from outside the group are read from HBM tensors named value_name();
 // values used after the group, or graph outputs, are written back. Inside the group,
