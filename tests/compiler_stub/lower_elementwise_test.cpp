@@ -9,16 +9,16 @@ namespace wallsim::compiler_stub::test {
 namespace {
 
 const char* kX = R"({"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [256, 512]})";
+// x's two row tiles loaded on two queues, the result's two stored on two.
+const std::string kTwoTileIo =
+    "ld0: dma_copy x1\nld1: dma_copy x1\nst0: dma_copy x1\nst1: dma_copy x1\n";
 
 TEST(LowerElementwise, ReluLoadsEachRowTileOnItsOwnQueueAndRunsOnTheScalarEngine) {
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "relu", "inputs": [0]}])",
                                        "[1]"));
   EXPECT_EQ(stream_summary(p.text),
-            "ld0: dma_copy x1\n"
-            "ld1: dma_copy x1\n"
-            "st0: dma_copy x1\n"
-            "st1: dma_copy x1\n"
+            kTwoTileIo +
             "scalar: activation.relu x2\n");
   EXPECT_TRUE(check_in_order(
       p.text,
@@ -41,10 +41,7 @@ TEST(LowerElementwise, AnIntermediateStaysOnChipAndAChainReadsItsProducersTiles)
                                        "[2]"));
   // x is loaded once and read twice; v1 never goes to HBM.
   EXPECT_EQ(stream_summary(p.text),
-            "ld0: dma_copy x1\n"
-            "ld1: dma_copy x1\n"
-            "st0: dma_copy x1\n"
-            "st1: dma_copy x1\n"
+            kTwoTileIo +
             "scalar: activation.relu x2\n"
             "vector: tensor_tensor.add x2\n");
   EXPECT_EQ(count_of(p.text, "tensor    v1 "), 0);
@@ -68,10 +65,7 @@ TEST(LowerElementwise, SoftmaxIsMaxSubtractExpWithSumReciprocalAndMultiplyPerRow
                                        "[1]"));
   // Per row tile: max, x - max, (exp with its row sum on the scalar engine), 1 / sum, multiply.
   EXPECT_EQ(stream_summary(p.text),
-            "ld0: dma_copy x1\n"
-            "ld1: dma_copy x1\n"
-            "st0: dma_copy x1\n"
-            "st1: dma_copy x1\n"
+            kTwoTileIo +
             "vector: tensor_reduce.max x1\n"
             "vector: tensor_tensor.sub x1\n"
             "vector: tensor_scalar.div x1\n"
@@ -133,10 +127,7 @@ TEST(LowerElementwise, ReduceMeanIsASumThenAScaleIntoOneColumn) {
       {"id": 1, "op": "reduce_mean", "inputs": [0]}])",
                                        "[1]"));
   EXPECT_EQ(stream_summary(p.text),
-            "ld0: dma_copy x1\n"
-            "ld1: dma_copy x1\n"
-            "st0: dma_copy x1\n"
-            "st1: dma_copy x1\n"
+            kTwoTileIo +
             "vector: tensor_reduce.add x1\n"
             "vector: tensor_scalar.mul x1\n"
             "vector: tensor_reduce.add x1\n"
