@@ -23,6 +23,18 @@ std::string value_name(const Graph& g, int32_t id) {
   return "v" + std::to_string(id);
 }
 
+GraphUses::GraphUses(const Graph& g) : m_outputs(g.outputs.begin(), g.outputs.end()) {
+  for (const Node& n : g.nodes) {
+    for (int32_t in : n.inputs) m_consumers[in].push_back(n.id);
+  }
+}
+
+const std::vector<int32_t>& GraphUses::consumers(int32_t id) const {
+  static const std::vector<int32_t> kNone;
+  auto it = m_consumers.find(id);
+  return it == m_consumers.end() ? kNone : it->second;
+}
+
 namespace lowering {
 
 const LoweringTable& lowering_table() {
@@ -46,6 +58,7 @@ namespace {
 std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vector<int32_t>& group,
                                                  const isa::ArchSpec& arch,
                                                  const LoweringOptions& options,
+                                                 const GraphUses& uses,
                                                  const std::string& plan_name) {
   for (int32_t id : group) {
     const Node* n = g.find(id);
@@ -57,7 +70,7 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
       }
     }
   }
-  LoweringContext ctx(g, group, arch, options, plan_name);
+  LoweringContext ctx(g, group, uses, arch, options, plan_name);
   ctx.index_uses(group);
   const LoweringTable& table = lowering_table();
   for (size_t i = 0; i < group.size(); ++i) {
@@ -89,8 +102,10 @@ bool has_lowering(OpKind op) { return lowering::lowering_table().find(op) != nul
 std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vector<int32_t>& group,
                                                 const isa::ArchSpec& arch,
                                                 const std::string& plan_name,
-                                                const LoweringOptions& options) {
-  return lowering::run_lowering(g, group, arch, options, plan_name);
+                                                const LoweringOptions& options,
+                                                const GraphUses* uses) {
+  if (uses) return lowering::run_lowering(g, group, arch, options, *uses, plan_name);
+  return lowering::run_lowering(g, group, arch, options, GraphUses(g), plan_name);
 }
 
 }  // namespace wallsim::compiler_stub

@@ -33,8 +33,8 @@ int32_t tile_rows_for(const isa::ArchSpec& a) {
 }  // namespace
 
 LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>& group,
-                                 const isa::ArchSpec& arch, const LoweringOptions& options,
-                                 const std::string& plan_name)
+                                 const GraphUses& uses, const isa::ArchSpec& arch,
+                                 const LoweringOptions& options, const std::string& plan_name)
     : m_graph(graph),
       m_arch(arch),
       m_options(options),
@@ -42,10 +42,14 @@ LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>&
       m_builder(plan_name),
       m_sbuf(m_builder, tile_rows_for(arch), arch.sbuf.bytes_per_partition),
       m_tile_rows(tile_rows_for(arch)) {
-  // One pass over the graph: values read outside the group are its outputs' and later groups'.
-  m_used_outside.insert(graph.outputs.begin(), graph.outputs.end());
-  for (const Node& n : graph.nodes) {
-    if (!m_group_ids.count(n.id)) m_used_outside.insert(n.inputs.begin(), n.inputs.end());
+  // The group's values read after it: graph outputs, and values with a consumer outside the
+  // group (time proportional to the group's uses, not to the graph).
+  for (int32_t id : group) {
+    const auto& readers = uses.consumers(id);
+    if (uses.is_output(id) || std::any_of(readers.begin(), readers.end(),
+                                          [&](int32_t r) { return !m_group_ids.count(r); })) {
+      m_used_outside.insert(id);
+    }
   }
   // Loads and stores on separate queues, each queue on its own DMA engine where there are
   // enough: a store waiting for a result never holds up the prefetch behind it.

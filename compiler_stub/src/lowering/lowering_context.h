@@ -109,8 +109,9 @@ class LoweringTable {
 
 class LoweringContext {
  public:
-  LoweringContext(const Graph& graph, const std::vector<int32_t>& group, const isa::ArchSpec& arch,
-                  const LoweringOptions& options, const std::string& plan_name);
+  LoweringContext(const Graph& graph, const std::vector<int32_t>& group, const GraphUses& uses,
+                  const isa::ArchSpec& arch, const LoweringOptions& options,
+                  const std::string& plan_name);
 
   // ---- what is lowered, and where ----
   const Graph& graph() const { return m_graph; }
@@ -124,7 +125,8 @@ class LoweringContext {
   // `percent` % of SBUF per partition (an option's share).
   int64_t sbuf_share(int64_t percent) const { return m_sbuf.capacity() * percent / 100; }
   bool in_group(int32_t id) const { return m_group_ids.count(id) != 0; }
-  // Whether value `id` is read after the group (a later group, or a graph output).
+  // Whether value `id`, produced by the group, is read after it (by a node outside the group,
+  // or as a graph output).
   bool needed_outside(int32_t id) const { return m_used_outside.count(id) != 0; }
   bool on_chip(int32_t id) const { return m_tiles.count(id) != 0; }
   bool is_view(int32_t id) const { return m_views.count(id) != 0; }
@@ -275,7 +277,7 @@ class LoweringContext {
   const isa::ArchSpec& m_arch;
   const LoweringOptions& m_options;
   std::set<int32_t> m_group_ids;
-  std::set<int32_t> m_used_outside;  // values read after the group (outputs, later groups)
+  std::set<int32_t> m_used_outside;  // the group's values read after it
   PlanBuilder m_builder;
   SbufAllocator m_sbuf;
   int32_t m_tile_rows = 128;

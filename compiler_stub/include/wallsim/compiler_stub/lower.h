@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -41,6 +43,19 @@ struct Lowered {
 // "v<id>".
 std::string value_name(const Graph& g, int32_t id);
 
+// Which nodes read each value of a graph, and which values are its outputs: built once per
+// compile, so each group finds the values read after it in time proportional to its own uses.
+class GraphUses {
+ public:
+  explicit GraphUses(const Graph& g);
+  bool is_output(int32_t id) const { return m_outputs.count(id) != 0; }
+  const std::vector<int32_t>& consumers(int32_t id) const;
+
+ private:
+  std::unordered_map<int32_t, std::vector<int32_t>> m_consumers;
+  std::unordered_set<int32_t> m_outputs;
+};
+
 // Whether the lowering has an entry for `op` (every op of ops.def should: an op without one
 // fails to compile with "not supported by the lowering yet").
 bool has_lowering(OpKind op);
@@ -48,10 +63,12 @@ bool has_lowering(OpKind op);
 // Lowers `group` (node ids of `g`, in graph order; types inferred) to one plan named
 // `plan_name`. Values from outside the group are read from HBM tensors named value_name();
 // values used after the group, or graph outputs, are written back. Inside the group,
-// intermediates stay on chip. `options` are the lowering's heuristics (compiler.* keys).
+// intermediates stay on chip. `options` are the lowering's heuristics (compiler.* keys);
+// `uses`, when given, is GraphUses(g) built by the caller once for many groups.
 std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vector<int32_t>& group,
                                                 const isa::ArchSpec& arch,
                                                 const std::string& plan_name,
-                                                const LoweringOptions& options = {});
+                                                const LoweringOptions& options = {},
+                                                const GraphUses* uses = nullptr);
 
 }  // namespace wallsim::compiler_stub
