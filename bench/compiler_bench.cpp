@@ -1,5 +1,6 @@
-// compiler_stub speed: compiling a GPT-2-small layer, and computing a group's signature (the
-// key of every compile-cache lookup, paid on every dispatch in a lazy runtime).
+// compiler_stub speed: compiling a GPT-2-small layer, compile time against node count (a relu
+// chain, to show it grows linearly), and computing a group's signature (the key of every
+// compile-cache lookup, paid on every dispatch in a lazy runtime).
 #include <benchmark/benchmark.h>
 
 #include <fstream>
@@ -84,6 +85,71 @@ void BM_CompileDecodeAttention(benchmark::State& state) {
 BENCHMARK(BM_CompileDecodeAttention)
     ->ArgsProduct({{8, 32}, {256, 1024}})
     ->ArgNames({"batch", "keys"})
+    ->Unit(benchmark::kMillisecond);
+
+// A chain of `n` relus on one [128, 64] fp32 tile: one instruction per node, so any cost that
+// grows faster than the node count (a scan of the graph per node) shows up directly.
+Graph relu_chain(int64_t n) {
+  Graph g;
+  g.name = "chain";
+  Node x;
+  x.id = 0;
+  x.op = OpKind::input;
+  x.name = "x";
+  x.type.dtype = isa::DType::fp32;
+  x.type.dims = {Dim::of(128), Dim::of(64)};
+  g.nodes.push_back(x);
+  for (int32_t i = 1; i <= n; ++i) {
+    Node r;
+    r.id = i;
+    r.op = OpKind::relu;
+    r.inputs = {i - 1};
+    g.nodes.push_back(r);
+  }
+  g.outputs = {static_cast<int32_t>(n)};
+  infer_types(g);
+  return g;
+}
+
+// The whole compile (partition, lowering, the plan verifier).
+void BM_CompileReluChain(benchmark::State& state) {
+  const Graph g = relu_chain(state.range(0));
+  const isa::ArchSpec arch;
+  for (auto _ : state) {
+    auto r = compile_graph(g, arch, GroupPolicy::whole);
+    if (!std::holds_alternative<CompiledGraph>(r)) {
+      state.SkipWithError(std::get<CompileError>(r).message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_CompileReluChain)
+    ->RangeMultiplier(2)
+    ->Range(1250, 40000)
+    ->Complexity()
+    ->Unit(benchmark::kMillisecond);
+
+// Lowering alone (no verifier): what compiler_stub's own passes cost per node.
+void BM_LowerReluChain(benchmark::State& state) {
+  const Graph g = relu_chain(state.range(0));
+  const isa::ArchSpec arch;
+  const auto group = partition(g, GroupPolicy::whole).at(0);
+  for (auto _ : state) {
+    auto r = lower_group(g, group, arch, "chain");
+    if (!std::holds_alternative<Lowered>(r)) {
+      state.SkipWithError(std::get<CompileError>(r).message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_LowerReluChain)
+    ->RangeMultiplier(2)
+    ->Range(1250, 40000)
+    ->Complexity()
     ->Unit(benchmark::kMillisecond);
 
 void BM_GroupSignature20Ops(benchmark::State& state) {

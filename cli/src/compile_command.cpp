@@ -33,7 +33,7 @@ void add_compile_command(CLI::App& app) {
     compiler_stub::infer_types(g);
     const auto policy = a->group == "per-op" ? compiler_stub::GroupPolicy::per_op
                                              : compiler_stub::GroupPolicy::whole;
-    auto result = compiler_stub::compile_graph(g, cfg.chip.arch, policy);
+    auto result = compiler_stub::compile_graph(g, cfg.chip.arch, policy, {}, cfg.compiler);
     if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
       throw base::InputError(a->graph, "cannot compile: " + err->message());
     }

@@ -32,13 +32,14 @@ std::vector<std::vector<int32_t>> partition(
 
 std::variant<CompiledGraph, CompileError> compile_graph(
     const Graph& g, const isa::ArchSpec& arch, GroupPolicy policy,
-    const std::vector<std::vector<int32_t>>& groups) {
+    const std::vector<std::vector<int32_t>>& groups, const LoweringOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CompiledGraph out;
   const auto parts = partition(g, policy, groups);
+  const GraphUses uses(g);
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string name = g.name + (parts.size() > 1 ? "_g" + std::to_string(i) : "");
-    auto lowered = lower_group(g, parts[i], arch, name);
+    auto lowered = lower_group(g, parts[i], arch, name, options, &uses);
     if (auto* err = std::get_if<CompileError>(&lowered)) return *err;
     Lowered& l = std::get<Lowered>(lowered);
     // Off-chip capacity is a limit of the group, not a bug: every value the plan keeps in HBM

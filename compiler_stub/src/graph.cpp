@@ -9,8 +9,8 @@ namespace wallsim::compiler_stub {
 namespace {
 
 constexpr OpInfo kOps[] = {
-#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, summary) \
-  {#name, min_in, max_in, attrs, summary},
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, summary) \
+  {#name, min_in, max_in, attrs, RowWindow::window, OpResult::result, summary},
 #include "wallsim/compiler_stub/ops.def"
 #undef WALLSIM_GRAPH_OP
 };

@@ -55,9 +55,8 @@ class Verifier {
       report("decl", "tensors need " + str(hbm_bytes) + " bytes of HBM but the device has " +
                          str(m_arch.hbm.bytes));
     }
-    std::set<int32_t> ids;
     for (const NodeInfo& n : m_plan.nodes) {
-      if (!ids.insert(n.id).second)
+      if (!m_node_ids.insert(n.id).second)
         report("provenance", "node id " + str(n.id) + " declared twice");
     }
     std::set<Engine> compute;
@@ -98,8 +97,7 @@ class Verifier {
     if (in.uses(F_Scalar) && in.scalar.scalar >= static_cast<int>(m_plan.scalars.size())) {
       report("scalar", "unknown run-time scalar");
     }
-    if (in.node >= 0 && std::none_of(m_plan.nodes.begin(), m_plan.nodes.end(),
-                                     [&](const NodeInfo& n) { return n.id == in.node; })) {
+    if (in.node >= 0 && !m_node_ids.count(in.node)) {
       report("provenance", "node " + str(in.node) + " is not declared in the plan's nodes");
     }
     for (const SemWait& w : in.waits) {
@@ -376,6 +374,7 @@ class Verifier {
   const ArchSpec& m_arch;
   int m_index;
   std::vector<Diagnostic>& m_out;
+  std::set<int32_t> m_node_ids;  // declared provenance nodes
   const Stream* m_stream = nullptr;
   int64_t m_instr = -1;
 };

@@ -30,7 +30,8 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
     if (counted) record().counts.cache_hits++;
     if (!c->plan) {  // the body was dropped: rebuilt (the same plan), at no modelled cost
       auto again =
-          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole,
+                                       {}, m_config.compiler);
       auto& cg = std::get<compiler_stub::CompiledGraph>(again);
       m_compiler_seconds += cg.compile_wall_seconds;
       c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
@@ -68,7 +69,8 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
       result = *why;
     } else {
       result =
-          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole);
+          compiler_stub::compile_graph(sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole,
+                                       {}, m_config.compiler);
     }
     if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
       m_compiler_seconds += ok->compile_wall_seconds;

@@ -30,9 +30,10 @@ struct CompiledGraph {
 };
 
 // Compiles `g` (types inferred) for `arch`. Every plan it returns has passed the verifier; a
-// verifier finding would be a compiler bug and is returned as a CompileError too.
+// verifier finding would be a compiler bug and is returned as a CompileError too. `options`
+// are the lowering's heuristics (the config's compiler.* keys).
 std::variant<CompiledGraph, CompileError> compile_graph(
     const Graph& g, const isa::ArchSpec& arch, GroupPolicy policy,
-    const std::vector<std::vector<int32_t>>& groups = {});
+    const std::vector<std::vector<int32_t>>& groups = {}, const LoweringOptions& options = {});
 
 }  // namespace wallsim::compiler_stub

@@ -15,20 +15,28 @@
 namespace wallsim::compiler_stub {
 
 enum class OpKind : uint8_t {
-#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, summary) name,
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, summary) name,
 #include "wallsim/compiler_stub/ops.def"
 #undef WALLSIM_GRAPH_OP
 };
+
+// Whether and how an op runs a window of row tiles at a time, and its footprint rule (the
+// row_window column of ops.def, described there).
+enum class RowWindow : uint8_t { none, operands, gather, softmax, norm, matmul, batch_matmul };
+// What an op's result is: a new value, or input 0's HBM tensor written in place.
+enum class OpResult : uint8_t { fresh, in_place };
 
 struct OpInfo {
   std::string_view name;
   int min_inputs;
   int max_inputs;
   std::string_view attrs;  // space-separated attribute names
+  RowWindow row_window;
+  OpResult result;
   std::string_view summary;
 };
 inline constexpr int kNumOps = 0
-#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, summary) +1
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, summary) +1
 #include "wallsim/compiler_stub/ops.def"
 #undef WALLSIM_GRAPH_OP
     ;

@@ -4,10 +4,13 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
 #include "wallsim/compiler_stub/graph.h"
+#include "wallsim/compiler_stub/lowering_options.h"
 #include "wallsim/isa/arch_spec.h"
 #include "wallsim/isa/plan.h"
 
@@ -40,12 +43,32 @@ struct Lowered {
 // "v<id>".
 std::string value_name(const Graph& g, int32_t id);
 
+// Which nodes read each value of a graph, and which values are its outputs: built once per
+// compile, so each group finds the values read after it in time proportional to its own uses.
+class GraphUses {
+ public:
+  explicit GraphUses(const Graph& g);
+  bool is_output(int32_t id) const { return m_outputs.count(id) != 0; }
+  const std::vector<int32_t>& consumers(int32_t id) const;
+
+ private:
+  std::unordered_map<int32_t, std::vector<int32_t>> m_consumers;
+  std::unordered_set<int32_t> m_outputs;
+};
+
+// Whether the lowering has an entry for `op` (every op of ops.def should: an op without one
+// fails to compile with "not supported by the lowering yet").
+bool has_lowering(OpKind op);
+
 // Lowers `group` (node ids of `g`, in graph order; types inferred) to one plan named
 // `plan_name`. Values from outside the group are read from HBM tensors named value_name();
 // values used after the group, or graph outputs, are written back. Inside the group,
-// intermediates stay on chip.
+// intermediates stay on chip. `options` are the lowering's heuristics (compiler.* keys);
+// `uses`, when given, is GraphUses(g) built by the caller once for many groups.
 std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vector<int32_t>& group,
                                                 const isa::ArchSpec& arch,
-                                                const std::string& plan_name);
+                                                const std::string& plan_name,
+                                                const LoweringOptions& options = {},
+                                                const GraphUses* uses = nullptr);
 
 }  // namespace wallsim::compiler_stub

@@ -9,6 +9,7 @@
 #include "wallsim/base/params.h"
 #include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/compiler_stub/graph.h"
+#include "wallsim/compiler_stub/lowering_options.h"
 #include "wallsim/sim/chip_config.h"
 
 namespace wallsim::runtime {
@@ -119,6 +120,7 @@ void describe(V& v, RuntimeConfig& r) {
 struct Config {
   sim::ChipConfig chip;
   RuntimeConfig runtime;
+  compiler_stub::LoweringOptions compiler;
 };
 
 template <class V>
@@ -127,6 +129,7 @@ void describe(V& v, Config& c) {
   v.section("arch", c.chip.arch, "what the compiler must know about the chip");
   v.section("timing", c.chip.timing, "clocks, latencies, bandwidths and overheads");
   v.section("runtime", c.runtime, "host-side costs of the runtime");
+  v.section("compiler", c.compiler, "the compiler's lowering heuristics (design choices)");
 }
 
 // Parses a config document (after overrides): strict, then consistency-checked.

@@ -1,0 +1,56 @@
+// The lowering's heuristics as config (`compiler.*` keys): how DMA is spread over queues, when
+// an op runs in row windows, when a matmul operand streams. Design choices, not chip facts;
+// the defaults are the values the lowering was written with.
+#pragma once
+
+#include <cstdint>
+
+#include "wallsim/base/params.h"
+
+namespace wallsim::compiler_stub {
+
+struct LoweringOptions {
+  int64_t dma_split_bytes = 256 * 1024;  // a row-block transfer above this is split by columns
+  int64_t load_queues_max = 8;           // DMA queues for loads
+  int64_t store_queues_max = 4;          // DMA queues for stores
+  int64_t dma_engines_per_store_queue = 4;
+  int64_t row_window_trigger_percent = 50;  // of SBUF: a larger working set runs in windows
+  int64_t row_window_fill_percent = 75;     // of the SBUF left: what one window may fill
+  int64_t streamed_operand_percent = 25;    // of SBUF: a larger matmul B streams in parts
+  int64_t panel_pair_percent = 50;          // of SBUF: two panels of a streamed B at most
+  int64_t attention_pipeline_percent = 50;  // of SBUF: 3 sequences in flight if they fit
+};
+
+template <class V>
+void describe(V& v, LoweringOptions& o) {
+  v.field("dma_split_bytes", o.dma_split_bytes, {1, INT64_MAX}, "bytes",
+          "design choice: a tile-to-HBM transfer above this size is split by columns over "
+          "several queues (and HBM-to-HBM view copies are cut into chunks of it), so one big "
+          "transfer is not serialised on one DMA engine");
+  v.field("load_queues_max", o.load_queues_max, {1, 1024}, "queues",
+          "design choice: DMA queues a plan loads through (at most engines - store queues and "
+          "arch.dma.queues_max - store queues), each on its own DMA engine where there are "
+          "enough");
+  v.field("store_queues_max", o.store_queues_max, {1, 1024}, "queues",
+          "design choice: DMA queues a plan stores through, apart from the loads so a store "
+          "waiting for a result never holds up the prefetch behind it");
+  v.field("dma_engines_per_store_queue", o.dma_engines_per_store_queue, {1, 1024}, "engines",
+          "design choice: one store queue per this many DMA engines (at least one)");
+  v.field("row_window_trigger_percent", o.row_window_trigger_percent, {1, 100}, "%",
+          "design choice: a row-local op whose working set exceeds this share of SBUF runs a "
+          "window of row tiles at a time, streaming through HBM");
+  v.field("row_window_fill_percent", o.row_window_fill_percent, {1, 100}, "%",
+          "design choice: the share of the SBUF left (after resident operands and fixed "
+          "needs) that one row window fills");
+  v.field("streamed_operand_percent", o.streamed_operand_percent, {1, 100}, "%",
+          "design choice: a matmul's B (or a batch_matmul's B) larger than this share of SBUF "
+          "is streamed by column panels (batch chunks) instead of loaded whole");
+  v.field("panel_pair_percent", o.panel_pair_percent, {1, 100}, "%",
+          "design choice: panels of a streamed B are narrowed until two of them (double "
+          "buffering) take at most this share of SBUF");
+  v.field("attention_pipeline_percent", o.attention_pipeline_percent, {1, 100}, "%",
+          "design choice: decode_attention keeps three sequences in flight (software "
+          "pipelining) when their state takes at most this share of SBUF, else one");
+}
+
+}  // namespace wallsim::compiler_stub

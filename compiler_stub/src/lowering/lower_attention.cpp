@@ -1,0 +1,296 @@
+// The attention family: decode_attention, one query per sequence against keys and values
+// gathered by row ids from paged pools, software-pipelined across sequences.
+#include <algorithm>
+#include <map>
+
+#include "lowering/lowering_context.h"
+
+namespace wallsim::compiler_stub::lowering {
+namespace {
+
+// decode_attention: one query row per sequence against its keys and values, gathered from the
+// pools by row ids. Per sequence, in key tiles of T rows (keys on partitions), three stages:
+//  1. scores^T [keys, H]: the query, broadcast to every partition by DMA and pre-scaled, times
+//     the gathered K tile, summed per head (one multiply and one grouped reduce on the vector
+//     engine, every head at once); transposed through the array into S [H, L] a PSUM bank at
+//     a time, the bias added on the way to SBUF;
+//  2. a softmax along each head's row of S; P's key tiles transposed back (P^T [keys, H]);
+//  3. O [H, cols] accumulates P^T_j^T . V_j per column block in a bank; a 0/1 mask keeps
+//     head h's columns of row h and a ones-vector matmul sums the H rows into the output row,
+//     which an SBUF-to-SBUF DMA moves to its partition of the output tile.
+// Engines run their streams in order, so the stages are software-pipelined: stage 1 of
+// sequence b is emitted with stage 2 of b - 1 and stage 3 of b - 2, each sequence in flight
+// on its own PSUM banks, so no engine waits on a sequence's whole chain (unless three
+// sequences' state would crowd SBUF: then one at a time). Instructions grow
+// with sequences x key tiles, not with heads: all heads share each one.
+LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
+  const int32_t qid = n.inputs[0], kid = n.inputs[1], vid = n.inputs[2], iid = n.inputs[3];
+  const int32_t bid = n.inputs.size() > 4 ? n.inputs[4] : -1;
+  const int32_t T = ctx.tile_rows();
+  const TensorType& qt = ctx.type_of(qid);
+  const TensorType& kt = ctx.type_of(kid);
+  const int64_t B = qt.dims[0].size, D = qt.dims[1].size, N = kt.dims[0].size;
+  const int64_t L = ctx.type_of(iid).dims[1].size;
+  const int64_t H = *n.int_attr("heads"), hd = D / H;
+  const DType qdt = qt.dtype, kvdt = kt.dtype, odt = n.type.dtype;
+  const DType bdt = bid >= 0 ? ctx.type_of(bid).dtype : DType::fp32;
+  const int64_t bank_cols = ctx.arch().psum.bank_bytes / 4;
+  const int64_t banks = ctx.psum_bank_count();
+  if (H > T) {
+    return ctx.error(std::to_string(H) + " heads exceed the " + std::to_string(T) +
+                     " columns of the array");
+  }
+  if (bank_cols < T || bank_cols < H) return ctx.error("a PSUM bank is narrower than a key tile");
+  if (banks < 4) return ctx.error("needs at least 4 PSUM banks");
+  if (auto e = ctx.needs_one_chunk(std::max(D, L))) return e;
+  if (ctx.in_group(iid) || ctx.is_view(iid)) {
+    return ctx.error("decode_attention ids computed on the chip are not supported yet");
+  }
+  for (int32_t id : {qid, kid, vid, bid}) {
+    if (id >= 0 && !ctx.ensure_hbm(id)) return ctx.no_room();
+  }
+  auto out = ctx.output_tiles(n);
+  if (!out) return ctx.no_room();
+  Slot q_hbm = ctx.hbm_tensor(qid, isa::TensorRole::input);
+  Slot k_hbm = ctx.hbm_tensor(kid, isa::TensorRole::input);
+  Slot v_hbm = ctx.hbm_tensor(vid, isa::TensorRole::input);
+  Slot ids_hbm = ctx.hbm_tensor(iid, isa::TensorRole::input);
+  std::optional<Slot> bias_hbm;
+  if (bid >= 0) bias_hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
+  const View pool{N, D};
+  auto alloc = [&](int64_t elems, DType dt, const char* hint) {
+    return ctx.sbuf_alloc(elems * isa::dtype_bytes(dt), hint);
+  };
+  auto vector_op = [&](Opcode op, const AccessPattern& dst, double value, double pstep,
+                       double step) {
+    Instruction in = ctx.vec(op, dst);
+    in.value = value;
+    in.partition_step = pstep;
+    in.step = step;
+    ctx.emit(ctx.stream(Engine::vector), in);
+  };
+
+  // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd); a ones column.
+  const int32_t Hp = static_cast<int32_t>(H);
+  auto diff = alloc(D, DType::fp32, "attn_mask");
+  auto mask = alloc(D, kvdt, "attn_mask");
+  auto ones = alloc(1, kvdt, "ones");
+  if (!diff || !mask || !ones) return ctx.no_room();
+  const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
+  const AccessPattern map = ctx.sbuf_ap(*mask, kvdt, Hp, 0, D);
+  vector_op(Opcode::iota, dap, 0, -double(hd), 1);
+  ctx.tensor_scalar(AluOp::lt, map, dap, double(hd));
+  ctx.tensor_scalar(AluOp::ge, dap, dap, 0.0);
+  ctx.tensor_tensor(AluOp::mul, map, map, dap);
+  vector_op(Opcode::memset, ctx.sbuf_ap(*ones, kvdt, Hp, 0, 1), 1, 0, 0);
+  ctx.release(*diff);
+
+  const int64_t tiles = (L + T - 1) / T;
+  const int32_t TP = static_cast<int32_t>(std::min<int64_t>(T, L));
+  auto rows_of = [&](int64_t j) { return static_cast<int32_t>(std::min<int64_t>(T, L - j * T)); };
+  const double scale = attention_scale(n);
+  // PSUM: three banks rotate through stages 1-2 (one per sequence in flight); the rest hold
+  // output column blocks for stage 3, in sets that alternate between sequences.
+  const int64_t C = moving_cols(ctx);
+  const int64_t at_once = std::max<int64_t>(1, std::min((D + C - 1) / C, (banks - 3) / 2));
+  const int64_t sets = (banks - 3) / at_once;
+
+  struct Seq {  // one sequence's on-chip state between stages
+    std::vector<Slot> held;
+    Slot idx, v, s, pt, stats;
+  };
+  std::map<int64_t, Seq> live;
+  auto take = [&](Seq& q, int64_t elems, DType dt, const char* hint) -> std::optional<Slot> {
+    auto s = alloc(elems, dt, hint);
+    if (s) q.held.push_back(*s);
+    return s;
+  };
+  auto ids_col = [&](const Seq& q, int64_t j) {
+    return ctx.sbuf_ap(q.idx, DType::int32, rows_of(j), j, 1);
+  };
+  auto gather = [&](const AccessPattern& dst, const Seq& q, int64_t j, Slot table, int64_t c0,
+                    int64_t nc) {
+    Instruction g;
+    g.op = Opcode::dma_gather;
+    g.dst = dst;
+    g.src[0] = ctx.hbm_ap(table, kvdt, pool, 0, static_cast<int32_t>(N), c0, nc);
+    g.src[1] = ids_col(q, j);
+    ctx.emit(ctx.next_load_queue(), g);
+    ctx.count_bytes_in(rows_of(j) * (4 + nc * isa::dtype_bytes(kvdt)));
+  };
+
+  // Stage 1: loads, scores into S (+ bias), V gathered for stage 3.
+  auto stage1 = [&](int64_t b) -> LowerResult {
+    Seq& q = live[b];
+    auto qb = alloc(D, qdt, "q");
+    auto qs = take(q, D, DType::fp32, "q");
+    auto idx = take(q, tiles, DType::int32, "ids");
+    auto s = take(q, L, DType::fp32, "scores");
+    auto st = take(q, tiles * H, DType::fp32, "scores_t");
+    auto pt = take(q, tiles * H, kvdt, "p_t");
+    auto stats = take(q, 3, DType::fp32, "stats");
+    auto v = take(q, tiles * D, kvdt, "v");
+    std::optional<Slot> bias;
+    if (bid >= 0) bias = take(q, L, bdt, "bias");
+    if (!qb || !qs || !idx || !s || !st || !pt || !stats || !v || (bid >= 0 && !bias)) {
+      return ctx.no_room();
+    }
+    q.idx = *idx;
+    q.v = *v;
+    q.s = *s;
+    q.pt = *pt;
+    q.stats = *stats;
+    // The sequence's ids, a column per key tile: the whole tiles in one DMA, then the short.
+    for (int64_t j0 = 0, full = L / T; j0 < tiles;) {
+      const int64_t count = j0 < full ? full : 1;
+      const int32_t rows = rows_of(j0);
+      AccessPattern src = ctx.hbm_ap(ids_hbm, DType::int32, View{B, L}, b, rows, j0 * T, 1);
+      src.partition_stride = 1;
+      src.free[0] = {count, T};
+      ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*idx, DType::int32, rows, j0, count), src);
+      j0 += count;
+    }
+    // The query on every partition, scaled.
+    AccessPattern qsrc = ctx.hbm_ap(q_hbm, qdt, View{B, D}, b, TP, 0, D);
+    qsrc.partition_stride = 0;
+    ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*qb, qdt, TP, 0, D), qsrc);
+    ctx.tensor_scalar(AluOp::mul, ctx.sbuf_ap(*qs, DType::fp32, TP, 0, D),
+                      ctx.sbuf_ap(*qb, qdt, TP, 0, D), scale);
+    ctx.release(*qb);
+    if (bias) {
+      ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*bias, bdt, Hp, 0, L),
+              ctx.hbm_ap(*bias_hbm, bdt, View{B * H, L}, b * H, Hp, 0, L));
+    }
+    const Slot bank = ctx.psum_bank(static_cast<size_t>(b % 3));
+    const int64_t per_bank = bank_cols / T;
+    for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
+      const int64_t g1 = std::min(tiles, g0 + per_bank);
+      for (int64_t j = g0; j < g1; ++j) {
+        const int32_t rows = rows_of(j);
+        auto k = alloc(D, kvdt, "k"), prod = alloc(D, DType::fp32, "qk");
+        if (!k || !prod) return ctx.no_room();
+        gather(ctx.sbuf_ap(*k, kvdt, rows, 0, D), q, j, k_hbm, 0, D);
+        const AccessPattern pap = ctx.sbuf_ap(*prod, DType::fp32, rows, 0, D);
+        ctx.tensor_tensor(AluOp::mul, pap, ctx.sbuf_ap(*k, kvdt, rows, 0, D),
+                          ctx.sbuf_ap(*qs, DType::fp32, rows, 0, D));
+        AccessPattern heads = pap;
+        heads.num_free = 2;
+        heads.free[0] = {H, hd};
+        heads.free[1] = {hd, 1};
+        const AccessPattern sj = ctx.sbuf_ap(*st, DType::fp32, rows, j * H, H);
+        ctx.reduce(AluOp::add, sj, heads);
+        ctx.emit_transpose(ctx.psum_ap(bank, Hp, rows, (j - g0) * T), sj);
+        ctx.release(*k);
+        ctx.release(*prod);
+      }
+      const int64_t c0 = g0 * T, nc = std::min(L, g1 * T) - c0;
+      const AccessPattern sdst = ctx.sbuf_ap(*s, DType::fp32, Hp, c0, nc);
+      if (bias) {
+        ctx.tensor_tensor(AluOp::add, sdst, ctx.psum_ap(bank, Hp, nc),
+                          ctx.sbuf_ap(*bias, bdt, Hp, c0, nc));
+      } else {
+        ctx.evacuate(sdst, ctx.psum_ap(bank, Hp, nc));
+      }
+    }
+    for (int64_t j = 0; j < tiles; ++j) {  // V, for stage 3, while the scores are computed
+      gather(ctx.sbuf_ap(*v, kvdt, rows_of(j), j * D, D), q, j, v_hbm, 0, D);
+    }
+    return std::nullopt;
+  };
+
+  // Stage 2: softmax, then P^T per key tile, a bank of them at a time.
+  auto stage2 = [&](int64_t b) {
+    const Seq& q = live.at(b);
+    const AccessPattern sall = ctx.sbuf_ap(q.s, DType::fp32, Hp, 0, L);
+    emit_softmax_rows(ctx, sall, sall, sall, q.stats, false);
+    const Slot bank = ctx.psum_bank(static_cast<size_t>(b % 3));
+    const int64_t per_bank = bank_cols / H;
+    for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
+      const int64_t g1 = std::min(tiles, g0 + per_bank);
+      for (int64_t j = g0; j < g1; ++j) {
+        ctx.emit_transpose(ctx.psum_ap(bank, rows_of(j), Hp, (j - g0) * H),
+                           ctx.sbuf_ap(q.s, DType::fp32, Hp, j * T, rows_of(j)));
+      }
+      // Whole tiles in one copy; a short last tile on its own partitions.
+      const int64_t short_tile = rows_of(g1 - 1) < TP ? g1 - 1 : g1;
+      if (short_tile > g0) {
+        ctx.evacuate(ctx.sbuf_ap(q.pt, kvdt, TP, g0 * H, (short_tile - g0) * H),
+                     ctx.psum_ap(bank, TP, (short_tile - g0) * H));
+      }
+      if (short_tile < g1) {
+        ctx.evacuate(ctx.sbuf_ap(q.pt, kvdt, rows_of(short_tile), short_tile * H, H),
+                     ctx.psum_ap(bank, rows_of(short_tile), H, (short_tile - g0) * H));
+      }
+    }
+  };
+
+  // Stage 3: O = P V per column block; the heads' own columns summed into the output row.
+  auto stage3 = [&](int64_t b) -> LowerResult {
+    Seq& q = live.at(b);
+    auto row = take(q, D, odt, "row");
+    if (!row) return ctx.no_room();
+    const Slot sum_bank = ctx.psum_bank(static_cast<size_t>(b % 3));
+    const size_t set = static_cast<size_t>(3 + (b % sets) * at_once);
+    for (int64_t c0 = 0; c0 < D; c0 += C * at_once) {
+      const int64_t width = std::min(C * at_once, D - c0);
+      for (int64_t j = 0; j < tiles; ++j) {
+        for (int64_t off = 0; off < width; off += C) {
+          const int64_t nc = std::min(C, width - off);
+          ctx.emit_matmul(ctx.psum_ap(ctx.psum_bank(set + static_cast<size_t>(off / C)), Hp, nc),
+                          ctx.sbuf_ap(q.pt, kvdt, rows_of(j), j * H, H),
+                          ctx.sbuf_ap(q.v, kvdt, rows_of(j), j * D + c0 + off, nc), j == 0,
+                          j + 1 == tiles);
+        }
+      }
+      for (int64_t off = 0; off < width; off += C) {
+        const int64_t nc = std::min(C, width - off);
+        auto masked = alloc(nc, kvdt, "masked");
+        if (!masked) return ctx.no_room();
+        ctx.tensor_tensor(AluOp::mul, ctx.sbuf_ap(*masked, kvdt, Hp, 0, nc),
+                          ctx.psum_ap(ctx.psum_bank(set + static_cast<size_t>(off / C)), Hp, nc),
+                          ctx.sbuf_ap(*mask, kvdt, Hp, c0 + off, nc));
+        ctx.emit_matmul(ctx.psum_ap(sum_bank, 1, nc), ctx.sbuf_ap(*ones, kvdt, Hp, 0, 1),
+                        ctx.sbuf_ap(*masked, kvdt, Hp, 0, nc), true, true);
+        ctx.evacuate(ctx.sbuf_ap(*row, odt, 1, c0 + off, nc), ctx.psum_ap(sum_bank, 1, nc));
+        ctx.release(*masked);
+      }
+    }
+    // The row to its place: partition b - row0 of b's output tile.
+    int64_t t = 0;
+    while (out->row0(t) + out->rows_in(t) <= b) ++t;
+    AccessPattern dst = ctx.tile_ap(*out, t, 0, D);
+    dst.partition_start = static_cast<int32_t>(b - out->row0(t));
+    dst.partitions = 1;
+    ctx.dma(ctx.next_store_queue(), dst, ctx.sbuf_ap(*row, odt, 1, 0, D));
+    for (Slot s : q.held) ctx.release(s);
+    live.erase(b);
+    return std::nullopt;
+  };
+
+  // Three sequences in flight when their state takes at most half of SBUF, else one.
+  const int64_t kvb = isa::dtype_bytes(kvdt);
+  const int64_t state = D * (4 + isa::dtype_bytes(odt)) + tiles * (4 + H * (4 + kvb) + D * kvb) +
+                        L * (4 + (bid >= 0 ? isa::dtype_bytes(bdt) : 0)) + 3 * 4;
+  const int64_t lag =
+      3 * state + D * (4 + kvb) <= ctx.sbuf_share(ctx.options().attention_pipeline_percent) ? 1 : 0;
+  for (int64_t i = 0; i < B + 2 * lag; ++i) {
+    if (i < B) {
+      if (auto e = stage1(i)) return e;
+    }
+    if (i - lag >= 0 && i - lag < B) stage2(i - lag);
+    if (i - 2 * lag >= 0 && i - 2 * lag < B) {
+      if (auto e = stage3(i - 2 * lag)) return e;
+    }
+  }
+  ctx.release(*mask);
+  ctx.release(*ones);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void populate_attention_lowerings(LoweringTable& table) {
+  table.add(OpKind::decode_attention, lower_decode_attention);
+}
+
+}  // namespace wallsim::compiler_stub::lowering

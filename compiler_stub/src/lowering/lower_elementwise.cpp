@@ -1,0 +1,314 @@
+// The element-wise family: binary ALU ops with broadcasting, activations, scale, reductions
+// over the last axis, softmax, layernorm/rmsnorm, iota, compare and select, on the vector and
+// scalar engines, a row tile and a column chunk at a time.
+#include <algorithm>
+#include <map>
+
+#include "lowering/lowering_context.h"
+
+namespace wallsim::compiler_stub::lowering {
+
+void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const AccessPattern& y,
+                       const AccessPattern& w, Slot stats, bool log) {
+  const int64_t C = x.free_elements();
+  auto col = [&](int64_t c) {
+    return LoweringContext::sbuf_ap(stats, DType::fp32, x.partitions, c, 1);
+  };
+  ctx.reduce(AluOp::max, col(0), x);
+  ctx.tensor_tensor(AluOp::sub, w, x, LoweringContext::broadcast_column(col(0), C));  // x - max
+  AccessPattern sum = col(1);
+  if (!log) {
+    ctx.activation(ActFn::exp, w, w, 1, 0, &sum);
+    ctx.tensor_scalar(AluOp::div, col(2), col(1), 1.0, /*reverse=*/true);
+    ctx.tensor_tensor(AluOp::mul, y, w, LoweringContext::broadcast_column(col(2), C));
+  } else {
+    ctx.activation(ActFn::exp, y, w, 1, 0, &sum);  // exp(x - max) lands in y first, then
+    ctx.activation(ActFn::log, col(2), col(1));    // y = (x - max) - log(sum)
+    ctx.tensor_tensor(AluOp::sub, y, w, LoweringContext::broadcast_column(col(2), C));
+  }
+}
+
+namespace {
+
+// One vector ALU op over two broadcast operands.
+LowerResult lower_binary(LoweringContext& ctx, const Node& n, AluOp alu) {
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  Bcast ha, hb;
+  std::optional<Tiles> a, b;
+  if (auto e = ctx.operand(n.inputs[0], *out, ha, a)) return e;
+  if (auto e = ctx.operand(n.inputs[1], *out, hb, b)) return e;
+  ctx.for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+    ctx.tensor_tensor(alu, ctx.tile_ap(*out, t, c0, nc), ctx.operand_ap(*a, ha, t, c0, nc, rows),
+                      ctx.operand_ap(*b, hb, t, c0, nc, rows));
+  });
+  return std::nullopt;
+}
+
+// One activation function on the scalar engine.
+LowerResult lower_unary(LoweringContext& ctx, const Node& n, ActFn fn) {
+  auto in = ctx.tiles_of(n.inputs[0]);
+  if (!in) return ctx.no_room();
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  ctx.for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+    ctx.activation(fn, ctx.tile_ap(*out, t, c0, nc), ctx.tile_ap(*in, t, c0, nc));
+  });
+  return std::nullopt;
+}
+
+// x * value on the vector engine, which (unlike the activation path) takes any dtype.
+LowerResult lower_scale(LoweringContext& ctx, const Node& n) {
+  auto in = ctx.tiles_of(n.inputs[0]);
+  if (!in) return ctx.no_room();
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  const double value = n.real_attr("value") ? *n.real_attr("value") : 1.0;
+  ctx.for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+    ctx.tensor_scalar(AluOp::mul, ctx.tile_ap(*out, t, c0, nc), ctx.tile_ap(*in, t, c0, nc), value);
+  });
+  return std::nullopt;
+}
+
+LowerResult lower_reduce(LoweringContext& ctx, const Node& n, AluOp alu, bool mean) {
+  auto in = ctx.tiles_of(n.inputs[0]);
+  if (!in) return ctx.no_room();
+  if (auto e = ctx.needs_one_chunk(in->cols)) return e;
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  for (int64_t t = 0; t < out->count(); ++t) {
+    ctx.reduce(alu, ctx.tile_ap(*out, t, 0, 1), ctx.tile_ap(*in, t, 0, in->cols));
+    if (mean)
+      ctx.tensor_scalar(AluOp::mul, ctx.tile_ap(*out, t, 0, 1), ctx.tile_ap(*out, t, 0, 1),
+                        1.0 / double(in->cols));
+  }
+  return std::nullopt;
+}
+
+LowerResult lower_softmax(LoweringContext& ctx, const Node& n, bool log) {
+  auto in = ctx.tiles_of(n.inputs[0]);
+  if (!in) return ctx.no_room();
+  const int64_t C = in->cols;
+  if (auto e = ctx.needs_one_chunk(C)) return e;
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  auto stats = ctx.scratch(3);
+  auto work = ctx.scratch(C);
+  if (!out || !stats || !work) return ctx.no_room();
+  for (int64_t t = 0; t < out->count(); ++t) {
+    const int32_t rows = out->rows_in(t);
+    AccessPattern w = ctx.tile_ap(*work, 0, 0, C);
+    w.partitions = rows;
+    emit_softmax_rows(ctx, ctx.tile_ap(*in, t, 0, C), ctx.tile_ap(*out, t, 0, C), w,
+                      stats->tiles[0], log);
+  }
+  ctx.release(*stats);
+  ctx.release(*work);
+  return std::nullopt;
+}
+
+LowerResult lower_norm(LoweringContext& ctx, const Node& n) {
+  const bool layer = n.op == OpKind::layernorm;
+  auto in = ctx.tiles_of(n.inputs[0]);
+  if (!in) return ctx.no_room();
+  const int64_t C = in->cols;
+  if (auto e = ctx.needs_one_chunk(C)) return e;
+  const double eps = norm_eps(n);
+  Bcast hg, hb = Bcast::none;
+  std::optional<Tiles> gamma, beta;
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  if (auto e = ctx.operand(n.inputs[1], *out, hg, gamma)) return e;
+  if (layer) {
+    if (auto e = ctx.operand(n.inputs[2], *out, hb, beta)) return e;
+  }
+  auto stats = ctx.scratch(3);
+  auto work = ctx.scratch(C);
+  auto sq = ctx.scratch(C);
+  if (!stats || !work || !sq) return ctx.no_room();
+  auto bcast = [](const AccessPattern& col, int64_t c) {
+    return LoweringContext::broadcast_column(col, c);
+  };
+  for (int64_t t = 0; t < out->count(); ++t) {
+    const int32_t rows = out->rows_in(t);
+    auto col = [&](int64_t c) {
+      AccessPattern ap = ctx.tile_ap(*stats, 0, c, 1);
+      ap.partitions = rows;
+      return ap;
+    };
+    AccessPattern w = ctx.tile_ap(*work, 0, 0, C), s = ctx.tile_ap(*sq, 0, 0, C);
+    w.partitions = s.partitions = rows;
+    AccessPattern x = ctx.tile_ap(*in, t, 0, C), y = ctx.tile_ap(*out, t, 0, C);
+    AccessPattern centred = x;
+    if (layer) {
+      ctx.reduce(AluOp::add, col(0), x);
+      ctx.tensor_scalar(AluOp::mul, col(0), col(0), 1.0 / double(C));  // mean
+      ctx.tensor_tensor(AluOp::sub, w, x, bcast(col(0), C));
+      centred = w;
+    }
+    AccessPattern ss = col(1);
+    ctx.activation(ActFn::square, s, centred, 1, 0, &ss);                // sum of squares
+    ctx.activation(ActFn::rsqrt, col(2), col(1), 1.0 / double(C), eps);  // 1 / sqrt(var + eps)
+    ctx.tensor_tensor(AluOp::mul, w, centred, bcast(col(2), C));
+    if (layer) {
+      ctx.tensor_tensor(AluOp::mul, w, w, ctx.operand_ap(*gamma, hg, t, 0, C, rows));
+      ctx.tensor_tensor(AluOp::add, y, w, ctx.operand_ap(*beta, hb, t, 0, C, rows));
+    } else {
+      ctx.tensor_tensor(AluOp::mul, y, w, ctx.operand_ap(*gamma, hg, t, 0, C, rows));
+    }
+  }
+  ctx.release(*stats);
+  ctx.release(*work);
+  ctx.release(*sq);
+  return std::nullopt;
+}
+
+// value = index along `axis`: the free (last) axis, or the row axis of a 2-D tensor.
+LowerResult lower_iota(LoweringContext& ctx, const Node& n) {
+  const int64_t rank = static_cast<int64_t>(n.type.dims.size());
+  const int64_t* axis = n.int_attr("axis");
+  const int64_t a = axis ? (*axis < 0 ? *axis + rank : *axis) : rank - 1;
+  const bool along_cols = a == rank - 1;
+  if (!along_cols && a != rank - 2) {
+    return ctx.error("iota along this axis is not supported by the lowering yet");
+  }
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  // Along the rows' own axis the value is (row mod its extent): one instruction per run of
+  // partitions within one batch entry.
+  const int64_t period = along_cols ? 0 : n.type.dims[static_cast<size_t>(a)].size;
+  ctx.for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+    if (along_cols) {
+      Instruction in = LoweringContext::vec(Opcode::iota, ctx.tile_ap(*out, t, c0, nc));
+      in.value = double(c0);
+      in.step = 1.0;
+      ctx.emit(ctx.stream(Engine::vector), in);
+      return;
+    }
+    const int64_t first = out->row0(t), end = first + rows;
+    for (int64_t r = first; r < end;) {
+      const int64_t stop = std::min(end, (r / period + 1) * period);
+      AccessPattern d = ctx.tile_ap(*out, t, c0, nc);
+      d.partition_start = static_cast<int32_t>(r - first);
+      d.partitions = static_cast<int32_t>(stop - r);
+      Instruction in = LoweringContext::vec(Opcode::iota, d);
+      in.value = double(r % period);
+      in.partition_step = 1.0;
+      ctx.emit(ctx.stream(Engine::vector), in);
+      r = stop;
+    }
+  });
+  return std::nullopt;
+}
+
+std::optional<AluOp> comparison(const std::string& cmp) {
+  static const std::map<std::string, AluOp> kOps = {{"lt", AluOp::lt}, {"le", AluOp::le},
+                                                    {"eq", AluOp::eq}, {"ne", AluOp::ne},
+                                                    {"gt", AluOp::gt}, {"ge", AluOp::ge}};
+  auto it = kOps.find(cmp);
+  if (it == kOps.end()) return std::nullopt;
+  return it->second;
+}
+
+LowerResult lower_compare(LoweringContext& ctx, const Node& n) {
+  const std::string* cmp = n.text_attr("cmp");
+  auto alu = cmp ? comparison(*cmp) : std::nullopt;
+  if (!alu) return ctx.error("unknown comparison");
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  Bcast ha, hb = Bcast::none;
+  std::optional<Tiles> a, b;
+  if (auto e = ctx.operand(n.inputs[0], *out, ha, a)) return e;
+  std::optional<int32_t> scalar;
+  if (n.inputs.size() > 1) {
+    if (auto e = ctx.operand(n.inputs[1], *out, hb, b)) return e;
+  } else {
+    const std::string* name = n.text_attr("scalar");
+    scalar = name ? ctx.plan_scalar(*name) : std::nullopt;
+    if (!scalar) return ctx.error("compare needs a second input or a declared run-time scalar");
+  }
+  ctx.for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+    const AccessPattern lhs = ctx.operand_ap(*a, ha, t, c0, nc, rows);
+    if (scalar) {
+      Instruction in = LoweringContext::vec(Opcode::tensor_scalar, ctx.tile_ap(*out, t, c0, nc));
+      in.alu = *alu;
+      in.src[0] = lhs;
+      in.scalar.scalar = *scalar;
+      ctx.emit(ctx.stream(Engine::vector), in);
+    } else {
+      ctx.tensor_tensor(*alu, ctx.tile_ap(*out, t, c0, nc), lhs,
+                        ctx.operand_ap(*b, hb, t, c0, nc, rows));
+    }
+  });
+  return std::nullopt;
+}
+
+LowerResult lower_select(LoweringContext& ctx, const Node& n) {
+  auto out = ctx.output_tiles(n, ctx.like_of(n));
+  if (!out) return ctx.no_room();
+  Bcast how[3];
+  std::optional<Tiles> ops[3];
+  for (int k = 0; k < 3; ++k) {
+    if (auto e = ctx.operand(n.inputs[k], *out, how[k], ops[k])) return e;
+  }
+  ctx.for_each_chunk(*out, [&](int64_t t, int32_t rows, int64_t c0, int64_t nc) {
+    Instruction in = LoweringContext::vec(Opcode::select, ctx.tile_ap(*out, t, c0, nc));
+    for (int k = 0; k < 3; ++k) in.src[k] = ctx.operand_ap(*ops[k], how[k], t, c0, nc, rows);
+    ctx.emit(ctx.stream(Engine::vector), in);
+  });
+  return std::nullopt;
+}
+
+// Element-wise binary ops: one vector ALU instruction per tile chunk.
+struct BinaryLowering {
+  OpKind op;
+  AluOp alu;
+};
+constexpr BinaryLowering kBinary[] = {
+    {OpKind::add, AluOp::add}, {OpKind::bias_add, AluOp::add}, {OpKind::sub, AluOp::sub},
+    {OpKind::mul, AluOp::mul}, {OpKind::div, AluOp::div},      {OpKind::maximum, AluOp::max},
+};
+// Activations: one scalar-engine instruction per tile chunk.
+struct UnaryLowering {
+  OpKind op;
+  ActFn fn;
+};
+constexpr UnaryLowering kUnary[] = {
+    {OpKind::relu, ActFn::relu},   {OpKind::gelu, ActFn::gelu}, {OpKind::silu, ActFn::silu},
+    {OpKind::exp, ActFn::exp},     {OpKind::tanh, ActFn::tanh}, {OpKind::sigmoid, ActFn::sigmoid},
+    {OpKind::rsqrt, ActFn::rsqrt},
+};
+
+}  // namespace
+
+void populate_elementwise_lowerings(LoweringTable& table) {
+  for (const BinaryLowering& b : kBinary) {
+    table.add(b.op, [alu = b.alu](LoweringContext& ctx, const Node& n) {
+      return lower_binary(ctx, n, alu);
+    });
+  }
+  for (const UnaryLowering& u : kUnary) {
+    table.add(u.op,
+              [fn = u.fn](LoweringContext& ctx, const Node& n) { return lower_unary(ctx, n, fn); });
+  }
+  table.add(OpKind::scale, lower_scale);
+  table.add(OpKind::reduce_sum, [](LoweringContext& ctx, const Node& n) {
+    return lower_reduce(ctx, n, AluOp::add, false);
+  });
+  table.add(OpKind::reduce_max, [](LoweringContext& ctx, const Node& n) {
+    return lower_reduce(ctx, n, AluOp::max, false);
+  });
+  table.add(OpKind::reduce_mean, [](LoweringContext& ctx, const Node& n) {
+    return lower_reduce(ctx, n, AluOp::add, true);
+  });
+  table.add(OpKind::softmax,
+            [](LoweringContext& ctx, const Node& n) { return lower_softmax(ctx, n, false); });
+  table.add(OpKind::log_softmax,
+            [](LoweringContext& ctx, const Node& n) { return lower_softmax(ctx, n, true); });
+  table.add(OpKind::layernorm, lower_norm);
+  table.add(OpKind::rmsnorm, lower_norm);
+  table.add(OpKind::iota, lower_iota);
+  table.add(OpKind::compare, lower_compare);
+  table.add(OpKind::select, lower_select);
+}
+
+}  // namespace wallsim::compiler_stub::lowering

@@ -1,0 +1,294 @@
+// The matmul family: matmul and batch_matmul through the systolic array, with A's row tiles
+// transposed into stationaries, PSUM accumulation over K chunks, and a large B streamed by
+// panels (matmul) or batch chunks (batch_matmul).
+#include <algorithm>
+
+#include "lowering/lowering_context.h"
+
+namespace wallsim::compiler_stub::lowering {
+
+int64_t moving_cols(const LoweringContext& ctx) {
+  return std::min<int64_t>(ctx.arch().tensor.moving_free_max, ctx.arch().psum.bank_bytes / 4);
+}
+
+// Columns of one panel of a streamed B: the moving width, narrowed until two panels (double
+// buffering) fit the panel share of SBUF.
+int64_t panel_cols(const LoweringContext& ctx, const Node& n) {
+  const TensorType& b = ctx.type_of(n.inputs[1]);
+  const View v = view_of(b);
+  const int64_t per_col = ctx.tiling(v.rows, 1, DType::fp32).count() * isa::dtype_bytes(b.dtype);
+  const int64_t fit = ctx.sbuf_share(ctx.options().panel_pair_percent) / (2 * per_col);
+  return std::max<int64_t>(1, std::min({moving_cols(ctx), v.cols, fit}));
+}
+
+// Bytes per partition of one panel of a matmul's B: every K chunk of one column block.
+int64_t panel_bytes(const LoweringContext& ctx, const Node& n) {
+  const TensorType& b = ctx.type_of(n.inputs[1]);
+  const View v = view_of(b);
+  return ctx.tiling(v.rows, 1, DType::fp32).count() * panel_cols(ctx, n) *
+         isa::dtype_bytes(b.dtype);
+}
+
+// A matmul streams B by panels when B is large and not on chip already.
+bool streams_b(const LoweringContext& ctx, const Node& n) {
+  const int32_t b = n.inputs[1];
+  const TensorType& bt = ctx.type_of(b);
+  const View bv = view_of(bt);
+  const int64_t bytes =
+      ctx.tiling(bv.rows, 1, DType::fp32).count() * bv.cols * isa::dtype_bytes(bt.dtype);
+  return !ctx.on_chip(b) && !ctx.is_view(b) &&
+         bytes > ctx.sbuf_share(ctx.options().streamed_operand_percent);
+}
+
+namespace {
+
+bool transposes_b(const Node& n) {
+  const int64_t* tb = n.int_attr("transpose_b");
+  return tb && *tb != 0;
+}
+
+// B of a batch_matmul as loaded: [batch, K, N] (a transposed B is read as a strided view).
+ViewDesc bmm_b_view(const LoweringContext& ctx, const Node& n) {
+  ViewDesc v = ctx.view_of_value(n.inputs[1]);
+  if (transposes_b(n)) std::swap(v.groups[1], v.groups[2]);
+  return v;
+}
+
+}  // namespace
+
+// Chunks cover whole inner sub-dims of the batch dim (a reshape may have merged two dims).
+int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n) {
+  const Node& an = ctx.node(n.inputs[0]);
+  const Node& bn = ctx.node(n.inputs[1]);
+  if (n.op != OpKind::batch_matmul || an.type.dims.size() != 3 || bn.type.dims.size() != 3)
+    return 0;
+  if (ctx.on_chip(bn.id) && !transposes_b(n)) return 0;  // already on chip
+  const ViewDesc v = bmm_b_view(ctx, n);
+  const int64_t batches = bn.type.dims[0].size;
+  const int64_t K = an.type.dims[2].size, N = n.type.dims[2].size;
+  const int64_t rows = ctx.tile_rows();
+  const int64_t entry = (K + rows - 1) / rows * N * isa::dtype_bytes(bn.type.dtype);
+  const int64_t share = ctx.sbuf_share(ctx.options().streamed_operand_percent);
+  if (batches < 2 || entry * batches <= share) return 0;
+  const int64_t inner = inner_size(v.groups[0]);
+  const int64_t fit = std::max<int64_t>(1, share / entry);
+  return std::max<int64_t>(inner, fit / inner * inner);
+}
+
+namespace {
+
+// The moving operand: resident tiles, or (a large B in HBM) panels streamed per column block.
+struct Moving {
+  Tiles tiles;  // tiling; with storage when resident
+  bool streamed = false;
+  Slot hbm;
+  int64_t block_cols = 0;  // columns per panel when streamed
+};
+
+// K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
+AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
+  return LoweringContext::sbuf_ap(s, dt, rows, static_cast<int64_t>(k) * ns, ns);
+}
+AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
+  return LoweringContext::sbuf_ap(s, dt, k, 0, m);
+}
+
+// Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
+// (the K chunks; A's columns start at row0 - k_base). A's tiles are transposed through the
+// array into stationary tiles, all of them first; then, per column block of B (one PSUM
+// bank wide), each output tile accumulates its K chunks in a bank and is evacuated to SBUF.
+// A streamed B is loaded a panel at a time, the next panel while the current one is used.
+LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
+                         const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
+                         const Tiles& out) {
+  const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols(ctx);
+  const DType dt = b.tiles.dtype;
+  std::vector<std::vector<Slot>> at(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const int64_t t = ts[i];
+    const int32_t rows = a.rows_in(t);
+    for (int64_t k : kc) {
+      const int64_t ks = b.tiles.rows_in(k);
+      const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), static_cast<int32_t>(ks), rows);
+      ctx.emit_transpose(tp, ctx.tile_ap(a, t, b.tiles.row0(k) - k_base, ks));
+      auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
+      if (!s) return ctx.no_room();
+      at[i].push_back(*s);
+      ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+    }
+  }
+  const View bv{b.tiles.rows, N};
+  auto load_panel = [&](int64_t n0) -> std::optional<Slot> {
+    const int64_t ns = std::min(nmax, N - n0);
+    auto p = ctx.sbuf_alloc(static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt), "panel");
+    if (!p) return std::nullopt;
+    for (size_t k = 0; k < kc.size(); ++k) {
+      const int32_t ks = b.tiles.rows_in(kc[k]);
+      ctx.copy_rows(true, panel_ap(*p, dt, k, ks, ns),
+                    ctx.hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[k]), ks, n0, ns));
+      ctx.count_bytes_in(ks * ns * isa::dtype_bytes(dt));
+    }
+    return p;
+  };
+  std::optional<Slot> panel, next;
+  if (b.streamed && !(panel = load_panel(0))) return ctx.no_room();
+  for (int64_t n0 = 0; n0 < N; n0 += nmax) {
+    const int64_t ns = std::min(nmax, N - n0);
+    if (b.streamed && n0 + nmax < N && !(next = load_panel(n0 + nmax))) return ctx.no_room();
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const int64_t t = ts[i];
+      const int32_t rows = a.rows_in(t);
+      Slot bank = ctx.next_bank();
+      for (size_t k = 0; k < kc.size(); ++k) {
+        const int32_t ks = b.tiles.rows_in(kc[k]);
+        ctx.emit_matmul(
+            ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
+            b.streamed ? panel_ap(*panel, dt, k, ks, ns) : ctx.tile_ap(b.tiles, kc[k], n0, ns),
+            k == 0, k + 1 == kc.size());
+      }
+      ctx.evacuate(ctx.tile_ap(out, t, n0, ns), ctx.psum_ap(bank, rows, ns));
+    }
+    if (b.streamed) {
+      ctx.release(*panel);
+      panel = next;
+    }
+  }
+  for (const auto& row : at) {
+    for (Slot s : row) ctx.release(s);
+  }
+  return std::nullopt;
+}
+
+LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
+  auto a = ctx.tiles_of(n.inputs[0]);
+  if (!a) return ctx.no_room();
+  const int32_t bid = n.inputs[1];
+  const TensorType& bt = ctx.type_of(bid);
+  const View bv = view_of(bt);
+  Moving b;
+  if (streams_b(ctx, n)) {
+    if (!ctx.ensure_hbm(bid)) return ctx.no_room();
+    b.streamed = true;
+    b.block_cols = panel_cols(ctx, n);
+    b.hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
+    b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
+  } else {
+    auto tiles = ctx.tiles_of(bid);
+    if (!tiles) return ctx.no_room();
+    b.tiles = *tiles;
+  }
+  auto out = ctx.output_tiles(n, &*a);
+  if (!out) return ctx.no_room();
+  std::vector<int64_t> ts(static_cast<size_t>(a->count())), kc(b.tiles.starts.size());
+  for (size_t t = 0; t < ts.size(); ++t) ts[t] = static_cast<int64_t>(t);
+  for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
+  return matmul_block(ctx, *a, ts, b, kc, 0, *out);
+}
+
+// batch_matmul with B streamed: for A's batches in order, B's entries are loaded a chunk at a
+// time (a slice of its batch dim) and released when A moves past them.
+LowerResult batch_matmul_streamed(LoweringContext& ctx, const Node& n, const Tiles& a,
+                                  int64_t chunk) {
+  const Node& bn = ctx.node(n.inputs[1]);
+  const int64_t M = ctx.type_of(n.inputs[0]).dims[1].size;
+  const int64_t K = ctx.type_of(n.inputs[0]).dims[2].size;
+  const int64_t batches = bn.type.dims[0].size;
+  ViewDesc v = bmm_b_view(ctx, n);
+  if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
+  auto out = ctx.output_tiles(n, &a);
+  if (!out) return ctx.no_room();
+  std::optional<Tiles> b;
+  int64_t loaded = -1;  // first entry of the loaded chunk
+  Moving moving;
+  for (int64_t t0 = 0; t0 < a.count();) {
+    const int64_t batch = a.row0(t0) / M;
+    std::vector<int64_t> ts;
+    for (; t0 < a.count() && a.row0(t0) / M == batch; ++t0) {
+      if ((a.row0(t0) + a.rows_in(t0) - 1) / M != batch)
+        return ctx.error("A's row tiles cross batch boundaries");
+      ts.push_back(t0);
+    }
+    const int64_t first = batch / chunk * chunk;
+    if (first != loaded) {
+      if (b) ctx.release(*b);
+      ViewDesc c = v;
+      auto& g0 = c.groups[0];
+      const int64_t inner = inner_size(g0);
+      const int64_t count = std::min(chunk, batches - first);
+      c.offset += first / inner * g0[0].stride;
+      g0[0].size = count / inner;
+      b = ctx.load_view(c, bn.type.dtype);
+      if (!b) return ctx.no_room();
+      loaded = first;
+      moving.tiles = *b;
+    }
+    std::vector<int64_t> kc;
+    for (int64_t k = 0; k < b->count(); ++k) {
+      if (b->row0(k) / K == batch - first) kc.push_back(k);
+    }
+    if (auto e = matmul_block(ctx, a, ts, moving, kc, (batch - first) * K, *out)) return e;
+  }
+  if (b) ctx.release(*b);
+  return std::nullopt;
+}
+
+// [B, M, K] x [B, K, N] (or [B, N, K] with transpose_b): per batch, the rows of A's tiles in
+// that batch times B's tiles in that batch. Both tilings must respect the batch boundaries.
+LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n) {
+  const Node& an = ctx.node(n.inputs[0]);
+  const Node& bn = ctx.node(n.inputs[1]);
+  if (an.type.dims.size() != 3 || bn.type.dims.size() != 3) {
+    return ctx.error("batch_matmul lowers 3-D operands only");
+  }
+  const int64_t M = an.type.dims[1].size;
+  const bool transpose_b = transposes_b(n);
+  const int64_t K = an.type.dims[2].size;
+  auto a = ctx.tiles_of(an.id);
+  if (!a) return ctx.no_room();
+  if (const int64_t chunk = bmm_chunk_entries(ctx, n)) {
+    return batch_matmul_streamed(ctx, n, *a, chunk);
+  }
+  std::optional<Tiles> b;
+  if (transpose_b) {
+    ViewDesc v = ctx.view_of_value(bn.id);
+    std::swap(v.groups[1], v.groups[2]);
+    if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
+    b = ctx.load_view(v, bn.type.dtype);
+  } else {
+    b = ctx.tiles_of(bn.id);
+  }
+  if (!b) return ctx.no_room();
+  auto within = [](const Tiles& x, int64_t t, int64_t block) {
+    return x.row0(t) / block == (x.row0(t) + x.rows_in(t) - 1) / block;
+  };
+  for (int64_t t = 0; t < a->count(); ++t) {
+    if (!within(*a, t, M)) return ctx.error("A's row tiles cross batch boundaries");
+  }
+  for (int64_t t = 0; t < b->count(); ++t) {
+    if (!within(*b, t, K)) return ctx.error("B's row tiles cross batch boundaries");
+  }
+  auto out = ctx.output_tiles(n, &*a);
+  if (!out) return ctx.no_room();
+  Moving moving;
+  moving.tiles = *b;
+  for (int64_t t0 = 0; t0 < a->count();) {  // one batch at a time
+    const int64_t batch = a->row0(t0) / M;
+    std::vector<int64_t> ts, kc;
+    for (; t0 < a->count() && a->row0(t0) / M == batch; ++t0) ts.push_back(t0);
+    for (int64_t k = 0; k < b->count(); ++k) {
+      if (b->row0(k) / K == batch) kc.push_back(k);
+    }
+    if (auto e = matmul_block(ctx, *a, ts, moving, kc, batch * K, *out)) return e;
+  }
+  if (transpose_b) ctx.release(*b);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void populate_matmul_lowerings(LoweringTable& table) {
+  table.add(OpKind::matmul, lower_matmul);
+  table.add(OpKind::batch_matmul, lower_batch_matmul);
+}
+
+}  // namespace wallsim::compiler_stub::lowering

@@ -1,0 +1,528 @@
+// LoweringContext: storage and tiling of values, loads and stores, access patterns, DMA and
+// emit helpers. Row windows, spilling and views are in their own files.
+#include "lowering/lowering_context.h"
+
+#include <algorithm>
+
+namespace wallsim::compiler_stub::lowering {
+
+View view_of(const TensorType& t) {
+  View v;
+  if (t.dims.empty()) return v;
+  v.cols = t.dims.back().size;
+  for (size_t i = 0; i + 1 < t.dims.size(); ++i) v.rows *= t.dims[i].size;
+  return v;
+}
+
+int64_t run_of(const TensorType& t) {
+  return t.dims.size() >= 3 ? t.dims[t.dims.size() - 2].size : 0;
+}
+
+Tiles Tiles::window(int64_t t0, int64_t t1) const {
+  Tiles w = *this;
+  w.starts.assign(starts.begin() + t0, starts.begin() + t1);
+  w.counts.assign(counts.begin() + t0, counts.begin() + t1);
+  if (!tiles.empty()) w.tiles.assign(tiles.begin() + t0, tiles.begin() + t1);
+  return w;
+}
+
+namespace {
+int32_t tile_rows_for(const isa::ArchSpec& a) {
+  return std::min({a.sbuf.partitions, a.psum.partitions, a.tensor.rows, a.tensor.cols});
+}
+}  // namespace
+
+LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>& group,
+                                 const GraphUses& uses, const isa::ArchSpec& arch,
+                                 const LoweringOptions& options, const std::string& plan_name)
+    : m_graph(graph),
+      m_arch(arch),
+      m_options(options),
+      m_group_ids(group.begin(), group.end()),
+      m_builder(plan_name),
+      m_sbuf(m_builder, tile_rows_for(arch), arch.sbuf.bytes_per_partition),
+      m_tile_rows(tile_rows_for(arch)) {
+  // The group's values read after it: graph outputs, and values with a consumer outside the
+  // group (time proportional to the group's uses, not to the graph).
+  for (int32_t id : group) {
+    const auto& readers = uses.consumers(id);
+    if (uses.is_output(id) || std::any_of(readers.begin(), readers.end(),
+                                          [&](int32_t r) { return !m_group_ids.count(r); })) {
+      m_used_outside.insert(id);
+    }
+  }
+  // Loads and stores on separate queues, each queue on its own DMA engine where there are
+  // enough: a store waiting for a result never holds up the prefetch behind it.
+  const int64_t engines = arch.dma.engines;
+  const int64_t stores = std::max<int64_t>(
+      1, std::min(options.store_queues_max, engines / options.dma_engines_per_store_queue));
+  const int64_t loads =
+      std::max<int64_t>(1, std::min({options.load_queues_max, engines - stores,
+                                     static_cast<int64_t>(arch.dma.queues_max) - stores}));
+  for (int64_t q = 0; q < loads; ++q) {
+    m_load_queues.push_back(
+        m_builder.add_queue("ld" + std::to_string(q), static_cast<int32_t>(q % engines)));
+  }
+  for (int64_t q = 0; q < stores; ++q) {
+    m_store_queues.push_back(
+        m_builder.add_queue("st" + std::to_string(q), static_cast<int32_t>((loads + q) % engines)));
+  }
+  const int banks = static_cast<int>(arch.psum.bytes_per_partition / arch.psum.bank_bytes);
+  for (int k = 0; k < banks; ++k) {
+    m_psum_banks.push_back(m_builder.add_buffer(
+        MemSpace::psum, 0, m_tile_rows, k * arch.psum.bank_bytes, arch.psum.bank_bytes, "psum"));
+  }
+}
+
+void LoweringContext::index_uses(const std::vector<int32_t>& order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (int32_t in : m_graph.find(order[i])->inputs) {
+      m_last_use[in] = static_cast<int>(i);
+      m_uses[in].push_back(static_cast<int>(i));
+    }
+  }
+}
+
+void LoweringContext::begin_node(const Node& n, int position) {
+  m_current_node = n.id;
+  m_position = position;
+  m_pinned = {n.id};
+  m_pinned.insert(n.inputs.begin(), n.inputs.end());
+  m_builder.add_node(n.id, n.name.empty() ? value_name(m_graph, n.id) : n.name,
+                     std::string(info(n.op).name));
+}
+
+void LoweringContext::release_dead(int position) {
+  std::vector<int32_t> dead;
+  for (const auto& [id, tiles] : m_tiles) {
+    auto lu = m_last_use.find(id);
+    const int last = lu == m_last_use.end() ? -1 : lu->second;
+    if (last <= position) dead.push_back(id);
+  }
+  for (int32_t id : dead) {
+    for (Slot s : m_tiles[id].tiles) m_sbuf.release(s);
+    m_tiles.erase(id);
+  }
+  for (auto it = m_replicated.begin(); it != m_replicated.end();) {
+    auto lu = m_last_use.find(it->first);
+    if (lu == m_last_use.end() || lu->second <= position) {
+      for (Slot s : it->second.tiles) m_sbuf.release(s);
+      it = m_replicated.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+LowerStats LoweringContext::stats() const {
+  LowerStats s;
+  s.sbuf_peak_bytes = m_sbuf.peak();
+  s.hbm_bytes_in = m_bytes_in;
+  s.hbm_bytes_out = m_bytes_out;
+  s.spills = m_spills;
+  s.spill_bytes = m_spill_bytes;
+  return s;
+}
+
+CompileError LoweringContext::error(const std::string& reason) const {
+  const Node* n = m_graph.find(m_current_node);
+  return {m_current_node, n ? std::string(info(n->op).name) : "?", reason};
+}
+
+CompileError LoweringContext::no_room() const {
+  if (m_load_error) return error(*m_load_error);
+  return error("the op's working set does not fit in SBUF (" +
+               std::to_string(m_arch.sbuf.bytes_per_partition) +
+               " bytes per partition) even with every other value spilled to HBM");
+}
+
+// ---- storage ----
+Slot LoweringContext::hbm_tensor(int32_t id, isa::TensorRole role) {
+  auto it = m_hbm_tensors.find(id);
+  if (it != m_hbm_tensors.end()) return it->second;
+  const Node& n = node(id);
+  std::vector<int64_t> shape;
+  for (const Dim& d : n.type.dims) shape.push_back(d.size);
+  Slot s = m_builder.add_tensor(value_name(m_graph, id), MemSpace::hbm, n.type.dtype, shape, role);
+  m_hbm_tensors[id] = s;
+  return s;
+}
+
+void LoweringContext::alias_hbm(int32_t id, Slot tensor) {
+  m_hbm_tensors[id] = tensor;
+  m_in_hbm.insert(id);
+}
+
+std::optional<Tiles> LoweringContext::new_tiles(int64_t rows, int64_t cols, DType dt,
+                                                const std::string& hint, int64_t run, int32_t id) {
+  return allocate(tiling(rows, cols, dt, run, id), hint);
+}
+
+Tiles LoweringContext::tiling(int64_t rows, int64_t cols, DType dt, int64_t run, int32_t id) const {
+  Tiles v;
+  v.rows = rows;
+  v.cols = cols;
+  v.dtype = dt;
+  if (run <= 0) run = std::max<int64_t>(rows, 1);
+  for (int64_t r0 = 0; r0 < rows; r0 += run) {
+    for (int64_t r = r0; r < std::min(rows, r0 + run); r += m_tile_rows) {
+      v.starts.push_back(r);
+      v.counts.push_back(
+          static_cast<int32_t>(std::min<int64_t>(m_tile_rows, std::min(rows, r0 + run) - r)));
+    }
+  }
+  if (m_window && m_window->ids.count(id)) v = v.window(m_window->t0, m_window->t1);
+  return v;
+}
+
+std::optional<Tiles> LoweringContext::new_tiles_like(const Tiles& like, int64_t cols, DType dt,
+                                                     const std::string& hint) {
+  Tiles v = like;
+  v.cols = cols;
+  v.dtype = dt;
+  v.tiles.clear();
+  return allocate(v, hint);
+}
+
+std::optional<Tiles> LoweringContext::allocate(Tiles v, const std::string& hint) {
+  const int64_t cols = v.cols;
+  const DType dt = v.dtype;
+  for (size_t t = 0; t < v.starts.size(); ++t) {
+    auto s = sbuf_alloc(cols * isa::dtype_bytes(dt), hint);
+    if (!s) {
+      for (Slot x : v.tiles) m_sbuf.release(x);
+      return std::nullopt;
+    }
+    v.tiles.push_back(*s);
+  }
+  return v;
+}
+
+std::optional<Tiles> LoweringContext::scratch(int64_t cols) {
+  return new_tiles(m_tile_rows, cols, DType::fp32, "tmp");
+}
+
+std::optional<Tiles> LoweringContext::output_tiles(const Node& n, const Tiles* like) {
+  const View v = view_of(n.type);
+  const std::string hint = "v" + std::to_string(n.id);
+  auto t = like && like->rows == v.rows
+               ? new_tiles_like(*like, v.cols, n.type.dtype, hint)
+               : new_tiles(v.rows, v.cols, n.type.dtype, hint, run_of(n.type), n.id);
+  if (t) m_tiles[n.id] = *t;
+  return t;
+}
+
+const Tiles* LoweringContext::like_of(const Node& n) {
+  const int64_t rows = view_of(n.type).rows;
+  for (int32_t in : n.inputs) {
+    if (view_of(type_of(in)).rows != rows) continue;
+    if (!tiles_of(in)) return nullptr;
+    return &m_tiles.at(in);
+  }
+  return nullptr;
+}
+
+std::optional<Tiles> LoweringContext::tiles_of(int32_t id) {
+  auto it = m_tiles.find(id);
+  if (it != m_tiles.end()) return it->second;
+  auto view = m_views.find(id);
+  if (view != m_views.end()) {
+    auto tiles = load_view(view->second, type_of(id).dtype, id);
+    if (tiles) m_tiles[id] = *tiles;
+    return tiles;
+  }
+  const Node& n = node(id);
+  const View v = view_of(n.type);
+  auto tiles = new_tiles(v.rows, v.cols, n.type.dtype, "in", run_of(n.type), id);
+  if (!tiles) return std::nullopt;
+  Slot src = hbm_tensor(id, isa::TensorRole::input);
+  for (int64_t t = 0; t < tiles->count(); ++t) {
+    copy_rows(true, tile_ap(*tiles, t, 0, v.cols),
+              hbm_ap(src, n.type.dtype, v, tiles->row0(t), tiles->rows_in(t), 0, v.cols));
+  }
+  m_bytes_in += tiles->stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
+  m_tiles[id] = *tiles;
+  return tiles;
+}
+
+std::optional<Tiles> LoweringContext::replicated(int32_t id) {
+  auto it = m_replicated.find(id);
+  if (it != m_replicated.end()) return it->second;
+  if (m_tiles.count(id)) return std::nullopt;  // on chip: no partition broadcast
+  const Node& n = node(id);
+  const View v = view_of(n.type);
+  auto tiles = new_tiles(m_tile_rows, v.cols, n.type.dtype, "bcast");
+  if (!tiles) return std::nullopt;
+  Slot src = hbm_tensor(id, isa::TensorRole::input);
+  AccessPattern s = hbm_ap(src, n.type.dtype, v, 0, m_tile_rows, 0, v.cols);
+  s.partition_stride = 0;
+  dma(next_load_queue(), tile_ap(*tiles, 0, 0, v.cols), s);
+  m_bytes_in += v.cols * isa::dtype_bytes(n.type.dtype);
+  m_replicated[id] = *tiles;
+  return tiles;
+}
+
+bool LoweringContext::store(int32_t id, isa::TensorRole role) {
+  if (!m_tiles.count(id) && m_views.count(id) && copy_view(id, role)) return true;
+  if (!m_tiles.count(id) && !tiles_of(id)) return false;
+  const Tiles& v = m_tiles.at(id);
+  const Node& n = node(id);
+  Slot dst = hbm_tensor(id, role);
+  const View view{v.rows, v.cols};
+  for (int64_t t = 0; t < v.count(); ++t) {
+    copy_rows(false, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), 0, v.cols),
+              tile_ap(v, t, 0, v.cols));
+  }
+  m_bytes_out += v.stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
+  m_in_hbm.insert(id);
+  return true;
+}
+
+bool LoweringContext::ensure_hbm(int32_t id) {
+  if (m_in_hbm.count(id) || !m_group_ids.count(id) || node(id).op == OpKind::input) return true;
+  return store(id, isa::TensorRole::scratch);
+}
+
+void LoweringContext::release(const Tiles& t) {
+  for (Slot s : t.tiles) m_sbuf.release(s);
+}
+
+// ---- access patterns ----
+AccessPattern LoweringContext::sbuf_ap(Slot s, DType dt, int32_t parts, int64_t offset,
+                                       int64_t cols) {
+  AccessPattern ap;
+  ap.space = MemSpace::sbuf;
+  ap.buffer = s.index;
+  ap.dtype = dt;
+  ap.partitions = parts;
+  ap.offset = offset;
+  ap.num_free = 1;
+  ap.free[0] = {cols, 1};
+  return ap;
+}
+
+AccessPattern LoweringContext::hbm_ap(Slot s, DType dt, const View& view, int64_t row0,
+                                      int32_t rows, int64_t col0, int64_t ncols) {
+  AccessPattern ap;
+  ap.space = MemSpace::hbm;
+  ap.buffer = s.index;
+  ap.dtype = dt;
+  ap.partitions = rows;
+  ap.partition_stride = view.cols;
+  ap.offset = row0 * view.cols + col0;
+  ap.num_free = 1;
+  ap.free[0] = {ncols, 1};
+  return ap;
+}
+
+AccessPattern LoweringContext::psum_ap(Slot bank, int32_t partitions, int64_t cols,
+                                       int64_t offset) {
+  AccessPattern ap;
+  ap.space = MemSpace::psum;
+  ap.buffer = bank.index;
+  ap.dtype = DType::fp32;
+  ap.partitions = partitions;
+  ap.offset = offset;
+  ap.num_free = 1;
+  ap.free[0] = {cols, 1};
+  return ap;
+}
+
+AccessPattern LoweringContext::broadcast_column(AccessPattern col, int64_t ncols) {
+  col.num_free = 1;
+  col.free[0] = {ncols, 0};
+  return col;
+}
+
+AccessPattern LoweringContext::ids_ap(Slot ids, const Tiles& rows, int64_t t) {
+  AccessPattern a;
+  a.space = MemSpace::hbm;
+  a.buffer = ids.index;
+  a.dtype = DType::int32;
+  a.partitions = rows.rows_in(t);
+  a.partition_stride = 1;
+  a.offset = rows.row0(t);
+  return a;
+}
+
+LowerResult LoweringContext::operand(int32_t id, const Tiles& out, Bcast& how,
+                                     std::optional<Tiles>& tiles) {
+  const View v = view_of(type_of(id));
+  if (v.rows == out.rows && (v.cols == out.cols || v.cols == 1)) {
+    how = v.cols == 1 && out.cols != 1 ? Bcast::column : Bcast::none;
+    tiles = tiles_of(id);
+    if (tiles && !tiles->same_tiling(out)) return error("operands are tiled differently");
+  } else if (v.rows > 1 && out.rows % v.rows == 0 && v.cols == out.cols) {
+    how = Bcast::batch;  // repeats along the leading (batch) dims
+    tiles = tiles_of(id);
+    if (tiles) {
+      for (int64_t t = 0; t < out.count(); ++t) {
+        const int64_t k = t % tiles->count();
+        if (out.row0(t) % v.rows != tiles->row0(k) || out.rows_in(t) != tiles->rows_in(k)) {
+          return error("a batch broadcast whose tiles do not line up");
+        }
+      }
+    }
+  } else if (v.rows == 1 && (v.cols == out.cols || v.cols == 1)) {
+    how = v.cols == 1 ? Bcast::scalar : Bcast::row;
+    tiles = replicated(id);
+    if (!tiles && m_tiles.count(id)) {
+      return error("broadcasting an on-chip row vector across partitions is not supported yet");
+    }
+  } else {
+    return error("this broadcast is not supported by the lowering yet");
+  }
+  if (!tiles) return no_room();
+  return std::nullopt;
+}
+
+AccessPattern LoweringContext::operand_ap(const Tiles& v, Bcast how, int64_t t, int64_t c0,
+                                          int64_t nc, int32_t rows) const {
+  switch (how) {
+    case Bcast::none:
+      return tile_ap(v, t, c0, nc);
+    case Bcast::batch:
+      return tile_ap(v, t % v.count(), c0, nc);
+    case Bcast::column:
+      return broadcast_column(tile_ap(v, t, 0, 1), nc);
+    case Bcast::row: {
+      AccessPattern ap = tile_ap(v, 0, c0, nc);
+      ap.partitions = rows;
+      return ap;
+    }
+    case Bcast::scalar: {
+      AccessPattern ap = broadcast_column(tile_ap(v, 0, 0, 1), nc);
+      ap.partitions = rows;
+      return ap;
+    }
+  }
+  return {};
+}
+
+// ---- DMA ----
+void LoweringContext::copy_rows(bool load, AccessPattern dst, AccessPattern src) {
+  const std::vector<int>& queues = load ? m_load_queues : m_store_queues;
+  const int64_t split = m_options.dma_split_bytes;
+  const int64_t cols = dst.free[0].size;
+  const int64_t bytes = int64_t(dst.partitions) * cols * isa::dtype_bytes(dst.dtype);
+  int64_t pieces =
+      std::min<int64_t>(static_cast<int64_t>(queues.size()), (bytes + split - 1) / split);
+  if (dst.num_free != 1 || src.num_free != 1 || dst.free[0].stride != 1 ||
+      src.free[0].stride != 1 || src.scalar >= 0 || dst.scalar >= 0)
+    pieces = 1;
+  pieces = std::max<int64_t>(1, std::min(pieces, cols));
+  const int64_t step = (cols + pieces - 1) / pieces;
+  for (int64_t c0 = 0; c0 < cols; c0 += step) {
+    AccessPattern d = dst, s = src;
+    d.offset += c0;
+    s.offset += c0;
+    d.free[0].size = s.free[0].size = std::min(step, cols - c0);
+    dma(load ? next_load_queue() : next_store_queue(), d, s);
+  }
+}
+
+void LoweringContext::dma(int queue, const AccessPattern& dst, const AccessPattern& src) {
+  Instruction in;
+  in.op = Opcode::dma_copy;
+  in.dst = dst;
+  in.src[0] = src;
+  emit(queue, in);
+}
+
+// ---- emit helpers ----
+void LoweringContext::emit(int stream, Instruction in) {
+  in.node = m_current_node;
+  m_builder.emit(stream, std::move(in));
+}
+
+Instruction LoweringContext::vec(Opcode op, const AccessPattern& dst) {
+  Instruction in;
+  in.op = op;
+  in.dst = dst;
+  return in;
+}
+
+void LoweringContext::tensor_tensor(AluOp alu, const AccessPattern& dst, const AccessPattern& a,
+                                    const AccessPattern& b) {
+  Instruction in = vec(Opcode::tensor_tensor, dst);
+  in.alu = alu;
+  in.src[0] = a;
+  in.src[1] = b;
+  emit(stream(Engine::vector), in);
+}
+
+void LoweringContext::tensor_scalar(AluOp alu, const AccessPattern& dst, const AccessPattern& a,
+                                    double s, bool reverse) {
+  Instruction in = vec(Opcode::tensor_scalar, dst);
+  in.alu = alu;
+  in.src[0] = a;
+  in.scalar.imm = s;
+  in.reverse = reverse;
+  emit(stream(Engine::vector), in);
+}
+
+void LoweringContext::reduce(AluOp alu, const AccessPattern& dst, const AccessPattern& src) {
+  Instruction in = vec(Opcode::tensor_reduce, dst);
+  in.alu = alu;
+  in.src[0] = src;
+  emit(stream(Engine::vector), in);
+}
+
+void LoweringContext::activation(ActFn fn, const AccessPattern& dst, const AccessPattern& src,
+                                 double scale, double bias, const AccessPattern* accum) {
+  Instruction in = vec(accum ? Opcode::activation_reduce : Opcode::activation, dst);
+  in.act = fn;
+  in.src[0] = src;
+  in.scale = scale;
+  in.bias = bias;
+  if (accum) in.accum = *accum;
+  emit(stream(Engine::scalar), in);
+}
+
+void LoweringContext::evacuate(const AccessPattern& dst, const AccessPattern& psum) {
+  if (m_evacuations++ % 2 == 0) {
+    Instruction in = vec(Opcode::tensor_copy, dst);
+    in.src[0] = psum;
+    emit(stream(Engine::vector), in);
+  } else {
+    activation(ActFn::identity, dst, psum);
+  }
+}
+
+void LoweringContext::emit_transpose(const AccessPattern& dst, const AccessPattern& src) {
+  Instruction tr;
+  tr.op = Opcode::transpose;
+  tr.dst = dst;
+  tr.src[0] = src;
+  emit(stream(Engine::tensor), tr);
+}
+
+void LoweringContext::emit_matmul(const AccessPattern& dst, const AccessPattern& stationary,
+                                  const AccessPattern& moving, bool start, bool stop) {
+  Instruction mm;
+  mm.op = Opcode::matmul;
+  mm.dst = dst;
+  mm.src[0] = stationary;
+  mm.src[1] = moving;
+  mm.start = start;
+  mm.stop = stop;
+  emit(stream(Engine::tensor), mm);
+}
+
+LowerResult LoweringContext::needs_one_chunk(int64_t cols) const {
+  if (cols <= free_chunk()) return std::nullopt;
+  return error("the last axis (" + std::to_string(cols) + ") exceeds one vector instruction (" +
+               std::to_string(free_chunk()) + "); chunked reductions are not implemented yet");
+}
+
+std::optional<int32_t> LoweringContext::plan_scalar(const std::string& name) {
+  auto it = m_scalars.find(name);
+  if (it != m_scalars.end()) return it->second;
+  const ScalarParam* p = m_graph.find_scalar(name);
+  if (!p) return std::nullopt;
+  const int32_t index = m_builder.add_scalar(p->name, p->min, p->max);
+  m_scalars[name] = index;
+  return index;
+}
+
+}  // namespace wallsim::compiler_stub::lowering

@@ -1,0 +1,339 @@
+// The state and shared machinery of lowering one group: storage and row tiling of values,
+// row windows, access patterns, DMA and strided views, emit helpers. Op-family files
+// (lower_*.cpp) build on it and register their lowerings in a LoweringTable.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lowering/sbuf_allocator.h"
+#include "wallsim/compiler_stub/graph.h"
+#include "wallsim/compiler_stub/lower.h"
+#include "wallsim/compiler_stub/lowering_options.h"
+#include "wallsim/compiler_stub/plan_builder.h"
+#include "wallsim/isa/arch_spec.h"
+
+namespace wallsim::compiler_stub::lowering {
+
+using isa::AccessPattern;
+using isa::ActFn;
+using isa::AluOp;
+using isa::DType;
+using isa::Engine;
+using isa::Instruction;
+using isa::MemSpace;
+using isa::Opcode;
+
+// A failure of one op's lowering, or nothing.
+using LowerResult = std::optional<CompileError>;
+
+// A value viewed as a matrix: the last dim is the columns, the others the rows.
+struct View {
+  int64_t rows = 1;
+  int64_t cols = 1;
+};
+View view_of(const TensorType& t);
+// Row tiles of a batched value never cross its innermost leading dim (the run); 0 if unbatched.
+int64_t run_of(const TensorType& t);
+
+// An on-chip value viewed as [rows x cols]: row tiles, tile t holding rows
+// [starts[t], starts[t] + counts[t]) on partitions 0.. of its own SBUF buffer. Tiles never
+// cross a multiple of the tiling's run (the innermost leading dim of a batched value).
+struct Tiles {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  DType dtype = DType::fp32;
+  std::vector<int64_t> starts;
+  std::vector<int32_t> counts;
+  std::vector<Slot> tiles;
+  int64_t count() const { return static_cast<int64_t>(starts.size()); }
+  int64_t stored_rows() const {
+    int64_t r = 0;
+    for (int32_t c : counts) r += c;
+    return r;
+  }
+  // Tiles [t0, t1) alone: a window of the value.
+  Tiles window(int64_t t0, int64_t t1) const;
+  int32_t rows_in(int64_t t) const { return counts[t]; }
+  int64_t row0(int64_t t) const { return starts[t]; }
+  bool same_tiling(const Tiles& o) const { return starts == o.starts && counts == o.counts; }
+};
+
+// A strided view of a row-major tensor in HBM (what reshape and transpose produce): one group
+// of (size, stride) sub-dims, outermost first, per logical dim.
+struct SubDim {
+  int64_t size;
+  int64_t stride;
+};
+struct ViewDesc {
+  int32_t base = -1;
+  int64_t offset = 0;  // elements, where a slice starts
+  std::vector<std::vector<SubDim>> groups;
+};
+// Elements one step of a merged dim's outermost sub-dim covers: the product of the others.
+int64_t inner_size(const std::vector<SubDim>& group);
+
+// A view as DMA rows: the leading sub-dims number the rows (the innermost is one DMA's row
+// stride), the last dim's sub-dims are one row's free pattern.
+struct ViewRows {
+  std::vector<SubDim> lead, free;
+  int64_t rows = 1, cols = 1;
+  const SubDim& run() const { return lead.back(); }
+};
+
+// How an operand meets the output's [rows x cols] iteration space.
+enum class Bcast { none, row, column, scalar, batch };
+
+class LoweringContext;
+// One op's lowering: emits its instructions into the context's plan.
+using LowerFn = std::function<LowerResult(LoweringContext&, const Node&)>;
+
+// Lowerings by op, filled by the family files' populate_*_lowerings().
+class LoweringTable {
+ public:
+  void add(OpKind op, LowerFn fn) { m_fns[static_cast<size_t>(op)] = std::move(fn); }
+  const LowerFn* find(OpKind op) const {
+    const LowerFn& fn = m_fns[static_cast<size_t>(op)];
+    return fn ? &fn : nullptr;
+  }
+
+ private:
+  std::array<LowerFn, kNumOps> m_fns;
+};
+
+class LoweringContext {
+ public:
+  LoweringContext(const Graph& graph, const std::vector<int32_t>& group, const GraphUses& uses,
+                  const isa::ArchSpec& arch, const LoweringOptions& options,
+                  const std::string& plan_name);
+
+  // ---- what is lowered, and where ----
+  const Graph& graph() const { return m_graph; }
+  const Node& node(int32_t id) const { return *m_graph.find(id); }
+  const TensorType& type_of(int32_t id) const { return m_graph.find(id)->type; }
+  const isa::ArchSpec& arch() const { return m_arch; }
+  const LoweringOptions& options() const { return m_options; }
+  PlanBuilder& builder() { return m_builder; }
+  int32_t tile_rows() const { return m_tile_rows; }  // partitions a row tile spans
+  int64_t sbuf_capacity() const { return m_sbuf.capacity(); }
+  // `percent` % of SBUF per partition (an option's share).
+  int64_t sbuf_share(int64_t percent) const { return m_sbuf.capacity() * percent / 100; }
+  bool in_group(int32_t id) const { return m_group_ids.count(id) != 0; }
+  // Whether value `id`, produced by the group, is read after it (by a node outside the group,
+  // or as a graph output).
+  bool needed_outside(int32_t id) const { return m_used_outside.count(id) != 0; }
+  bool on_chip(int32_t id) const { return m_tiles.count(id) != 0; }
+  bool is_view(int32_t id) const { return m_views.count(id) != 0; }
+  bool in_window() const { return m_window.has_value(); }
+
+  // ---- the pass driver's steps ----
+  // Records where each value is used, for freeing and spilling (the group's nodes in order).
+  void index_uses(const std::vector<int32_t>& order);
+  // Makes `n`, at `position` in the group, the op being lowered: its operands are pinned.
+  void begin_node(const Node& n, int position);
+  bool stored_to_hbm(int32_t id) const { return m_in_hbm.count(id) != 0; }
+  // Frees the tiles of values with no use after `position`.
+  void release_dead(int position);
+  LowerStats stats() const;
+
+  // ---- errors ----
+  CompileError error(const std::string& reason) const;  // blamed on the current node
+  CompileError no_room() const;  // the working set does not fit (or a view cannot load)
+
+  // ---- storage and tiling ----
+  Slot hbm_tensor(int32_t id, isa::TensorRole role);
+  // Value `id` is (already) the HBM tensor `tensor`: an in-place write's result.
+  void alias_hbm(int32_t id, Slot tensor);
+  // Tiles of `rows` rows in chunks of at most tile_rows() that never cross a multiple of `run`.
+  // Value `id`, when given and inside the current row window, gets the window's tiles only.
+  std::optional<Tiles> new_tiles(int64_t rows, int64_t cols, DType dt, const std::string& hint,
+                                 int64_t run = 0, int32_t id = -1);
+  // The row tiling alone, no storage.
+  Tiles tiling(int64_t rows, int64_t cols, DType dt, int64_t run = 0, int32_t id = -1) const;
+  std::optional<Tiles> new_tiles_like(const Tiles& like, int64_t cols, DType dt,
+                                      const std::string& hint);
+  // Per-row fp32 scratch: `cols` values on every partition of one tile.
+  std::optional<Tiles> scratch(int64_t cols);
+  // The output's tiles: tiled like `like` when it has the same rows, else plainly.
+  std::optional<Tiles> output_tiles(const Node& n, const Tiles* like = nullptr);
+  // The tiles of the first input with as many rows as `n`'s output: outputs follow its tiling.
+  const Tiles* like_of(const Node& n);
+  // The on-chip tiles of value `id`, loading them from HBM when the group did not produce it.
+  std::optional<Tiles> tiles_of(int32_t id);
+  // A row vector (view [1 x cols]) replicated on every partition: only values in HBM can be
+  // broadcast across partitions (a stride-0 row DMA).
+  std::optional<Tiles> replicated(int32_t id);
+  // Writes value `id` to its HBM tensor: an output of the plan, or plan-internal scratch.
+  bool store(int32_t id, isa::TensorRole role = isa::TensorRole::output);
+  // Makes sure value `id` is in HBM (group inputs are; produced values are stored as scratch).
+  bool ensure_hbm(int32_t id);
+  void release(const Tiles& t);
+  void release(Slot s) { m_sbuf.release(s); }
+  // SBUF for `bytes` per partition, spilling other values when full (spilling.cpp).
+  std::optional<Slot> sbuf_alloc(int64_t bytes, const std::string& hint);
+
+  // ---- row windows (row_windows.cpp) ----
+  // Whether `n` is too large for SBUF and runs a window of row tiles at a time.
+  bool row_windowed(const Node& n) const;
+  LowerResult lower_in_windows(const Node& n, const LowerFn& lower);
+
+  // ---- strided views in HBM (views.cpp) ----
+  // The view value `id` is, or the plain row-major view of its own tensor.
+  ViewDesc view_of_value(int32_t id) const;
+  void set_view(int32_t id, ViewDesc v) { m_views[id] = std::move(v); }
+  // `merge` joins adjacent contiguous sub-dims (a plain reshape becomes one run).
+  static ViewRows view_rows(const ViewDesc& v, bool merge);
+  // Rows [row, row + n) of a view in HBM (within one run), as a DMA access pattern.
+  static AccessPattern view_rows_ap(const ViewDesc& v, const ViewRows& vr, Slot src, DType dtype,
+                                    int64_t row, int32_t n);
+  // Loads a view as row tiles.
+  std::optional<Tiles> load_view(const ViewDesc& v, DType dtype, int32_t id = -1);
+  // A view that is not on chip, stored by DMA from HBM to HBM.
+  bool copy_view(int32_t id, isa::TensorRole role);
+
+  // ---- access patterns ----
+  // `cols` elements from `offset` on partitions 0..parts of buffer `s`.
+  static AccessPattern sbuf_ap(Slot s, DType dt, int32_t parts, int64_t offset, int64_t cols);
+  static AccessPattern tile_ap(const Tiles& v, int64_t t, int64_t col0, int64_t ncols) {
+    return sbuf_ap(v.tiles[t], v.dtype, v.rows_in(t), col0, ncols);
+  }
+  static AccessPattern hbm_ap(Slot s, DType dt, const View& view, int64_t row0, int32_t rows,
+                              int64_t col0, int64_t ncols);
+  static AccessPattern psum_ap(Slot bank, int32_t partitions, int64_t cols, int64_t offset = 0);
+  // Column c of a [rows x k] buffer, broadcast along `ncols` free elements.
+  static AccessPattern broadcast_column(AccessPattern col, int64_t ncols);
+  // The int32 ids (a 1-D tensor in HBM) of row tile `t` of `rows`: one per partition.
+  static AccessPattern ids_ap(Slot ids, const Tiles& rows, int64_t t);
+  // How operand `id` broadcasts against `out` [rows x cols], and its tiles.
+  LowerResult operand(int32_t id, const Tiles& out, Bcast& how, std::optional<Tiles>& tiles);
+  AccessPattern operand_ap(const Tiles& v, Bcast how, int64_t t, int64_t c0, int64_t nc,
+                           int32_t rows) const;
+
+  // ---- DMA ----
+  int next_load_queue() { return m_load_queues[m_next_load++ % m_load_queues.size()]; }
+  int next_store_queue() { return m_store_queues[m_next_store++ % m_store_queues.size()]; }
+  // A row-block copy between a tile and HBM, split by columns over several queues when it is
+  // large, so one big transfer is not serialised on one DMA engine.
+  void copy_rows(bool load, AccessPattern dst, AccessPattern src);
+  void dma(int queue, const AccessPattern& dst, const AccessPattern& src);
+  void count_bytes_in(int64_t bytes) { m_bytes_in += bytes; }
+  void count_bytes_out(int64_t bytes) { m_bytes_out += bytes; }
+
+  // ---- emit helpers ----
+  void emit(int stream, Instruction in);
+  int stream(Engine engine) { return m_builder.stream(engine); }
+  static Instruction vec(Opcode op, const AccessPattern& dst);
+  void tensor_tensor(AluOp alu, const AccessPattern& dst, const AccessPattern& a,
+                     const AccessPattern& b);
+  void tensor_scalar(AluOp alu, const AccessPattern& dst, const AccessPattern& a, double s,
+                     bool reverse = false);
+  void reduce(AluOp alu, const AccessPattern& dst, const AccessPattern& src);
+  void activation(ActFn fn, const AccessPattern& dst, const AccessPattern& src, double scale = 1,
+                  double bias = 0, const AccessPattern* accum = nullptr);
+  // PSUM -> SBUF, alternating between the vector and scalar engines to balance them.
+  void evacuate(const AccessPattern& dst, const AccessPattern& psum);
+  void emit_transpose(const AccessPattern& dst, const AccessPattern& src);
+  void emit_matmul(const AccessPattern& dst, const AccessPattern& stationary,
+                   const AccessPattern& moving, bool start, bool stop);
+  // PSUM banks: the next in rotation, or bank k.
+  Slot next_bank() { return m_psum_banks[m_next_bank++ % m_psum_banks.size()]; }
+  Slot psum_bank(size_t k) const { return m_psum_banks[k]; }
+  int64_t psum_bank_count() const { return static_cast<int64_t>(m_psum_banks.size()); }
+  // Elements one vector or scalar instruction may span along the free axis.
+  int64_t free_chunk() const { return std::min(m_arch.vector.free_max, m_arch.scalar.free_max); }
+  // An error when a last axis of `cols` does not fit one vector instruction.
+  LowerResult needs_one_chunk(int64_t cols) const;
+  // Calls f(t, rows, c0, nc) for every row tile t of `v` and every run of its columns short
+  // enough for one vector or scalar instruction.
+  template <class F>
+  void for_each_chunk(const Tiles& v, F&& f) const {
+    for (int64_t t = 0; t < v.count(); ++t) {
+      for (int64_t c0 = 0; c0 < v.cols; c0 += free_chunk()) {
+        f(t, v.rows_in(t), c0, std::min(free_chunk(), v.cols - c0));
+      }
+    }
+  }
+  // The plan's index of run-time scalar `name`, declaring it on first use.
+  std::optional<int32_t> plan_scalar(const std::string& name);
+
+ private:
+  std::optional<Tiles> allocate(Tiles v, const std::string& hint);
+  // Spilling (spilling.cpp): frees SBUF by storing the value needed furthest ahead.
+  int next_use(int32_t id) const;
+  bool spill_one();
+  // Row windows (row_windows.cpp).
+  bool row_aligned(const Node& n, size_t k) const;
+  int64_t value_bytes_per_tile(int32_t id) const;
+  std::pair<int64_t, int64_t> footprint(const Node& n) const;
+  int64_t tile_count(const Node& n) const;
+
+  const Graph& m_graph;
+  const isa::ArchSpec& m_arch;
+  const LoweringOptions& m_options;
+  std::set<int32_t> m_group_ids;
+  std::set<int32_t> m_used_outside;  // the group's values read after it
+  PlanBuilder m_builder;
+  SbufAllocator m_sbuf;
+  int32_t m_tile_rows = 128;
+  int32_t m_current_node = -1;
+  int m_position = 0;  // of the current op in the group
+  std::vector<int> m_load_queues;
+  std::vector<int> m_store_queues;
+  size_t m_next_load = 0;
+  size_t m_next_store = 0;
+  std::vector<Slot> m_psum_banks;
+  size_t m_next_bank = 0;
+  int m_evacuations = 0;
+  std::map<int32_t, Slot> m_hbm_tensors;
+  std::map<int32_t, Tiles> m_tiles;       // values on chip
+  std::map<int32_t, Tiles> m_replicated;  // row vectors broadcast to every partition
+  std::map<int32_t, int> m_last_use;
+  std::map<int32_t, std::vector<int>> m_uses;  // value -> positions of its consumers
+  std::set<int32_t> m_pinned;                  // values the current op holds: never spilled
+  int64_t m_spills = 0;
+  int64_t m_spill_bytes = 0;
+  std::map<std::string, int32_t> m_scalars;
+  std::map<int32_t, ViewDesc> m_views;
+  std::set<int32_t> m_in_hbm;
+  std::optional<std::string> m_load_error;
+  struct Window {
+    std::set<int32_t> ids;  // the op's output and its row-aligned operands
+    int64_t t0, t1;         // their row tiles in the window
+  };
+  std::optional<Window> m_window;
+  int64_t m_bytes_in = 0;
+  int64_t m_bytes_out = 0;
+};
+
+// ---- what families share, and what the row-window footprint asks of the matmul family ----
+// Columns per moving operand: the array's limit and one PSUM bank of fp32 (lower_matmul.cpp).
+int64_t moving_cols(const LoweringContext& ctx);
+// Whether a matmul streams B by panels, the panel width, and one panel's bytes per partition.
+bool streams_b(const LoweringContext& ctx, const Node& n);
+int64_t panel_cols(const LoweringContext& ctx, const Node& n);
+int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
+// Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
+int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
+// y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)
+// and three fp32 columns of `stats` on the same partitions (lower_elementwise.cpp).
+void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const AccessPattern& y,
+                       const AccessPattern& w, Slot stats, bool log);
+// In-place writes chain: a cache is the graph input at the root of its appends and copies.
+int32_t cache_root(const Graph& g, int32_t id);
+
+// The op families, one file each.
+void populate_matmul_lowerings(LoweringTable& table);
+void populate_elementwise_lowerings(LoweringTable& table);
+void populate_layout_lowerings(LoweringTable& table);
+void populate_indirect_lowerings(LoweringTable& table);
+void populate_attention_lowerings(LoweringTable& table);
+// Every family's lowerings, and `input` (loaded when first used).
+const LoweringTable& lowering_table();
+
+}  // namespace wallsim::compiler_stub::lowering

@@ -1,0 +1,95 @@
+// The SBUF allocator: next-fit over coalescing free blocks, with reuse ordered by history.
+#include "lowering/sbuf_allocator.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace wallsim::compiler_stub::lowering {
+
+SbufAllocator::SbufAllocator(PlanBuilder& builder, int32_t partitions, int64_t capacity)
+    : m_builder(builder), m_partitions(partitions), m_capacity(capacity) {
+  m_free[0] = capacity;
+}
+
+std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint) {
+  const int64_t aligned = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
+  // Next fit: the first large-enough block at or after where the last allocation ended,
+  // wrapping around. Memory is reused as late as possible, like a ring, so a new buffer
+  // rarely has to wait for the readers of the one it replaces.
+  auto best = m_free.end();
+  for (auto it = m_free.lower_bound(m_cursor); it != m_free.end(); ++it) {
+    if (it->second >= aligned) {
+      best = it;
+      break;
+    }
+  }
+  for (auto it = m_free.begin(); best == m_free.end() && it != m_free.end(); ++it) {
+    if (it->second >= aligned) best = it;
+  }
+  if (best == m_free.end()) return std::nullopt;
+  const int64_t offset = best->first, size = best->second;
+  m_free.erase(best);
+  if (size > aligned) m_free[offset + aligned] = size - aligned;
+  AccessHistory inherit;
+  for (auto it = first_segment(offset); it != m_history.end() && it->first < offset + aligned;
+       ++it) {
+    if (it->second.end > offset) inherit.merge(it->second.history);
+  }
+  Slot s =
+      m_builder.add_buffer(isa::MemSpace::sbuf, 0, m_partitions, offset, aligned, hint, inherit);
+  m_live[s.index] = {offset, aligned};
+  m_used += aligned;
+  m_cursor = offset + aligned;
+  m_peak = std::max(m_peak, offset + aligned);
+  return s;
+}
+
+void SbufAllocator::release(Slot s) {
+  auto live = m_live.find(s.index);
+  if (live == m_live.end()) return;
+  const auto [offset, size] = live->second;
+  m_live.erase(live);
+  m_used -= size;
+  record_history(offset, offset + size, m_builder.history(s));
+  auto it = m_free.emplace(offset, size).first;
+  auto next = std::next(it);
+  if (next != m_free.end() && offset + it->second == next->first) {
+    it->second += next->second;
+    m_free.erase(next);
+  }
+  if (it != m_free.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      m_free.erase(it);
+    }
+  }
+}
+
+std::map<int64_t, SbufAllocator::Segment>::iterator SbufAllocator::first_segment(int64_t offset) {
+  auto it = m_history.upper_bound(offset);
+  if (it != m_history.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.end > offset) return prev;
+  }
+  return it;
+}
+
+void SbufAllocator::record_history(int64_t begin, int64_t end, const AccessHistory& h) {
+  auto it = first_segment(begin);
+  if (it != m_history.end() && it->first < begin) {  // split the segment straddling begin
+    Segment tail = it->second;
+    it->second.end = begin;
+    it = m_history.emplace(begin, std::move(tail)).first;
+  }
+  while (it != m_history.end() && it->first < end) {
+    if (it->second.end > end) {  // keep the part beyond end
+      Segment tail = it->second;
+      m_history.emplace(end, std::move(tail));
+    }
+    it = m_history.erase(it);
+  }
+  m_history[begin] = {end, h};
+}
+
+}  // namespace wallsim::compiler_stub::lowering

@@ -1,0 +1,57 @@
+// Spilling: when SBUF is full, values the current op does not use are evicted, the one needed
+// furthest in the future first (Belady). A value only on chip is stored to an HBM scratch
+// tensor, then its tiles are freed; a later use reloads it.
+#include <algorithm>
+#include <limits>
+
+#include "lowering/lowering_context.h"
+
+namespace wallsim::compiler_stub::lowering {
+
+std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string& hint) {
+  for (;;) {
+    if (auto s = m_sbuf.alloc(bytes, hint)) return s;
+    if (!spill_one()) return std::nullopt;
+  }
+}
+
+int LoweringContext::next_use(int32_t id) const {
+  auto it = m_uses.find(id);
+  if (it == m_uses.end()) return std::numeric_limits<int>::max();
+  auto u = std::lower_bound(it->second.begin(), it->second.end(), m_position);
+  return u == it->second.end() ? std::numeric_limits<int>::max() : *u;
+}
+
+bool LoweringContext::spill_one() {
+  int32_t victim = -1;
+  bool replicated = false;
+  int furthest = -1;
+  auto consider = [&](int32_t id, bool rep) {
+    if (m_pinned.count(id)) return;
+    const int use = next_use(id);
+    if (use > furthest) {
+      furthest = use;
+      victim = id;
+      replicated = rep;
+    }
+  };
+  for (const auto& entry : m_tiles) consider(entry.first, false);
+  for (const auto& entry : m_replicated) consider(entry.first, true);
+  if (victim < 0) return false;
+  if (replicated) {
+    release(m_replicated.at(victim));
+    m_replicated.erase(victim);
+    return true;
+  }
+  if (!m_in_hbm.count(victim) && !m_views.count(victim) && node(victim).op != OpKind::input) {
+    const int64_t before = m_bytes_out;
+    store(victim, isa::TensorRole::scratch);
+    ++m_spills;
+    m_spill_bytes += m_bytes_out - before;
+  }
+  release(m_tiles.at(victim));
+  m_tiles.erase(victim);
+  return true;
+}
+
+}  // namespace wallsim::compiler_stub::lowering

@@ -1,0 +1,71 @@
+// Printed-plan tests of the attention family (lower_attention.cpp): decode_attention's
+// gathers, per-head scores, softmax and P.V, software-pipelined over sequences. No SystemC.
+#include <gtest/gtest.h>
+
+#include "graph_test_util.h"
+#include "plan_check.h"
+
+namespace wallsim::compiler_stub::test {
+namespace {
+
+// B sequences of L keys from pools of 512 rows of width 64, 2 heads.
+Graph attention(int64_t B, int64_t L) {
+  const std::string b = std::to_string(B), l = std::to_string(L);
+  return make_graph(R"([{"id": 0, "op": "input", "name": "q", "dtype": "bf16", "shape": [)" + b +
+                        R"(, 64]},
+          {"id": 1, "op": "input", "name": "k", "dtype": "bf16", "shape": [512, 64]},
+          {"id": 2, "op": "input", "name": "v", "dtype": "bf16", "shape": [512, 64]},
+          {"id": 3, "op": "input", "name": "ids", "dtype": "int32", "shape": [)" +
+                        b + ", " + l + R"(]},
+          {"id": 4, "op": "decode_attention", "inputs": [0, 1, 2, 3], "heads": 2}])",
+                    "[4]");
+}
+
+TEST(LowerAttention, EachSequenceGathersItsKeyAndValueTilesByIds) {
+  const auto p = print_plan(attention(3, 200));
+  // 200 keys: two key tiles; per sequence a K and a V gather per tile.
+  EXPECT_EQ(count_of(p.text, "dma_gather"), 3 * 2 * 2);
+  EXPECT_EQ(count_of(p.text, "table=k<bf16>"), 3 * 2);
+  EXPECT_EQ(count_of(p.text, "table=v<bf16>"), 3 * 2);
+  // Scores: per key tile a transpose into S, per sequence the two P^T tiles back: 4 each.
+  EXPECT_EQ(count_of(p.text, " transpose dst="), 3 * 4);
+  // P.V: one matmul per key tile (64 columns fit one bank), then the ones-vector head sum.
+  EXPECT_EQ(count_of(p.text, " matmul dst="), 3 * 3);
+  // Softmax once per sequence over all heads at once.
+  EXPECT_EQ(count_of(p.text, "activation_reduce.exp"), 3);
+  // The output rows go to their partitions by SBUF-to-SBUF copies on the store queues.
+  EXPECT_EQ(count_of(p.text, "tensor    v4 output hbm bf16[3,64]"), 1);
+}
+
+TEST(LowerAttention, SequencesArePipelinedUnlessTheirStateCrowdsSbuf) {
+  LoweringOptions one_at_a_time;
+  one_at_a_time.attention_pipeline_percent = 1;
+  const auto pipelined = print_plan(attention(3, 200));
+  const auto serial = print_plan(attention(3, 200), {}, GroupPolicy::whole, one_at_a_time);
+  EXPECT_EQ(pipelined.plan().instruction_count(), serial.plan().instruction_count());
+  // On the vector engine, sequence 1's query scaling comes before sequence 0's softmax when
+  // pipelined, after it when not.
+  auto order = [](const std::string& text) {
+    const size_t softmax = text.find("tensor_reduce.max");
+    const size_t first_q = text.find("tensor_scalar.mul");
+    const size_t second_q = text.find("tensor_scalar.mul", first_q + 1);
+    return second_q < softmax;
+  };
+  EXPECT_TRUE(order(pipelined.text));
+  EXPECT_FALSE(order(serial.text));
+}
+
+TEST(LowerAttention, MoreHeadsThanArrayColumnsAreRefused) {
+  const auto g = make_graph(
+      R"([{"id": 0, "op": "input", "name": "q", "dtype": "bf16", "shape": [1, 256]},
+          {"id": 1, "op": "input", "name": "k", "dtype": "bf16", "shape": [64, 256]},
+          {"id": 2, "op": "input", "name": "v", "dtype": "bf16", "shape": [64, 256]},
+          {"id": 3, "op": "input", "name": "ids", "dtype": "int32", "shape": [1, 16]},
+          {"id": 4, "op": "decode_attention", "inputs": [0, 1, 2, 3], "heads": 256}])",
+      "[4]");
+  EXPECT_EQ(compile_error(g),
+            "node 4 (decode_attention): 256 heads exceed the 128 columns of the array");
+}
+
+}  // namespace
+}  // namespace wallsim::compiler_stub::test

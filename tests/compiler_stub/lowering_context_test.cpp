@@ -1,0 +1,146 @@
+// Printed-plan tests of the lowering's shared machinery (lowering/): the op table, DMA queues
+// and transfer splitting, SBUF reuse, Belady spilling and row windows, and the options that
+// steer them. No SystemC.
+#include <gtest/gtest.h>
+
+#include "graph_test_util.h"
+#include "plan_check.h"
+
+namespace wallsim::compiler_stub::test {
+namespace {
+
+TEST(LoweringContext, EveryOpOfOpsDefHasALowering) {
+  for (int op = 0; op < kNumOps; ++op) {
+    EXPECT_TRUE(has_lowering(static_cast<OpKind>(op))) << name_of(static_cast<OpKind>(op));
+  }
+}
+
+Graph relu_chain(int64_t rows, int64_t cols, int links) {
+  std::string nodes = R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [)" +
+                      std::to_string(rows) + ", " + std::to_string(cols) + "]}";
+  for (int i = 1; i <= links; ++i) {
+    nodes += R"(, {"id": )" + std::to_string(i) + R"(, "op": "relu", "inputs": [)" +
+             std::to_string(i - 1) + "]}";
+  }
+  return make_graph(nodes + "]", "[" + std::to_string(links) + "]");
+}
+
+TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOverTheQueues) {
+  // One 128 x 512 fp32 tile is 256 KiB: one piece at the default split, four at 64 KiB.
+  LoweringOptions small_pieces;
+  small_pieces.dma_split_bytes = 64 * 1024;
+  const auto whole = print_plan(relu_chain(128, 512, 1));
+  const auto split = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, small_pieces);
+  EXPECT_EQ(stream_summary(whole.text),
+            "ld0: dma_copy x1\n"
+            "st0: dma_copy x1\n"
+            "scalar: activation.relu x1\n");
+  EXPECT_EQ(stream_summary(split.text),
+            "ld0: dma_copy x1\n"
+            "ld1: dma_copy x1\n"
+            "ld2: dma_copy x1\n"
+            "ld3: dma_copy x1\n"
+            "st0: dma_copy x1\n"
+            "st1: dma_copy x1\n"
+            "st2: dma_copy x1\n"
+            "st3: dma_copy x1\n"
+            "scalar: activation.relu x1\n");
+  EXPECT_TRUE(check_in_order(split.text, {"ld1[0]       dma_copy dst=in_", "[+128; 128*1]",
+                                          "src=x<fp32>[r128*512][+128; 128*1]"}));
+}
+
+TEST(LoweringContext, QueueCountsFollowTheOptionsAndTheChip) {
+  LoweringOptions two_loads;
+  two_loads.load_queues_max = 2;
+  two_loads.store_queues_max = 1;
+  const auto p = print_plan(relu_chain(512, 64, 1), {}, GroupPolicy::whole, two_loads);
+  EXPECT_EQ(stream_summary(p.text),
+            "ld0: dma_copy x2\n"
+            "ld1: dma_copy x2\n"
+            "st0: dma_copy x4\n"
+            "scalar: activation.relu x4\n");
+  isa::ArchSpec few_engines;
+  few_engines.dma.engines = 2;  // one store queue, one load queue
+  const auto q = print_plan(relu_chain(512, 64, 1), few_engines);
+  EXPECT_TRUE(check_in_order(stream_summary(q.text), {"ld0: dma_copy x4\n", "st0: dma_copy x4\n"}));
+  EXPECT_EQ(count_of(q.text, "ld1["), 0);
+}
+
+TEST(LoweringContext, DeadBuffersAreReusedAndTheReuseWaitsForTheirReaders) {
+  isa::ArchSpec small;
+  small.sbuf.bytes_per_partition = 3 * 2048;  // three 128 x 512 fp32 tiles
+  const auto p = print_plan(
+      make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [128, 512]},
+                     {"id": 1, "op": "relu", "inputs": [0]},
+                     {"id": 2, "op": "scale", "inputs": [1], "value": 2.0},
+                     {"id": 3, "op": "scale", "inputs": [2], "value": 3.0}])",
+                 "[3]"),
+      small);
+  // x's tile is dead after the relu: v3 takes its bytes, and the vector engine's write waits
+  // for the scalar engine's read of the old buffer (the relu) although v3 depends only on v2.
+  EXPECT_TRUE(check_in_order(p.text, {"buffer    in_8 sbuf p0:128 bytes 0:2048",
+                                      "buffer    v3_11 sbuf p0:128 bytes 0:2048"}));
+  EXPECT_TRUE(check_in_order(p.text, {"vector[1]    tensor_scalar.mul dst=v3_11", "src=v2_10",
+                                      "wait(done_scalar>=1)", "@node 3"}));
+  EXPECT_EQ(p.stats().spills, 0);
+  EXPECT_EQ(p.stats().sbuf_peak_bytes, 3 * 2048);
+}
+
+TEST(LoweringContext, WhenSbufIsFullAValueTheOpDoesNotUseIsSpilledToHbmAndReloaded) {
+  isa::ArchSpec small;
+  small.sbuf.bytes_per_partition = 3 * 2048;  // three 128 x 512 fp32 tiles
+  // At node 3, v2 and x are the op's operands (pinned) and v3 needs the third slot: v1, next
+  // used at node 5, is the one value that may go. It exists only on chip, so it is stored to an
+  // HBM scratch tensor (a spill) and reloaded by node 5.
+  const Graph g =
+      make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [128, 512]},
+                     {"id": 1, "op": "relu", "inputs": [0]},
+                     {"id": 2, "op": "exp", "inputs": [1]},
+                     {"id": 3, "op": "add", "inputs": [2, 0]},
+                     {"id": 4, "op": "tanh", "inputs": [3]},
+                     {"id": 5, "op": "add", "inputs": [4, 1]}])",
+                 "[5]");
+  const auto p = print_plan(g, small);
+  EXPECT_EQ(p.stats().spills, 1);
+  EXPECT_EQ(p.stats().spill_bytes, 128 * 512 * 4);
+  // The reload (on a load queue, for node 5) waits for the spill's store (for node 3).
+  EXPECT_TRUE(check_in_order(
+      p.text,
+      {"tensor    v1 scratch hbm fp32[128,512]", "ld1[0]       dma_copy dst=in_", "src=v1<fp32>",
+       "wait(done_st0>=1)", "@node 5", "st0[0]       dma_copy dst=v1<fp32>", "@node 3"}));
+  // Without the pressure nothing is spilled.
+  EXPECT_EQ(print_plan(g).stats().spills, 0);
+}
+
+TEST(LoweringContext, AnOpLargerThanTheTriggerShareRunsInRowWindowsThroughHbm) {
+  LoweringOptions eager_windows;
+  eager_windows.row_window_trigger_percent = 1;
+  eager_windows.row_window_fill_percent = 1;  // four 256-byte row tiles (in and out) a window
+  const auto whole = print_plan(relu_chain(1024, 64, 2));
+  const auto windowed = print_plan(relu_chain(1024, 64, 2), {}, GroupPolicy::whole, eager_windows);
+  EXPECT_EQ(whole.stats().spills, 0);
+  EXPECT_EQ(count_of(whole.text, "tensor    v1 "), 0);
+  // v1's windows go to an HBM scratch tensor (one spill); the next op reads them back.
+  EXPECT_EQ(windowed.stats().spills, 1);
+  EXPECT_TRUE(check_in_order(windowed.text, {"tensor    v1 scratch hbm fp32[1024,64]"}));
+  EXPECT_EQ(count_of(windowed.text, "activation.relu"), 16);
+  EXPECT_EQ(count_of(windowed.text, "dst=v1<fp32>"), 8);  // every row tile of v1 stored
+  EXPECT_EQ(count_of(windowed.text, "src=v1<fp32>"), 8);  // and read back
+}
+
+TEST(LoweringContext, AValueReadByALaterGroupIsStoredAndOneReadOnlyInsideIsNot) {
+  const auto p = print_plan(
+      make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [128, 64]},
+                     {"id": 1, "op": "relu", "inputs": [0]},
+                     {"id": 2, "op": "exp", "inputs": [1]},
+                     {"id": 3, "op": "add", "inputs": [2, 1]}])",
+                 "[3]"),
+      {}, GroupPolicy::per_op);
+  ASSERT_EQ(p.compiled.plans.plans.size(), 3u);
+  EXPECT_TRUE(
+      check_in_order(p.text, {"plan 0", "tensor    v1 output", "plan 1", "tensor    v1 input",
+                              "tensor    v2 output", "plan 2", "tensor    v2 input"}));
+}
+
+}  // namespace
+}  // namespace wallsim::compiler_stub::test
