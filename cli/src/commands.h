@@ -23,5 +23,6 @@ void add_run_command(CLI::App& app);
 void add_study_command(CLI::App& app);
 void add_run_studies(CLI::App& study);   // decode, serving, mask, granularity, fallback
 void add_sweep_commands(CLI::App& app);  // sweep, collect
+void add_validate_command(CLI::App& app);
 
 }  // namespace wallsim::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add_run_command(app);
   add_study_command(app);
   add_sweep_commands(app);
+  add_validate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

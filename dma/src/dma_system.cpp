@@ -12,7 +12,9 @@ using sc_core::sc_time;
 namespace {
 
 sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000u); }
-FluidShare::Ps now_ps() { return static_cast<FluidShare::Ps>(sc_core::sc_time_stamp().value()); }
+memory::BandwidthShare::Ps now_ps() {
+  return static_cast<memory::BandwidthShare::Ps>(sc_core::sc_time_stamp().value());
+}
 
 std::vector<int64_t> row_indices(const memory::Tile& index) {
   std::vector<int64_t> rows(static_cast<size_t>(index.size()));
@@ -55,6 +57,8 @@ DmaSystem::DmaSystem(sc_core::sc_module_name name, int engines, const DmaTiming&
       m_dma(dma),
       m_hbm_timing(hbm),
       m_link_timing(link),
+      m_share_owner(memory::make_bandwidth_share(hbm.sharing)),
+      m_share(*m_share_owner),
       m_stats(stats),
       m_trace(trace),
       m_trace_pid(trace_pid) {
@@ -70,6 +74,7 @@ DmaSystem::DmaSystem(sc_core::sc_module_name name, int engines, const DmaTiming&
   }
   m_busy_ps.assign(m_share.resources(), 0);
   m_bytes.assign(m_share.resources(), 0);
+  m_load.assign(m_share.resources(), 0.0);
   if (m_stats) {
     traces::StatsScope d(*m_stats, "device");
     m_hbm_read = &d.add_counter("hbm.read_bytes", "bytes",
@@ -77,6 +82,9 @@ DmaSystem::DmaSystem(sc_core::sc_module_name name, int engines, const DmaTiming&
     m_hbm_write = &d.add_counter("hbm.write_bytes", "bytes", "bytes written to HBM");
     m_link_bytes = &d.add_counter("host_link.bytes", "bytes", "bytes moved over the host link");
     m_descriptors = &d.add_counter("dma.descriptors", "", "DMA descriptors executed");
+    m_chunks = &d.add_counter("dma.chunks", "", "contiguous chunks moved by DMA descriptors");
+    m_transposes =
+        &d.add_counter("dma.transposes", "", "descriptors that transpose 2-byte elements");
   }
 }
 
@@ -89,37 +97,37 @@ sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory:
   if (m_descriptors) ++*m_descriptors;
   sc_core::wait(ns(m_dma.descriptor_issue_ns));
   if (mem) copy_functional(in, *mem);
-  const int64_t bytes = bytes_moved(in);
-  const MemSpace src = in.src[0].space, dst = in.dst.space;
-  std::vector<int> resources{m_engines.at(static_cast<size_t>(engine))};
-  int64_t latency_ns = 0;
-  if (src == MemSpace::hbm || dst == MemSpace::hbm) {
-    resources.push_back(m_hbm);
-    latency_ns += m_hbm_timing.latency_ns;
-    if (src == MemSpace::hbm && m_hbm_read) *m_hbm_read += static_cast<uint64_t>(bytes);
-    if (dst == MemSpace::hbm && m_hbm_write) *m_hbm_write += static_cast<uint64_t>(bytes);
-  }
-  if (src == MemSpace::host || dst == MemSpace::host) {
-    resources.push_back(m_link);
-    latency_ns += m_link_timing.latency_ns;
-    if (m_link_bytes) *m_link_bytes += static_cast<uint64_t>(bytes);
-  }
-  transfer(static_cast<double>(bytes), resources);
-  return ns(latency_ns);
+  const DescriptorCost c = descriptor_cost(in, m_dma, m_hbm_timing, m_link_timing);
+  std::vector<memory::ResourceUse> uses;
+  uses.reserve(3);
+  uses.push_back({m_engines.at(static_cast<size_t>(engine)), c.engine_weight});
+  if (c.hbm_weight > 0) uses.push_back({m_hbm, c.hbm_weight});
+  if (c.link_weight > 0) uses.push_back({m_link, c.link_weight});
+  if (m_hbm_read) *m_hbm_read += static_cast<uint64_t>(c.hbm_read_bytes);
+  if (m_hbm_write) *m_hbm_write += static_cast<uint64_t>(c.hbm_write_bytes);
+  if (m_link_bytes) *m_link_bytes += static_cast<uint64_t>(c.link_bytes);
+  if (m_chunks) *m_chunks += static_cast<uint64_t>(c.chunks);
+  if (m_transposes && c.transpose) ++*m_transposes;
+  transfer(static_cast<double>(c.bytes), std::move(uses));
+  return ns(c.latency_ns);
 }
 
 void DmaSystem::fetch_from_hbm(int64_t bytes) {
   if (m_hbm_read) *m_hbm_read += static_cast<uint64_t>(bytes);
-  transfer(static_cast<double>(bytes), {m_hbm});
+  transfer(static_cast<double>(bytes), {{m_hbm, 1.0}});
   sc_core::wait(ns(m_hbm_timing.latency_ns));
 }
 
-void DmaSystem::transfer(double bytes, const std::vector<int>& resources) {
-  const FluidShare::Ps now = now_ps();
+void DmaSystem::transfer(double bytes, std::vector<memory::ResourceUse> uses) {
+  const Ps now = now_ps();
   account(now);
   sc_core::sc_event done;
-  const uint64_t id = m_share.start(now, bytes, resources);
-  for (int r : resources) m_bytes[r] += static_cast<int64_t>(bytes);
+  // Per resource, the payload and the capacity used (an HBM->HBM copy uses HBM twice).
+  for (const auto& u : uses) {
+    m_bytes[u.resource] += static_cast<int64_t>(bytes);
+    m_load[u.resource] += bytes * u.weight;
+  }
+  const uint64_t id = m_share.start_weighted(now, bytes, std::move(uses));
   m_waiting.emplace(id, &done);
   bool finished_now = false;
   for (uint64_t f : m_share.advance(now)) {
@@ -136,7 +144,7 @@ void DmaSystem::transfer(double bytes, const std::vector<int>& resources) {
 }
 
 void DmaSystem::wake() {
-  const FluidShare::Ps now = now_ps();
+  const Ps now = now_ps();
   account(now);
   complete(m_share.advance(now));
   reschedule(now);
@@ -152,13 +160,13 @@ void DmaSystem::complete(const std::vector<uint64_t>& done) {
   }
 }
 
-void DmaSystem::reschedule(FluidShare::Ps now) {
-  const FluidShare::Ps next = m_share.next_finish();
+void DmaSystem::reschedule(Ps now) {
+  const Ps next = m_share.next_finish();
   if (next != INT64_MAX) m_wake.notify(sc_time::from_value(static_cast<sc_dt::uint64>(next - now)));
 }
 
-void DmaSystem::account(FluidShare::Ps now) {
-  const FluidShare::Ps dt = now - m_last_account;
+void DmaSystem::account(Ps now) {
+  const Ps dt = now - m_last_account;
   if (dt > 0) {
     for (size_t r = 0; r < m_busy_ps.size(); ++r) {
       if (m_share.resource_rate(static_cast<int>(r)) > 0) m_busy_ps[r] += dt;
@@ -167,7 +175,7 @@ void DmaSystem::account(FluidShare::Ps now) {
   m_last_account = now;
 }
 
-void DmaSystem::trace_bandwidth(FluidShare::Ps now) {
+void DmaSystem::trace_bandwidth(Ps now) {
   if (!m_trace || !m_trace->enabled()) return;
   const double rate = m_share.resource_rate(m_hbm) / 1e9;
   if (rate == m_last_hbm_rate) return;
@@ -181,7 +189,7 @@ std::vector<std::pair<std::string, sc_time>> DmaSystem::transfer_floors() const 
     const int ri = static_cast<int>(r);
     if (m_bytes[r] == 0) continue;
     out.emplace_back(m_share.resource_name(ri),
-                     sc_time(double(m_bytes[r]) / m_share.resource_capacity(ri), sc_core::SC_SEC));
+                     sc_time(m_load[r] / m_share.resource_capacity(ri), sc_core::SC_SEC));
   }
   return out;
 }

@@ -39,7 +39,7 @@ class LaneTiming final : public TimingModel {
     }
   }
 
-  InstructionTiming time(const Instruction& in, bool /*back_to_back*/) override {
+  InstructionTiming time_after(const Instruction& in, int64_t /*idle_cycles*/) override {
     const isa::OpcodeInfo& info = isa::info(in.op);
     if (info.engine != Engine::vector && info.engine != Engine::scalar) {
       throw std::invalid_argument("lane engine timing: " + std::string(info.name) +

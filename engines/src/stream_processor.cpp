@@ -1,6 +1,7 @@
 // In-order issue of one instruction stream at a time, with semaphores, stats and tracing.
 #include "wallsim/engines/stream_processor.h"
 
+#include "wallsim/engines/timing_model.h"
 #include "wallsim/memory/tile_io.h"
 
 namespace wallsim::engines {
@@ -117,6 +118,16 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
   if (m_instr_stat) ++*m_instr_stat;
   const int64_t macs = isa::macs(in);
   if (m_macs_stat) *m_macs_stat += static_cast<uint64_t>(macs);
+  if (m_macs_stat && macs > 0) {
+    const isa::DType dtype = tensor_dtype(in);
+    traces::Counter*& c = m_macs_by_dtype[static_cast<int>(dtype)];
+    if (!c) {
+      c = &traces::StatsScope(*m_out.stats, m_out.stats_prefix)
+               .add_counter(std::string(isa::name_of(dtype)) + ".macs", "",
+                            "multiply-accumulates done by matmuls at this dtype");
+    }
+    *c += static_cast<uint64_t>(macs);
+  }
   const int64_t bytes = m_engine == isa::Engine::dma ? m_unit.bytes_moved(in) : 0;
   if (m_bytes_stat) *m_bytes_stat += static_cast<uint64_t>(bytes);
   if (in.node >= 0) {

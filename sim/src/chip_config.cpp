@@ -1,6 +1,10 @@
 // Consistency checks across the chip's config sections.
 #include "wallsim/sim/chip_config.h"
 
+#include <stdexcept>
+
+#include "wallsim/memory/bandwidth_share.h"
+
 namespace wallsim::sim {
 
 void check_consistency(const ChipConfig& chip) {
@@ -10,6 +14,11 @@ void check_consistency(const ChipConfig& chip) {
     if (e == isa::Engine::dma) {
       throw base::InputError("timing.shared_sbuf_port", "lists compute engines only, not dma");
     }
+  }
+  try {
+    memory::make_bandwidth_share(chip.timing.hbm.sharing);
+  } catch (const std::invalid_argument& e) {
+    throw base::InputError("timing.hbm.sharing", e.what());
   }
 }
 

@@ -302,14 +302,35 @@ void Device::finalize() {
     d.add_text("bound.resource", "", "the resource that sets bound.ns").set(bound_by);
     d.add_value("bound.fraction", "fraction", "bound.ns / device time (1 = perfectly pipelined)")
         .set(elapsed.value() > 0 ? bound.to_seconds() / elapsed.to_seconds() : 0.0);
-    // MACs done / what the array could do in the run's time: rows x cols MACs per cycle.
-    if (const auto* macs =
-            m_options.stats->find_as<traces::Counter>("device.engines.tensor.macs")) {
-      const double cycles = elapsed.to_seconds() * m_chip.timing.tensor.freq_mhz * 1e6;
-      const double peak = double(m_chip.arch.tensor.rows) * m_chip.arch.tensor.cols * cycles;
+    // MACs done / what the array could do in the run's time: rows x cols MACs per cycle at
+    // bf16, fewer at a dtype that takes several passes (fp32). The overall fraction weighs each
+    // dtype's MACs by its passes, so a run that keeps the array busy at any mix reaches 1.
+    if (m_options.stats->find_as<traces::Counter>("device.engines.tensor.macs")) {
+      const auto& tt = m_chip.timing.tensor;
+      const double cycles = elapsed.to_seconds() * tt.freq_mhz * 1e6;
+      const double per_cycle = double(m_chip.arch.tensor.rows) * m_chip.arch.tensor.cols;
+      double used = 0.0;
+      for (int i = 0; i < isa::kNumDTypes; ++i) {
+        const auto dtype = static_cast<isa::DType>(i);
+        const std::string name(isa::name_of(dtype));
+        const auto* c =
+            m_options.stats->find_as<traces::Counter>("device.engines.tensor." + name + ".macs");
+        if (!c) continue;
+        const double passes = double(engines::tensor_passes(dtype, tt));
+        used += double(c->value()) * passes;
+        const double peak = per_cycle * cycles / passes;
+        traces::StatsScope t = d.scope("engines.tensor." + name);
+        t.add_value("peak_tflops", "TFLOP/s",
+                    "the array's peak at this dtype: 2 x rows x cols x clock / passes")
+            .set(2.0 * per_cycle * tt.freq_mhz * 1e6 / passes / 1e12);
+        t.add_value("peak_fraction", "fraction",
+                    "MACs at this dtype / what the array could do at this dtype in the run's time")
+            .set(peak > 0 ? double(c->value()) / peak : 0.0);
+      }
       d.add_value("engines.tensor.peak_fraction", "fraction",
-                  "MACs done / (array rows x cols x the run's cycles in the tensor clock)")
-          .set(peak > 0 ? double(macs->value()) / peak : 0.0);
+                  "array time used by matmuls (MACs x passes of their dtype) / (rows x cols x "
+                  "the run's cycles in the tensor clock)")
+          .set(cycles > 0 ? used / (per_cycle * cycles) : 0.0);
     }
   }
   if (m_launch_track && m_chip.timing.launch.wait_for_previous) {

@@ -1,6 +1,7 @@
 // Tests of the compute engines' timing models against the published NKI cost model (trn2).
 #include "wallsim/engines/timing_model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -108,7 +109,9 @@ TEST(TensorTiming, NoOverlapWhenDisabled) {
   cfg.load_stationary_overlaps = false;
   auto model = make_tensor_timing(cfg);
   model->time(matmul(128, 512, DType::bf16, 0), false);
-  EXPECT_EQ(model->time(matmul(128, 512, DType::bf16, 1), true).occupancy_cycles, 32 + 512);
+  // The load is exposed, after the previous fold's fill and drain (folds serialise).
+  EXPECT_EQ(model->time(matmul(128, 512, DType::bf16, 1), true).occupancy_cycles,
+            128 + 128 + 32 + 512);
   EXPECT_EQ(model->time(matmul(128, 512, DType::bf16, 1), true).occupancy_cycles, 512);
 }
 
@@ -259,6 +262,63 @@ TEST(TimingFactories, RejectOutOfRangeConfigs) {
   LaneEngineTiming l = trn2_vector();
   l.elements_per_cycle = 0.0;
   EXPECT_THROW(make_lane_timing(l), std::invalid_argument);
+}
+
+// SCALE-Sim v2's weight-stationary array: R = C = 128, weights load in R cycles whatever the
+// tile width, folds do not overlap, one cycle per streamed row, fill R - 1, drain C - 1.
+TensorEngineTiming scalesim_tensor() { return scalesim_like(trn2_tensor(), 128, 128); }
+
+int64_t gemm_span(TimingModel& model, int64_t m, int64_t k, int64_t n) {
+  return gemm_span_cycles(model, m, k, n, 128, 128, 512);
+}
+
+int64_t scalesim_cycles(int64_t m, int64_t k, int64_t n) {
+  const int64_t r = 128, c = 128;
+  return ((k + r - 1) / r) * ((n + c - 1) / c) * (2 * r + c + m - 2) - 1;
+}
+
+TEST(TensorTiming, NonOverlappedFoldsMatchScaleSimWeightStationaryWithinOnePercent) {
+  auto model = make_tensor_timing(scalesim_tensor());
+  const int64_t shapes[][3] = {
+      {1, 1, 1},       {128, 128, 128}, {127, 129, 1},    {512, 128, 128},    {4096, 128, 128},
+      {1, 4096, 4096}, {4096, 4096, 1}, {300, 200, 100},  {1000, 1000, 1000}, {4096, 4096, 4096},
+      {64, 256, 384},  {513, 129, 257}, {2048, 64, 2048}, {100, 4000, 30},    {3000, 17, 999},
+      {7, 7, 4096},    {4095, 1, 4095}, {256, 1024, 512}, {1536, 768, 3072},  {333, 555, 777},
+      {2, 3000, 130},  {129, 129, 129},
+  };
+  for (const auto& s : shapes) {
+    const double ours = double(gemm_span(*model, s[0], s[1], s[2]));
+    const double ref = double(scalesim_cycles(s[0], s[1], s[2]));
+    EXPECT_NEAR(ours / ref, 1.0, 0.01) << "M=" << s[0] << " K=" << s[1] << " N=" << s[2] << ": "
+                                       << ours << " vs SCALE-Sim " << ref;
+  }
+}
+
+TEST(TensorTiming, NonOverlappedNewWeightsWaitForThePreviousFoldToDrain) {
+  TensorEngineTiming cfg = trn2_tensor();
+  cfg.load_stationary_overlaps = false;
+  auto model = make_tensor_timing(cfg);
+  model->time(matmul(128, 512, DType::bf16, 0), false);
+  // New weights: fill + drain of the previous fold, then the load, then the multiply.
+  EXPECT_EQ(model->time(matmul(128, 512, DType::bf16, 1), true).occupancy_cycles, 256 + 32 + 512);
+  // Same weights: streams right after.
+  EXPECT_EQ(model->time(matmul(128, 512, DType::bf16, 1), true).occupancy_cycles, 512);
+  // Idle cycles cover part of the skew.
+  EXPECT_EQ(model->time_after(matmul(128, 512, DType::bf16, 2), 200).occupancy_cycles,
+            56 + 32 + 512);
+}
+
+TEST(TensorTiming, OverlappedFoldsPayTheSkewOnlyAsLatency) {
+  auto model = make_tensor_timing(trn2_tensor());
+  model->time(matmul(128, 512, DType::bf16, 0), false);
+  const InstructionTiming t = model->time(matmul(128, 512, DType::bf16, 1), true);
+  EXPECT_EQ(t.occupancy_cycles, 512);
+  EXPECT_EQ(t.latency_cycles, 512 + 256);
+}
+
+TEST(TensorTiming, Fp32LoadsScaleToo) {
+  auto model = make_tensor_timing(trn2_tensor());
+  EXPECT_EQ(model->time(matmul(128, 512, DType::fp32), false).occupancy_cycles, 4 * (32 + 512));
 }
 
 }  // namespace

@@ -191,6 +191,176 @@ TEST(Device, DmaEnginesShareHbmEqually) {
   EXPECT_EQ(rig.stat("device.hbm.read_bytes"), queues * bytes + 64.0 * 16);  // + fetch
 }
 
+// 16 queues each copying 4 MiB from HBM to HBM: every byte is read and written, so HBM carries
+// twice the bytes and the copies take twice as long as loads of the same size.
+TEST(Device, HbmToHbmCopiesPayHbmForBothEnds) {
+  Rig rig(false);
+  const int queues = 16;
+  const int64_t cols = 16384;  // bf16: 128 rows x 32 KiB = 4 MiB per queue
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "copy",
+    "tensors": [{"name": "a", "space": "hbm", "dtype": "bf16", "shape": [)"
+    << queues * 128 << ", " << cols << R"(], "role": "input"},
+                {"name": "b", "space": "hbm", "dtype": "bf16", "shape": [)"
+    << queues * 128 << ", " << cols << R"(], "role": "output"}], "streams": [)";
+  for (int q = 0; q < queues; ++q) {
+    s << (q ? "," : "") << R"({"engine": "dma", "name": "q)" << q << R"(", "dma_engine": )" << q
+      << R"(, "instructions": [{"op": "dma_copy",
+        "dst": {"buf": "b", "dtype": "bf16", "rows": [128, )"
+      << cols << R"(], "offset": )" << q * 128 * cols << R"(, "free": [[)" << cols << R"(, 1]]},
+        "src": {"buf": "a", "dtype": "bf16", "rows": [128, )"
+      << cols << R"(], "offset": )" << q * 128 * cols << R"(, "free": [[)" << cols
+      << R"(, 1]]}}]})";
+  }
+  s << "]}]}";
+  engines::Launch& l = rig.launch(parse(s.str()));
+  rig.run();
+  const auto& t = rig.cfg.chip.timing;
+  const double bytes = 128.0 * cols * 2 * queues;
+  EXPECT_EQ(rig.stat("device.hbm.write_bytes"), bytes);
+  const double transfer_ns = 2 * bytes / t.hbm.bandwidth_gb_per_s;  // read + write on HBM
+  const double expected = t.dma.descriptor_issue_ns + transfer_ns + t.hbm.latency_ns;
+  EXPECT_NEAR((l.end_time - l.start_time).to_seconds() * 1e9, expected, 1e-3);
+  EXPECT_LE(rig.stat("device.hbm.achieved_gb_per_s"), t.hbm.bandwidth_gb_per_s);
+  // HBM moved read + write bytes at no more than its bandwidth over the plan's transfer time.
+  EXPECT_LE((rig.stat("device.hbm.read_bytes") + rig.stat("device.hbm.write_bytes")) /
+                ((l.end_time - l.start_time).to_seconds() * 1e9),
+            t.hbm.bandwidth_gb_per_s);
+}
+
+// Two plans on one queue: a contiguous 1 MiB load into [128 x 4096] bf16, then the same bytes
+// read transposed from a [4096 x 128] tensor (the HBM side strides by 128 elements).
+isa::Plan load_plan(bool transposed) {
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": ")"
+    << (transposed ? "transposed" : "contiguous") << R"(",
+    "tensors": [{"name": "x", "space": "hbm", "dtype": "bf16", "shape": )"
+    << (transposed ? "[4096, 128]" : "[128, 4096]") << R"(, "role": "input"}],
+    "buffers": [{"name": "xb", "space": "sbuf", "partitions": [0, 128], "bytes": 8192}],
+    "streams": [{"engine": "dma", "name": "q", "dma_engine": 0, "instructions": [{"op": "dma_copy",
+      "dst": {"buf": "xb", "dtype": "bf16", "partitions": [0, 128], "free": [[4096, 1]]},
+      "src": {"buf": "x", "dtype": "bf16", )"
+    << (transposed ? R"("rows": [128, 1], "free": [[4096, 128]])"
+                   : R"("rows": [128, 4096], "free": [[4096, 1]])")
+    << "}}]}]}]}";
+  return parse(s.str());
+}
+
+// Transfer time of each launch: its span less the issue cost and the HBM latency.
+std::vector<double> transfer_ns(Rig& rig) {
+  std::vector<double> out;
+  const auto& t = rig.cfg.chip.timing;
+  for (const auto& l : rig.device->launches()) {
+    out.push_back((l.end_time - l.start_time).to_seconds() * 1e9 - t.dma.descriptor_issue_ns -
+                  t.hbm.latency_ns);
+  }
+  return out;
+}
+
+TEST(Device, TransposedLoadCostsTheDerivedFactor) {
+  Rig rig(false, "trn2", nullptr,
+          [](runtime::Config& c) { c.chip.timing.dma.transpose_chunk_bytes = 0; });
+  rig.launch(load_plan(false));
+  rig.launch(load_plan(true));
+  rig.run();
+  const auto& d = rig.cfg.chip.timing.dma;
+  const double mib = 1 << 20;
+  const std::vector<double> ns = transfer_ns(rig);
+  // Contiguous: 128 chunks of 8 KiB; element-strided: 2-byte chunks (configs/README.md).
+  const double contiguous = mib * (1 + 128.0 * d.chunk_overhead_bytes / mib) / d.bandwidth_gb_per_s;
+  const double strided = mib * (1 + double(d.chunk_overhead_bytes) / 2) / d.bandwidth_gb_per_s;
+  EXPECT_NEAR(ns[0], contiguous, 1e-3);
+  EXPECT_NEAR(ns[1], strided, 1e-2);
+  EXPECT_NEAR(ns[1] / ns[0], 257.0 / 1.0625, 1e-6 * 242);  // the factor in configs/README.md
+  EXPECT_EQ(rig.stat("device.dma.transposes"), 1);
+}
+
+TEST(Device, HardwareDmaTransposeIsCheaperThanElementStrided) {
+  Rig rig(false);  // trn2: hardware DMA transpose of 2-byte elements
+  rig.launch(load_plan(false));
+  rig.launch(load_plan(true));
+  rig.run();
+  const auto& d = rig.cfg.chip.timing.dma;
+  ASSERT_GT(d.transpose_chunk_bytes, 0);
+  const std::vector<double> ns = transfer_ns(rig);
+  const double hw = double(d.chunk_overhead_bytes) / double(d.transpose_chunk_bytes);
+  EXPECT_NEAR(ns[1] / ns[0], (1 + hw) / 1.0625, 1e-5);
+  EXPECT_LT(1 + hw, 1 + d.chunk_overhead_bytes / 2.0);  // cheaper than element by element
+}
+
+TEST(Device, PeakFractionIsPerDtypeExecuted) {
+  Rig rig(false);
+  // One bf16 and one fp32 matmul of [128 x 128] x [128 x 512], back to back.
+  engines::Launch& l = rig.launch(parse(R"({"format": "wallsim-plan", "version": 1, "plans": [{
+    "name": "mixed",
+    "buffers": [{"name": "w", "space": "sbuf", "partitions": [0, 128], "bytes": 512},
+                {"name": "x", "space": "sbuf", "partitions": [0, 128], "offset": 512, "bytes": 2048},
+                {"name": "o", "space": "psum", "partitions": [0, 128], "bytes": 2048}],
+    "streams": [{"engine": "tensor", "instructions": [
+      {"op": "matmul", "dst": {"buf": "o", "dtype": "fp32", "partitions": [0, 128], "free": [[512, 1]]},
+       "stationary": {"buf": "w", "dtype": "bf16", "partitions": [0, 128], "free": [[128, 1]]},
+       "moving": {"buf": "x", "dtype": "bf16", "partitions": [0, 128], "free": [[512, 1]]}},
+      {"op": "matmul", "dst": {"buf": "o", "dtype": "fp32", "partitions": [0, 128], "free": [[512, 1]]},
+       "stationary": {"buf": "w", "dtype": "fp32", "partitions": [0, 128], "free": [[128, 1]]},
+       "moving": {"buf": "x", "dtype": "fp32", "partitions": [0, 128], "free": [[512, 1]]}}]}]}]})"));
+  rig.run();
+  const auto& t = rig.cfg.chip.timing.tensor;
+  const double macs = 128.0 * 128 * 512;
+  EXPECT_EQ(rig.stat("device.engines.tensor.bf16.macs"), macs);
+  EXPECT_EQ(rig.stat("device.engines.tensor.fp32.macs"), macs);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.bf16.peak_tflops"), 78.6432, 1e-4);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.fp32.peak_tflops"), 78.6432 / t.fp32_slowdown, 1e-4);
+  const double cycles = (l.end_time).to_seconds() * t.freq_mhz * 1e6;
+  const double array = 128.0 * 128 * cycles;
+  EXPECT_NEAR(rig.stat("device.engines.tensor.bf16.peak_fraction"), macs / array, 1e-9);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.fp32.peak_fraction"), macs * t.fp32_slowdown / array,
+              1e-9);
+  EXPECT_NEAR(rig.stat("device.engines.tensor.peak_fraction"), macs * (1 + t.fp32_slowdown) / array,
+              1e-9);
+}
+
+// On the device, configured like SCALE-Sim v2: a GEMM's span from the first tensor-engine issue
+// to the last PSUM write matches SCALE-Sim's weight-stationary count (0-based last cycle).
+TEST(Device, GemmSpanMatchesScaleSimWeightStationary) {
+  Rig rig(false, "trn2", nullptr, [](runtime::Config& c) {
+    c.chip.timing.tensor = engines::scalesim_like(c.chip.timing.tensor, 128, 128);
+  });
+  const int64_t m = 1000, k = 300, n = 200;  // SCALE-Sim's M streams; K x N stationary
+  std::ostringstream s;
+  s << R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "gemm",
+    "buffers": [{"name": "w", "space": "sbuf", "partitions": [0, 128], "bytes": )"
+    << 2 * n * ((k + 127) / 128) << R"(},
+                {"name": "x", "space": "sbuf", "partitions": [0, 128], "offset": 4096, "bytes": )"
+    << 2 * m * ((k + 127) / 128) << R"(},
+                {"name": "o", "space": "psum", "partitions": [0, 128], "bytes": 2048}],
+    "streams": [{"engine": "tensor", "instructions": [)";
+  bool first = true;
+  for (int64_t n0 = 0; n0 < n; n0 += 128) {
+    for (int64_t k0 = 0, kt = 0; k0 < k; k0 += 128, ++kt) {
+      const int64_t rows = std::min<int64_t>(128, k - k0), width = std::min<int64_t>(128, n - n0);
+      for (int64_t m0 = 0; m0 < m; m0 += 512) {
+        const int64_t free = std::min<int64_t>(512, m - m0);
+        s << (first ? "" : ",") << R"({"op": "matmul",
+          "dst": {"buf": "o", "dtype": "fp32", "partitions": [0, )"
+          << width << R"(], "free": [[)" << free << R"(, 1]]},
+          "stationary": {"buf": "w", "dtype": "bf16", "partitions": [0, )"
+          << rows << R"(], "offset": )" << kt * n + n0 << R"(, "free": [[)" << width << R"(, 1]]},
+          "moving": {"buf": "x", "dtype": "bf16", "partitions": [0, )"
+          << rows << R"(], "offset": )" << kt * m + m0 << R"(, "free": [[)" << free << R"(, 1]]}})";
+        first = false;
+      }
+    }
+  }
+  s << "]}]}]}";
+  engines::Launch& l = rig.launch(parse(s.str()));
+  rig.run();
+  const double f = rig.cfg.chip.timing.tensor.freq_mhz;
+  const double span_cycles = (l.end_time - l.start_time).to_seconds() * f * 1e6;
+  const double scalesim =
+      double(((k + 127) / 128) * ((n + 127) / 128) * (2 * 128 + 128 + m - 2) - 1);
+  EXPECT_NEAR(span_cycles - 1, scalesim, 0.05);  // within the 1 ps time resolution
+}
+
 TEST(Device, SemaphoresOrderEngines) {
   std::string path = ::testing::TempDir() + "/sem_order.csv";
   auto log = std::make_unique<traces::CsvLog>(
@@ -379,11 +549,11 @@ TEST(Device, TinyConfigRunsItsOwnGeometry) {
   std::vector<float> w = rig.values("w"), x = rig.values("x"), y = rig.values("y");
   M ref = Eigen::Map<M>(w.data(), 32, 24).transpose() * Eigen::Map<M>(x.data(), 32, 96);
   EXPECT_LT((ref - Eigen::Map<M>(y.data(), 24, 96)).cwiseAbs().maxCoeff(), 1e-5f);
-  // fp32 on the array: moving 96 >= 16 minimum, times the fp32 slowdown.
+  // fp32 on the array: load and moving (96 >= 16 minimum), both times the fp32 slowdown.
   const auto& t = rig.cfg.chip.timing.tensor;
   EXPECT_EQ(
       rig.stat("device.engines.tensor.busy_cycles"),
-      (24 + t.load_stationary_speedup - 1) / t.load_stationary_speedup + 96 * t.fp32_slowdown);
+      ((24 + t.load_stationary_speedup - 1) / t.load_stationary_speedup + 96) * t.fp32_slowdown);
 }
 
 // One vector and one scalar instruction with no dependency between them on tiny: they overlap

@@ -9,8 +9,11 @@
 namespace wallsim::dma {
 
 struct DmaTiming {
-  double bandwidth_gb_per_s = 28.99;  // per engine
-  int64_t descriptor_issue_ns = 600;  // fixed cost to issue one descriptor
+  double bandwidth_gb_per_s = 28.99;   // per engine
+  int64_t descriptor_issue_ns = 600;   // fixed cost to issue one descriptor
+  int64_t chunk_overhead_bytes = 512;  // each contiguous chunk costs the engine this much more
+  int64_t transpose_chunk_bytes =
+      256;  // hardware 2-byte DMA transpose moves this per chunk; 0: none
 };
 
 // The PCIe-like link between host memory and HBM, shared fairly by its transfers.
@@ -25,6 +28,11 @@ void describe(V& v, DmaTiming& t) {
           "bandwidth of one DMA engine");
   v.field("descriptor_issue_ns", t.descriptor_issue_ns, {0, 1000000}, "ns",
           "fixed cost of issuing one DMA descriptor");
+  v.field("chunk_overhead_bytes", t.chunk_overhead_bytes, {0, 1 << 20}, "bytes",
+          "per contiguous chunk of a descriptor, the engine spends the time of this many bytes");
+  v.field("transpose_chunk_bytes", t.transpose_chunk_bytes, {0, 1 << 20}, "bytes",
+          "hardware DMA transpose of 2-byte elements moves chunks of this size; 0: no hardware "
+          "transpose (a transposing copy moves element by element)");
 }
 
 template <class V>

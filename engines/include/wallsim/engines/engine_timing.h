@@ -10,15 +10,17 @@
 namespace wallsim::engines {
 
 // Weight-stationary systolic array. A matmul is load-stationary (skipped when the same
-// stationary tile is already loaded) then multiply-moving; fill and drain add latency only.
+// stationary tile is already loaded) then multiply-moving; fill and drain add latency, and
+// also hold the array between folds when loads do not overlap (docs/TIMING.md §2).
 struct TensorEngineTiming {
   double freq_mhz = 2400.0;
-  int64_t moving_min_cycles = 64;        // multiply-moving occupies max(N, this) cycles
-  int64_t fp32_slowdown = 4;             // fp32 operands take this many passes
-  int64_t load_stationary_speedup = 4;   // load-stationary of M columns: ceil(M / this) cycles
-  bool load_stationary_overlaps = true;  // loading the next weights hides under a multiply
-  int64_t fill_cycles = 128;             // operand skew through the rows (latency)
-  int64_t drain_cycles = 128;            // results leaving the columns (latency)
+  int64_t moving_min_cycles = 64;          // multiply-moving occupies max(N, this) cycles
+  int64_t fp32_slowdown = 4;               // fp32 operands take this many passes
+  int64_t load_stationary_speedup = 4;     // load-stationary of M columns: ceil(M / this) cycles
+  int64_t load_stationary_min_cycles = 0;  // ... but at least this many (SCALE-Sim: R)
+  bool load_stationary_overlaps = true;    // loading the next weights hides under a multiply
+  int64_t fill_cycles = 128;               // operand skew through the rows (latency)
+  int64_t drain_cycles = 128;              // results leaving the columns (latency)
 };
 
 // Lane-parallel engines (vector, scalar): one element per partition per cycle per input.
@@ -37,11 +39,14 @@ void describe(V& v, TensorEngineTiming& t) {
   v.field("moving_min_cycles", t.moving_min_cycles, {1, 1 << 20}, "cycles",
           "multiply-moving occupies max(N, this) cycles for a moving tile of free size N");
   v.field("fp32_slowdown", t.fp32_slowdown, {1, 64}, "x",
-          "fp32 matmuls take this many times the bf16 cycles");
+          "fp32 matmuls take this many times the bf16 cycles (load and multiply)");
   v.field("load_stationary_speedup", t.load_stationary_speedup, {1, 1024}, "x",
           "load-stationary of an M-column tile takes ceil(M / this) cycles");
+  v.field("load_stationary_min_cycles", t.load_stationary_min_cycles, {0, 1 << 20}, "cycles",
+          "load-stationary takes at least this many cycles (SCALE-Sim: R, whatever the width)");
   v.field("load_stationary_overlaps", t.load_stationary_overlaps,
-          "load-stationary overlaps the previous multiply-moving when independent");
+          "true: the next fold's weights load under the current multiply, fill and drain are "
+          "latency; false: folds serialise, each paying load, stream, fill and drain");
   v.field("fill_cycles", t.fill_cycles, {0, 1 << 20}, "cycles",
           "pipeline fill: added to a matmul's latency, not its occupancy");
   v.field("drain_cycles", t.drain_cycles, {0, 1 << 20}, "cycles",

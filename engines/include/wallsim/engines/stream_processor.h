@@ -5,6 +5,7 @@
 
 #include <systemc>
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -82,6 +83,7 @@ class StreamProcessor : public sc_core::sc_module {
   bool m_registered = false;
   traces::Counter* m_instr_stat = nullptr;
   traces::Counter* m_macs_stat = nullptr;
+  std::array<traces::Counter*, isa::kNumDTypes> m_macs_by_dtype{};  // registered on first use
   traces::Counter* m_bytes_stat = nullptr;
   traces::Value* m_busy_cycles_stat = nullptr;
   traces::Value* m_busy_ns_stat = nullptr;

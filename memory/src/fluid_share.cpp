@@ -1,5 +1,5 @@
 // Max-min fair bandwidth sharing by progressive filling, recomputed only at starts and finishes.
-#include "wallsim/dma/fluid_share.h"
+#include "wallsim/memory/fluid_share.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace wallsim::dma {
+namespace wallsim::memory {
 
 namespace {
 
@@ -23,7 +23,7 @@ int FluidShare::add_resource(std::string name, double bytes_per_second) {
     throw std::invalid_argument("FluidShare: resource '" + name +
                                 "' needs a finite bandwidth > 0 bytes/second");
   }
-  m_resources.push_back(Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0});
+  m_resources.push_back(Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0, 0.0});
   return static_cast<int>(m_resources.size() - 1);
 }
 
@@ -34,17 +34,39 @@ void FluidShare::check_resource(int r) const {
 }
 
 uint64_t FluidShare::start(Ps now, double bytes, std::vector<int> resources) {
+  std::sort(resources.begin(), resources.end());
+  resources.erase(std::unique(resources.begin(), resources.end()), resources.end());
+  std::vector<ResourceUse> uses;
+  for (int r : resources) uses.push_back({r, 1.0});
+  return start_weighted(now, bytes, std::move(uses));
+}
+
+uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses) {
   if (now < m_now) throw std::invalid_argument("FluidShare::start: time goes back");
   if (!(bytes >= 0.0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FluidShare::start: bytes must be finite and >= 0");
   }
-  if (resources.empty()) throw std::invalid_argument("FluidShare::start: no resources");
-  for (int r : resources) check_resource(r);
-  std::sort(resources.begin(), resources.end());
-  resources.erase(std::unique(resources.begin(), resources.end()), resources.end());
+  if (uses.empty()) throw std::invalid_argument("FluidShare::start: no resources");
+  for (const ResourceUse& u : uses) {
+    check_resource(u.resource);
+    if (!(u.weight > 0.0) || !std::isfinite(u.weight)) {
+      throw std::invalid_argument("FluidShare::start: weights must be finite and > 0");
+    }
+  }
+  std::sort(uses.begin(), uses.end(),
+            [](const ResourceUse& a, const ResourceUse& b) { return a.resource < b.resource; });
+  size_t kept = 0;  // merge uses of the same resource in place
+  for (size_t i = 0; i < uses.size(); ++i) {
+    if (kept > 0 && uses[kept - 1].resource == uses[i].resource) {
+      uses[kept - 1].weight += uses[i].weight;
+    } else {
+      uses[kept++] = uses[i];
+    }
+  }
+  uses.resize(kept);
 
   run_until(now);
-  Transfer t{m_next_id++, bytes, -1.0, now, std::move(resources), false};
+  Transfer t{m_next_id++, bytes, -1.0, now, std::move(uses), false};
   if (bytes == 0.0) {
     t.rate = 0.0;
     m_finished.push_back(std::move(t));
@@ -132,11 +154,16 @@ void FluidShare::recompute_rates() {
     ++m_work;
     r.free = r.capacity;
     r.unfrozen = 0;
+    r.demand = 0.0;
     r.allocated = 0.0;
   }
   for (Transfer& t : m_active) {
     t.frozen = false;
-    for (int r : t.resources) ++m_resources[r].unfrozen;
+    for (const ResourceUse& u : t.uses) {
+      Resource& res = m_resources[u.resource];
+      ++res.unfrozen;
+      res.demand += u.weight;
+    }
   }
   std::vector<double> new_rate(m_active.size(), 0.0);
   size_t left = m_active.size();
@@ -148,7 +175,7 @@ void FluidShare::recompute_rates() {
       ++m_work;
       const Resource& res = m_resources[r];
       if (res.unfrozen == 0) continue;
-      const double share = std::max(0.0, res.free) / res.unfrozen;
+      const double share = std::max(0.0, res.free) / res.demand;
       if (share < best_share) {
         best_share = share;
         best = static_cast<int>(r);
@@ -158,16 +185,18 @@ void FluidShare::recompute_rates() {
     for (size_t i = 0; i < m_active.size(); ++i) {
       ++m_work;
       Transfer& t = m_active[i];
-      if (t.frozen || !std::binary_search(t.resources.begin(), t.resources.end(), best)) {
+      if (t.frozen || std::none_of(t.uses.begin(), t.uses.end(),
+                                   [best](const ResourceUse& u) { return u.resource == best; })) {
         continue;
       }
       t.frozen = true;
       new_rate[i] = best_share;
       --left;
-      for (int r : t.resources) {
-        Resource& res = m_resources[r];
-        res.free -= best_share;
-        res.allocated += best_share;
+      for (const ResourceUse& u : t.uses) {
+        Resource& res = m_resources[u.resource];
+        res.free -= best_share * u.weight;
+        res.allocated += best_share * u.weight;
+        res.demand -= u.weight;
         --res.unfrozen;
       }
     }
@@ -197,4 +226,14 @@ FluidShare::Ps FluidShare::finish_time(const Transfer& t) const {
   return finish;
 }
 
-}  // namespace wallsim::dma
+}  // namespace wallsim::memory
+
+namespace wallsim::memory {
+
+std::unique_ptr<BandwidthShare> make_bandwidth_share(const std::string& name) {
+  if (name == "max_min_fair") return std::make_unique<FluidShare>();
+  throw std::invalid_argument("unknown bandwidth-sharing policy '" + name +
+                              "' (known: max_min_fair)");
+}
+
+}  // namespace wallsim::memory

@@ -1,5 +1,5 @@
 // Tests of the max-min fair bandwidth model: shares, caps, finish times and cost.
-#include "wallsim/dma/fluid_share.h"
+#include "wallsim/memory/fluid_share.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace wallsim::dma {
+namespace wallsim::memory {
 namespace {
 
 using Ps = FluidShare::Ps;
@@ -234,5 +234,29 @@ TEST(FluidShare, DuplicateResourcesCountOnce) {
   EXPECT_DOUBLE_EQ(fs.rate(id), 1 * kGBps);
 }
 
+TEST(FluidShare, WeightedUseTakesThatMuchOfTheResource) {
+  FluidShare fs;
+  int hbm = fs.add_resource("hbm", 100 * kGBps);
+  int e0 = fs.add_resource("dma0", 80 * kGBps);
+  // An HBM->HBM copy reads and writes HBM: weight 2, so it runs at 50 GB/s, not 80.
+  uint64_t copy = fs.start_weighted(0, 1000, {{e0, 1.0}, {hbm, 1.0}, {hbm, 1.0}});
+  EXPECT_DOUBLE_EQ(fs.rate(copy), 50 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.resource_rate(hbm), 100 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.resource_rate(e0), 50 * kGBps);
+  // A second transfer of weight 1 on HBM: equal rates r with 2r + r = 100.
+  uint64_t load = fs.start_weighted(0, 1000, {{hbm, 1.0}});
+  EXPECT_NEAR(fs.rate(copy), 100.0 / 3 * kGBps, 1.0);
+  EXPECT_NEAR(fs.rate(load), 100.0 / 3 * kGBps, 1.0);
+  EXPECT_THROW(fs.start_weighted(0, 10, {{hbm, 0.0}}), std::invalid_argument);
+}
+
+TEST(BandwidthShare, PoliciesAreChosenByName) {
+  auto share = make_bandwidth_share("max_min_fair");
+  int r = share->add_resource("link", 1 * kGBps);
+  share->start_weighted(0, 1000, {{r, 1.0}});
+  EXPECT_EQ(share->next_finish(), 1000 * kNs);
+  EXPECT_THROW(make_bandwidth_share("round_robin"), std::invalid_argument);
+}
+
 }  // namespace
-}  // namespace wallsim::dma
+}  // namespace wallsim::memory
