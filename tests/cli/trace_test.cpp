@@ -122,3 +122,49 @@ TEST(Traces, BoundedDecodeRunsUnderEveryMode) {
 
 }  // namespace
 }  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+// `run` keeps a long run's trace small as `exec` does: a window (slices overlapping it, whole)
+// and the instruction CSV at any trace level; a bad window is a one-line error with exit 2.
+TEST(Traces, RunTakesATraceWindowAndTheInstructionCsv) {
+  const std::string base =
+      "run -c configs/trn2.json -w mlp:batch=256,d_model=256,d_ff=1024,layers=2 --mode fused"
+      " --steps 2 --trace-level instructions";
+  const Json full = traced(base, "window_full");
+  const std::string dir = test::fresh_dir("trace", "window");
+  std::string err;
+  // The second step's device work: after the first step's 10 s compile.
+  const int64_t from = 10020000000, to = 10020700000;
+  ASSERT_EQ(test::run_wallsim(base + " --instruction-csv --trace-window " + std::to_string(from) +
+                                  ":" + std::to_string(to) + " --out " + dir,
+                              &err),
+            0)
+      << err;
+  const Json windowed = Json::parse(test::slurp(dir + "/trace.json"));
+  std::size_t kept = 0, all = 0;
+  for (const Json& e : windowed["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    ++kept;
+    EXPECT_LE(e["ts"].get<double>() * 1000, static_cast<double>(to) + 1) << e.dump();
+    EXPECT_GE((e["ts"].get<double>() + e["dur"].get<double>()) * 1000,
+              static_cast<double>(from) - 1)
+        << e.dump();
+  }
+  for (const Json& e : full["traceEvents"]) all += e.value("ph", "") == "X";
+  EXPECT_GT(kept, 10u);
+  EXPECT_LT(kept, all);
+  const std::string csv = test::slurp(dir + "/instructions.csv");
+  EXPECT_EQ(
+      csv.rfind("plan,stream,index,opcode,node,start_ps,end_ps,ready_ps,busy_cycles,bytes\n", 0),
+      0u);
+  EXPECT_GT(std::count(csv.begin(), csv.end(), '\n'), 100);
+
+  EXPECT_EQ(test::run_wallsim(base + " --trace-window 5:1 --out " + dir + "_bad", &err), 2);
+  EXPECT_NE(err.find("--trace-window 5:1"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+}  // namespace
+}  // namespace wallsim
