@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "wallsim/driver/run_report.h"
@@ -46,6 +47,26 @@ ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
     out.push_back(row);
   }
   return out;
+}
+
+// stats.txt after the device stats: the run report's sections (host breakdown, steps, per-op
+// table, serving figures), and each host state's share of the steps' wall time.
+void append_report_text(const std::string& path, const ordered_json& report) {
+  ordered_json sections;
+  const ordered_json& totals = report.at("totals");
+  const double wall = totals.value("wall_ns", 0.0);
+  ordered_json share = ordered_json::object();
+  for (const auto& [k, v] : totals.items()) {
+    const bool host_state =
+        k.size() > 3 && k.compare(k.size() - 3, 3, "_ns") == 0 && k != "wall_ns" && k != "idle_ns";
+    if (host_state && wall > 0) share[k.substr(0, k.size() - 3)] = v.get<double>() / wall;
+  }
+  sections["share_of_step_wall"] = share;  // host states sum to 1; device_busy overlaps
+  for (const auto& [k, v] : report.items()) sections[k] = v;
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << "\n# run report: the sections of stats.json after `device` (RUNTIME.md)\n";
+  traces::write_sections_text(sections, out, {"schema"});
+  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
 }
 
 // Viewers load a whole trace into memory: past this size Perfetto UI and speedscope struggle.
@@ -168,6 +189,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       "plan bodies rebuilt after --plan-memory dropped them (simulator, not model)") +=
       static_cast<uint64_t>(session.bodies_rebuilt());
   sim::write_run_files(*dir, stats, extra, resolved_config);
+  append_report_text(dir->file("stats.txt"), extra);
   if (trace) {
     trace->finish();
     warn_if_large(dir->file("trace.json"));

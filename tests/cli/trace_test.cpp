@@ -168,3 +168,41 @@ TEST(Traces, RunTakesATraceWindowAndTheInstructionCsv) {
 
 }  // namespace
 }  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+// stats.txt holds the run report after the device stats: host breakdown (totals and shares),
+// steps, the per-op table and, for serve, the serving figures.
+TEST(Reports, StatsTextHoldsTheRunReport) {
+  const std::string dir = test::fresh_dir("report", "serve");
+  std::string err;
+  ASSERT_EQ(test::run_wallsim("run -c configs/tiny.json -w serve:requests=3,layers=1,d_model=64,"
+                              "heads=4,d_ff=128,vocab=100,context=64,max_prompt=32,prompt_mean=12,"
+                              "output_mean=4,max_batch=4,block=4 --mode fused --trace-level none"
+                              " --out " +
+                                  dir,
+                              &err),
+            0)
+      << err;
+  const std::string text = test::slurp(dir + "/stats.txt");
+  const Json stats = Json::parse(test::slurp(dir + "/stats.json"));
+  for (const std::string& want :
+       {std::string("device.time_ns"), std::string("totals.compile_ns"),
+        std::string("share_of_step_wall.compile"), std::string("serving.output_tokens"),
+        "# steps: " + std::to_string(stats["steps"].size()) + " rows",
+        "# ops: " + std::to_string(stats["ops"].size()) + " rows",
+        std::string("# serving.per_request: 3 rows"), std::string("achieved_tflops")}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want;
+  }
+  // The value on the serving.output_tokens line (names are padded to one column) is stats.json's.
+  const std::size_t at = text.find("\nserving.output_tokens ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  EXPECT_EQ(line.substr(line.find_last_of(' ') + 1),
+            std::to_string(stats["serving"]["output_tokens"].get<int64_t>()))
+      << line;
+}
+
+}  // namespace
+}  // namespace wallsim
