@@ -7,9 +7,34 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "wallsim/base/params.h"
 
 namespace wallsim::cli {
+
+// `--trace-window FROM_NS:TO_NS` as a pair; base::InputError otherwise.
+inline std::pair<int64_t, int64_t> parse_window(const std::string& s) {
+  auto colon = s.find(':');
+  try {
+    if (colon != std::string::npos) {
+      size_t a = 0, b = 0;
+      int64_t from = std::stoll(s.substr(0, colon), &a);
+      int64_t to = std::stoll(s.substr(colon + 1), &b);
+      if (a == colon && b == s.size() - colon - 1 && from >= 0 && to >= from) return {from, to};
+    }
+  } catch (const std::exception&) {
+  }
+  throw base::InputError("--trace-window " + s, "expected FROM_NS:TO_NS with 0 <= FROM <= TO");
+}
+
+// The options `exec` and `run` share to keep a trace small: a window and the CSV alternative.
+inline void add_trace_limits(CLI::App* cmd, std::string* window, bool* csv) {
+  cmd->add_option("--trace-window", *window,
+                  "keep only the slices overlapping FROM_NS:TO_NS (simulated ns) in the trace");
+  cmd->add_flag("--instruction-csv", *csv,
+                "also write instructions.csv (one row per instruction, any trace level)");
+}
 
 // A fixed-point number for a table.
 inline std::string fmt(double v, int precision = 3) {

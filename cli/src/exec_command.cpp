@@ -1,6 +1,7 @@
 // `wallsim exec PLAN --config C [--functional] [--inputs DIR] [--scalar n=v]... [--out DIR]`.
 #include <iostream>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
@@ -40,20 +41,6 @@ std::pair<std::string, int64_t> parse_scalar(const std::string& s) {
   return {s.substr(0, eq), v};
 }
 
-std::pair<int64_t, int64_t> parse_window(const std::string& s) {
-  auto colon = s.find(':');
-  try {
-    if (colon != std::string::npos) {
-      size_t a = 0, b = 0;
-      int64_t from = std::stoll(s.substr(0, colon), &a);
-      int64_t to = std::stoll(s.substr(colon + 1), &b);
-      if (a == colon && b == s.size() - colon - 1 && from >= 0 && to >= from) return {from, to};
-    }
-  } catch (const std::exception&) {
-  }
-  throw base::InputError("--trace-window " + s, "expected FROM_NS:TO_NS with 0 <= FROM <= TO");
-}
-
 }  // namespace
 
 void add_exec_command(CLI::App& app) {
@@ -69,9 +56,7 @@ void add_exec_command(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
       ->check(CLI::IsMember({"none", "plans", "instructions"}));
-  cmd->add_option("--trace-window", a->trace_window, "keep only FROM_NS:TO_NS of the trace");
-  cmd->add_flag("--instruction-csv", a->csv,
-                "also write instructions.csv (one row per instruction)");
+  add_trace_limits(cmd, &a->trace_window, &a->csv);
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     isa::PlanSequence seq = isa::read_plan_file(a->plan);

@@ -2,6 +2,7 @@
 //  [--steps N] [--functional] [--out DIR] [--set k=v]`.
 #include <iostream>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "wallsim/driver/run.h"
 #include "wallsim/runtime/config.h"
@@ -18,6 +19,8 @@ struct RunArgs {
   bool functional = false;
   std::string out = "out/run";
   std::string trace_level = "plans";
+  std::string trace_window;
+  bool csv = false;
   int64_t plan_memory_mib = 2048;
 };
 
@@ -40,6 +43,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
       ->check(CLI::IsMember({"none", "plans", "instructions"}));
+  add_trace_limits(cmd, &a->trace_window, &a->csv);
   cmd->add_option("--plan-memory", a->plan_memory_mib,
                   "MiB of compiled plans the simulator keeps for cache hits; beyond it plans are "
                   "rebuilt on their next hit (results are the same, only run time changes)")
@@ -55,6 +59,8 @@ void add_run_command(CLI::App& app) {
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
                     : a->trace_level == "plans" ? engines::TraceLevel::plans
                                                 : engines::TraceLevel::instructions;
+    if (!a->trace_window.empty()) o.trace_window_ns = parse_window(a->trace_window);
+    o.instruction_csv = a->csv;
     auto r = driver::run_workload(cfg, runtime::to_json(cfg), workloads::parse_spec(a->workload), o,
                                   a->out);
     std::cout << a->out << ": " << a->workload << " under " << a->mode << ", " << r.steps

@@ -2,6 +2,9 @@
 #include "wallsim/driver/run.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 
 #include "wallsim/driver/run_report.h"
 #include "wallsim/sim/device.h"
@@ -9,6 +12,7 @@
 #include "wallsim/traces/chrome_trace.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
+#include "wallsim/traces/window_sink.h"
 
 namespace wallsim::driver {
 
@@ -45,6 +49,39 @@ ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
   return out;
 }
 
+// stats.txt after the device stats: the run report's sections (host breakdown, steps, per-op
+// table, serving figures), and each host state's share of the steps' wall time.
+void append_report_text(const std::string& path, const ordered_json& report) {
+  ordered_json sections;
+  const ordered_json& totals = report.at("totals");
+  const double wall = totals.value("wall_ns", 0.0);
+  ordered_json share = ordered_json::object();
+  for (const auto& [k, v] : totals.items()) {
+    const bool host_state =
+        k.size() > 3 && k.compare(k.size() - 3, 3, "_ns") == 0 && k != "wall_ns" && k != "idle_ns";
+    if (host_state && wall > 0) share[k.substr(0, k.size() - 3)] = v.get<double>() / wall;
+  }
+  sections["share_of_step_wall"] = share;  // host states sum to 1; device_busy overlaps
+  for (const auto& [k, v] : report.items()) sections[k] = v;
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  out << "\n# run report: the sections of stats.json after `device` (RUNTIME.md)\n";
+  traces::write_sections_text(sections, out, {"schema"});
+  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
+}
+
+// Viewers load a whole trace into memory: past this size Perfetto UI and speedscope struggle.
+constexpr std::uintmax_t kLargeTraceBytes = std::uintmax_t{100} << 20;
+
+void warn_if_large(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (ec || bytes <= kLargeTraceBytes) return;
+  std::cerr << "wallsim: warning: trace.json is " << (bytes >> 20)
+            << " MiB, more than a trace viewer opens comfortably; keep it smaller with "
+               "--trace-level plans, --trace-window FROM_NS:TO_NS or fewer steps "
+               "(--instruction-csv logs every instruction without a trace)\n";
+}
+
 }  // namespace
 
 RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
@@ -60,9 +97,17 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   traces::StatsRegistry stats;
   sim::DeviceTimeStats device_time(stats, config.chip);
 
-  std::unique_ptr<traces::TraceSink> trace;
+  std::unique_ptr<traces::TraceSink> chrome;
+  std::unique_ptr<traces::TraceSink> window;
+  traces::TraceSink* trace = nullptr;
   if (options.trace_level != engines::TraceLevel::none) {
-    trace = std::make_unique<traces::ChromeTraceWriter>(dir->file("trace.json"));
+    chrome = std::make_unique<traces::ChromeTraceWriter>(dir->file("trace.json"));
+    trace = chrome.get();
+    if (options.trace_window_ns) {
+      window = std::make_unique<traces::WindowTraceSink>(
+          *chrome, options.trace_window_ns->first * 1000, options.trace_window_ns->second * 1000);
+      trace = window.get();
+    }
     trace->set_metadata("wallsim_version", "0.1.0");
     trace->set_metadata("config", config.chip.name);
     trace->set_metadata("workload", spec.text);
@@ -71,15 +116,21 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   sim::DeviceOptions dev;
   dev.functional = options.functional;
   dev.stats = &stats;
-  dev.trace = trace.get();
+  std::unique_ptr<traces::CsvLog> csv;
+  if (options.instruction_csv) {
+    csv = std::make_unique<traces::CsvLog>(dir->file("instructions.csv"),
+                                           traces::instruction_csv_columns());
+  }
+  dev.trace = trace;
   dev.trace_level = options.trace_level;
+  dev.instruction_log = csv.get();
   sim::Device device("device", config.chip, dev);
 
   runtime::SessionOptions so;
   so.mode = options.mode;
   so.functional = options.functional;
   so.plan_memory_bytes = options.plan_memory_bytes;
-  runtime::Session session(config, device, so, trace.get());
+  runtime::Session session(config, device, so, trace);
 
   const auto wall_start = std::chrono::steady_clock::now();
   runtime::run_host(device, [&] {
@@ -138,7 +189,12 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       "plan bodies rebuilt after --plan-memory dropped them (simulator, not model)") +=
       static_cast<uint64_t>(session.bodies_rebuilt());
   sim::write_run_files(*dir, stats, extra, resolved_config);
-  if (trace) trace->finish();
+  append_report_text(dir->file("stats.txt"), extra);
+  if (trace) {
+    trace->finish();
+    warn_if_large(dir->file("trace.json"));
+  }
+  if (csv) csv->finish();
   dir->commit();
   const runtime::Counts totals = session.totals();
   RunSummary r;

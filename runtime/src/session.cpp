@@ -53,6 +53,7 @@ Session::Session(const Config& config, sim::Device& device, SessionOptions optio
   m_pending.name = "pending";
   if (m_trace && m_trace->enabled()) {
     m_host_track = m_trace->declare_track(kHostPid, "host", 0, "host thread");
+    m_step_track = m_trace->declare_track(kHostPid, "host", 1, "steps");
   }
   if (config.runtime.compile_in_background) {
     sc_core::sc_spawn_options o;
@@ -89,16 +90,20 @@ int64_t Session::now_ns() const { return now_ps() / 1000; }
 void Session::enter(HostState s) {
   const HostClock::Interval closed = m_clock.enter(s, now_ps(), record().host_ns);
   if (closed.ps > 0 && m_host_track && closed.state != HostState::other) {
+    static const traces::TraceArgs kNoArgs;
     m_trace->slice(*m_host_track, static_cast<traces::TimePs>(closed.start_ps),
-                   static_cast<traces::TimePs>(closed.ps), name_of(closed.state), "host", {});
+                   static_cast<traces::TimePs>(closed.ps), name_of(closed.state), "host",
+                   m_slice_args ? *m_slice_args : kNoArgs);
   }
 }
 
-void Session::charge(HostState s, int64_t ns) {
+void Session::charge(HostState s, int64_t ns, const traces::TraceArgs* args) {
   if (ns <= 0) return;
   enter(s);
   sc_core::wait(sc_time(static_cast<double>(ns), sc_core::SC_NS));
+  m_slice_args = args;
   enter(HostState::other);
+  m_slice_args = nullptr;
 }
 
 // The host clock stays on whole nanoseconds, so every state's time is a whole number of them
@@ -259,7 +264,7 @@ void Session::flush(const char* reason) {
 void Session::run_group(const std::vector<int32_t>& nodes, CompileKind kind, bool allow_fallback) {
   const std::set<int32_t> in_group(nodes.begin(), nodes.end());
   Group g;
-  g.sub.name = "g";
+  g.sub.name = group_name(m_pending, nodes);
   g.sub.scalars = m_pending.scalars;
   std::map<int32_t, int32_t> canon;  // pending id -> id in sub
   int32_t next = 0;
@@ -511,6 +516,13 @@ void Session::close_startup() {
   if (m_startup_closed) return;
   m_startup_closed = true;
   m_startup.wall_ns = now_ns() - m_startup.start_ns;
+  if (m_step_track && m_startup.wall_ns > 0) {
+    const traces::TraceArgs args = traces::TraceArgs()
+                                       .add("wall_ns", m_startup.wall_ns)
+                                       .add("compiles", m_startup.counts.compiles);
+    m_trace->slice(*m_step_track, static_cast<traces::TimePs>(m_startup.start_ns) * 1000,
+                   static_cast<traces::TimePs>(m_startup.wall_ns) * 1000, "startup", "step", args);
+  }
 }
 
 void Session::idle_until(int64_t ns) {
@@ -561,6 +573,17 @@ void Session::end_step() {
   }
   if (cur_hi > cur_lo) busy += cur_hi - cur_lo;
   m_current.device_busy_ns = busy / 1000;
+  if (m_step_track) {
+    const std::string name = "step " + std::to_string(m_current.index);
+    const traces::TraceArgs args = traces::TraceArgs()
+                                       .add("index", m_current.index)
+                                       .add("wall_ns", m_current.wall_ns)
+                                       .add("device_busy_ns", m_current.device_busy_ns)
+                                       .add("compiles", m_current.counts.compiles)
+                                       .add("launches", m_current.counts.plans_launched);
+    m_trace->slice(*m_step_track, static_cast<traces::TimePs>(m_current.start_ns) * 1000,
+                   static_cast<traces::TimePs>(m_current.wall_ns) * 1000, name, "step", args);
+  }
   m_steps.push_back(m_current);
   m_in_step = false;
 }

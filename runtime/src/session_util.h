@@ -1,6 +1,7 @@
 // Private to the Session's files: small helpers and the group a flush cuts.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,38 @@ inline double macs_of(const Graph& g, const std::vector<int32_t>& nodes) {
     macs += out * double(a.dims.back().size);
   }
   return macs;
+}
+
+// A plan's name from the ops of its group (`nodes` of `g`, inputs skipped): the op itself for
+// one op ("matmul"), else "fused<N>_" and its first three distinct ops in order
+// ("fused12_matmul_add_gelu"). The same group always gets the same name, so a cached plan keeps
+// the name it was compiled under.
+inline std::string group_name(const Graph& g, const std::vector<int32_t>& nodes) {
+  std::vector<std::string_view> ops;
+  size_t count = 0;
+  for (int32_t id : nodes) {
+    const OpKind op = g.find(id)->op;
+    if (op == OpKind::input) continue;
+    ++count;
+    const std::string_view name = compiler_stub::name_of(op);
+    if (ops.size() < 3 && std::find(ops.begin(), ops.end(), name) == ops.end()) {
+      ops.push_back(name);
+    }
+  }
+  if (count == 1) return std::string(ops.front());
+  std::string out = "fused" + std::to_string(count);
+  for (std::string_view op : ops) out += "_" + std::string(op);
+  return out;
+}
+
+// The ops of `ids` in `g`, "id:op" comma-separated (a compile slice's `ops` argument).
+inline std::string op_list(const Graph& g, const std::vector<int32_t>& ids) {
+  std::string out;
+  for (int32_t id : ids) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(id) + ":" + std::string(compiler_stub::name_of(g.find(id)->op));
+  }
+  return out;
 }
 
 // The position of the group input named `name` in `sub`'s inputs, if one is.

@@ -189,10 +189,8 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
   }
   std::unique_ptr<traces::CsvLog> csv;
   if (options.instruction_csv) {
-    csv = std::make_unique<traces::CsvLog>(
-        dir->file("instructions.csv"),
-        std::vector<std::string>{"plan", "stream", "index", "opcode", "node", "start_ps", "end_ps",
-                                 "ready_ps", "busy_cycles", "bytes"});
+    csv = std::make_unique<traces::CsvLog>(dir->file("instructions.csv"),
+                                           traces::instruction_csv_columns());
   }
 
   DeviceOptions dev_options;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/trace_overlap.h"
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::traces {
@@ -132,7 +133,7 @@ TEST(ChromeTraceWriter, RenamingAProcessOrThreadThrows) {
   EXPECT_NO_THROW(json::parse(os.str()));
 }
 
-TEST(ChromeTraceWriter, SlicesHaveExactMicrosecondTimes) {
+TEST(ChromeTraceWriter, SlicesHaveWholeNanosecondTimes) {
   std::ostringstream os;
   ChromeTraceWriter writer(os);
   const Track t = writer.declare_track(3, "core", 7, "tensor");
@@ -142,20 +143,21 @@ TEST(ChromeTraceWriter, SlicesHaveExactMicrosecondTimes) {
   writer.slice(t, 1234567, 1000, "matmul", "tensor", args);
   writer.slice(t, 1235567, 0, "zero", "", {});  // starts exactly where the last one ended
   writer.slice(t, 1235567, 0, "zero again", "", {});
-  writer.slice(t, 5000000000000, 999999, "late", "tensor", {});
+  writer.slice(t, 5000000000000, 999499, "late", "tensor", {});  // 999.499 ns rounds down
   writer.finish();
 
   const std::vector<std::string> lines = lines_of(os.str());
   // Header, 4 metadata events, 4 slices, then the three closing lines.
   ASSERT_EQ(lines.size(), 12u);
   EXPECT_EQ(lines[0], "{\"traceEvents\":[");
-  EXPECT_EQ(lines[5], R"({"ph":"X","pid":3,"tid":7,"ts":1.234567,"dur":0.001000,"name":"matmul",)"
-                      R"("cat":"tensor","args":{"bytes":4096,"ratio":0.5,"op":"matmul_0",)"
-                      R"("big":9223372036854775808}},)");
-  EXPECT_EQ(lines[6], R"({"ph":"X","pid":3,"tid":7,"ts":1.235567,"dur":0.000000,"name":"zero"},)");
-  EXPECT_EQ(lines[8],
-            R"({"ph":"X","pid":3,"tid":7,"ts":5000000.000000,"dur":0.999999,"name":"late",)"
-            R"("cat":"tensor"})");
+  // `dur` is 1 ns, written as the largest double whose sum with ts does not pass the end
+  // (the decimal 0.001 would: 1.235 + 0.001 > 1.236 as the reals the doubles hold).
+  EXPECT_EQ(lines[5], R"({"ph":"X","pid":3,"tid":7,"ts":1.235,"dur":0.0009999999999998899,)"
+                      R"("name":"matmul","cat":"tensor","args":{"bytes":4096,"ratio":0.5,)"
+                      R"("op":"matmul_0","big":9223372036854775808}},)");
+  EXPECT_EQ(lines[6], R"({"ph":"X","pid":3,"tid":7,"ts":1.236,"dur":0.000,"name":"zero"},)");
+  EXPECT_EQ(lines[8], R"({"ph":"X","pid":3,"tid":7,"ts":5000000.000,"dur":0.9989999998360872,)"
+                      R"("name":"late","cat":"tensor"})");
   EXPECT_EQ(lines[9], "],");
   EXPECT_EQ(lines[10], "\"displayTimeUnit\":\"ns\",");
 
@@ -166,15 +168,98 @@ TEST(ChromeTraceWriter, SlicesHaveExactMicrosecondTimes) {
   EXPECT_EQ(slices[0]["args"]["bytes"], 4096);
 }
 
-TEST(ChromeTraceWriter, NegativeTimesAreFormattedExactly) {
+// speedscope's case: the track's times less its first ts, then added.
+TEST(ChromeTraceWriter, BackToBackSlicesDoNotOverlapAfterRebasing) {
+  std::ostringstream os;
+  ChromeTraceWriter writer(os);
+  const Track t = writer.declare_track(1, "core0", 100, "dma queue 0");
+  writer.slice(t, 10020630464000, 2861000, "a", "", {});
+  writer.slice(t, 10020633325000, 2861000, "b", "", {});
+  writer.finish();
+  const auto overlaps = wallsim::test::trace_overlaps(json::parse(os.str()));
+  EXPECT_TRUE(overlaps.empty()) << wallsim::test::describe(overlaps);
+}
+
+// The issue's case: ts 209.572 + dur 190.946 is 400.51800000000003 in doubles, past a next
+// slice at 400.518. The writer's dur keeps the sum at 400.518 and still rounds to 190946 ns.
+TEST(ChromeTraceWriter, BackToBackSlicesDoNotOverlapInDoubles) {
+  std::ostringstream os;
+  ChromeTraceWriter writer(os);
+  const Track t = writer.declare_track(1, "core0", 1, "host");
+  writer.slice(t, 209572000, 190946000, "a", "", {});
+  writer.slice(t, 400518000, 1000, "b", "", {});
+  writer.finish();
+  const json trace = json::parse(os.str());
+  const std::vector<json> slices = events_with_phase(trace, "X");
+  ASSERT_EQ(slices.size(), 2u);
+  const double ts = slices[0]["ts"].get<double>();
+  const double dur = slices[0]["dur"].get<double>();
+  EXPECT_EQ(209.572 + 190.946, 400.51800000000003);  // the viewer arithmetic that overlapped
+  EXPECT_LE(ts + dur, slices[1]["ts"].get<double>());
+  EXPECT_EQ(std::llround(dur * 1000.0), 190946);
+  EXPECT_TRUE(wallsim::test::trace_overlaps(trace).empty());
+}
+
+// Back-to-back slices of random picosecond lengths, on several tracks and over a long time
+// range: none overlaps under either viewer arithmetic, and each rounds to its whole-ns length.
+TEST(ChromeTraceWriter, RandomBackToBackSlicesNeverOverlap) {
+  std::ostringstream os;
+  ChromeTraceWriter writer(os);
+  std::vector<Track> tracks;
+  for (int i = 0; i < 4; ++i) tracks.push_back(writer.declare_track(1, "core0", i, "t"));
+  std::vector<TimePs> at = {0, 7, 10020630464000, 123456789012345};  // 0 to 123 s
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 40000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const std::size_t k = (x >> 33) % tracks.size();
+    const TimePs dur = static_cast<TimePs>((x >> 13) % (i % 2 == 0 ? 2000 : 50000000));
+    writer.slice(tracks[k], at[k], dur, "s", "", {});
+    at[k] += dur + ((x >> 50) % 3 == 0 ? static_cast<TimePs>((x >> 40) % 1500) : 0);
+  }
+  writer.finish();
+  std::size_t checked = 0;
+  const auto overlaps = wallsim::test::trace_overlaps(json::parse(os.str()), &checked);
+  EXPECT_EQ(checked, 40000u);
+  EXPECT_TRUE(overlaps.empty()) << wallsim::test::describe(overlaps);
+}
+
+// The checker itself finds each kind of overlap.
+TEST(TraceOverlapCheck, FindsBothArithmetics) {
+  const json doubles = json::parse(R"({"traceEvents":[
+    {"ph":"X","pid":1,"tid":1,"ts":209.572,"dur":190.946,"name":"a"},
+    {"ph":"X","pid":1,"tid":1,"ts":400.518,"dur":1,"name":"b"}]})");
+  const auto d = wallsim::test::trace_overlaps(doubles);
+  ASSERT_FALSE(d.empty());
+  EXPECT_EQ(d[0].arithmetic, "double");
+  // speedscope subtracts the first ts: 10020633.325 - 10020630.464 is 2.8609999995678663 in
+  // doubles, before the first slice's 2.861 ends.
+  const json rebased = json::parse(R"({"traceEvents":[
+    {"ph":"X","pid":1,"tid":1,"ts":10020630.464,"dur":2.861,"name":"a"},
+    {"ph":"X","pid":1,"tid":1,"ts":10020633.325,"dur":1,"name":"b"}]})");
+  const auto rb = wallsim::test::trace_overlaps(rebased);
+  ASSERT_EQ(rb.size(), 1u);
+  EXPECT_EQ(rb[0].arithmetic, "rebased");
+  const json rounded = json::parse(R"({"traceEvents":[
+    {"ph":"X","pid":1,"tid":1,"ts":0.0006,"dur":0.0006,"name":"a"},
+    {"ph":"X","pid":1,"tid":1,"ts":0.0012,"dur":1,"name":"b"},
+    {"ph":"X","pid":1,"tid":2,"ts":0.0006,"dur":0.0006,"name":"other track"}]})");
+  const auto r = wallsim::test::trace_overlaps(rounded);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].arithmetic, "whole-ns");
+  EXPECT_EQ(r[0].track, "1/1");
+}
+
+TEST(ChromeTraceWriter, NegativeTimesRoundHalfUp) {
   std::ostringstream os;
   ChromeTraceWriter writer(os);
   const Track t = writer.declare_track(1, "p", 1, "t");
   writer.instant(t, -1, "before zero", "", {});
   writer.instant(t, -1234567, "earlier", "", {});
+  writer.instant(t, -1500, "half", "", {});
   writer.finish();
-  EXPECT_NE(os.str().find("\"ts\":-0.000001,"), std::string::npos);
-  EXPECT_NE(os.str().find("\"ts\":-1.234567,"), std::string::npos);
+  EXPECT_NE(os.str().find("\"ts\":0.000,"), std::string::npos);  // -1 ps rounds to 0 ns
+  EXPECT_NE(os.str().find("\"ts\":-1.235,"), std::string::npos);
+  EXPECT_NE(os.str().find("\"ts\":-0.001,"), std::string::npos);  // -1.5 ns: half up
 }
 
 TEST(ChromeTraceWriter, InstantsCountersFlowsAndMetadata) {
@@ -206,7 +291,7 @@ TEST(ChromeTraceWriter, InstantsCountersFlowsAndMetadata) {
   EXPECT_EQ(counters[0]["name"], "sbuf_occupancy");
   EXPECT_EQ(counters[0]["args"]["bytes"], 65536);
   EXPECT_EQ(counters[1]["args"]["gbps"], 12.75);
-  EXPECT_NE(os.str().find(R"("ts":1.000000,"name":"sbuf_occupancy","args":{"bytes":65536}})"),
+  EXPECT_NE(os.str().find(R"("ts":1.000,"name":"sbuf_occupancy","args":{"bytes":65536}})"),
             std::string::npos);
 
   const std::vector<json> starts = events_with_phase(trace, "s");
@@ -308,7 +393,7 @@ TEST(ChromeTraceWriter, OverlappingSlicesThrowNamingTheTrack) {
     const std::string what = e.what();
     EXPECT_NE(what.find("device0 core0/tensor"), std::string::npos) << what;
     EXPECT_NE(what.find("'b'"), std::string::npos) << what;
-    EXPECT_NE(what.find("0.001999"), std::string::npos) << what;
+    EXPECT_NE(what.find("1999 ps"), std::string::npos) << what;
   }
   // Other tracks are independent; the failed slice did not move the track's end.
   EXPECT_NO_THROW(writer.slice(other, 1500, 10, "c", "", {}));

@@ -1,6 +1,7 @@
 // ChromeTraceWriter: hand-rolled streaming JSON, one event per line, into a reused buffer.
 #include "wallsim/traces/chrome_trace.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -54,21 +55,71 @@ char* put_double(char* p, double x) {
   return std::to_chars(p, p + 32, x).ptr;
 }
 
-// Picoseconds as microseconds with exactly six fractional digits, e.g. 1234567 -> 1.234567.
-char* put_time_us(char* p, TimePs ps) {
-  std::uint64_t magnitude = static_cast<std::uint64_t>(ps);
-  if (ps < 0) {
+// Trace times are whole nanoseconds, rounded (half up) from the simulator's picoseconds, so a
+// viewer that rounds `ts` and `dur` to whole ns separately (Perfetto's JSON importer) reads the
+// exact values. Rounding is monotone: back-to-back slices stay back to back.
+std::int64_t round_to_ns(TimePs ps) {
+  const std::int64_t q = ps / 1000;
+  const std::int64_t r = ps % 1000;
+  if (r >= 500) return q + 1;
+  if (r < -500) return q - 1;
+  return q;
+}
+
+// Whole nanoseconds as microseconds with exactly three fractional digits, e.g. 1234567 ->
+// 1234.567.
+char* put_ns_as_us(char* p, std::int64_t ns) {
+  std::uint64_t magnitude = static_cast<std::uint64_t>(ns);
+  if (ns < 0) {
     *p++ = '-';
     magnitude = 0 - magnitude;
   }
-  p = put_uint(p, magnitude / 1000000);
+  p = put_uint(p, magnitude / 1000);
   *p++ = '.';
-  std::uint64_t frac = magnitude % 1000000;
-  for (int i = 5; i >= 0; --i) {
+  std::uint64_t frac = magnitude % 1000;
+  for (int i = 2; i >= 0; --i) {
     p[i] = static_cast<char>('0' + frac % 10);
     frac /= 10;
   }
-  return p + 6;
+  return p + 3;
+}
+
+char* put_time_us(char* p, TimePs ps) { return put_ns_as_us(p, round_to_ns(ps)); }
+
+// Whether a + b <= c holds exactly, for the real sum of the doubles (TwoSum: a + b = s + err).
+bool sum_at_most(double a, double b, double c) {
+  const double s = a + b;
+  const double bb = s - a;
+  const double err = (a - (s - bb)) + (b - bb);
+  return s < c || (s == c && err <= 0);
+}
+
+// A slice's `dur` for whole-ns start and end, chosen so that `ts + dur` does not pass `end` (where
+// a next back-to-back slice starts) in any of the viewer arithmetics: rounded to whole ns
+// separately (Perfetto); the real sum of the parsed doubles, hence their sum in doubles
+// (chrome://tracing); and in doubles after subtracting the track's first `ts` (`first_ns`) from
+// every time, as speedscope's importer does. Written exactly (three decimals) when that passes
+// all three; otherwise the largest double below that does, in shortest round-trip form
+// (`190.94599999999997` for 190.946 after 209.572): within a few ulps of the exact value, so
+// still the same whole ns. A correctly rounded parser reads "x.yyy" as the double nearest x.yyy,
+// which is exactly what `ns / 1000.0` computes (both operands are exact).
+char* put_duration_us(char* p, std::int64_t start_ns, std::int64_t end_ns, std::int64_t first_ns) {
+  const double ts = static_cast<double>(start_ns) / 1000.0;
+  const double end = static_cast<double>(end_ns) / 1000.0;
+  const double first = static_cast<double>(first_ns) / 1000.0;
+  const double rebased_ts = ts - first;
+  const double rebased_end = end - first;
+  const auto fits = [&](double dur) {
+    return sum_at_most(ts, dur, end) && rebased_ts + dur <= rebased_end;
+  };
+  const double exact = static_cast<double>(end_ns - start_ns) / 1000.0;
+  if (fits(exact)) return put_ns_as_us(p, end_ns - start_ns);
+  // Each difference is exact when its operands are within a factor of two (Sterbenz); when not,
+  // the duration is as large as they are and a few steps of its own ulp reach a fitting value.
+  double dur = std::min({exact, end - ts, rebased_end - rebased_ts});
+  for (int i = 0; i < 64 && dur > 0 && !fits(dur); ++i) dur = std::nextafter(dur, 0.0);
+  if (!fits(dur)) return put_ns_as_us(p, end_ns - start_ns);  // not reached for sane times
+  return std::to_chars(p, p + 32, dur).ptr;
 }
 
 // Length of the valid UTF-8 sequence starting at s[i] (a byte >= 0x80), or 0 if invalid.
@@ -184,11 +235,7 @@ char* put_name_cat(char* p, std::string_view name, std::string_view category) {
   return p;
 }
 
-std::string time_string(TimePs ps) {
-  char buf[32];
-  char* end = put_time_us(buf, ps);
-  return std::string(buf, end) + " us";
-}
+std::string time_string(TimePs ps) { return std::to_string(ps) + " ps"; }
 
 }  // namespace
 
@@ -357,16 +404,22 @@ void ChromeTraceWriter::slice(const Track& track, TimePs start, TimePs duration,
                            ", before the previous slice on this track ended at " +
                            time_string(state.last_end));
   }
-  m_tracks[track.index].last_end = start + duration;
+  TrackState& written = m_tracks[track.index];
+  written.last_end = start + duration;
+  const std::int64_t start_ns = round_to_ns(start);
+  if (!written.has_slice) {
+    written.has_slice = true;
+    written.first_ns = start_ns;
+  }
 
   char* p = begin_event(kEventOverhead + escaped_bound(name) + escaped_bound(category) +
                         args_bound(args));
   p = put(p, "{\"ph\":\"X\"");
   p = put_pid_tid(p, track.pid, track.tid);
   p = put(p, ",\"ts\":");
-  p = put_time_us(p, start);
+  p = put_ns_as_us(p, start_ns);
   p = put(p, ",\"dur\":");
-  p = put_time_us(p, duration);
+  p = put_duration_us(p, start_ns, round_to_ns(start + duration), written.first_ns);
   p = put_name_cat(p, name, category);
   p = put_args(p, args);
   *p++ = '}';

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
 #include <ostream>
 #include <stdexcept>
 #include <utility>
@@ -428,6 +431,110 @@ void write_stats_text(const StatsRegistry& registry, std::ostream& os) {
     line += '\n';
     os << line;
   }
+}
+
+namespace {
+
+std::string section_value(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    char buf[32];
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15) {
+      std::snprintf(buf, sizeof buf, "%.0f", d);  // a whole number held as a double
+    } else {
+      std::snprintf(buf, sizeof buf, "%.6g", d);
+    }
+    return buf;
+  }
+  return v.dump();
+}
+
+bool is_table(const nlohmann::ordered_json& v) {
+  return v.is_array() && !v.empty() && v.front().is_object();
+}
+
+// A row's scalar cells by dotted column name, nested objects flattened; arrays left out.
+void flatten_row(const nlohmann::ordered_json& row, const std::string& prefix,
+                 std::vector<std::pair<std::string, std::string>>& out) {
+  for (const auto& [k, v] : row.items()) {
+    if (v.is_object()) {
+      flatten_row(v, prefix + k + ".", out);
+    } else if (!v.is_array()) {
+      out.emplace_back(prefix + k, section_value(v));
+    }
+  }
+}
+
+void write_table(const std::string& name, const nlohmann::ordered_json& rows, std::ostream& os) {
+  std::vector<std::string> columns;
+  std::vector<std::map<std::string, std::string>> cells;
+  for (const auto& row : rows) {
+    std::vector<std::pair<std::string, std::string>> flat;
+    flatten_row(row, "", flat);
+    std::map<std::string, std::string> r;
+    for (auto& [k, v] : flat) {
+      if (std::find(columns.begin(), columns.end(), k) == columns.end()) columns.push_back(k);
+      r[k] = std::move(v);
+    }
+    cells.push_back(std::move(r));
+  }
+  std::vector<std::size_t> width;
+  for (const std::string& c : columns) {
+    std::size_t w = c.size();
+    for (const auto& r : cells) {
+      auto it = r.find(c);
+      if (it != r.end()) w = std::max(w, it->second.size());
+    }
+    width.push_back(w);
+  }
+  os << "\n# " << name << ": " << rows.size() << " rows\n";
+  const auto line = [&](const std::function<std::string(std::size_t)>& cell) {
+    std::string text;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      const std::string v = cell(i);
+      if (i > 0) text.append(2, ' ');
+      text.append(width[i] - std::min(width[i], v.size()), ' ');  // right-aligned
+      text += v;
+    }
+    os << text << "\n";
+  };
+  line([&](std::size_t i) { return columns[i]; });
+  for (const auto& r : cells) {
+    line([&](std::size_t i) {
+      auto it = r.find(columns[i]);
+      return it == r.end() ? std::string() : it->second;
+    });
+  }
+}
+
+void collect_section(const std::string& name, const nlohmann::ordered_json& v,
+                     std::vector<std::pair<std::string, std::string>>& lines,
+                     std::vector<std::pair<std::string, const nlohmann::ordered_json*>>& tables) {
+  if (is_table(v)) {
+    tables.emplace_back(name, &v);
+  } else if (v.is_object()) {
+    for (const auto& [k, sub] : v.items()) collect_section(name + "." + k, sub, lines, tables);
+  } else {
+    lines.emplace_back(name, v.is_array() ? v.dump() : section_value(v));
+  }
+}
+
+}  // namespace
+
+void write_sections_text(const nlohmann::ordered_json& sections, std::ostream& os,
+                         const std::set<std::string>& skip) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::vector<std::pair<std::string, const nlohmann::ordered_json*>> tables;
+  for (const auto& [k, v] : sections.items()) {
+    if (!skip.count(k)) collect_section(k, v, lines, tables);
+  }
+  std::size_t width = 0;
+  for (const auto& line : lines) width = std::max(width, line.first.size());
+  for (const auto& [name, value] : lines) {
+    os << name << std::string(width - name.size() + 2, ' ') << value << "\n";
+  }
+  for (const auto& [name, rows] : tables) write_table(name, *rows, os);
 }
 
 double percentile(std::vector<double> values, double p) {

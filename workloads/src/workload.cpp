@@ -344,12 +344,13 @@ class Decode final : public Workload {
       Tensor col = s.iota({len, len}, isa::DType::int32, 1);
       bias = scale(compare(col, row, "gt"), -1e9);
     } else if (m_dynamic == "bounded") {  // -1e9 past the run-time length, built on the chip
+      // Set before the op that reads it: a per-op mode launches that op when it is recorded.
+      s.set_scalar("kv_len", real);
+      s.set_scalar("pos", real - 1);
       Tensor keys_at = s.iota({m_heads, 1, len}, isa::DType::int32, 2);  // the scores' shape
       bias = scale(s.op(compiler_stub::OpKind::compare, {keys_at},
                         {{"cmp", std::string("ge")}, {"scalar", std::string("kv_len")}}),
                    -1e9);
-      s.set_scalar("kv_len", real);
-      s.set_scalar("pos", real - 1);
     } else if (len > real || s.pads_shapes() ||
                m_dynamic == "bucketed") {  // -1e9 past the real length, sent by the host
       std::vector<float> b(static_cast<size_t>(len), 0.0f);

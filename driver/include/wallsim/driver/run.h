@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "wallsim/base/params.h"
 #include "wallsim/engines/stream_processor.h"
@@ -19,6 +20,8 @@ struct RunOptions {
   std::optional<int64_t> steps;  // default: the workload's
   bool functional = false;
   engines::TraceLevel trace_level = engines::TraceLevel::plans;
+  std::optional<std::pair<int64_t, int64_t>> trace_window_ns;  // keep [from, to] of the trace
+  bool instruction_csv = false;                                // write instructions.csv
   int64_t plan_memory_bytes = int64_t{2} << 30;  // runtime::SessionOptions::plan_memory_bytes
 };
 
@@ -29,7 +32,8 @@ struct RunSummary {
   double sim_wall_seconds = 0;  // real
 };
 
-// Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json):
+// Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json,
+// instructions.csv with `instruction_csv`):
 // complete, or not at all. Bad input throws base::InputError; a run that cannot go on throws
 // runtime::RuntimeError or sim::SimulationError. Elaborates SystemC: once per process.
 RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,

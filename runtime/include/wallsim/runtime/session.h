@@ -186,7 +186,8 @@ class Session {
 
  private:
   struct Group;
-  void charge(HostState s, int64_t ns);
+  // Advances the host clock by `ns` in state `s`; `args` go on that state's trace slice.
+  void charge(HostState s, int64_t ns, const traces::TraceArgs* args = nullptr);
   void wait_for(HostState s, const sc_core::sc_event& e);
   void align_to_ns();
   void enter(HostState s);
@@ -250,6 +251,8 @@ class Session {
   std::vector<int64_t> m_aot_buckets;
   bool m_tracing = false;  // AOT startup: recording a bucket's step
   std::optional<traces::Track> m_host_track;
+  std::optional<traces::Track> m_step_track;        // one slice per step, on the host
+  const traces::TraceArgs* m_slice_args = nullptr;  // for the host slice enter() closes next
   // Background compilation: launches waiting for their compile, in program order.
   struct Queued {
     std::shared_ptr<CompiledPlan> compiled;

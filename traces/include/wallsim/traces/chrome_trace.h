@@ -50,6 +50,8 @@ class ChromeTraceWriter final : public TraceSink {
     int tid;
     TimePs last_end;
     std::string thread_name;
+    bool has_slice = false;
+    std::int64_t first_ns = 0;  // the first slice's start (whole ns), once there is one
   };
 
   void start();

@@ -10,6 +10,12 @@
 
 namespace wallsim::traces {
 
+// The columns of the instruction log (`instructions.csv`, docs/OUTPUTS.md §4).
+inline std::vector<std::string> instruction_csv_columns() {
+  return {"plan",     "stream", "index",    "opcode",      "node",
+          "start_ps", "end_ps", "ready_ps", "busy_cycles", "bytes"};
+}
+
 class CsvLog {
  public:
   CsvLog(const std::string& path, std::vector<std::string> columns);

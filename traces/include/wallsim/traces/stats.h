@@ -256,6 +256,13 @@ void write_stats_json(const StatsRegistry& registry, std::ostream& os,
 // left-aligned in columns. Doubles are printed like printf("%.6g") in the C locale.
 void write_stats_text(const StatsRegistry& registry, std::ostream& os);
 
+// The sections a run adds to stats.json (`extra`), for stats.txt: scalars and objects as
+// `section.key value` lines, arrays of objects (steps, ops, requests) as aligned tables with a
+// `# name: N rows` heading, nested objects in a row flattened to `a.b` columns. Keys in `skip`
+// are left out (e.g. `nodes`).
+void write_sections_text(const nlohmann::ordered_json& sections, std::ostream& os,
+                         const std::set<std::string>& skip = {});
+
 // The p-th percentile (0-100) of `values` by nearest rank (a value that occurred); 0 for none.
 double percentile(std::vector<double> values, double p);
 

@@ -1,0 +1,208 @@
+// Traces that viewers draw as written: every kind of trace wallsim writes (exec at instruction
+// level, run under each mode, decode, serve) has no slice that passes the next one's start on its
+// track, under both viewer arithmetics (tests/support/trace_overlap.h); the host track names its
+// plans by their group, compile slices carry their modelled arguments, and steps are marked.
+// Also the regression test for bounded decode under the per-op modes (run-time scalar 'kv_len'
+// was set after the op that reads it was launched).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/trace_overlap.h"
+#include "cli_test_util.h"
+
+namespace wallsim {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::vector<std::string> kModes = {"native", "eager", "eager-debug", "fused", "aot"};
+
+// Runs `wallsim ARGS --out DIR` (exit 0 expected) and returns DIR's trace.
+Json traced(const std::string& args, const std::string& name) {
+  const std::string dir = test::fresh_dir("trace", name);
+  std::string err;
+  EXPECT_EQ(test::run_wallsim(args + " --out " + dir, &err), 0) << args << "\n" << err;
+  return Json::parse(test::slurp(dir + "/trace.json"));
+}
+
+void expect_no_overlap(const Json& trace, const std::string& what) {
+  std::size_t checked = 0;
+  const auto overlaps = test::trace_overlaps(trace, &checked);
+  EXPECT_GT(checked, 10u) << what;
+  EXPECT_TRUE(overlaps.empty()) << what << ": " << test::describe(overlaps);
+}
+
+std::vector<Json> slices_named(const Json& trace, const std::string& name) {
+  std::vector<Json> out;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e.value("ph", "") == "X" && e.value("name", "") == name) out.push_back(e);
+  }
+  return out;
+}
+
+TEST(Traces, ExecAtInstructionLevelHasNoOverlap) {
+  const Json t = traced(
+      "exec examples/plans/matmul.json -c configs/trn2.json --trace-level instructions", "exec");
+  expect_no_overlap(t, "exec matmul");
+  EXPECT_FALSE(slices_named(t, "matmul").empty());
+}
+
+TEST(Traces, RunUnderEveryModeHasNoOverlapAndNamesItsPlans) {
+  for (const std::string& mode : kModes) {
+    const Json t = traced(
+        "run -c configs/trn2.json -w mlp:batch=256,d_model=256,d_ff=1024,layers=2"
+        " --steps 2 --trace-level instructions --mode " +
+            mode,
+        "mlp_" + mode);
+    expect_no_overlap(t, "mlp " + mode);
+    EXPECT_TRUE(slices_named(t, "launch g").empty()) << mode;
+    EXPECT_EQ(slices_named(t, "step 0").size(), 1u) << mode;
+    EXPECT_EQ(slices_named(t, "step 1").size(), 1u) << mode;
+    // Compile slices (per-op native launches kernels without compiling) say what was compiled.
+    const std::vector<Json> compiles = slices_named(t, "compile");
+    if (mode == "native") continue;
+    ASSERT_FALSE(compiles.empty()) << mode;
+    bool matmul = false;
+    for (const Json& c : compiles) {
+      ASSERT_TRUE(c.contains("args")) << mode << " " << c.dump();
+      const std::string ops = c["args"]["ops"].get<std::string>();
+      // One "id:op" entry per node of the group.
+      EXPECT_EQ(c["args"]["nodes"].get<int64_t>(), std::count(ops.begin(), ops.end(), ':'));
+      EXPECT_GT(c["args"]["modelled_ns"].get<int64_t>(), 0);
+      EXPECT_EQ(c["args"]["signature"].get<std::string>().size(), 16u) << c.dump();
+      matmul |= ops.find(":matmul") != std::string::npos;
+      EXPECT_FALSE(slices_named(t, "launch " + c["args"]["plan"].get<std::string>()).empty());
+    }
+    EXPECT_TRUE(matmul) << mode;
+  }
+}
+
+TEST(Traces, DecodeAndServeHaveNoOverlap) {
+  expect_no_overlap(traced("run -c configs/trn2.json -w "
+                           "decode:layers=2,prompt=32,new_tokens=6,d_model=128,heads=4,d_ff=256"
+                           " --mode aot --trace-level instructions",
+                           "decode_aot"),
+                    "decode aot");
+  expect_no_overlap(
+      traced("run -c configs/trn2.json -w serve:requests=8,layers=2,d_model=64,heads=4,d_ff=128,"
+             "vocab=100,context=64,max_prompt=32,prompt_mean=12,max_batch=4,block=4"
+             " --mode fused --trace-level instructions",
+             "serve_fused"),
+      "serve fused");
+}
+
+// Bounded decode masks on the chip past the run-time scalar kv_len: a per-op mode launches the
+// mask's compare as soon as it is recorded, so the scalar must be set before. All modes run and
+// agree on the work done.
+TEST(Traces, BoundedDecodeRunsUnderEveryMode) {
+  std::set<int64_t> macs;
+  for (const std::string& mode : kModes) {
+    const std::string dir = test::fresh_dir("trace", "bounded_" + mode);
+    std::string err;
+    ASSERT_EQ(test::run_wallsim("run -c configs/trn2.json -w decode:layers=1,prompt=20,"
+                                "new_tokens=5,d_model=128,heads=2,d_ff=256,dynamic=bounded,"
+                                "kv=paged,block=8 --trace-level instructions --mode " +
+                                    mode + " --out " + dir,
+                                &err),
+              0)
+        << mode << ": " << err;
+    expect_no_overlap(Json::parse(test::slurp(dir + "/trace.json")), "bounded decode " + mode);
+    if (mode == "aot") continue;  // pads the prompt to its bucket: more MACs
+    const Json stats = Json::parse(test::slurp(dir + "/stats.json"));
+    macs.insert(stats["device"]["engines"]["tensor"]["macs"].get<int64_t>());
+  }
+  EXPECT_EQ(macs.size(), 1u);  // the same matmuls in every mode
+}
+
+}  // namespace
+}  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+// `run` keeps a long run's trace small as `exec` does: a window (slices overlapping it, whole)
+// and the instruction CSV at any trace level; a bad window is a one-line error with exit 2.
+TEST(Traces, RunTakesATraceWindowAndTheInstructionCsv) {
+  const std::string base =
+      "run -c configs/trn2.json -w mlp:batch=256,d_model=256,d_ff=1024,layers=2 --mode fused"
+      " --steps 2 --trace-level instructions";
+  const Json full = traced(base, "window_full");
+  const std::string dir = test::fresh_dir("trace", "window");
+  std::string err;
+  // The second step's device work: after the first step's 10 s compile.
+  const int64_t from = 10020000000, to = 10020700000;
+  ASSERT_EQ(test::run_wallsim(base + " --instruction-csv --trace-window " + std::to_string(from) +
+                                  ":" + std::to_string(to) + " --out " + dir,
+                              &err),
+            0)
+      << err;
+  const Json windowed = Json::parse(test::slurp(dir + "/trace.json"));
+  std::size_t kept = 0, all = 0;
+  for (const Json& e : windowed["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    ++kept;
+    EXPECT_LE(e["ts"].get<double>() * 1000, static_cast<double>(to) + 1) << e.dump();
+    EXPECT_GE((e["ts"].get<double>() + e["dur"].get<double>()) * 1000,
+              static_cast<double>(from) - 1)
+        << e.dump();
+  }
+  for (const Json& e : full["traceEvents"]) all += e.value("ph", "") == "X";
+  EXPECT_GT(kept, 10u);
+  EXPECT_LT(kept, all);
+  const std::string csv = test::slurp(dir + "/instructions.csv");
+  EXPECT_EQ(
+      csv.rfind("plan,stream,index,opcode,node,start_ps,end_ps,ready_ps,busy_cycles,bytes\n", 0),
+      0u);
+  EXPECT_GT(std::count(csv.begin(), csv.end(), '\n'), 100);
+
+  EXPECT_EQ(test::run_wallsim(base + " --trace-window 5:1 --out " + dir + "_bad", &err), 2);
+  EXPECT_NE(err.find("--trace-window 5:1"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+}  // namespace
+}  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+// stats.txt holds the run report after the device stats: host breakdown (totals and shares),
+// steps, the per-op table and, for serve, the serving figures.
+TEST(Reports, StatsTextHoldsTheRunReport) {
+  const std::string dir = test::fresh_dir("report", "serve");
+  std::string err;
+  ASSERT_EQ(test::run_wallsim("run -c configs/tiny.json -w serve:requests=3,layers=1,d_model=64,"
+                              "heads=4,d_ff=128,vocab=100,context=64,max_prompt=32,prompt_mean=12,"
+                              "output_mean=4,max_batch=4,block=4 --mode fused --trace-level none"
+                              " --out " +
+                                  dir,
+                              &err),
+            0)
+      << err;
+  const std::string text = test::slurp(dir + "/stats.txt");
+  const Json stats = Json::parse(test::slurp(dir + "/stats.json"));
+  for (const std::string& want :
+       {std::string("device.time_ns"), std::string("totals.compile_ns"),
+        std::string("share_of_step_wall.compile"), std::string("serving.output_tokens"),
+        "# steps: " + std::to_string(stats["steps"].size()) + " rows",
+        "# ops: " + std::to_string(stats["ops"].size()) + " rows",
+        std::string("# serving.per_request: 3 rows"), std::string("achieved_tflops")}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want;
+  }
+  // The value on the serving.output_tokens line (names are padded to one column) is stats.json's.
+  const std::size_t at = text.find("\nserving.output_tokens ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  EXPECT_EQ(line.substr(line.find_last_of(' ') + 1),
+            std::to_string(stats["serving"]["output_tokens"].get<int64_t>()))
+      << line;
+}
+
+}  // namespace
+}  // namespace wallsim
