@@ -65,10 +65,10 @@ class StrictSax {
       if (ex.id == 406) {  // out_of_range: "number overflow parsing '1e400'"
         auto q = msg.find('\'');
         std::string num = q == std::string::npos ? msg : msg.substr(q);
+        value();  // the number is the next element of an array: its index counts
         m_error = where() + "number " + num + " does not fit a double";
       } else {
-        m_error =
-            "invalid JSON" + std::string(m_frames.empty() ? "" : " in " + path()) + ": " + msg;
+        m_error = "invalid JSON: " + msg + (m_frames.empty() ? "" : " (in " + path() + ")");
       }
     }
     return false;
@@ -151,6 +151,7 @@ std::string read_input_file(const std::string& path, int64_t max_bytes) {
   // stat first: opening a FIFO would block, and /dev/zero never ends.
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw InputError(path, "cannot open file");
     throw InputError(path, std::string("cannot open file: ") + std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) throw InputError(path, "is a directory, not a file");
