@@ -4,12 +4,15 @@
 #   make test           build, then run every test
 #   make test-sanitize  the whole suite under AddressSanitizer + UBSan (build-asan/)
 #   make bench          build, then run the Google Benchmark programs
+#   make fuzz           the libFuzzer harnesses with clang (build-fuzz/), FUZZ_SECONDS each
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 GENERATOR = $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps build demo test test-sanitize bench format clean
+.PHONY: all deps build demo test test-sanitize bench fuzz format clean
 
 all: build
 
@@ -37,6 +40,13 @@ test-sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
+fuzz: deps
+	@bash scripts/install-deps.sh fuzz
+	cmake -S . -B $(FUZZ_BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=clang++ -DWALLSIM_FUZZ=ON -DWALLSIM_BUILD_TESTS=OFF -DWALLSIM_BUILD_BENCH=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: build
 	@bash scripts/bench.sh $(BUILD)
 
@@ -44,4 +54,4 @@ format:
 	git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -169,6 +169,30 @@ void BM_GroupSignature20Ops(benchmark::State& state) {
 }
 BENCHMARK(BM_GroupSignature20Ops)->Unit(benchmark::kMicrosecond);
 
+// Issue 20, defect 19: a graph over HBM capacity was lowered in full before any check (65 s,
+// 5.9 GB). A GEMM whose m grows past HBM: refused before lowering, so the time must not grow
+// with m (the complexity fit: O(1)).
+void BM_RejectGraphOverHbm(benchmark::State& state) {
+  const int64_t m = state.range(0);
+  const std::string text =
+      R"({"format": "wallsim-graph", "version": 1, "name": "big", "nodes": [
+        {"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [)" +
+      std::to_string(m) + R"(, 4096], "role": "input"},
+        {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [4096, 4096],
+         "role": "weight"},
+        {"id": 2, "op": "matmul", "inputs": [0, 1], "name": "mm"}], "outputs": [2]})";
+  Graph g = graph_from_json(base::parse_json(text, "bench"));
+  infer_types(g);
+  const isa::ArchSpec arch;
+  for (auto _ : state) {
+    auto r = compile_graph(g, arch, GroupPolicy::whole);
+    if (!std::holds_alternative<CompileError>(r)) state.SkipWithError("expected a refusal");
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetComplexityN(m);
+}
+BENCHMARK(BM_RejectGraphOverHbm)->RangeMultiplier(2)->Range(1 << 24, 1 << 27)->Complexity();
+
 }  // namespace
 }  // namespace wallsim::compiler_stub
 

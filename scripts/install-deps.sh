@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what wallsim needs to build, test and benchmark, from Debian packages only.
 # Does nothing when everything is present; runs `apt-get update` once before the first install;
-# uses sudo when not root. Usage: scripts/install-deps.sh [build|test|tools]
+# uses sudo when not root. Usage: scripts/install-deps.sh [build|test|tools|fuzz]
 set -euo pipefail
 
 want=(
@@ -14,7 +14,8 @@ case "${1:-build}" in
   build) ;;
   test) want+=(python3 python3-matplotlib parallel) ;;  # the sweep tests: plots, GNU parallel
   tools) want+=(python3 python3-matplotlib python3-numpy parallel jq) ;;  # jq: compare_outputs.sh
-  *) echo "install-deps.sh: unknown profile '$1' (expected build, test or tools)" >&2; exit 2 ;;
+  fuzz) want+=(clang) ;;  # `make fuzz` only: libFuzzer (libclang_rt.fuzzer comes with clang)
+  *) echo "install-deps.sh: unknown profile '$1' (expected build, test, tools or fuzz)" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -12,7 +12,7 @@ InputError::InputError(std::string path, const std::string& problem)
     : std::runtime_error(path + ": " + problem), m_path(std::move(path)) {}
 
 std::string abbreviate(const Json& value) {
-  std::string s = value.dump();
+  std::string s = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   constexpr size_t kMax = 48;
   if (s.size() > kMax) s = s.substr(0, kMax - 3) + "...";
   return s;
@@ -145,15 +145,22 @@ void JsonReader::finish() const {
     const std::string& key = it.key();
     if (!key.empty() && key[0] == '_') continue;  // comments: sources, derivations
     if (std::find(m_known.begin(), m_known.end(), key) != m_known.end()) continue;
-    std::string best;
-    size_t best_distance = 3;  // suggest only close matches
-    for (const auto& k : m_known) {
-      size_t d = edit_distance(key, k);
-      if (d < best_distance) best_distance = d, best = k;
-    }
-    std::string hint = best.empty() ? "" : " (did you mean \"" + best + "\"?)";
-    throw InputError(join(key), "unknown key" + hint);
+    throw InputError(join(key), "unknown key" + did_you_mean(key, m_known));
   }
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known) {
+  std::string_view best;
+  size_t best_distance = 3;  // suggest only close matches
+  for (const auto& k : known) {
+    size_t d = edit_distance(word, k);
+    if (d < best_distance) best_distance = d, best = k;
+  }
+  return best.empty() ? "" : " (did you mean \"" + std::string(best) + "\"?)";
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& known) {
+  return did_you_mean(word, std::vector<std::string_view>(known.begin(), known.end()));
 }
 
 // ---- JsonWriter, SchemaWriter, KeyTableWriter ------------------------------------------------
@@ -244,8 +251,17 @@ void apply_override(Json& root, std::string_view assignment) {
   }
   std::string path(assignment.substr(0, eq));
   std::string text(assignment.substr(eq + 1));
-  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = text;
+  if (!valid_utf8(assignment)) {
+    throw InputError("--set " + path, "the assignment is not valid UTF-8");
+  }
+  Json value;
+  try {
+    value = parse_json(text, "--set " + path);
+  } catch (const InputError& e) {
+    // Not JSON: taken as a string, unless it is JSON that breaks a limit (depth, duplicates).
+    if (Json::accept(text)) throw;
+    value = text;
+  }
 
   Json* node = &root;
   size_t start = 0;
@@ -266,23 +282,6 @@ void apply_override(Json& root, std::string_view assignment) {
     if (next.is_null()) next = Json::object();
     node = &next;
     start = dot + 1;
-  }
-}
-
-Json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open file");
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) throw InputError(path, "cannot read file");
-  try {
-    return Json::parse(buf.str());
-  } catch (const Json::parse_error& e) {
-    // nlohmann's message is "[json.exception.parse_error.N] parse error at line L, column C: ..."
-    std::string msg = e.what();
-    auto pos = msg.find("] ");
-    if (pos != std::string::npos) msg = msg.substr(pos + 2);
-    throw InputError(path, "invalid JSON: " + msg);
   }
 }
 

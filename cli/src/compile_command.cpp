@@ -30,7 +30,11 @@ void add_compile_command(CLI::App& app) {
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     compiler_stub::Graph g = compiler_stub::read_graph_file(a->graph);
-    compiler_stub::infer_types(g);
+    try {
+      compiler_stub::infer_types(g);
+    } catch (const base::InputError& e) {
+      throw base::InputError(a->graph, e.what());  // validation errors name the file too
+    }
     const auto policy = a->group == "per-op" ? compiler_stub::GroupPolicy::per_op
                                              : compiler_stub::GroupPolicy::whole;
     auto result = compiler_stub::compile_graph(g, cfg.chip.arch, policy, {}, cfg.compiler);

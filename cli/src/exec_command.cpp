@@ -3,6 +3,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "wallsim/base/host_memory.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
 #include "wallsim/runtime/config.h"
@@ -22,7 +23,31 @@ struct ExecArgs {
   std::string trace_level = "instructions";
   std::string trace_window;
   bool csv = false;
+  bool no_memory_check = false;
 };
+
+// Host bytes per simulated instruction (issue 20: ~6.6 KB measured on a 256^3 GEMM's plan,
+// instruction records, timing state and trace events).
+constexpr int64_t kHostBytesPerInstruction = 6600;
+
+// What the simulation will hold at once, estimated from the plan and the chip before it starts.
+int64_t memory_estimate(const isa::PlanSequence& seq, const sim::ChipConfig& chip,
+                        bool functional) {
+  int64_t need = 0;
+  auto add = [&need](int64_t a, int64_t b) {
+    int64_t p = 0;
+    if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(need, p, &need))
+      need = INT64_MAX;
+  };
+  for (const auto& p : seq.plans) add(p.instruction_count(), kHostBytesPerInstruction);
+  if (functional) {
+    const auto& arch = chip.arch;
+    add(arch.sbuf.partitions, arch.sbuf.bytes_per_partition);
+    add(arch.psum.partitions, arch.psum.bytes_per_partition);
+    for (const auto& p : seq.plans) add(p.hbm_bytes(), 1);
+  }
+  return need;
+}
 
 std::pair<std::string, int64_t> parse_scalar(const std::string& s) {
   auto eq = s.find('=');
@@ -57,6 +82,8 @@ void add_exec_command(CLI::App& app) {
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
       ->check(CLI::IsMember({"none", "plans", "instructions"}));
   add_trace_limits(cmd, &a->trace_window, &a->csv);
+  cmd->add_flag("--no-memory-check", a->no_memory_check,
+                "run even when the estimated host memory exceeds what is available");
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     isa::PlanSequence seq = isa::read_plan_file(a->plan);
@@ -68,11 +95,22 @@ void add_exec_command(CLI::App& app) {
     if (!a->inputs.empty() && !a->functional) {
       throw base::InputError("--inputs", "input values are only read with --functional");
     }
+    if (!a->no_memory_check) {
+      base::check_host_memory(memory_estimate(seq, cfg.chip, a->functional), a->plan,
+                              "--no-memory-check");
+    }
     sim::ExecOptions o;
     o.functional = a->functional;
     o.inputs_dir = a->inputs;
     o.seed = static_cast<uint64_t>(cfg.runtime.seed);
-    for (const auto& s : a->scalars) o.scalars.push_back(parse_scalar(s));
+    for (const auto& s : a->scalars) {
+      o.scalars.push_back(parse_scalar(s));
+      for (size_t k = 0; k + 1 < o.scalars.size(); ++k) {
+        if (o.scalars[k].first == o.scalars.back().first)
+          throw base::InputError("--scalar " + s,
+                                 "the scalar is already bound by an earlier --scalar");
+      }
+    }
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
                     : a->trace_level == "plans" ? engines::TraceLevel::plans
                                                 : engines::TraceLevel::instructions;

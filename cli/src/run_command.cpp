@@ -15,7 +15,7 @@ struct RunArgs {
   std::vector<std::string> overrides;
   std::string workload = "transformer";
   std::string mode = std::string(runtime::default_mode().name());
-  int64_t steps = -1;
+  int64_t steps = 0;  // read only when --steps is given
   bool functional = false;
   std::string out = "out/run";
   std::string trace_level = "plans";
@@ -38,7 +38,8 @@ void add_run_command(CLI::App& app) {
                   "NAME or NAME:key=value,... Workloads:" + workloads);
   cmd->add_option("--mode,-m", a->mode, "execution mode:" + runtime::mode_help())
       ->check(CLI::IsMember(runtime::mode_names()));
-  cmd->add_option("--steps", a->steps, "steps to run (default: the workload's)");
+  CLI::Option* steps =
+      cmd->add_option("--steps", a->steps, "steps to run (default: the workload's)");
   cmd->add_flag("--functional", a->functional, "compute real values (default: timing only)");
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
@@ -48,12 +49,16 @@ void add_run_command(CLI::App& app) {
                   "MiB of compiled plans the simulator keeps for cache hits; beyond it plans are "
                   "rebuilt on their next hit (results are the same, only run time changes)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
-  cmd->callback([a] {
+  cmd->callback([a, steps] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     driver::RunOptions o;
     o.mode = &runtime::mode_named(a->mode);
-    if (a->steps == 0 || a->steps < -1) throw base::InputError("--steps", "must be at least 1");
-    if (a->steps > 0) o.steps = a->steps;
+    if (steps->count() > 0) {
+      if (a->steps < 1) {
+        throw base::InputError("--steps " + std::to_string(a->steps), "must be at least 1");
+      }
+      o.steps = a->steps;
+    }
     o.functional = a->functional;
     o.plan_memory_bytes = a->plan_memory_mib << 20;
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none

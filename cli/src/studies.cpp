@@ -43,6 +43,20 @@ struct StudySpec {
   std::string trace_level = "plans";
 };
 
+// What a study's columns may name: the key figures and the step figures below.
+std::vector<std::string> study_figure_names() {
+  std::vector<std::string> n = figure_names();
+  for (const char* k : {"p50_step_ns", "p99_step_ns", "hbm_bytes_per_step", "host_link_busy_ns",
+                        "wasted_flop_fraction"}) {
+    n.push_back(k);
+  }
+  return n;
+}
+bool is_figure(const std::string& k) {
+  static const std::vector<std::string> names = study_figure_names();
+  return std::find(names.begin(), names.end(), k) != names.end();
+}
+
 StudySpec read_study(const std::string& file, const std::string& config) {
   const Json j = base::read_json_file(file);
   base::JsonObject o(j, file);
@@ -57,6 +71,11 @@ StudySpec read_study(const std::string& file, const std::string& config) {
     if (!cols[i].is_string())
       throw InputError(o.at("columns") + "[" + std::to_string(i) + "]", "expected a figure name");
     s.columns.push_back(cols[i].get<std::string>());
+    if (!is_figure(s.columns.back())) {
+      throw InputError(o.at("columns") + "[" + std::to_string(i) + "]",
+                       "unknown figure \"" + s.columns.back() + "\"" +
+                           base::did_you_mean(s.columns.back(), study_figure_names()));
+    }
   }
   const Json& runs = o.array("runs");
   if (runs.empty()) throw InputError(o.at("runs"), "expected at least one run");
@@ -184,6 +203,10 @@ void run_study(const std::string& name, const std::string& config, const std::st
       const driver::RunReport report = driver::RunReport::read(run_dirs[i]);
       Json f = key_figures(report, base::read_json_file(run_dirs[i] + "/config.resolved.json"));
       add_step_figures(report, f);
+      for (const auto& [k, v] : f.items()) {
+        // figure_names() lists what the spec may name; a figure missing there is a bug here.
+        if (!is_figure(k)) throw std::logic_error("figure '" + k + "' missing from figure_names()");
+      }
       row["status"] = "ok";
       row["figures"] = f;
     }

@@ -75,11 +75,20 @@ SweepSpec read_sweep(const std::string& file) {
   }
   // Axes: a grid over `axes`, times each zipped group (its lists advance together).
   std::vector<std::vector<std::vector<std::pair<std::string, Json>>>> factors;
+  std::map<std::string, std::string> axis_at;  // config path -> where it is an axis
+  auto claim = [&](const std::string& key, const std::string& where) {
+    auto [it, fresh] = axis_at.emplace(key, where);
+    if (!fresh) {
+      throw InputError(where, "config path '" + key + "' is already an axis at " + it->second +
+                                  "; name each path once");
+    }
+  };
   if (const Json* axes = o.opt("axes")) {
     base::JsonObject ax(*axes, o.at("axes"));
     for (const auto& [key, values] : axes->items()) {
       if (!key.empty() && key[0] == '_') continue;
       const Axis a = read_axis(key, values, ax.at(key));
+      claim(key, ax.at(key));
       std::vector<std::vector<std::pair<std::string, Json>>> f;
       for (const Json& v : a.values) f.push_back({{a.path, v}});
       factors.push_back(f);
@@ -94,6 +103,7 @@ SweepSpec read_sweep(const std::string& file) {
       std::vector<Axis> group;
       for (const auto& [key, values] : (*zip)[g].items()) {
         group.push_back(read_axis(key, values, where + "." + key));
+        claim(key, where + "." + key);
         if (group.back().values.size() != group.front().values.size()) {
           throw InputError(where + "." + key,
                            "has " + std::to_string(group.back().values.size()) +
@@ -120,6 +130,18 @@ SweepSpec read_sweep(const std::string& file) {
     } catch (const InputError& e) {
       throw InputError(o.at("workloads") + "[" + std::to_string(i) + "]", e.what());
     }
+  }
+  // The size first: each point loads its config, so a grid too large to hold is refused before.
+  uint64_t total = workloads.size() * modes.size();
+  for (const auto& f : factors) {
+    if (__builtin_mul_overflow(total, f.size(), &total)) total = UINT64_MAX;
+  }
+  if (total > kMaxSweepPoints) {
+    throw InputError(
+        file, "the sweep has " +
+                  (total == UINT64_MAX ? std::string("more than 2^64") : std::to_string(total)) +
+                  " points, more than the limit of " + std::to_string(kMaxSweepPoints) +
+                  "; split it into several specs");
   }
   // The grid, in order: the first axis varies slowest.
   std::vector<std::vector<std::pair<std::string, Json>>> combos = {{}};
@@ -236,6 +258,44 @@ base::Json key_figures(const driver::RunReport& r, const base::Json& c) {
     f["preemptions"] = sv.at("kv").at("preemptions");
   }
   return f;
+}
+
+std::vector<std::string> figure_names() {
+  std::vector<std::string> n = {"total_ns", "startup_ns", "steps",
+                                "steps_ns", "cold_ns",    "warm_ns"};
+  for (int k = 0; k < runtime::kNumHostStates; ++k) {
+    n.push_back(std::string(runtime::name_of(static_cast<runtime::HostState>(k))) + "_ns");
+  }
+  for (const char* k : {"device_busy_ns",
+                        "idle_ns",
+                        "compiles",
+                        "recompiles",
+                        "compile_failures",
+                        "fallbacks",
+                        "cache_hits",
+                        "plans_launched",
+                        "padding_flop_fraction",
+                        "masked_flop_fraction",
+                        "hbm_read_bytes",
+                        "hbm_write_bytes",
+                        "startup_compiles",
+                        "macs",
+                        "tensor_peak_fraction",
+                        "bound_resource",
+                        "bound_fraction",
+                        "peak_tflops",
+                        "hbm_gb_per_s",
+                        "host_link_bytes",
+                        "throughput_tokens_per_s",
+                        "kv_mean_utilization",
+                        "preemptions"}) {
+    n.push_back(k);
+  }
+  for (const char* l : {"ttft", "per_token", "latency"}) {
+    n.push_back(std::string(l) + "_p50_ns");
+    n.push_back(std::string(l) + "_p99_ns");
+  }
+  return n;
 }
 
 std::vector<base::Json> read_results(const std::string& dir) {

@@ -20,6 +20,9 @@ struct SweepPoint {
   std::vector<std::string> run_args;   // the `wallsim run` arguments, without --out
 };
 
+// More points than this are refused when the spec is read (each point's config is loaded then).
+inline constexpr uint64_t kMaxSweepPoints = 100000;
+
 struct SweepSpec {
   std::string file;
   std::string base_config;
@@ -30,6 +33,9 @@ struct SweepSpec {
 // Reads and expands a spec. Every point's config is loaded and every workload parsed before any
 // point runs: a bad spec is an base::InputError naming the problem.
 SweepSpec read_sweep(const std::string& file);
+
+// Every name key_figures() can produce (some only for some workloads or configs).
+std::vector<std::string> figure_names();
 
 // The key figures of a run: its report and config.resolved.json, parsed or in `run_dir`.
 base::Json key_figures(const driver::RunReport& report, const base::Json& resolved_config);

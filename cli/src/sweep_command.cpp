@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -167,6 +168,18 @@ class Progress {
   Clock::time_point m_start;
 };
 
+// $SLURM_ARRAY_TASK_ID: a decimal point index, nothing else.
+int64_t parse_task_id(const std::string& text) {
+  const bool digits =
+      !text.empty() && text.size() <= 15 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) {
+    throw InputError("SLURM_ARRAY_TASK_ID",
+                     "expected a point index (0, 1, ...), got \"" + text + "\"");
+  }
+  return std::stoll(text);
+}
+
 int run_sweep(const SweepArgs& a) {
   const SweepSpec spec = read_sweep(a.spec);
   const int64_t n = static_cast<int64_t>(spec.points.size());
@@ -179,24 +192,44 @@ int run_sweep(const SweepArgs& a) {
     return kExitOk;
   }
   if (a.out.empty()) throw InputError("--out", "the sweep needs an output directory");
-  fs::create_directories(a.out + "/points");
-  fs::create_directories(a.out + "/logs");
-  write_atomically(a.out + "/spec.json", base::read_json_file(a.spec).dump(2) + "\n");
-  const std::string results = a.out + "/results.jsonl";
+  std::error_code ec;
+  if (fs::exists(a.out, ec) && !fs::is_directory(a.out, ec))
+    throw InputError(a.out, "exists and is not a directory");
 
-  std::vector<const SweepPoint*> todo;
+  // The point to run alone, checked before anything is written.
   int64_t index = a.index;
-  if (index < 0 && !a.list && !a.count) {
+  if (index < 0) {
     if (const char* env = std::getenv("SLURM_ARRAY_TASK_ID"); env && a.jobs == 1 && *env) {
-      index = std::atoll(env);
+      index = parse_task_id(env);
     }
   }
   const bool single = index >= 0;
-  if (single) {
-    if (index >= n) {
-      throw InputError("--index",
-                       std::to_string(index) + " is outside [0, " + std::to_string(n - 1) + "]");
+  if (single && index >= n) {
+    throw InputError(a.index >= 0 ? "--index" : "SLURM_ARRAY_TASK_ID",
+                     std::to_string(index) + " is outside [0, " + std::to_string(n - 1) + "]");
+  }
+  // A directory of another spec's sweep is not merged into.
+  const Json spec_json = base::read_json_file(a.spec);
+  const std::string spec_file = a.out + "/spec.json";
+  if (fs::exists(spec_file, ec)) {
+    Json earlier;
+    try {
+      earlier = base::read_json_file(spec_file);
+    } catch (const InputError&) {
+      earlier = Json();
     }
+    if (earlier != spec_json) {
+      throw InputError(a.out, "holds a sweep of a different spec (" + spec_file + " differs from " +
+                                  a.spec + "); use another --out or remove the directory");
+    }
+  }
+  fs::create_directories(a.out + "/points");
+  fs::create_directories(a.out + "/logs");
+  write_atomically(spec_file, spec_json.dump(2) + "\n");
+  const std::string results = a.out + "/results.jsonl";
+
+  std::vector<const SweepPoint*> todo;
+  if (single) {
     todo.push_back(&spec.points[static_cast<size_t>(index)]);
   } else {
     std::set<std::string> done;

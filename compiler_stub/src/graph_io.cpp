@@ -225,13 +225,8 @@ Json to_json(const Graph& g) {
 }
 
 Graph read_graph_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw InputError(path, "cannot open file");
-  if (static_cast<int64_t>(in.tellg()) > kMaxGraphFileBytes) {
-    throw InputError(path, "file larger than 1 GiB");
-  }
   try {
-    return graph_from_json(base::read_json_file(path));
+    return graph_from_json(base::read_json_file(path, kMaxGraphFileBytes));
   } catch (const InputError& e) {
     if (e.path() == path) throw;
     throw InputError(path, e.what());

@@ -516,7 +516,9 @@ std::map<int32_t, HostTensor> evaluate(const Graph& g,
       }
     }
   }
-  for (const auto& [name, value] : inputs_by_name) {
+  for (const auto& entry : inputs_by_name) {
+    const std::string& name =
+        entry.first;  // not a structured binding: clang's C++17 cannot capture one
     auto is_it = [&](const Node& n) { return n.op == OpKind::input && n.name == name; };
     if (std::none_of(t.nodes.begin(), t.nodes.end(), is_it)) {
       throw InputError("inputs", "'" + name + "' is not an input of the graph");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 namespace wallsim::isa {
 
@@ -56,7 +57,7 @@ class PlanReader {
       for (size_t i = 0; i < a->size(); ++i) {
         std::string p = idx(o.at("semaphores"), i);
         std::string name = Obj::as_str((*a)[i], p);
-        if (m_plan.find_semaphore(name) >= 0)
+        if (!m_sems.emplace(name, static_cast<int>(m_plan.semaphores.size())).second)
           throw InputError(p, "duplicate semaphore \"" + name + "\"");
         m_plan.semaphores.push_back(name);
       }
@@ -91,7 +92,8 @@ class PlanReader {
     s.min = o.integer("min", -kMaxOffset, kMaxOffset);
     s.max = o.integer("max", -kMaxOffset, kMaxOffset);
     o.finish();
-    if (m_plan.find_scalar(s.name) >= 0) o.fail("duplicate scalar \"" + s.name + "\"");
+    if (!m_scalars.emplace(s.name, static_cast<int>(m_plan.scalars.size())).second)
+      o.fail("duplicate scalar \"" + s.name + "\"");
     if (s.min > s.max)
       o.fail("min " + std::to_string(s.min) + " exceeds max " + std::to_string(s.max));
     m_plan.scalars.push_back(std::move(s));
@@ -111,7 +113,8 @@ class PlanReader {
     }
     t.role = parse_enum<TensorRole>(o.req("role"), o.at("role"), parse_tensor_role, "tensor role");
     o.finish();
-    if (m_plan.find_tensor(t.name) >= 0 || m_plan.find_buffer(t.name) >= 0) {
+    if (m_buffers.count(t.name) ||
+        !m_tensors.emplace(t.name, static_cast<int>(m_plan.tensors.size())).second) {
       o.fail("duplicate name \"" + t.name + "\"");
     }
     if (t.elements() > kMaxSize) o.fail("tensor has more than 2^40 elements");
@@ -132,7 +135,8 @@ class PlanReader {
     b.offset_bytes = o.integer_or("offset", 0, kMaxSize, 0);
     b.bytes = o.integer("bytes", 1, kMaxSize);
     o.finish();
-    if (m_plan.find_tensor(b.name) >= 0 || m_plan.find_buffer(b.name) >= 0) {
+    if (m_tensors.count(b.name) ||
+        !m_buffers.emplace(b.name, static_cast<int>(m_plan.buffers.size())).second) {
       o.fail("duplicate name \"" + b.name + "\"");
     }
     m_plan.buffers.push_back(std::move(b));
@@ -227,10 +231,10 @@ class PlanReader {
     Obj o(j, path);
     AccessPattern ap;
     std::string name = o.str("buf");
-    if (int b = m_plan.find_buffer(name); b >= 0) {
+    if (int b = find(m_buffers, name); b >= 0) {
       ap.space = m_plan.buffers[b].space;
       ap.buffer = b;
-    } else if (int t = m_plan.find_tensor(name); t >= 0) {
+    } else if (int t = find(m_tensors, name); t >= 0) {
       ap.space = m_plan.tensors[t].space;
       ap.buffer = t;
     } else {
@@ -272,18 +276,26 @@ class PlanReader {
   }
 
   int32_t lookup_scalar(const std::string& name, const std::string& path) const {
-    int s = m_plan.find_scalar(name);
+    int s = find(m_scalars, name);
     if (s < 0) throw InputError(path, "no run-time scalar named \"" + name + "\"");
     return s;
   }
   int32_t lookup_semaphore(const Json& v, const std::string& path) const {
     std::string name = Obj::as_str(v, path);
-    int s = m_plan.find_semaphore(name);
+    int s = find(m_sems, name);
     if (s < 0) throw InputError(path, "no semaphore named \"" + name + "\"");
     return s;
   }
 
+  // Name -> index, so that reading is linear in the declarations (Plan::find_* scan).
+  using Index = std::unordered_map<std::string, int>;
+  static int find(const Index& m, const std::string& name) {
+    auto it = m.find(name);
+    return it == m.end() ? -1 : it->second;
+  }
+
   Plan& m_plan;
+  Index m_sems, m_scalars, m_tensors, m_buffers;
 };
 
 // ---- writing ---------------------------------------------------------------------------------
@@ -493,12 +505,8 @@ std::string format_json(const Json& j, int width) {
 }
 
 PlanSequence read_plan_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw InputError(path, "cannot open file");
-  std::streamoff size = in.tellg();
-  if (size > kMaxPlanFileBytes) throw InputError(path, "file larger than 1 GiB");
   try {
-    Json j = read_json_file(path);
+    Json j = read_json_file(path, kMaxPlanFileBytes);
     return plan_sequence_from_json(j);
   } catch (const InputError& e) {
     if (e.path() == path) throw;

@@ -348,7 +348,10 @@ class Verifier {
         const auto& instrs = m_plan.streams[s].instructions;
         while (pos[s] < instrs.size() && ready(instrs[pos[s]])) {
           for (const SemSignal& g : instrs[pos[s]].signals) {
-            if (g.sem >= 0 && g.sem < static_cast<int>(sem.size())) sem[g.sem] += g.add;
+            // Saturates: signals past 2^63 cannot unblock more than INT64_MAX does.
+            if (g.sem >= 0 && g.sem < static_cast<int>(sem.size()) &&
+                __builtin_add_overflow(sem[g.sem], g.add, &sem[g.sem]))
+              sem[g.sem] = g.add < 0 ? INT64_MIN : INT64_MAX;
           }
           ++pos[s];
           progress = true;

@@ -1,9 +1,14 @@
 // The compile cache and the on-disk plan cache.
 #include "wallsim/runtime/compile_cache.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "wallsim/base/params.h"
+#include "wallsim/compiler_stub/signature.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
 
@@ -62,24 +67,83 @@ bool CompileCache::note_compile(uint64_t shape_free, uint64_t hash) {
   return !fresh && seen->second != hash;
 }
 
-std::optional<isa::Plan> DiskPlanCache::load(const std::string& hex,
-                                             const isa::ArchSpec& arch) const {
-  const std::string f = file(hex);
-  if (!enabled() || !std::filesystem::exists(f)) return std::nullopt;
-  try {
-    isa::PlanSequence seq = isa::read_plan_file(f);
-    if (seq.plans.size() != 1 || !isa::verify(seq.plans[0], arch).empty()) return std::nullopt;
-    return std::move(seq.plans[0]);
-  } catch (const base::InputError&) {
-    return std::nullopt;  // unreadable: compile instead, and overwrite it
+namespace {
+constexpr const char* kEntryFormat = "wallsim-plan-cache-entry";
+constexpr int kEntryVersion = 1;
+
+std::string checksum(const std::string& text) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx",
+                static_cast<unsigned long long>(compiler_stub::fnv1a64(text)));
+  return buf;
+}
+}  // namespace
+
+DiskPlanCache::DiskPlanCache(std::string dir, std::string fingerprint)
+    : m_dir(std::move(dir)), m_fingerprint(std::move(fingerprint)) {
+  std::error_code ec;
+  if (enabled() && std::filesystem::exists(m_dir, ec) &&
+      !std::filesystem::is_directory(m_dir, ec)) {
+    throw base::InputError("runtime.aot.disk_cache", m_dir + " exists and is not a directory");
   }
 }
 
-void DiskPlanCache::store(const std::string& hex, const isa::Plan& plan) const {
-  std::filesystem::create_directories(m_dir);
+std::string DiskPlanCache::key(const std::string& sig_text) const {
+  return sig_text + "\ncompiler " + m_fingerprint + "\nplan format " +
+         std::to_string(isa::kPlanFormatVersion);
+}
+
+std::optional<isa::Plan> DiskPlanCache::load(const std::string& hex, const std::string& sig_text,
+                                             const isa::ArchSpec& arch) const {
+  const std::string f = file(hex);
+  std::error_code ec;
+  if (!enabled() || !std::filesystem::exists(f, ec)) return std::nullopt;
+  // Anything wrong with the entry (unreadable, not a regular file, another key, a checksum that
+  // does not match, a plan that does not verify): compile instead, and overwrite it.
+  try {
+    const base::Json j = base::read_json_file(f, isa::kMaxPlanFileBytes);
+    if (!j.is_object() || j.value("format", "") != kEntryFormat ||
+        j.value("version", 0) != kEntryVersion || !j.contains("plan") ||
+        j.value("key", "") != key(sig_text) ||
+        j.value("checksum", "") != checksum(j["plan"].dump())) {
+      return std::nullopt;
+    }
+    isa::PlanSequence seq = isa::plan_sequence_from_json(j["plan"]);
+    if (seq.plans.size() != 1 || !isa::verify(seq.plans[0], arch).empty()) return std::nullopt;
+    return std::move(seq.plans[0]);
+  } catch (const base::InputError&) {
+    return std::nullopt;
+  }
+}
+
+void DiskPlanCache::store(const std::string& hex, const std::string& sig_text,
+                          const isa::Plan& plan) const {
+  std::error_code ec;
+  std::filesystem::create_directories(m_dir, ec);
+  if (ec) throw base::InputError("runtime.aot.disk_cache", m_dir + ": " + ec.message());
   isa::PlanSequence seq;
   seq.plans.push_back(plan);
-  isa::write_plan_file(seq, file(hex));
+  base::Json j = base::Json::object();
+  j["format"] = kEntryFormat;
+  j["version"] = kEntryVersion;
+  j["key"] = key(sig_text);
+  base::Json body = isa::to_json(seq);
+  j["checksum"] = checksum(body.dump());
+  j["plan"] = std::move(body);
+  const std::string path = file(hex), tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << j.dump() << "\n";
+    if (!out.flush()) {
+      std::filesystem::remove(tmp, ec);
+      throw base::InputError("runtime.aot.disk_cache", path + ": cannot write the entry");
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw base::InputError("runtime.aot.disk_cache", path + ": cannot write the entry");
+  }
 }
 
 }  // namespace wallsim::runtime

@@ -29,6 +29,22 @@ void check_runtime(const RuntimeConfig& r) {
   if (r.aot.bucket_max < r.aot.bucket_min)
     throw base::InputError("runtime.aot.bucket_max", "is smaller than runtime.aot.bucket_min");
 }
+// Whether the dotted path names a value in j.
+bool has_path(const base::Json& j, const std::string& path) {
+  const base::Json* node = &j;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node->is_object()) return false;
+    auto it = node->find(key);
+    if (it == node->end()) return false;
+    if (dot == std::string::npos) return true;
+    node = &*it;
+    start = dot + 1;
+  }
+}
 }  // namespace
 
 Config config_from_json(const base::Json& j) {
@@ -40,7 +56,8 @@ Config config_from_json(const base::Json& j) {
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  base::Json j = base::read_json_file(path);
+  const base::Json file = base::read_json_file(path);
+  base::Json j = file;
   for (const auto& o : overrides) base::apply_override(j, o);
   try {
     return config_from_json(j);
@@ -48,7 +65,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     // Blame the last override that set this path or a parent of it, else the file.
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
       std::string key = it->substr(0, it->find('='));
-      if (e.path() == key || e.path().rfind(key + ".", 0) == 0) {
+      // An override blamed for its own path or one inside it, and for a parent that only the
+      // override created (`--set arch.sbufx.partitions=1`: "arch.sbufx: unknown key").
+      bool created = key.rfind(e.path() + ".", 0) == 0 && !has_path(file, e.path());
+      if (e.path() == key || e.path().rfind(key + ".", 0) == 0 || created) {
         throw base::InputError("--set " + *it, e.what());
       }
     }

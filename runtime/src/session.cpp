@@ -47,7 +47,8 @@ Session::Session(const Config& config, sim::Device& device, SessionOptions optio
       m_options(options),
       m_trace(trace),
       m_cache(config.runtime.cache_capacity, options.plan_memory_bytes),
-      m_disk(options.mode->uses_disk_cache() ? config.runtime.aot.disk_cache : std::string()),
+      m_disk(options.mode->uses_disk_cache() ? config.runtime.aot.disk_cache : std::string(),
+             base::write_params(config.compiler).dump()),
       m_memory(config.chip.arch.hbm.bytes) {
   m_arch_fp = compiler_stub::arch_fingerprint(config.chip.arch);
   m_pending.name = "pending";

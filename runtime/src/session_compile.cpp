@@ -50,7 +50,7 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
   // A plan compiled by an earlier run is loaded from disk instead (a hit, at a load cost).
   std::variant<compiler_stub::CompiledGraph, compiler_stub::CompileError> result;
   bool loaded = false;
-  if (std::optional<isa::Plan> plan = m_disk.load(sig.hex(), m_config.chip.arch)) {
+  if (std::optional<isa::Plan> plan = m_disk.load(sig.hex(), sig.text, m_config.chip.arch)) {
     compiler_stub::CompiledGraph cg;
     cg.plans.plans.push_back(std::move(*plan));
     cg.groups.push_back({});
@@ -108,7 +108,7 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
     auto it = role.find(t.name);
     c->binding.push_back(it != role.end() ? it->second : PlanBinding::scratch());
   }
-  if (!loaded && m_disk.enabled()) m_disk.store(sig.hex(), *c->plan);
+  if (!loaded && m_disk.enabled()) m_disk.store(sig.hex(), sig.text, *c->plan);
   if (counted && !loaded) {
     record().counts.compiles++;
     if (m_cache.note_compile(sig.shape_free, sig.hash) && m_in_step) record().counts.recompiles++;

@@ -289,10 +289,10 @@ TEST(CompiledOnChip, GroupThatCannotFitIsACompileError) {
 }
 
 TEST(CompiledOnChip, PlanLargerThanHbmIsACompileErrorNotAVerifierFailure) {
-  // 2 x 164 MB (input and output) of fp32 on tiny's 256 MiB of HBM.
+  // 2 x 164 MB (input and output) of fp32 on tiny's 256 MiB of HBM: found before lowering, from
+  // the group's graph inputs and outputs alone (issue 20, defect 19).
   EXPECT_EQ(relu_compile_error(40000, 1024),
-            "the plan's HBM tensors (inputs, outputs, spilled scratch) need 327680000 bytes but "
-            "the core has 268435456");
+            "the group's HBM inputs and outputs need 327680000 bytes but the core has 268435456");
 }
 
 // The GPT-2-small block at seq 512 (layernorm, QKV, 12-head causal attention built with

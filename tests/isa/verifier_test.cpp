@@ -218,6 +218,20 @@ TEST(Verifier, StaticDeadlock) {
   EXPECT_FALSE(has_rule(verify_mutated("softmax", {}), "semaphore"));
 }
 
+// Issue 20, defect 8: 32,768 signals of 2^48 on one semaphore overflowed int64 in the deadlock
+// check ("can reach at most -9223372036854775808"); the count saturates now.
+TEST(Verifier, DeadlockCheckSaturatesHugeSignalSums) {
+  Json sig = Json::array();
+  for (int i = 0; i < 32768; ++i) sig.push_back(Json::array({"added", int64_t{1} << 48}));
+  auto ds = verify_mutated("vector_add", {{kVecIns + "/signal", sig}});
+  EXPECT_EQ(dump(ds).find("-9223372036854775808"), std::string::npos) << dump(ds);
+  EXPECT_FALSE(has_rule(ds, "semaphore")) << dump(ds);
+  // A wait nothing can satisfy is still reported, next to the saturated semaphore.
+  auto blocked =
+      verify_mutated("vector_add", {{kVecIns + "/signal", sig}, {kVecIns + "/wait/0/1", 2}});
+  EXPECT_RULE(blocked, "semaphore");
+}
+
 TEST(Verifier, Binding) {
   Json j = example_json("vector_add");
   Json second = j["plans"][0];

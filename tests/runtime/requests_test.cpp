@@ -90,7 +90,10 @@ TEST(Requests, EmpiricalPairsFromACsvFile) {
   std::ofstream(path) << "10,0\n";
   EXPECT_EQ(error_of([&] { read_length_pairs(path); }), path + ":1: lengths must be at least 1");
   std::filesystem::remove(path);
-  EXPECT_EQ(error_of([&] { read_length_pairs(path); }), path + ": cannot open the length file");
+  EXPECT_EQ(error_of([&] { read_length_pairs(path); }), path + ": cannot open file");
+  // Issue 20, defect 26: a directory said "no (prompt, output) pairs".
+  EXPECT_EQ(error_of([&] { read_length_pairs(::testing::TempDir()); }),
+            ::testing::TempDir() + ": is a directory, not a file");
 }
 
 TEST(Requests, ImpossibleSpecsAreErrors) {

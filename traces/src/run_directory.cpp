@@ -1,7 +1,10 @@
 // Atomic run directories via a staging directory and rename.
 #include "wallsim/traces/run_directory.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <filesystem>
 #include <stdexcept>
@@ -10,8 +13,33 @@ namespace wallsim::traces {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Removes `.NAME.partial-PID` and `.NAME.old-PID` left in `parent` by runs that died (kill -9)
+// before committing or cleaning up: those whose process no longer exists.
+void remove_stale_staging(const fs::path& parent, const std::string& name) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string f = e.path().filename().string();
+    for (const char* kind : {".partial-", ".old-"}) {
+      const std::string prefix = "." + name + kind;
+      if (f.size() <= prefix.size() || f.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string pid_text = f.substr(prefix.size());
+      if (pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+      if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      std::error_code rm;
+      fs::remove_all(e.path(), rm);
+    }
+  }
+}
+
+}  // namespace
+
 RunDirectory::RunDirectory(std::string path) : m_path(std::move(path)) {
   while (m_path.size() > 1 && m_path.back() == '/') m_path.pop_back();
+  if (m_path.empty()) throw std::runtime_error("the output directory path is empty");
   std::error_code ec;
   fs::path target(m_path);
   if (fs::exists(target, ec)) {
@@ -24,6 +52,7 @@ RunDirectory::RunDirectory(std::string path) : m_path(std::move(path)) {
   }
   fs::path parent = target.parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
+  remove_stale_staging(parent.empty() ? fs::path(".") : parent, target.filename().string());
   m_staging =
       (parent / ("." + target.filename().string() + ".partial-" + std::to_string(::getpid())))
           .string();

@@ -73,8 +73,8 @@ std::vector<Request> generate_requests(const RequestSpec& spec, uint64_t seed) {
 }
 
 std::vector<std::pair<int64_t, int64_t>> read_length_pairs(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw base::InputError(path, "cannot open the length file");
+  // read_input_file: a directory, FIFO or device is refused by name, and the size is bounded.
+  std::istringstream in(base::read_input_file(path, int64_t{64} << 20));
   std::vector<std::pair<int64_t, int64_t>> out;
   std::string line;
   int64_t n = 0;

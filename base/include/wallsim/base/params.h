@@ -235,8 +235,28 @@ std::vector<KeyRow> key_rows(T defaults) {
 // taken as a string. Intermediate objects are created; a non-object on the way is an error.
 void apply_override(Json& root, std::string_view assignment);
 
-// Reads and parses a JSON file; I/O and syntax errors become InputError naming the file.
-Json read_json_file(const std::string& path);
+// Limits on every JSON document wallsim reads (issue 20): nesting depth and file size.
+inline constexpr int kMaxJsonDepth = 256;
+inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
+
+// Parses JSON text strictly: syntax errors, nesting deeper than kMaxJsonDepth, numbers that do
+// not fit a double and duplicate keys are InputError(source, "<json path>: <problem>").
+Json parse_json(std::string_view text, const std::string& source);
+
+// Reads a whole input file: it must be a regular file (not a directory, FIFO or device) of at
+// most max_bytes, checked before opening and again while reading.
+std::string read_input_file(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
+
+// Reads and parses a JSON file with read_input_file and parse_json; every error is an
+// InputError naming the file.
+Json read_json_file(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
+
+// Whether s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool valid_utf8(std::string_view s);
+
+// " (did you mean \"K\"?)" for the closest known word within two edits, else "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known);
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& known);
 
 // A short rendering of a JSON value for error messages.
 std::string abbreviate(const Json& value);

@@ -87,18 +87,27 @@ class CompileCache {
 };
 
 // Plans kept across runs in a directory, one file per signature. Empty directory: none.
+// An entry carries its full key (the group signature's text, which holds the shapes and the
+// arch fingerprint; the compiler options; the plan format version) and a checksum of the plan:
+// an entry copied over another, edited or truncated is not used (the group is compiled and the
+// entry rewritten).
 class DiskPlanCache {
  public:
-  explicit DiskPlanCache(std::string dir) : m_dir(std::move(dir)) {}
+  // `fingerprint`: what else the plans depend on (the compiler options), as text. Throws
+  // base::InputError when `dir` exists and is not a directory.
+  DiskPlanCache(std::string dir, std::string fingerprint);
   bool enabled() const { return !m_dir.empty(); }
-  // The plan stored for `hex`, if a readable file holds exactly one plan that verifies on
-  // `arch`; otherwise nothing (the caller compiles and overwrites it).
-  std::optional<isa::Plan> load(const std::string& hex, const isa::ArchSpec& arch) const;
-  void store(const std::string& hex, const isa::Plan& plan) const;
+  // The plan stored for signature `sig_text` (file named by `hex`), if its file is an entry for
+  // exactly this key, its checksum matches and it holds one plan that verifies on `arch`.
+  std::optional<isa::Plan> load(const std::string& hex, const std::string& sig_text,
+                                const isa::ArchSpec& arch) const;
+  void store(const std::string& hex, const std::string& sig_text, const isa::Plan& plan) const;
 
  private:
   std::string file(const std::string& hex) const { return m_dir + "/" + hex + ".plan.json"; }
+  std::string key(const std::string& sig_text) const;
   std::string m_dir;
+  std::string m_fingerprint;
 };
 
 }  // namespace wallsim::runtime

@@ -8,9 +8,10 @@ namespace wallsim::traces {
 
 class RunDirectory {
  public:
-  // Throws std::runtime_error when `path` exists and is not a directory, or is a non-empty
-  // directory that does not look like an earlier run's output (no stats.json): wallsim never
-  // deletes a directory it did not write.
+  // Throws std::runtime_error when `path` is empty, exists and is not a directory, or is a
+  // non-empty directory that does not look like an earlier run's output (no stats.json): wallsim
+  // never deletes a directory it did not write. Staging directories of dead runs for the same
+  // `path` (left by kill -9) are removed first.
   explicit RunDirectory(std::string path);
   ~RunDirectory();  // without commit(), the staging directory is removed
   RunDirectory(const RunDirectory&) = delete;

@@ -1,0 +1,22 @@
+// Up-front host memory estimates: when a run would exhaust the host, wallsim says so before the
+// work starts (exit code 2) instead of ending in bad_alloc or the OOM killer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace wallsim::base {
+
+// Bytes this process may still allocate: the smaller of MemAvailable (/proc/meminfo) and the
+// cgroup v2 limit less its usage (/sys/fs/cgroup/memory.max, memory.current); -1 when unknown.
+int64_t host_memory_available();
+
+// Throws InputError(what, ...) when `need_bytes` exceeds host_memory_available(), naming the
+// estimate, what is available and `override_flag` (which skips the check).
+void check_host_memory(int64_t need_bytes, const std::string& what,
+                       const std::string& override_flag);
+
+// "1.5 GiB", "300 MiB": for messages.
+std::string human_bytes(int64_t bytes);
+
+}  // namespace wallsim::base

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Writes the bad-input corpus (issue 20): files under files/ and one case per line in cases.txt.
+
+Each case line is NAME<TAB>EXPECTED<TAB>ARGS: `wallsim ARGS` (run by bash from the source tree,
+with $D the files directory, $T a fresh temporary directory and $C configs/tiny.json) must exit
+with code 2 and print one line on standard error that contains EXPECTED. Run this script again
+after changing it; the files are kept in git so that the corpus does not depend on it.
+"""
+import copy
+import json
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FILES = os.path.join(HERE, "files")
+cases = []
+
+
+def write(name, data):
+    path = os.path.join(FILES, name)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    return "$D/" + name
+
+
+def case(name, expected, args):
+    cases.append((name, expected, args))
+
+
+def load(rel):
+    with open(os.path.join(ROOT, rel)) as f:
+        return json.load(f)
+
+
+tiny = load("configs/tiny.json")
+plan = load("examples/plans/vector_add.json")
+graph = load("examples/graphs/mlp.json")
+sweep = load("configs/sweeps/smoke.json")
+
+
+# ---- JSON syntax and limits, for every reader --------------------------------------------------
+syntax = {
+    "empty": ("", "invalid JSON"),
+    "whitespace": ("  \n\t ", "invalid JSON"),
+    "truncated": ('{"name": "x", "arch": {', "invalid JSON"),
+    "trailing_comma": ('{"name": "x",}', "invalid JSON"),
+    "single_quotes": ("{'name': 'x'}", "invalid JSON"),
+    "comment": ('// c\n{"name": "x"}', "invalid JSON"),
+    "bare_word": ("{name: x}", "invalid JSON"),
+    "nan": ('{"name": NaN}', "invalid JSON"),
+    "infinity": ('{"name": Infinity}', "invalid JSON"),
+    "two_documents": ('{"name": "a"}{"name": "b"}', "invalid JSON"),
+    "lone_bracket": ("]", "invalid JSON"),
+    "control_char": ('{"name": "a\x01b"}', "invalid JSON"),
+    "bad_escape": ('{"name": "\\q"}', "invalid JSON"),
+    "unterminated_string": ('{"name": "abc', "invalid JSON"),
+    "invalid_utf8": (b'{"name": "\xff\xfe"}', "invalid JSON"),
+    "overlong_utf8": (b'{"name": "\xc0\xaf"}', "invalid JSON"),
+    "deep_array": ('{"name":' + "[" * 70000 + "]" * 70000 + "}", "nested deeper than 256"),
+    "deep_object": ('{"a":' * 300 + "1" + "}" * 300, "nested deeper than 256"),
+    "overflow": ("1e400", "does not fit a double"),
+    "overflow_negative": ('{"name": -1e400}', "does not fit a double"),
+    "overflow_exponent": ('{"x": 2E8143421}', "does not fit a double"),
+    "duplicate_top": ('{"name": "a", "name": "b"}', "name: duplicate key"),
+}
+readers = {
+    "config": ("config validate {f}", ""),
+    "plan": ("plan check {f} -c $C", ""),
+    "graph": ("compile {f} -c $C -o $T/out.plan.json", ""),
+    "sweep": ("sweep {f} --count", ""),
+}
+for reader, (cmd, _) in readers.items():
+    for key, (text, expected) in syntax.items():
+        if reader != "config" and key in ("whitespace", "single_quotes", "bare_word", "lone_bracket",
+                                          "bad_escape", "control_char", "overlong_utf8"):
+            continue  # the config reader has them all; each reader has the main ones
+        f = write(f"{reader}_{key}.json", text)
+        case(f"{reader}.{key}", expected, cmd.format(f=f))
+
+# ---- configs: semantic errors ------------------------------------------------------------------
+def config_case(name, mutate, expected):
+    c = copy.deepcopy(tiny)
+    mutate(c)
+    f = write(f"config_{name}.json", json.dumps(c))
+    case(f"config.{name}", expected, f"config validate {f}")
+
+
+config_case("unknown_top_key", lambda c: c.update(archx=1), "archx: unknown key")
+config_case("unknown_nested_key", lambda c: c["arch"]["sbuf"].update(partitionz=1),
+            "arch.sbuf.partitionz: unknown key")
+config_case("wrong_type", lambda c: c["arch"]["sbuf"].update(partitions="many"),
+            "arch.sbuf.partitions")
+config_case("negative", lambda c: c["arch"]["sbuf"].update(partitions=-1), "arch.sbuf.partitions")
+config_case("zero_freq", lambda c: c["timing"]["tensor"].update(freq_mhz=0),
+            "timing.tensor.freq_mhz")
+config_case("fraction", lambda c: c["arch"]["sbuf"].update(partitions=1.5), "arch.sbuf.partitions")
+config_case("huge_int", lambda c: c["arch"]["hbm"].update(bytes=2**70), "arch.hbm.bytes")
+config_case("null_value", lambda c: c["arch"]["sbuf"].update(partitions=None), "arch.sbuf.partitions")
+config_case("arch_not_object", lambda c: c.update(arch=[1, 2]), "arch")
+config_case("bool_for_int", lambda c: c["arch"]["dma"].update(engines=True), "arch.dma.engines")
+config_case("bucket_not_pow2", lambda c: c["runtime"].update(aot={"bucket_min": 3}),
+            "runtime.aot.bucket_min")
+write("config_duplicate_nested.json",
+      json.dumps(tiny).replace('"partitions": 32,', '"partitions": 32, "partitions": 64,', 1))
+case("config.duplicate_nested", "arch.sbuf.partitions: duplicate key",
+     "config validate $D/config_duplicate_nested.json")
+write("config_top_array.json", "[1, 2, 3]")
+case("config.top_array", "expected an object", "config validate $D/config_top_array.json")
+
+# ---- --set -------------------------------------------------------------------------------------
+case("set.invalid_utf8", "not valid UTF-8", "config dump -c $C --set $'name=\\xff'")
+case("set.no_equals", "expected path.to.key=value", "config dump -c $C --set arch.sbuf.partitions")
+case("set.empty_key", "empty key", "config dump -c $C --set 'arch..partitions=1'")
+case("set.unknown_parent", "--set arch.sbufx.partitions=1",
+     "config dump -c $C --set arch.sbufx.partitions=1")
+case("set.unknown_leaf", "--set arch.sbuf.partitionz=1",
+     "config dump -c $C --set arch.sbuf.partitionz=1")
+case("set.bad_value", "--set arch.sbuf.partitions=abc",
+     "config dump -c $C --set arch.sbuf.partitions=abc")
+case("set.inside_scalar", "cannot set a key inside a non-object",
+     "config dump -c $C --set name.x=1")
+case("set.deep_value", "nested deeper than 256",
+     "config dump -c $C --set \"name=$(printf '%.0s[' {1..300})\"\"$(printf '%.0s]' {1..300})\"")
+case("set.duplicate_in_value", "duplicate key",
+     "config dump -c $C --set 'arch.sbuf={\"partitions\": 8, \"partitions\": 16}'")
+
+# ---- plans ---------------------------------------------------------------------------------------
+def plan_case(name, mutate, expected, text=None):
+    p = copy.deepcopy(plan)
+    if mutate:
+        mutate(p)
+    f = write(f"plan_{name}.json", text if text is not None else json.dumps(p))
+    case(f"plan.{name}", expected, f"plan check {f} -c configs/trn2.json")
+
+
+P0 = lambda p: p["plans"][0]
+plan_case("wrong_format", lambda p: p.update(format="wallsim-graph"), "format")
+plan_case("future_version", lambda p: p.update(version=99), "version")
+plan_case("no_plans", lambda p: p.pop("plans"), "plans")
+plan_case("no_streams", lambda p: P0(p).pop("streams"), "streams")
+plan_case("unknown_op", lambda p: P0(p)["streams"][0]["instructions"][0].update(op="dma_copyx"),
+          "dma_copyx")
+plan_case("unknown_dtype", lambda p: P0(p)["tensors"][0].update(dtype="fp8x"), "fp8x")
+plan_case("unknown_space", lambda p: P0(p)["tensors"][0].update(space="l3"), "l3")
+plan_case("duplicate_semaphore", lambda p: P0(p)["semaphores"].append("x_in"),
+          "duplicate semaphore")
+plan_case("duplicate_tensor", lambda p: P0(p)["tensors"].append(dict(P0(p)["tensors"][0])),
+          "duplicate name")
+plan_case("buffer_named_like_tensor",
+          lambda p: P0(p)["buffers"].append(dict(P0(p)["buffers"][0], name="x")), "duplicate name")
+plan_case("unknown_semaphore",
+          lambda p: P0(p)["streams"][0]["instructions"][0].update(signal=[["nope", 1]]),
+          "no semaphore named")
+plan_case("unknown_buffer",
+          lambda p: P0(p)["streams"][0]["instructions"][0]["dst"].update(buf="nope"),
+          "no buffer or tensor named")
+plan_case("negative_shape", lambda p: P0(p)["tensors"][0].update(shape=[-1, 4]), "shape")
+plan_case("too_many_free_dims",
+          lambda p: P0(p)["streams"][0]["instructions"][0]["dst"].update(free=[[1, 1]] * 9),
+          "free dims")
+plan_case("pair_of_three",
+          lambda p: P0(p)["buffers"][0].update(partitions=[0, 128, 3]), "two-element array")
+plan_case("unknown_key", lambda p: P0(p).update(colour="red"), "colour: unknown key")
+plan_case("tensor_in_sbuf", lambda p: P0(p)["tensors"][0].update(space="sbuf"), "buffers")
+plan_case("buffer_in_hbm", lambda p: P0(p)["buffers"][0].update(space="hbm"), "tensors")
+plan_case("scalar_min_max",
+          lambda p: P0(p).update(scalars=[{"name": "s", "min": 5, "max": 1}]), "exceeds max")
+plan_case("deadlock", lambda p: P0(p)["streams"][3]["instructions"][0].update(wait=[["added", 2]]),
+          "waits for added >= 2 but it can reach at most 1")
+plan_case("wait_too_large", lambda p: P0(p)["streams"][2]["instructions"][0].update(
+    wait=[["added", 2**62]]), "wait[0][1]: expected an integer in [0, 281474976710656]")
+write("plan_duplicate_key_nested.json",
+      json.dumps(plan).replace('"name": "vector_add_128x1024"',
+                               '"name": "a", "name": "vector_add_128x1024"'))
+case("plan.duplicate_key_nested", "plans[0].name: duplicate key",
+     "plan check $D/plan_duplicate_key_nested.json -c configs/trn2.json")
+
+# ---- graphs --------------------------------------------------------------------------------------
+def graph_case(name, mutate, expected):
+    g = copy.deepcopy(graph)
+    mutate(g)
+    f = write(f"graph_{name}.json", json.dumps(g))
+    case(f"graph.{name}", expected, f"compile {f} -c $C -o $T/out.plan.json")
+
+
+graph_case("wrong_format", lambda g: g.update(format="wallsim-plan"), "format")
+graph_case("unknown_op", lambda g: g["nodes"][5].update(op="matmulx"), "matmulx")
+graph_case("forward_reference", lambda g: g["nodes"][5].update(inputs=[0, 9]), "graph_forward_reference.json")
+graph_case("shape_mismatch", lambda g: g["nodes"][1].update(shape=[700, 3072]), "graph_shape_mismatch.json")
+graph_case("bad_dtype", lambda g: g["nodes"][0].update(dtype="fp13"), "fp13")
+graph_case("duplicate_id", lambda g: g["nodes"][6].update(id=5), "graph_duplicate_id.json")
+graph_case("no_outputs", lambda g: g.update(outputs=[]), "graph_no_outputs.json")
+graph_case("output_unknown", lambda g: g.update(outputs=[42]), "graph_output_unknown.json")
+graph_case("negative_dim", lambda g: g["nodes"][0].update(shape=[-5, 768]), "shape")
+graph_case("unknown_key", lambda g: g["nodes"][0].update(colour=1), "colour: unknown key")
+graph_case("arity", lambda g: g["nodes"][7].update(inputs=[6, 5]), "graph_arity.json")
+graph_case("over_hbm", lambda g: g["nodes"][0].update(shape=[2**20, 768]) or
+           g["nodes"][5].update(), "HBM")
+
+# ---- .npy inputs ---------------------------------------------------------------------------------
+def npy_header(descr="<f4", shape=(128, 1024), fortran=False, version=(1, 0)):
+    h = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (
+        descr, "True" if fortran else "False", str(tuple(shape)).replace(",)", ",)"))
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY" + bytes(version) + struct.pack("<H", len(h)) + h.encode()
+
+
+npys = {
+    "bad_magic": (b"\x93NUMPX\x01\x00" + b"\0" * 120, "bad magic"),
+    "too_short": (b"\x93NUM", "too short"),
+    "bad_version": (npy_header(version=(9, 0)) + b"\0" * 16, "format version"),
+    "truncated_data": (npy_header() + b"\0" * 100, "x.npy"),
+    "wrong_dtype": (npy_header(descr="<c16") + b"\0" * 100, "x.npy"),
+    "wrong_shape": (npy_header(shape=(3, 3)) + b"\0" * 36, "x.npy"),
+    "huge_header": (b"\x93NUMPY\x02\x00" + struct.pack("<I", 2**31) + b"{}", "x.npy"),
+    "fortran": (npy_header(fortran=True) + b"\0" * (128 * 1024 * 4), "x.npy"),
+    "bad_dict": (b"\x93NUMPY\x01\x00" + struct.pack("<H", 6) + b"{nope}", "x.npy"),
+}
+for name, (data, expected) in npys.items():
+    d = os.path.join(FILES, f"npy_{name}")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "x.npy"), "wb") as f:
+        f.write(data)
+    case(f"npy.{name}", expected,
+         f"exec examples/plans/vector_add.json -c configs/trn2.json --functional --inputs $D/npy_{name} --out $T/o")
+
+# ---- workload specs ------------------------------------------------------------------------------
+for name, spec, expected in [
+    ("unknown_workload", "gemmx", "gemmx"),
+    ("unknown_param", "gemm:q=1", "q"),
+    ("not_a_number", "gemm:m=abc", "abc"),
+    ("negative", "gemm:m=-1", "m"),
+    ("zero", "gemm:m=0", "m"),
+    ("overflow", "gemm:m=99999999999999999999", "m"),
+    ("no_value", "gemm:m", "m"),
+    ("duplicate_param", "gemm:m=128,m=256", "m"),
+    ("empty_name", ":m=1", "workload"),
+    ("lengths_directory", "serve:lengths=configs", "is a directory"),
+]:
+    case(f"workload.{name}", expected,
+         f"run -c $C -w '{spec}' --mode native --out $T/o --trace-level none")
+
+# ---- run / exec / study / sweep arguments --------------------------------------------------------
+case("run.out_empty", "--out", "run -c $C -w gemm:m=128,k=96,n=96 --mode native --out ''")
+case("exec.out_empty", "--out", "exec examples/plans/vector_add.json -c configs/trn2.json --out ''")
+case("run.steps_minus_one", "--steps -1", "run -c $C -w gemm:m=128,k=96,n=96 --steps -1 --out $T/o")
+case("run.steps_zero", "--steps 0", "run -c $C -w gemm:m=128,k=96,n=96 --steps 0 --out $T/o")
+case("run.out_is_file", "not a directory", "run -c $C -w gemm:m=128,k=96,n=96 --out $C")
+case("exec.scalar_twice", "--scalar s=3",
+     "exec examples/plans/vector_add.json -c configs/trn2.json --scalar s=1 --scalar s=3 --out $T/o")
+case("exec.scalar_not_int", "not an integer",
+     "exec examples/plans/vector_add.json -c configs/trn2.json --scalar s=x --out $T/o")
+case("exec.trace_window", "--trace-window",
+     "exec examples/plans/vector_add.json -c configs/trn2.json --trace-window 5:1 --out $T/o")
+case("exec.functional_too_large", "memory",
+     "exec examples/plans/matmul.json -c configs/trn2.json --functional "
+     "--set arch.sbuf.partitions=1024 --set arch.sbuf.bytes_per_partition=1073741824 --out $T/o")
+case("config.cache_is_file", "runtime.aot.disk_cache",
+     "run -c $C --set runtime.aot.disk_cache=$C -w gemm:m=128,k=96,n=96 --mode aot --out $T/o")
+
+def sweep_case(name, mutate, expected, extra="--count"):
+    s = copy.deepcopy(sweep)
+    mutate(s)
+    f = write(f"sweep_{name}.json", json.dumps(s))
+    case(f"sweep.{name}", expected, f"sweep {f} {extra}")
+
+
+sweep_case("axis_in_zip", lambda s: s["axes"].update({"arch.tensor.rows": [8, 16]}),
+           "already an axis")
+sweep_case("no_workloads", lambda s: s.update(workloads=[]), "workloads")
+sweep_case("bad_mode", lambda s: s.update(modes=["nativex"]), "nativex")
+sweep_case("zip_lengths", lambda s: s["zip"][0].update({"arch.tensor.cols": [16]}),
+           "equal lengths")
+sweep_case("bad_axis_value", lambda s: s["axes"].update({"arch.sbuf.partitions": ["x"]}),
+           "bad config")
+sweep_case("too_many_points",
+           lambda s: s["axes"].update({f"runtime.sweep_dummy_{i}": list(range(10)) for i in range(10)}),
+           "more than the limit")
+sweep_case("unknown_key", lambda s: s.update(axis={}), "axis: unknown key")
+sweep_case("steps_zero", lambda s: s.update(steps=0), "steps")
+case("sweep.index_out_of_range", "--index", "sweep configs/sweeps/smoke.json --out $T/sw --index 999")
+case("sweep.out_is_file", "not a directory", "sweep configs/sweeps/smoke.json --out $C")
+case("sweep.slurm_letters", "SLURM_ARRAY_TASK_ID",
+     "sweep configs/sweeps/smoke.json --out $T/sw")  # runner sets SLURM_ARRAY_TASK_ID=abc
+case("sweep.slurm_suffix", "SLURM_ARRAY_TASK_ID", "sweep configs/sweeps/smoke.json --out $T/sw")
+case("sweep.slurm_negative", "SLURM_ARRAY_TASK_ID", "sweep configs/sweeps/smoke.json --out $T/sw")
+
+study = {"title": "t", "columns": ["total_nss"],
+         "runs": [{"label": "a", "workload": "gemm:m=128,k=96,n=96", "mode": "native"}]}
+write("study_misspelt_column.json", json.dumps(study))
+case("study.misspelt_column", "total_nss",
+     "study granularity -c $C --spec $D/study_misspelt_column.json --out $T/st")
+write("study_no_runs.json", json.dumps(dict(study, columns=["total_ns"], runs=[])))
+case("study.no_runs", "runs", "study granularity -c $C --spec $D/study_no_runs.json --out $T/st")
+case("study.out_empty", "--out",
+     "study granularity -c $C --spec configs/studies/granularity.json --out ''")
+
+# ---- special files: directories, FIFOs, devices --------------------------------------------------
+for reader, cmd in [("config", "config validate {f}"), ("plan", "plan check {f} -c $C"),
+                    ("graph", "compile {f} -c $C -o $T/out.plan.json"),
+                    ("sweep", "sweep {f} --count")]:
+    case(f"{reader}.directory", "is a directory", cmd.format(f="$D"))
+    case(f"{reader}.fifo", "not a regular file", cmd.format(f="$T/fifo"))  # the runner makes it
+    case(f"{reader}.dev_zero", "not a regular file", cmd.format(f="/dev/zero"))
+
+
+if __name__ == "__main__":
+    pass
+
+with open(os.path.join(HERE, "cases.txt"), "w") as f:
+    f.write("# Generated by make_corpus.py: NAME<TAB>EXPECTED<TAB>ARGS (see run_corpus.sh)\n")
+    for c in cases:
+        assert "\t" not in "".join(c), c
+        f.write("\t".join(c) + "\n")
+print(f"{len(cases)} cases, {len(os.listdir(FILES))} files")
