@@ -157,10 +157,11 @@ isa::Plan dma_plan(const std::string& name, int queues, int engines, int64_t par
 }
 
 // A one-node graph compiled as one plan: GEMM, element-wise add, or a transpose (copy).
-isa::Plan compiled(const std::string& name, const Json& graph, const isa::ArchSpec& arch) {
+isa::Plan compiled(const std::string& name, const Json& graph, const isa::ArchSpec& arch,
+                   const compiler_stub::LoweringOptions& options) {
   compiler_stub::Graph g = compiler_stub::graph_from_json(graph);
   compiler_stub::infer_types(g);
-  auto r = compiler_stub::compile_graph(g, arch, compiler_stub::GroupPolicy::whole);
+  auto r = compiler_stub::compile_graph(g, arch, compiler_stub::GroupPolicy::whole, {}, options);
   if (auto* e = std::get_if<compiler_stub::CompileError>(&r)) {
     throw std::runtime_error("validate: " + name + " did not compile: " + e->message());
   }
@@ -319,7 +320,7 @@ void run_validate(const ValidateArgs& a) {
                                input(1, "w", "bf16", {g[1], g[2]}, "weight"),
                                {{"id", 2}, {"op", "matmul"}, {"inputs", {0, 1}}, {"name", "y"}}},
                               2),
-                        chip.arch));
+                        chip.arch, cfg.compiler));
   }
   for (const char* dtype : {"bf16", "fp32"}) {
     const std::string name = std::string("add_512x512_") + dtype;
@@ -330,7 +331,7 @@ void run_validate(const ValidateArgs& a) {
                                input(1, "b", dtype, {512, 512}),
                                {{"id", 2}, {"op", "add"}, {"inputs", {0, 1}}, {"name", "c"}}},
                               2),
-                        chip.arch));
+                        chip.arch, cfg.compiler));
   }
   add_kernel(
       "copy",
@@ -341,7 +342,7 @@ void run_validate(const ValidateArgs& a) {
               {input(0, "a", "bf16", {512, 256}),
                {{"id", 1}, {"op", "transpose"}, {"inputs", {0}}, {"perm", {1, 0}}, {"name", "b"}}},
               1),
-          chip.arch));
+          chip.arch, cfg.compiler));
 
   // Run every plan, one after another, on one device.
   traces::StatsRegistry stats;
@@ -441,14 +442,7 @@ void run_validate(const ValidateArgs& a) {
                         "configs/README.md: chunk weights", 0.5});
   }
   // SCALE-Sim's weight-stationary count, on the array configured like SCALE-Sim v2.
-  engines::TensorEngineTiming ss = t.tensor;
-  ss.moving_min_cycles = 1;
-  ss.load_stationary_speedup = 1;
-  ss.load_stationary_min_cycles = rows;
-  ss.load_stationary_overlaps = false;
-  ss.fill_cycles = rows - 1;
-  ss.drain_cycles = cols - 1;
-  auto model = engines::make_tensor_timing(ss);
+  auto model = engines::make_tensor_timing(engines::scalesim_like(t.tensor, rows, cols));
   std::vector<std::array<int64_t, 3>> shapes = {
       {1, 1, 1},         {128, 128, 128},    {127, 129, 1},  {4096, 128, 128}, {1, 4096, 4096},
       {300, 200, 100},   {1000, 1000, 1000}, {64, 256, 384}, {513, 129, 257},  {2048, 64, 2048},

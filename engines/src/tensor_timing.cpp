@@ -100,6 +100,16 @@ int64_t tensor_passes(isa::DType dtype, const TensorEngineTiming& cfg) {
   return dtype == DType::fp32 ? cfg.fp32_slowdown : 1;
 }
 
+TensorEngineTiming scalesim_like(TensorEngineTiming t, int32_t rows, int32_t cols) {
+  t.moving_min_cycles = 1;
+  t.load_stationary_speedup = 1;
+  t.load_stationary_min_cycles = rows;
+  t.load_stationary_overlaps = false;
+  t.fill_cycles = rows - 1;
+  t.drain_cycles = cols - 1;
+  return t;
+}
+
 int64_t gemm_span_cycles(TimingModel& model, int64_t m, int64_t k, int64_t n, int32_t rows,
                          int32_t cols, int64_t moving_max) {
   auto tile = [](MemSpace space, int32_t buffer, DType dtype, int64_t partitions, int64_t free) {

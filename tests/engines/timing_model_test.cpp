@@ -266,16 +266,7 @@ TEST(TimingFactories, RejectOutOfRangeConfigs) {
 
 // SCALE-Sim v2's weight-stationary array: R = C = 128, weights load in R cycles whatever the
 // tile width, folds do not overlap, one cycle per streamed row, fill R - 1, drain C - 1.
-TensorEngineTiming scalesim_tensor() {
-  TensorEngineTiming t = trn2_tensor();
-  t.moving_min_cycles = 1;
-  t.load_stationary_speedup = 1;
-  t.load_stationary_min_cycles = 128;
-  t.load_stationary_overlaps = false;
-  t.fill_cycles = 127;
-  t.drain_cycles = 127;
-  return t;
-}
+TensorEngineTiming scalesim_tensor() { return scalesim_like(trn2_tensor(), 128, 128); }
 
 int64_t gemm_span(TimingModel& model, int64_t m, int64_t k, int64_t n) {
   return gemm_span_cycles(model, m, k, n, 128, 128, 512);

@@ -323,13 +323,7 @@ TEST(Device, PeakFractionIsPerDtypeExecuted) {
 // to the last PSUM write matches SCALE-Sim's weight-stationary count (0-based last cycle).
 TEST(Device, GemmSpanMatchesScaleSimWeightStationary) {
   Rig rig(false, "trn2", nullptr, [](runtime::Config& c) {
-    auto& t = c.chip.timing.tensor;
-    t.moving_min_cycles = 1;
-    t.load_stationary_speedup = 1;
-    t.load_stationary_min_cycles = 128;
-    t.load_stationary_overlaps = false;
-    t.fill_cycles = 127;
-    t.drain_cycles = 127;
+    c.chip.timing.tensor = engines::scalesim_like(c.chip.timing.tensor, 128, 128);
   });
   const int64_t m = 1000, k = 300, n = 200;  // SCALE-Sim's M streams; K x N stationary
   std::ostringstream s;

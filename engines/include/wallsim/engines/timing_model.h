@@ -46,6 +46,11 @@ isa::DType tensor_dtype(const isa::Instruction& in);
 // Passes through the array for instructions of that dtype (fp32: fp32_slowdown, else 1).
 int64_t tensor_passes(isa::DType dtype, const TensorEngineTiming& cfg);
 
+// `base` configured like SCALE-Sim v2's weight-stationary array of rows x cols: weights load in
+// `rows` cycles whatever the tile width, folds do not overlap, one cycle per streamed row,
+// fill rows - 1, drain cols - 1 (docs/TIMING.md §2).
+TensorEngineTiming scalesim_like(TensorEngineTiming base, int32_t rows, int32_t cols);
+
 // Cycles from the first issue to the last result of a GEMM out[N x M] = W[K x N]^T . X[K x M]
 // issued back to back on `model` (reset first): the K x N operand stationary in folds of at
 // most rows x cols, M streamed as the moving free dimension in tiles of at most `moving_max`,
