@@ -10,23 +10,22 @@ namespace {
 
 const char* kX = R"({"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [256, 512]})";
 // x's two row tiles loaded on two queues, the result's two stored on two.
+// Two row tiles: loaded on engines 0 and 1, stored on the engines the loads left idle (2, 3).
 const std::string kTwoTileIo =
-    "ld0: dma_copy x1\nld1: dma_copy x1\nst0: dma_copy x1\nst1: dma_copy x1\n";
+    "ld0: dma_copy x1\nld1: dma_copy x1\nst2: dma_copy x1\nst3: dma_copy x1\n";
 
 TEST(LowerElementwise, ReluLoadsEachRowTileOnItsOwnQueueAndRunsOnTheScalarEngine) {
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "relu", "inputs": [0]}])",
                                        "[1]"));
-  EXPECT_EQ(stream_summary(p.text),
-            kTwoTileIo +
-            "scalar: activation.relu x2\n");
+  EXPECT_EQ(stream_summary(p.text), kTwoTileIo + "scalar: activation.relu x2\n");
   EXPECT_TRUE(check_in_order(
       p.text,
       {"semaphores done_ld0 done_ld1 done_scalar", "tensor    x input hbm fp32[256,512]",
        "tensor    v1 output hbm fp32[256,512]",
        "ld1[0]       dma_copy dst=in_9<fp32>[p0:128][+0; 512*1] "
        "src=x<fp32>[r128*512][+65536; 512*1]",
-       "st1[0]       dma_copy dst=v1<fp32>[r128*512][+65536; 512*1]", "wait(done_scalar>=2)",
+       "st3[0]       dma_copy dst=v1<fp32>[r128*512][+65536; 512*1]", "wait(done_scalar>=2)",
        "scalar[0]    activation.relu dst=v1_10<fp32>[p0:128][+0; 512*1] src=in_8",
        "wait(done_ld0>=1) signal(done_scalar+=1)", "scalar[1]    activation.relu",
        "wait(done_ld1>=1)"}));
@@ -40,10 +39,9 @@ TEST(LowerElementwise, AnIntermediateStaysOnChipAndAChainReadsItsProducersTiles)
       {"id": 2, "op": "add", "inputs": [1, 0]}])",
                                        "[2]"));
   // x is loaded once and read twice; v1 never goes to HBM.
-  EXPECT_EQ(stream_summary(p.text),
-            kTwoTileIo +
-            "scalar: activation.relu x2\n"
-            "vector: tensor_tensor.add x2\n");
+  EXPECT_EQ(stream_summary(p.text), kTwoTileIo +
+                                        "scalar: activation.relu x2\n"
+                                        "vector: tensor_tensor.add x2\n");
   EXPECT_EQ(count_of(p.text, "tensor    v1 "), 0);
   EXPECT_TRUE(check_in_order(p.text, {"vector[0]    tensor_tensor.add dst=v2_12", "lhs=v1_10",
                                       "rhs=in_8", "wait(done_scalar>=1) wait(done_ld0>=1)"}));
@@ -64,17 +62,16 @@ TEST(LowerElementwise, SoftmaxIsMaxSubtractExpWithSumReciprocalAndMultiplyPerRow
       {"id": 1, "op": "softmax", "inputs": [0]}])",
                                        "[1]"));
   // Per row tile: max, x - max, (exp with its row sum on the scalar engine), 1 / sum, multiply.
-  EXPECT_EQ(stream_summary(p.text),
-            kTwoTileIo +
-            "vector: tensor_reduce.max x1\n"
-            "vector: tensor_tensor.sub x1\n"
-            "vector: tensor_scalar.div x1\n"
-            "vector: tensor_tensor.mul x1\n"
-            "vector: tensor_reduce.max x1\n"
-            "vector: tensor_tensor.sub x1\n"
-            "vector: tensor_scalar.div x1\n"
-            "vector: tensor_tensor.mul x1\n"
-            "scalar: activation_reduce.exp x2\n");
+  EXPECT_EQ(stream_summary(p.text), kTwoTileIo +
+                                        "vector: tensor_reduce.max x1\n"
+                                        "vector: tensor_tensor.sub x1\n"
+                                        "vector: tensor_scalar.div x1\n"
+                                        "vector: tensor_tensor.mul x1\n"
+                                        "vector: tensor_reduce.max x1\n"
+                                        "vector: tensor_tensor.sub x1\n"
+                                        "vector: tensor_scalar.div x1\n"
+                                        "vector: tensor_tensor.mul x1\n"
+                                        "scalar: activation_reduce.exp x2\n");
   EXPECT_TRUE(check_in_order(p.text, {"vector[1]    tensor_tensor.sub",
                                       "vector[2]    tensor_scalar.div", "wait(done_scalar>=1)"}));
   EXPECT_EQ(count_of(p.text, "activation_reduce.exp"), 2);
@@ -105,7 +102,7 @@ TEST(LowerElementwise, LayernormCentresThenScalesByRsqrtThenAppliesGammaAndBeta)
       "vector: tensor_tensor.add x1\n";
   EXPECT_EQ(stream_summary(p.text),
             "ld0: dma_copy x1\nld1: dma_copy x1\nld2: dma_copy x1\nld3: dma_copy x1\n"
-            "st0: dma_copy x1\nst1: dma_copy x1\n" +
+            "st4: dma_copy x1\nst5: dma_copy x1\n" +
                 per_tile + per_tile +
                 "scalar: activation_reduce.square x1\nscalar: activation.rsqrt x1\n"
                 "scalar: activation_reduce.square x1\nscalar: activation.rsqrt x1\n");
@@ -126,12 +123,11 @@ TEST(LowerElementwise, ReduceMeanIsASumThenAScaleIntoOneColumn) {
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "reduce_mean", "inputs": [0]}])",
                                        "[1]"));
-  EXPECT_EQ(stream_summary(p.text),
-            kTwoTileIo +
-            "vector: tensor_reduce.add x1\n"
-            "vector: tensor_scalar.mul x1\n"
-            "vector: tensor_reduce.add x1\n"
-            "vector: tensor_scalar.mul x1\n");
+  EXPECT_EQ(stream_summary(p.text), kTwoTileIo +
+                                        "vector: tensor_reduce.add x1\n"
+                                        "vector: tensor_scalar.mul x1\n"
+                                        "vector: tensor_reduce.add x1\n"
+                                        "vector: tensor_scalar.mul x1\n");
   EXPECT_TRUE(check_in_order(p.text, {"tensor    v1 output hbm fp32[256,1]"}));
 }
 

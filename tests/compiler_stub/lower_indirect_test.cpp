@@ -20,8 +20,8 @@ TEST(LowerIndirect, AnEmbeddingLoadsEachTilesIdsThenGathersOnTheSameQueue) {
             "ld0: dma_gather x1\n"
             "ld1: dma_copy x1\n"
             "ld1: dma_gather x1\n"
-            "st0: dma_copy x1\n"
-            "st1: dma_copy x1\n");
+            "st2: dma_copy x1\n"
+            "st3: dma_copy x1\n");
   EXPECT_TRUE(check_in_order(
       p.text, {"ld1[0]       dma_copy dst=ids_", "src=ids<int32>",
                "ld1[1]       dma_gather dst=v2_", "table=table<bf16>[r1000*64]", "index=ids_"}));
@@ -38,8 +38,8 @@ TEST(LowerIndirect, AnIndexCopyScattersIntoTheCacheInPlaceOnTheStoreQueues) {
       "[4]"));
   EXPECT_TRUE(check_in_order(p.text, {"tensor    pool inout hbm bf16[300,48]"}));
   EXPECT_EQ(count_of(p.text, "tensor    v4"), 0);  // the result is the pool itself
-  EXPECT_TRUE(check_in_order(stream_summary(p.text), {"st0: dma_copy x1\nst0: dma_scatter x1\n",
-                                                      "st1: dma_copy x1\nst1: dma_scatter x1\n"}));
+  EXPECT_TRUE(check_in_order(stream_summary(p.text), {"st2: dma_copy x1\nst2: dma_scatter x1\n",
+                                                      "st3: dma_copy x1\nst3: dma_scatter x1\n"}));
   EXPECT_TRUE(
       check_in_order(p.text, {"dma_scatter dst=pool<bf16>", "src=v3_", "wait(done_scalar"}));
 }

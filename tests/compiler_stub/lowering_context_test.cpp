@@ -26,44 +26,59 @@ Graph relu_chain(int64_t rows, int64_t cols, int links) {
 }
 
 TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOverTheQueues) {
-  // One 128 x 512 fp32 tile is 256 KiB: one piece at the default split, four at 64 KiB.
+  // One 128 x 512 fp32 tile is 256 KiB: one piece at the default split, four at 64 KiB when
+  // rows may be cut to 512 B; at the default minimum chunk (4 KiB) its 2 KiB rows stay whole.
   LoweringOptions small_pieces;
   small_pieces.dma_split_bytes = 64 * 1024;
+  small_pieces.dma_min_chunk_bytes = 512;
+  LoweringOptions long_rows;
+  long_rows.dma_split_bytes = 64 * 1024;
   const auto whole = print_plan(relu_chain(128, 512, 1));
   const auto split = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, small_pieces);
+  const auto kept = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, long_rows);
+  // The store takes the least loaded engine: 1, the load having used engine 0.
   EXPECT_EQ(stream_summary(whole.text),
             "ld0: dma_copy x1\n"
-            "st0: dma_copy x1\n"
+            "st1: dma_copy x1\n"
             "scalar: activation.relu x1\n");
+  EXPECT_EQ(stream_summary(kept.text), stream_summary(whole.text));
+  // Pieces on engines 0-3, then the store's pieces on the idle engines 4-7.
   EXPECT_EQ(stream_summary(split.text),
             "ld0: dma_copy x1\n"
             "ld1: dma_copy x1\n"
             "ld2: dma_copy x1\n"
             "ld3: dma_copy x1\n"
-            "st0: dma_copy x1\n"
-            "st1: dma_copy x1\n"
-            "st2: dma_copy x1\n"
-            "st3: dma_copy x1\n"
+            "st4: dma_copy x1\n"
+            "st5: dma_copy x1\n"
+            "st6: dma_copy x1\n"
+            "st7: dma_copy x1\n"
             "scalar: activation.relu x1\n");
   EXPECT_TRUE(check_in_order(split.text, {"ld1[0]       dma_copy dst=in_", "[+128; 128*1]",
                                           "src=x<fp32>[r128*512][+128; 128*1]"}));
 }
 
 TEST(LoweringContext, QueueCountsFollowTheOptionsAndTheChip) {
+  // Two load queues: one for plan inputs, one for values the plan writes; one store queue.
   LoweringOptions two_loads;
   two_loads.load_queues_max = 2;
   two_loads.store_queues_max = 1;
   const auto p = print_plan(relu_chain(512, 64, 1), {}, GroupPolicy::whole, two_loads);
   EXPECT_EQ(stream_summary(p.text),
-            "ld0: dma_copy x2\n"
-            "ld1: dma_copy x2\n"
+            "ld0: dma_copy x4\n"
             "st0: dma_copy x4\n"
             "scalar: activation.relu x4\n");
+  // Two engines: the four loads alternate between them, and so do the stores.
   isa::ArchSpec few_engines;
-  few_engines.dma.engines = 2;  // one store queue, one load queue
+  few_engines.dma.engines = 2;
   const auto q = print_plan(relu_chain(512, 64, 1), few_engines);
-  EXPECT_TRUE(check_in_order(stream_summary(q.text), {"ld0: dma_copy x4\n", "st0: dma_copy x4\n"}));
-  EXPECT_EQ(count_of(q.text, "ld1["), 0);
+  EXPECT_EQ(stream_summary(q.text),
+            "ld0: dma_copy x1\n"
+            "ld1: dma_copy x1\n"
+            "ld2: dma_copy x1\n"
+            "ld3: dma_copy x1\n"
+            "st0: dma_copy x2\n"
+            "st1: dma_copy x2\n"
+            "scalar: activation.relu x4\n");
 }
 
 TEST(LoweringContext, DeadBuffersAreReusedAndTheReuseWaitsForTheirReaders) {
@@ -103,11 +118,13 @@ TEST(LoweringContext, WhenSbufIsFullAValueTheOpDoesNotUseIsSpilledToHbmAndReload
   const auto p = print_plan(g, small);
   EXPECT_EQ(p.stats().spills, 1);
   EXPECT_EQ(p.stats().spill_bytes, 128 * 512 * 4);
-  // The reload (on a load queue, for node 5) waits for the spill's store (for node 3).
+  // The reload (for node 5) waits for the spill's store (for node 3). It reads a value the plan
+  // writes, so it takes a dependent load queue (ld16.., here on engine 2, the least loaded), not
+  // one of the prefetch queues ld0..ld15 that carry the plan's inputs.
   EXPECT_TRUE(check_in_order(
       p.text,
-      {"tensor    v1 scratch hbm fp32[128,512]", "ld1[0]       dma_copy dst=in_", "src=v1<fp32>",
-       "wait(done_st0>=1)", "@node 5", "st0[0]       dma_copy dst=v1<fp32>", "@node 3"}));
+      {"tensor    v1 scratch hbm fp32[128,512]", "ld18[0]      dma_copy dst=in_", "src=v1<fp32>",
+       "wait(done_st1>=1)", "@node 5", "st1[0]       dma_copy dst=v1<fp32>", "@node 3"}));
   // Without the pressure nothing is spilled.
   EXPECT_EQ(print_plan(g).stats().spills, 0);
 }

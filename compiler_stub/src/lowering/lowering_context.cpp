@@ -51,21 +51,32 @@ LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>&
       m_used_outside.insert(id);
     }
   }
-  // Loads and stores on separate queues, each queue on its own DMA engine where there are
-  // enough: a store waiting for a result never holds up the prefetch behind it.
+  // Loads and stores on separate queues, so a store waiting for a result never holds up the
+  // prefetch behind it. The queues cover every DMA engine (several queues share an engine, so
+  // one queue's descriptor issue overlaps another's transfer); each transfer goes to the least
+  // loaded engine (next_load_queue).
   const int64_t engines = arch.dma.engines;
+  const int64_t queues_max = arch.dma.queues_max;
   const int64_t stores = std::max<int64_t>(
-      1, std::min(options.store_queues_max, engines / options.dma_engines_per_store_queue));
+      1, std::min({options.store_queues_max, engines / options.dma_engines_per_store_queue,
+                   queues_max - 1}));
   const int64_t loads =
-      std::max<int64_t>(1, std::min({options.load_queues_max, engines - stores,
-                                     static_cast<int64_t>(arch.dma.queues_max) - stores}));
+      std::max<int64_t>(1, std::min(options.load_queues_max, queues_max - stores));
+  m_engine_bytes.assign(static_cast<size_t>(engines), 0);
+  auto add_queue = [&](const std::string& name, int64_t engine) {
+    const int q = m_builder.add_queue(name, static_cast<int32_t>(engine));
+    m_queue_engine[q] = static_cast<int>(engine);
+    m_queue_bytes[q] = 0;
+    return q;
+  };
+  const int64_t prefetch = loads > 1 ? (loads + 1) / 2 : 1;
   for (int64_t q = 0; q < loads; ++q) {
-    m_load_queues.push_back(
-        m_builder.add_queue("ld" + std::to_string(q), static_cast<int32_t>(q % engines)));
+    (q < prefetch ? m_load_queues : m_dependent_load_queues)
+        .push_back(add_queue("ld" + std::to_string(q), q % engines));
   }
+  if (m_dependent_load_queues.empty()) m_dependent_load_queues = m_load_queues;
   for (int64_t q = 0; q < stores; ++q) {
-    m_store_queues.push_back(
-        m_builder.add_queue("st" + std::to_string(q), static_cast<int32_t>((loads + q) % engines)));
+    m_store_queues.push_back(add_queue("st" + std::to_string(q), (loads + q) % engines));
   }
   const int banks = static_cast<int>(arch.psum.bytes_per_partition / arch.psum.bank_bytes);
   for (int k = 0; k < banks; ++k) {
@@ -410,6 +421,9 @@ void LoweringContext::copy_rows(bool load, AccessPattern dst, AccessPattern src)
   if (dst.num_free != 1 || src.num_free != 1 || dst.free[0].stride != 1 ||
       src.free[0].stride != 1 || src.scalar >= 0 || dst.scalar >= 0)
     pieces = 1;
+  // Each piece's rows stay at least dma_min_chunk_bytes long (the DMA charges every chunk).
+  const int64_t row_bytes = cols * isa::dtype_bytes(dst.dtype);
+  pieces = std::min(pieces, row_bytes / std::max<int64_t>(1, m_options.dma_min_chunk_bytes));
   pieces = std::max<int64_t>(1, std::min(pieces, cols));
   const int64_t step = (cols + pieces - 1) / pieces;
   for (int64_t c0 = 0; c0 < cols; c0 += step) {
@@ -419,6 +433,16 @@ void LoweringContext::copy_rows(bool load, AccessPattern dst, AccessPattern src)
     d.free[0].size = s.free[0].size = std::min(step, cols - c0);
     dma(load ? next_load_queue() : next_store_queue(), d, s);
   }
+}
+
+int LoweringContext::least_loaded(const std::vector<int>& queues) const {
+  int best = queues.front();
+  for (int q : queues) {
+    const int64_t e = m_engine_bytes[static_cast<size_t>(m_queue_engine.at(q))];
+    const int64_t be = m_engine_bytes[static_cast<size_t>(m_queue_engine.at(best))];
+    if (e < be || (e == be && m_queue_bytes.at(q) < m_queue_bytes.at(best))) best = q;
+  }
+  return best;
 }
 
 void LoweringContext::dma(int queue, const AccessPattern& dst, const AccessPattern& src) {
@@ -432,6 +456,17 @@ void LoweringContext::dma(int queue, const AccessPattern& dst, const AccessPatte
 // ---- emit helpers ----
 void LoweringContext::emit(int stream, Instruction in) {
   in.node = m_current_node;
+  if (m_queue_engine.count(stream) && in.op != Opcode::dma_scatter &&
+      in.dst.space != MemSpace::hbm) {
+    const bool input = in.src[0].space == MemSpace::hbm &&
+                       m_builder.role(in.src[0].buffer) == isa::TensorRole::input;
+    if (!input) stream = least_loaded(m_dependent_load_queues);
+  }
+  if (auto q = m_queue_engine.find(stream); q != m_queue_engine.end()) {
+    const int64_t bytes = in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();
+    m_engine_bytes[static_cast<size_t>(q->second)] += bytes;
+    m_queue_bytes[stream] += bytes;
+  }
   m_builder.emit(stream, std::move(in));
 }
 

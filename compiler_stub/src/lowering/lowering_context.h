@@ -216,8 +216,13 @@ class LoweringContext {
                            int32_t rows) const;
 
   // ---- DMA ----
-  int next_load_queue() { return m_load_queues[m_next_load++ % m_load_queues.size()]; }
-  int next_store_queue() { return m_store_queues[m_next_store++ % m_store_queues.size()]; }
+  // The load (store) queue for the next transfer: one on the DMA engine with the fewest bytes
+  // so far, loads and stores together, so every engine carries an even share. A load's queue is
+  // settled in emit(): loads of plan inputs (weights: they wait for nothing but SBUF room) and
+  // loads of values the plan writes (they wait for compute) take separate queues, so a reload
+  // waiting for a result never holds up the weight prefetch queued behind it.
+  int next_load_queue() { return least_loaded(m_load_queues); }
+  int next_store_queue() { return least_loaded(m_store_queues); }
   // A row-block copy between a tile and HBM, split by columns over several queues when it is
   // large, so one big transfer is not serialised on one DMA engine.
   void copy_rows(bool load, AccessPattern dst, AccessPattern src);
@@ -264,6 +269,7 @@ class LoweringContext {
 
  private:
   std::optional<Tiles> allocate(Tiles v, const std::string& hint);
+  int least_loaded(const std::vector<int>& queues) const;
   // Spilling (spilling.cpp): frees SBUF by storing the value needed furthest ahead.
   int next_use(int32_t id) const;
   bool spill_one();
@@ -285,8 +291,10 @@ class LoweringContext {
   int m_position = 0;  // of the current op in the group
   std::vector<int> m_load_queues;
   std::vector<int> m_store_queues;
-  size_t m_next_load = 0;
-  size_t m_next_store = 0;
+  std::vector<int> m_dependent_load_queues;  // loads of values the plan writes
+  std::map<int, int> m_queue_engine;         // DMA queue stream -> its engine
+  std::map<int, int64_t> m_queue_bytes;      // bytes emitted on each DMA queue
+  std::vector<int64_t> m_engine_bytes;       // bytes emitted on each DMA engine
   std::vector<Slot> m_psum_banks;
   size_t m_next_bank = 0;
   int m_evacuations = 0;

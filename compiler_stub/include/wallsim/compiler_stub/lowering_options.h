@@ -11,9 +11,10 @@ namespace wallsim::compiler_stub {
 
 struct LoweringOptions {
   int64_t dma_split_bytes = 256 * 1024;  // a row-block transfer above this is split by columns
-  int64_t load_queues_max = 8;           // DMA queues for loads
-  int64_t store_queues_max = 4;          // DMA queues for stores
-  int64_t dma_engines_per_store_queue = 4;
+  int64_t dma_min_chunk_bytes = 4096;    // a split never cuts rows below this
+  int64_t load_queues_max = 32;          // DMA queues for loads (two per engine on trn2)
+  int64_t store_queues_max = 16;         // DMA queues for stores
+  int64_t dma_engines_per_store_queue = 1;
   int64_t row_window_trigger_percent = 50;  // of SBUF: a larger working set runs in windows
   int64_t row_window_fill_percent = 75;     // of the SBUF left: what one window may fill
   int64_t streamed_operand_percent = 25;    // of SBUF: a larger matmul B streams in parts
@@ -27,10 +28,15 @@ void describe(V& v, LoweringOptions& o) {
           "design choice: a tile-to-HBM transfer above this size is split by columns over "
           "several queues (and HBM-to-HBM view copies are cut into chunks of it), so one big "
           "transfer is not serialised on one DMA engine");
+  v.field("dma_min_chunk_bytes", o.dma_min_chunk_bytes, {1, INT64_MAX}, "bytes",
+          "design choice: a transfer is split by columns only while each piece's rows stay at "
+          "least this long, since the DMA cost model charges every contiguous chunk "
+          "(timing.dma.chunk_overhead_bytes)");
   v.field("load_queues_max", o.load_queues_max, {1, 1024}, "queues",
-          "design choice: DMA queues a plan loads through (at most engines - store queues and "
-          "arch.dma.queues_max - store queues), each on its own DMA engine where there are "
-          "enough");
+          "design choice: DMA queues a plan loads through (at most arch.dma.queues_max - store "
+          "queues), spread round the DMA engines so that several share an engine and one's "
+          "descriptor issue overlaps another's transfer; each transfer takes the queue of the "
+          "engine with the fewest bytes so far");
   v.field("store_queues_max", o.store_queues_max, {1, 1024}, "queues",
           "design choice: DMA queues a plan stores through, apart from the loads so a store "
           "waiting for a result never holds up the prefetch behind it");

@@ -50,6 +50,7 @@ class PlanBuilder {
                   std::vector<int64_t> shape, isa::TensorRole role);
   int add_scalar(const std::string& name, int64_t min, int64_t max);
   void set_role(Slot tensor, isa::TensorRole role) { m_plan.tensors.at(tensor.index).role = role; }
+  isa::TensorRole role(int32_t tensor) const { return m_plan.tensors.at(tensor).role; }
   void add_node(int32_t id, const std::string& name, const std::string& op);
   // A DMA queue served by `dma_engine`; returns its stream key for emit().
   int add_queue(const std::string& name, int32_t dma_engine);
