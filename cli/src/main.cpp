@@ -51,6 +51,17 @@ std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e) {
   return msg;
 }
 
+// --help shows each option's default, except an empty list ("[]") and -1, which marks "not
+// given" (run --steps: the workload's own; sweep --index: $SLURM_ARRAY_TASK_ID).
+void hide_empty_defaults(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_default_str() == "[]" || o->get_default_str() == "-1") o->default_str("");
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    hide_empty_defaults(*sub);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,6 +69,7 @@ int main(int argc, char** argv) {
   wallsim::sim::init_systemc();
   CLI::App app{"wallsim: cycle-level simulator of a dataflow AI accelerator and its runtime"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.set_version_flag("--version", "wallsim 0.1.0");
   add_config_commands(app);
   add_plan_commands(app);
@@ -67,6 +79,7 @@ int main(int argc, char** argv) {
   add_study_command(app);
   add_sweep_commands(app);
   add_validate_command(app);
+  hide_empty_defaults(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -165,6 +165,22 @@ TEST(Cli, UnknownStudyIsNamedWithTheKnownOnes) {
   EXPECT_NE(r.err.find("unknown command 'frobnicate' (known: config,"), std::string::npos) << r.err;
 }
 
+TEST(Cli, HelpShowsDefaults) {
+  Result r = run("run --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("=fused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("=plans"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--out TEXT=out/run"), std::string::npos) << r.out;
+  r = run("study decode --help");
+  EXPECT_NE(r.out.find("--spec TEXT=configs/studies/decode.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("=2"), std::string::npos) << r.out;  // --jobs
+  for (const char* args : {"run --help", "exec --help", "sweep --help", "study wall --help"}) {
+    r = run(args);
+    EXPECT_EQ(r.out.find("=[]"), std::string::npos) << args << ": " << r.out;  // no empty lists
+    EXPECT_EQ(r.out.find("=-1"), std::string::npos) << args << ": " << r.out;  // nor "not given"
+  }
+}
+
 // Every CLI11 parse error, and a bad --trace-window, is one `wallsim: ...` line with exit 2.
 TEST(Cli, ParseErrorsAreOneWallsimLine) {
   for (const char* args :
