@@ -1,6 +1,7 @@
 // Small helpers the commands that read specs and write tables share.
 #pragma once
 
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -12,6 +13,26 @@
 #include "wallsim/base/params.h"
 
 namespace wallsim::cli {
+
+// A file of the source tree (a default spec or config, a plot script): found next to the binary
+// (build/bin/wallsim -> ../../PATH), else relative to the working directory. The relative path is
+// kept when both name the same file, so outputs that print it do not change.
+inline std::string project_file(const std::string& rel) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return rel;
+  const fs::path near = exe.parent_path().parent_path().parent_path() / rel;
+  if (!fs::exists(near, ec)) return rel;
+  if (fs::exists(rel, ec) && fs::equivalent(rel, near, ec)) return rel;
+  return near.string();
+}
+
+// An option left at its default names a file of the source tree: find it with project_file. A
+// path the user gives stays relative to the working directory.
+inline void find_default_file(const CLI::App* cmd, const std::string& option, std::string* path) {
+  if (cmd->get_option(option)->count() == 0) *path = project_file(*path);
+}
 
 // `--trace-window FROM_NS:TO_NS` as a pair; base::InputError otherwise.
 inline std::pair<int64_t, int64_t> parse_window(const std::string& s) {

@@ -1,6 +1,8 @@
 // The wallsim command: argument parsing and exit codes; the work lives in the libraries.
 #include <cstdlib>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "wallsim/base/params.h"
@@ -8,11 +10,66 @@
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 
+namespace {
+
+// The deepest subcommand the command line reached.
+const CLI::App* deepest_parsed(const CLI::App& app) {
+  const CLI::App* cur = &app;
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : cur->get_subcommands()) {
+      cur = sub;
+      deeper = true;
+      break;
+    }
+  }
+  return cur;
+}
+
+// A CLI11 parse error as one line. A command that needs a subcommand names what it was given
+// and lists the ones it knows.
+std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e) {
+  const CLI::App* cur = deepest_parsed(app);
+  std::string msg = e.what();
+  if (cur->get_require_subcommand_min() > 0 && cur->get_subcommands().empty()) {
+    std::string known;
+    for (const CLI::App* sub :
+         cur->get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    std::string where = cur == &app ? "" : cur->get_name() + ": ";
+    const std::vector<std::string> rest = cur->remaining();
+    const std::string kind = cur == &app ? "command" : cur->get_name();
+    msg = rest.empty() || rest.front().empty() || rest.front()[0] == '-'
+              ? where + "a " + kind + " name is required (known: " + known + ")"
+              : where + "unknown " + kind + " '" + rest.front() + "' (known: " + known + ")";
+  }
+  for (char& c : msg) {
+    if (c == '\n') c = ' ';
+  }
+  while (!msg.empty() && msg.back() == ' ') msg.pop_back();
+  return msg;
+}
+
+// --help shows each option's default, except an empty list ("[]") and -1, which marks "not
+// given" (run --steps: the workload's own; sweep --index: $SLURM_ARRAY_TASK_ID).
+void hide_empty_defaults(CLI::App& app) {
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_default_str() == "[]" || o->get_default_str() == "-1") o->default_str("");
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    hide_empty_defaults(*sub);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace wallsim::cli;
   wallsim::sim::init_systemc();
   CLI::App app{"wallsim: cycle-level simulator of a dataflow AI accelerator and its runtime"};
   app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();  // --help shows every default
   app.set_version_flag("--version", "wallsim 0.1.0");
   add_config_commands(app);
   add_plan_commands(app);
@@ -22,6 +79,7 @@ int main(int argc, char** argv) {
   add_study_command(app);
   add_sweep_commands(app);
   add_validate_command(app);
+  hide_empty_defaults(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -33,7 +91,7 @@ int main(int argc, char** argv) {
   } catch (const Exit& e) {
     return e.code;
   } catch (const CLI::ParseError& e) {
-    std::cerr << "wallsim: " << e.what() << " (see wallsim --help)\n";
+    std::cerr << "wallsim: " << parse_error_line(app, e) << " (see wallsim --help)\n";
     return kExitBadInput;
   } catch (const wallsim::runtime::RuntimeError& e) {
     std::cerr << "wallsim: " << e.what() << "\n";

@@ -178,9 +178,10 @@ void run_study(const std::string& name, const std::string& config, const std::st
   std::cout << spec.title << ": " << spec.runs.size() << " runs\n" << std::flush;
   PoolOptions pool;
   pool.jobs = jobs;
+  size_t finished = 0;  // one line per finished run; the runs' own output is in their logs
   const std::vector<int> codes = run_all(commands, logs, pool, [&](size_t i, int code, double) {
-    std::cout << "  " << spec.runs[i].label << ": "
-              << (code == 0 ? "ok" : "exit code " + std::to_string(code)) << "\n"
+    std::cout << "  (" << ++finished << "/" << spec.runs.size() << ") " << spec.runs[i].label
+              << ": " << (code == 0 ? "ok" : "exit code " + std::to_string(code)) << "\n"
               << std::flush;
   });
   Json rows = Json::array();
@@ -259,8 +260,8 @@ void run_study(const std::string& name, const std::string& config, const std::st
   }
   // The plots, drawn by the study's script from study.json and the runs' stats.
   const std::string staging = fs::path(dir->file("study.json")).parent_path().string();
-  const std::string cmd = "/usr/bin/python3 tools/plot_study.py '" + staging + "' > '" +
-                          dir->file("plots.log") + "' 2>&1";
+  const std::string cmd = "/usr/bin/python3 '" + project_file("tools/plot_study.py") + "' '" +
+                          staging + "' > '" + dir->file("plots.log") + "' 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     std::cerr << "wallsim: warning: the plots were not drawn (see " << out
               << "/plots.log; python3-matplotlib from Debian is needed)\n";
@@ -295,7 +296,11 @@ void add_run_studies(CLI::App& study) {
     cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
     cmd->add_option("--jobs,-j", a->jobs, "runs at once")->check(CLI::Range(1, 64));
     const std::string n = name;
-    cmd->callback([a, n] { run_study(n, a->config, a->spec, a->out, a->overrides, a->jobs); });
+    cmd->callback([a, n, cmd] {
+      find_default_file(cmd, "--config", &a->config);
+      find_default_file(cmd, "--spec", &a->spec);
+      run_study(n, a->config, a->spec, a->out, a->overrides, a->jobs);
+    });
   }
 }
 

@@ -94,7 +94,9 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--spec", a->spec, "study spec: workloads, modes, profiles, steps");
   cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
+    find_default_file(cmd, "--config", &a->config);
+    find_default_file(cmd, "--spec", &a->spec);
     const WallSpec spec = read_spec(a->spec);
     std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(a->out);
     const std::string runs = dir->subdir("runs");
@@ -120,20 +122,21 @@ void add_study_command(CLI::App& app) {
             args.push_back("--set");
             args.push_back(o);
           }
-          std::cout << "  " << name << std::flush;
-          const int rc = run_self(args);
+          // The run's own output goes to its log; the study prints one line per run.
+          const std::string log = runs + "/" + name + ".log";
+          const int rc = run_self(args, log);
           if (rc != 0) {
-            std::cout << "\n";
-            throw base::InputError("study wall",
-                                   "the run of " + workload + " under " + mode + " (" + profile +
-                                       " profile) failed with exit code " + std::to_string(rc));
+            throw base::InputError("study wall", "the run of " + workload + " under " + mode +
+                                                     " (" + profile +
+                                                     " profile) failed with exit code " +
+                                                     std::to_string(rc) + ": " + last_line(log));
           }
           Point p;
           p.report = driver::RunReport::read(runs + "/" + name);
           p.workload = workload;
           p.profile = profile;
           p.mode = mode;
-          std::cout << ": " << fmt(p.total_ms(), 1) << " ms\n";
+          std::cout << "  " << name << ": " << fmt(p.total_ms(), 1) << " ms\n" << std::flush;
           points.push_back(p);
         }
       }

@@ -98,8 +98,8 @@ std::vector<int> run_all(const std::vector<std::vector<std::string>>& commands,
   return codes;
 }
 
-int run_self(const std::vector<std::string>& args) {
-  const pid_t pid = spawn_self(args);
+int run_self(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = spawn_self(args, log);
   if (pid < 0) return -1;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {

@@ -17,8 +17,8 @@ namespace wallsim::cli {
 pid_t spawn_self(const std::vector<std::string>& args, const std::string& log = "");
 
 // Runs this executable with `args` and waits: its exit code, 128 + signal when killed, -1 when
-// it could not start.
-int run_self(const std::vector<std::string>& args);
+// it could not start. Its output is appended to `log` when not empty, else inherited.
+int run_self(const std::vector<std::string>& args, const std::string& log = "");
 
 // An exit status from waitpid as run_self reports it.
 int exit_code_of(int status);

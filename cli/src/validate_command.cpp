@@ -14,6 +14,7 @@
 #include <sstream>
 #include <variant>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph_io.h"
@@ -520,8 +521,8 @@ void run_validate(const ValidateArgs& a) {
         {{"figures", rows_out.size()}, {"kernels", kernels.size()}, {"failed_checks", failures}}}},
       runtime::to_json(cfg));
   const std::string staging = fs::path(dir->file("validation.csv")).parent_path().string();
-  const std::string cmd = "/usr/bin/python3 tools/plot_validation.py '" + staging + "' > '" +
-                          dir->file("plots.log") + "' 2>&1";
+  const std::string cmd = "/usr/bin/python3 '" + project_file("tools/plot_validation.py") + "' '" +
+                          staging + "' > '" + dir->file("plots.log") + "' 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     std::cerr << "wallsim: warning: the plots were not drawn (see " << a.out
               << "/plots.log; python3-matplotlib from Debian is needed)\n";

@@ -150,4 +150,50 @@ TEST(Cli, UsageErrorsExit2) {
   EXPECT_EQ(run("--help").code, 0);
 }
 
+TEST(Cli, UnknownStudyIsNamedWithTheKnownOnes) {
+  Result r = run("study nosuch");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("unknown study 'nosuch'"), std::string::npos) << r.err;
+  for (const char* known : {"wall", "decode", "serving", "mask", "granularity", "fallback"})
+    EXPECT_NE(r.err.find(known), std::string::npos) << known << ": " << r.err;
+  EXPECT_EQ(r.err.find("A subcommand is required"), std::string::npos) << r.err;
+  r = run("study");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("a study name is required (known: "), std::string::npos) << r.err;
+  r = run("frobnicate");
+  EXPECT_NE(r.err.find("unknown command 'frobnicate' (known: config,"), std::string::npos) << r.err;
+}
+
+TEST(Cli, HelpShowsDefaults) {
+  Result r = run("run --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("=fused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("=plans"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--out TEXT=out/run"), std::string::npos) << r.out;
+  r = run("study decode --help");
+  EXPECT_NE(r.out.find("--spec TEXT=configs/studies/decode.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("=2"), std::string::npos) << r.out;  // --jobs
+  for (const char* args : {"run --help", "exec --help", "sweep --help", "study wall --help"}) {
+    r = run(args);
+    EXPECT_EQ(r.out.find("=[]"), std::string::npos) << args << ": " << r.out;  // no empty lists
+    EXPECT_EQ(r.out.find("=-1"), std::string::npos) << args << ": " << r.out;  // nor "not given"
+  }
+}
+
+// Every CLI11 parse error, and a bad --trace-window, is one `wallsim: ...` line with exit 2.
+TEST(Cli, ParseErrorsAreOneWallsimLine) {
+  for (const char* args :
+       {"run -c configs/tiny.json -w gemm --trace-window abc",
+        "run -c configs/tiny.json -w gemm --trace-window 5:1",
+        "run -c configs/tiny.json -w gemm --trace-window", "run -c configs/tiny.json --steps x",
+        "run -c configs/tiny.json --mode zz", "run -c configs/tiny.json --bogus",
+        "run -c configs/tiny.json a b", "exec", "study wall --jobs 2"}) {
+    Result r = run(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("wallsim: ", 0), 0u) << args << ": " << r.err;
+  }
+}
+
 }  // namespace

@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace wallsim {
 namespace {
@@ -169,6 +172,63 @@ TEST(Study, FallbackPoliciesCompleteOrStop) {
   std::string again;
   study("fallback", spec, &again);
   EXPECT_EQ(first["runs"].dump(), Json::parse(slurp(again + "/study.json"))["runs"].dump());
+}
+
+// Runs `wallsim ARGS` in `dir` (not the source tree); stdout into `out`, stderr into `err`.
+int run_in(const std::string& dir, const std::string& args, std::string* out, std::string* err) {
+  const std::string cmd =
+      "cd " + dir + " && " + WALLSIM_BIN + " " + args + " >" + dir + "/stdout 2>" + dir + "/stderr";
+  const int status = std::system(cmd.c_str());
+  *out = slurp(dir + "/stdout");
+  *err = slurp(dir + "/stderr");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Run from another directory, a study finds its default config and spec and its plot script
+// next to the binary; its progress is one clean line per finished run, the runs' output in logs.
+TEST(Study, RunsFromAnotherDirectoryWithOneProgressLinePerRun) {
+  const std::string dir = test::fresh_dir("study", "elsewhere");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/spec.json") << R"({"title": "t", "columns": ["total_ns"], "runs": [
+    {"label": "fused gemm", "workload": "gemm:m=64,k=64,n=64", "mode": "fused", "steps": 2},
+    {"label": "native gemm", "workload": "gemm:m=64,k=64,n=64", "mode": "native", "steps": 2}]})";
+  std::string out, err;
+  ASSERT_EQ(run_in(dir, "study decode --spec spec.json -o o", &out, &err), 0) << out << err;
+  EXPECT_TRUE(fs::exists(dir + "/o/decode_time.png")) << slurp(dir + "/o/plots.log");
+  std::vector<std::string> lines = lines_of(out);
+  ASSERT_GE(lines.size(), 3u) << out;
+  EXPECT_EQ(lines[0], "t: 2 runs");
+  std::set<std::string> progress = {lines[1], lines[2]};
+  const std::set<std::string> in_order = {"  (1/2) fused gemm: ok", "  (2/2) native gemm: ok"};
+  const std::set<std::string> reversed = {"  (1/2) native gemm: ok", "  (2/2) fused gemm: ok"};
+  EXPECT_TRUE(progress == in_order || progress == reversed) << out;
+  EXPECT_EQ(out.find(".partial"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(dir + "/o/runs/0.log"));
+
+  std::ofstream(dir + "/wall.json")
+      << R"({"workloads": ["gemm:m=64,k=64,n=64"], "modes": ["fused", "native"],
+             "profiles": ["neuron"], "steps": 2})";
+  ASSERT_EQ(run_in(dir, "study wall --spec wall.json -o w", &out, &err), 0) << out << err;
+  lines = lines_of(out);
+  ASSERT_GE(lines.size(), 2u) << out;
+  EXPECT_EQ(lines[0].rfind("  gemm_neuron_fused: ", 0), 0u) << out;
+  EXPECT_EQ(lines[0].substr(lines[0].size() - 3), " ms") << out;
+  EXPECT_EQ(lines[1].rfind("  gemm_neuron_native: ", 0), 0u) << out;
+  EXPECT_EQ(out.find(".partial"), std::string::npos) << out;
+  EXPECT_NE(slurp(dir + "/w/runs/gemm_neuron_fused.log").find("under fused"), std::string::npos);
+
+  // The default spec is found: the error is about the config given, not the spec.
+  EXPECT_EQ(run_in(dir, "study decode -c /nonexistent.json -o x", &out, &err), 2);
+  EXPECT_NE(err.find("/nonexistent.json: cannot open file"), std::string::npos) << err;
+  EXPECT_NE(err.find("configs/studies/decode.json"), std::string::npos) << err;
+  EXPECT_EQ(err.find("decode.json: cannot open"), std::string::npos) << err;
 }
 
 TEST(Study, BadSpecIsOneLineAndExitCode2) {
