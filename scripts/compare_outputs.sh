@@ -40,7 +40,9 @@ record() {  # record NAME DIR -- command...
   local order=cat
   [[ $name == study_* || $name == sweep_* ]] && order=sort
   grep -v -E 'eta [0-9]|[0-9]+/[0-9]+ done' "$dest/stderr.raw" | sed "s|$tmp|TMP|g" | $order >"$dest/stderr"
-  grep -v -E 'simulated in|[0-9.]+ s$|seconds' "$dest/stdout.raw" | sed "s|$tmp|TMP|g" | $order >"$dest/stdout"
+  # Progress counters "(k/N)" follow completion order, so they are dropped.
+  grep -v -E 'simulated in|[0-9.]+ s$|seconds' "$dest/stdout.raw" | sed -E "s|$tmp|TMP|g; s|\([0-9]+/[0-9]+\) ||" |
+    $order >"$dest/stdout"
   rm -f "$dest/stderr.raw" "$dest/stdout.raw"
   if [[ -f "$dir/stats.json" ]]; then jq -S 'del(.measured)' "$dir/stats.json" >"$dest/stats.json"; fi
   if [[ -f "$dir/trace.json" ]]; then cp "$dir/trace.json" "$dest/trace.json"; fi

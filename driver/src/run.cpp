@@ -9,10 +9,8 @@
 #include "wallsim/driver/run_report.h"
 #include "wallsim/sim/device.h"
 #include "wallsim/sim/exec.h"
-#include "wallsim/traces/chrome_trace.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
-#include "wallsim/traces/window_sink.h"
 
 namespace wallsim::driver {
 
@@ -97,19 +95,9 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   traces::StatsRegistry stats;
   sim::DeviceTimeStats device_time(stats, config.chip);
 
-  std::unique_ptr<traces::TraceSink> chrome;
-  std::unique_ptr<traces::TraceSink> window;
-  traces::TraceSink* trace = nullptr;
-  if (options.trace_level != engines::TraceLevel::none) {
-    chrome = std::make_unique<traces::ChromeTraceWriter>(dir->file("trace.json"));
-    trace = chrome.get();
-    if (options.trace_window_ns) {
-      window = std::make_unique<traces::WindowTraceSink>(
-          *chrome, options.trace_window_ns->first * 1000, options.trace_window_ns->second * 1000);
-      trace = window.get();
-    }
-    trace->set_metadata("wallsim_version", "0.1.0");
-    trace->set_metadata("config", config.chip.name);
+  sim::RunTrace run_trace(*dir, options.trace_level, options.trace_window_ns, config.chip.name);
+  traces::TraceSink* trace = run_trace.sink();
+  if (trace) {
     trace->set_metadata("workload", spec.text);
     trace->set_metadata("mode", std::string(options.mode->family()));
   }

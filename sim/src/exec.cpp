@@ -121,6 +121,21 @@ std::unique_ptr<traces::RunDirectory> open_run_directory(const std::string& out_
   }
 }
 
+RunTrace::RunTrace(const traces::RunDirectory& dir, engines::TraceLevel level,
+                   const std::optional<std::pair<int64_t, int64_t>>& window_ns,
+                   const std::string& chip_name) {
+  if (level == engines::TraceLevel::none) return;
+  m_chrome = std::make_unique<traces::ChromeTraceWriter>(dir.file("trace.json"));
+  m_sink = m_chrome.get();
+  if (window_ns) {
+    m_window = std::make_unique<traces::WindowTraceSink>(*m_chrome, window_ns->first * 1000,
+                                                         window_ns->second * 1000);
+    m_sink = m_window.get();
+  }
+  m_sink->set_metadata("wallsim_version", "0.1.0");
+  m_sink->set_metadata("config", chip_name);
+}
+
 DeviceTimeStats::DeviceTimeStats(traces::StatsRegistry& stats, const ChipConfig& chip)
     : m_period_fs(engines::period_fs(chip.timing.tensor.freq_mhz)) {
   stats.add_text("schema", "", "stats format").set("wallsim-stats/1");
@@ -172,21 +187,9 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
   traces::StatsRegistry stats;
   DeviceTimeStats device_time(stats, chip);
 
-  std::unique_ptr<traces::TraceSink> chrome;
-  std::unique_ptr<traces::TraceSink> window;
-  traces::TraceSink* trace = nullptr;
-  if (options.trace_level != engines::TraceLevel::none) {
-    chrome = std::make_unique<traces::ChromeTraceWriter>(dir->file("trace.json"));
-    trace = chrome.get();
-    if (options.trace_window_ns) {
-      window = std::make_unique<traces::WindowTraceSink>(
-          *chrome, options.trace_window_ns->first * 1000, options.trace_window_ns->second * 1000);
-      trace = window.get();
-    }
-    trace->set_metadata("wallsim_version", "0.1.0");
-    trace->set_metadata("config", chip.name);
-    trace->set_metadata("mode", options.functional ? "functional" : "timing-only");
-  }
+  RunTrace run_trace(*dir, options.trace_level, options.trace_window_ns, chip.name);
+  traces::TraceSink* trace = run_trace.sink();
+  if (trace) trace->set_metadata("mode", options.functional ? "functional" : "timing-only");
   std::unique_ptr<traces::CsvLog> csv;
   if (options.instruction_csv) {
     csv = std::make_unique<traces::CsvLog>(dir->file("instructions.csv"),

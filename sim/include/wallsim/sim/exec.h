@@ -57,6 +57,21 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
 // Opens `out_dir` (appears on commit()); one wallsim will not replace is bad input (`--out`).
 std::unique_ptr<traces::RunDirectory> open_run_directory(const std::string& out_dir);
 
+// trace.json of a run directory, behind the --trace-window filter when one is given; `sink()` is
+// null at trace level none. Metadata common to every run (the version, the chip) is set here.
+class RunTrace {
+ public:
+  RunTrace(const traces::RunDirectory& dir, engines::TraceLevel level,
+           const std::optional<std::pair<int64_t, int64_t>>& window_ns,
+           const std::string& chip_name);
+  traces::TraceSink* sink() const { return m_sink; }
+
+ private:
+  std::unique_ptr<traces::TraceSink> m_chrome;
+  std::unique_ptr<traces::TraceSink> m_window;
+  traces::TraceSink* m_sink = nullptr;
+};
+
 // The stats format and the device-time header: device.clock, clock_mhz, cycles, time_ns.
 // `set` fills cycles and time_ns once the run has ended at `end`.
 class DeviceTimeStats {
