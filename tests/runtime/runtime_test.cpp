@@ -306,7 +306,7 @@ TEST(Runtime, FusionPolicyCutsGroups) {
 TEST(Runtime, BackgroundCompileOverlapsTheHost) {
   Rig rig(load("trn2", {"runtime.compile_in_background=true", "runtime.lazy.max_group_ops=2",
                         "runtime.lazy.max_pending_ops=2", "runtime.compile_cost.profile=\"xla\"",
-                        "runtime.compile_cost.xla.micro_graph.per_node_ms=0"}),
+                        "runtime.compile_cost.xla.per_node_ms=0"}),
           mode_named("fused"));
   auto w = workloads::make_workload(workloads::parse_spec(kMlp));
   run_against_reference(rig, *w, 2, 1e-4);
@@ -314,7 +314,7 @@ TEST(Runtime, BackgroundCompileOverlapsTheHost) {
   int64_t sum = 0;
   for (int64_t ns : cold.host_ns) sum += ns;
   EXPECT_EQ(sum, cold.wall_ns);
-  // Every compile takes 5 ms here (xla micro-graph, no per-node term): blocking, the host would
+  // Every compile takes 5 ms here (the xla fixed cost, no per-node term): blocking, the host would
   // wait exactly compiles x 5 ms.
   ASSERT_GT(cold.counts.compiles, 1);
   EXPECT_LT(cold.host_ns[static_cast<int>(HostState::compile)],
