@@ -36,9 +36,9 @@ std::string_view name_of(CompileProfile p);
 struct CompileCostConfig {
   CompileProfile profile = CompileProfile::neuron;
   // Neuron-like (neuronx-cc): a ~10 s invocation, then instructions dominate (fitted).
-  CompileCostCurve neuron{9962, 0, 1, 6000, 0};
+  CompileCostCurve neuron{9197, 0, 1, 1170, 0};
   // XLA-like (PyTorch/XLA): milliseconds per invocation, ~1.75 ms per IR node (fitted).
-  CompileCostCurve xla{5, 1.75, 1, 0, 0};
+  CompileCostCurve xla{5, 1.754, 1, 0, 0};
   const CompileCostCurve& active() const { return profile == CompileProfile::xla ? xla : neuron; }
 };
 
