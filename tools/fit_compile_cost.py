@@ -146,36 +146,33 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-        xs = [10 ** (k / 10.0) for k in range(10, 71)]
-        ax1.plot(xs, [latency_ms(neuron, {"nodes": 0, "instructions": x, "spill_bytes": 0}) / 1e3
-                      for x in xs], label="neuron model")
-        for band in (0.5, 2.0):
-            ax1.plot(xs, [band * latency_ms(neuron, {"nodes": 0, "instructions": x,
-                                                     "spill_bytes": 0}) / 1e3 for x in xs],
-                     "k:", linewidth=0.8)
-        ax1.plot([small["instructions"], llama["instructions"]],
-                 [neuron_small_ms / 1e3, neuron_llama_ms / 1e3], "o", label="figures")
-        ax1.plot([gpt2_1["instructions"], gpt2_12["instructions"]],
-                 [latency_ms(neuron, gpt2_1) / 1e3, latency_ms(neuron, gpt2_12) / 1e3], "s",
-                 label="GPT-2 1 / 12 layers (model)")
-        ax1.set_xscale("log"); ax1.set_yscale("log")
-        ax1.set_xlabel("lowered instructions"); ax1.set_ylabel("compile s")
-        ax1.set_title("neuron (dotted: x0.5, x2)"); ax1.legend(fontsize=8)
-        ns = [10 ** (k / 10.0) for k in range(0, 61)]
-        ax2.plot(ns, [latency_ms(xla, {"nodes": n, "instructions": 0, "spill_bytes": 0}) / 1e3
-                      for n in ns], label="xla model")
-        for band in (0.5, 2.0):
-            ax2.plot(ns, [band * latency_ms(xla, {"nodes": n, "instructions": 0,
-                                                  "spill_bytes": 0}) / 1e3 for n in ns],
-                     "k:", linewidth=0.8)
-        ax2.errorbar([xla_graph["nodes"]], [xla_ms / 1e3], yerr=[[30], [30]], fmt="o",
-                     label="pytorch/xla#1155")
-        ax2.plot([gpt2_1["nodes"], gpt2_12["nodes"]],
-                 [latency_ms(xla, gpt2_1) / 1e3, latency_ms(xla, gpt2_12) / 1e3], "s",
-                 label="GPT-2 1 / 12 layers (model)")
-        ax2.set_xscale("log"); ax2.set_yscale("log")
-        ax2.set_xlabel("graph nodes"); ax2.set_ylabel("compile s")
-        ax2.set_title("xla (dotted: x0.5, x2)"); ax2.legend(fontsize=8)
+
+        def panel(ax, p, work_of, xs, figures, label, xlabel, title):
+            ax.plot(xs, [latency_ms(p, work_of(x)) / 1e3 for x in xs], label=title + " model")
+            for band in (0.5, 2.0):
+                ax.plot(xs, [band * latency_ms(p, work_of(x)) / 1e3 for x in xs], "k:",
+                        linewidth=0.8)
+            ax.plot([x for x, _ in figures], [ms / 1e3 for _, ms in figures], "o", label=label)
+            ax.plot([work_key(gpt2_1, xlabel), work_key(gpt2_12, xlabel)],
+                    [latency_ms(p, gpt2_1) / 1e3, latency_ms(p, gpt2_12) / 1e3], "s",
+                    label="GPT-2 1 / 12 layers (model)")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("compile s")
+            ax.set_title(title + " (dotted: x0.5, x2)")
+            ax.legend(fontsize=8)
+
+        def work_key(w, xlabel):
+            return w["instructions"] if xlabel == "lowered instructions" else w["nodes"]
+
+        panel(ax1, neuron, lambda x: {"nodes": 0, "instructions": x, "spill_bytes": 0},
+              [10 ** (k / 10.0) for k in range(10, 71)],
+              [(small["instructions"], neuron_small_ms), (llama["instructions"], neuron_llama_ms)],
+              "figures", "lowered instructions", "neuron")
+        panel(ax2, xla, lambda n: {"nodes": n, "instructions": 0, "spill_bytes": 0},
+              [10 ** (k / 10.0) for k in range(0, 61)], [(xla_graph["nodes"], xla_ms)],
+              "pytorch/xla#1155", "graph nodes", "xla")
         fig.tight_layout()
         fig.savefig(os.path.join(ROOT, a.plot) if not os.path.isabs(a.plot) else a.plot, dpi=90)
         print("\nplot: " + a.plot)
