@@ -101,14 +101,16 @@ TEST(Materialize, StaleBuffersCutAfterAnInPlaceWrite) {
   EXPECT_EQ(s.cuts({Heuristic::stale_buffers}), (Cuts{1}));
 }
 
-// An op whose output is bounded by a run-time scalar sits alone.
+// An op with an unknown (data-dependent) dimension sits alone; a bounded one compiles once at
+// its bound and is not cut.
 TEST(Materialize, DynamicSplitIsolatesOpsWithDynamicDimensions) {
   Stream s;
   const int32_t a = s.input();
-  const int32_t b = s.op(OpKind::relu, {a});                                           // op 0
-  const int32_t c = s.op(OpKind::exp, {b}, {Dim::bounded(128, "len"), Dim::of(128)});  // op 1
-  const int32_t d = s.op(OpKind::exp, {c}, {Dim::bounded(128, "len"), Dim::of(128)});  // op 2
-  s.op(OpKind::tanh, {d});                                                             // op 3
+  const int32_t b = s.op(OpKind::relu, {a});                                            // op 0
+  const int32_t c = s.op(OpKind::exp, {b}, {Dim::unknown(), Dim::of(128)});             // op 1
+  const int32_t d = s.op(OpKind::exp, {c}, {Dim::unknown(), Dim::of(128)});             // op 2
+  const int32_t e = s.op(OpKind::tanh, {d}, {Dim::bounded(128, "len"), Dim::of(128)});  // op 3
+  s.op(OpKind::relu, {e}, {Dim::bounded(128, "len"), Dim::of(128)});                    // op 4
   EXPECT_EQ(s.cuts({Heuristic::dynamic_split}), (Cuts{0, 1, 2}));
 }
 

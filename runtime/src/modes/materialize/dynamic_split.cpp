@@ -1,15 +1,16 @@
-// dynamic_split: an op with a dynamic dimension (bounded by a run-time scalar, or unknown) or
-// that reads a run-time scalar sits in a group of its own, so the static ops around it form
-// groups whose signatures do not depend on it.
+// dynamic_split: an op with a dynamic dimension — unknown, with no bound, so data-dependent —
+// sits in a group of its own: the static ops around it form groups that compile, and only the
+// op itself meets the static compiler's refusal (and the fallback). A bounded dimension (at
+// most `size`, the real extent a run-time scalar) is not dynamic here: it compiles once at its
+// bound, which is the point of bounded dynamism.
 #include "wallsim/runtime/materialize.h"
 
 namespace wallsim::runtime {
 namespace {
 
 bool is_dynamic(const compiler_stub::Node& n) {
-  if (n.text_attr("scalar")) return true;
   for (const auto& d : n.type.dims) {
-    if (d.kind != compiler_stub::Dim::Kind::fixed) return true;
+    if (d.kind == compiler_stub::Dim::Kind::unknown) return true;
   }
   return false;
 }
