@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "wallsim/driver/compile_metrics.h"
 #include "wallsim/driver/run_report.h"
 #include "wallsim/sim/device.h"
 #include "wallsim/sim/exec.h"
@@ -160,6 +161,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   tot.hbm_read_bytes = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
   tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
   report.ops = op_table(device, config.chip);
+  report.compile_metrics = compile_metrics_json(session);
   if (auto own = workload->report()) {
     report.workload_section = own->first;
     report.workload_report = own->second;

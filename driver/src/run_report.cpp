@@ -93,6 +93,7 @@ Json RunReport::to_json() const {
       {"totals", tot},
       {"ops", ops}};
   if (!workload_section.empty()) j[workload_section] = workload_report;
+  j["compile_metrics"] = compile_metrics;
   return j;
 }
 
@@ -123,6 +124,7 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   r.totals.hbm_write_bytes = get<uint64_t>(t, "hbm_write_bytes", tp);
   r.ops = at(s, "ops", path);
   r.device = at(s, "device", path);
+  if (s.contains("compile_metrics")) r.compile_metrics = s.at("compile_metrics");
   for (const char* section : {"serving"}) {
     if (s.contains(section)) {
       r.workload_section = section;
