@@ -260,6 +260,7 @@ std::optional<Tiles> LoweringContext::replicated(int32_t id) {
   auto it = m_replicated.find(id);
   if (it != m_replicated.end()) return it->second;
   if (m_tiles.count(id)) return std::nullopt;  // on chip: no partition broadcast
+  if (!ensure_hbm(id)) return std::nullopt;    // a view (a reshaped weight) gets its own tensor
   const Node& n = node(id);
   const View v = view_of(n.type);
   auto tiles = new_tiles(m_tile_rows, v.cols, n.type.dtype, "bcast");

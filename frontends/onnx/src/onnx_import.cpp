@@ -39,6 +39,7 @@ std::vector<std::string> supported_ops() {
 // ---- the node being converted ----------------------------------------------------------------
 
 void Importer::fail(const std::string& why) const {
+  if (!m_node) throw InputError("graph outputs", why);
   throw InputError(describe(*m_node, m_node_index) + " (" + m_node->op_type() + ")", why);
 }
 
@@ -180,6 +181,18 @@ void Importer::declare_inputs(const pb::GraphProto& g, const std::string& where)
   for (const auto& in : g.input()) {
     if (initialized.count(in.name())) continue;  // an initializer with a default value
     const std::string at = where + ": input '" + in.name() + "'";
+    auto fixed = m_options.constant_files.find(in.name());
+    if (fixed != m_options.constant_files.end()) {
+      std::ifstream f(fixed->second, std::ios::binary);
+      std::ostringstream ss;
+      ss << f.rdbuf();
+      pb::TensorProto t;
+      if (!f || !t.ParseFromString(ss.str())) {
+        throw InputError(fixed->second, "not a valid TensorProto");
+      }
+      m_values[in.name()] = konst(const_from_proto(t, fixed->second));
+      continue;
+    }
     if (!in.type().has_tensor_type()) throw InputError(at, "only tensor inputs are supported");
     const auto& tt = in.type().tensor_type();
     const int32_t elem = tt.elem_type();
@@ -292,6 +305,21 @@ Imported import_bytes(const std::string& bytes, const std::string& where,
   }
   Importer importer(options);
   return importer.run(model, where);
+}
+
+std::vector<std::string> input_names(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  pb::ModelProto model;
+  if (!in || !model.ParseFromString(ss.str())) throw InputError(path, "not a valid ONNX model");
+  std::set<std::string> init;
+  for (const auto& t : model.graph().initializer()) init.insert(t.name());
+  std::vector<std::string> out;
+  for (const auto& i : model.graph().input()) {
+    if (!init.count(i.name())) out.push_back(i.name());
+  }
+  return out;
 }
 
 Imported import_file(const std::string& path, const ImportOptions& options) {

@@ -181,7 +181,17 @@ int32_t binary(I& m, OpKind op, const Val& a, const Val& b) {
     if (op == OpKind::sub) return affine(m, m.id(b), -1.0, s);
     if (op == OpKind::mul) return m.emit(OpKind::scale, {m.id(b)}, {{"value", s}});
   }
-  return m.emit(op, {bcast(m, m.id(a), out), bcast(m, m.id(b), out)});
+  // The lowering broadcasts a column [.., R, 1] and a row vector [C] itself; anything else is an
+  // explicit broadcast view.
+  auto operand = [&](const Val& x) {
+    const int32_t i = m.id(x);
+    const Shape s = m.shape_of(i);
+    const bool column = s.size() == out.size() && s.size() >= 2 && s.back() == 1 &&
+                        std::equal(s.begin(), s.end() - 1, out.begin());
+    const bool row = s.size() == 1 && s[0] == out.back() && out.size() >= 2;
+    return column || row ? i : bcast(m, i, out);
+  };
+  return m.emit(op, {operand(a), operand(b)});
 }
 
 int32_t binary(I& m, OpKind op, int32_t a, int32_t b) {
@@ -559,15 +569,26 @@ int32_t layernorm_2d(I& m, int32_t x, int64_t axis, const Val* gamma, const Val*
 }
 
 std::vector<Val> layer_norm(I& m) {
-  for (int k = 1; k < m.node().output_size(); ++k) {
-    if (!m.node().output(k).empty()) m.fail("the Mean and InvStdDev outputs are not supported");
-  }
   const int32_t x = m.id(m.input(0));
-  const int64_t axis = norm_axis(m, m.attr_int("axis", -1), int64_t(m.shape_of(x).size()));
+  const Shape s = m.shape_of(x);
+  const int64_t axis = norm_axis(m, m.attr_int("axis", -1), int64_t(s.size()));
+  const double eps = m.attr_float("epsilon", 1e-5);
   Val gamma = m.input(1);
   Val beta = m.has_input(2) ? m.input(2) : Val{};
-  return one(layernorm_2d(m, x, axis, &gamma, m.has_input(2) ? &beta : nullptr,
-                          m.attr_float("epsilon", 1e-5)));
+  std::vector<Val> out =
+      one(layernorm_2d(m, x, axis, &gamma, m.has_input(2) ? &beta : nullptr, eps));
+  if (m.node().output_size() > 1) {
+    // Mean and 1 / sqrt(var + eps) over the normalised axes, kept as 1s.
+    Ints axes;
+    for (int64_t k = axis; k < int64_t(s.size()); ++k) axes.push_back(k);
+    const int32_t mean = reduce(m, OpKind::reduce_mean, x, axes, true);
+    const int32_t centred = binary(m, OpKind::sub, x, mean);
+    const int32_t var =
+        reduce(m, OpKind::reduce_mean, m.emit(OpKind::mul, {centred, centred}), axes, true);
+    out.push_back(v(mean));
+    out.push_back(v(unary(m, OpKind::rsqrt, affine(m, var, 1, eps))));
+  }
+  return out;
 }
 
 std::vector<Val> instance_norm(I& m) {
@@ -899,7 +920,15 @@ std::vector<Val> gather(I& m) {
            " is not supported (axis 0 is)");
   const int64_t rest = count_of(ds) / ds[0];
   const int32_t table = reshape(m, m.id(data), {ds[0], rest});
-  const int32_t y = m.emit(OpKind::embedding, {table, m.id(ind)});
+  // Negative ids count from the end: ids + V where ids < 0.
+  const int32_t ids = m.id(ind);
+  Const zero = filled({1}, 0.0);
+  zero.elem = pb::TensorProto::INT32;
+  const int32_t neg = m.emit(OpKind::compare, {ids, bcast(m, m.id(m.konst(zero)), m.shape_of(ids))},
+                             {{"cmp", std::string("lt")}});
+  const int32_t wrapped =
+      m.emit(OpKind::add, {ids, m.emit(OpKind::scale, {neg}, {{"value", double(ds[0])}})});
+  const int32_t y = m.emit(OpKind::embedding, {table, wrapped});
   return one(reshape(m, y, out));
 }
 
@@ -1160,8 +1189,9 @@ OpFn pool(bool max) {
     Shape xs = xs0;
     as_2d(xs, w);
     const int64_t N = xs[0], C = xs[1], OH = w.out[0], OW = w.out[1], K = w.kernel[0] * w.kernel[1];
-    const bool padded = std::any_of(w.begin.begin(), w.end.end(), [](int64_t p) { return p; }) ||
-                        std::any_of(w.end.begin(), w.end.end(), [](int64_t p) { return p; });
+    auto nonzero = [](int64_t p) { return p != 0; };
+    const bool padded = std::any_of(w.begin.begin(), w.begin.end(), nonzero) ||
+                        std::any_of(w.end.begin(), w.end.end(), nonzero);
     if (max && m.attr_int("storage_order", 0)) m.fail("storage_order 1 is not supported");
     x = pad_spatial(m, reshape(m, x, xs), w, max ? -std::numeric_limits<float>::max() : 0.0);
     const int32_t cols = reshape(m, im2col(m, x, w), {N, C, OH, OW, K});

@@ -21,6 +21,9 @@ struct ImportOptions {
   // bound here is an error.
   std::map<std::string, int64_t> dims;
   std::string name;  // the graph's name; default: the model file's stem
+  // Graph inputs given fixed values (serialized TensorProto files) by ONNX name: they become
+  // constants, so shape inputs (Reshape's shape, Slice's starts...) fold at import.
+  std::map<std::string, std::string> constant_files;
 };
 
 struct Imported {
@@ -39,6 +42,9 @@ Imported import_file(const std::string& path, const ImportOptions& options = {})
 // Imports a serialized ModelProto (`where` names it in errors).
 Imported import_bytes(const std::string& bytes, const std::string& where,
                       const ImportOptions& options = {});
+
+// The names of a model file's graph inputs that are not initializers, in order.
+std::vector<std::string> input_names(const std::string& path);
 
 // The ONNX ops (ai.onnx domain) the importer maps, sorted.
 std::vector<std::string> supported_ops();
