@@ -920,15 +920,9 @@ std::vector<Val> gather(I& m) {
            " is not supported (axis 0 is)");
   const int64_t rest = count_of(ds) / ds[0];
   const int32_t table = reshape(m, m.id(data), {ds[0], rest});
-  // Negative ids count from the end: ids + V where ids < 0.
-  const int32_t ids = m.id(ind);
-  Const zero = filled({1}, 0.0);
-  zero.elem = pb::TensorProto::INT32;
-  const int32_t neg = m.emit(OpKind::compare, {ids, bcast(m, m.id(m.konst(zero)), m.shape_of(ids))},
-                             {{"cmp", std::string("lt")}});
-  const int32_t wrapped =
-      m.emit(OpKind::add, {ids, m.emit(OpKind::scale, {neg}, {{"value", double(ds[0])}})});
-  const int32_t y = m.emit(OpKind::embedding, {table, wrapped});
+  // The ids must lie in [0, V): negative ids (counted from the end in ONNX) are not wrapped,
+  // since the chip's gather takes its ids straight from an input tensor.
+  const int32_t y = m.emit(OpKind::embedding, {table, m.id(ind)});
   return one(reshape(m, y, out));
 }
 
