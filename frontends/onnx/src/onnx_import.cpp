@@ -15,6 +15,9 @@ namespace cs = compiler_stub;
 
 namespace {
 
+// Models beyond 2 GiB are split into external data files, which the importer does not read.
+constexpr int64_t kMaxModelBytes = int64_t{2} << 30;
+
 // Node names as error messages show them.
 std::string describe(const pb::NodeProto& n, size_t index) {
   std::string s = "node " + std::to_string(index);
@@ -183,11 +186,8 @@ void Importer::declare_inputs(const pb::GraphProto& g, const std::string& where)
     const std::string at = where + ": input '" + in.name() + "'";
     auto fixed = m_options.constant_files.find(in.name());
     if (fixed != m_options.constant_files.end()) {
-      std::ifstream f(fixed->second, std::ios::binary);
-      std::ostringstream ss;
-      ss << f.rdbuf();
       pb::TensorProto t;
-      if (!f || !t.ParseFromString(ss.str())) {
+      if (!t.ParseFromString(base::read_input_file(fixed->second))) {
         throw InputError(fixed->second, "not a valid TensorProto");
       }
       m_values[in.name()] = konst(const_from_proto(t, fixed->second));
@@ -308,11 +308,10 @@ Imported import_bytes(const std::string& bytes, const std::string& where,
 }
 
 std::vector<std::string> input_names(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
   pb::ModelProto model;
-  if (!in || !model.ParseFromString(ss.str())) throw InputError(path, "not a valid ONNX model");
+  if (!model.ParseFromString(base::read_input_file(path, kMaxModelBytes))) {
+    throw InputError(path, "not a valid ONNX model");
+  }
   std::set<std::string> init;
   for (const auto& t : model.graph().initializer()) init.insert(t.name());
   std::vector<std::string> out;
@@ -323,16 +322,13 @@ std::vector<std::string> input_names(const std::string& path) {
 }
 
 Imported import_file(const std::string& path, const ImportOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  const std::string bytes = base::read_input_file(path, kMaxModelBytes);
   ImportOptions o = options;
   if (o.name.empty()) {
     std::string stem = path.substr(path.find_last_of('/') + 1);
     o.name = stem.substr(0, stem.rfind('.'));
   }
-  return import_bytes(ss.str(), path, o);
+  return import_bytes(bytes, path, o);
 }
 
 }  // namespace wallsim::frontends::onnx

@@ -211,12 +211,10 @@ Const const_from_proto(const pb::TensorProto& t, const std::string& where) {
 }
 
 compiler_stub::HostTensor read_tensor_file(const std::string& path, std::string* dtype) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
   pb::TensorProto t;
-  if (!t.ParseFromString(ss.str())) throw InputError(path, "not a valid TensorProto");
+  if (!t.ParseFromString(base::read_input_file(path))) {
+    throw InputError(path, "not a valid TensorProto");
+  }
   Const c = const_from_proto(t, path);
   if (dtype) *dtype = elem_name(c.elem);
   compiler_stub::HostTensor h;
