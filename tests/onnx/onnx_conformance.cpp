@@ -241,11 +241,57 @@ json in_child(const Case& c, const std::string& config_dir, const std::string& c
   return json::parse(out);
 }
 
+std::vector<std::string> cfgs_of(const std::string& configs) {
+  std::vector<std::string> cfgs;
+  for (size_t at = 0; at <= configs.size();) {
+    size_t comma = configs.find(',', at);
+    if (comma == std::string::npos) comma = configs.size();
+    if (comma > at) cfgs.push_back(configs.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return cfgs;
+}
+
+// A model without test data (tests/onnx/models): seeded random inputs, the reference evaluator's
+// outputs as the expected values, the compiled graph on each chip config checked against them.
+int check_model(const std::string& path, const std::vector<std::string>& cfgs,
+                const std::string& config_dir) {
+  Case c;
+  c.name = path;
+  c.model = onnx::import_file(path);
+  c.inputs = c.model.weights;
+  uint32_t state = 22;
+  for (const auto& [onnx_name, name] : c.model.inputs) {
+    const cs::Node* n = nullptr;
+    for (const cs::Node& x : c.model.graph.nodes) {
+      if (x.op == cs::OpKind::input && x.name == name) n = &x;
+    }
+    cs::HostTensor t;
+    for (const cs::Dim& d : n->type.dims) t.shape.push_back(d.size);
+    int64_t count = 1;
+    for (int64_t d : t.shape) count *= d;
+    for (int64_t i = 0; i < count; ++i) {
+      state = state * 1664525u + 1013904223u;
+      t.data.push_back(static_cast<float>(state >> 8) / float(1 << 24) * 2.0f - 1.0f);
+    }
+    c.inputs[name] = std::move(t);
+  }
+  auto values = cs::evaluate(c.model.graph, c.inputs, {});
+  for (int32_t id : c.model.graph.outputs) c.expected.push_back(values.at(id));
+  int failed = 0;
+  for (const std::string& cfg : cfgs) {
+    json r = in_child(c, config_dir, cfg);
+    std::cout << path << " on " << cfg << ": " << r.dump() << "\n";
+    failed += r["status"] != "pass";
+  }
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string data, suite = "node", shard = "0/1", configs = "trn2,tiny", results, only,
-                    config_dir = std::string(WALLSIM_SOURCE_DIR) + "/configs";
+  std::string model, data, suite = "node", shard = "0/1", configs = "trn2,tiny", results, only,
+                           config_dir = std::string(WALLSIM_SOURCE_DIR) + "/configs";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--data")
@@ -260,6 +306,8 @@ int main(int argc, char** argv) {
       results = v;
     else if (k == "--only")
       only = v;
+    else if (k == "--model")
+      model = v;
     else {
       std::cerr << "onnx_conformance: unknown option " << k << "\n";
       return 2;
@@ -269,19 +317,14 @@ int main(int argc, char** argv) {
     for (const std::string& op : onnx::supported_ops()) std::cout << op << "\n";
     return 0;
   }
+  if (!model.empty()) return check_model(model, cfgs_of(configs), config_dir);
   if (data.empty()) {
     std::cerr << "onnx_conformance: --data DIR is required\n";
     return 2;
   }
   const int k = std::stoi(shard.substr(0, shard.find('/')));
   const int n = std::stoi(shard.substr(shard.find('/') + 1));
-  std::vector<std::string> cfgs;
-  for (size_t at = 0; at <= configs.size();) {
-    size_t comma = configs.find(',', at);
-    if (comma == std::string::npos) comma = configs.size();
-    if (comma > at) cfgs.push_back(configs.substr(at, comma - at));
-    at = comma + 1;
-  }
+  const std::vector<std::string> cfgs = cfgs_of(configs);
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(data + "/" + suite)) {
     if (fs::exists(e.path() / "model.onnx")) names.push_back(e.path().filename().string());

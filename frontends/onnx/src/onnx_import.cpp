@@ -328,7 +328,12 @@ Imported import_file(const std::string& path, const ImportOptions& options) {
     std::string stem = path.substr(path.find_last_of('/') + 1);
     o.name = stem.substr(0, stem.rfind('.'));
   }
-  return import_bytes(bytes, path, o);
+  try {
+    return import_bytes(bytes, path, o);
+  } catch (const InputError& e) {
+    if (e.path().rfind(path, 0) == 0) throw;
+    throw InputError(path, e.what());  // a node's error names the model file too
+  }
 }
 
 }  // namespace wallsim::frontends::onnx
