@@ -116,11 +116,16 @@ Shape Importer::shape_of(int32_t id) const {
 
 Shape Importer::shape(const Val& v) const { return v.is_const() ? v.c->shape : shape_of(v.id); }
 
+isa::DType Importer::dtype_of(int32_t id) const {
+  return m_out.graph.nodes[m_index.at(id)].type.dtype;
+}
+
 int32_t Importer::emit(OpKind op, std::vector<int32_t> inputs,
-                       std::map<std::string, AttrValue> attrs) {
+                       std::map<std::string, AttrValue> attrs, std::optional<isa::DType> dtype) {
   cs::Node n;
   n.id = m_next_id++;
   n.op = op;
+  n.dtype = dtype;
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
   try {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,10 @@ class Importer {
   // ---- building the graph ----
   Shape shape(const Val& v) const;
   int32_t id(const Val& v);  // the graph node of v (a constant becomes a weight input)
-  int32_t emit(OpKind op, std::vector<int32_t> inputs, std::map<std::string, AttrValue> attrs = {});
+  // A graph node; `dtype` sets its output dtype (else the first input's).
+  int32_t emit(OpKind op, std::vector<int32_t> inputs, std::map<std::string, AttrValue> attrs = {},
+               std::optional<isa::DType> dtype = std::nullopt);
+  isa::DType dtype_of(int32_t id) const;
   Shape shape_of(int32_t id) const;
   Val konst(Const c) const { return Val{-1, std::make_shared<const Const>(std::move(c))}; }
 

@@ -381,7 +381,11 @@ std::vector<Val> cast_op(I& m) {
     }
     return {m.konst(c)};
   }
-  if (to == pb::TensorProto::FLOAT) return {x};
+  if (to == pb::TensorProto::FLOAT) {
+    if (m.dtype_of(x.id) == isa::DType::fp32) return {x};
+    // int32 (an integer input) to float: a copy whose output is fp32.
+    return one(m.emit(OpKind::scale, {x.id}, {{"value", 1.0}}, isa::DType::fp32));
+  }
   m.fail("Cast to " + elem_name(static_cast<int32_t>(to)) + " is not supported (float is)");
 }
 
