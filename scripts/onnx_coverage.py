@@ -93,6 +93,9 @@ def main():
         best = max((op for op in ops if name.startswith(snake(op))), key=len, default=None)
         if best:
             passing_by_op[best].append(r["test"])
+    w("Node tests passing per op, counted by test name (`test_<op>...`; ops that only appear "
+      "inside other tests count 0):")
+    w("")
     w("| op | node tests passing |")
     w("|---|---:|")
     for op in ops:
