@@ -10,7 +10,8 @@ set -euo pipefail
 
 # Folder -> the folders it may use (besides itself). Dependencies point one way:
 # base <- isa <- memory <- dma, engines <- sim <- runtime <- workloads <- driver <- cli;
-# isa <- compiler_stub <- runtime; traces is used by whatever observes.
+# isa <- compiler_stub <- runtime; compiler_stub <- frontends (wallsim_onnx) <- cli; traces is
+# used by whatever observes.
 declare -A ALLOWED=(
   [base]=""
   [traces]="base"
@@ -23,7 +24,8 @@ declare -A ALLOWED=(
   [runtime]="base isa memory sim compiler_stub traces"
   [workloads]="base isa compiler_stub runtime traces"
   [driver]="base isa memory engines sim compiler_stub runtime workloads traces"
-  [cli]="base isa memory dma engines sim compiler_stub runtime workloads driver traces"
+  [frontends]="base isa memory compiler_stub"  # frontends/onnx: the library wallsim_onnx
+  [cli]="base isa memory dma engines sim compiler_stub runtime workloads driver traces frontends onnx"
 )
 
 check_tree() {

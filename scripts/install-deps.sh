@@ -9,11 +9,14 @@ want=(
   libsystemc-dev libboost-dev nlohmann-json3-dev libeigen3-dev
   libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libonnx-dev libprotobuf-dev  # frontends/onnx: ONNX's protobuf classes, linked by wallsim
 )
 case "${1:-build}" in
   build) ;;
-  test) want+=(python3 python3-matplotlib parallel) ;;  # the sweep tests: plots, GNU parallel
-  tools) want+=(python3 python3-matplotlib python3-numpy parallel jq) ;;  # jq: compare_outputs.sh
+  # the sweep tests: plots, GNU parallel; the ONNX conformance suite: ONNX's backend test data
+  test) want+=(python3 python3-matplotlib parallel libonnx-testdata) ;;
+  # jq: compare_outputs.sh; python3-onnx, protobuf-compiler: the bad-input corpus's .onnx files
+  tools) want+=(python3 python3-matplotlib python3-numpy parallel jq python3-onnx protobuf-compiler) ;;
   fuzz) want+=(clang) ;;  # `make fuzz` only: libFuzzer (libclang_rt.fuzzer comes with clang)
   *) echo "install-deps.sh: unknown profile '$1' (expected build, test, tools or fuzz)" >&2; exit 2 ;;
 esac

@@ -49,9 +49,15 @@ std::optional<AttrKind> attr_kind(std::string_view attr) {
       attr == "heads") {
     return AttrKind::integer;
   }
-  if (attr == "value" || attr == "eps" || attr == "scale") return AttrKind::real;
+  if (attr == "value" || attr == "eps" || attr == "scale" || attr == "lo" || attr == "hi" ||
+      attr == "offset") {
+    return AttrKind::real;
+  }
   if (attr == "cmp" || attr == "scalar") return AttrKind::text;
-  if (attr == "perm" || attr == "shape") return AttrKind::ints;
+  if (attr == "perm" || attr == "shape" || attr == "kernel" || attr == "strides" ||
+      attr == "dilations") {
+    return AttrKind::ints;
+  }
   return std::nullopt;
 }
 

@@ -48,6 +48,8 @@ const LoweringTable& lowering_table() {
     populate_layout_lowerings(t);
     populate_indirect_lowerings(t);
     populate_attention_lowerings(t);
+    populate_conv_lowerings(t);
+    populate_activation_lowerings(t);
     return t;
   }();
   return table;

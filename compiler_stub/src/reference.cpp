@@ -203,6 +203,32 @@ class Evaluator {
         return index_copy(*in[0], *in[1], *in[2]);
       case OpKind::decode_attention:
         return decode_attention(n, in);
+      case OpKind::im2col:
+        return im2col(n, *in[0], shape);
+      case OpKind::broadcast:
+        return expand(*in[0], shape);
+      case OpKind::minimum:
+        return map_binary(*in[0], *in[1], shape, [](float a, float b) { return std::fmin(a, b); });
+      case OpKind::clip: {
+        const double* lo = n.real_attr("lo");
+        const double* hi = n.real_attr("hi");
+        const float l = lo ? static_cast<float>(*lo) : -INFINITY;
+        const float h = hi ? static_cast<float>(*hi) : INFINITY;
+        return map_unary(*in[0], [=](float x) { return std::fmin(std::fmax(x, l), h); });
+      }
+      case OpKind::affine: {
+        const float a = n.real_attr("value") ? static_cast<float>(*n.real_attr("value")) : 1.0f;
+        const float b = n.real_attr("offset") ? static_cast<float>(*n.real_attr("offset")) : 0.0f;
+        return map_unary(*in[0], [=](float x) { return x * a + b; });
+      }
+      case OpKind::sqrt:
+        return map_unary(*in[0], [](float x) { return std::sqrt(x); });
+      case OpKind::log:
+        return map_unary(*in[0], [](float x) { return std::log(x); });
+      case OpKind::abs:
+        return map_unary(*in[0], [](float x) { return std::fabs(x); });
+      case OpKind::reciprocal:
+        return map_unary(*in[0], [](float x) { return 1.0f / x; });
     }
     throw InputError(m_path, "unhandled op");
   }
@@ -451,6 +477,16 @@ class Evaluator {
                   out.data.data() + (o * room + pos) * inner);
     }
     return out;
+  }
+
+  // out[n, c, oh, ow, kh, kw] = x[n, c, oh * sh + kh * dh, ow * sw + kw * dw].
+  static HostTensor im2col(const Node& n, const HostTensor& x, const Shape& shape) {
+    const std::vector<int64_t> one = {1, 1};
+    const auto& s = n.ints_attr("strides") ? *n.ints_attr("strides") : one;
+    const auto& d = n.ints_attr("dilations") ? *n.ints_attr("dilations") : one;
+    const Shape st = strides_of(x.shape);
+    return gather(x.data.data(), shape,
+                  {st[0], st[1], s[0] * st[2], s[1] * st[3], d[0] * st[2], d[1] * st[3]}, 0);
   }
 
   const Graph& m_g;

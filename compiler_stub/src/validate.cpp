@@ -66,6 +66,7 @@ class NodeChecker {
       case OpKind::mul:
       case OpKind::div:
       case OpKind::maximum:
+      case OpKind::minimum:
         return like(0, broadcast_all({0, 1}));
       case OpKind::bias_add:
         return bias_add();
@@ -79,7 +80,17 @@ class NodeChecker {
       case OpKind::tanh:
       case OpKind::sigmoid:
       case OpKind::rsqrt:
+      case OpKind::sqrt:
+      case OpKind::log:
+      case OpKind::abs:
+      case OpKind::reciprocal:
+      case OpKind::clip:
+      case OpKind::affine:
         return *m_in[0];
+      case OpKind::im2col:
+        return im2col();
+      case OpKind::broadcast:
+        return broadcast_to();
       case OpKind::softmax:
       case OpKind::log_softmax:
         need_rank_at_least(0, 1);
@@ -327,6 +338,56 @@ class NodeChecker {
     }
     Dims out;
     for (int64_t p : perm) out.push_back(dims(0)[p]);
+    return like(0, out);
+  }
+
+  // Two ints per spatial axis (kernel), or 1s when absent (strides, dilations).
+  std::vector<int64_t> pair_attr(const std::string& key, bool required) const {
+    const std::vector<int64_t>* v = m_n.ints_attr(key);
+    if (!v) {
+      if (required) fail("missing attribute '" + key + "'");
+      return {1, 1};
+    }
+    if (v->size() != 2 || (*v)[0] < 1 || (*v)[1] < 1) {
+      fail(key + " must be two integers >= 1, got " + ints_string(*v));
+    }
+    return *v;
+  }
+
+  TensorType im2col() const {
+    need_rank(0, 4, "input [N, C, H, W]");
+    for (const Dim& d : dims(0)) {
+      if (d.kind != Dim::Kind::fixed) fail("im2col needs static dims, got " + to_string(dims(0)));
+    }
+    const auto k = pair_attr("kernel", true), s = pair_attr("strides", false),
+               d = pair_attr("dilations", false);
+    Dims out = {dims(0)[0], dims(0)[1]};
+    for (size_t a = 0; a < 2; ++a) {
+      const int64_t span = d[a] * (k[a] - 1) + 1, extent = dims(0)[2 + a].size;
+      if (span > extent) {
+        fail("a window of " + std::to_string(span) + " exceeds the input's " +
+             std::to_string(extent) + " along spatial axis " + std::to_string(a));
+      }
+      out.push_back(Dim::of((extent - span) / s[a] + 1));
+    }
+    out.push_back(Dim::of(k[0]));
+    out.push_back(Dim::of(k[1]));
+    return like(0, out);
+  }
+
+  TensorType broadcast_to() const {
+    const std::vector<int64_t>& shape = required_ints("shape");
+    const Dims& in = dims(0);
+    bool ok = shape.size() >= in.size();
+    for (size_t k = 0; ok && k < in.size(); ++k) {
+      const Dim& d = in[in.size() - 1 - k];
+      const int64_t to = shape[shape.size() - 1 - k];
+      ok = d.kind == Dim::Kind::fixed && (d.size == to || d.size == 1);
+    }
+    for (int64_t v : shape) ok = ok && v >= 1;
+    if (!ok) fail("cannot broadcast " + to_string(in) + " to " + ints_string(shape));
+    Dims out;
+    for (int64_t v : shape) out.push_back(Dim::of(v));
     return like(0, out);
   }
 

@@ -297,6 +297,46 @@ case("study.no_runs", "runs", "study granularity -c $C --spec $D/study_no_runs.j
 case("study.out_empty", "--out",
      "study granularity -c $C --spec configs/studies/granularity.json --out ''")
 
+# ---- ONNX models (wallsim import onnx) -----------------------------------------------------------
+def onnx_model(op="Relu", opset=13, dims=(2, 3)):
+    """A one-node float model, serialized with python3-onnx (the build's test dependency)."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], name="n0")], "g", [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    return m.SerializeToString()
+
+
+good = onnx_model()
+write("onnx_empty.onnx", b"")
+case("onnx.empty", "empty file", "import onnx $D/onnx_empty.onnx --out $T/g.json")
+write("onnx_garbage.onnx", b"\xff\xff\xff\xff not a protobuf \x00\x01")
+case("onnx.garbage", "not a valid ONNX model", "import onnx $D/onnx_garbage.onnx --out $T/g.json")
+write("onnx_truncated.onnx", good[: len(good) // 2])
+case("onnx.truncated", "not a valid ONNX model",
+     "import onnx $D/onnx_truncated.onnx --out $T/g.json")
+write("onnx_opset99.onnx", onnx_model(opset=99))
+case("onnx.unknown_opset", "opset 99 is not supported",
+     "import onnx $D/onnx_opset99.onnx --out $T/g.json")
+write("onnx_unknown_op.onnx", onnx_model(op="FooBar"))
+case("onnx.unknown_op", "ONNX op 'FooBar' is not supported (supported: Abs",
+     "import onnx $D/onnx_unknown_op.onnx --out $T/g.json")
+write("onnx_unsupported_op.onnx", onnx_model(op="Det"))
+case("onnx.unsupported_op", "node 0 'n0' (Det): ONNX op 'Det' is not supported",
+     "import onnx $D/onnx_unsupported_op.onnx --out $T/g.json")
+write("onnx_dynamic.onnx", onnx_model(dims=("batch", 3)))
+case("onnx.dynamic_dim", "dynamic dim 'batch' has no bound",
+     "import onnx $D/onnx_dynamic.onnx --out $T/g.json")
+case("onnx.bad_dim_arg", "expected NAME=N",
+     "import onnx $D/onnx_dynamic.onnx --out $T/g.json --dim batch=x")
+case("onnx.missing", "cannot", "import onnx $D/no_such_model.onnx --out $T/g.json")
+case("onnx.directory", "is a directory", "import onnx $D --out $T/g.json")
+case("onnx.dev_zero", "not a regular file", "import onnx /dev/zero --out $T/g.json")
+case("onnx.graph_workload_missing", "file",
+     "run -c $C --workload graph:file=$D/no_such_graph.json --out $T/r")
+
 # ---- special files: directories, FIFOs, devices --------------------------------------------------
 for reader, cmd in [("config", "config validate {f}"), ("plan", "plan check {f} -c $C"),
                     ("graph", "compile {f} -c $C -o $T/out.plan.json"),

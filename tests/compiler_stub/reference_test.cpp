@@ -102,6 +102,36 @@ TEST(Reference, Activations) {
                 {1 / std::sqrt(10.0f), 1 / std::sqrt(20.0f), 1 / std::sqrt(30.0f)});
 }
 
+// The ops ONNX import composes with (issue 22).
+TEST(Reference, ImportOps) {
+  expect_values(run(R"({"id": 8, "op": "minimum", "inputs": [0, 3]})"), {2, 3},
+                {1, -2, 3, -4, 2, -6});
+  expect_values(run(R"({"id": 8, "op": "clip", "inputs": [0], "lo": -3, "hi": 2})"), {2, 3},
+                {1, -2, 2, -3, 2, -3});
+  expect_values(run(R"({"id": 8, "op": "clip", "inputs": [0], "hi": 0})"), {2, 3},
+                {0, -2, 0, -4, 0, -6});
+  expect_values(run(R"({"id": 8, "op": "affine", "inputs": [0], "value": 2, "offset": 1})"), {2, 3},
+                {3, -3, 7, -7, 11, -11});
+  expect_values(run(R"({"id": 8, "op": "abs", "inputs": [0]})"), {2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_values(run(R"({"id": 8, "op": "sqrt", "inputs": [2]})"), {3},
+                {std::sqrt(10.0f), std::sqrt(20.0f), std::sqrt(30.0f)});
+  expect_values(run(R"({"id": 8, "op": "log", "inputs": [2]})"), {3},
+                {std::log(10.0f), std::log(20.0f), std::log(30.0f)});
+  expect_values(run(R"({"id": 8, "op": "reciprocal", "inputs": [2]})"), {3},
+                {0.1f, 0.05f, 1.0f / 30});
+  // [1, 3] broadcast to [2, 2, 3]: the row repeated.
+  expect_values(run(R"({"id": 8, "op": "broadcast", "inputs": [3], "shape": [2, 2, 3]})"),
+                {2, 2, 3}, {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3});
+  // A 2x2 window, stride 1 along H and 2 along W, over x[1, 1, 3, 4] = 0..11.
+  Graph g =
+      make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [1, 1, 3, 4]},
+    {"id": 1, "op": "im2col", "inputs": [0], "kernel": [2, 2], "strides": [1, 2]}])",
+                 "[1]");
+  HostTensor x{{1, 1, 3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}};
+  expect_values(evaluate(g, {{"x", x}}, {}).at(1), {1, 1, 2, 2, 2, 2},
+                {0, 1, 4, 5, 2, 3, 6, 7, 4, 5, 8, 9, 6, 7, 10, 11});
+}
+
 TEST(Reference, RowOps) {
   // Rows [1, 2, 3] of r.
   expect_values(run(R"({"id": 8, "op": "softmax", "inputs": [3]})"), {1, 3},

@@ -82,18 +82,46 @@ TEST(InferTypes, EveryOp) {
       {R"({"id": 8, "op": "dynamic_update_slice", "inputs": [0, 3], "scalar": "n"})", "fp32[2, 3]"},
       {R"({"id": 8, "op": "dynamic_update_slice", "inputs": [0, 7], "scalar": "n", "axis": 1})",
        "fp32[2, 3]"},
+      {R"({"id": 8, "op": "broadcast", "inputs": [3], "shape": [4, 2, 3]})", "fp32[4, 2, 3]"},
+      {R"({"id": 8, "op": "minimum", "inputs": [0, 3]})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "clip", "inputs": [0], "lo": 0, "hi": 6})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "affine", "inputs": [1], "value": 2, "offset": 1})", "bf16[3, 4]"},
+      {R"({"id": 8, "op": "sqrt", "inputs": [0]})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "log", "inputs": [0]})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "abs", "inputs": [0]})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "reciprocal", "inputs": [0]})", "fp32[2, 3]"},
   };
   for (const Case& c : cases) EXPECT_EQ(type_of(c.node), c.type) << c.node;
   // Every op of ops.def has a case above.
   for (int op = 0; op < kNumOps; ++op) {
     std::string name(info(static_cast<OpKind>(op)).name);
     // InferTypes.IndexCopy and .DecodeAttention: they need inputs kBase lacks.
-    bool covered = name == "index_copy" || name == "decode_attention";
+    // InferTypes.Im2col: it needs a 4-D input.
+    bool covered = name == "index_copy" || name == "decode_attention" || name == "im2col";
     for (const Case& c : cases) {
       covered |= std::string(c.node).find("\"op\": \"" + name + "\"") != std::string::npos;
     }
     EXPECT_TRUE(covered) << name;
   }
+}
+
+TEST(InferTypes, Im2col) {
+  auto type = [&](const std::string& attrs) {
+    Graph g = make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32",
+                              "shape": [2, 3, 9, 7]},
+                             {"id": 1, "op": "im2col", "inputs": [0], )" +
+                             attrs + "}]",
+                         "[1]");
+    infer_types(g);
+    return to_string(g.nodes[1].type);
+  };
+  EXPECT_EQ(type(R"("kernel": [3, 3])"), "fp32[2, 3, 7, 5, 3, 3]");
+  EXPECT_EQ(type(R"("kernel": [3, 2], "strides": [2, 2], "dilations": [2, 1])"),
+            "fp32[2, 3, 3, 3, 3, 2]");
+  EXPECT_EQ(error_of([&] { type(R"("kernel": [10, 1])"); }),
+            "nodes[1] (op 'im2col'): a window of 10 exceeds the input's 9 along spatial axis 0");
+  EXPECT_EQ(error_of([&] { type(R"("kernel": [3])"); }),
+            "nodes[1] (op 'im2col'): kernel must be two integers >= 1, got [3]");
 }
 
 TEST(InferTypes, IndexCopy) {

@@ -543,7 +543,10 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"mask",
        "mask:seq=1024,segments=4,d_model=768,heads=12,mask=host,dtype=bf16 - attention over "
        "packed sequences with a block-diagonal mask, sent dense by the host or rebuilt on the "
-       "chip from segment ids"}};
+       "chip from segment ids"},
+      {"graph",
+       "graph:file=G.json,weights=DIR - any graph file (e.g. from `wallsim import onnx`) as one "
+       "step; weights from DIR/<name>.npy (default G.weights/ beside it), else seeded random"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
@@ -554,6 +557,7 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "decode") return std::make_unique<Decode>(p);
   if (spec.name == "serve") return detail::make_serve(p);
   if (spec.name == "mask") return std::make_unique<PackedMask>(p);
+  if (spec.name == "graph") return detail::make_graph_workload(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
   throw base::InputError("--workload " + spec.text,

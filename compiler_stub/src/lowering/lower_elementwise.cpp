@@ -266,6 +266,7 @@ struct BinaryLowering {
 constexpr BinaryLowering kBinary[] = {
     {OpKind::add, AluOp::add}, {OpKind::bias_add, AluOp::add}, {OpKind::sub, AluOp::sub},
     {OpKind::mul, AluOp::mul}, {OpKind::div, AluOp::div},      {OpKind::maximum, AluOp::max},
+    {OpKind::minimum, AluOp::min},
 };
 // Activations: one scalar-engine instruction per tile chunk.
 struct UnaryLowering {
@@ -275,7 +276,8 @@ struct UnaryLowering {
 constexpr UnaryLowering kUnary[] = {
     {OpKind::relu, ActFn::relu},   {OpKind::gelu, ActFn::gelu}, {OpKind::silu, ActFn::silu},
     {OpKind::exp, ActFn::exp},     {OpKind::tanh, ActFn::tanh}, {OpKind::sigmoid, ActFn::sigmoid},
-    {OpKind::rsqrt, ActFn::rsqrt},
+    {OpKind::rsqrt, ActFn::rsqrt}, {OpKind::sqrt, ActFn::sqrt},
+    {OpKind::log, ActFn::log},     {OpKind::abs, ActFn::abs},   {OpKind::reciprocal, ActFn::reciprocal},
 };
 
 }  // namespace

@@ -21,8 +21,8 @@ LowerResult lower_embedding(LoweringContext& ctx, const Node& n) {
   if (ctx.in_group(ids) || ctx.is_view(ids)) {
     return ctx.error("embedding ids computed on the chip are not supported yet");
   }
-  if (!ctx.ensure_hbm(table) || ctx.is_view(table))
-    return ctx.error("the table must be a tensor in HBM");
+  // A view (a reshaped table) is copied into its own tensor first.
+  if (!ctx.ensure_hbm(table)) return ctx.error("the table must be a tensor in HBM");
   auto out = ctx.output_tiles(n);
   if (!out) return ctx.no_room();
   auto idx = ctx.new_tiles_like(*out, 1, DType::int32, "ids");

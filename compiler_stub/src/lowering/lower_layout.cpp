@@ -77,7 +77,18 @@ LowerResult lower_view(LoweringContext& ctx, const Node& n) {
     for (int64_t p : *perm) t.groups.push_back(v.groups.at(static_cast<size_t>(p)));
     v = t;
   } else if (auto e = reshape_view(ctx, n, v)) {
-    return e;
+    // A reshape whose dims do not nest in the operand's: a strided view is copied into its own
+    // tensor first; a row-major tensor is any shape of the same size.
+    const int32_t in = n.inputs[0];
+    if (ctx.is_view(in) && !ctx.ensure_hbm(in)) return e;
+    v = ViewDesc{};
+    v.base = in;
+    int64_t stride = 1;
+    v.groups.resize(n.type.dims.size());
+    for (size_t i = n.type.dims.size(); i-- > 0;) {
+      v.groups[i] = {{n.type.dims[i].size, stride}};
+      stride *= n.type.dims[i].size;
+    }
   }
   if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
   ctx.set_view(n.id, v);

@@ -260,6 +260,7 @@ std::optional<Tiles> LoweringContext::replicated(int32_t id) {
   auto it = m_replicated.find(id);
   if (it != m_replicated.end()) return it->second;
   if (m_tiles.count(id)) return std::nullopt;  // on chip: no partition broadcast
+  if (!ensure_hbm(id)) return std::nullopt;    // a view (a reshaped weight) gets its own tensor
   const Node& n = node(id);
   const View v = view_of(n.type);
   auto tiles = new_tiles(m_tile_rows, v.cols, n.type.dtype, "bcast");
@@ -362,7 +363,20 @@ LowerResult LoweringContext::operand(int32_t id, const Tiles& out, Bcast& how,
   if (v.rows == out.rows && (v.cols == out.cols || v.cols == 1)) {
     how = v.cols == 1 && out.cols != 1 ? Bcast::column : Bcast::none;
     tiles = tiles_of(id);
-    if (tiles && !tiles->same_tiling(out)) return error("operands are tiled differently");
+    if (tiles && !tiles->same_tiling(out)) {
+      // Tiled otherwise (a view loaded in runs): through HBM, reloaded with the output's tiling.
+      if (in_window() || !ensure_hbm(id)) return error("operands are tiled differently");
+      auto again = new_tiles_like(out, v.cols, type_of(id).dtype, "retile");
+      if (!again) return no_room();
+      Slot src = hbm_tensor(id, isa::TensorRole::input);
+      for (int64_t t = 0; t < again->count(); ++t) {
+        copy_rows(true, tile_ap(*again, t, 0, v.cols),
+                  hbm_ap(src, type_of(id).dtype, v, again->row0(t), again->rows_in(t), 0, v.cols));
+      }
+      m_bytes_in += again->stored_rows() * v.cols * isa::dtype_bytes(type_of(id).dtype);
+      release(*tiles);
+      tiles = m_tiles[id] = *again;
+    }
   } else if (v.rows > 1 && out.rows % v.rows == 0 && v.cols == out.cols) {
     how = Bcast::batch;  // repeats along the leading (batch) dims
     tiles = tiles_of(id);

@@ -341,6 +341,8 @@ void populate_elementwise_lowerings(LoweringTable& table);
 void populate_layout_lowerings(LoweringTable& table);
 void populate_indirect_lowerings(LoweringTable& table);
 void populate_attention_lowerings(LoweringTable& table);
+void populate_conv_lowerings(LoweringTable& table);        // im2col, broadcast (issue 22)
+void populate_activation_lowerings(LoweringTable& table);  // clip, affine (issue 22)
 // Every family's lowerings, and `input` (loaded when first used).
 const LoweringTable& lowering_table();
 
