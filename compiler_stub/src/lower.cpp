@@ -48,6 +48,7 @@ const LoweringTable& lowering_table() {
     populate_layout_lowerings(t);
     populate_indirect_lowerings(t);
     populate_attention_lowerings(t);
+    populate_fused_attention_lowerings(t);
     return t;
   }();
   return table;

@@ -341,6 +341,7 @@ void populate_elementwise_lowerings(LoweringTable& table);
 void populate_layout_lowerings(LoweringTable& table);
 void populate_indirect_lowerings(LoweringTable& table);
 void populate_attention_lowerings(LoweringTable& table);
+void populate_fused_attention_lowerings(LoweringTable& table);
 // Every family's lowerings, and `input` (loaded when first used).
 const LoweringTable& lowering_table();
 
