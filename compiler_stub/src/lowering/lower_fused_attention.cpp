@@ -16,10 +16,11 @@ constexpr double kMasked = -1073741824.0;
 // attention(q [Lq, D], k [Lk, D], v [Lk, D], mask?): per group of G heads (as many as one PSUM
 // bank holds side by side), per sequence, per query tile i (T rows) and key tile j (T keys):
 //  A. S [rows, G x keys] = (mask) + Q_i^T . K_j^T per head, in one PSUM bank. The mask is
-//     added by the array: a stationary -2^30 x identity times a 0/1 mask tile (broadcast over
-//     the heads): the causal tile from iota and a compare, made once; a block-diagonal tile
-//     from the segment ids of the queries (a column) and the keys (a row) and a compare; or a
-//     dense bias tile from HBM times the identity. The vector engine takes the row maxima, the
+//     added by the array: a 0/1 mask tile M^T [keys, queries] (stationary) times -2^30 x the
+//     identity (moving, broadcast over the heads): the causal tile from iota and a compare,
+//     made once; a block-diagonal tile from the segment ids of the keys (one per partition)
+//     and of the queries (a row) and a compare, per step; or the identity times a dense bias
+//     tile read from HBM. The vector engine takes the row maxima, the
 //     running max m' = max(m, rowmax) and S - m'; the scalar engine takes exp with its row sum
 //     fused (activation_reduce) and the rescale alpha = exp(m - m'); l = l alpha + rowsum.
 //  B. P's key tiles go through the array as P^T (the scalar engine evacuates them), P^T . V_j
@@ -62,6 +63,7 @@ class FusedAttention {
       in_flight.pop_front();
     }
     for (Slot s : m_op_buffers) m_ctx.release(s);
+    if (m_stream_out) m_ctx.alias_hbm(m_n.id, m_out_hbm);
     return std::nullopt;
   }
 
@@ -81,8 +83,8 @@ class FusedAttention {
   };
   // K^T and V of one sequence for one head group.
   struct Keys {
-    Slot kt;
-    std::optional<Slot> v;  // V's tiles when V is not on chip
+    std::optional<Slot> kt;  // K^T, unless made per step
+    std::optional<Slot> v;   // V's tiles when V is not on chip
     int64_t steps_left = 0;
   };
   // A value read by row tiles: on chip in the op's tiling, or loaded from HBM per use.
@@ -125,9 +127,44 @@ class FusedAttention {
     if (m_ctx.psum_bank_count() < 6) return m_ctx.error("needs at least 6 PSUM banks");
     // G heads side by side: G key tiles in S, G P^T tiles, G output blocks in one bank each.
     m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
-    m_groups = (m_H + m_G - 1) / m_G;
     const int32_t align = m_ctx.arch().partition_alignment;
-    m_stack = m_hd % align == 0 ? std::max<int64_t>(1, std::min(m_G, m_T / m_hd)) : 1;
+    auto stack_of = [&](int64_t G) {
+      return m_hd % align == 0 ? std::max<int64_t>(1, std::min(G, m_T / m_hd)) : 1;
+    };
+    // A sequence's K^T and V stay on chip for a head group when they take at most
+    // compiler.attention_pipeline_percent of the SBUF the op's on-chip operands leave (fewer
+    // heads per group until they do); else K^T is made again per step from K's tile.
+    const int64_t keys = std::min(m_seq, m_Lk), kvb = isa::dtype_bytes(m_kvdt);
+    const int64_t key_tiles = (keys + m_T - 1) / m_T;
+    int64_t pinned = 0;
+    for (int32_t id : m_n.inputs) {
+      if (m_ctx.on_chip(id)) {
+        const TensorType& t = m_ctx.type_of(id);
+        const View v = view_of(t);
+        pinned += (v.rows + m_T - 1) / m_T * v.cols * isa::dtype_bytes(t.dtype);
+      }
+    }
+    const int64_t share = m_ctx.options().attention_pipeline_percent;
+    const int64_t budget = std::max<int64_t>(0, m_ctx.sbuf_capacity() - pinned) * share / 100;
+    const bool v_on_chip = m_ctx.on_chip(m_n.inputs[2]);
+    auto stacks_of = [&](int64_t G) { return (G + stack_of(G) - 1) / stack_of(G); };
+    // Two groups' keys overlap while the pipeline passes from one group to the next.
+    auto resident = [&](int64_t G, bool kt) {
+      return 2 * ((kt ? stacks_of(G) * key_tiles * m_T * kvb : 0) +
+                  (v_on_chip ? 0 : key_tiles * G * m_hd * kvb));
+    };
+    while (m_G > 1 && resident(m_G, true) > budget) --m_G;
+    m_kt_resident = resident(m_G, true) <= budget;
+    if (!m_kt_resident) {
+      m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+      while (m_G > 1 && resident(m_G, false) > budget) --m_G;
+    }
+    // The output stays on chip unless, with the operands and the keys, it would take more than
+    // that share: then each query tile's result is stored to HBM as soon as it is done.
+    const int64_t out_bytes = (m_Lq + m_T - 1) / m_T * m_D * isa::dtype_bytes(m_odt);
+    m_stream_out = pinned + out_bytes + resident(m_G, m_kt_resident) > m_ctx.sbuf_share(share);
+    m_groups = (m_H + m_G - 1) / m_G;
+    m_stack = stack_of(m_G);
     const int64_t run = seq ? m_seq : 0;
     m_qtiles = m_ctx.tiling(m_Lq, m_D, qt.dtype, run);
     m_ktiles = m_ctx.tiling(m_Lk, m_D, m_kvdt, run);
@@ -215,9 +252,14 @@ class FusedAttention {
         !operand(m_v, m_n.inputs[2], m_ktiles)) {
       return m_ctx.no_room();
     }
-    auto out = m_ctx.output_tiles(m_n, &m_qtiles);
-    if (!out) return m_ctx.no_room();
-    m_out = *out;
+    if (m_stream_out) {
+      m_out_hbm = m_ctx.hbm_tensor(m_n.id, m_ctx.needed_outside(m_n.id) ? isa::TensorRole::output
+                                                                        : isa::TensorRole::scratch);
+    } else {
+      auto out = m_ctx.output_tiles(m_n, &m_qtiles);
+      if (!out) return m_ctx.no_room();
+      m_out = *out;
+    }
     const int32_t T = m_T;
     // The identity (times -2^30 for 0/1 masks, times 1 for a bias) from iota and a compare.
     auto diff = alloc(T, DType::fp32, "attn_iota");
@@ -243,22 +285,29 @@ class FusedAttention {
       m_bias_ident = *s;
       m_bias_hbm = m_ctx.hbm_tensor(m_n.inputs[3], isa::TensorRole::input);
     }
-    // The causal tile: 1 where the key is after the query (query tiles and key tiles start
-    // together, so one tile serves every diagonal), from iota (key - query) and a compare.
+    // The causal tile, transposed (keys on partitions): 1 where the key is after the query.
+    // Query and key tiles start together, so one tile serves every diagonal. From iota
+    // (key - query) and a compare.
     if (m_causal) {
       auto c = alloc(T, DType::bf16, "attn_causal");
       if (!c) return m_ctx.no_room();
       m_op_buffers.push_back(*c);
-      vector_op(Opcode::iota, d, 0, -1, 1);
+      vector_op(Opcode::iota, d, 0, 1, -1);
       m_ctx.tensor_scalar(AluOp::gt, ap(*c, DType::bf16, T, 0, T), d, 0.0);
       m_causal_tile = *c;
     }
     m_ctx.release(*diff);
-    if (m_segments) {  // the keys' segment ids as a row on every partition
-      auto r = m_ctx.replicated(m_n.inputs[3]);
-      if (!r) return m_ctx.no_room();
-      m_seg_row = r->tiles[0];
+    if (m_segments) {  // the keys' segment ids, one per partition, a column per key tile
       m_seg_hbm = m_ctx.hbm_tensor(m_n.inputs[3], isa::TensorRole::input);
+      auto c = alloc(m_ktiles.count(), DType::int32, "attn_segk");
+      if (!c) return m_ctx.no_room();
+      m_op_buffers.push_back(*c);
+      m_seg_cols = *c;
+      for (int64_t j = 0; j < m_ktiles.count(); ++j) {
+        m_ctx.dma(m_ctx.next_load_queue(), ap(*c, DType::int32, m_ktiles.rows_in(j), j, 1),
+                  LoweringContext::ids_ap(m_seg_hbm, m_ktiles, j));
+      }
+      m_ctx.count_bytes_in(m_Lk * 4);
     }
     return std::nullopt;
   }
@@ -293,9 +342,11 @@ class FusedAttention {
     const int64_t L = int64_t(tiles.size()) * m_T;
     const int64_t stacks = (heads_in(g) + m_stack - 1) / m_stack;
     Keys k;
-    auto kt = alloc(stacks * L, m_kvdt, "attn_kt");
-    if (!kt) return m_ctx.no_room();
-    k.kt = *kt;
+    if (m_kt_resident) {
+      auto kt = alloc(stacks * L, m_kvdt, "attn_kt");
+      if (!kt) return m_ctx.no_room();
+      k.kt = *kt;
+    }
     const int64_t cols = heads_in(g) * m_hd;
     if (!m_v.tiles) {
       k.v = alloc(int64_t(tiles.size()) * cols, m_kvdt, "attn_v");
@@ -303,11 +354,13 @@ class FusedAttention {
     }
     for (size_t x = 0; x < tiles.size(); ++x) {
       const int64_t j = tiles[x];
-      std::optional<Slot> tmp;
-      const AccessPattern src = rows_of(m_k, m_ktiles, j, g * m_G * m_hd, cols, tmp);
-      if (!src.valid()) return m_ctx.no_room();
-      transpose_heads(src, g, k.kt, int64_t(x) * m_T, m_ktiles.rows_in(j), L, 1.0);
-      if (tmp) m_ctx.release(*tmp);
+      if (m_kt_resident) {
+        std::optional<Slot> tmp;
+        const AccessPattern src = rows_of(m_k, m_ktiles, j, g * m_G * m_hd, cols, tmp);
+        if (!src.valid()) return m_ctx.no_room();
+        transpose_heads(src, g, *k.kt, int64_t(x) * m_T, m_ktiles.rows_in(j), L, 1.0);
+        if (tmp) m_ctx.release(*tmp);
+      }
       if (k.v) {
         std::optional<Slot> vs = k.v;
         rows_of(m_v, m_ktiles, j, g * m_G * m_hd, cols, vs, int64_t(x) * cols);
@@ -340,11 +393,13 @@ class FusedAttention {
     if (!src.valid()) return m_ctx.no_room();
     transpose_heads(src, st.g, it.qt, 0, rows, m_T, attention_scale(m_n));
     if (tmp) m_ctx.release(*tmp);
-    if (m_segments) {  // the queries' segment ids, one per partition
-      auto c = alloc(1, DType::int32, "attn_segq");
+    if (m_segments) {  // the queries' segment ids as a row on every partition
+      auto c = alloc(rows, DType::int32, "attn_segq");
       if (!c) return m_ctx.no_room();
-      m_ctx.dma(m_ctx.next_load_queue(), ap(*c, DType::int32, static_cast<int32_t>(rows), 0, 1),
-                LoweringContext::ids_ap(m_seg_hbm, m_qtiles, st.i));
+      AccessPattern src = LoweringContext::hbm_ap(m_seg_hbm, DType::int32, View{1, m_Lq}, 0, m_T,
+                                                  m_qtiles.row0(st.i), rows);
+      src.partition_stride = 0;
+      m_ctx.dma(m_ctx.next_load_queue(), ap(*c, DType::int32, m_T, 0, rows), src);
       m_ctx.count_bytes_in(rows * 4);
       it_seg[{st.g, st.i}] = *c;
     }
@@ -367,51 +422,67 @@ class FusedAttention {
     const int64_t L = int64_t(m_kt_of_seq[static_cast<size_t>(st.s)].size()) * m_T;
     const Slot sb = m_ctx.next_bank();
     const AccessPattern S = LoweringContext::psum_ap(sb, rows, ng * kc);
-    // The mask, added by the array.
+    // The mask, added by the array: S += M^T^T . (-2^30 I) for a 0/1 mask M^T [keys, queries]
+    // (stationary), or S += I . bias for a dense bias tile (moving); one matmul for all heads.
     const bool mk = masked(st.i, st.j);
     if (mk) {
       std::optional<Slot> mtile;
-      AccessPattern mt, stat;
       if (m_bias) {
         mtile = alloc(kc, m_bdt, "attn_bias");
         if (!mtile) return m_ctx.no_room();
-        mt = ap(*mtile, m_bdt, rows, 0, kc);
+        const AccessPattern mt = ap(*mtile, m_bdt, rows, 0, kc);
         m_ctx.copy_rows(
             true, mt,
             LoweringContext::hbm_ap(m_bias_hbm, m_bdt, View{m_Lq, m_Lk}, m_qtiles.row0(st.i), rows,
                                     m_ktiles.row0(st.j), kc));
         m_ctx.count_bytes_in(int64_t{rows} * kc * isa::dtype_bytes(m_bdt));
-        stat = ap(m_bias_ident, m_bdt, rows, 0, rows);
+        m_ctx.emit_matmul(S, ap(m_bias_ident, m_bdt, rows, 0, rows), blocks(mt, ng, 0, kc), true,
+                          false);
       } else {
-        stat = ap(m_neg_ident, DType::bf16, rows, 0, rows);
+        const bool diagonal = m_causal && m_ktiles.row0(st.j) + kc - 1 > m_qtiles.row0(st.i);
+        const int64_t d = m_ktiles.row0(st.j) - m_qtiles.row0(st.i);
+        AccessPattern mt = ap(m_causal_tile, DType::bf16, kc, 0, rows);
         if (m_segments) {
-          mtile = alloc(kc, DType::bf16, "attn_segmask");
+          mtile = alloc(rows, DType::bf16, "attn_segmask");
           if (!mtile) return m_ctx.no_room();
-          mt = ap(*mtile, DType::bf16, rows, 0, kc);
-          m_ctx.tensor_tensor(AluOp::ne, mt,
-                              LoweringContext::broadcast_column(
-                                  ap(it_seg.at({st.g, st.i}), DType::int32, rows, 0, 1), kc),
-                              ap(m_seg_row, DType::int32, rows, m_ktiles.row0(st.j), kc));
-          if (m_causal && m_ktiles.row0(st.j) + kc - 1 > m_qtiles.row0(st.i)) {
-            m_ctx.tensor_tensor(AluOp::max, mt, mt,
-                                ap(m_causal_tile, DType::bf16, rows,
-                                   m_ktiles.row0(st.j) - m_qtiles.row0(st.i), kc));
+          mt = ap(*mtile, DType::bf16, kc, 0, rows);
+          m_ctx.tensor_tensor(
+              AluOp::ne, mt,
+              LoweringContext::broadcast_column(ap(m_seg_cols, DType::int32, kc, st.j, 1), rows),
+              ap(it_seg.at({st.g, st.i}), DType::int32, kc, 0, rows));
+          if (diagonal) {
+            m_ctx.tensor_tensor(AluOp::max, mt, mt, ap(m_causal_tile, DType::bf16, kc, 0, rows));
           }
-        } else {
-          mt = ap(m_causal_tile, DType::bf16, rows, m_ktiles.row0(st.j) - m_qtiles.row0(st.i), kc);
+        } else if (d != 0) {
+          return m_ctx.error("causal key and query tiles do not start together");
         }
+        m_ctx.emit_matmul(S, mt, blocks(ap(m_neg_ident, DType::bf16, kc, 0, kc), ng, 0, kc), true,
+                          false);
       }
-      m_ctx.emit_matmul(S, stat, blocks(mt, ng, 0, kc), true, false);
       if (mtile) m_ctx.release(*mtile);
     }
+    // K^T of this key tile, when it is not kept for the sequence.
+    std::optional<Slot> kt_step;
+    if (!m_kt_resident) {
+      const int64_t stacks = (ng + m_stack - 1) / m_stack;
+      kt_step = alloc(stacks * m_T, m_kvdt, "attn_kt");
+      if (!kt_step) return m_ctx.no_room();
+      std::optional<Slot> tmp;
+      const AccessPattern src = rows_of(m_k, m_ktiles, st.j, st.g * m_G * m_hd, ng * m_hd, tmp);
+      if (!src.valid()) return m_ctx.no_room();
+      transpose_heads(src, st.g, *kt_step, 0, kc, m_T, 1.0);
+      if (tmp) m_ctx.release(*tmp);
+    }
+    const Slot kt = m_kt_resident ? *ks.kt : *kt_step;
+    const int64_t kx = m_kt_resident ? x * m_T : 0, kstride = m_kt_resident ? L : m_T;
     for (int64_t h = 0; h < ng; ++h) {
-      const auto [p0, off] = stacked(h, L);
+      const auto [p0, off] = stacked(h, kstride);
       const auto [q0, qoff] = stacked(h, m_T);
       m_ctx.emit_matmul(LoweringContext::psum_ap(sb, rows, kc, h * kc),
                         ap(it.qt, m_kvdt, static_cast<int32_t>(m_hd), qoff, rows, q0),
-                        ap(ks.kt, m_kvdt, static_cast<int32_t>(m_hd), off + x * m_T, kc, p0), !mk,
-                        true);
+                        ap(kt, m_kvdt, static_cast<int32_t>(m_hd), off + kx, kc, p0), !mk, true);
     }
+    if (kt_step) m_ctx.release(*kt_step);
     // Row maxima, the running max, S - max (vector); exp with row sums (scalar).
     auto X = alloc(ng * kc, DType::fp32, "attn_x");
     auto P = alloc(ng * kc, m_kvdt, "attn_p");
@@ -493,9 +564,24 @@ class FusedAttention {
     if (st.last) {  // out = O / l
       const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
       m_ctx.activation(ActFn::reciprocal, l, l);
-      const AccessPattern dst = LoweringContext::tile_ap(m_out, st.i, st.g * m_G * m_hd, cols);
+      std::optional<Slot> res;
+      if (m_stream_out) {
+        res = alloc(cols, m_odt, "attn_res");
+        if (!res) return m_ctx.no_room();
+      }
+      const AccessPattern dst =
+          res ? ap(*res, m_odt, rows, 0, cols)
+              : LoweringContext::tile_ap(m_out, st.i, st.g * m_G * m_hd, cols);
       m_ctx.tensor_tensor(AluOp::mul, blocks(dst, ng, m_hd, m_hd), blocks(O, ng, m_hd, m_hd),
                           blocks(l, ng, 1, m_hd, 0));
+      if (res) {
+        m_ctx.copy_rows(false,
+                        LoweringContext::hbm_ap(m_out_hbm, m_odt, View{m_Lq, m_D},
+                                                m_qtiles.row0(st.i), rows, st.g * m_G * m_hd, cols),
+                        dst);
+        m_ctx.count_bytes_out(int64_t{rows} * cols * isa::dtype_bytes(m_odt));
+        m_ctx.release(*res);
+      }
       for (Slot s : {it.qt, it.m[0], it.m[1], it.l, it.o}) m_ctx.release(s);
       m_items.erase({st.g, st.i});
       if (auto c = it_seg.find({st.g, st.i}); c != it_seg.end()) {
@@ -504,7 +590,7 @@ class FusedAttention {
       }
     }
     if (--ks.steps_left == 0) {
-      m_ctx.release(ks.kt);
+      if (ks.kt) m_ctx.release(*ks.kt);
       if (ks.v) m_ctx.release(*ks.v);
       m_keys.erase({st.g, st.s});
     }
@@ -521,7 +607,9 @@ class FusedAttention {
   Tiles m_qtiles, m_ktiles, m_out;
   std::vector<std::vector<int64_t>> m_qt_of_seq, m_kt_of_seq;
   Operand m_q, m_k, m_v;
-  Slot m_neg_ident, m_bias_ident, m_causal_tile, m_seg_row, m_seg_hbm, m_bias_hbm;
+  Slot m_neg_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
+  bool m_kt_resident = true, m_stream_out = false;
+  Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
   std::map<std::pair<int64_t, int64_t>, Item> m_items;  // (group, query tile)
   std::map<std::pair<int64_t, int64_t>, Slot> it_seg;   // (group, query tile): segment ids
