@@ -40,28 +40,34 @@ class FusedAttention {
   LowerResult run() {
     if (auto e = plan()) return e;
     if (auto e = prepare()) return e;
-    // The steps in order; stage A of step k is emitted before stage B of step k - 1.
-    std::deque<Step> in_flight;
+    // The steps in order: scores of step k, softmax of step k - 1, P.V of step k - 2.
+    std::deque<Step> scored, exped;
+    auto advance = [&](size_t keep) -> LowerResult {
+      while (scored.size() > keep) {
+        if (auto e = stage_softmax(scored.front())) return e;
+        exped.push_back(scored.front());
+        scored.pop_front();
+      }
+      while (exped.size() > keep) {
+        if (auto e = stage_b(exped.front())) return e;
+        exped.pop_front();
+      }
+      return std::nullopt;
+    };
     for (int64_t g = 0; g < m_groups; ++g) {
       for (int64_t s = 0; s < m_sequences; ++s) {
         for (int64_t i : m_qt_of_seq[s]) {
           const auto keys = keys_for(s, i);
           for (size_t jj = 0; jj < keys.size(); ++jj) {
-            Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), {}};
+            Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), 0, {}};
             if (auto e = stage_a(st)) return e;
-            in_flight.push_back(st);
-            if (in_flight.size() > 1) {
-              if (auto e = stage_b(in_flight.front())) return e;
-              in_flight.pop_front();
-            }
+            scored.push_back(st);
+            if (auto e = advance(1)) return e;
           }
         }
       }
     }
-    while (!in_flight.empty()) {
-      if (auto e = stage_b(in_flight.front())) return e;
-      in_flight.pop_front();
-    }
+    if (auto e = advance(0)) return e;
     for (Slot s : m_op_buffers) m_ctx.release(s);
     if (m_stream_out) m_ctx.alias_hbm(m_n.id, m_out_hbm);
     return std::nullopt;
@@ -72,8 +78,9 @@ class FusedAttention {
   struct Step {
     int64_t g, s, i, j;
     bool first, last;
+    int mnew = 0;  // which of the item's two running-max columns this step writes
     struct {
-      Slot p, alpha;
+      Slot s, p, alpha, rmax;
     } t;
   };
   // One query tile of one head group: the online-softmax state.
@@ -279,6 +286,11 @@ class FusedAttention {
       if (!s) return m_ctx.no_room();
       m_neg_ident = *s;
     }
+    {
+      auto s = ident(DType::bf16, -1.0);
+      if (!s) return m_ctx.no_room();
+      m_minus_ident = *s;
+    }
     if (m_bias) {
       auto s = ident(m_bdt, 1.0);
       if (!s) return m_ctx.no_room();
@@ -312,6 +324,10 @@ class FusedAttention {
     return std::nullopt;
   }
 
+  // PSUM banks 2.. in rotation, for values that live within one stage.
+  Slot other_bank() {
+    return m_ctx.psum_bank(static_cast<size_t>(2 + m_others++ % (m_ctx.psum_bank_count() - 2)));
+  }
   int64_t heads_in(int64_t g) const { return std::min(m_G, m_H - g * m_G); }
 
   // Q_i^T (scaled) or K_j^T of group g: per stack of heads, a transpose into PSUM and a copy
@@ -321,7 +337,7 @@ class FusedAttention {
     const int64_t ng = heads_in(g);
     for (int64_t h0 = 0; h0 < ng; h0 += m_stack) {
       const int64_t ns = std::min(m_stack, ng - h0);
-      const Slot bank = m_ctx.next_bank();
+      const Slot bank = other_bank();
       const int32_t parts = static_cast<int32_t>(ns * m_hd);
       AccessPattern s = src;
       s.offset += h0 * m_hd;
@@ -378,8 +394,8 @@ class FusedAttention {
     const int64_t stacks = (ng + m_stack - 1) / m_stack;
     Item it;
     auto qt = alloc(stacks * m_T, m_kvdt, "attn_qt");
-    auto m0 = alloc(m_G, DType::fp32, "attn_m");
-    auto m1 = alloc(m_G, DType::fp32, "attn_m");
+    auto m0 = alloc(m_G, DType::bf16, "attn_m");
+    auto m1 = alloc(m_G, DType::bf16, "attn_m");
     auto l = alloc(m_G, DType::fp32, "attn_l");
     auto o = alloc(m_G * m_hd, DType::fp32, "attn_o");
     if (!qt || !m0 || !m1 || !l || !o) return m_ctx.no_room();
@@ -420,7 +436,8 @@ class FusedAttention {
     const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
     const int64_t x = st.j - m_kt_of_seq[static_cast<size_t>(st.s)].front();
     const int64_t L = int64_t(m_kt_of_seq[static_cast<size_t>(st.s)].size()) * m_T;
-    const Slot sb = m_ctx.next_bank();
+    // S lives from its scores to its softmax, one step later: two banks of its own.
+    const Slot sb = m_ctx.psum_bank(static_cast<size_t>(m_scores++ % 2));
     const AccessPattern S = LoweringContext::psum_ap(sb, rows, ng * kc);
     // The mask, added by the array: S += M^T^T . (-2^30 I) for a 0/1 mask M^T [keys, queries]
     // (stationary), or S += I . bias for a dense bias tile (moving); one matmul for all heads.
@@ -480,45 +497,68 @@ class FusedAttention {
       const auto [q0, qoff] = stacked(h, m_T);
       m_ctx.emit_matmul(LoweringContext::psum_ap(sb, rows, kc, h * kc),
                         ap(it.qt, m_kvdt, static_cast<int32_t>(m_hd), qoff, rows, q0),
-                        ap(kt, m_kvdt, static_cast<int32_t>(m_hd), off + kx, kc, p0), !mk, true);
+                        ap(kt, m_kvdt, static_cast<int32_t>(m_hd), off + kx, kc, p0), !mk, false);
     }
     if (kt_step) m_ctx.release(*kt_step);
-    // Row maxima, the running max, S - max (vector); exp with row sums (scalar).
-    auto X = alloc(ng * kc, DType::fp32, "attn_x");
-    auto P = alloc(ng * kc, m_kvdt, "attn_p");
+    // Row maxima and the running max m' (bf16, so that the array subtracts exactly the m'
+    // that rescales), and alpha's exponent m - m' (vector).
     auto stats = alloc(3 * m_G, DType::fp32, "attn_stats");
-    if (!X || !P || !stats) return m_ctx.no_room();
-    const AccessPattern mold = ap(it.m[it.cur], DType::fp32, rows, 0, ng);
-    const AccessPattern mnew = ap(it.m[1 - it.cur], DType::fp32, rows, 0, ng);
-    const AccessPattern rmax = ap(*stats, DType::fp32, rows, 0, ng);
-    const AccessPattern rsum = ap(*stats, DType::fp32, rows, m_G, ng);
-    const AccessPattern alpha = ap(*stats, DType::fp32, rows, 2 * m_G, ng);
+    auto rmax = alloc(m_G, DType::bf16, "attn_rmax");
+    if (!stats || !rmax) return m_ctx.no_room();
+    const AccessPattern mold = ap(it.m[it.cur], DType::bf16, rows, 0, ng);
+    const AccessPattern mnew = ap(it.m[1 - it.cur], DType::bf16, rows, 0, ng);
     const AccessPattern Sg = blocks(S, ng, kc, kc);
     if (st.first) {
       m_ctx.reduce(AluOp::max, mnew, Sg);
     } else {
-      m_ctx.reduce(AluOp::max, rmax, Sg);
-      m_ctx.tensor_tensor(AluOp::max, mnew, mold, rmax);
+      const AccessPattern rm = ap(*rmax, DType::bf16, rows, 0, ng);
+      m_ctx.reduce(AluOp::max, rm, Sg);
+      m_ctx.tensor_tensor(AluOp::max, mnew, mold, rm);
+      m_ctx.tensor_tensor(AluOp::sub, ap(*stats, DType::fp32, rows, 2 * m_G, ng), mold, mnew);
     }
-    const AccessPattern Xa = ap(*X, DType::fp32, rows, 0, ng * kc);
-    m_ctx.tensor_tensor(AluOp::sub, blocks(Xa, ng, kc, kc), Sg, blocks(mnew, ng, 1, kc, 0));
-    if (!st.first) m_ctx.tensor_tensor(AluOp::sub, alpha, mold, mnew);
+    st.mnew = 1 - it.cur;
+    it.cur = 1 - it.cur;
+    st.t.s = sb;
+    st.t.alpha = *stats;
+    st.t.rmax = *rmax;
+    return std::nullopt;
+  }
+
+  // S -= m' by the array (m'^T [heads, queries] stationary, -I broadcast over each head's keys
+  // moving), then P = exp(S) straight from PSUM with its row sums (scalar), l = l alpha + sums.
+  LowerResult stage_softmax(Step& st) {
+    Item& it = m_items.at({st.g, st.i});
+    const int64_t ng = heads_in(st.g);
+    const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
+    const int32_t G = static_cast<int32_t>(ng);
+    const Slot mb = other_bank();
+    auto mt = alloc(rows, DType::bf16, "attn_mt");
+    auto P = alloc(ng * kc, m_kvdt, "attn_p");
+    if (!mt || !P) return m_ctx.no_room();
+    m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
+                         ap(it.m[st.mnew], DType::bf16, rows, 0, ng));
+    const AccessPattern mtap = ap(*mt, DType::bf16, G, 0, rows);
+    m_ctx.activation(ActFn::identity, mtap, LoweringContext::psum_ap(mb, G, rows));
+    const AccessPattern S = LoweringContext::psum_ap(st.t.s, rows, ng * kc);
+    m_ctx.emit_matmul(S, mtap, blocks(ap(m_minus_ident, DType::bf16, G, 0, ng), ng, 1, kc, 0),
+                      false, true);
+    m_ctx.release(*mt);
+    m_ctx.release(st.t.rmax);
+    const Slot stats = st.t.alpha;
     for (int64_t h = 0; h < ng; ++h) {
       const AccessPattern acc =
-          st.first ? ap(it.l, DType::fp32, rows, h, 1) : ap(*stats, DType::fp32, rows, m_G + h, 1);
+          st.first ? ap(it.l, DType::fp32, rows, h, 1) : ap(stats, DType::fp32, rows, m_G + h, 1);
       m_ctx.activation(ActFn::exp, ap(*P, m_kvdt, rows, h * kc, kc),
-                       ap(*X, DType::fp32, rows, h * kc, kc), 1, 0, &acc);
+                       LoweringContext::psum_ap(st.t.s, rows, kc, h * kc), 1, 0, &acc);
     }
-    m_ctx.release(*X);
     if (!st.first) {
+      const AccessPattern alpha = ap(stats, DType::fp32, rows, 2 * m_G, ng);
       m_ctx.activation(ActFn::exp, alpha, alpha);
       const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
       m_ctx.tensor_tensor(AluOp::mul, l, l, alpha);
-      m_ctx.tensor_tensor(AluOp::add, l, l, rsum);
+      m_ctx.tensor_tensor(AluOp::add, l, l, ap(stats, DType::fp32, rows, m_G, ng));
     }
-    it.cur = 1 - it.cur;
     st.t.p = *P;
-    st.t.alpha = *stats;
     return std::nullopt;
   }
 
@@ -529,7 +569,7 @@ class FusedAttention {
     const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
     const int64_t x = st.j - m_kt_of_seq[static_cast<size_t>(st.s)].front();
     // P^T per head, evacuated by the scalar engine.
-    const Slot tb = m_ctx.next_bank();
+    const Slot tb = other_bank();
     for (int64_t h = 0; h < ng; ++h) {
       m_ctx.emit_transpose(LoweringContext::psum_ap(tb, kc, rows, h * rows),
                            ap(st.t.p, m_kvdt, rows, h * kc, kc));
@@ -540,7 +580,7 @@ class FusedAttention {
                      LoweringContext::psum_ap(tb, kc, ng * rows));
     m_ctx.release(st.t.p);
     // P V per head into one bank; O = O alpha + P V.
-    const Slot ob = m_ctx.next_bank();
+    const Slot ob = other_bank();
     const int64_t cols = ng * m_hd;
     for (int64_t h = 0; h < ng; ++h) {
       const AccessPattern v =
@@ -607,8 +647,9 @@ class FusedAttention {
   Tiles m_qtiles, m_ktiles, m_out;
   std::vector<std::vector<int64_t>> m_qt_of_seq, m_kt_of_seq;
   Operand m_q, m_k, m_v;
-  Slot m_neg_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
+  Slot m_neg_ident, m_minus_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
   bool m_kt_resident = true, m_stream_out = false;
+  int64_t m_scores = 0, m_others = 0;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
   std::map<std::pair<int64_t, int64_t>, Item> m_items;  // (group, query tile)
