@@ -21,10 +21,11 @@ std::string dims(std::vector<int64_t> d) {
   return s + "]";
 }
 
-// q = relu(x) is produced on the chip (its tiles used in place); k and v come from HBM.
+// q = relu(x) is produced on the chip (its tiles used in place), or x itself (from HBM) when
+// `q_in_hbm`; k and v come from HBM.
 // `mask`: "" (none), "seg" (int32 ids [Lq]) or "bias" (fp32 [Lq, Lk]).
 Graph fused_graph(const char* dtype, int64_t Lq, int64_t Lk, int64_t D, int64_t H,
-                  const std::string& attrs, const std::string& mask) {
+                  const std::string& attrs, const std::string& mask, bool q_in_hbm = false) {
   auto input = [&](int id, const std::string& name, const std::string& dt,
                    const std::string& shape) {
     return "{\"id\": " + std::to_string(id) + ", \"op\": \"input\", \"name\": \"" + name +
@@ -41,7 +42,8 @@ Graph fused_graph(const char* dtype, int64_t Lq, int64_t Lk, int64_t D, int64_t 
     text += input(3, "bias", "fp32", dims({Lq, Lk}));
     in = "[4, 1, 2, 3]";
   }
-  text += R"({"id": 4, "op": "relu", "inputs": [0]},)";
+  text += q_in_hbm ? R"({"id": 4, "op": "reshape", "inputs": [0], "shape": )" + dims({Lq, D}) + "},"
+                   : std::string(R"({"id": 4, "op": "relu", "inputs": [0]},)");
   text += R"({"id": 5, "op": "attention", "inputs": )" + in + ", \"heads\": " + std::to_string(H) +
           attrs + R"(}], "outputs": [5]})";
   return test::graph(text);
@@ -124,6 +126,13 @@ TEST(FusedAttentionOnChip, UnmaskedMatchesReferenceOnTiny) {
 }
 TEST(FusedAttentionOnChip, CausalSequencesMatchReferenceOnTiny) {
   EXPECT_LT(run("fp32", 90, 90, 32, 2, ", \"causal\": 1, \"seq\": 45", "", "tiny").max_error, 1e-4);
+}
+
+TEST(FusedAttentionOnChip, KeysTransposedPerStepAndOutputStreamedMatchReferenceOnTiny) {
+  // 1500 keys of 2 heads of 8 in fp32: two groups' K^T (47 tiles) would take more than half of
+  // tiny's 16 KiB SBUF, so K^T is made per step, and the output is stored a tile at a time.
+  Graph g = fused_graph("fp32", 1500, 1500, 16, 2, ", \"causal\": 1", "", true);
+  EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole).max_error, 1e-4);
 }
 
 }  // namespace
