@@ -103,5 +103,16 @@ TEST(LowerFusedAttention, OnTinyHeadsAreStackedOnTheArrayRows) {
   EXPECT_GT(count_of(p.text, "<bf16>[p16:24][+0; 32*1] moving=attn_kt"), 0);
 }
 
+TEST(LowerFusedAttention, BadAttributesAreOneLineErrors) {
+  auto error = [](Graph g) { return error_of([&] { infer_types(g); }); };
+  EXPECT_NE(error(fused(100, 64, 3, "")).find("heads 3 must divide the width 64"),
+            std::string::npos);
+  EXPECT_NE(error(fused(100, 64, 2, ", \"seq\": 30")).find("seq 30 must divide"),
+            std::string::npos);
+  EXPECT_NE(error(fused(100, 64, 2, ", \"causal\": 2")).find("causal must be 0 or 1"),
+            std::string::npos);
+  EXPECT_EQ(error(fused(100, 64, 2, ", \"causal\": 1", "int32")), "no error");
+}
+
 }  // namespace
 }  // namespace wallsim::compiler_stub::test

@@ -82,6 +82,7 @@ TEST(InferTypes, EveryOp) {
       {R"({"id": 8, "op": "dynamic_update_slice", "inputs": [0, 3], "scalar": "n"})", "fp32[2, 3]"},
       {R"({"id": 8, "op": "dynamic_update_slice", "inputs": [0, 7], "scalar": "n", "axis": 1})",
        "fp32[2, 3]"},
+      {R"({"id": 8, "op": "attention", "inputs": [0, 3, 3], "heads": 3})", "fp32[2, 3]"},
   };
   for (const Case& c : cases) EXPECT_EQ(type_of(c.node), c.type) << c.node;
   // Every op of ops.def has a case above.

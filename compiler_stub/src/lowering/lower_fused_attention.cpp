@@ -14,25 +14,28 @@ namespace {
 constexpr double kMasked = -1073741824.0;
 
 // attention(q [Lq, D], k [Lk, D], v [Lk, D], mask?): per group of G heads (as many as one PSUM
-// bank holds side by side), per sequence, per query tile i (T rows) and key tile j (T keys):
-//  A. S [rows, G x keys] = (mask) + Q_i^T . K_j^T per head, in one PSUM bank. The mask is
-//     added by the array: a 0/1 mask tile M^T [keys, queries] (stationary) times -2^30 x the
+// bank holds side by side), per sequence, per query tile i (T rows) and key tile j (T keys), a
+// step in three stages:
+//  A. Scores: S [rows, G x keys] = (mask) + Q_i^T . K_j^T per head, in one PSUM bank. The mask
+//     is added by the array: a 0/1 tile M^T [keys, queries] (stationary) times -2^30 x the
 //     identity (moving, broadcast over the heads): the causal tile from iota and a compare,
-//     made once; a block-diagonal tile from the segment ids of the keys (one per partition)
-//     and of the queries (a row) and a compare, per step; or the identity times a dense bias
-//     tile read from HBM. The vector engine takes the row maxima, the
-//     running max m' = max(m, rowmax) and S - m'; the scalar engine takes exp with its row sum
-//     fused (activation_reduce) and the rescale alpha = exp(m - m'); l = l alpha + rowsum.
-//  B. P's key tiles go through the array as P^T (the scalar engine evacuates them), P^T . V_j
-//     per head into a PSUM bank, and O = O alpha + P V on the vector engine.
+//     made once; a block-diagonal tile from the keys' segment ids (one per partition) and the
+//     queries' (a row) and a compare, per step; or the identity times a dense bias tile read
+//     from HBM. The vector engine takes the row maxima and the running max m' = max(m, rowmax),
+//     kept in bf16, and m - m'.
+//  B. Softmax: the array subtracts m' (m'^T [heads, queries] stationary, -I broadcast over each
+//     head's keys moving); the scalar engine takes exp straight from PSUM with its row sum
+//     fused (activation_reduce), and alpha = exp(m - m'); l = l alpha + rowsum.
+//  C. P.V: P's key tiles go through the array as P^T (the scalar engine evacuates them),
+//     P^T . V_j per head into a PSUM bank, and O = O alpha + P V on the vector engine.
 // At the end of a query tile the output is O / l. Tiles a causal structure leaves empty (keys
 // after the tile's last query, keys of another sequence) are not computed; which tiles run
 // depends on shapes and attributes only, never on data. Engines run their streams in order, so
-// stage A of the next step is emitted before stage B of the current one (a software pipeline
-// that runs on across query tiles, sequences and head groups). Q^T and K^T come from the array
-// too, a stack of heads per transpose when the head width leaves rows of the array free (the
-// score matmuls of a stack then use partitions 0.., hd.., ...); Q is scaled on the way out of
-// PSUM by the scalar engine's fused scale.
+// the stages are a software pipeline (A of step k, B of k - 1, C of k - 2) that runs on across
+// query tiles, sequences and head groups. Q^T and K^T come from the array too, a stack of heads
+// per transpose when the head width leaves rows of the array free (the score matmuls of a
+// stack then use partitions 0.., hd.., ...); Q is scaled on the way out of PSUM by the scalar
+// engine's fused scale.
 class FusedAttention {
  public:
   FusedAttention(LoweringContext& ctx, const Node& n) : m_ctx(ctx), m_n(n) {}
@@ -49,7 +52,7 @@ class FusedAttention {
         scored.pop_front();
       }
       while (exped.size() > keep) {
-        if (auto e = stage_b(exped.front())) return e;
+        if (auto e = stage_pv(exped.front())) return e;
         exped.pop_front();
       }
       return std::nullopt;
@@ -60,7 +63,7 @@ class FusedAttention {
           const auto keys = keys_for(s, i);
           for (size_t jj = 0; jj < keys.size(); ++jj) {
             Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), 0, {}};
-            if (auto e = stage_a(st)) return e;
+            if (auto e = stage_scores(st)) return e;
             scored.push_back(st);
             if (auto e = advance(1)) return e;
           }
@@ -417,13 +420,13 @@ class FusedAttention {
       src.partition_stride = 0;
       m_ctx.dma(m_ctx.next_load_queue(), ap(*c, DType::int32, m_T, 0, rows), src);
       m_ctx.count_bytes_in(rows * 4);
-      it_seg[{st.g, st.i}] = *c;
+      m_seg_rows[{st.g, st.i}] = *c;
     }
     m_items[{st.g, st.i}] = it;
     return std::nullopt;
   }
 
-  LowerResult stage_a(Step& st) {
+  LowerResult stage_scores(Step& st) {
     if (st.first && !m_keys.count({st.g, st.s})) {
       if (auto e = start_keys(st.g, st.s)) return e;
     }
@@ -466,7 +469,7 @@ class FusedAttention {
           m_ctx.tensor_tensor(
               AluOp::ne, mt,
               LoweringContext::broadcast_column(ap(m_seg_cols, DType::int32, kc, st.j, 1), rows),
-              ap(it_seg.at({st.g, st.i}), DType::int32, kc, 0, rows));
+              ap(m_seg_rows.at({st.g, st.i}), DType::int32, kc, 0, rows));
           if (diagonal) {
             m_ctx.tensor_tensor(AluOp::max, mt, mt, ap(m_causal_tile, DType::bf16, kc, 0, rows));
           }
@@ -562,7 +565,7 @@ class FusedAttention {
     return std::nullopt;
   }
 
-  LowerResult stage_b(const Step& st) {
+  LowerResult stage_pv(const Step& st) {
     Item& it = m_items.at({st.g, st.i});
     Keys& ks = m_keys.at({st.g, st.s});
     const int64_t ng = heads_in(st.g);
@@ -593,7 +596,7 @@ class FusedAttention {
     const AccessPattern O = ap(it.o, DType::fp32, rows, 0, cols);
     const AccessPattern Ops = LoweringContext::psum_ap(ob, rows, cols);
     if (st.first) {
-      m_ctx.evacuate(O, Ops);
+      m_ctx.activation(ActFn::identity, O, Ops);  // the scalar engine: the vector is busier
     } else {
       const AccessPattern a = ap(st.t.alpha, DType::fp32, rows, 2 * m_G, ng);
       m_ctx.tensor_tensor(AluOp::mul, blocks(O, ng, m_hd, m_hd), blocks(O, ng, m_hd, m_hd),
@@ -624,9 +627,9 @@ class FusedAttention {
       }
       for (Slot s : {it.qt, it.m[0], it.m[1], it.l, it.o}) m_ctx.release(s);
       m_items.erase({st.g, st.i});
-      if (auto c = it_seg.find({st.g, st.i}); c != it_seg.end()) {
+      if (auto c = m_seg_rows.find({st.g, st.i}); c != m_seg_rows.end()) {
         m_ctx.release(c->second);
-        it_seg.erase(c);
+        m_seg_rows.erase(c);
       }
     }
     if (--ks.steps_left == 0) {
@@ -652,9 +655,9 @@ class FusedAttention {
   int64_t m_scores = 0, m_others = 0;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
-  std::map<std::pair<int64_t, int64_t>, Item> m_items;  // (group, query tile)
-  std::map<std::pair<int64_t, int64_t>, Slot> it_seg;   // (group, query tile): segment ids
-  std::map<std::pair<int64_t, int64_t>, Keys> m_keys;   // (group, sequence)
+  std::map<std::pair<int64_t, int64_t>, Item> m_items;     // (group, query tile)
+  std::map<std::pair<int64_t, int64_t>, Slot> m_seg_rows;  // (group, query tile): segment ids
+  std::map<std::pair<int64_t, int64_t>, Keys> m_keys;      // (group, sequence)
 };
 
 LowerResult lower_attention(LoweringContext& ctx, const Node& n) {
