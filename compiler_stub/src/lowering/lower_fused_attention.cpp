@@ -596,7 +596,7 @@ class FusedAttention {
     const AccessPattern O = ap(it.o, DType::fp32, rows, 0, cols);
     const AccessPattern Ops = LoweringContext::psum_ap(ob, rows, cols);
     if (st.first) {
-      m_ctx.activation(ActFn::identity, O, Ops);  // the scalar engine: the vector is busier
+      m_ctx.evacuate(O, Ops);
     } else {
       const AccessPattern a = ap(st.t.alpha, DType::fp32, rows, 2 * m_G, ng);
       m_ctx.tensor_tensor(AluOp::mul, blocks(O, ng, m_hd, m_hd), blocks(O, ng, m_hd, m_hd),
