@@ -25,7 +25,8 @@ std::string dims(std::vector<int64_t> d) {
 // `q_in_hbm`; k and v come from HBM.
 // `mask`: "" (none), "seg" (int32 ids [Lq]) or "bias" (fp32 [Lq, Lk]).
 Graph fused_graph(const char* dtype, int64_t Lq, int64_t Lk, int64_t D, int64_t H,
-                  const std::string& attrs, const std::string& mask, bool q_in_hbm = false) {
+                  const std::string& attrs, const std::string& mask, bool q_in_hbm = false,
+                  bool add_x = false) {
   auto input = [&](int id, const std::string& name, const std::string& dt,
                    const std::string& shape) {
     return "{\"id\": " + std::to_string(id) + ", \"op\": \"input\", \"name\": \"" + name +
@@ -45,7 +46,10 @@ Graph fused_graph(const char* dtype, int64_t Lq, int64_t Lk, int64_t D, int64_t 
   text += q_in_hbm ? R"({"id": 4, "op": "reshape", "inputs": [0], "shape": )" + dims({Lq, D}) + "},"
                    : std::string(R"({"id": 4, "op": "relu", "inputs": [0]},)");
   text += R"({"id": 5, "op": "attention", "inputs": )" + in + ", \"heads\": " + std::to_string(H) +
-          attrs + R"(}], "outputs": [5]})";
+          attrs + "}";
+  // A consumer tiled plainly: the output must come out in the plain row tiles.
+  text += add_x ? R"(, {"id": 6, "op": "add", "inputs": [5, 0]}], "outputs": [6]})"
+                : R"(], "outputs": [5]})";
   return test::graph(text);
 }
 
@@ -126,6 +130,11 @@ TEST(FusedAttentionOnChip, UnmaskedMatchesReferenceOnTiny) {
 }
 TEST(FusedAttentionOnChip, CausalSequencesMatchReferenceOnTiny) {
   EXPECT_LT(run("fp32", 90, 90, 32, 2, ", \"causal\": 1, \"seq\": 45", "", "tiny").max_error, 1e-4);
+}
+
+TEST(FusedAttentionOnChip, SequencesOffTheTileFeedAPlainlyTiledConsumerOnTrn2) {
+  Graph g = fused_graph("fp32", 200, 200, 128, 2, ", \"causal\": 1, \"seq\": 100", "", false, true);
+  EXPECT_LT(run_on_chip(g, "trn2", GroupPolicy::whole).max_error, 1e-4);
 }
 
 TEST(FusedAttentionOnChip, KeysTransposedPerStepAndOutputStreamedMatchReferenceOnTiny) {

@@ -266,7 +266,10 @@ class FusedAttention {
       m_out_hbm = m_ctx.hbm_tensor(m_n.id, m_ctx.needed_outside(m_n.id) ? isa::TensorRole::output
                                                                         : isa::TensorRole::scratch);
     } else {
-      auto out = m_ctx.output_tiles(m_n, &m_qtiles);
+      // The output is tiled plainly, as its consumers expect; when sequences do not start on
+      // a tile, each query tile's result moves to its rows by SBUF-to-SBUF DMA.
+      m_out_direct = m_ctx.tiling(m_Lq, m_D, m_odt).same_tiling(m_qtiles);
+      auto out = m_ctx.output_tiles(m_n, m_out_direct ? &m_qtiles : nullptr);
       if (!out) return m_ctx.no_room();
       m_out = *out;
     }
@@ -608,7 +611,7 @@ class FusedAttention {
       const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
       m_ctx.activation(ActFn::reciprocal, l, l);
       std::optional<Slot> res;
-      if (m_stream_out) {
+      if (m_stream_out || !m_out_direct) {
         res = alloc(cols, m_odt, "attn_res");
         if (!res) return m_ctx.no_room();
       }
@@ -617,7 +620,22 @@ class FusedAttention {
               : LoweringContext::tile_ap(m_out, st.i, st.g * m_G * m_hd, cols);
       m_ctx.tensor_tensor(AluOp::mul, blocks(dst, ng, m_hd, m_hd), blocks(O, ng, m_hd, m_hd),
                           blocks(l, ng, 1, m_hd, 0));
-      if (res) {
+      if (res && !m_stream_out) {
+        const int64_t r0 = m_qtiles.row0(st.i);
+        for (int64_t t = 0; t < m_out.count(); ++t) {
+          const int64_t a = std::max(r0, m_out.row0(t));
+          const int64_t b = std::min(r0 + rows, m_out.row0(t) + m_out.rows_in(t));
+          if (a >= b) continue;
+          AccessPattern to = LoweringContext::tile_ap(m_out, t, st.g * m_G * m_hd, cols);
+          to.partition_start = static_cast<int32_t>(a - m_out.row0(t));
+          to.partitions = static_cast<int32_t>(b - a);
+          AccessPattern from = dst;
+          from.partition_start = static_cast<int32_t>(a - r0);
+          from.partitions = static_cast<int32_t>(b - a);
+          m_ctx.dma(m_ctx.next_store_queue(), to, from);
+        }
+        m_ctx.release(*res);
+      } else if (res) {
         m_ctx.copy_rows(false,
                         LoweringContext::hbm_ap(m_out_hbm, m_odt, View{m_Lq, m_D},
                                                 m_qtiles.row0(st.i), rows, st.g * m_G * m_hd, cols),
@@ -651,7 +669,7 @@ class FusedAttention {
   std::vector<std::vector<int64_t>> m_qt_of_seq, m_kt_of_seq;
   Operand m_q, m_k, m_v;
   Slot m_neg_ident, m_minus_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
-  bool m_kt_resident = true, m_stream_out = false;
+  bool m_kt_resident = true, m_stream_out = false, m_out_direct = true;
   int64_t m_scores = 0, m_others = 0;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
