@@ -46,7 +46,7 @@ bool accepts_attr(OpKind op, std::string_view attr) {
 
 std::optional<AttrKind> attr_kind(std::string_view attr) {
   if (attr == "axis" || attr == "start" || attr == "limit" || attr == "transpose_b" ||
-      attr == "heads") {
+      attr == "heads" || attr == "causal" || attr == "seq") {
     return AttrKind::integer;
   }
   if (attr == "value" || attr == "eps" || attr == "scale" || attr == "lo" || attr == "hi" ||

@@ -229,6 +229,8 @@ class Evaluator {
         return map_unary(*in[0], [](float x) { return std::fabs(x); });
       case OpKind::reciprocal:
         return map_unary(*in[0], [](float x) { return 1.0f / x; });
+      case OpKind::attention:
+        return attention(n, in);
     }
     throw InputError(m_path, "unhandled op");
   }
@@ -448,6 +450,53 @@ class Evaluator {
           const int64_t row = static_cast<int64_t>(ids.data[static_cast<size_t>(b * L + l)]);
           const float* vh = v.data.data() + row * D + h * hd;
           const double p = s[l] / sum;
+          for (int64_t d = 0; d < hd; ++d) o[d] += static_cast<float>(p * vh[d]);
+        }
+      }
+    }
+    return out;
+  }
+
+  // Per head h and query i: softmax over the keys j that i may see (same sequence of `seq`
+  // rows, j <= i when causal, the same segment id) of scale * q_h[i] . k_h[j] (+ bias[i, j]),
+  // then those weights times v_h's rows.
+  HostTensor attention(const Node& n, const std::vector<const HostTensor*>& in) const {
+    const HostTensor &q = *in[0], &k = *in[1], &v = *in[2];
+    const HostTensor* mask = in.size() > 3 ? in[3] : nullptr;
+    const bool segments = mask && m_g.find(n.inputs[3])->type.dtype == isa::DType::int32;
+    const int64_t Lq = q.shape[0], D = q.shape[1], Lk = k.shape[0];
+    const int64_t H = *n.int_attr("heads"), hd = D / H;
+    const int64_t* c = n.int_attr("causal");
+    const int64_t* sq = n.int_attr("seq");
+    const bool causal = c && *c != 0;
+    const int64_t seq = sq ? *sq : std::max(Lq, Lk);
+    const double scale = attention_scale(n);
+    HostTensor out = make(q.shape);
+    std::vector<double> s(static_cast<size_t>(Lk));
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < Lq; ++i) {
+        const float* qh = q.data.data() + i * D + h * hd;
+        double top = -INFINITY;
+        for (int64_t j = 0; j < Lk; ++j) {
+          bool sees = i / seq == j / seq && (!causal || j <= i);
+          if (segments) sees = sees && mask->data[static_cast<size_t>(i)] == mask->data[j];
+          if (!sees) {
+            s[j] = -INFINITY;
+            continue;
+          }
+          const float* kh = k.data.data() + j * D + h * hd;
+          double dot = 0;
+          for (int64_t d = 0; d < hd; ++d) dot += double(qh[d]) * double(kh[d]);
+          s[j] = scale * dot + (mask && !segments ? mask->data[static_cast<size_t>(i * Lk + j)] : 0.0);
+          top = std::max(top, s[j]);
+        }
+        double sum = 0;
+        for (double& x : s) sum += (x = std::isinf(x) ? 0.0 : std::exp(x - top));
+        float* o = out.data.data() + i * D + h * hd;
+        for (int64_t j = 0; j < Lk; ++j) {
+          if (s[j] == 0.0) continue;
+          const float* vh = v.data.data() + j * D + h * hd;
+          const double p = s[j] / sum;
           for (int64_t d = 0; d < hd; ++d) o[d] += static_cast<float>(p * vh[d]);
         }
       }

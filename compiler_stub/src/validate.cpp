@@ -126,6 +126,8 @@ class NodeChecker {
         return index_copy();
       case OpKind::decode_attention:
         return decode_attention();
+      case OpKind::attention:
+        return attention();
     }
     fail("unhandled op");
   }
@@ -560,6 +562,58 @@ class NodeChecker {
              " heads in dim 1");
       }
       same(dims(4)[2], dims(3)[1], "bias and ids differ in keys");
+    }
+    return *m_in[0];
+  }
+
+  // attention(q [Lq, D], k [Lk, D], v [Lk, D], mask?) -> q's type. The mask is int32 segment
+  // ids [L] (a token attends only to its own segment; Lq = Lk = L) or a float bias [Lq, Lk].
+  TensorType attention() const {
+    need_rank(0, 2, "q [Lq, D]");
+    need_rank(1, 2, "k [Lk, D]");
+    need_rank(2, 2, "v [Lk, D]");
+    const int64_t heads = required_int("heads");
+    if (const double* s = m_n.real_attr("scale"); s && !(std::isfinite(*s) && *s > 0)) {
+      fail("scale must be a positive number");
+    }
+    if (m_in[1]->dtype != m_in[2]->dtype) fail("k and v differ in dtype");
+    const Dim d = same(same(dims(0)[1], dims(1)[1], "q and k differ in width"), dims(2)[1],
+                       "q and v differ in width");
+    same(dims(1)[0], dims(2)[0], "k and v differ in rows");
+    for (size_t i = 0; i < m_in.size(); ++i) {
+      for (const Dim& x : dims(i)) {
+        if (x.kind != Dim::Kind::fixed) fail("attention needs static shapes");
+      }
+    }
+    if (heads < 1 || d.size % heads != 0) {
+      fail("heads " + std::to_string(heads) + " must divide the width " + std::to_string(d.size));
+    }
+    const int64_t lq = dims(0)[0].size, lk = dims(1)[0].size;
+    const int64_t* causal = m_n.int_attr("causal");
+    if (causal && *causal != 0 && *causal != 1) fail("causal must be 0 or 1");
+    if (causal && *causal && lq != lk) fail("causal attention needs as many queries as keys");
+    if (const int64_t* seq = m_n.int_attr("seq")) {
+      if (*seq < 1 || lq % *seq != 0 || lk % *seq != 0) {
+        fail("seq " + std::to_string(*seq) + " must divide the " + std::to_string(lq) +
+             " queries and " + std::to_string(lk) + " keys");
+      }
+      if (lq != lk) fail("sequences of `seq` rows need as many queries as keys");
+    }
+    if (m_in.size() == 4) {
+      if (m_in[3]->dtype == isa::DType::int32) {
+        need_rank(3, 1, "segment ids [L]");
+        if (lq != lk || dims(3)[0].size != lq) {
+          fail("segment ids " + to_string(dims(3)) + " must be [" + std::to_string(lq) +
+               "], one per query and key");
+        }
+      } else {
+        need_rank(3, 2, "bias [Lq, Lk]");
+        if (!isa::is_float(m_in[3]->dtype)) fail("bias must be a float type");
+        if (dims(3)[0].size != lq || dims(3)[1].size != lk) {
+          fail("bias " + to_string(dims(3)) + " must be [" + std::to_string(lq) + ", " +
+               std::to_string(lk) + "]");
+        }
+      }
     }
     return *m_in[0];
   }

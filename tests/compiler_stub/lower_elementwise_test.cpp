@@ -86,26 +86,27 @@ TEST(LowerElementwise, LogSoftmaxSubtractsTheLogOfTheSum) {
   EXPECT_EQ(count_of(p.text, "tensor_scalar.div"), 0);
 }
 
-TEST(LowerElementwise, LayernormCentresThenScalesByRsqrtThenAppliesGammaAndBeta) {
+TEST(LowerElementwise, LayernormMeansOnTheScalarEngineThenCentresScalesAppliesGammaAndBeta) {
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "input", "name": "g", "dtype": "fp32", "shape": [512]},
       {"id": 2, "op": "input", "name": "b", "dtype": "fp32", "shape": [512]},
       {"id": 3, "op": "layernorm", "inputs": [0, 1, 2]}])",
                                        "[3]"));
-  // Per row tile: mean, x - mean, (sum of squares, rsqrt on the scalar engine), scale,
-  // gamma, beta.
-  const std::string per_tile =
-      "vector: tensor_reduce.add x1\n"
-      "vector: tensor_scalar.mul x1\n"
+  // Per row tile: the mean (the scalar engine's accumulate), x - mean, (sum of squares, rsqrt
+  // on the scalar engine), scale, gamma, beta.
+  const std::string vector_per_tile =
       "vector: tensor_tensor.sub x1\n"
       "vector: tensor_tensor.mul x2\n"
       "vector: tensor_tensor.add x1\n";
+  const std::string scalar_per_tile =
+      "scalar: activation_reduce.identity x1\n"
+      "scalar: activation_reduce.square x1\n"
+      "scalar: activation.rsqrt x1\n";
   EXPECT_EQ(stream_summary(p.text),
             "ld0: dma_copy x1\nld1: dma_copy x1\nld2: dma_copy x1\nld3: dma_copy x1\n"
             "st4: dma_copy x1\nst5: dma_copy x1\n" +
-                per_tile + per_tile +
-                "scalar: activation_reduce.square x1\nscalar: activation.rsqrt x1\n"
-                "scalar: activation_reduce.square x1\nscalar: activation.rsqrt x1\n");
+                scalar_per_tile + scalar_per_tile + vector_per_tile + vector_per_tile);
+  EXPECT_EQ(count_of(p.text, "tensor_reduce"), 0);
   EXPECT_EQ(count_of(p.text, "dst=bcast_"), 2);  // gamma and beta, each once
 }
 

@@ -90,6 +90,7 @@ TEST(InferTypes, EveryOp) {
       {R"({"id": 8, "op": "log", "inputs": [0]})", "fp32[2, 3]"},
       {R"({"id": 8, "op": "abs", "inputs": [0]})", "fp32[2, 3]"},
       {R"({"id": 8, "op": "reciprocal", "inputs": [0]})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "attention", "inputs": [0, 3, 3], "heads": 3})", "fp32[2, 3]"},
   };
   for (const Case& c : cases) EXPECT_EQ(type_of(c.node), c.type) << c.node;
   // Every op of ops.def has a case above.

@@ -123,7 +123,7 @@ class Mlp final : public Workload {
 };
 
 // Transformer blocks, one forward pass over `batch` sequences of `seq` tokens: causal
-// self-attention (the mask built on the chip from iota and compare), then an MLP, each with a
+// self-attention (one fused attention op; its mask made on the chip), then an MLP, each with a
 // residual. `style=gpt2`: layernorm, biases, a gelu MLP. `style=llama`: rmsnorm, no biases, a
 // SwiGLU MLP (silu(x W1) * (x W3)) W2; rotary position embeddings are not modelled.
 class Transformer final : public Workload {
@@ -186,33 +186,15 @@ class Transformer final : public Workload {
   }
   Tensor run(Session& s, int64_t seq, int64_t index) {
     using namespace runtime;
-    const int64_t hd = m_d / m_heads, B = m_batch, H = m_heads;
+    const int64_t B = m_batch, H = m_heads;
     Tensor x =
         s.upload_random({B * seq, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
-    // The causal mask: -1e9 where the key is after the query.
-    Tensor row = s.iota({seq, seq}, isa::DType::int32, 0);
-    Tensor col = s.iota({seq, seq}, isa::DType::int32, 1);
-    Tensor mask = scale(compare(col, row, "gt"), -1e9);
-    // Heads as batches of attention: [B*H, seq, hd] (K transposed: [B*H, hd, seq]).
-    auto heads = [&](const Tensor& t, bool keys) {
-      if (B == 1)
-        return transpose(reshape(t, {seq, H, hd}),
-                         keys ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2});
-      Tensor u = transpose(reshape(t, {B, seq, H, hd}), keys ? std::vector<int64_t>{0, 2, 3, 1}
-                                                             : std::vector<int64_t>{0, 2, 1, 3});
-      return keys ? reshape(u, {B * H, hd, seq}) : reshape(u, {B * H, seq, hd});
-    };
-    auto merge = [&](const Tensor& t) {  // [B*H, seq, hd] -> [B*seq, d_model]
-      if (B == 1) return reshape(transpose(t, {1, 0, 2}), {seq, m_d});
-      return reshape(transpose(reshape(t, {B, H, seq, hd}), {0, 2, 1, 3}), {B * seq, m_d});
-    };
     for (const Layer& w : m_w) {
       Tensor h = norm(x, w.ln1_g, w.ln1_b);
-      Tensor q = heads(linear(h, w.wq, w.bq), false);
-      Tensor k = heads(linear(h, w.wk, w.bk), true);
-      Tensor v = heads(linear(h, w.wv, w.bv), false);
-      Tensor p = softmax(add(scale(batch_matmul(q, k), 1.0 / std::sqrt(double(hd))), mask));
-      x = add(x, linear(merge(batch_matmul(p, v)), w.wo, w.bo));
+      // Causal attention per sequence of `seq` rows, fused (the mask made on the chip).
+      Tensor a = attention(linear(h, w.wq, w.bq), linear(h, w.wk, w.bk), linear(h, w.wv, w.bv),
+                           nullptr, H, true, B > 1 ? seq : 0);
+      x = add(x, linear(a, w.wo, w.bo));
       Tensor h2 = norm(x, w.ln2_g, w.ln2_b);
       Tensor up =
           m_llama ? mul(silu(matmul(h2, w.w1)), matmul(h2, w.w3)) : gelu(linear(h2, w.w1, w.b1));
@@ -433,9 +415,9 @@ class Decode final : public Workload {
 // Packed attention: `seq` tokens of `segments` sequences packed into one row (as vision tokens of
 // several images are), so attention needs a block-diagonal mask: a token sees only its own
 // sequence. `mask=host` builds the dense [seq, seq] bias on the host and sends it every forward;
-// `mask=chip` sends one segment id per token and rebuilds the bias on the chip (compare the ids
-// as a column and as a row, then scale). One step: upload x, the mask (or the ids), one
-// attention block (QKV, masked softmax, PV, output projection, residual).
+// `mask=chip` sends one segment id per token and the chip rebuilds the mask per tile (compare
+// the ids as a column and as a row). One step: upload x, the mask (or the ids), one attention
+// block (QKV, fused attention with that mask, output projection, residual).
 class PackedMask final : public Workload {
  public:
   explicit PackedMask(Params& p)
@@ -468,15 +450,13 @@ class PackedMask final : public Workload {
   int64_t segment(int64_t i) const { return i * m_segments / m_seq; }
   Tensor forward(Session& s, int64_t index) {
     using namespace runtime;
-    const int64_t L = m_seq, H = m_heads, hd = m_d / m_heads;
+    const int64_t L = m_seq, H = m_heads;
     Tensor x = s.upload_random({L, m_d}, m_dtype, seed(s, 1000 + static_cast<uint64_t>(index)));
-    Tensor bias;
+    Tensor mask;
     if (m_chip) {
       std::vector<float> ids(static_cast<size_t>(L));
       for (int64_t i = 0; i < L; ++i) ids[static_cast<size_t>(i)] = float(segment(i));
-      Tensor col = s.upload({L, 1}, isa::DType::int32, ids);
-      Tensor row = reshape(col, {1, L});
-      bias = scale(compare(col, row, "ne"), -1e9);
+      mask = s.upload({L}, isa::DType::int32, ids);
     } else {
       std::vector<float> dense;
       if (s.functional()) {
@@ -487,20 +467,10 @@ class PackedMask final : public Workload {
           }
         }
       }
-      bias = s.upload({L, L}, m_dtype, dense);
+      mask = s.upload({L, L}, m_dtype, dense);
     }
-    // Head by head, so the [L, L] scores meet the [L, L] bias without a broadcast over heads.
-    auto heads = [&](const Tensor& t) { return transpose(reshape(t, {L, H, hd}), {1, 0, 2}); };
-    Tensor q = heads(matmul(x, m_wq)), k = heads(matmul(x, m_wk)), v = heads(matmul(x, m_wv));
-    std::vector<Tensor> per_head;
-    for (int64_t h = 0; h < H; ++h) {
-      Tensor qh = slice(q, 0, h, h + 1), kh = slice(k, 0, h, h + 1), vh = slice(v, 0, h, h + 1);
-      Tensor sc = reshape(batch_matmul(qh, kh, true), {L, L});
-      Tensor p = softmax(add(scale(sc, 1.0 / std::sqrt(double(hd))), bias));
-      per_head.push_back(batch_matmul(reshape(p, {1, L, L}), vh));
-    }
-    Tensor all = H == 1 ? per_head[0] : concat(per_head, 0);
-    Tensor ctx = reshape(transpose(all, {1, 0, 2}), {L, m_d});
+    // Fused attention: the segment ids (mask=chip) or the dense bias (mask=host) as its mask.
+    Tensor ctx = attention(matmul(x, m_wq), matmul(x, m_wk), matmul(x, m_wv), &mask, H, false);
     const double Ld = double(L), D = double(m_d);
     s.add_real_macs(4 * Ld * D * D + 2 * Ld * Ld * D);
     return add(x, matmul(ctx, m_wo));

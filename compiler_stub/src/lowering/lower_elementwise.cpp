@@ -140,8 +140,10 @@ LowerResult lower_norm(LoweringContext& ctx, const Node& n) {
     AccessPattern x = ctx.tile_ap(*in, t, 0, C), y = ctx.tile_ap(*out, t, 0, C);
     AccessPattern centred = x;
     if (layer) {
-      ctx.reduce(AluOp::add, col(0), x);
-      ctx.tensor_scalar(AluOp::mul, col(0), col(0), 1.0 / double(C));  // mean
+      // The mean on the scalar engine (its accumulate, the 1/C fused as its scale): the vector
+      // engine keeps the passes that need per-row or per-column operands.
+      AccessPattern mean = col(0);
+      ctx.activation(ActFn::identity, s, x, 1.0 / double(C), 0, &mean);
       ctx.tensor_tensor(AluOp::sub, w, x, bcast(col(0), C));
       centred = w;
     }

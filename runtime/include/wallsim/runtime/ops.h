@@ -75,4 +75,16 @@ inline Tensor decode_attention(const Tensor& q, const Tensor& k, const Tensor& v
   return q.session().op(OpKind::decode_attention, in, {{"heads", heads}});
 }
 
+// Fused multi-head attention (prefill, packed sequences): q [Lq, D], k, v [Lk, D], `heads` heads,
+// softmax(q.k / sqrt(D / heads) + mask) . v, rows in sequences of `seq` (0: one sequence),
+// `causal`; `mask` (optional): int32 segment ids [L] (block-diagonal) or a float bias [Lq, Lk].
+inline Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor* mask,
+                        int64_t heads, bool causal, int64_t seq = 0) {
+  std::vector<Tensor> in = {q, k, v};
+  if (mask) in.push_back(*mask);
+  Attrs attrs = {{"heads", heads}, {"causal", int64_t{causal ? 1 : 0}}};
+  if (seq > 0) attrs["seq"] = seq;
+  return q.session().op(OpKind::attention, in, attrs);
+}
+
 }  // namespace wallsim::runtime

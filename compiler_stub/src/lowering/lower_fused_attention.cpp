@@ -1,0 +1,691 @@
+// The fused-attention family: `attention` (prefill and packed sequences) as one flash-style
+// kernel. Scores and probabilities never leave PSUM and SBUF; K and V are read once per group
+// of heads, so the op's HBM traffic grows as O(L x D), not O(L^2).
+#include <algorithm>
+#include <deque>
+#include <map>
+
+#include "lowering/lowering_context.h"
+
+namespace wallsim::compiler_stub::lowering {
+namespace {
+
+// The additive mask value of a masked score: -2^30, exact in bf16, so exp() of it is 0.
+constexpr double kMasked = -1073741824.0;
+
+// attention(q [Lq, D], k [Lk, D], v [Lk, D], mask?): per group of G heads (as many as one PSUM
+// bank holds side by side), per sequence, per query tile i (T rows) and key tile j (T keys), a
+// step in three stages:
+//  A. Scores: S [rows, G x keys] = (mask) + Q_i^T . K_j^T per head, in one PSUM bank. The mask
+//     is added by the array: a 0/1 tile M^T [keys, queries] (stationary) times -2^30 x the
+//     identity (moving, broadcast over the heads): the causal tile from iota and a compare,
+//     made once; a block-diagonal tile from the keys' segment ids (one per partition) and the
+//     queries' (a row) and a compare, per step; or the identity times a dense bias tile read
+//     from HBM. The vector engine takes the row maxima and the running max m' = max(m, rowmax),
+//     kept in bf16, and m - m'.
+//  B. Softmax: the array subtracts m' (m'^T [heads, queries] stationary, -I broadcast over each
+//     head's keys moving); the scalar engine takes exp straight from PSUM with its row sum
+//     fused (activation_reduce), and alpha = exp(m - m'); l = l alpha + rowsum.
+//  C. P.V: P's key tiles go through the array as P^T (the scalar engine evacuates them),
+//     P^T . V_j per head into a PSUM bank, and O = O alpha + P V on the vector engine.
+// At the end of a query tile the output is O / l. Tiles a causal structure leaves empty (keys
+// after the tile's last query, keys of another sequence) are not computed; which tiles run
+// depends on shapes and attributes only, never on data. Engines run their streams in order, so
+// the stages are a software pipeline (A of step k, B of k - 1, C of k - 2) that runs on across
+// query tiles, sequences and head groups. Q^T and K^T come from the array too, a stack of heads
+// per transpose when the head width leaves rows of the array free (the score matmuls of a
+// stack then use partitions 0.., hd.., ...); Q is scaled on the way out of PSUM by the scalar
+// engine's fused scale.
+class FusedAttention {
+ public:
+  FusedAttention(LoweringContext& ctx, const Node& n) : m_ctx(ctx), m_n(n) {}
+
+  LowerResult run() {
+    if (auto e = plan()) return e;
+    if (auto e = prepare()) return e;
+    // The steps in order: scores of step k, softmax of step k - 1, P.V of step k - 2.
+    std::deque<Step> scored, exped;
+    auto advance = [&](size_t keep) -> LowerResult {
+      while (scored.size() > keep) {
+        if (auto e = stage_softmax(scored.front())) return e;
+        exped.push_back(scored.front());
+        scored.pop_front();
+      }
+      while (exped.size() > keep) {
+        if (auto e = stage_pv(exped.front())) return e;
+        exped.pop_front();
+      }
+      return std::nullopt;
+    };
+    for (int64_t g = 0; g < m_groups; ++g) {
+      for (int64_t s = 0; s < m_sequences; ++s) {
+        for (int64_t i : m_qt_of_seq[s]) {
+          const auto keys = keys_for(s, i);
+          for (size_t jj = 0; jj < keys.size(); ++jj) {
+            Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), 0, {}};
+            if (auto e = stage_scores(st)) return e;
+            scored.push_back(st);
+            if (auto e = advance(1)) return e;
+          }
+        }
+      }
+    }
+    if (auto e = advance(0)) return e;
+    for (Slot s : m_op_buffers) m_ctx.release(s);
+    if (m_stream_out) m_ctx.alias_hbm(m_n.id, m_out_hbm);
+    return std::nullopt;
+  }
+
+ private:
+  // Per-step temporaries that stage B needs.
+  struct Step {
+    int64_t g, s, i, j;
+    bool first, last;
+    int mnew = 0;  // which of the item's two running-max columns this step writes
+    struct {
+      Slot s, p, alpha, rmax;
+    } t;
+  };
+  // One query tile of one head group: the online-softmax state.
+  struct Item {
+    Slot qt, m[2], l, o;
+    int cur = 0;
+  };
+  // K^T and V of one sequence for one head group.
+  struct Keys {
+    std::optional<Slot> kt;  // K^T, unless made per step
+    std::optional<Slot> v;   // V's tiles when V is not on chip
+    int64_t steps_left = 0;
+  };
+  // A value read by row tiles: on chip in the op's tiling, or loaded from HBM per use.
+  struct Operand {
+    int32_t id = -1;
+    DType dt = DType::fp32;
+    std::optional<Tiles> tiles;
+    Slot hbm;
+  };
+
+  LowerResult plan() {
+    const int32_t qid = m_n.inputs[0], kid = m_n.inputs[1];
+    const TensorType& qt = m_ctx.type_of(qid);
+    const TensorType& kt = m_ctx.type_of(kid);
+    m_T = m_ctx.tile_rows();
+    m_Lq = qt.dims[0].size;
+    m_Lk = kt.dims[0].size;
+    m_D = qt.dims[1].size;
+    m_H = *m_n.int_attr("heads");
+    m_hd = m_D / m_H;
+    const int64_t* causal = m_n.int_attr("causal");
+    m_causal = causal && *causal != 0;
+    const int64_t* seq = m_n.int_attr("seq");
+    m_seq = seq ? *seq : std::max(m_Lq, m_Lk);
+    m_sequences = seq ? m_Lq / m_seq : 1;
+    m_kvdt = kt.dtype;
+    m_odt = m_n.type.dtype;
+    if (m_n.inputs.size() > 3) {
+      const DType mdt = m_ctx.type_of(m_n.inputs[3]).dtype;
+      (mdt == DType::int32 ? m_segments : m_bias) = true;
+      m_bdt = mdt;
+    }
+    const int64_t bank_cols = m_ctx.arch().psum.bank_bytes / 4;
+    const int64_t C = moving_cols(m_ctx);
+    if (m_hd > m_T) {
+      return m_ctx.error("head width " + std::to_string(m_hd) + " exceeds the " +
+                         std::to_string(m_T) + " rows of the array");
+    }
+    if (m_hd > C || C < m_T) return m_ctx.error("a PSUM bank is narrower than a key tile");
+    if (m_ctx.psum_bank_count() < 6) return m_ctx.error("needs at least 6 PSUM banks");
+    // G heads side by side: G key tiles in S, G P^T tiles, G output blocks in one bank each.
+    m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+    const int32_t align = m_ctx.arch().partition_alignment;
+    auto stack_of = [&](int64_t G) {
+      return m_hd % align == 0 ? std::max<int64_t>(1, std::min(G, m_T / m_hd)) : 1;
+    };
+    // A sequence's K^T and V stay on chip for a head group when they take at most
+    // compiler.attention_pipeline_percent of the SBUF the op's on-chip operands leave (fewer
+    // heads per group until they do); else K^T is made again per step from K's tile.
+    const int64_t keys = std::min(m_seq, m_Lk), kvb = isa::dtype_bytes(m_kvdt);
+    const int64_t key_tiles = (keys + m_T - 1) / m_T;
+    int64_t pinned = 0;
+    for (int32_t id : m_n.inputs) {
+      if (m_ctx.on_chip(id)) {
+        const TensorType& t = m_ctx.type_of(id);
+        const View v = view_of(t);
+        pinned += (v.rows + m_T - 1) / m_T * v.cols * isa::dtype_bytes(t.dtype);
+      }
+    }
+    const int64_t share = m_ctx.options().attention_pipeline_percent;
+    const int64_t budget = std::max<int64_t>(0, m_ctx.sbuf_capacity() - pinned) * share / 100;
+    const bool v_on_chip = m_ctx.on_chip(m_n.inputs[2]);
+    auto stacks_of = [&](int64_t G) { return (G + stack_of(G) - 1) / stack_of(G); };
+    // Two groups' keys overlap while the pipeline passes from one group to the next.
+    auto resident = [&](int64_t G, bool kt) {
+      return 2 * ((kt ? stacks_of(G) * key_tiles * m_T * kvb : 0) +
+                  (v_on_chip ? 0 : key_tiles * G * m_hd * kvb));
+    };
+    while (m_G > 1 && resident(m_G, true) > budget) --m_G;
+    m_kt_resident = resident(m_G, true) <= budget;
+    if (!m_kt_resident) {
+      m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+      while (m_G > 1 && resident(m_G, false) > budget) --m_G;
+    }
+    // The output stays on chip unless, with the operands and the keys, it would take more than
+    // that share: then each query tile's result is stored to HBM as soon as it is done.
+    const int64_t out_bytes = (m_Lq + m_T - 1) / m_T * m_D * isa::dtype_bytes(m_odt);
+    m_stream_out = pinned + out_bytes + resident(m_G, m_kt_resident) > m_ctx.sbuf_share(share);
+    m_groups = (m_H + m_G - 1) / m_G;
+    m_stack = stack_of(m_G);
+    const int64_t run = seq ? m_seq : 0;
+    m_qtiles = m_ctx.tiling(m_Lq, m_D, qt.dtype, run);
+    m_ktiles = m_ctx.tiling(m_Lk, m_D, m_kvdt, run);
+    m_qt_of_seq.assign(static_cast<size_t>(m_sequences), {});
+    m_kt_of_seq.assign(static_cast<size_t>(m_sequences), {});
+    for (int64_t t = 0; t < m_qtiles.count(); ++t) {
+      m_qt_of_seq[static_cast<size_t>(m_qtiles.row0(t) / m_seq)].push_back(t);
+    }
+    for (int64_t t = 0; t < m_ktiles.count(); ++t) {
+      m_kt_of_seq[static_cast<size_t>(m_ktiles.row0(t) / m_seq)].push_back(t);
+    }
+    return std::nullopt;
+  }
+
+  // The key tiles query tile i sees: its sequence's, up to its last query when causal.
+  std::vector<int64_t> keys_for(int64_t s, int64_t i) const {
+    std::vector<int64_t> out;
+    const int64_t last_q = m_qtiles.row0(i) + m_qtiles.rows_in(i) - 1;
+    for (int64_t j : m_kt_of_seq[static_cast<size_t>(s)]) {
+      if (m_causal && m_ktiles.row0(j) > last_q) continue;
+      out.push_back(j);
+    }
+    return out;
+  }
+  bool masked(int64_t i, int64_t j) const {
+    if (m_segments || m_bias) return true;
+    return m_causal && m_ktiles.row0(j) + m_ktiles.rows_in(j) - 1 > m_qtiles.row0(i);
+  }
+
+  std::optional<Slot> alloc(int64_t elems, DType dt, const char* hint) {
+    return m_ctx.sbuf_alloc(elems * isa::dtype_bytes(dt), hint);
+  }
+  AccessPattern ap(Slot s, DType dt, int32_t parts, int64_t off, int64_t cols,
+                   int32_t p0 = 0) const {
+    AccessPattern a = LoweringContext::sbuf_ap(s, dt, parts, off, cols);
+    a.partition_start = p0;
+    return a;
+  }
+  // [parts x groups x width] with a group stride (0: the same block for every group).
+  static AccessPattern blocks(AccessPattern a, int64_t groups, int64_t gstride, int64_t width,
+                              int64_t stride = 1) {
+    a.num_free = 2;
+    a.free[0] = {groups, gstride};
+    a.free[1] = {width, stride};
+    return a;
+  }
+  void vector_op(Opcode op, const AccessPattern& dst, double value, double pstep, double step) {
+    Instruction in = LoweringContext::vec(op, dst);
+    in.value = value;
+    in.partition_step = pstep;
+    in.step = step;
+    m_ctx.emit(m_ctx.stream(Engine::vector), in);
+  }
+
+  bool operand(Operand& o, int32_t id, const Tiles& tiling) {
+    o.id = id;
+    o.dt = m_ctx.type_of(id).dtype;
+    if (m_ctx.on_chip(id)) {
+      auto t = m_ctx.tiles_of(id);
+      if (t && t->same_tiling(tiling)) {
+        o.tiles = t;
+        return true;
+      }
+    }
+    if (!m_ctx.ensure_hbm(id)) return false;
+    o.hbm = m_ctx.hbm_tensor(id, isa::TensorRole::input);
+    return true;
+  }
+  // Columns [c0, c0 + nc) of row tile t of `o`: on chip, or loaded into `tmp`.
+  AccessPattern rows_of(const Operand& o, const Tiles& tiling, int64_t t, int64_t c0, int64_t nc,
+                        std::optional<Slot>& tmp, int64_t tmp_off = 0) {
+    if (o.tiles) return LoweringContext::tile_ap(*o.tiles, t, c0, nc);
+    if (!tmp) tmp = alloc(nc, o.dt, "attn_in");
+    if (!tmp) return {};
+    const AccessPattern dst = ap(*tmp, o.dt, tiling.rows_in(t), tmp_off, nc);
+    m_ctx.copy_rows(true, dst,
+                    LoweringContext::hbm_ap(o.hbm, o.dt, View{tiling.rows, m_D}, tiling.row0(t),
+                                            tiling.rows_in(t), c0, nc));
+    m_ctx.count_bytes_in(int64_t{tiling.rows_in(t)} * nc * isa::dtype_bytes(o.dt));
+    return dst;
+  }
+
+  LowerResult prepare() {
+    if (!operand(m_q, m_n.inputs[0], m_qtiles) || !operand(m_k, m_n.inputs[1], m_ktiles) ||
+        !operand(m_v, m_n.inputs[2], m_ktiles)) {
+      return m_ctx.no_room();
+    }
+    if (m_stream_out) {
+      m_out_hbm = m_ctx.hbm_tensor(m_n.id, m_ctx.needed_outside(m_n.id) ? isa::TensorRole::output
+                                                                        : isa::TensorRole::scratch);
+    } else {
+      // The output is tiled plainly, as its consumers expect; when sequences do not start on
+      // a tile, each query tile's result moves to its rows by SBUF-to-SBUF DMA.
+      m_out_direct = m_ctx.tiling(m_Lq, m_D, m_odt).same_tiling(m_qtiles);
+      auto out = m_ctx.output_tiles(m_n, m_out_direct ? &m_qtiles : nullptr);
+      if (!out) return m_ctx.no_room();
+      m_out = *out;
+    }
+    const int32_t T = m_T;
+    // The identity (times -2^30 for 0/1 masks, times 1 for a bias) from iota and a compare.
+    auto diff = alloc(T, DType::fp32, "attn_iota");
+    if (!diff) return m_ctx.no_room();
+    const AccessPattern d = ap(*diff, DType::fp32, T, 0, T);
+    vector_op(Opcode::iota, d, 0, 1, -1);
+    m_ctx.tensor_scalar(AluOp::eq, d, d, 0.0);
+    auto ident = [&](DType dt, double v) -> std::optional<Slot> {
+      auto s = alloc(T, dt, "attn_ident");
+      if (!s) return s;
+      m_op_buffers.push_back(*s);
+      m_ctx.tensor_scalar(AluOp::mul, ap(*s, dt, T, 0, T), d, v);
+      return s;
+    };
+    if (m_causal || m_segments) {
+      auto s = ident(DType::bf16, kMasked);
+      if (!s) return m_ctx.no_room();
+      m_neg_ident = *s;
+    }
+    {
+      auto s = ident(DType::bf16, -1.0);
+      if (!s) return m_ctx.no_room();
+      m_minus_ident = *s;
+    }
+    if (m_bias) {
+      auto s = ident(m_bdt, 1.0);
+      if (!s) return m_ctx.no_room();
+      m_bias_ident = *s;
+      m_bias_hbm = m_ctx.hbm_tensor(m_n.inputs[3], isa::TensorRole::input);
+    }
+    // The causal tile, transposed (keys on partitions): 1 where the key is after the query.
+    // Query and key tiles start together, so one tile serves every diagonal. From iota
+    // (key - query) and a compare.
+    if (m_causal) {
+      auto c = alloc(T, DType::bf16, "attn_causal");
+      if (!c) return m_ctx.no_room();
+      m_op_buffers.push_back(*c);
+      vector_op(Opcode::iota, d, 0, 1, -1);
+      m_ctx.tensor_scalar(AluOp::gt, ap(*c, DType::bf16, T, 0, T), d, 0.0);
+      m_causal_tile = *c;
+    }
+    m_ctx.release(*diff);
+    if (m_segments) {  // the keys' segment ids, one per partition, a column per key tile
+      m_seg_hbm = m_ctx.hbm_tensor(m_n.inputs[3], isa::TensorRole::input);
+      auto c = alloc(m_ktiles.count(), DType::int32, "attn_segk");
+      if (!c) return m_ctx.no_room();
+      m_op_buffers.push_back(*c);
+      m_seg_cols = *c;
+      for (int64_t j = 0; j < m_ktiles.count(); ++j) {
+        m_ctx.dma(m_ctx.next_load_queue(), ap(*c, DType::int32, m_ktiles.rows_in(j), j, 1),
+                  LoweringContext::ids_ap(m_seg_hbm, m_ktiles, j));
+      }
+      m_ctx.count_bytes_in(m_Lk * 4);
+    }
+    return std::nullopt;
+  }
+
+  // PSUM banks 2.. in rotation, for values that live within one stage.
+  Slot other_bank() {
+    return m_ctx.psum_bank(static_cast<size_t>(2 + m_others++ % (m_ctx.psum_bank_count() - 2)));
+  }
+  int64_t heads_in(int64_t g) const { return std::min(m_G, m_H - g * m_G); }
+
+  // Q_i^T (scaled) or K_j^T of group g: per stack of heads, a transpose into PSUM and a copy
+  // out by the scalar engine into dst's columns [col0 + stack x cols, ...).
+  void transpose_heads(const AccessPattern& src, int64_t g, Slot dst, int64_t col0, int64_t cols,
+                       int64_t stack_stride, double scale) {
+    const int64_t ng = heads_in(g);
+    for (int64_t h0 = 0; h0 < ng; h0 += m_stack) {
+      const int64_t ns = std::min(m_stack, ng - h0);
+      const Slot bank = other_bank();
+      const int32_t parts = static_cast<int32_t>(ns * m_hd);
+      AccessPattern s = src;
+      s.offset += h0 * m_hd;
+      s.free[0].size = ns * m_hd;
+      m_ctx.emit_transpose(LoweringContext::psum_ap(bank, parts, src.partitions), s);
+      m_ctx.activation(ActFn::identity,
+                       ap(dst, m_kvdt, parts, col0 + (h0 / m_stack) * stack_stride, cols),
+                       LoweringContext::psum_ap(bank, parts, cols), scale);
+    }
+  }
+  // Head h (of group g)'s rows in a stacked transposed buffer: partitions and a column offset.
+  std::pair<int32_t, int64_t> stacked(int64_t h, int64_t stack_stride) const {
+    return {static_cast<int32_t>((h % m_stack) * m_hd), (h / m_stack) * stack_stride};
+  }
+
+  LowerResult start_keys(int64_t g, int64_t s) {
+    const auto& tiles = m_kt_of_seq[static_cast<size_t>(s)];
+    const int64_t L = int64_t(tiles.size()) * m_T;
+    const int64_t stacks = (heads_in(g) + m_stack - 1) / m_stack;
+    Keys k;
+    if (m_kt_resident) {
+      auto kt = alloc(stacks * L, m_kvdt, "attn_kt");
+      if (!kt) return m_ctx.no_room();
+      k.kt = *kt;
+    }
+    const int64_t cols = heads_in(g) * m_hd;
+    if (!m_v.tiles) {
+      k.v = alloc(int64_t(tiles.size()) * cols, m_kvdt, "attn_v");
+      if (!k.v) return m_ctx.no_room();
+    }
+    for (size_t x = 0; x < tiles.size(); ++x) {
+      const int64_t j = tiles[x];
+      if (m_kt_resident) {
+        std::optional<Slot> tmp;
+        const AccessPattern src = rows_of(m_k, m_ktiles, j, g * m_G * m_hd, cols, tmp);
+        if (!src.valid()) return m_ctx.no_room();
+        transpose_heads(src, g, *k.kt, int64_t(x) * m_T, m_ktiles.rows_in(j), L, 1.0);
+        if (tmp) m_ctx.release(*tmp);
+      }
+      if (k.v) {
+        std::optional<Slot> vs = k.v;
+        rows_of(m_v, m_ktiles, j, g * m_G * m_hd, cols, vs, int64_t(x) * cols);
+      }
+    }
+    for (int64_t i : m_qt_of_seq[static_cast<size_t>(s)]) {
+      k.steps_left += static_cast<int64_t>(keys_for(s, i).size());
+    }
+    m_keys[{g, s}] = k;
+    return std::nullopt;
+  }
+
+  LowerResult start_item(const Step& st) {
+    const int64_t ng = heads_in(st.g), rows = m_qtiles.rows_in(st.i);
+    const int64_t stacks = (ng + m_stack - 1) / m_stack;
+    Item it;
+    auto qt = alloc(stacks * m_T, m_kvdt, "attn_qt");
+    auto m0 = alloc(m_G, DType::bf16, "attn_m");
+    auto m1 = alloc(m_G, DType::bf16, "attn_m");
+    auto l = alloc(m_G, DType::fp32, "attn_l");
+    auto o = alloc(m_G * m_hd, DType::fp32, "attn_o");
+    if (!qt || !m0 || !m1 || !l || !o) return m_ctx.no_room();
+    it.qt = *qt;
+    it.m[0] = *m0;
+    it.m[1] = *m1;
+    it.l = *l;
+    it.o = *o;
+    std::optional<Slot> tmp;
+    const AccessPattern src = rows_of(m_q, m_qtiles, st.i, st.g * m_G * m_hd, ng * m_hd, tmp);
+    if (!src.valid()) return m_ctx.no_room();
+    transpose_heads(src, st.g, it.qt, 0, rows, m_T, attention_scale(m_n));
+    if (tmp) m_ctx.release(*tmp);
+    if (m_segments) {  // the queries' segment ids as a row on every partition
+      auto c = alloc(rows, DType::int32, "attn_segq");
+      if (!c) return m_ctx.no_room();
+      AccessPattern src = LoweringContext::hbm_ap(m_seg_hbm, DType::int32, View{1, m_Lq}, 0, m_T,
+                                                  m_qtiles.row0(st.i), rows);
+      src.partition_stride = 0;
+      m_ctx.dma(m_ctx.next_load_queue(), ap(*c, DType::int32, m_T, 0, rows), src);
+      m_ctx.count_bytes_in(rows * 4);
+      m_seg_rows[{st.g, st.i}] = *c;
+    }
+    m_items[{st.g, st.i}] = it;
+    return std::nullopt;
+  }
+
+  LowerResult stage_scores(Step& st) {
+    if (st.first && !m_keys.count({st.g, st.s})) {
+      if (auto e = start_keys(st.g, st.s)) return e;
+    }
+    if (st.first) {
+      if (auto e = start_item(st)) return e;
+    }
+    Item& it = m_items.at({st.g, st.i});
+    const Keys& ks = m_keys.at({st.g, st.s});
+    const int64_t ng = heads_in(st.g);
+    const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
+    const int64_t x = st.j - m_kt_of_seq[static_cast<size_t>(st.s)].front();
+    const int64_t L = int64_t(m_kt_of_seq[static_cast<size_t>(st.s)].size()) * m_T;
+    // S lives from its scores to its softmax, one step later: two banks of its own.
+    const Slot sb = m_ctx.psum_bank(static_cast<size_t>(m_scores++ % 2));
+    const AccessPattern S = LoweringContext::psum_ap(sb, rows, ng * kc);
+    // The mask, added by the array: S += M^T^T . (-2^30 I) for a 0/1 mask M^T [keys, queries]
+    // (stationary), or S += I . bias for a dense bias tile (moving); one matmul for all heads.
+    const bool mk = masked(st.i, st.j);
+    if (mk) {
+      std::optional<Slot> mtile;
+      if (m_bias) {
+        mtile = alloc(kc, m_bdt, "attn_bias");
+        if (!mtile) return m_ctx.no_room();
+        const AccessPattern mt = ap(*mtile, m_bdt, rows, 0, kc);
+        m_ctx.copy_rows(
+            true, mt,
+            LoweringContext::hbm_ap(m_bias_hbm, m_bdt, View{m_Lq, m_Lk}, m_qtiles.row0(st.i), rows,
+                                    m_ktiles.row0(st.j), kc));
+        m_ctx.count_bytes_in(int64_t{rows} * kc * isa::dtype_bytes(m_bdt));
+        m_ctx.emit_matmul(S, ap(m_bias_ident, m_bdt, rows, 0, rows), blocks(mt, ng, 0, kc), true,
+                          false);
+      } else {
+        const bool diagonal = m_causal && m_ktiles.row0(st.j) + kc - 1 > m_qtiles.row0(st.i);
+        const int64_t d = m_ktiles.row0(st.j) - m_qtiles.row0(st.i);
+        AccessPattern mt = ap(m_causal_tile, DType::bf16, kc, 0, rows);
+        if (m_segments) {
+          mtile = alloc(rows, DType::bf16, "attn_segmask");
+          if (!mtile) return m_ctx.no_room();
+          mt = ap(*mtile, DType::bf16, kc, 0, rows);
+          m_ctx.tensor_tensor(
+              AluOp::ne, mt,
+              LoweringContext::broadcast_column(ap(m_seg_cols, DType::int32, kc, st.j, 1), rows),
+              ap(m_seg_rows.at({st.g, st.i}), DType::int32, kc, 0, rows));
+          if (diagonal) {
+            m_ctx.tensor_tensor(AluOp::max, mt, mt, ap(m_causal_tile, DType::bf16, kc, 0, rows));
+          }
+        } else if (d != 0) {
+          return m_ctx.error("causal key and query tiles do not start together");
+        }
+        m_ctx.emit_matmul(S, mt, blocks(ap(m_neg_ident, DType::bf16, kc, 0, kc), ng, 0, kc), true,
+                          false);
+      }
+      if (mtile) m_ctx.release(*mtile);
+    }
+    // K^T of this key tile, when it is not kept for the sequence.
+    std::optional<Slot> kt_step;
+    if (!m_kt_resident) {
+      const int64_t stacks = (ng + m_stack - 1) / m_stack;
+      kt_step = alloc(stacks * m_T, m_kvdt, "attn_kt");
+      if (!kt_step) return m_ctx.no_room();
+      std::optional<Slot> tmp;
+      const AccessPattern src = rows_of(m_k, m_ktiles, st.j, st.g * m_G * m_hd, ng * m_hd, tmp);
+      if (!src.valid()) return m_ctx.no_room();
+      transpose_heads(src, st.g, *kt_step, 0, kc, m_T, 1.0);
+      if (tmp) m_ctx.release(*tmp);
+    }
+    const Slot kt = m_kt_resident ? *ks.kt : *kt_step;
+    const int64_t kx = m_kt_resident ? x * m_T : 0, kstride = m_kt_resident ? L : m_T;
+    for (int64_t h = 0; h < ng; ++h) {
+      const auto [p0, off] = stacked(h, kstride);
+      const auto [q0, qoff] = stacked(h, m_T);
+      m_ctx.emit_matmul(LoweringContext::psum_ap(sb, rows, kc, h * kc),
+                        ap(it.qt, m_kvdt, static_cast<int32_t>(m_hd), qoff, rows, q0),
+                        ap(kt, m_kvdt, static_cast<int32_t>(m_hd), off + kx, kc, p0), !mk, false);
+    }
+    if (kt_step) m_ctx.release(*kt_step);
+    // Row maxima and the running max m' (bf16, so that the array subtracts exactly the m'
+    // that rescales), and alpha's exponent m - m' (vector).
+    auto stats = alloc(3 * m_G, DType::fp32, "attn_stats");
+    auto rmax = alloc(m_G, DType::bf16, "attn_rmax");
+    if (!stats || !rmax) return m_ctx.no_room();
+    const AccessPattern mold = ap(it.m[it.cur], DType::bf16, rows, 0, ng);
+    const AccessPattern mnew = ap(it.m[1 - it.cur], DType::bf16, rows, 0, ng);
+    const AccessPattern Sg = blocks(S, ng, kc, kc);
+    if (st.first) {
+      m_ctx.reduce(AluOp::max, mnew, Sg);
+    } else {
+      const AccessPattern rm = ap(*rmax, DType::bf16, rows, 0, ng);
+      m_ctx.reduce(AluOp::max, rm, Sg);
+      m_ctx.tensor_tensor(AluOp::max, mnew, mold, rm);
+      m_ctx.tensor_tensor(AluOp::sub, ap(*stats, DType::fp32, rows, 2 * m_G, ng), mold, mnew);
+    }
+    st.mnew = 1 - it.cur;
+    it.cur = 1 - it.cur;
+    st.t.s = sb;
+    st.t.alpha = *stats;
+    st.t.rmax = *rmax;
+    return std::nullopt;
+  }
+
+  // S -= m' by the array (m'^T [heads, queries] stationary, -I broadcast over each head's keys
+  // moving), then P = exp(S) straight from PSUM with its row sums (scalar), l = l alpha + sums.
+  LowerResult stage_softmax(Step& st) {
+    Item& it = m_items.at({st.g, st.i});
+    const int64_t ng = heads_in(st.g);
+    const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
+    const int32_t G = static_cast<int32_t>(ng);
+    const Slot mb = other_bank();
+    auto mt = alloc(rows, DType::bf16, "attn_mt");
+    auto P = alloc(ng * kc, m_kvdt, "attn_p");
+    if (!mt || !P) return m_ctx.no_room();
+    m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
+                         ap(it.m[st.mnew], DType::bf16, rows, 0, ng));
+    const AccessPattern mtap = ap(*mt, DType::bf16, G, 0, rows);
+    m_ctx.activation(ActFn::identity, mtap, LoweringContext::psum_ap(mb, G, rows));
+    const AccessPattern S = LoweringContext::psum_ap(st.t.s, rows, ng * kc);
+    m_ctx.emit_matmul(S, mtap, blocks(ap(m_minus_ident, DType::bf16, G, 0, ng), ng, 1, kc, 0),
+                      false, true);
+    m_ctx.release(*mt);
+    m_ctx.release(st.t.rmax);
+    const Slot stats = st.t.alpha;
+    for (int64_t h = 0; h < ng; ++h) {
+      const AccessPattern acc =
+          st.first ? ap(it.l, DType::fp32, rows, h, 1) : ap(stats, DType::fp32, rows, m_G + h, 1);
+      m_ctx.activation(ActFn::exp, ap(*P, m_kvdt, rows, h * kc, kc),
+                       LoweringContext::psum_ap(st.t.s, rows, kc, h * kc), 1, 0, &acc);
+    }
+    if (!st.first) {
+      const AccessPattern alpha = ap(stats, DType::fp32, rows, 2 * m_G, ng);
+      m_ctx.activation(ActFn::exp, alpha, alpha);
+      const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
+      m_ctx.tensor_tensor(AluOp::mul, l, l, alpha);
+      m_ctx.tensor_tensor(AluOp::add, l, l, ap(stats, DType::fp32, rows, m_G, ng));
+    }
+    st.t.p = *P;
+    return std::nullopt;
+  }
+
+  LowerResult stage_pv(const Step& st) {
+    Item& it = m_items.at({st.g, st.i});
+    Keys& ks = m_keys.at({st.g, st.s});
+    const int64_t ng = heads_in(st.g);
+    const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
+    const int64_t x = st.j - m_kt_of_seq[static_cast<size_t>(st.s)].front();
+    // P^T per head, evacuated by the scalar engine.
+    const Slot tb = other_bank();
+    for (int64_t h = 0; h < ng; ++h) {
+      m_ctx.emit_transpose(LoweringContext::psum_ap(tb, kc, rows, h * rows),
+                           ap(st.t.p, m_kvdt, rows, h * kc, kc));
+    }
+    auto PT = alloc(ng * rows, m_kvdt, "attn_pt");
+    if (!PT) return m_ctx.no_room();
+    m_ctx.activation(ActFn::identity, ap(*PT, m_kvdt, kc, 0, ng * rows),
+                     LoweringContext::psum_ap(tb, kc, ng * rows));
+    m_ctx.release(st.t.p);
+    // P V per head into one bank; O = O alpha + P V.
+    const Slot ob = other_bank();
+    const int64_t cols = ng * m_hd;
+    for (int64_t h = 0; h < ng; ++h) {
+      const AccessPattern v =
+          m_v.tiles ? LoweringContext::tile_ap(*m_v.tiles, st.j, (st.g * m_G + h) * m_hd, m_hd)
+                    : ap(*ks.v, m_kvdt, kc, x * cols + h * m_hd, m_hd);
+      m_ctx.emit_matmul(LoweringContext::psum_ap(ob, rows, m_hd, h * m_hd),
+                        ap(*PT, m_kvdt, kc, h * rows, rows), v, true, true);
+    }
+    m_ctx.release(*PT);
+    const AccessPattern O = ap(it.o, DType::fp32, rows, 0, cols);
+    const AccessPattern Ops = LoweringContext::psum_ap(ob, rows, cols);
+    if (st.first) {
+      m_ctx.evacuate(O, Ops);
+    } else {
+      const AccessPattern a = ap(st.t.alpha, DType::fp32, rows, 2 * m_G, ng);
+      m_ctx.tensor_tensor(AluOp::mul, blocks(O, ng, m_hd, m_hd), blocks(O, ng, m_hd, m_hd),
+                          blocks(a, ng, 1, m_hd, 0));
+      m_ctx.tensor_tensor(AluOp::add, O, O, Ops);
+    }
+    m_ctx.release(st.t.alpha);
+    if (st.last) {  // out = O / l
+      const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
+      m_ctx.activation(ActFn::reciprocal, l, l);
+      std::optional<Slot> res;
+      if (m_stream_out || !m_out_direct) {
+        res = alloc(cols, m_odt, "attn_res");
+        if (!res) return m_ctx.no_room();
+      }
+      const AccessPattern dst =
+          res ? ap(*res, m_odt, rows, 0, cols)
+              : LoweringContext::tile_ap(m_out, st.i, st.g * m_G * m_hd, cols);
+      m_ctx.tensor_tensor(AluOp::mul, blocks(dst, ng, m_hd, m_hd), blocks(O, ng, m_hd, m_hd),
+                          blocks(l, ng, 1, m_hd, 0));
+      if (res && !m_stream_out) {
+        const int64_t r0 = m_qtiles.row0(st.i);
+        for (int64_t t = 0; t < m_out.count(); ++t) {
+          const int64_t a = std::max(r0, m_out.row0(t));
+          const int64_t b = std::min(r0 + rows, m_out.row0(t) + m_out.rows_in(t));
+          if (a >= b) continue;
+          AccessPattern to = LoweringContext::tile_ap(m_out, t, st.g * m_G * m_hd, cols);
+          to.partition_start = static_cast<int32_t>(a - m_out.row0(t));
+          to.partitions = static_cast<int32_t>(b - a);
+          AccessPattern from = dst;
+          from.partition_start = static_cast<int32_t>(a - r0);
+          from.partitions = static_cast<int32_t>(b - a);
+          m_ctx.dma(m_ctx.next_store_queue(), to, from);
+        }
+        m_ctx.release(*res);
+      } else if (res) {
+        m_ctx.copy_rows(false,
+                        LoweringContext::hbm_ap(m_out_hbm, m_odt, View{m_Lq, m_D},
+                                                m_qtiles.row0(st.i), rows, st.g * m_G * m_hd, cols),
+                        dst);
+        m_ctx.count_bytes_out(int64_t{rows} * cols * isa::dtype_bytes(m_odt));
+        m_ctx.release(*res);
+      }
+      for (Slot s : {it.qt, it.m[0], it.m[1], it.l, it.o}) m_ctx.release(s);
+      m_items.erase({st.g, st.i});
+      if (auto c = m_seg_rows.find({st.g, st.i}); c != m_seg_rows.end()) {
+        m_ctx.release(c->second);
+        m_seg_rows.erase(c);
+      }
+    }
+    if (--ks.steps_left == 0) {
+      if (ks.kt) m_ctx.release(*ks.kt);
+      if (ks.v) m_ctx.release(*ks.v);
+      m_keys.erase({st.g, st.s});
+    }
+    return std::nullopt;
+  }
+
+  LoweringContext& m_ctx;
+  const Node& m_n;
+  int32_t m_T = 0;
+  int64_t m_Lq = 0, m_Lk = 0, m_D = 0, m_H = 1, m_hd = 0, m_seq = 0, m_sequences = 1;
+  int64_t m_G = 1, m_groups = 1, m_stack = 1;
+  bool m_causal = false, m_segments = false, m_bias = false;
+  DType m_kvdt = DType::bf16, m_odt = DType::bf16, m_bdt = DType::bf16;
+  Tiles m_qtiles, m_ktiles, m_out;
+  std::vector<std::vector<int64_t>> m_qt_of_seq, m_kt_of_seq;
+  Operand m_q, m_k, m_v;
+  Slot m_neg_ident, m_minus_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
+  bool m_kt_resident = true, m_stream_out = false, m_out_direct = true;
+  int64_t m_scores = 0, m_others = 0;
+  Slot m_out_hbm;
+  std::vector<Slot> m_op_buffers;
+  std::map<std::pair<int64_t, int64_t>, Item> m_items;     // (group, query tile)
+  std::map<std::pair<int64_t, int64_t>, Slot> m_seg_rows;  // (group, query tile): segment ids
+  std::map<std::pair<int64_t, int64_t>, Keys> m_keys;      // (group, sequence)
+};
+
+LowerResult lower_attention(LoweringContext& ctx, const Node& n) {
+  return FusedAttention(ctx, n).run();
+}
+
+}  // namespace
+
+void populate_fused_attention_lowerings(LoweringTable& table) {
+  table.add(OpKind::attention, lower_attention);
+}
+
+}  // namespace wallsim::compiler_stub::lowering
