@@ -1,6 +1,7 @@
 // The `run` driver: elaborate the device, run the workload's steps in a host thread, report.
 #include "wallsim/driver/run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,8 +21,11 @@ using nlohmann::ordered_json;
 using runtime::kNumHostStates;
 
 // Per op kind, over every plan the run launched (the device's op totals, from each
-// instruction's provenance): engine time, DMA bytes, MACs, and achieved tensor throughput
-// against the roofline min(peak, intensity x HBM bandwidth).
+// instruction's provenance): engine time, DMA bytes, MACs, and the op's time `time_ns`: the
+// longest of its engines' busy times and its DMA bytes at HBM bandwidth (`bound`, the resource
+// that sets it). `achieved_tflops` (2 x MACs / time_ns) and `roofline_tflops` (min(peak,
+// 2 x MACs / DMA bytes x HBM bandwidth)) use the same MACs, bytes and time, so achieved stays
+// at or under the roofline as long as the tensor engine never beats its peak.
 ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
   device.retire_drained();
   const double peak = peak_tensor_flops(chip);  // FLOP/s
@@ -29,22 +33,84 @@ ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
   ordered_json out = ordered_json::array();
   for (const auto& [op, r] : device.op_totals()) {
     ordered_json busy = ordered_json::object();
+    std::string bound = "hbm";
+    double time_s = double(r.dma_bytes) / hbm;
     for (int e = 0; e < isa::kNumEngines; ++e) {
-      busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy[e].to_seconds() * 1e9;
+      const auto engine = static_cast<isa::Engine>(e);
+      const double s = r.busy[e].to_seconds();
+      busy[std::string(isa::name_of(engine))] = s * 1e9;
+      // DMA's busy time sums its parallel queues: HBM bandwidth stands for it.
+      if (engine != isa::Engine::dma && s > time_s) {
+        time_s = s;
+        bound = isa::name_of(engine);
+      }
     }
-    const double tensor_s = r.busy[static_cast<int>(isa::Engine::tensor)].to_seconds();
     const double flops = 2 * r.macs;
     ordered_json row = {
-        {"op", op},        {"nodes", r.nodes},         {"instructions", r.instructions},
-        {"busy_ns", busy}, {"dma_bytes", r.dma_bytes}, {"macs", r.macs}};
+        {"op", op},
+        {"nodes", r.nodes},
+        {"instructions", r.instructions},
+        {"busy_ns", busy},
+        {"dma_bytes", r.dma_bytes},
+        {"macs", r.macs},
+        {"time_ns", time_s * 1e9},
+        {"bound", time_s > 0 ? bound : "none"},
+        {"hbm_bandwidth_fraction", time_s > 0 ? double(r.dma_bytes) / time_s / hbm : 0.0}};
     if (r.macs > 0) {
-      row["achieved_tflops"] = tensor_s > 0 ? flops / tensor_s / 1e12 : 0.0;
+      const double achieved = time_s > 0 ? flops / time_s : 0.0;
+      row["achieved_tflops"] = achieved / 1e12;
       row["roofline_tflops"] =
           (r.dma_bytes > 0 ? std::min(peak, flops / double(r.dma_bytes) * hbm) : peak) / 1e12;
+      row["tensor_peak_fraction"] = achieved / peak;
     }
     out.push_back(row);
   }
   return out;
+}
+
+double stat_value(const traces::StatsRegistry& stats, const std::string& name) {
+  if (const auto* v = stats.find_as<traces::Value>(name)) return v->as_double();
+  if (const auto* c = stats.find_as<traces::Counter>(name)) return double(c->value());
+  return 0.0;
+}
+
+// The device's figures over the time it was busy (the union of every launch's span, copies
+// included), next to device.*'s, which divide by the whole run (compile stalls and host time
+// included); and the plans launched, copies named apart from the plans compiled from ops.
+ordered_json device_busy_section(const sim::Device& device, const traces::StatsRegistry& stats) {
+  std::vector<std::pair<sc_core::sc_time, sc_core::sc_time>> spans;
+  int64_t copies = 0;
+  for (const engines::Launch& l : device.launches()) {
+    if (l.name.rfind("copy_", 0) == 0) ++copies;
+    if (l.end_time > l.start_time) spans.emplace_back(l.start_time, l.end_time);
+  }
+  std::sort(spans.begin(), spans.end());
+  sc_core::sc_time busy, end;
+  for (const auto& [a, b] : spans) {
+    if (b <= end) continue;
+    busy += b - std::max(a, end);
+    end = b;
+  }
+  const double busy_ns = busy.to_seconds() * 1e9;
+  const double time_ns = stat_value(stats, "device.time_ns");
+  const auto over_busy = [&](double ns) { return busy_ns > 0 ? ns / busy_ns : 0.0; };
+  ordered_json engines = ordered_json::object();
+  for (const char* e : {"tensor", "vector", "scalar"}) {
+    const std::string prefix = std::string("device.engines.") + e;
+    engines[e]["utilization"] = over_busy(stat_value(stats, prefix + ".busy_ns"));
+  }
+  // peak_fraction divides the MACs by what the array could do in device.time_ns.
+  engines["tensor"]["peak_fraction"] =
+      over_busy(stat_value(stats, "device.engines.tensor.peak_fraction") * time_ns);
+  const double hbm_bytes =
+      stat_value(stats, "device.hbm.read_bytes") + stat_value(stats, "device.hbm.write_bytes");
+  const int64_t plans = static_cast<int64_t>(stat_value(stats, "device.plans_launched"));
+  return {{"busy_ns", busy_ns},
+          {"busy_fraction", time_ns > 0 ? busy_ns / time_ns : 0.0},
+          {"engines", engines},
+          {"hbm_achieved_gb_per_s", busy_ns > 0 ? hbm_bytes / busy_ns : 0.0},
+          {"bound_fraction", over_busy(stat_value(stats, "device.bound.ns"))},
+          {"plans_launched", {{"compiled", plans - copies}, {"copies", copies}}}};
 }
 
 // stats.txt after the device stats: the run report's sections (host breakdown, steps, per-op
@@ -160,6 +226,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   tot.hbm_read_bytes = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
   tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
   report.ops = op_table(device, config.chip);
+  report.device_busy = device_busy_section(device, stats);
   if (auto own = workload->report()) {
     report.workload_section = own->first;
     report.workload_report = own->second;

@@ -92,6 +92,7 @@ Json RunReport::to_json() const {
       {"steps", steps_json},
       {"totals", tot},
       {"ops", ops}};
+  if (!device_busy.empty()) j["device_busy"] = device_busy;
   if (!workload_section.empty()) j[workload_section] = workload_report;
   return j;
 }
@@ -123,6 +124,7 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   r.totals.hbm_write_bytes = get<uint64_t>(t, "hbm_write_bytes", tp);
   r.ops = at(s, "ops", path);
   r.device = at(s, "device", path);
+  if (s.contains("device_busy")) r.device_busy = s.at("device_busy");
   for (const char* section : {"serving"}) {
     if (s.contains(section)) {
       r.workload_section = section;

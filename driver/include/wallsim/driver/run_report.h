@@ -36,6 +36,8 @@ struct RunReport {
   std::vector<runtime::StepRecord> steps;
   RunTotals totals;
   base::Json ops = base::Json::array();  // per op kind: engine time, bytes, MACs, throughput
+  // Device figures over the device's busy time, plans launched (compiled, copies).
+  base::Json device_busy = base::Json::object();
   // A workload's own section (serve: "serving"), if it has one.
   std::string workload_section;
   base::Json workload_report;
