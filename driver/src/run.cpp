@@ -208,6 +208,9 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   report.compile_profile = std::string(compiler_stub::name_of(config.runtime.compile_cost.profile));
   report.startup = session.startup_record();
   report.steps = session.steps();
+  for (size_t i = 0; i < report.steps.size(); ++i) {
+    report.step_kinds.push_back(workload->step_kind(static_cast<int64_t>(i)));
+  }
   RunTotals& tot = report.totals;
   double padded = 0, real = 0;
   for (const auto& s : session.steps()) {

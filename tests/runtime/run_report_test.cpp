@@ -22,6 +22,7 @@ RunReport report_with(std::vector<int64_t> step_ns, int64_t startup_ns) {
     s.wall_ns = step_ns[i];
     s.host_ns[static_cast<int>(runtime::HostState::dispatch)] = step_ns[i];
     s.counts.ops = 7;
+    s.counts.compiles = i == 0 ? 1 : 0;
     t += step_ns[i];
     r.totals.wall_ns += step_ns[i];
     r.steps.push_back(s);
@@ -61,12 +62,34 @@ TEST(RunReport, AMissingSectionNamesItsPath) {
 TEST(RunReport, KeyFiguresComeFromTheSteps) {
   const RunReport r = report_with({100, 40, 60}, 5);
   EXPECT_EQ(r.cold_ns(), 100);
-  EXPECT_DOUBLE_EQ(r.warm_ns(), 50.0);
-  EXPECT_DOUBLE_EQ(r.warm_host_ns(runtime::HostState::dispatch), 50.0);
+  EXPECT_DOUBLE_EQ(r.warm_ns(), 40.0);  // the median of the steps after the compile
+  EXPECT_DOUBLE_EQ(r.warm_host_ns(runtime::HostState::dispatch), 40.0);
   EXPECT_EQ(r.total_ns(), 205);
   EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50), 40.0);
   EXPECT_DOUBLE_EQ(r.warm_percentile_ns(99), 60.0);
   EXPECT_DOUBLE_EQ(r.macs(), 10.0);
+}
+
+// Warm: the steps after the last step that compiled, whatever its index; medians, not means, so
+// one slow step does not move it; p50/p99 per step kind.
+TEST(RunReport, WarmIsTheMedianOfTheStepsAfterTheLastCompile) {
+  RunReport r = report_with({100, 40, 334, 30, 50, 1000}, 0);
+  r.steps[2].counts.compiles = 1;  // a bounded decode's compile in step 2
+  r.step_kinds = {"prefill", "token", "token", "prefill", "token", "token"};
+  EXPECT_EQ(r.warm_steps(), (std::vector<size_t>{3, 4, 5}));
+  EXPECT_DOUBLE_EQ(r.warm_ns(), 50.0);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(99), 1000.0);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50, "token"), 50.0);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50, "prefill"), 30.0);
+  const base::Json w = r.to_json()["warm"];
+  EXPECT_EQ(w["first_step"], 3);
+  EXPECT_EQ(w["by_kind"]["token"]["steps"], 2);
+  EXPECT_EQ(w["by_kind"]["prefill"]["p99_ns"], 30.0);
+  EXPECT_EQ(r.to_json()["steps"][3]["kind"], "prefill");
+  r.steps[5].counts.compiles = 1;  // nothing follows the last compile: no warm step
+  EXPECT_TRUE(r.warm_steps().empty());
+  EXPECT_DOUBLE_EQ(r.warm_ns(), 0.0);
+  EXPECT_TRUE(r.to_json()["warm"]["first_step"].is_null());
 }
 
 TEST(RunReport, OvertakesAfterTheStepsItsWarmSavingNeedsToRepayItsStart) {
