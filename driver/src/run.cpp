@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "wallsim/driver/run_report.h"
 #include "wallsim/sim/device.h"
@@ -20,18 +21,39 @@ namespace {
 using nlohmann::ordered_json;
 using runtime::kNumHostStates;
 
+int64_t host_ns(const runtime::Session& session, const std::string& op) {
+  const auto it = session.host_ns_by_op().find(op);
+  return it == session.host_ns_by_op().end() ? 0 : it->second;
+}
+
+// e0..e<engines - 1>, every row the same columns.
+ordered_json dma_engine_bytes(const sim::Device::OpTotals& r, size_t engines) {
+  ordered_json out = ordered_json::object();
+  for (size_t e = 0; e < engines; ++e) {
+    out["e" + std::to_string(e)] = e < r.dma_engine_bytes.size() ? r.dma_engine_bytes[e] : 0;
+  }
+  return out;
+}
+
 // Per op kind, over every plan the run launched (the device's op totals, from each
-// instruction's provenance): engine time, DMA bytes, MACs, and the op's time `time_ns`: the
+// instruction's provenance; ops the host ran without device work too): engine time, exposed
+// time (Device::OpTotals::exposed_ns), host time of the op's calls, DMA bytes in all and per DMA
+// engine, MACs, and the op's time `time_ns`: the
 // longest of its engines' busy times and its DMA bytes at HBM bandwidth (`bound`, the resource
 // that sets it). `achieved_tflops` (2 x MACs / time_ns) and `roofline_tflops` (min(peak,
 // 2 x MACs / DMA bytes x HBM bandwidth)) use the same MACs, bytes and time, so achieved stays
 // at or under the roofline as long as the tensor engine never beats its peak.
-ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
+ordered_json op_table(sim::Device& device, const runtime::Session& session,
+                      const sim::ChipConfig& chip) {
   device.retire_drained();
   const double peak = peak_tensor_flops(chip);  // FLOP/s
   const double hbm = chip.timing.hbm.bandwidth_gb_per_s * 1e9;
+  std::map<std::string, sim::Device::OpTotals> ops = device.op_totals();
+  for (const auto& [op, ns] : session.host_ns_by_op()) ops[op];  // host-only ops get a row too
+  size_t dma_engines = 0;
+  for (const auto& [op, r] : ops) dma_engines = std::max(dma_engines, r.dma_engine_bytes.size());
   ordered_json out = ordered_json::array();
-  for (const auto& [op, r] : device.op_totals()) {
+  for (const auto& [op, r] : ops) {
     ordered_json busy = ordered_json::object();
     std::string bound = "hbm";
     double time_s = double(r.dma_bytes) / hbm;
@@ -53,6 +75,8 @@ ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
         {"busy_ns", busy},
         {"dma_bytes", r.dma_bytes},
         {"macs", r.macs},
+        {"exposed_ns", r.exposed_ns},
+        {"host_ns", host_ns(session, op)},
         {"time_ns", time_s * 1e9},
         {"bound", time_s > 0 ? bound : "none"},
         {"hbm_bandwidth_fraction", time_s > 0 ? double(r.dma_bytes) / time_s / hbm : 0.0}};
@@ -63,6 +87,7 @@ ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
           (r.dma_bytes > 0 ? std::min(peak, flops / double(r.dma_bytes) * hbm) : peak) / 1e12;
       row["tensor_peak_fraction"] = achieved / peak;
     }
+    row["dma_engine_bytes"] = dma_engine_bytes(r, dma_engines);
     out.push_back(row);
   }
   return out;
@@ -228,7 +253,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   tot.masked_flop_fraction = masked ? waste : 0.0;
   tot.hbm_read_bytes = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
   tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
-  report.ops = op_table(device, config.chip);
+  report.ops = op_table(device, session, config.chip);
   report.device_busy = device_busy_section(device, stats);
   if (auto own = workload->report()) {
     report.workload_section = own->first;

@@ -237,8 +237,14 @@ TEST(Reports, AchievedIsAtMostTheRooflineForEveryOpRow) {
             ? stats["device"]["engines"]["tensor"]["bf16"]["peak_tflops"].get<double>()
             : 0.0;
     ASSERT_FALSE(stats["ops"].empty()) << name;
+    double exposed = 0, host = 0;
     for (const Json& op : stats["ops"]) {
       const std::string what = name + " " + op["op"].get<std::string>();
+      exposed += op["exposed_ns"].get<double>();
+      host += op["host_ns"].get<double>();
+      int64_t engine_bytes = 0;
+      for (const auto& [e, b] : op["dma_engine_bytes"].items()) engine_bytes += b.get<int64_t>();
+      EXPECT_EQ(engine_bytes, op["dma_bytes"].get<int64_t>()) << what;
       const double time_ns = op["time_ns"];
       for (const auto& [engine, busy] : op["busy_ns"].items()) {
         if (engine != "dma") EXPECT_GE(time_ns, busy.get<double>()) << what << " " << engine;
@@ -252,6 +258,15 @@ TEST(Reports, AchievedIsAtMostTheRooflineForEveryOpRow) {
       EXPECT_LE(op["tensor_peak_fraction"].get<double>(), 1.0 + 1e-12) << what;
       if (peak_tflops > 0) EXPECT_LE(roofline, peak_tflops * (1 + 1e-12)) << what;
     }
+    // Exposed time splits the launches' time among their ops: at most the device's busy time.
+    EXPECT_GT(exposed, 0.0) << name;
+    EXPECT_LE(exposed, stats["device_busy"]["busy_ns"].get<double>() * (1 + 1e-9)) << name;
+    // Host time per op: the ops' own dispatch (none under AOT, which replays whole steps),
+    // within the host's dispatch time.
+    if (stats["mode"] != "aot") EXPECT_GT(host, 0.0) << name;
+    EXPECT_LE(host, stats["totals"]["host_dispatch_ns"].get<double>() +
+                        stats["startup"]["host_dispatch_ns"].get<double>())
+        << name;
   }
   EXPECT_GE(rows_with_macs, 6);
 }

@@ -176,6 +176,8 @@ class Session {
   double compiler_seconds() const { return m_compiler_seconds; }
   // Plan bodies rebuilt after plan_memory_bytes dropped them (measured, like the above).
   int64_t bodies_rebuilt() const { return m_bodies_rebuilt; }
+  // Host time the ops' own calls cost (dispatch and record), by op kind, startup included.
+  const std::map<std::string, int64_t>& host_ns_by_op() const { return m_host_ns_by_op; }
 
   // After the simulation: draws the trace's flows from each launch on the host to the plan's
   // launch on the device.
@@ -238,6 +240,7 @@ class Session {
   std::vector<std::shared_ptr<const isa::Plan>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
   int64_t m_bodies_rebuilt = 0;
+  std::map<std::string, int64_t> m_host_ns_by_op;
 
   DeviceMemory m_memory;
   HostClock m_clock;
