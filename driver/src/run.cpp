@@ -158,20 +158,17 @@ void append_report_text(const std::string& path, const ordered_json& report) {
   if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
 }
 
-// Viewers load a whole trace into memory: past this size Perfetto UI and speedscope struggle.
-constexpr std::uintmax_t kLargeTraceBytes = std::uintmax_t{100} << 20;
+}  // namespace
 
-void warn_if_large(const std::string& path) {
+std::optional<std::string> large_trace_warning(const std::string& path) {
   std::error_code ec;
   const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
-  if (ec || bytes <= kLargeTraceBytes) return;
-  std::cerr << "wallsim: warning: trace.json is " << (bytes >> 20)
-            << " MiB, more than a trace viewer opens comfortably; keep it smaller with "
-               "--trace-level plans, --trace-window FROM_NS:TO_NS or fewer steps "
-               "(--instruction-csv logs every instruction without a trace)\n";
+  if (ec || bytes <= kLargeTraceBytes) return std::nullopt;
+  return "wallsim: warning: trace.json is " + std::to_string(bytes >> 20) +
+         " MiB, more than a trace viewer opens comfortably; keep it smaller with "
+         "--trace-level plans, --trace-window FROM_NS:TO_NS or fewer steps "
+         "(--instruction-csv logs every instruction without a trace)";
 }
-
-}  // namespace
 
 RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
                         const workloads::WorkloadSpec& spec, const RunOptions& options,
@@ -275,7 +272,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   append_report_text(dir->file("stats.txt"), extra);
   if (trace) {
     trace->finish();
-    warn_if_large(dir->file("trace.json"));
+    if (auto warning = large_trace_warning(dir->file("trace.json"))) std::cerr << *warning << "\n";
   }
   if (csv) csv->finish();
   dir->commit();

@@ -1,6 +1,12 @@
 // The typed run report: its JSON mapping round-trips, and the key figures come from the steps.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "wallsim/driver/run.h"
 #include "wallsim/driver/run_report.h"
 
 namespace wallsim::driver {
@@ -98,6 +104,29 @@ TEST(RunReport, OvertakesAfterTheStepsItsWarmSavingNeedsToRepayItsStart) {
   EXPECT_EQ(slow_start.overtakes(fast_start), "11");             // ceil(990 / 90)
   EXPECT_EQ(fast_start.overtakes(slow_start), "never");
   EXPECT_EQ(fast_start.overtakes(report_with({200, 200, 200}, 0)), "always");
+}
+
+// The large-trace warning: none at 100 MiB, one line naming the size and the ways out past it.
+// Sparse files: no disk space is used.
+TEST(LargeTrace, WarnsPastOneHundredMiB) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("wallsim_large_trace_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  EXPECT_FALSE(large_trace_warning(path));  // absent
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  std::filesystem::resize_file(path, kLargeTraceBytes);
+  EXPECT_FALSE(large_trace_warning(path));
+  std::filesystem::resize_file(path, kLargeTraceBytes + (std::uintmax_t{79} << 20));
+  const auto w = large_trace_warning(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->find('\n'), std::string::npos);
+  EXPECT_EQ(w->rfind("wallsim: warning: trace.json is 179 MiB", 0), 0u) << *w;
+  EXPECT_NE(w->find("--trace-window"), std::string::npos);
 }
 
 TEST(RunReport, PeakTensorFlopsIsTwoFlopPerMacPerCycle) {

@@ -32,6 +32,12 @@ struct RunSummary {
   double sim_wall_seconds = 0;  // real
 };
 
+// Viewers load a whole trace into memory: past this size Perfetto UI and speedscope struggle.
+constexpr std::uintmax_t kLargeTraceBytes = std::uintmax_t{100} << 20;
+// The one-line warning `run` prints on stderr when the trace at `path` is larger than
+// kLargeTraceBytes; nothing when it is not (or is absent).
+std::optional<std::string> large_trace_warning(const std::string& path);
+
 // Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json,
 // instructions.csv with `instruction_csv`):
 // complete, or not at all. Bad input throws base::InputError; a run that cannot go on throws
