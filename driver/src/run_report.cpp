@@ -187,6 +187,14 @@ double RunReport::warm_percentile_ns(double p, const std::string& kind) const {
   return traces::percentile(warm, p);
 }
 
+double RunReport::kind_percentile_ns(double p, const std::string& kind) const {
+  std::vector<double> v;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (step_kind(i) == kind) v.push_back(double(steps[i].wall_ns));
+  }
+  return traces::percentile(v, p);
+}
+
 Json RunReport::warm_json() const {
   const std::vector<size_t> all = warm_steps();
   Json j = {{"definition", "steps after the last step that compiled; p50 and p99 nearest rank"},
@@ -197,9 +205,14 @@ Json RunReport::warm_json() const {
   Json kinds = Json::object();
   for (size_t i = 0; i < steps.size(); ++i) kinds[step_kind(i)] = Json::object();
   for (auto& [kind, k] : kinds.items()) {
-    k = {{"steps", warm_steps(kind).size()},
-         {"p50_ns", warm_percentile_ns(50, kind)},
-         {"p99_ns", warm_percentile_ns(99, kind)}};
+    size_t n = 0;
+    for (size_t i = 0; i < steps.size(); ++i) n += step_kind(i) == kind;
+    k = {{"steps", n},
+         {"p50_ns", kind_percentile_ns(50, kind)},
+         {"p99_ns", kind_percentile_ns(99, kind)},
+         {"warm_steps", warm_steps(kind).size()},
+         {"warm_p50_ns", warm_percentile_ns(50, kind)},
+         {"warm_p99_ns", warm_percentile_ns(99, kind)}};
   }
   j["by_kind"] = kinds;
   return j;

@@ -89,8 +89,11 @@ TEST(RunReport, WarmIsTheMedianOfTheStepsAfterTheLastCompile) {
   EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50, "prefill"), 30.0);
   const base::Json w = r.to_json()["warm"];
   EXPECT_EQ(w["first_step"], 3);
-  EXPECT_EQ(w["by_kind"]["token"]["steps"], 2);
-  EXPECT_EQ(w["by_kind"]["prefill"]["p99_ns"], 30.0);
+  EXPECT_EQ(w["by_kind"]["token"]["warm_steps"], 2);
+  EXPECT_EQ(w["by_kind"]["token"]["steps"], 4);
+  EXPECT_EQ(w["by_kind"]["prefill"]["warm_p99_ns"], 30.0);
+  EXPECT_EQ(w["by_kind"]["prefill"]["p99_ns"], 100.0);  // every prefill, the compiling one too
+  EXPECT_DOUBLE_EQ(r.kind_percentile_ns(50, "token"), 50.0);  // of 40, 50, 334, 1000
   EXPECT_EQ(r.to_json()["steps"][3]["kind"], "prefill");
   r.steps[5].counts.compiles = 1;  // nothing follows the last compile: no warm step
   EXPECT_TRUE(r.warm_steps().empty());

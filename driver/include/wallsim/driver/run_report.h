@@ -65,9 +65,12 @@ struct RunReport {
   double warm_device_ns() const;
   // The p-th percentile (0-100, nearest rank) of the warm steps' wall time (of one kind).
   double warm_percentile_ns(double p, const std::string& kind = "") const;
+  // ... of every step of one kind, warm or not (a decode's token latency, compiles included).
+  double kind_percentile_ns(double p, const std::string& kind) const;
   // Step i's kind: step_kinds[i] ("prefill", "token", "step"); "step" when not recorded.
   std::string step_kind(size_t i) const { return i < step_kinds.size() ? step_kinds[i] : "step"; }
-  // The "warm" section: its first step, count, p50/p99 overall and per step kind.
+  // The "warm" section: its first step, count, p50/p99 overall and per step kind (every step
+  // of the kind, and its warm ones).
   base::Json warm_json() const;
   double macs() const;  // over every op kind
   // Steps after which this run has spent less wall time than `other` (start-up and cold step
