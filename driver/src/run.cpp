@@ -174,6 +174,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
                         const workloads::WorkloadSpec& spec, const RunOptions& options,
                         const std::string& out_dir) {
   sim::init_systemc();
+  const auto wall_start_progress = std::chrono::steady_clock::now();
   std::unique_ptr<workloads::Workload> workload = workloads::make_workload(spec);
   if (options.steps && workload->fixed_steps()) {
     throw base::InputError("--steps", spec.name + " fixes its own steps");
@@ -206,6 +207,19 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   so.mode = options.mode;
   so.functional = options.functional;
   so.plan_memory_bytes = options.plan_memory_bytes;
+  auto last_progress = std::chrono::steady_clock::now();
+  if (options.progress_seconds > 0) {
+    so.on_step_end = [&](const runtime::StepRecord& r) {
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last_progress).count() < options.progress_seconds)
+        return;
+      last_progress = now;
+      std::cerr << "wallsim: run: step " << r.index + 1;
+      if (!workload->fixed_steps()) std::cerr << "/" << steps;  // decode, serve: their own
+      std::cerr << " done, " << (r.start_ns + r.wall_ns) / 1e6 << " ms simulated, "
+                << std::chrono::duration<double>(now - wall_start_progress).count() << " s real\n";
+    };
+  }
   runtime::Session session(config, device, so, trace);
 
   const auto wall_start = std::chrono::steady_clock::now();

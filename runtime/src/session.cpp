@@ -588,6 +588,7 @@ void Session::end_step() {
   }
   m_steps.push_back(m_current);
   m_in_step = false;
+  if (m_options.on_step_end) m_options.on_step_end(m_steps.back());
 }
 
 Counts Session::totals() const {

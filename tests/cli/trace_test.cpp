@@ -297,3 +297,26 @@ TEST(Reports, DeviceFiguresOverBusyTimeAndCopyPlansApart) {
 
 }  // namespace
 }  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+// Long runs say where they are: `--progress S` prints one stderr line after a step at most every
+// S real seconds ("step i/N" when --steps sets the count); a short run at the default prints none.
+TEST(Run, ProgressLinesOnStderr) {
+  std::string err;
+  const std::string args =
+      "run -c configs/tiny.json -w gemm:m=64,k=64,n=64 --steps 3 "
+      "--trace-level none --out " +
+      test::fresh_dir("progress", "gemm");
+  ASSERT_EQ(test::run_wallsim(args + " --progress 1e-9", &err), 0) << err;
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_NE(err.find("wallsim: run: step " + std::to_string(i) + "/3 done, "), std::string::npos)
+        << err;
+  }
+  ASSERT_EQ(test::run_wallsim(args, &err), 0) << err;
+  EXPECT_EQ(err.find("wallsim: run: step"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace wallsim

@@ -23,6 +23,10 @@ struct RunOptions {
   std::optional<std::pair<int64_t, int64_t>> trace_window_ns;  // keep [from, to] of the trace
   bool instruction_csv = false;                                // write instructions.csv
   int64_t plan_memory_bytes = int64_t{2} << 30;  // runtime::SessionOptions::plan_memory_bytes
+  // A progress line on stderr at the end of a step once this many real seconds passed since the
+  // last one (or the start); 0: none. Long runs (`--steps` large, serve, decode) say where they
+  // are; short ones print nothing.
+  double progress_seconds = 10;
 };
 
 struct RunSummary {

@@ -106,6 +106,8 @@ struct SessionOptions {
   // hits. Over it the least recently used bodies are dropped and rebuilt on their next hit
   // (same plan, so the same results; only the real run time changes).
   int64_t plan_memory_bytes = int64_t{2} << 30;
+  // Called after each step's record is complete (the driver's progress lines); not a model input.
+  std::function<void(const StepRecord&)> on_step_end;
 };
 
 // Attribute map for a recorded op.
