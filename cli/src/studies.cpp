@@ -190,7 +190,8 @@ std::vector<std::string> decode_findings(const Json& rows) {
   const std::vector<const Json*> ok = ok_rows(rows);
   const Json* native = nullptr;
   for (const Json* r : ok) {
-    if ((*r)["mode"] == "native" && !std::isnan(fig(*r, "token_p50_ns"))) native = r;
+    const bool baseline = runtime::mode_named((*r)["mode"].get<std::string>()).is_baseline();
+    if (baseline && !std::isnan(fig(*r, "token_p50_ns"))) native = r;
   }
   if (!native) return {};
   const double base = fig(*native, "token_p50_ns");
@@ -238,7 +239,7 @@ std::vector<std::string> granularity_findings(const Json& rows) {
   std::vector<const Json*> fused;
   const Json* aot = nullptr;
   for (const Json* r : ok_rows(rows)) {
-    if ((*r)["mode"] == "aot") {
+    if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) {
       aot = r;
     } else {
       fused.push_back(r);
