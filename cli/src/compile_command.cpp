@@ -59,14 +59,11 @@ void add_compile_command(CLI::App& app) {
     std::cout << "  SBUF peak " << sbuf_peak << " bytes per partition; " << spills
               << " value(s) spilled to HBM (" << spill_bytes << " bytes written)\n";
     // What the emulated production compiler would take, under each profile.
-    const auto kind = policy == compiler_stub::GroupPolicy::per_op
-                          ? compiler_stub::CompileKind::per_op
-                          : compiler_stub::CompileKind::whole_graph;
     const auto& costs = cfg.runtime.compile_cost;
     for (const auto* p : {&costs.neuron, &costs.xla}) {
       double ms = 0;
       for (const auto& s : compiled.groups) {
-        ms += compiler_stub::compile_latency_ms(p->curve(kind), s.nodes, s.instructions);
+        ms += compiler_stub::compile_latency_ms(*p, {s.nodes, s.instructions, s.spill_bytes});
       }
       std::cout << "  modelled compile latency (" << (p == &costs.neuron ? "neuron" : "xla")
                 << " profile): " << ms << " ms\n";

@@ -32,6 +32,8 @@ struct WallSpec {
   std::vector<std::string> modes;
   std::vector<std::string> profiles;
   int64_t steps = 5;
+  // Factors every compile-cost term of a profile is scaled by, for the sensitivity band.
+  std::vector<double> sensitivity = {0.5, 2.0};
 };
 
 WallSpec read_spec(const std::string& file) {
@@ -59,8 +61,17 @@ WallSpec read_spec(const std::string& file) {
       if (!value.is_number_integer() || value.get<int64_t>() < 2 || value.get<int64_t>() > 100000)
         throw base::InputError(path, "expected an integer in [2, 100000]");
       s.steps = value.get<int64_t>();
+    } else if (key == "sensitivity") {
+      if (!value.is_array()) throw base::InputError(path, "expected a list of factors");
+      s.sensitivity.clear();
+      for (size_t i = 0; i < value.size(); ++i) {
+        if (!value[i].is_number() || value[i].get<double>() <= 0 || value[i].get<double>() > 1000)
+          throw base::InputError(path + "[" + std::to_string(i) + "]",
+                                 "expected a factor in (0, 1000]");
+        s.sensitivity.push_back(value[i].get<double>());
+      }
     } else {
-      throw base::InputError(path, "unknown key (workloads, modes, profiles, steps)");
+      throw base::InputError(path, "unknown key (workloads, modes, profiles, steps, sensitivity)");
     }
   }
   if (s.workloads.empty() || s.modes.empty() || s.profiles.empty())
@@ -70,6 +81,7 @@ WallSpec read_spec(const std::string& file) {
 
 struct Point {
   std::string workload, profile, mode;
+  double factor = 1;  // the profile's compile costs scaled by this (1: as fitted)
   driver::RunReport report;
   double ms(double ns) const { return ns / 1e6; }
   double total_ms() const { return ms(double(report.total_ns())); }
@@ -79,6 +91,56 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? sep : "") + parts[i];
   return out;
+}
+
+// Overtake points per workload, profile and mode: as fitted, and with every compile cost of
+// the profile scaled by each sensitivity factor.
+std::string sensitivity_table(const std::vector<Point>& points, const WallSpec& spec,
+                              const std::vector<const runtime::ExecutionMode*>& baselines) {
+  std::ostringstream md;
+  md << "\n## Overtake points with a sensitivity band\n\n"
+     << "Each cell: as fitted [with every compile-cost term of the profile x";
+  for (size_t i = 0; i < spec.sensitivity.size(); ++i)
+    md << (i ? ", x" : "") << fmt(spec.sensitivity[i], 2);
+  md << "]. The fitted profiles and their sources: docs/CALIBRATION.md, *Compile cost*.\n\n"
+     << "| workload | profile | mode |";
+  std::string rule = "|---|---|---|";
+  for (const auto* b : baselines) {
+    md << " overtakes " << b->name() << " after |";
+    rule += "---|";
+  }
+  md << "\n" << rule << "\n";
+  auto find = [&](const std::string& w, const std::string& prof, const std::string& mode,
+                  double f) -> const Point* {
+    for (const auto& p : points) {
+      if (p.workload == w && p.profile == prof && p.mode == mode && p.factor == f) return &p;
+    }
+    return nullptr;
+  };
+  for (const auto& w : spec.workloads) {
+    for (const auto& prof : spec.profiles) {
+      for (const auto& mode : spec.modes) {
+        md << "| " << w << " | " << prof << " | " << mode << " |";
+        for (const auto* b : baselines) {
+          auto at = [&](double f) {
+            const Point* p = find(w, prof, mode, f);
+            const Point* q = find(w, prof, std::string(b->name()), f);
+            return p && q && p != q ? p->report.overtakes(q->report) : std::string("-");
+          };
+          md << " " << at(1.0);
+          if (mode != b->name()) {
+            md << " [";
+            for (size_t i = 0; i < spec.sensitivity.size(); ++i)
+              md << (i ? ", " : "") << at(spec.sensitivity[i]);
+            md << "]";
+          }
+          md << " |";
+        }
+        md << "\n";
+      }
+    }
+  }
+  return md.str();
 }
 
 }  // namespace
@@ -98,46 +160,70 @@ void add_study_command(CLI::App& app) {
     find_default_file(cmd, "--config", &a->config);
     find_default_file(cmd, "--spec", &a->spec);
     const WallSpec spec = read_spec(a->spec);
+    const runtime::Config config = runtime::load_config(a->config, a->overrides);
     std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(a->out);
     const std::string runs = dir->subdir("runs");
+    std::vector<double> factors = {1.0};
+    factors.insert(factors.end(), spec.sensitivity.begin(), spec.sensitivity.end());
     std::vector<Point> points;
     for (const auto& workload : spec.workloads) {
       std::string wname = workload.substr(0, workload.find(':'));
       for (const auto& profile : spec.profiles) {
-        for (const auto& mode : spec.modes) {
-          const std::string name = wname + "_" + profile + "_" + mode;
-          std::vector<std::string> args = {
-              "wallsim",       "run",
-              "--config",      a->config,
-              "--workload",    workload,
-              "--mode",        mode,
-              "--out",         runs + "/" + name,
-              "--set",         "runtime.compile_cost.profile=\"" + profile + "\"",
-              "--trace-level", profile == spec.profiles.front() ? "plans" : "none"};
-          if (wname != "decode") {
-            args.push_back("--steps");
-            args.push_back(std::to_string(spec.steps));
+        for (double factor : factors) {
+          for (const auto& mode : spec.modes) {
+            const std::string name =
+                wname + "_" + profile + "_" + mode + (factor == 1.0 ? "" : "_x" + fmt(factor, 2));
+            const bool first = profile == spec.profiles.front() && factor == 1.0;
+            std::vector<std::string> args = {
+                "wallsim",       "run",
+                "--config",      a->config,
+                "--workload",    workload,
+                "--mode",        mode,
+                "--out",         runs + "/" + name,
+                "--set",         "runtime.compile_cost.profile=\"" + profile + "\"",
+                "--trace-level", first ? "plans" : "none"};
+            for (const auto& o : a->overrides) {
+              args.push_back("--set");
+              args.push_back(o);
+            }
+            if (factor != 1.0) {
+              const auto& c = profile == "xla" ? config.runtime.compile_cost.xla
+                                               : config.runtime.compile_cost.neuron;
+              const std::string key = "runtime.compile_cost." + profile + ".";
+              const std::pair<const char*, double> terms[] = {
+                  {"fixed_ms", c.fixed_ms},
+                  {"per_node_ms", c.per_node_ms},
+                  {"per_instruction_us", c.per_instruction_us},
+                  {"per_spill_mib_ms", c.per_spill_mib_ms}};
+              for (const auto& [k, v] : terms) {
+                std::ostringstream value;
+                value << std::setprecision(17) << v * factor;
+                args.push_back("--set");
+                args.push_back(key + k + "=" + value.str());
+              }
+            }
+            if (wname != "decode") {
+              args.push_back("--steps");
+              args.push_back(std::to_string(spec.steps));
+            }
+            // The run's own output goes to its log; the study prints one line per run.
+            const std::string log = runs + "/" + name + ".log";
+            const int rc = run_self(args, log);
+            if (rc != 0) {
+              throw base::InputError("study wall", "the run of " + workload + " under " + mode +
+                                                       " (" + profile +
+                                                       " profile) failed with exit code " +
+                                                       std::to_string(rc) + ": " + last_line(log));
+            }
+            Point p;
+            p.report = driver::RunReport::read(runs + "/" + name);
+            p.workload = workload;
+            p.profile = profile;
+            p.mode = mode;
+            p.factor = factor;
+            std::cout << "  " << name << ": " << fmt(p.total_ms(), 1) << " ms\n" << std::flush;
+            points.push_back(p);
           }
-          for (const auto& o : a->overrides) {
-            args.push_back("--set");
-            args.push_back(o);
-          }
-          // The run's own output goes to its log; the study prints one line per run.
-          const std::string log = runs + "/" + name + ".log";
-          const int rc = run_self(args, log);
-          if (rc != 0) {
-            throw base::InputError("study wall", "the run of " + workload + " under " + mode +
-                                                     " (" + profile +
-                                                     " profile) failed with exit code " +
-                                                     std::to_string(rc) + ": " + last_line(log));
-          }
-          Point p;
-          p.report = driver::RunReport::read(runs + "/" + name);
-          p.workload = workload;
-          p.profile = profile;
-          p.mode = mode;
-          std::cout << "  " << name << ": " << fmt(p.total_ms(), 1) << " ms\n" << std::flush;
-          points.push_back(p);
         }
       }
     }
@@ -165,7 +251,7 @@ void add_study_command(CLI::App& app) {
       for (const auto& profile : spec.profiles) {
         std::vector<const Point*> base(baselines.size(), nullptr);
         for (const auto& p : points) {
-          if (p.workload != workload || p.profile != profile) continue;
+          if (p.workload != workload || p.profile != profile || p.factor != 1.0) continue;
           for (size_t b = 0; b < baselines.size(); ++b) {
             if (p.mode == baselines[b]->name()) base[b] = &p;
           }
@@ -178,7 +264,7 @@ void add_study_command(CLI::App& app) {
            << reference << " |" << md_vs << "\n"
            << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" << md_rule << "\n";
         for (const auto& p : points) {
-          if (p.workload != workload || p.profile != profile) continue;
+          if (p.workload != workload || p.profile != profile || p.factor != 1.0) continue;
           const driver::RunReport& r = p.report;
           const std::string tax = native ? fmt(p.total_ms() / native->total_ms(), 2) + "x" : "-";
           std::vector<std::string> vs;
@@ -208,6 +294,7 @@ void add_study_command(CLI::App& app) {
         }
       }
     }
+    md << sensitivity_table(points, spec, baselines);
     {
       std::ofstream f(dir->file("wall.md"));
       f << md.str();

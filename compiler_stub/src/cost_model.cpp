@@ -1,25 +1,18 @@
 // The compile-cost model.
 #include "wallsim/compiler_stub/cost_model.h"
 
+#include <cmath>
+
 namespace wallsim::compiler_stub {
 
 std::string_view name_of(CompileProfile p) { return p == CompileProfile::xla ? "xla" : "neuron"; }
 
-const CompileCostCurve& CompileCostProfile::curve(CompileKind k) const {
-  switch (k) {
-    case CompileKind::per_op:
-      return per_op;
-    case CompileKind::micro_graph:
-      return micro_graph;
-    case CompileKind::whole_graph:
-      return whole_graph;
-  }
-  return whole_graph;
-}
-
-double compile_latency_ms(const CompileCostCurve& c, int64_t nodes, int64_t instructions) {
-  return c.fixed_ms + c.per_node_ms * double(nodes) +
-         c.per_instruction_us * double(instructions) / 1000.0;
+double compile_latency_ms(const CompileCostCurve& c, const CompileWork& w) {
+  const double nodes = double(w.nodes);
+  const double node_term = c.node_exponent == 1.0 ? nodes : std::pow(nodes, c.node_exponent);
+  return c.fixed_ms + c.per_node_ms * node_term +
+         c.per_instruction_us * double(w.instructions) / 1000.0 +
+         c.per_spill_mib_ms * double(w.spill_bytes) / double(1 << 20);
 }
 
 }  // namespace wallsim::compiler_stub

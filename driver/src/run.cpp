@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 
+#include "wallsim/driver/compile_metrics.h"
 #include "wallsim/driver/run_report.h"
 #include "wallsim/sim/device.h"
 #include "wallsim/sim/exec.h"
@@ -266,6 +267,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
   report.ops = op_table(device, session, config.chip);
   report.device_busy = device_busy_section(device, stats);
+  report.compile_metrics = compile_metrics_json(session);
   if (auto own = workload->report()) {
     report.workload_section = own->first;
     report.workload_report = own->second;

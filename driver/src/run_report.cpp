@@ -99,6 +99,7 @@ Json RunReport::to_json() const {
       {"warm", warm_json()}};
   if (!device_busy.empty()) j["device_busy"] = device_busy;
   if (!workload_section.empty()) j[workload_section] = workload_report;
+  j["compile_metrics"] = compile_metrics;
   return j;
 }
 
@@ -131,6 +132,7 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   r.ops = at(s, "ops", path);
   r.device = at(s, "device", path);
   if (s.contains("device_busy")) r.device_busy = s.at("device_busy");
+  if (s.contains("compile_metrics")) r.compile_metrics = s.at("compile_metrics");
   for (const char* section : {"serving"}) {
     if (s.contains(section)) {
       r.workload_section = section;

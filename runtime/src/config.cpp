@@ -26,6 +26,9 @@ void check_runtime(const RuntimeConfig& r) {
     throw base::InputError("runtime.aot.bucket_min", "must be a power of two");
   if (!pow2(r.aot.bucket_max))
     throw base::InputError("runtime.aot.bucket_max", "must be a power of two");
+  if (r.lazy.repeat_max_ops < r.lazy.repeat_min_ops)
+    throw base::InputError("runtime.lazy.repeat_max_ops",
+                           "is smaller than runtime.lazy.repeat_min_ops");
   if (r.aot.bucket_max < r.aot.bucket_min)
     throw base::InputError("runtime.aot.bucket_max", "is smaller than runtime.aot.bucket_min");
 }

@@ -221,6 +221,15 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
 
 void Session::mark_step() { flush("mark_step"); }
 
+void Session::mark_split() {
+  for (auto it = m_pending.nodes.rbegin(); it != m_pending.nodes.rend(); ++it) {
+    if (it->op != OpKind::input) {
+      m_split_marks.insert(it->id);
+      return;
+    }
+  }
+}
+
 void Session::declare_scalar(const std::string& name, int64_t min, int64_t max) {
   if (m_pending.find_scalar(name)) return;
   m_pending.scalars.push_back({name, min, max});
@@ -251,11 +260,11 @@ void Session::flush(const char* reason) {
   }
   if (!ops.empty()) {
     const ExecutionMode& mode = *m_options.mode;
-    for (const auto& group : mode.cut(ops, m_pending, m_config.runtime)) {
-      run_group(group, mode.compile_kind(), mode.falls_back());
-    }
+    const OpStream stream{ops, m_pending, m_config.runtime.lazy, m_split_marks};
+    for (const auto& group : mode.cut(stream)) run_group(group, mode.falls_back());
   }
   m_pending.nodes.clear();
+  m_split_marks.clear();
   m_flush_hold.clear();
   m_pending_out.clear();
   m_pending_inputs.clear();
@@ -263,7 +272,7 @@ void Session::flush(const char* reason) {
   m_pending_ops = 0;
 }
 
-void Session::run_group(const std::vector<int32_t>& nodes, CompileKind kind, bool allow_fallback) {
+void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) {
   const std::set<int32_t> in_group(nodes.begin(), nodes.end());
   Group g;
   g.sub.name = group_name(m_pending, nodes);
@@ -323,7 +332,7 @@ void Session::run_group(const std::vector<int32_t>& nodes, CompileKind kind, boo
   bool failed = false;
   std::string error;
   int64_t compile_ns = 0;
-  auto compiled = compile_group(g.sub, kind, &failed, &error, &compile_ns);
+  auto compiled = compile_group(g.sub, &failed, &error, &compile_ns);
   if (compiled) {
     if (!m_tracing) launch_group(g, compiled, compile_ns);
     return;
@@ -337,11 +346,11 @@ void Session::run_group(const std::vector<int32_t>& nodes, CompileKind kind, boo
   record().counts.fallbacks++;
   if (policy == Fallback::split && nodes.size() > 1) {
     const size_t half = nodes.size() / 2;
-    run_group({nodes.begin(), nodes.begin() + static_cast<long>(half)}, kind, true);
-    run_group({nodes.begin() + static_cast<long>(half), nodes.end()}, kind, true);
+    run_group({nodes.begin(), nodes.begin() + static_cast<long>(half)}, true);
+    run_group({nodes.begin() + static_cast<long>(half), nodes.end()}, true);
     return;
   }
-  for (int32_t id : nodes) run_group({id}, CompileKind::per_op, false);
+  for (int32_t id : nodes) run_group({id}, false);
 }
 
 void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& compiled,

@@ -12,9 +12,8 @@ namespace wallsim::runtime {
 using namespace session_detail;
 using sc_core::sc_time;
 
-std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKind kind,
-                                                     bool* failed, std::string* error,
-                                                     int64_t* compile_ns) {
+std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* failed,
+                                                     std::string* error, int64_t* compile_ns) {
   std::vector<int32_t> ids;
   for (const Node& n : sub.nodes) {
     if (n.op != OpKind::input) ids.push_back(n.id);
@@ -26,8 +25,11 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
   }
   const auto sig = compiler_stub::group_signature(sub, ids, m_arch_fp);
   if (counted) charge(HostState::dispatch, m_config.runtime.cache_lookup_ns);
+  auto entry = m_entry_of.find(sig.hash);
+  if (counted && entry != m_entry_of.end()) m_entries[entry->second].requests++;
   if (std::shared_ptr<CompiledPlan> c = m_cache.find(sig.hash)) {
     if (counted) record().counts.cache_hits++;
+    if (counted && entry != m_entry_of.end()) m_entries[entry->second].hits++;
     if (!c->plan) {  // the body was dropped: rebuilt (the same plan), at no modelled cost
       auto again = compiler_stub::compile_graph(
           sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_config.compiler);
@@ -73,14 +75,15 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
     if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
       m_compiler_seconds += ok->compile_wall_seconds;
   }
-  const auto& curve = m_config.runtime.compile_cost.active().curve(kind);
+  const auto& curve = m_config.runtime.compile_cost.active();
   if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
     if (counted) {
       record().counts.compiles++;
       record().counts.compile_failures++;
       charge(HostState::compile,
              static_cast<int64_t>(std::llround(
-                 compiler_stub::compile_latency_ms(curve, static_cast<int64_t>(ids.size()), 0) *
+                 compiler_stub::compile_latency_ms(
+                     curve, compiler_stub::CompileWork{static_cast<int64_t>(ids.size()), 0, 0}) *
                  1e6)));
     }
     *failed = true;
@@ -111,9 +114,12 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
   if (!loaded && m_disk.enabled()) m_disk.store(sig.hex(), sig.text, *c->plan);
   if (counted && !loaded) {
     record().counts.compiles++;
-    if (m_cache.note_compile(sig.shape_free, sig.hash) && m_in_step) record().counts.recompiles++;
-    const int64_t ns = static_cast<int64_t>(std::llround(
-        compiler_stub::compile_latency_ms(curve, c->nodes, c->stats.instructions) * 1e6));
+    const bool recompile = m_cache.note_compile(sig.shape_free, sig.hash) && m_in_step;
+    if (recompile) record().counts.recompiles++;
+    const compiler_stub::CompileWork work{c->nodes, c->stats.instructions, c->stats.spill_bytes};
+    const int64_t ns =
+        static_cast<int64_t>(std::llround(compiler_stub::compile_latency_ms(curve, work) * 1e6));
+    note_entry(sub, sig.hash, sig.shape_free, sig.hex(), *c, ns, recompile);
     if (m_config.runtime.compile_in_background && !m_tracing) {
       *compile_ns = ns;  // the caller queues the launch behind the compiler
     } else if (m_host_track) {
@@ -136,6 +142,50 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, CompileKi
   record().counts.cache_evictions += m_cache.insert(sig.hash, c);
   m_cache.hold_body(c);
   return c;
+}
+
+void Session::note_entry(const Graph& sub, uint64_t hash, uint64_t shape_free,
+                         const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
+                         bool recompile) {
+  CacheEntryRecord e;
+  e.signature = hex;
+  e.plan = c.plan->name;
+  e.step = m_in_step ? m_current.index : -1;
+  e.work = {c.nodes, c.stats.instructions, c.stats.spill_bytes};
+  e.compile_ns = compile_ns;
+  e.requests = 1;  // the lookup that missed
+  for (const Node& n : sub.nodes) e.types.push_back(n.type);
+  auto prev = m_latest_of_shape_free.find(shape_free);
+  if (recompile && prev != m_latest_of_shape_free.end()) {
+    const CacheEntryRecord& p = m_entries[prev->second];
+    RecompileRecord r{e.step, e.plan, hex, p.signature, "shapes differ"};
+    for (size_t k = 0; k < e.types.size() && k < p.types.size(); ++k) {
+      const auto& now = e.types[k].dims;
+      const auto& was = p.types[k].dims;
+      if (now == was) continue;
+      const Node& n = sub.nodes[k];
+      std::string where = n.op == OpKind::input
+                              ? "input " + n.name
+                              : "node " + std::to_string(k) + " (" +
+                                    std::string(compiler_stub::name_of(n.op)) + ")";
+      if (now.size() != was.size()) {
+        r.reason =
+            where + " rank " + std::to_string(was.size()) + " -> " + std::to_string(now.size());
+      } else {
+        for (size_t d = 0; d < now.size(); ++d) {
+          if (now[d] == was[d]) continue;
+          r.reason = where + " dim " + std::to_string(d) + ": " + compiler_stub::to_string(was[d]) +
+                     " -> " + compiler_stub::to_string(now[d]);
+          break;
+        }
+      }
+      break;
+    }
+    m_recompiles.push_back(std::move(r));
+  }
+  m_entry_of[hash] = m_entries.size();
+  m_latest_of_shape_free[shape_free] = m_entries.size();
+  m_entries.push_back(std::move(e));
 }
 
 std::optional<compiler_stub::CompileError> Session::injected_failure(

@@ -10,7 +10,6 @@
 
 namespace wallsim::runtime::session_detail {
 
-using compiler_stub::CompileKind;
 using compiler_stub::Graph;
 using compiler_stub::Node;
 using compiler_stub::OpKind;

@@ -144,8 +144,11 @@ TEST(Serve, DroppingPlanBodiesChangesNothing) {
 
 TEST(Serve, BoundedShapesCompileOncePerPlan) {
   Json exact = serve("", "fused", "exact"), bounded = serve(",dynamic=bounded", "fused", "bounded");
-  // One prefill and one decode plan (per distinct group), against a new shape most iterations.
-  EXPECT_LT(bounded["totals"]["compiles"].get<int64_t>(), 5);
+  // The groups of one prefill and one decode at the bound: only two iterations compile, against
+  // a new shape most iterations.
+  int64_t compiling = 0;
+  for (const Json& s : bounded["steps"]) compiling += s["compiles"].get<int64_t>() > 0;
+  EXPECT_EQ(compiling, 2);
   EXPECT_GT(exact["totals"]["compiles"].get<int64_t>(),
             4 * bounded["totals"]["compiles"].get<int64_t>());
   EXPECT_GT(bounded["totals"]["masked_flop_fraction"].get<double>(), 0.5);

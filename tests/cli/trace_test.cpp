@@ -135,8 +135,15 @@ TEST(Traces, RunTakesATraceWindowAndTheInstructionCsv) {
   const Json full = traced(base, "window_full");
   const std::string dir = test::fresh_dir("trace", "window");
   std::string err;
-  // The second step's device work: after the first step's 10 s compile.
-  const int64_t from = 10020000000, to = 10020700000;
+  // The second step's device work: 20 us into its slice on the steps track (after the first
+  // step's compile, whose length is the compile-cost model's).
+  int64_t step1_ns = -1;
+  for (const Json& e : full["traceEvents"]) {
+    if (e.value("ph", "") == "X" && e.value("name", "") == "step 1")
+      step1_ns = static_cast<int64_t>(e["ts"].get<double>() * 1000);
+  }
+  ASSERT_GT(step1_ns, 0);
+  const int64_t from = step1_ns + 20000, to = from + 700000;
   ASSERT_EQ(test::run_wallsim(base + " --instruction-csv --trace-window " + std::to_string(from) +
                                   ":" + std::to_string(to) + " --out " + dir,
                               &err),

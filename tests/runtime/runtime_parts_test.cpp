@@ -2,6 +2,8 @@
 // device memory and the host clock.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "wallsim/base/params.h"
 #include "wallsim/runtime/compile_cache.h"
 #include "wallsim/runtime/device_memory.h"
@@ -44,9 +46,12 @@ TEST(ModeRegistry, EveryModeCutsEveryOpIntoExactlyOneGroupInProgramOrder) {
     g.nodes.push_back(n);
   }
   const RuntimeConfig r;
+  const std::vector<int32_t> ops = {0, 1, 2, 3, 4};
+  const std::set<int32_t> marked;
+  const OpStream s{ops, g, r.lazy, marked};
   for (const ExecutionMode* m : all_modes()) {
     std::vector<int32_t> seen;
-    for (const auto& group : m->cut({0, 1, 2, 3, 4}, g, r)) {
+    for (const auto& group : m->cut(s)) {
       EXPECT_FALSE(group.empty()) << m->name();
       seen.insert(seen.end(), group.begin(), group.end());
     }

@@ -14,14 +14,7 @@ class AotMode final : public ExecutionMode {
   }
   OpCost op_cost(const RuntimeConfig&) const override { return {0, 0}; }
   const char* flush_after_op(int64_t, const RuntimeConfig&) const override { return nullptr; }
-  std::vector<std::vector<int32_t>> cut(const std::vector<int32_t>& ops,
-                                        const compiler_stub::Graph&,
-                                        const RuntimeConfig&) const override {
-    return {ops};
-  }
-  compiler_stub::CompileKind compile_kind() const override {
-    return compiler_stub::CompileKind::whole_graph;
-  }
+  std::vector<std::vector<int32_t>> cut(const OpStream& s) const override { return {s.ops}; }
   bool uses_disk_cache() const override { return true; }
   bool compiles_ahead() const override { return true; }
   bool pads_shapes() const override { return true; }

@@ -17,18 +17,13 @@ inline std::vector<std::vector<int32_t>> one_group_per_op(const std::vector<int3
 }
 
 // Strict per-op execution (native, eager, eager-debug): an op pays the framework's dispatch,
-// flushes at once and is a group of its own, compiled (if at all) on the per-op curve.
+// flushes at once and is a group of its own.
 class PerOpMode : public ExecutionMode {
  public:
   OpCost op_cost(const RuntimeConfig& r) const override { return {r.dispatch_ns_per_op, 0}; }
   const char* flush_after_op(int64_t, const RuntimeConfig&) const override { return "op"; }
-  std::vector<std::vector<int32_t>> cut(const std::vector<int32_t>& ops,
-                                        const compiler_stub::Graph&,
-                                        const RuntimeConfig&) const override {
-    return one_group_per_op(ops);
-  }
-  compiler_stub::CompileKind compile_kind() const override {
-    return compiler_stub::CompileKind::per_op;
+  std::vector<std::vector<int32_t>> cut(const OpStream& s) const override {
+    return one_group_per_op(s.ops);
   }
 };
 

@@ -1,6 +1,7 @@
 // The compile-cost model: how long the emulated production compiler takes for a group. An input
 // of the study, not something a simulator can discover — so every figure is a config value
-// with a cited source (configs/README.md), chosen by a named profile.
+// with a cited source (configs/README.md), chosen by a named profile and fitted by
+// tools/fit_compile_cost.py (docs/CALIBRATION.md).
 #pragma once
 
 #include <cstdint>
@@ -9,22 +10,24 @@
 
 namespace wallsim::compiler_stub {
 
-// latency = fixed_ms + per_node_ms * graph nodes + per_instruction_us * plan instructions / 1000
+// The work a compile does: the graph's nodes, the instructions it is lowered to, and the bytes
+// it spills because its working set exceeds SBUF (scheduling and spilling work).
+struct CompileWork {
+  int64_t nodes = 0;
+  int64_t instructions = 0;
+  int64_t spill_bytes = 0;
+};
+
+// latency_ms = fixed_ms + per_node_ms * nodes^node_exponent
+//              + per_instruction_us * instructions / 1000 + per_spill_mib_ms * spilled MiB
+// The same graph costs the same whoever compiles it (strict eager, fused or AOT): the fixed
+// cost of one compiler invocation belongs to the profile, not to the execution mode.
 struct CompileCostCurve {
   double fixed_ms = 0;
   double per_node_ms = 0;
+  double node_exponent = 1;
   double per_instruction_us = 0;
-};
-
-// What is compiled: one op (strict eager), a micro-graph cut at a flush (fused eager), or a
-// whole step (AOT).
-enum class CompileKind : uint8_t { per_op, micro_graph, whole_graph };
-
-struct CompileCostProfile {
-  CompileCostCurve per_op;
-  CompileCostCurve micro_graph;
-  CompileCostCurve whole_graph;
-  const CompileCostCurve& curve(CompileKind k) const;
+  double per_spill_mib_ms = 0;
 };
 
 enum class CompileProfile : uint8_t { neuron, xla };
@@ -32,28 +35,27 @@ std::string_view name_of(CompileProfile p);
 
 struct CompileCostConfig {
   CompileProfile profile = CompileProfile::neuron;
-  // Neuron-like: every compile runs the full compiler, whose fixed cost dominates small graphs.
-  CompileCostProfile neuron{{10000, 1.7, 0}, {10000, 1.7, 0}, {10000, 1.7, 0}};
-  // XLA-like: a cheap in-process compile for small graphs; the same per-node slope for big ones.
-  CompileCostProfile xla{{2, 1.75, 0}, {5, 1.75, 0}, {500, 1.75, 0}};
-  const CompileCostProfile& active() const { return profile == CompileProfile::xla ? xla : neuron; }
+  // Neuron-like (neuronx-cc): a ~10 s invocation, then instructions dominate (fitted).
+  CompileCostCurve neuron{9197, 0, 1, 1170, 0};
+  // XLA-like (PyTorch/XLA): milliseconds per invocation, ~1.75 ms per IR node (fitted).
+  CompileCostCurve xla{5, 1.754, 1, 0, 0};
+  const CompileCostCurve& active() const { return profile == CompileProfile::xla ? xla : neuron; }
 };
 
 // Modelled compile latency in milliseconds.
-double compile_latency_ms(const CompileCostCurve& curve, int64_t nodes, int64_t instructions);
+double compile_latency_ms(const CompileCostCurve& curve, const CompileWork& work);
 
 template <class V>
 void describe(V& v, CompileCostCurve& c) {
   v.field("fixed_ms", c.fixed_ms, {0.0, 1e9}, "ms", "fixed cost of one compiler invocation");
-  v.field("per_node_ms", c.per_node_ms, {0.0, 1e6}, "ms", "added per graph node compiled");
-  v.field("per_instruction_us", c.per_instruction_us, {0.0, 1e6}, "us",
-          "added per instruction of the emitted plan");
-}
-template <class V>
-void describe(V& v, CompileCostProfile& p) {
-  v.section("per_op", p.per_op, "one op compiled on its own (strict eager)");
-  v.section("micro_graph", p.micro_graph, "a group cut at a flush (fused eager)");
-  v.section("whole_graph", p.whole_graph, "a whole step, per shape bucket (AOT)");
+  v.field("per_node_ms", c.per_node_ms, {0.0, 1e6}, "ms",
+          "per graph node (raised to node_exponent)");
+  v.field("node_exponent", c.node_exponent, {1.0, 3.0}, "",
+          "exponent of the node term: 1 linear, above 1 superlinear");
+  v.field("per_instruction_us", c.per_instruction_us, {0.0, 1e9}, "us",
+          "per instruction of the lowered plan");
+  v.field("per_spill_mib_ms", c.per_spill_mib_ms, {0.0, 1e9}, "ms",
+          "per MiB spilled to HBM because the working set exceeds SBUF");
 }
 template <class V>
 void describe(V& v, CompileCostConfig& c) {

@@ -42,6 +42,8 @@ struct RunReport {
   // A workload's own section (serve: "serving"), if it has one.
   std::string workload_section;
   base::Json workload_report;
+  // compile_metrics.h: CompileTime, ExecuteTime, cache entries, the recompile log.
+  base::Json compile_metrics = base::Json::object();
   // Read back only: the stats registry's "device" section of stats.json.
   base::Json device = base::Json::object();
 

@@ -10,6 +10,7 @@
 #include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/compiler_stub/lowering_options.h"
+#include "wallsim/runtime/materialize.h"
 #include "wallsim/sim/chip_config.h"
 
 namespace wallsim::runtime {
@@ -28,6 +29,10 @@ struct LazyConfig {
   int64_t max_pending_ops = 4096;   // buffer limit: a flush when this many ops are pending
   int64_t max_group_ops = 0;        // ops per fused group; 0: no limit
   std::vector<compiler_stub::OpKind> not_fusible;  // ops the fuser leaves in groups of their own
+  // The materialization heuristics that cut a flush into groups (materialize.h).
+  std::vector<Heuristic> heuristics = default_heuristics();
+  int64_t repeat_min_ops = 10;  // the `repeated` heuristic's period window, in ops
+  int64_t repeat_max_ops = 128;
   Fallback fallback = Fallback::split;
 };
 
@@ -80,6 +85,12 @@ void describe(V& v, LazyConfig& c) {
   v.field("max_group_ops", c.max_group_ops, {0, 100000000}, "ops",
           "largest fused group; 0 for no limit");
   v.field("not_fusible", c.not_fusible, "ops placed in groups of their own");
+  v.field("heuristics", c.heuristics,
+          "materialization heuristics that cut a flush into groups (docs/RUNTIME.md)");
+  v.field("repeat_min_ops", c.repeat_min_ops, {1, 100000}, "ops",
+          "shortest period the repeated heuristic looks for");
+  v.field("repeat_max_ops", c.repeat_max_ops, {1, 100000}, "ops",
+          "longest period the repeated heuristic looks for");
   v.field("fallback", c.fallback, "after a failed group compile: split, eager or fail");
 }
 

@@ -10,6 +10,7 @@
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/runtime/materialize.h"
 
 namespace wallsim::runtime {
 
@@ -39,11 +40,7 @@ class ExecutionMode {
 
   // Cuts the ops of a flush (pending-graph node ids, in program order) into groups, each
   // compiled and launched in order.
-  virtual std::vector<std::vector<int32_t>> cut(const std::vector<int32_t>& ops,
-                                                const compiler_stub::Graph& pending,
-                                                const RuntimeConfig& r) const = 0;
-  // What kind of compile a group pays (the compile-cost curve).
-  virtual compiler_stub::CompileKind compile_kind() const = 0;
+  virtual std::vector<std::vector<int32_t>> cut(const OpStream& s) const = 0;
   // A group that fails to compile may fall back (runtime.lazy.fallback); otherwise it fails.
   virtual bool falls_back() const { return false; }
   // Groups go through signature hashing, the compile cache and counted compiles (false: library

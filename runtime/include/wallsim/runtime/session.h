@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -62,6 +63,30 @@ struct StepRecord {
   Counts counts;
   double padded_macs = 0;  // tensor-engine MACs the step's plans do at the shapes they run
   double real_macs = 0;    // ... and at the workload's real shapes
+};
+
+// One compiled cache entry, as a lazy runtime's cache reports it (TorchTPU: num_cache_reqs,
+// num_cache_hits, compilation_duration): requests and hits count lookups of its signature after
+// the compile that made it.
+struct CacheEntryRecord {
+  std::string signature;  // the group signature, hex
+  std::string plan;       // the plan's name
+  int64_t step = -1;      // the step that compiled it; -1: start-up
+  compiler_stub::CompileWork work;
+  int64_t compile_ns = 0;  // modelled compile latency
+  int64_t requests = 0;
+  int64_t hits = 0;
+  std::vector<compiler_stub::TensorType> types;  // of the group's nodes: for the recompile log
+};
+
+// Why a group was compiled again at other shapes (TORCH_LOGS=recompiles): the entry it
+// replaces and the first dimension that differs.
+struct RecompileRecord {
+  int64_t step = -1;
+  std::string plan;
+  std::string signature;
+  std::string previous;  // the signature compiled before for the same shape-free group
+  std::string reason;    // e.g. "node 3 (batch_matmul) dim 2: 128 -> 129"
 };
 
 class Session;
@@ -145,6 +170,9 @@ class Session {
   compiler_stub::HostTensor to_host(const Tensor& t);
   // Flush point of a lazy runtime (fused: the pending graph is compiled and launched).
   void mark_step();
+  // A split point: under the marked_split heuristic, a fused group ends after the last op
+  // recorded so far (no flush).
+  void mark_split();
   // Run-time scalars (a KV append's position, a bounded dim's extent): declared once with
   // their range, set before the ops that use them are launched.
   void declare_scalar(const std::string& name, int64_t min, int64_t max);
@@ -180,6 +208,9 @@ class Session {
   int64_t bodies_rebuilt() const { return m_bodies_rebuilt; }
   // Host time the ops' own calls cost (dispatch and record), by op kind, startup included.
   const std::map<std::string, int64_t>& host_ns_by_op() const { return m_host_ns_by_op; }
+  // Every plan compiled, in compile order, with its lookups; every recompile with its reason.
+  const std::vector<CacheEntryRecord>& cache_entries() const { return m_entries; }
+  const std::vector<RecompileRecord>& recompile_log() const { return m_recompiles; }
 
   // After the simulation: draws the trace's flows from each launch on the host to the plan's
   // launch on the device.
@@ -197,13 +228,15 @@ class Session {
   void enter(HostState s);
   std::string allocate(const compiler_stub::TensorType& type, const std::string& hint);
   void flush(const char* reason);
-  void run_group(const std::vector<int32_t>& nodes, compiler_stub::CompileKind kind,
-                 bool allow_fallback);
+  void run_group(const std::vector<int32_t>& nodes, bool allow_fallback);
   // A compiled plan for `sub`, from the cache or compiled. In the background mode a compile's
   // latency is returned in `compile_ns` instead of being charged to the host.
-  std::shared_ptr<CompiledPlan> compile_group(const compiler_stub::Graph& sub,
-                                              compiler_stub::CompileKind kind, bool* failed,
+  std::shared_ptr<CompiledPlan> compile_group(const compiler_stub::Graph& sub, bool* failed,
                                               std::string* error, int64_t* compile_ns);
+  // Records the compile of a new cache entry (and, for a recompile, why).
+  void note_entry(const compiler_stub::Graph& sub, uint64_t hash, uint64_t shape_free,
+                  const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
+                  bool recompile);
   void launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& c, int64_t compile_ns);
   void launch_worker();
   // A failure `runtime.inject` asks for, if any.
@@ -231,6 +264,7 @@ class Session {
   std::unordered_map<std::string, int32_t> m_pending_inputs;  // device name -> input node
   std::unordered_map<int32_t, std::shared_ptr<TensorImpl>> m_input_impl;  // input node -> tensor
   int64_t m_pending_ops = 0;
+  std::set<int32_t> m_split_marks;  // pending ids a split point follows (mark_split)
   std::vector<std::shared_ptr<TensorImpl>> m_flush_hold;
   std::vector<std::weak_ptr<TensorImpl>> m_tensors;  // every tensor made, to detach at the end
   size_t m_tensors_pruned = 0;
@@ -243,6 +277,10 @@ class Session {
   std::unordered_map<std::string, size_t> m_transfer_index;
   int64_t m_bodies_rebuilt = 0;
   std::map<std::string, int64_t> m_host_ns_by_op;
+  std::vector<CacheEntryRecord> m_entries;
+  std::unordered_map<uint64_t, size_t> m_entry_of;              // signature hash -> entry
+  std::unordered_map<uint64_t, size_t> m_latest_of_shape_free;  // shape-free hash -> entry
+  std::vector<RecompileRecord> m_recompiles;
 
   DeviceMemory m_memory;
   HostClock m_clock;
