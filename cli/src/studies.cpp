@@ -233,16 +233,22 @@ std::vector<std::string> mask_findings(const Json& rows) {
   return out;
 }
 
-// granularity: whether each column falls as groups grow (fused rows in spec order), and AOT's
-// warm step against the last fused row's.
+// granularity: whether each column falls as groups grow (the fused rows that set
+// runtime.lazy.max_group_ops, in spec order), other fused runs and AOT's warm step against the
+// last of those.
 std::vector<std::string> granularity_findings(const Json& rows) {
   std::vector<const Json*> fused;
   const Json* aot = nullptr;
+  std::vector<const Json*> others;  // fused runs that do not set a group size
   for (const Json* r : ok_rows(rows)) {
+    bool sized = false;
+    for (const Json& o : r->value("set", Json::array())) {
+      sized = sized || o.get<std::string>().rfind("runtime.lazy.max_group_ops=", 0) == 0;
+    }
     if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) {
       aot = r;
     } else {
-      fused.push_back(r);
+      (sized ? fused : others).push_back(r);
     }
   }
   std::vector<std::string> out;
@@ -268,6 +274,13 @@ std::vector<std::string> granularity_findings(const Json& rows) {
                 "x the HBM traffic of " + label_of(*fused.back()) + ", and its warm step takes " +
                 fmt(fig(*fused.front(), "warm_ns") / fig(*fused.back(), "warm_ns"), 1) +
                 "x as long.");
+  for (const Json* r : others) {
+    const Json& w = *fused.back();
+    out.push_back(label_of(*r) + ": first step " + ms(fig(*r, "cold_ns")) + " against " +
+                  label_of(w) + "'s " + ms(fig(w, "cold_ns")) + ", warm step " +
+                  ms(fig(*r, "warm_ns")) + " against " + ms(fig(w, "warm_ns")) + ", HBM per step " +
+                  fmt(fig(*r, "hbm_bytes_per_step") / fig(w, "hbm_bytes_per_step"), 2) + "x.");
+  }
   if (aot) {
     const double a = fig(*aot, "warm_ns"), b = fig(*fused.back(), "warm_ns");
     out.push_back(label_of(*aot) + "'s warm step (" + ms(a) + ") is " +
@@ -329,6 +342,7 @@ void run_study(const std::string& name, const std::string& config, const std::st
     Json row = {{"label", r.label},
                 {"workload", r.workload},
                 {"mode", r.mode},
+                {"set", r.overrides},
                 {"run", "runs/" + std::to_string(i)}};
     if (codes[i] != 0) {
       const std::string last = last_line(logs[i]);
