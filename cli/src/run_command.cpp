@@ -22,6 +22,7 @@ struct RunArgs {
   std::string trace_window;
   bool csv = false;
   int64_t plan_memory_mib = 2048;
+  double progress_seconds = 10;
 };
 
 }  // namespace
@@ -49,6 +50,10 @@ void add_run_command(CLI::App& app) {
                   "MiB of compiled plans the simulator keeps for cache hits; beyond it plans are "
                   "rebuilt on their next hit (results are the same, only run time changes)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--progress", a->progress_seconds,
+                  "a progress line on stderr after a step, at most every SECONDS of real time "
+                  "(0: none)")
+      ->check(CLI::Range(0.0, 1e9));
   cmd->callback([a, steps] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     driver::RunOptions o;
@@ -61,6 +66,7 @@ void add_run_command(CLI::App& app) {
     }
     o.functional = a->functional;
     o.plan_memory_bytes = a->plan_memory_mib << 20;
+    o.progress_seconds = a->progress_seconds;
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
                     : a->trace_level == "plans" ? engines::TraceLevel::plans
                                                 : engines::TraceLevel::instructions;

@@ -46,8 +46,8 @@ struct StudySpec {
 // What a study's columns may name: the key figures and the step figures below.
 std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
-  for (const char* k : {"p50_step_ns", "p99_step_ns", "hbm_bytes_per_step", "host_link_busy_ns",
-                        "wasted_flop_fraction"}) {
+  for (const char* k : {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns",
+                        "hbm_bytes_per_step", "host_link_busy_ns", "wasted_flop_fraction"}) {
     n.push_back(k);
   }
   return n;
@@ -134,16 +134,168 @@ std::string heading(const std::string& key) {
   return key;
 }
 
-// Figures a study adds to a run's key figures: step-time percentiles over the warm steps.
+// Figures a study adds to a run's key figures: step-time percentiles over the warm steps (none,
+// shown "-", when the last step compiled) and over every token step (decode, serve).
 void add_step_figures(const driver::RunReport& r, Json& f) {
-  f["p50_step_ns"] = r.warm_percentile_ns(50);
-  f["p99_step_ns"] = r.warm_percentile_ns(99);
+  const bool warm = !r.warm_steps().empty();
+  f["p50_step_ns"] = warm ? Json(r.warm_percentile_ns(50)) : Json(nullptr);
+  f["p99_step_ns"] = warm ? Json(r.warm_percentile_ns(99)) : Json(nullptr);
+  bool tokens = false;
+  for (size_t i = 0; i < r.steps.size(); ++i) tokens = tokens || r.step_kind(i) == "token";
+  if (tokens) {
+    f["token_p50_ns"] = r.kind_percentile_ns(50, "token");
+    f["token_p99_ns"] = r.kind_percentile_ns(99, "token");
+  }
   const double hbm = f.value("hbm_read_bytes", 0.0) + f.value("hbm_write_bytes", 0.0);
   f["hbm_bytes_per_step"] = r.steps.empty() ? 0.0 : hbm / double(r.steps.size());
   const Json& dev = r.device;
   if (dev.contains("host_link")) f["host_link_busy_ns"] = dev["host_link"].at("busy_ns");
   f["wasted_flop_fraction"] =
       f.value("padding_flop_fraction", 0.0) + f.value("masked_flop_fraction", 0.0);
+}
+
+// ---- findings: the sentences under a study's table, computed from the same rows ----
+
+double fig(const Json& row, const std::string& key) {
+  const Json& f = row["figures"];
+  return f.contains(key) && f[key].is_number() ? f[key].get<double>() : std::nan("");
+}
+
+std::string ms(double ns) {
+  const double v = ns / 1e6;
+  return fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2) + " ms";
+}
+
+std::string percent(double fraction) { return fmt(fraction * 100, fraction < 0.1 ? 1 : 0) + " %"; }
+
+std::string join(const std::vector<std::string>& parts, const std::string& none) {
+  if (parts.empty()) return none;
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out;
+}
+
+std::vector<const Json*> ok_rows(const Json& rows) {
+  std::vector<const Json*> out;
+  for (const Json& r : rows) {
+    if (r["status"] == "ok") out.push_back(&r);
+  }
+  return out;
+}
+
+std::string label_of(const Json& r) { return r["label"].get<std::string>(); }
+
+// decode: which runs' token steps beat native's (p50 over every token step).
+std::vector<std::string> decode_findings(const Json& rows) {
+  const std::vector<const Json*> ok = ok_rows(rows);
+  const Json* native = nullptr;
+  for (const Json* r : ok) {
+    const bool baseline = runtime::mode_named((*r)["mode"].get<std::string>()).is_baseline();
+    if (baseline && !std::isnan(fig(*r, "token_p50_ns"))) native = r;
+  }
+  if (!native) return {};
+  const double base = fig(*native, "token_p50_ns");
+  std::vector<std::string> faster, slower;
+  for (const Json* r : ok) {
+    const double t = fig(*r, "token_p50_ns");
+    if (r == native || std::isnan(t)) continue;
+    (t < base ? faster : slower).push_back(label_of(*r) + " " + ms(t));
+  }
+  return {"Per token (p50 over every token step, compiles included), against " + label_of(*native) +
+          "'s " + ms(base) + ": faster: " + join(faster, "none") +
+          "; slower: " + join(slower, "none") + "."};
+}
+
+// mask: the dense mask's transfer per forward against the forward, and chip against host.
+std::vector<std::string> mask_findings(const Json& rows) {
+  std::vector<std::string> out;
+  const std::vector<const Json*> ok = ok_rows(rows);
+  for (const Json* host : ok) {
+    const std::string w = (*host)["workload"].get<std::string>();
+    const size_t at = w.find("mask=host");
+    if (at == std::string::npos) continue;
+    const double steps = fig(*host, "steps"), forward = fig(*host, "warm_ns");
+    const double transfer = fig(*host, "transfer_ns") / steps;
+    std::string line = label_of(*host) + ": the host sends " +
+                       fmt(fig(*host, "host_link_bytes") / steps / double(1 << 20), 1) +
+                       " MiB per forward, " + ms(transfer) + " of transfer per forward, " +
+                       percent(transfer / forward) + " of its warm forward (" + ms(forward) + ")";
+    std::string chip_w = w;
+    chip_w.replace(at, 9, "mask=chip");
+    for (const Json* chip : ok) {
+      if ((*chip)["workload"] != chip_w) continue;
+      const double a = fig(*host, "device_busy_ns"), b = fig(*chip, "device_busy_ns");
+      line += "; rebuilding the mask on the chip makes the device " + percent(std::abs(b - a) / a) +
+              (b > a ? " slower" : " faster") + " (busy " + ms(b) + " against " + ms(a) + ")";
+    }
+    out.push_back(line + ".");
+  }
+  return out;
+}
+
+// granularity: whether each column falls as groups grow (the fused rows that set
+// runtime.lazy.max_group_ops, in spec order), other fused runs and AOT's warm step against the
+// last of those.
+std::vector<std::string> granularity_findings(const Json& rows) {
+  std::vector<const Json*> fused;
+  const Json* aot = nullptr;
+  std::vector<const Json*> others;  // fused runs that do not set a group size
+  for (const Json* r : ok_rows(rows)) {
+    bool sized = false;
+    for (const Json& o : r->value("set", Json::array())) {
+      sized = sized || o.get<std::string>().rfind("runtime.lazy.max_group_ops=", 0) == 0;
+    }
+    if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) {
+      aot = r;
+    } else {
+      (sized ? fused : others).push_back(r);
+    }
+  }
+  std::vector<std::string> out;
+  if (fused.size() < 2) return out;
+  for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
+           {"cold_ns", "first step"},
+           {"warm_ns", "warm step"},
+           {"hbm_bytes_per_step", "HBM traffic per step"}}) {
+    std::vector<std::string> rises;
+    for (size_t i = 1; i < fused.size(); ++i) {
+      if (fig(*fused[i], key) > fig(*fused[i - 1], key)) {
+        rises.push_back(label_of(*fused[i - 1]) + " → " + label_of(*fused[i]));
+      }
+    }
+    out.push_back("The " + what +
+                  (rises.empty() ? " falls at every larger group size"
+                                 : " does not fall monotonically: it rises at " + join(rises, "")) +
+                  ".");
+  }
+  const double small = fig(*fused.front(), "hbm_bytes_per_step");
+  const double whole = fig(*fused.back(), "hbm_bytes_per_step");
+  out.push_back(label_of(*fused.front()) + " moves " + fmt(small / whole, 1) +
+                "x the HBM traffic of " + label_of(*fused.back()) + ", and its warm step takes " +
+                fmt(fig(*fused.front(), "warm_ns") / fig(*fused.back(), "warm_ns"), 1) +
+                "x as long.");
+  for (const Json* r : others) {
+    const Json& w = *fused.back();
+    out.push_back(label_of(*r) + ": first step " + ms(fig(*r, "cold_ns")) + " against " +
+                  label_of(w) + "'s " + ms(fig(w, "cold_ns")) + ", warm step " +
+                  ms(fig(*r, "warm_ns")) + " against " + ms(fig(w, "warm_ns")) + ", HBM per step " +
+                  fmt(fig(*r, "hbm_bytes_per_step") / fig(w, "hbm_bytes_per_step"), 2) + "x.");
+  }
+  if (aot) {
+    const double a = fig(*aot, "warm_ns"), b = fig(*fused.back(), "warm_ns");
+    out.push_back(label_of(*aot) + "'s warm step (" + ms(a) + ") is " +
+                  percent(std::abs(b - a) / b) + (a < b ? " faster" : " slower") + " than " +
+                  label_of(*fused.back()) + "'s (" + ms(b) + "); its compiles are at start-up (" +
+                  ms(fig(*aot, "startup_ns")) + ").");
+  }
+  return out;
+}
+
+std::vector<std::string> findings(const std::string& study, const Json& rows) {
+  if (study == "decode") return decode_findings(rows);
+  if (study == "mask") return mask_findings(rows);
+  if (study == "granularity") return granularity_findings(rows);
+  return {};
 }
 
 void run_study(const std::string& name, const std::string& config, const std::string& spec_file,
@@ -190,6 +342,7 @@ void run_study(const std::string& name, const std::string& config, const std::st
     Json row = {{"label", r.label},
                 {"workload", r.workload},
                 {"mode", r.mode},
+                {"set", r.overrides},
                 {"run", "runs/" + std::to_string(i)}};
     if (codes[i] != 0) {
       const std::string last = last_line(logs[i]);
@@ -245,6 +398,11 @@ void run_study(const std::string& name, const std::string& config, const std::st
       md << "\n`" << row["label"].get<std::string>()
          << "` stopped: " << row.value("error", std::string()) << "\n";
     }
+  }
+  const std::vector<std::string> found = findings(name, rows);
+  if (!found.empty()) {
+    md << "\nFindings (generated from the table's runs):\n\n";
+    for (const std::string& line : found) md << "- " << line << "\n";
   }
   {
     std::ofstream f(dir->file(name + ".md"));

@@ -232,6 +232,16 @@ base::Json key_figures(const driver::RunReport& r, const base::Json& c) {
   f["hbm_write_bytes"] = t.hbm_write_bytes;
   f["startup_compiles"] = r.startup.counts.compiles;
   f["macs"] = r.macs();
+  // The ops with MACs, from the op table: their DMA bytes and time (no host copies), so a
+  // roofline point is 2 x macs / compute_dma_bytes against 2 x macs / compute_time_ns.
+  double compute_bytes = 0, compute_ns = 0;
+  for (const Json& op : r.ops) {
+    if (op.value("macs", 0.0) <= 0) continue;
+    compute_bytes += op.value("dma_bytes", 0.0);
+    compute_ns += op.value("time_ns", 0.0);
+  }
+  f["compute_dma_bytes"] = compute_bytes;
+  f["compute_time_ns"] = compute_ns;
   const Json& dev = r.device;
   if (dev.contains("engines") && dev["engines"].contains("tensor") &&
       dev["engines"]["tensor"].contains("peak_fraction")) {
@@ -280,6 +290,8 @@ std::vector<std::string> figure_names() {
                         "hbm_write_bytes",
                         "startup_compiles",
                         "macs",
+                        "compute_dma_bytes",
+                        "compute_time_ns",
                         "tensor_peak_fraction",
                         "bound_resource",
                         "bound_fraction",

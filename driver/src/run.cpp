@@ -1,10 +1,12 @@
 // The `run` driver: elaborate the device, run the workload's steps in a host thread, report.
 #include "wallsim/driver/run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "wallsim/driver/compile_metrics.h"
 #include "wallsim/driver/run_report.h"
@@ -20,32 +22,121 @@ namespace {
 using nlohmann::ordered_json;
 using runtime::kNumHostStates;
 
+int64_t host_ns(const runtime::Session& session, const std::string& op) {
+  const auto it = session.host_ns_by_op().find(op);
+  return it == session.host_ns_by_op().end() ? 0 : it->second;
+}
+
+// e0..e<engines - 1>, every row the same columns.
+ordered_json dma_engine_bytes(const sim::Device::OpTotals& r, size_t engines) {
+  ordered_json out = ordered_json::object();
+  for (size_t e = 0; e < engines; ++e) {
+    out["e" + std::to_string(e)] = e < r.dma_engine_bytes.size() ? r.dma_engine_bytes[e] : 0;
+  }
+  return out;
+}
+
 // Per op kind, over every plan the run launched (the device's op totals, from each
-// instruction's provenance): engine time, DMA bytes, MACs, and achieved tensor throughput
-// against the roofline min(peak, intensity x HBM bandwidth).
-ordered_json op_table(sim::Device& device, const sim::ChipConfig& chip) {
+// instruction's provenance; ops the host ran without device work too): engine time, exposed
+// time (Device::OpTotals::exposed_ns), host time of the op's calls, DMA bytes in all and per DMA
+// engine, MACs, and the op's time `time_ns`: the
+// longest of its engines' busy times and its DMA bytes at HBM bandwidth (`bound`, the resource
+// that sets it). `achieved_tflops` (2 x MACs / time_ns) and `roofline_tflops` (min(peak,
+// 2 x MACs / DMA bytes x HBM bandwidth)) use the same MACs, bytes and time, so achieved stays
+// at or under the roofline as long as the tensor engine never beats its peak.
+ordered_json op_table(sim::Device& device, const runtime::Session& session,
+                      const sim::ChipConfig& chip) {
   device.retire_drained();
   const double peak = peak_tensor_flops(chip);  // FLOP/s
   const double hbm = chip.timing.hbm.bandwidth_gb_per_s * 1e9;
+  std::map<std::string, sim::Device::OpTotals> ops = device.op_totals();
+  for (const auto& [op, ns] : session.host_ns_by_op()) ops[op];  // host-only ops get a row too
+  size_t dma_engines = 0;
+  for (const auto& [op, r] : ops) dma_engines = std::max(dma_engines, r.dma_engine_bytes.size());
   ordered_json out = ordered_json::array();
-  for (const auto& [op, r] : device.op_totals()) {
+  for (const auto& [op, r] : ops) {
     ordered_json busy = ordered_json::object();
+    std::string bound = "hbm";
+    double time_s = double(r.dma_bytes) / hbm;
     for (int e = 0; e < isa::kNumEngines; ++e) {
-      busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy[e].to_seconds() * 1e9;
+      const auto engine = static_cast<isa::Engine>(e);
+      const double s = r.busy[e].to_seconds();
+      busy[std::string(isa::name_of(engine))] = s * 1e9;
+      // DMA's busy time sums its parallel queues: HBM bandwidth stands for it.
+      if (engine != isa::Engine::dma && s > time_s) {
+        time_s = s;
+        bound = isa::name_of(engine);
+      }
     }
-    const double tensor_s = r.busy[static_cast<int>(isa::Engine::tensor)].to_seconds();
     const double flops = 2 * r.macs;
     ordered_json row = {
-        {"op", op},        {"nodes", r.nodes},         {"instructions", r.instructions},
-        {"busy_ns", busy}, {"dma_bytes", r.dma_bytes}, {"macs", r.macs}};
+        {"op", op},
+        {"nodes", r.nodes},
+        {"instructions", r.instructions},
+        {"busy_ns", busy},
+        {"dma_bytes", r.dma_bytes},
+        {"macs", r.macs},
+        {"exposed_ns", r.exposed_ns},
+        {"host_ns", host_ns(session, op)},
+        {"time_ns", time_s * 1e9},
+        {"bound", time_s > 0 ? bound : "none"},
+        {"hbm_bandwidth_fraction", time_s > 0 ? double(r.dma_bytes) / time_s / hbm : 0.0}};
     if (r.macs > 0) {
-      row["achieved_tflops"] = tensor_s > 0 ? flops / tensor_s / 1e12 : 0.0;
+      const double achieved = time_s > 0 ? flops / time_s : 0.0;
+      row["achieved_tflops"] = achieved / 1e12;
       row["roofline_tflops"] =
           (r.dma_bytes > 0 ? std::min(peak, flops / double(r.dma_bytes) * hbm) : peak) / 1e12;
+      row["tensor_peak_fraction"] = achieved / peak;
     }
+    row["dma_engine_bytes"] = dma_engine_bytes(r, dma_engines);
     out.push_back(row);
   }
   return out;
+}
+
+double stat_value(const traces::StatsRegistry& stats, const std::string& name) {
+  if (const auto* v = stats.find_as<traces::Value>(name)) return v->as_double();
+  if (const auto* c = stats.find_as<traces::Counter>(name)) return double(c->value());
+  return 0.0;
+}
+
+// The device's figures over the time it was busy (the union of every launch's span, copies
+// included), next to device.*'s, which divide by the whole run (compile stalls and host time
+// included); and the plans launched, copies named apart from the plans compiled from ops.
+ordered_json device_busy_section(const sim::Device& device, const traces::StatsRegistry& stats) {
+  std::vector<std::pair<sc_core::sc_time, sc_core::sc_time>> spans;
+  int64_t copies = 0;
+  for (const engines::Launch& l : device.launches()) {
+    if (l.name.rfind("copy_", 0) == 0) ++copies;
+    if (l.end_time > l.start_time) spans.emplace_back(l.start_time, l.end_time);
+  }
+  std::sort(spans.begin(), spans.end());
+  sc_core::sc_time busy, end;
+  for (const auto& [a, b] : spans) {
+    if (b <= end) continue;
+    busy += b - std::max(a, end);
+    end = b;
+  }
+  const double busy_ns = busy.to_seconds() * 1e9;
+  const double time_ns = stat_value(stats, "device.time_ns");
+  const auto over_busy = [&](double ns) { return busy_ns > 0 ? ns / busy_ns : 0.0; };
+  ordered_json engines = ordered_json::object();
+  for (const char* e : {"tensor", "vector", "scalar"}) {
+    const std::string prefix = std::string("device.engines.") + e;
+    engines[e]["utilization"] = over_busy(stat_value(stats, prefix + ".busy_ns"));
+  }
+  // peak_fraction divides the MACs by what the array could do in device.time_ns.
+  engines["tensor"]["peak_fraction"] =
+      over_busy(stat_value(stats, "device.engines.tensor.peak_fraction") * time_ns);
+  const double hbm_bytes =
+      stat_value(stats, "device.hbm.read_bytes") + stat_value(stats, "device.hbm.write_bytes");
+  const int64_t plans = static_cast<int64_t>(stat_value(stats, "device.plans_launched"));
+  return {{"busy_ns", busy_ns},
+          {"busy_fraction", time_ns > 0 ? busy_ns / time_ns : 0.0},
+          {"engines", engines},
+          {"hbm_achieved_gb_per_s", busy_ns > 0 ? hbm_bytes / busy_ns : 0.0},
+          {"bound_fraction", over_busy(stat_value(stats, "device.bound.ns"))},
+          {"plans_launched", {{"compiled", plans - copies}, {"copies", copies}}}};
 }
 
 // stats.txt after the device stats: the run report's sections (host breakdown, steps, per-op
@@ -68,25 +159,23 @@ void append_report_text(const std::string& path, const ordered_json& report) {
   if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
 }
 
-// Viewers load a whole trace into memory: past this size Perfetto UI and speedscope struggle.
-constexpr std::uintmax_t kLargeTraceBytes = std::uintmax_t{100} << 20;
+}  // namespace
 
-void warn_if_large(const std::string& path) {
+std::optional<std::string> large_trace_warning(const std::string& path) {
   std::error_code ec;
   const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
-  if (ec || bytes <= kLargeTraceBytes) return;
-  std::cerr << "wallsim: warning: trace.json is " << (bytes >> 20)
-            << " MiB, more than a trace viewer opens comfortably; keep it smaller with "
-               "--trace-level plans, --trace-window FROM_NS:TO_NS or fewer steps "
-               "(--instruction-csv logs every instruction without a trace)\n";
+  if (ec || bytes <= kLargeTraceBytes) return std::nullopt;
+  return "wallsim: warning: trace.json is " + std::to_string(bytes >> 20) +
+         " MiB, more than a trace viewer opens comfortably; keep it smaller with "
+         "--trace-level plans, --trace-window FROM_NS:TO_NS or fewer steps "
+         "(--instruction-csv logs every instruction without a trace)";
 }
-
-}  // namespace
 
 RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,
                         const workloads::WorkloadSpec& spec, const RunOptions& options,
                         const std::string& out_dir) {
   sim::init_systemc();
+  const auto wall_start_progress = std::chrono::steady_clock::now();
   std::unique_ptr<workloads::Workload> workload = workloads::make_workload(spec);
   if (options.steps && workload->fixed_steps()) {
     throw base::InputError("--steps", spec.name + " fixes its own steps");
@@ -119,6 +208,19 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   so.mode = options.mode;
   so.functional = options.functional;
   so.plan_memory_bytes = options.plan_memory_bytes;
+  auto last_progress = std::chrono::steady_clock::now();
+  if (options.progress_seconds > 0) {
+    so.on_step_end = [&](const runtime::StepRecord& r) {
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last_progress).count() < options.progress_seconds)
+        return;
+      last_progress = now;
+      std::cerr << "wallsim: run: step " << r.index + 1;
+      if (!workload->fixed_steps()) std::cerr << "/" << steps;  // decode, serve: their own
+      std::cerr << " done, " << (r.start_ns + r.wall_ns) / 1e6 << " ms simulated, "
+                << std::chrono::duration<double>(now - wall_start_progress).count() << " s real\n";
+    };
+  }
   runtime::Session session(config, device, so, trace);
 
   const auto wall_start = std::chrono::steady_clock::now();
@@ -143,6 +245,9 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   report.compile_profile = std::string(compiler_stub::name_of(config.runtime.compile_cost.profile));
   report.startup = session.startup_record();
   report.steps = session.steps();
+  for (size_t i = 0; i < report.steps.size(); ++i) {
+    report.step_kinds.push_back(workload->step_kind(static_cast<int64_t>(i)));
+  }
   RunTotals& tot = report.totals;
   double padded = 0, real = 0;
   for (const auto& s : session.steps()) {
@@ -160,7 +265,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   tot.masked_flop_fraction = masked ? waste : 0.0;
   tot.hbm_read_bytes = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
   tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
-  report.ops = op_table(device, config.chip);
+  report.ops = op_table(device, session, config.chip);
+  report.device_busy = device_busy_section(device, stats);
   report.compile_metrics = compile_metrics_json(session);
   if (auto own = workload->report()) {
     report.workload_section = own->first;
@@ -182,7 +288,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   append_report_text(dir->file("stats.txt"), extra);
   if (trace) {
     trace->finish();
-    warn_if_large(dir->file("trace.json"));
+    if (auto warning = large_trace_warning(dir->file("trace.json"))) std::cerr << *warning << "\n";
   }
   if (csv) csv->finish();
   dir->commit();

@@ -73,7 +73,11 @@ StepRecord record_from(const Json& j, const std::string& path) {
 
 Json RunReport::to_json() const {
   Json steps_json = Json::array();
-  for (const auto& s : steps) steps_json.push_back(record_json(s));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Json step = record_json(steps[i]);
+    if (i < step_kinds.size()) step["kind"] = step_kinds[i];
+    steps_json.push_back(step);
+  }
   Json tot;
   tot["wall_ns"] = totals.wall_ns;
   for (int k = 0; k < kNumHostStates; ++k) tot[state_key(k)] = totals.host_ns[k];
@@ -91,7 +95,9 @@ Json RunReport::to_json() const {
       {"startup", record_json(startup)},
       {"steps", steps_json},
       {"totals", tot},
-      {"ops", ops}};
+      {"ops", ops},
+      {"warm", warm_json()}};
+  if (!device_busy.empty()) j["device_busy"] = device_busy;
   if (!workload_section.empty()) j[workload_section] = workload_report;
   j["compile_metrics"] = compile_metrics;
   return j;
@@ -109,6 +115,7 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   const Json& steps = at(s, "steps", path);
   for (size_t i = 0; i < steps.size(); ++i) {
     r.steps.push_back(record_from(steps[i], path + ".steps[" + std::to_string(i) + "]"));
+    if (steps[i].contains("kind")) r.step_kinds.push_back(steps[i].at("kind").get<std::string>());
   }
   const Json& t = at(s, "totals", path);
   const std::string tp = path + ".totals";
@@ -124,6 +131,7 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   r.totals.hbm_write_bytes = get<uint64_t>(t, "hbm_write_bytes", tp);
   r.ops = at(s, "ops", path);
   r.device = at(s, "device", path);
+  if (s.contains("device_busy")) r.device_busy = s.at("device_busy");
   if (s.contains("compile_metrics")) r.compile_metrics = s.at("compile_metrics");
   for (const char* section : {"serving"}) {
     if (s.contains(section)) {
@@ -139,28 +147,77 @@ RunReport RunReport::read(const std::string& run_dir) {
   return from_json(base::read_json_file(file), file);
 }
 
-double RunReport::warm_ns() const {
-  int64_t warm = 0;
-  for (size_t i = 1; i < steps.size(); ++i) warm += steps[i].wall_ns;
-  return steps.size() > 1 ? double(warm) / double(steps.size() - 1) : 0.0;
+std::vector<size_t> RunReport::warm_steps(const std::string& kind) const {
+  size_t first = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].counts.compiles > 0) first = i + 1;
+  }
+  std::vector<size_t> out;
+  for (size_t i = first; i < steps.size(); ++i) {
+    if (kind.empty() || step_kind(i) == kind) out.push_back(i);
+  }
+  return out;
 }
 
-double RunReport::warm_host_ns(HostState s) const {
-  int64_t sum = 0;
-  for (size_t i = 1; i < steps.size(); ++i) sum += steps[i].host_ns[static_cast<int>(s)];
-  return steps.size() > 1 ? double(sum) / double(steps.size() - 1) : 0.0;
+namespace {
+
+template <class F>
+double warm_median(const RunReport& r, F&& value) {
+  std::vector<double> v;
+  for (size_t i : r.warm_steps()) v.push_back(double(value(r.steps[i])));
+  return traces::percentile(v, 50);
+}
+
+}  // namespace
+
+double RunReport::warm_ns() const {
+  return warm_median(*this, [](const StepRecord& s) { return s.wall_ns; });
+}
+
+double RunReport::warm_host_ns(HostState state) const {
+  return warm_median(*this,
+                     [&](const StepRecord& s) { return s.host_ns[static_cast<int>(state)]; });
 }
 
 double RunReport::warm_device_ns() const {
-  int64_t sum = 0;
-  for (size_t i = 1; i < steps.size(); ++i) sum += steps[i].device_busy_ns;
-  return steps.size() > 1 ? double(sum) / double(steps.size() - 1) : 0.0;
+  return warm_median(*this, [](const StepRecord& s) { return s.device_busy_ns; });
 }
 
-double RunReport::warm_percentile_ns(double p) const {
+double RunReport::warm_percentile_ns(double p, const std::string& kind) const {
   std::vector<double> warm;
-  for (size_t i = 1; i < steps.size(); ++i) warm.push_back(double(steps[i].wall_ns));
+  for (size_t i : warm_steps(kind)) warm.push_back(double(steps[i].wall_ns));
   return traces::percentile(warm, p);
+}
+
+double RunReport::kind_percentile_ns(double p, const std::string& kind) const {
+  std::vector<double> v;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (step_kind(i) == kind) v.push_back(double(steps[i].wall_ns));
+  }
+  return traces::percentile(v, p);
+}
+
+Json RunReport::warm_json() const {
+  const std::vector<size_t> all = warm_steps();
+  Json j = {{"definition", "steps after the last step that compiled; p50 and p99 nearest rank"},
+            {"first_step", all.empty() ? Json(nullptr) : Json(all.front())},
+            {"steps", all.size()},
+            {"p50_ns", warm_percentile_ns(50)},
+            {"p99_ns", warm_percentile_ns(99)}};
+  Json kinds = Json::object();
+  for (size_t i = 0; i < steps.size(); ++i) kinds[step_kind(i)] = Json::object();
+  for (auto& [kind, k] : kinds.items()) {
+    size_t n = 0;
+    for (size_t i = 0; i < steps.size(); ++i) n += step_kind(i) == kind;
+    k = {{"steps", n},
+         {"p50_ns", kind_percentile_ns(50, kind)},
+         {"p99_ns", kind_percentile_ns(99, kind)},
+         {"warm_steps", warm_steps(kind).size()},
+         {"warm_p50_ns", warm_percentile_ns(50, kind)},
+         {"warm_p99_ns", warm_percentile_ns(99, kind)}};
+  }
+  j["by_kind"] = kinds;
+  return j;
 }
 
 double RunReport::macs() const {

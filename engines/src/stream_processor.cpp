@@ -133,7 +133,14 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
   if (in.node >= 0) {
     if (NodeTotals* n = w.launch->node_totals(in.node)) {
       n->busy[static_cast<int>(m_engine)] += busy;
+      if (n->instructions == 0 || start < n->first) n->first = start;
+      if (end > n->last) n->last = end;
       ++n->instructions;
+      if (bytes > 0 && w.stream->dma_engine >= 0) {
+        const auto e = static_cast<size_t>(w.stream->dma_engine);
+        if (n->dma_engine_bytes.size() <= e) n->dma_engine_bytes.resize(e + 1);
+        n->dma_engine_bytes[e] += bytes;
+      }
       n->dma_bytes += bytes;
       n->macs += double(macs);
     }

@@ -160,6 +160,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
     const ExecutionMode::OpCost cost = mode.op_cost(m_config.runtime);
     charge(HostState::dispatch, cost.dispatch_ns);
     charge(HostState::dispatch, cost.record_ns);
+    m_host_ns_by_op[std::string(compiler_stub::name_of(kind))] += cost.dispatch_ns + cost.record_ns;
   }
   Node n;
   n.id = m_next_node++;
@@ -596,6 +597,7 @@ void Session::end_step() {
   }
   m_steps.push_back(m_current);
   m_in_step = false;
+  if (m_options.on_step_end) m_options.on_step_end(m_steps.back());
 }
 
 Counts Session::totals() const {

@@ -246,9 +246,41 @@ sc_time Device::end_time() const {
   return end;
 }
 
+namespace {
+
+// Each node's share of its launch's time: between consecutive span edges, the interval is split
+// equally among the nodes whose [first, last] spans cover it.
+std::vector<double> exposed_ns(const std::vector<engines::NodeTotals>& nodes) {
+  std::vector<std::pair<sc_time, int64_t>> edges;  // (time, +(i+1) opens / -(i+1) closes)
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].instructions == 0 || nodes[i].last <= nodes[i].first) continue;
+    edges.emplace_back(nodes[i].first, int64_t(i) + 1);
+    edges.emplace_back(nodes[i].last, -(int64_t(i) + 1));
+  }
+  std::sort(edges.begin(), edges.end());
+  std::vector<double> out(nodes.size(), 0.0);
+  std::vector<size_t> active;
+  for (size_t k = 0; k < edges.size(); ++k) {
+    if (k > 0 && !active.empty()) {
+      const double dt = (edges[k].first - edges[k - 1].first).to_seconds() * 1e9;
+      for (size_t i : active) out[i] += dt / double(active.size());
+    }
+    const int64_t e = edges[k].second;
+    if (e > 0) {
+      active.push_back(static_cast<size_t>(e - 1));
+    } else {
+      active.erase(std::find(active.begin(), active.end(), static_cast<size_t>(-e - 1)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void Device::retire_drained() {
   for (; m_retired < m_launches.size() && m_launches[m_retired].drained; ++m_retired) {
     Launch& l = m_launches[m_retired];
+    const std::vector<double> exposed = exposed_ns(l.nodes);
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
       const isa::NodeInfo& n = l.plan->nodes[i];
       if (n.op == "input") continue;
@@ -259,6 +291,11 @@ void Device::retire_drained() {
       o.dma_bytes += t.dma_bytes;
       o.macs += t.macs;
       for (int e = 0; e < isa::kNumEngines; ++e) o.busy[e] += t.busy[e];
+      o.exposed_ns += exposed[i];
+      if (o.dma_engine_bytes.size() < t.dma_engine_bytes.size())
+        o.dma_engine_bytes.resize(t.dma_engine_bytes.size());
+      for (size_t e = 0; e < t.dma_engine_bytes.size(); ++e)
+        o.dma_engine_bytes[e] += t.dma_engine_bytes[e];
     }
     l.plan = nullptr;
     l.keep.reset();

@@ -79,6 +79,23 @@ TEST(Study, DecodeCompilesPerTokenUnlessBoundedOrBucketed) {
   EXPECT_GT(fig(runs["exact"], "total_ns"), fig(runs["native"], "total_ns"));
   EXPECT_TRUE(fs::exists(dir + "/decode_steps.png"));
   EXPECT_TRUE(fs::exists(dir + "/runs/1/trace.json"));
+  // Exact shapes compile every step: no warm step, shown as "-"; every token step still counts.
+  EXPECT_TRUE(runs["exact"]["figures"]["p50_step_ns"].is_null());
+  EXPECT_GT(fig(runs["exact"], "token_p50_ns"), 0);
+  // The findings under the table come from the same runs: each run is listed as faster or slower
+  // than native by its token steps' p50.
+  const std::string md = slurp(dir + "/decode.md");
+  const size_t at = md.find("- Per token");
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string line = md.substr(at, md.find('\n', at) - at);
+  const size_t f = line.find("faster: "), sl = line.find("; slower: ");
+  ASSERT_TRUE(f != std::string::npos && sl != std::string::npos) << line;
+  const std::string faster = line.substr(f, sl - f), slower = line.substr(sl);
+  for (const char* label : {"exact", "bounded", "aot"}) {
+    const bool beats = fig(runs[label], "token_p50_ns") < fig(runs["native"], "token_p50_ns");
+    EXPECT_EQ(faster.find(std::string(label) + " ") != std::string::npos, beats) << line;
+    EXPECT_EQ(slower.find(std::string(label) + " ") != std::string::npos, !beats) << line;
+  }
 }
 
 TEST(Study, ServingReportsLatencyAndKv) {
@@ -145,6 +162,19 @@ TEST(Study, GranularityTradesCompilesForTraffic) {
   EXPECT_GT(fig(runs["group 1"], "hbm_bytes_per_step"),
             fig(runs["group whole"], "hbm_bytes_per_step"));
   EXPECT_TRUE(fs::exists(dir + "/granularity.png"));
+  // The findings agree with the table: whether the warm step falls from group 1 to the whole
+  // step, and whether AOT's warm step is faster than the whole step's.
+  const std::string md = slurp(dir + "/granularity.md");
+  const bool falls = fig(runs["group whole"], "warm_ns") <= fig(runs["group 1"], "warm_ns");
+  EXPECT_EQ(md.find("The warm step falls at every larger group size.") != std::string::npos, falls)
+      << md;
+  const bool aot_faster = fig(runs["AOT"], "warm_ns") < fig(runs["group whole"], "warm_ns");
+  const size_t at = md.find("- AOT's warm step");
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string line = md.substr(at, md.find('\n', at) - at);
+  EXPECT_NE(line.find(aot_faster ? " faster than group whole" : " slower than group whole"),
+            std::string::npos)
+      << line;
 }
 
 TEST(Study, FallbackPoliciesCompleteOrStop) {
@@ -249,6 +279,27 @@ TEST(Study, BadSpecIsOneLineAndExitCode2) {
   const std::string err = slurp(log);
   EXPECT_NE(err.find("runtime.lazy.fallbak"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(spec_file + ".out"));
+}
+
+}  // namespace
+}  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+// docs/studies/{decode,mask,granularity}.md carry the study's own table and findings between
+// markers (scripts/update_study_docs.py rewrites them from a fresh run), not hand-written ones.
+TEST(Study, DocsHoldTheGeneratedTableAndFindings) {
+  for (const std::string name : {"decode", "mask", "granularity"}) {
+    const std::string doc =
+        test::slurp(std::string(WALLSIM_SOURCE_DIR) + "/docs/studies/" + name + ".md");
+    const size_t begin = doc.find("<!-- study " + name + ": begin -->\n| run | mode | status |");
+    const size_t end = doc.find("<!-- study " + name + ": end -->");
+    ASSERT_NE(begin, std::string::npos) << name;
+    ASSERT_NE(end, std::string::npos) << name;
+    const size_t found = doc.find("\nFindings (generated from the table's runs):\n", begin);
+    EXPECT_LT(found, end) << name;
+  }
 }
 
 }  // namespace

@@ -88,7 +88,10 @@ TEST(Sweep, SmokeRunsEveryPointOnceAndResumes) {
   // Plots from the real sweep (matplotlib, Agg).
   ASSERT_EQ(sh("/usr/bin/python3 tools/plot_sweep.py " + d + " --out " + d + "/plots", &out), 0)
       << out;
-  for (const char* png : {"breakdown.png", "roofline.png", "total_ns_vs_arch_tensor_rows.png"}) {
+  // Two axes swept as a product give a heatmap; the zipped pair (rows, cols) does not.
+  EXPECT_FALSE(fs::exists(d + "/plots/heatmap_arch_tensor_cols_x_arch_tensor_rows.png"));
+  for (const char* png : {"breakdown.png", "roofline.png", "total_ns_vs_arch_tensor_rows.png",
+                          "heatmap_arch_tensor_rows_x_timing_hbm_bandwidth_gb_per_s.png"}) {
     const std::string p = d + "/plots/" + png;
     ASSERT_TRUE(fs::exists(p)) << p;
     EXPECT_GT(fs::file_size(p), 1000u) << p;

@@ -213,3 +213,117 @@ TEST(Reports, StatsTextHoldsTheRunReport) {
 
 }  // namespace
 }  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+Json run_stats(const std::string& args, const std::string& name) {
+  const std::string dir = test::fresh_dir("report", name);
+  std::string err;
+  EXPECT_EQ(test::run_wallsim(args + " --trace-level none --out " + dir, &err), 0) << args << err;
+  return Json::parse(test::slurp(dir + "/stats.json"));
+}
+
+// Every op row's achieved throughput and its roofline come from the same MACs, DMA bytes and
+// time (time_ns: its busiest engine, or its bytes at HBM bandwidth), so achieved never passes
+// the roofline and no figure is clamped: the tensor engine's own busy time must already keep
+// it under peak. Several workloads and modes, with matmuls, batched matmuls, fp32 and bf16.
+TEST(Reports, AchievedIsAtMostTheRooflineForEveryOpRow) {
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"run -c configs/trn2.json -w decode:new_tokens=4 --mode native", "decode_native"},
+      {"run -c configs/trn2.json -w decode:new_tokens=4 --mode aot", "decode_aot"},
+      {"run -c configs/trn2.json -w transformer:seq=128 --mode aot --steps 2", "gpt2_aot"},
+      {"run -c configs/tiny.json -w mlp:batch=64,d_model=128,d_ff=256,dtype=fp32 --mode eager",
+       "mlp_fp32_eager"},
+      {"run -c configs/trn2.json -w gemm:m=1024,k=1024,n=1024 --mode fused", "gemm_fused"}};
+  int rows_with_macs = 0;
+  for (const auto& [args, name] : runs) {
+    const Json stats = run_stats(args, name);
+    const double peak_tflops =
+        stats["device"]["engines"]["tensor"]["bf16"].is_object()
+            ? stats["device"]["engines"]["tensor"]["bf16"]["peak_tflops"].get<double>()
+            : 0.0;
+    ASSERT_FALSE(stats["ops"].empty()) << name;
+    double exposed = 0, host = 0;
+    for (const Json& op : stats["ops"]) {
+      const std::string what = name + " " + op["op"].get<std::string>();
+      exposed += op["exposed_ns"].get<double>();
+      host += op["host_ns"].get<double>();
+      int64_t engine_bytes = 0;
+      for (const auto& [e, b] : op["dma_engine_bytes"].items()) engine_bytes += b.get<int64_t>();
+      EXPECT_EQ(engine_bytes, op["dma_bytes"].get<int64_t>()) << what;
+      const double time_ns = op["time_ns"];
+      for (const auto& [engine, busy] : op["busy_ns"].items()) {
+        if (engine != "dma") EXPECT_GE(time_ns, busy.get<double>()) << what << " " << engine;
+      }
+      EXPECT_LE(op["hbm_bandwidth_fraction"].get<double>(), 1.0 + 1e-12) << what;
+      if (!op.contains("achieved_tflops")) continue;
+      ++rows_with_macs;
+      const double achieved = op["achieved_tflops"], roofline = op["roofline_tflops"];
+      EXPECT_GT(achieved, 0.0) << what;
+      EXPECT_LE(achieved, roofline * (1 + 1e-12)) << what;  // rounding only
+      EXPECT_LE(op["tensor_peak_fraction"].get<double>(), 1.0 + 1e-12) << what;
+      if (peak_tflops > 0) EXPECT_LE(roofline, peak_tflops * (1 + 1e-12)) << what;
+    }
+    // Exposed time splits the launches' time among their ops: at most the device's busy time.
+    EXPECT_GT(exposed, 0.0) << name;
+    EXPECT_LE(exposed, stats["device_busy"]["busy_ns"].get<double>() * (1 + 1e-9)) << name;
+    // Host time per op: the ops' own dispatch (none under AOT, which replays whole steps),
+    // within the host's dispatch time.
+    if (stats["mode"] != "aot") EXPECT_GT(host, 0.0) << name;
+    EXPECT_LE(host, stats["totals"]["host_dispatch_ns"].get<double>() +
+                        stats["startup"]["host_dispatch_ns"].get<double>())
+        << name;
+  }
+  EXPECT_GE(rows_with_macs, 6);
+}
+
+// device_busy divides by the device's busy time (the union of launch spans), device.* by the whole
+// run: a fused run's compile stall makes the second tiny, not the first. Plans launched are split
+// into those compiled from ops (totals.plans_launched) and copies (the transfers).
+TEST(Reports, DeviceFiguresOverBusyTimeAndCopyPlansApart) {
+  const Json stats = run_stats("run -c configs/trn2.json -w mlp --mode fused", "mlp_fused");
+  const Json& busy = stats["device_busy"];
+  const Json& device = stats["device"];
+  EXPECT_GT(busy["busy_ns"].get<double>(), 0.0);
+  EXPECT_LE(busy["busy_ns"].get<double>(), device["time_ns"].get<double>());
+  const double ratio = device["time_ns"].get<double>() / busy["busy_ns"].get<double>();
+  EXPECT_GT(ratio, 100.0);  // the compile stall
+  EXPECT_NEAR(busy["engines"]["tensor"]["utilization"].get<double>(),
+              device["engines"]["tensor"]["utilization"].get<double>() * ratio, 1e-9);
+  EXPECT_NEAR(busy["bound_fraction"].get<double>(),
+              device["bound"]["fraction"].get<double>() * ratio, 1e-9);
+  EXPECT_LE(busy["bound_fraction"].get<double>(), 1.0);
+  const Json& plans = busy["plans_launched"];
+  EXPECT_EQ(plans["compiled"].get<int64_t>() + plans["copies"].get<int64_t>(),
+            device["plans_launched"].get<int64_t>());
+  EXPECT_EQ(plans["compiled"], stats["totals"]["plans_launched"]);
+  EXPECT_EQ(plans["copies"].get<int64_t>(), stats["totals"]["transfers"].get<int64_t>() +
+                                                stats["startup"]["transfers"].get<int64_t>());
+}
+
+}  // namespace
+}  // namespace wallsim
+
+namespace wallsim {
+namespace {
+
+// Long runs say where they are: `--progress S` prints one stderr line after a step at most every
+// S real seconds ("step i/N" when --steps sets the count); a short run at the default prints none.
+TEST(Run, ProgressLinesOnStderr) {
+  std::string err;
+  const std::string args =
+      "run -c configs/tiny.json -w gemm:m=64,k=64,n=64 --steps 3 "
+      "--trace-level none --out " +
+      test::fresh_dir("progress", "gemm");
+  ASSERT_EQ(test::run_wallsim(args + " --progress 1e-9", &err), 0) << err;
+  for (int i = 1; i <= 3; ++i) {
+    EXPECT_NE(err.find("wallsim: run: step " + std::to_string(i) + "/3 done, "), std::string::npos)
+        << err;
+  }
+  ASSERT_EQ(test::run_wallsim(args, &err), 0) << err;
+  EXPECT_EQ(err.find("wallsim: run: step"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace wallsim

@@ -1,6 +1,12 @@
 // The typed run report: its JSON mapping round-trips, and the key figures come from the steps.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "wallsim/driver/run.h"
 #include "wallsim/driver/run_report.h"
 
 namespace wallsim::driver {
@@ -22,6 +28,7 @@ RunReport report_with(std::vector<int64_t> step_ns, int64_t startup_ns) {
     s.wall_ns = step_ns[i];
     s.host_ns[static_cast<int>(runtime::HostState::dispatch)] = step_ns[i];
     s.counts.ops = 7;
+    s.counts.compiles = i == 0 ? 1 : 0;
     t += step_ns[i];
     r.totals.wall_ns += step_ns[i];
     r.steps.push_back(s);
@@ -61,12 +68,37 @@ TEST(RunReport, AMissingSectionNamesItsPath) {
 TEST(RunReport, KeyFiguresComeFromTheSteps) {
   const RunReport r = report_with({100, 40, 60}, 5);
   EXPECT_EQ(r.cold_ns(), 100);
-  EXPECT_DOUBLE_EQ(r.warm_ns(), 50.0);
-  EXPECT_DOUBLE_EQ(r.warm_host_ns(runtime::HostState::dispatch), 50.0);
+  EXPECT_DOUBLE_EQ(r.warm_ns(), 40.0);  // the median of the steps after the compile
+  EXPECT_DOUBLE_EQ(r.warm_host_ns(runtime::HostState::dispatch), 40.0);
   EXPECT_EQ(r.total_ns(), 205);
   EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50), 40.0);
   EXPECT_DOUBLE_EQ(r.warm_percentile_ns(99), 60.0);
   EXPECT_DOUBLE_EQ(r.macs(), 10.0);
+}
+
+// Warm: the steps after the last step that compiled, whatever its index; medians, not means, so
+// one slow step does not move it; p50/p99 per step kind.
+TEST(RunReport, WarmIsTheMedianOfTheStepsAfterTheLastCompile) {
+  RunReport r = report_with({100, 40, 334, 30, 50, 1000}, 0);
+  r.steps[2].counts.compiles = 1;  // a bounded decode's compile in step 2
+  r.step_kinds = {"prefill", "token", "token", "prefill", "token", "token"};
+  EXPECT_EQ(r.warm_steps(), (std::vector<size_t>{3, 4, 5}));
+  EXPECT_DOUBLE_EQ(r.warm_ns(), 50.0);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(99), 1000.0);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50, "token"), 50.0);
+  EXPECT_DOUBLE_EQ(r.warm_percentile_ns(50, "prefill"), 30.0);
+  const base::Json w = r.to_json()["warm"];
+  EXPECT_EQ(w["first_step"], 3);
+  EXPECT_EQ(w["by_kind"]["token"]["warm_steps"], 2);
+  EXPECT_EQ(w["by_kind"]["token"]["steps"], 4);
+  EXPECT_EQ(w["by_kind"]["prefill"]["warm_p99_ns"], 30.0);
+  EXPECT_EQ(w["by_kind"]["prefill"]["p99_ns"], 100.0);  // every prefill, the compiling one too
+  EXPECT_DOUBLE_EQ(r.kind_percentile_ns(50, "token"), 50.0);  // of 40, 50, 334, 1000
+  EXPECT_EQ(r.to_json()["steps"][3]["kind"], "prefill");
+  r.steps[5].counts.compiles = 1;  // nothing follows the last compile: no warm step
+  EXPECT_TRUE(r.warm_steps().empty());
+  EXPECT_DOUBLE_EQ(r.warm_ns(), 0.0);
+  EXPECT_TRUE(r.to_json()["warm"]["first_step"].is_null());
 }
 
 TEST(RunReport, OvertakesAfterTheStepsItsWarmSavingNeedsToRepayItsStart) {
@@ -75,6 +107,29 @@ TEST(RunReport, OvertakesAfterTheStepsItsWarmSavingNeedsToRepayItsStart) {
   EXPECT_EQ(slow_start.overtakes(fast_start), "11");             // ceil(990 / 90)
   EXPECT_EQ(fast_start.overtakes(slow_start), "never");
   EXPECT_EQ(fast_start.overtakes(report_with({200, 200, 200}, 0)), "always");
+}
+
+// The large-trace warning: none at 100 MiB, one line naming the size and the ways out past it.
+// Sparse files: no disk space is used.
+TEST(LargeTrace, WarnsPastOneHundredMiB) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("wallsim_large_trace_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  EXPECT_FALSE(large_trace_warning(path));  // absent
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
+  std::filesystem::resize_file(path, kLargeTraceBytes);
+  EXPECT_FALSE(large_trace_warning(path));
+  std::filesystem::resize_file(path, kLargeTraceBytes + (std::uintmax_t{79} << 20));
+  const auto w = large_trace_warning(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->find('\n'), std::string::npos);
+  EXPECT_EQ(w->rfind("wallsim: warning: trace.json is 179 MiB", 0), 0u) << *w;
+  EXPECT_NE(w->find("--trace-window"), std::string::npos);
 }
 
 TEST(RunReport, PeakTensorFlopsIsTwoFlopPerMacPerCycle) {

@@ -83,6 +83,10 @@ class Serve final : public Workload, public ServeLoop {
   std::map<std::string, std::string> params() const override { return m_params; }
   bool fixed_steps() const override { return true; }
   bool masks_instead_of_padding() const override { return m_dynamic == "bounded"; }
+  std::string step_kind(int64_t index) const override {
+    const auto i = static_cast<size_t>(index);
+    return i < m_prefill_steps.size() && m_prefill_steps[i] ? "prefill" : "token";
+  }
 
   void setup(Session& s) override {
     m_requests = generate_requests(m_spec, seed(s, 999));
@@ -238,6 +242,7 @@ class Serve final : public Workload, public ServeLoop {
   void run_iteration(Session& s, const std::vector<Seq*>& seqs, bool prefill) override {
     const Shape shape = shape_of(s, seqs, prefill);
     s.begin_step(m_iterations++);
+    m_prefill_steps.push_back(prefill);
     const compiler_stub::HostTensor out = s.to_host(iteration(s, seqs, shape));
     s.end_step();
     const int64_t t = s.now_ns();
@@ -373,6 +378,7 @@ class Serve final : public Workload, public ServeLoop {
   std::vector<Layer> m_w;
 
   int64_t m_iterations = 0;
+  std::vector<bool> m_prefill_steps;  // by step index
   ServeTally m_tally;
 };
 

@@ -280,6 +280,7 @@ class Decode final : public Workload {
     for (int64_t b = aot.bucket_min; b <= aot.bucket_max; b *= 2) out.push_back(b);
     return out;
   }
+  std::string step_kind(int64_t index) const override { return index == 0 ? "prefill" : "token"; }
   Tensor step(Session& s, int64_t index) override {
     const int64_t real = index == 0 ? m_prompt : m_prompt + index;
     return run(s, index, real, length(s, index, real));

@@ -23,6 +23,10 @@ struct RunOptions {
   std::optional<std::pair<int64_t, int64_t>> trace_window_ns;  // keep [from, to] of the trace
   bool instruction_csv = false;                                // write instructions.csv
   int64_t plan_memory_bytes = int64_t{2} << 30;  // runtime::SessionOptions::plan_memory_bytes
+  // A progress line on stderr at the end of a step once this many real seconds passed since the
+  // last one (or the start); 0: none. Long runs (`--steps` large, serve, decode) say where they
+  // are; short ones print nothing.
+  double progress_seconds = 10;
 };
 
 struct RunSummary {
@@ -31,6 +35,12 @@ struct RunSummary {
   runtime::Counts totals;
   double sim_wall_seconds = 0;  // real
 };
+
+// Viewers load a whole trace into memory: past this size Perfetto UI and speedscope struggle.
+constexpr std::uintmax_t kLargeTraceBytes = std::uintmax_t{100} << 20;
+// The one-line warning `run` prints on stderr when the trace at `path` is larger than
+// kLargeTraceBytes; nothing when it is not (or is absent).
+std::optional<std::string> large_trace_warning(const std::string& path);
 
 // Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json,
 // instructions.csv with `instruction_csv`):

@@ -34,8 +34,11 @@ struct RunReport {
   std::string compile_profile;
   runtime::StepRecord startup;
   std::vector<runtime::StepRecord> steps;
+  std::vector<std::string> step_kinds;  // by step, from the workload; "kind" in each step's JSON
   RunTotals totals;
   base::Json ops = base::Json::array();  // per op kind: engine time, bytes, MACs, throughput
+  // Device figures over the device's busy time, plans launched (compiled, copies).
+  base::Json device_busy = base::Json::object();
   // A workload's own section (serve: "serving"), if it has one.
   std::string workload_section;
   base::Json workload_report;
@@ -54,12 +57,23 @@ struct RunReport {
   int64_t startup_ns() const { return startup.wall_ns; }
   int64_t total_ns() const { return startup.wall_ns + totals.wall_ns; }  // start-up and steps
   int64_t cold_ns() const { return steps.empty() ? 0 : steps[0].wall_ns; }
-  // Means over the warm steps (every step after the first); 0 with fewer than two steps.
+  // "Warm", one definition for every report, study and doc: the steps after the last step that
+  // compiled (every step when none did), optionally only those of one kind (step_kind); empty
+  // when the last step compiled. The figures are medians (p50, nearest rank) over that set; 0
+  // when it is empty.
+  std::vector<size_t> warm_steps(const std::string& kind = "") const;
   double warm_ns() const;
   double warm_host_ns(runtime::HostState s) const;
   double warm_device_ns() const;
-  // The p-th percentile (0-100, nearest rank) of the warm steps' wall time.
-  double warm_percentile_ns(double p) const;
+  // The p-th percentile (0-100, nearest rank) of the warm steps' wall time (of one kind).
+  double warm_percentile_ns(double p, const std::string& kind = "") const;
+  // ... of every step of one kind, warm or not (a decode's token latency, compiles included).
+  double kind_percentile_ns(double p, const std::string& kind) const;
+  // Step i's kind: step_kinds[i] ("prefill", "token", "step"); "step" when not recorded.
+  std::string step_kind(size_t i) const { return i < step_kinds.size() ? step_kinds[i] : "step"; }
+  // The "warm" section: its first step, count, p50/p99 overall and per step kind (every step
+  // of the kind, and its warm ones).
+  base::Json warm_json() const;
   double macs() const;  // over every op kind
   // Steps after which this run has spent less wall time than `other` (start-up and cold step
   // included): a number, "always" or "never".

@@ -40,6 +40,9 @@ struct NodeTotals {
   int64_t instructions = 0;
   int64_t dma_bytes = 0;
   double macs = 0;  // tensor-engine multiply-accumulates
+  // From its first instruction's start to its last one's end (when instructions > 0).
+  sc_core::sc_time first, last;
+  std::vector<int64_t> dma_engine_bytes;  // by DMA engine (grown on use)
 };
 
 struct Launch {

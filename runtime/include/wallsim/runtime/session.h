@@ -131,6 +131,8 @@ struct SessionOptions {
   // hits. Over it the least recently used bodies are dropped and rebuilt on their next hit
   // (same plan, so the same results; only the real run time changes).
   int64_t plan_memory_bytes = int64_t{2} << 30;
+  // Called after each step's record is complete (the driver's progress lines); not a model input.
+  std::function<void(const StepRecord&)> on_step_end;
 };
 
 // Attribute map for a recorded op.
@@ -204,6 +206,8 @@ class Session {
   double compiler_seconds() const { return m_compiler_seconds; }
   // Plan bodies rebuilt after plan_memory_bytes dropped them (measured, like the above).
   int64_t bodies_rebuilt() const { return m_bodies_rebuilt; }
+  // Host time the ops' own calls cost (dispatch and record), by op kind, startup included.
+  const std::map<std::string, int64_t>& host_ns_by_op() const { return m_host_ns_by_op; }
   // Every plan compiled, in compile order, with its lookups; every recompile with its reason.
   const std::vector<CacheEntryRecord>& cache_entries() const { return m_entries; }
   const std::vector<RecompileRecord>& recompile_log() const { return m_recompiles; }
@@ -272,6 +276,7 @@ class Session {
   std::vector<std::shared_ptr<const isa::Plan>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
   int64_t m_bodies_rebuilt = 0;
+  std::map<std::string, int64_t> m_host_ns_by_op;
   std::vector<CacheEntryRecord> m_entries;
   std::unordered_map<uint64_t, size_t> m_entry_of;              // signature hash -> entry
   std::unordered_map<uint64_t, size_t> m_latest_of_shape_free;  // shape-free hash -> entry

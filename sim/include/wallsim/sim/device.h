@@ -59,6 +59,11 @@ class Device : public sc_core::sc_module {
     int64_t nodes = 0, instructions = 0, dma_bytes = 0;
     double macs = 0;
     sc_core::sc_time busy[isa::kNumEngines];
+    // Each launch's time split among the ops running at each instant (equal shares between
+    // the nodes whose first-to-last instruction spans overlap there): summed over every op, the
+    // time some node of a launch was running. ns.
+    double exposed_ns = 0;
+    std::vector<int64_t> dma_engine_bytes;  // by DMA engine
   };
   // Folds the launches drained so far (in launch order) into op_totals() and drops their
   // per-node records and plan: a long run's memory stays bounded by the live launches. A

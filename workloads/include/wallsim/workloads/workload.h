@@ -37,6 +37,11 @@ class Workload {
   // Records one step at dynamic extent `extent` (a bucket when tracing). Its output is read
   // back at the end of the step (a sync), as a training loop's loss or a sampled token is.
   virtual runtime::Tensor step(runtime::Session& s, int64_t index) = 0;
+  // What step `index` (after the run) did, for per-kind figures: "prefill", "token" or "step".
+  virtual std::string step_kind(int64_t index) const {
+    (void)index;
+    return "step";
+  }
   // Steps a run takes when the user does not say (`decode` fixes its own).
   virtual int64_t default_steps() const { return 3; }
   // Whether `--steps` applies.
