@@ -340,6 +340,25 @@ TEST(CompiledOnChip, MatmulWhoseStationariesCannotFitIsACompileErrorWithItsSizes
       << std::get<CompileError>(r).reason;
 }
 
+TEST(CompiledOnChip, ReusedHbmScratchKeepsResultsOnTiny) {
+  // [256, 1024] fp32 is 32 KiB per partition on tiny: every op streams through HBM scratch,
+  // and the scratch of dead values is reused by later ones.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "chain", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [256, 1024], "role": "input"},
+    {"id": 1, "op": "relu", "inputs": [0]},
+    {"id": 2, "op": "exp", "inputs": [1]},
+    {"id": 3, "op": "add", "inputs": [2, 0]},
+    {"id": 4, "op": "tanh", "inputs": [3]},
+    {"id": 5, "op": "sub", "inputs": [4, 2]},
+    {"id": 6, "op": "sigmoid", "inputs": [5]}], "outputs": [6]})");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  const int64_t value = 256 * 1024 * 4;
+  EXPECT_LT(std::get<CompiledGraph>(r).plans.plans.at(0).hbm_bytes(), 7 * value);
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
 TEST(CompiledOnChip, BatchBroadcastMaskLargerThanSbufIsWindowedPerBatchOnTiny) {
   // scores [4, 128, 512] + mask [128, 512] fp32: the mask alone is 8 KiB per partition, so a
   // window holds part of one batch and loads the mask's tiles that line up with it.

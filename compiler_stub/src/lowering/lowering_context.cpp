@@ -114,6 +114,19 @@ void LoweringContext::release_dead(int position) {
     for (Slot s : m_tiles[id].tiles) m_sbuf.release(s);
     m_tiles.erase(id);
   }
+  // Scratch tensors whose values (and views of them) are all dead return to the pool.
+  for (auto it = m_scratch_owners.begin(); it != m_scratch_owners.end();) {
+    bool dead = true;
+    for (int32_t id : it->second) dead = dead && !live_after(id, position);
+    if (!dead) {
+      ++it;
+      continue;
+    }
+    const Slot s{MemSpace::hbm, it->first};
+    m_free_scratch[type_of(*it->second.begin()).dtype].push_back(s);
+    for (int32_t id : it->second) m_hbm_tensors.erase(id);
+    it = m_scratch_owners.erase(it);
+  }
   for (auto it = m_replicated.begin(); it != m_replicated.end();) {
     auto lu = m_last_use.find(it->first);
     if (lu == m_last_use.end() || lu->second <= position) {
@@ -165,16 +178,58 @@ Slot LoweringContext::hbm_tensor(int32_t id, isa::TensorRole role) {
   auto it = m_hbm_tensors.find(id);
   if (it != m_hbm_tensors.end()) return it->second;
   const Node& n = node(id);
+  if (role == isa::TensorRole::scratch && !needed_outside(id)) {
+    // Scratch of a dead value is reused: the smallest free tensor of the dtype that is large
+    // enough, else the largest, widened. The builder orders the new writes after the old
+    // value's readers (its byte-range hazards).
+    auto& pool = m_free_scratch[n.type.dtype];
+    const int64_t need = n.type.elements();
+    auto pick = pool.end();
+    for (auto p = pool.begin(); p != pool.end(); ++p) {
+      const int64_t have = m_builder.tensor_elements(*p);
+      if (pick == pool.end()) {
+        pick = p;
+        continue;
+      }
+      const int64_t best = m_builder.tensor_elements(*pick);
+      if (have >= need ? (best < need || have < best) : (best < need && have > best)) pick = p;
+    }
+    if (pick != pool.end()) {
+      Slot s = *pick;
+      pool.erase(pick);
+      if (m_builder.tensor_elements(s) < need) m_builder.grow_tensor(s, need);
+      m_hbm_tensors[id] = s;
+      m_scratch_owners[s.index].insert(id);
+      return s;
+    }
+  }
   std::vector<int64_t> shape;
   for (const Dim& d : n.type.dims) shape.push_back(d.size);
   Slot s = m_builder.add_tensor(value_name(m_graph, id), MemSpace::hbm, n.type.dtype, shape, role);
   m_hbm_tensors[id] = s;
+  if (role == isa::TensorRole::scratch && !needed_outside(id)) m_scratch_owners[s.index] = {id};
   return s;
 }
 
 void LoweringContext::alias_hbm(int32_t id, Slot tensor) {
   m_hbm_tensors[id] = tensor;
   m_in_hbm.insert(id);
+  if (auto o = m_scratch_owners.find(tensor.index); o != m_scratch_owners.end()) {
+    if (needed_outside(id)) {
+      m_scratch_owners.erase(o);  // never reused
+    } else {
+      o->second.insert(id);
+    }
+  }
+}
+
+bool LoweringContext::live_after(int32_t id, int position) const {
+  auto lu = m_last_use.find(id);
+  if (lu != m_last_use.end() && lu->second > position) return true;
+  for (const auto& [view, desc] : m_views) {
+    if (desc.base == id && view != id && live_after(view, position)) return true;
+  }
+  return false;
 }
 
 std::optional<Tiles> LoweringContext::new_tiles(int64_t rows, int64_t cols, DType dt,
@@ -221,6 +276,7 @@ std::optional<Tiles> LoweringContext::new_tiles_like(const Tiles& like, int64_t 
   Tiles v = like;
   v.cols = cols;
   v.dtype = dt;
+  v.col_base = 0;
   v.tiles.clear();
   return allocate(v, hint);
 }
@@ -285,6 +341,15 @@ std::optional<Tiles> LoweringContext::tiles_of(int32_t id) {
   }
   m_bytes_in += tiles->stored_rows() * cols * isa::dtype_bytes(n.type.dtype);
   m_tiles[id] = *tiles;
+  return tiles;
+}
+
+std::optional<Tiles> LoweringContext::load_tiles(int32_t id, int64_t t0, int64_t t1) {
+  const std::optional<Window> outer = m_window;
+  m_window = Window{{id}, t0, t1, {}, {}, 0, 0};
+  auto tiles = tiles_of(id);
+  m_tiles.erase(id);
+  m_window = outer;
   return tiles;
 }
 

@@ -145,6 +145,8 @@ class LoweringContext {
   bool stored_to_hbm(int32_t id) const { return m_in_hbm.count(id) != 0; }
   // Frees the tiles of values with no use after `position`.
   void release_dead(int position);
+  // Whether value `id` is read at or after `position` (itself or a view of it).
+  bool live_after(int32_t id, int position) const;
   LowerStats stats() const;
 
   // Whether the plan has outgrown compiler.max_plan_instructions (lowering then stops).
@@ -175,6 +177,9 @@ class LoweringContext {
   const Tiles* like_of(const Node& n);
   // The on-chip tiles of value `id`, loading them from HBM when the group did not produce it.
   std::optional<Tiles> tiles_of(int32_t id);
+  // Row tiles [t0, t1) of value `id` (not on chip), loaded from HBM or its view; the caller
+  // releases them.
+  std::optional<Tiles> load_tiles(int32_t id, int64_t t0, int64_t t1);
   // A row vector (view [1 x cols]) replicated on every partition: only values in HBM can be
   // broadcast across partitions (a stride-0 row DMA).
   std::optional<Tiles> replicated(int32_t id);
@@ -291,6 +296,12 @@ class LoweringContext {
   int64_t value_bytes_per_tile(int32_t id) const;
   std::pair<int64_t, int64_t> footprint(const Node& n) const;
   int64_t tile_count(const Node& n) const;
+  // Bytes per partition of `n`'s operands on chip, and the share of the rest a window fills.
+  int64_t pinned_bytes(const Node& n) const;
+  int64_t window_room(const Node& n) const;
+  // Whether one row tile needing `one_tile` bytes per partition cannot fit beside the
+  // resident operands even with everything else spilled.
+  bool too_wide(const Node& n, int64_t one_tile) const;
 
   const Graph& m_graph;
   const isa::ArchSpec& m_arch;
@@ -312,6 +323,10 @@ class LoweringContext {
   size_t m_next_bank = 0;
   int m_evacuations = 0;
   std::map<int32_t, Slot> m_hbm_tensors;
+  // Scratch reuse by liveness (hbm_tensor, release_dead): the values each scratch tensor in
+  // use holds, and the free ones by dtype.
+  std::map<int32_t, std::set<int32_t>> m_scratch_owners;
+  std::map<DType, std::vector<Slot>> m_free_scratch;
   std::map<int32_t, Tiles> m_tiles;       // values on chip
   std::map<int32_t, Tiles> m_replicated;  // row vectors broadcast to every partition
   std::map<int32_t, int> m_last_use;

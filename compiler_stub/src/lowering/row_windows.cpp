@@ -114,22 +114,35 @@ int64_t LoweringContext::tile_count(const Node& n) const {
   return tiling(view_of(n.type).rows, 1, DType::fp32, run_of(n.type)).count();
 }
 
+int64_t LoweringContext::pinned_bytes(const Node& n) const {
+  int64_t pinned = 0;  // resident operands stay whole while the op runs
+  for (int32_t in : n.inputs) {
+    if (m_tiles.count(in)) pinned += m_tiles.at(in).count() * value_bytes_per_tile(in);
+  }
+  return pinned;
+}
+
+int64_t LoweringContext::window_room(const Node& n) const {
+  return (m_sbuf.capacity() - pinned_bytes(n)) * m_options.row_window_fill_percent / 100;
+}
+
+bool LoweringContext::too_wide(const Node& n, int64_t one_tile) const {
+  return one_tile > m_sbuf.capacity() - pinned_bytes(n);
+}
+
 bool LoweringContext::row_windowed(const Node& n) const {
   if (info(n.op).row_window == RowWindow::none) return false;
   const auto [per_tile, fixed] = footprint(n);
   const int64_t trigger = sbuf_share(m_options.row_window_trigger_percent);
-  // One row tile too wide for SBUF runs in column windows.
-  if (tile_count(n) < 2) return column_local(n) && per_tile + fixed > trigger;
+  // One row tile too wide for the SBUF left runs in column windows.
+  if (tile_count(n) < 2) return column_local(n) && too_wide(n, per_tile + fixed);
   return per_tile * tile_count(n) + fixed > trigger;
 }
 
 LowerResult LoweringContext::lower_in_windows(const Node& n, const LowerFn& lower) {
   const int64_t tiles = tile_count(n);
   auto [per_tile, fixed] = footprint(n);
-  int64_t pinned = 0;  // resident operands stay whole while the op runs
-  for (int32_t in : n.inputs) {
-    if (m_tiles.count(in)) pinned += m_tiles.at(in).count() * value_bytes_per_tile(in);
-  }
+  const int64_t pinned = pinned_bytes(n);
   auto window_of = [&](int64_t fixed_bytes, int64_t per) {
     const int64_t budget =
         (m_sbuf.capacity() - pinned - fixed_bytes) * m_options.row_window_fill_percent / 100;
@@ -155,8 +168,8 @@ LowerResult LoweringContext::lower_in_windows(const Node& n, const LowerFn& lowe
   // (whole row tiles of each block in turn), when its columns are independent.
   const int64_t cols = view_of(n.type).cols;
   int64_t block = cols;
-  const int64_t room = (m_sbuf.capacity() - pinned) * m_options.row_window_fill_percent / 100;
-  if (column_local(n) && per_tile + fixed > room) {
+  const int64_t room = window_room(n);
+  if (column_local(n) && too_wide(n, per_tile + fixed)) {
     block = std::max<int64_t>(1, cols * room / (per_tile + fixed));
     if (block > 64) block = block / 64 * 64;
     const int64_t blocks = (cols + block - 1) / block;

@@ -20,7 +20,7 @@ struct LoweringOptions {
   int64_t streamed_operand_percent = 25;    // of SBUF: a larger matmul B streams in parts
   int64_t panel_pair_percent = 50;          // of SBUF: two panels of a streamed B at most
   int64_t attention_pipeline_percent = 50;  // of SBUF: 3 sequences in flight if they fit
-  int64_t max_plan_instructions = 500000;   // a plan needing more is a compile error
+  int64_t max_plan_instructions = 4000000;  // a plan needing more is a compile error
 };
 
 template <class V>
