@@ -300,6 +300,16 @@ TEST(CompiledOnChip, RowTooWideForSbufRunsInColumnWindowsOnTiny) {
   EXPECT_LT(o.max_error, 1e-6);
 }
 
+TEST(CompiledOnChip, ExampleMlpCompilesOnTinyAndPassesTheVerifier) {
+  // GPT-2 width (d_ff 3072 bf16: 6 KiB per row) on tiny's 16 KiB partitions: the matmuls run
+  // narrow, the bias_adds in column windows (compile_graph verifies every plan).
+  std::ifstream in(std::string(WALLSIM_SOURCE_DIR) + "/examples/graphs/mlp.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto r = compile_graph(graph(text), load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  EXPECT_GT(std::get<CompiledGraph>(r).groups.at(0).spills, 0);
+}
+
 TEST(CompiledOnChip, RowThatCannotBeSplitIsACompileErrorWithItsSizes) {
   // softmax needs its whole row: 32 KiB of input and as much of output per partition.
   Graph g = one_op("[64, 8192]", "softmax");
