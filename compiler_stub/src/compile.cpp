@@ -87,9 +87,9 @@ std::variant<CompiledGraph, CompileError> compile_graph(
     auto lowered = lower_group(g, parts[i], arch, name, options, &uses);
     if (auto* err = std::get_if<CompileError>(&lowered)) return *err;
     Lowered& l = std::get<Lowered>(lowered);
-    // Off-chip capacity is a limit of the group, not a bug: every value the plan keeps in HBM
-    // (inputs, outputs, spilled scratch: compiler_stub does not reuse scratch between dead
-    // values) must fit the core at once.
+    // Off-chip capacity is a limit of the group, not a bug: every tensor the plan keeps in HBM
+    // (inputs, outputs, spilled scratch; a dead value's scratch is reused by later ones, so
+    // scratch is bounded by the largest live set) must fit the core at once.
     const int64_t hbm = l.plan.hbm_bytes();
     if (hbm > arch.hbm.bytes) {
       return over_hbm(hbm, arch, "the plan's HBM tensors (inputs, outputs, spilled scratch)");

@@ -84,6 +84,7 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
     if (auto err = ctx.row_windowed(n) ? ctx.lower_in_windows(n, *lower) : (*lower)(ctx, n)) {
       return *err;
     }
+    if (ctx.too_large()) return ctx.too_large_error();
     if (n.op != OpKind::input && ctx.needed_outside(n.id) && !ctx.stored_to_hbm(n.id) &&
         !ctx.store(n.id)) {
       return ctx.no_room();

@@ -191,9 +191,102 @@ std::string relu_compile_error(int64_t rows, int64_t cols) {
   return std::get<CompileError>(r).reason;
 }
 
-TEST(CompiledOnChip, GroupThatCannotFitIsACompileError) {
-  // One row of 8192 fp32 = 32 KiB per partition: more than tiny's 16 KiB SBUF.
-  EXPECT_NE(relu_compile_error(64, 8192).find("does not fit in SBUF"), std::string::npos);
+// A graph of one op over an fp32 input `a` of `shape` (and `extra` nodes after it) on tiny.
+Graph one_op(const std::string& shape, const std::string& op, const std::string& extra = "") {
+  return graph(R"({"format": "wallsim-graph", "version": 1, "name": "one", "nodes": [
+    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": )" +
+               shape + R"(, "role": "input"},
+    {"id": 1, "op": ")" +
+               op + R"(", "inputs": [0]})" + extra + R"(], "outputs": [1]})");
+}
+
+TEST(CompiledOnChip, RowTooWideForSbufRunsInColumnWindowsOnTiny) {
+  // One row of 8192 fp32 = 32 KiB per partition: more than tiny's 16 KiB SBUF. relu's columns
+  // are independent, so it runs a block of columns at a time.
+  EXPECT_EQ(relu_compile_error(64, 8192), "compiled");
+  Outcome o = run_on_chip(one_op("[40, 8192]", "relu"), "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-6);
+}
+
+TEST(CompiledOnChip, ExampleMlpCompilesOnTinyAndPassesTheVerifier) {
+  // GPT-2 width (d_ff 3072 bf16: 6 KiB per row) on tiny's 16 KiB partitions: the matmuls run
+  // narrow, the bias_adds in column windows (compile_graph verifies every plan).
+  std::ifstream in(std::string(WALLSIM_SOURCE_DIR) + "/examples/graphs/mlp.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto r = compile_graph(graph(text), load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  EXPECT_GT(std::get<CompiledGraph>(r).groups.at(0).spills, 0);
+}
+
+TEST(CompiledOnChip, RowThatCannotBeSplitIsACompileErrorWithItsSizes) {
+  // softmax needs its whole row: 32 KiB of input and as much of output per partition.
+  Graph g = one_op("[64, 8192]", "softmax");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompileError>(r));
+  const std::string reason = std::get<CompileError>(r).reason;
+  EXPECT_NE(reason.find("does not fit in SBUF (16384 bytes per partition)"), std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("one row tile needs 65536 bytes per partition"), std::string::npos)
+      << reason;
+}
+
+const char* kWideMatmul = R"({"format": "wallsim-graph", "version": 1, "name": "wide", "nodes": [
+  {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [40, 512], "role": "input"},
+  {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [512, 4096], "role": "weight"},
+  {"id": 2, "op": "input", "name": "b", "dtype": "fp32", "shape": [4096], "role": "weight"},
+  {"id": 3, "op": "matmul", "inputs": [0, 1]},
+  {"id": 4, "op": "bias_add", "inputs": [3, 2]},
+  {"id": 5, "op": "relu", "inputs": [4]}],
+  "outputs": [5]})";
+
+TEST(CompiledOnChip, MatmulTooWideForARowTileRunsByColumnBlocksOnTiny) {
+  // An output row of 4096 fp32 (16 KiB) per partition is tiny's whole SBUF: the matmul stores
+  // its output a column block at a time, the bias_add and relu run in column windows.
+  Outcome o = run_on_chip(graph(kWideMatmul), "tiny", GroupPolicy::whole);
+  EXPECT_EQ(o.plans, 1);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, MatmulWhoseStationariesCannotFitIsACompileErrorWithItsSizes) {
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "k", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [32, 8192], "role": "input"},
+    {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [8192, 64], "role": "weight"},
+    {"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]})");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompileError>(r));
+  EXPECT_NE(std::get<CompileError>(r).reason.find("A^T of K = 8192"), std::string::npos)
+      << std::get<CompileError>(r).reason;
+}
+
+TEST(CompiledOnChip, ReusedHbmScratchKeepsResultsOnTiny) {
+  // [256, 1024] fp32 is 32 KiB per partition on tiny: every op streams through HBM scratch,
+  // and the scratch of dead values is reused by later ones.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "chain", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [256, 1024], "role": "input"},
+    {"id": 1, "op": "relu", "inputs": [0]},
+    {"id": 2, "op": "exp", "inputs": [1]},
+    {"id": 3, "op": "add", "inputs": [2, 0]},
+    {"id": 4, "op": "tanh", "inputs": [3]},
+    {"id": 5, "op": "sub", "inputs": [4, 2]},
+    {"id": 6, "op": "sigmoid", "inputs": [5]}], "outputs": [6]})");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  const int64_t value = 256 * 1024 * 4;
+  EXPECT_LT(std::get<CompiledGraph>(r).plans.plans.at(0).hbm_bytes(), 7 * value);
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
+TEST(CompiledOnChip, BatchBroadcastMaskLargerThanSbufIsWindowedPerBatchOnTiny) {
+  // scores [4, 128, 512] + mask [128, 512] fp32: the mask alone is 8 KiB per partition, so a
+  // window holds part of one batch and loads the mask's tiles that line up with it.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "mask", "nodes": [
+    {"id": 0, "op": "input", "name": "s", "dtype": "fp32", "shape": [4, 128, 512], "role": "input"},
+    {"id": 1, "op": "input", "name": "m", "dtype": "fp32", "shape": [128, 512], "role": "input"},
+    {"id": 2, "op": "scale", "inputs": [0], "value": 0.125},
+    {"id": 3, "op": "add", "inputs": [2, 1]}], "outputs": [3]})");
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-6);
 }
 
 TEST(CompiledOnChip, PlanLargerThanHbmIsACompileErrorNotAVerifierFailure) {

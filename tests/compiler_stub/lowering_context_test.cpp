@@ -145,6 +145,21 @@ TEST(LoweringContext, AnOpLargerThanTheTriggerShareRunsInRowWindowsThroughHbm) {
   EXPECT_EQ(count_of(windowed.text, "src=v1<fp32>"), 8);  // and read back
 }
 
+TEST(LoweringContext, HbmScratchOfADeadValueIsReusedByALaterOne) {
+  LoweringOptions eager_windows;
+  eager_windows.row_window_trigger_percent = 1;
+  eager_windows.row_window_fill_percent = 1;
+  // x -> v1 -> v2 -> v3 -> v4, each windowed through HBM: v1 is dead once v2 is written, so v3
+  // is stored in v1's scratch tensor (and its writes wait for v2's reads of v1).
+  const auto p = print_plan(relu_chain(1024, 64, 4), {}, GroupPolicy::whole, eager_windows);
+  EXPECT_EQ(p.stats().spills, 3);
+  EXPECT_EQ(count_of(p.text, "scratch hbm"), 2);
+  EXPECT_EQ(count_of(p.text, "tensor    v3 "), 0);
+  EXPECT_EQ(count_of(p.text, "dst=v1<fp32>"), 16);  // v1's and v3's row tiles
+  const int64_t value = 1024 * 64 * 4;
+  EXPECT_EQ(p.plan().hbm_bytes(), 4 * value);  // x, v1 (and v3), v2, v4: not 5 values
+}
+
 TEST(LoweringContext, AValueReadByALaterGroupIsStoredAndOneReadOnlyInsideIsNot) {
   const auto p = print_plan(
       make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [128, 64]},

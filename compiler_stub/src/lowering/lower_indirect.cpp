@@ -57,26 +57,45 @@ LowerResult lower_index_copy(LoweringContext& ctx, const Node& n) {
   if (ctx.in_group(ids) || ctx.is_view(ids)) {
     return ctx.error("index_copy ids computed on the chip are not supported yet");
   }
-  auto src = ctx.tiles_of(n.inputs[2]);
-  if (!src) return ctx.no_room();
-  auto idx = ctx.new_tiles_like(*src, 1, DType::int32, "ids");
-  if (!idx) return ctx.no_room();
   Slot ids_hbm = ctx.hbm_tensor(ids, isa::TensorRole::input);
   Slot cache = ctx.hbm_tensor(dst, isa::TensorRole::inout);
   ctx.builder().set_role(cache, isa::TensorRole::inout);
   const View cv = view_of(dn.type);
-  for (int64_t t = 0; t < src->count(); ++t) {
-    const int queue = ctx.next_store_queue();
-    ctx.dma(queue, ctx.tile_ap(*idx, t, 0, 1), ctx.ids_ap(ids_hbm, *src, t));
-    Instruction s;
-    s.op = Opcode::dma_scatter;
-    s.dst = ctx.hbm_ap(cache, dn.type.dtype, cv, 0, static_cast<int32_t>(cv.rows), 0, cv.cols);
-    s.src[0] = ctx.tile_ap(*src, t, 0, src->cols);
-    s.src[1] = ctx.tile_ap(*idx, t, 0, 1);
-    ctx.emit(queue, s);
+  auto scatter = [&](const Tiles& src) -> LowerResult {
+    auto idx = ctx.new_tiles_like(src, 1, DType::int32, "ids");
+    if (!idx) return ctx.no_room();
+    for (int64_t t = 0; t < src.count(); ++t) {
+      const int queue = ctx.next_store_queue();
+      ctx.dma(queue, ctx.tile_ap(*idx, t, 0, 1), ctx.ids_ap(ids_hbm, src, t));
+      Instruction s;
+      s.op = Opcode::dma_scatter;
+      s.dst = ctx.hbm_ap(cache, dn.type.dtype, cv, 0, static_cast<int32_t>(cv.rows), 0, cv.cols);
+      s.src[0] = ctx.tile_ap(src, t, 0, src.cols);
+      s.src[1] = ctx.tile_ap(*idx, t, 0, 1);
+      ctx.emit(queue, s);
+    }
+    ctx.count_bytes_out(src.stored_rows() * (4 + src.cols * isa::dtype_bytes(dn.type.dtype)));
+    ctx.release(*idx);
+    return std::nullopt;
+  };
+  const int32_t sid = n.inputs[2];
+  if (ctx.on_chip(sid)) {
+    if (auto e = scatter(*ctx.tiles_of(sid))) return e;
+  } else {
+    // Not on chip: a window of row tiles at a time, each loaded, scattered and freed.
+    const TensorType& st = ctx.type_of(sid);
+    const View sv = view_of(st);
+    const int64_t tiles = ctx.tiling(sv.rows, sv.cols, st.dtype, run_of(st)).count();
+    const int64_t per_tile = sv.cols * isa::dtype_bytes(st.dtype) + 4;
+    const int64_t w =
+        std::max<int64_t>(1, ctx.sbuf_share(ctx.options().row_window_fill_percent) / per_tile);
+    for (int64_t t0 = 0; t0 < tiles; t0 += w) {
+      auto src = ctx.load_tiles(sid, t0, std::min(tiles, t0 + w));
+      if (!src) return ctx.no_room();
+      if (auto e = scatter(*src)) return e;
+      ctx.release(*src);
+    }
   }
-  ctx.count_bytes_out(src->stored_rows() * (4 + src->cols * isa::dtype_bytes(dn.type.dtype)));
-  ctx.release(*idx);
   ctx.alias_hbm(n.id, cache);
   return std::nullopt;
 }

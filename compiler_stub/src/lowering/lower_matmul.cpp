@@ -11,13 +11,49 @@ int64_t moving_cols(const LoweringContext& ctx) {
   return std::min<int64_t>(ctx.arch().tensor.moving_free_max, ctx.arch().psum.bank_bytes / 4);
 }
 
-// Columns of one panel of a streamed B: the moving width, narrowed until two panels (double
-// buffering) fit the panel share of SBUF.
-int64_t panel_cols(const LoweringContext& ctx, const Node& n) {
+// Bytes per partition one output row tile of a matmul needs besides B: A's row (unless A is
+// on chip), its A^T stationaries, and the output row (a narrow matmul: one column block).
+int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow) {
+  const TensorType& a = ctx.type_of(n.inputs[0]);
+  const int64_t k_bytes = view_of(a).cols * isa::dtype_bytes(a.dtype);
+  const int64_t out_cols =
+      narrow ? std::min(moving_cols(ctx), view_of(n.type).cols) : view_of(n.type).cols;
+  const int64_t a_bytes = ctx.on_chip(n.inputs[0])
+                              ? 0
+                              : (narrow ? ctx.tile_rows() * isa::dtype_bytes(a.dtype) : k_bytes);
+  return a_bytes + k_bytes + out_cols * isa::dtype_bytes(n.type.dtype);
+}
+
+namespace {
+// Bytes per partition of B's K chunks per column.
+int64_t b_bytes_per_col(const LoweringContext& ctx, const Node& n) {
   const TensorType& b = ctx.type_of(n.inputs[1]);
-  const View v = view_of(b);
-  const int64_t per_col = ctx.tiling(v.rows, 1, DType::fp32).count() * isa::dtype_bytes(b.dtype);
-  const int64_t fit = ctx.sbuf_share(ctx.options().panel_pair_percent) / (2 * per_col);
+  return ctx.tiling(view_of(b).rows, 1, DType::fp32).count() * isa::dtype_bytes(b.dtype);
+}
+}  // namespace
+
+// A matmul is narrow when one output row tile at full width (A's row, A^T, the output row and
+// two one-column panels, or B whole) does not fit a row window: its output is then computed
+// and stored a column block at a time, and A's row is loaded a K chunk at a time.
+bool narrow_matmul(const LoweringContext& ctx, const Node& n) {
+  if (n.op != OpKind::matmul) return false;
+  const int64_t b = streams_b(ctx, n) ? 2 * b_bytes_per_col(ctx, n)
+                    : ctx.on_chip(n.inputs[1])
+                        ? 0
+                        : b_bytes_per_col(ctx, n) * view_of(ctx.type_of(n.inputs[1])).cols;
+  return row_tile_bytes(ctx, n, false) + b >
+         ctx.sbuf_capacity() * ctx.options().row_window_fill_percent / 100;
+}
+
+// Columns of one panel of a streamed B: the moving width, narrowed until two panels (double
+// buffering) fit the panel share of SBUF and, with one output row tile, SBUF itself.
+int64_t panel_cols(const LoweringContext& ctx, const Node& n) {
+  const View v = view_of(ctx.type_of(n.inputs[1]));
+  const int64_t per_col = b_bytes_per_col(ctx, n);
+  const int64_t room = (ctx.sbuf_capacity() - row_tile_bytes(ctx, n, narrow_matmul(ctx, n))) *
+                       ctx.options().row_window_fill_percent / 100;
+  const int64_t fit =
+      std::min(ctx.sbuf_share(ctx.options().panel_pair_percent), room) / (2 * per_col);
   return std::max<int64_t>(1, std::min({moving_cols(ctx), v.cols, fit}));
 }
 
@@ -85,6 +121,15 @@ struct Moving {
   int64_t block_cols = 0;  // columns per panel when streamed
 };
 
+// A narrow matmul's A and output in HBM: A's row tiles are loaded a K chunk at a time (unless
+// on chip), each output column block is stored as soon as it is evacuated.
+struct Narrow {
+  bool a_in_hbm = false;
+  Slot a, out;
+  View a_view, out_view;
+  DType a_dtype = DType::fp32;
+};
+
 // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
 AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
   return LoweringContext::sbuf_ap(s, dt, rows, static_cast<int64_t>(k) * ns, ns);
@@ -100,7 +145,7 @@ AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
 // A streamed B is loaded a panel at a time, the next panel while the current one is used.
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
-                         const Tiles& out) {
+                         const Tiles& out, const Narrow* narrow = nullptr) {
   const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols(ctx);
   const DType dt = b.tiles.dtype;
   std::vector<std::vector<Slot>> at(ts.size());
@@ -110,7 +155,20 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     for (int64_t k : kc) {
       const int64_t ks = b.tiles.rows_in(k);
       const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), static_cast<int32_t>(ks), rows);
-      ctx.emit_transpose(tp, ctx.tile_ap(a, t, b.tiles.row0(k) - k_base, ks));
+      const int64_t col = b.tiles.row0(k) - k_base;
+      if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
+        const DType adt = narrow->a_dtype;
+        auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
+        if (!piece) return ctx.no_room();
+        const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
+        ctx.copy_rows(true, p,
+                      ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
+        ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
+        ctx.emit_transpose(tp, p);
+        ctx.release(*piece);
+      } else {
+        ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
+      }
       auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
       if (!s) return ctx.no_room();
       at[i].push_back(*s);
@@ -134,6 +192,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   if (b.streamed && !(panel = load_panel(0))) return ctx.no_room();
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
+    if (ctx.too_large()) return ctx.too_large_error();
     if (b.streamed && n0 + nmax < N && !(next = load_panel(n0 + nmax))) return ctx.no_room();
     for (size_t i = 0; i < ts.size(); ++i) {
       const int64_t t = ts[i];
@@ -146,7 +205,19 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
             b.streamed ? panel_ap(*panel, dt, k, ks, ns) : ctx.tile_ap(b.tiles, kc[k], n0, ns),
             k == 0, k + 1 == kc.size());
       }
-      ctx.evacuate(ctx.tile_ap(out, t, n0, ns), ctx.psum_ap(bank, rows, ns));
+      if (!narrow) {
+        ctx.evacuate(ctx.tile_ap(out, t, n0, ns), ctx.psum_ap(bank, rows, ns));
+        continue;
+      }
+      const DType odt = out.dtype;
+      auto block = ctx.sbuf_alloc(ns * isa::dtype_bytes(odt), "out");
+      if (!block) return ctx.no_room();
+      const AccessPattern o = LoweringContext::sbuf_ap(*block, odt, rows, 0, ns);
+      ctx.evacuate(o, ctx.psum_ap(bank, rows, ns));
+      ctx.copy_rows(false,
+                    ctx.hbm_ap(narrow->out, odt, narrow->out_view, out.row0(t), rows, n0, ns), o);
+      ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
+      ctx.release(*block);
     }
     if (b.streamed) {
       ctx.release(*panel);
@@ -160,8 +231,32 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
 }
 
 LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
-  auto a = ctx.tiles_of(n.inputs[0]);
+  const int32_t aid = n.inputs[0];
+  const bool narrow = narrow_matmul(ctx, n);
+  Narrow nw;
+  std::optional<Tiles> a;
+  if (narrow && !ctx.on_chip(aid)) {
+    // Too wide for a row tile: A stays in HBM (a view is materialised), read by K chunks.
+    if (!ctx.ensure_hbm(aid)) return ctx.no_room();
+    const TensorType& at = ctx.type_of(aid);
+    nw.a_in_hbm = true;
+    nw.a = ctx.hbm_tensor(aid, isa::TensorRole::input);
+    nw.a_view = view_of(at);
+    nw.a_dtype = at.dtype;
+    a = ctx.tiling(nw.a_view.rows, nw.a_view.cols, at.dtype, run_of(at), aid);
+  } else {
+    a = ctx.tiles_of(aid);
+  }
   if (!a) return ctx.no_room();
+  if (narrow) {
+    const int64_t need = row_tile_bytes(ctx, n, true);
+    if (need > ctx.sbuf_capacity()) {
+      return ctx.error(
+          "one row tile of the matmul needs " + std::to_string(need) +
+          " bytes per partition (A^T of K = " + std::to_string(view_of(ctx.type_of(aid)).cols) +
+          " and one output column block) but SBUF has " + std::to_string(ctx.sbuf_capacity()));
+    }
+  }
   const int32_t bid = n.inputs[1];
   const TensorType& bt = ctx.type_of(bid);
   const View bv = view_of(bt);
@@ -177,11 +272,24 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     if (!tiles) return ctx.no_room();
     b.tiles = *tiles;
   }
-  auto out = ctx.output_tiles(n, &*a);
-  if (!out) return ctx.no_room();
   std::vector<int64_t> ts(static_cast<size_t>(a->count())), kc(b.tiles.starts.size());
   for (size_t t = 0; t < ts.size(); ++t) ts[t] = static_cast<int64_t>(t);
   for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
+  if (narrow) {
+    const isa::TensorRole role =
+        ctx.needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
+    nw.out = ctx.hbm_tensor(n.id, role);
+    nw.out_view = view_of(n.type);
+    Tiles out = *a;
+    out.cols = nw.out_view.cols;
+    out.dtype = n.type.dtype;
+    out.tiles.clear();
+    if (auto e = matmul_block(ctx, *a, ts, b, kc, 0, out, &nw)) return e;
+    ctx.alias_hbm(n.id, nw.out);
+    return std::nullopt;
+  }
+  auto out = ctx.output_tiles(n, &*a);
+  if (!out) return ctx.no_room();
   return matmul_block(ctx, *a, ts, b, kc, 0, *out);
 }
 

@@ -114,6 +114,19 @@ void LoweringContext::release_dead(int position) {
     for (Slot s : m_tiles[id].tiles) m_sbuf.release(s);
     m_tiles.erase(id);
   }
+  // Scratch tensors whose values (and views of them) are all dead return to the pool.
+  for (auto it = m_scratch_owners.begin(); it != m_scratch_owners.end();) {
+    bool dead = true;
+    for (int32_t id : it->second) dead = dead && !live_after(id, position);
+    if (!dead) {
+      ++it;
+      continue;
+    }
+    const Slot s{MemSpace::hbm, it->first};
+    m_free_scratch[type_of(*it->second.begin()).dtype].push_back(s);
+    for (int32_t id : it->second) m_hbm_tensors.erase(id);
+    it = m_scratch_owners.erase(it);
+  }
   for (auto it = m_replicated.begin(); it != m_replicated.end();) {
     auto lu = m_last_use.find(it->first);
     if (lu == m_last_use.end() || lu->second <= position) {
@@ -142,9 +155,22 @@ CompileError LoweringContext::error(const std::string& reason) const {
 
 CompileError LoweringContext::no_room() const {
   if (m_load_error) return error(*m_load_error);
+  std::string need;
+  const Node* n = m_graph.find(m_current_node);
+  if (n && info(n->op).row_window != RowWindow::none) {
+    const auto [per_tile, fixed] = footprint(*n);
+    need = ": one row tile needs " + std::to_string(per_tile) + " bytes per partition, plus " +
+           std::to_string(fixed) + " for whole operands and scratch";
+  }
   return error("the op's working set does not fit in SBUF (" +
                std::to_string(m_arch.sbuf.bytes_per_partition) +
-               " bytes per partition) even with every other value spilled to HBM");
+               " bytes per partition) even with every other value spilled to HBM" + need);
+}
+
+CompileError LoweringContext::too_large_error() const {
+  return error("the plan needs more than " + std::to_string(m_options.max_plan_instructions) +
+               " instructions (compiler.max_plan_instructions): the op's tiles are small for "
+               "this chip");
 }
 
 // ---- storage ----
@@ -152,16 +178,58 @@ Slot LoweringContext::hbm_tensor(int32_t id, isa::TensorRole role) {
   auto it = m_hbm_tensors.find(id);
   if (it != m_hbm_tensors.end()) return it->second;
   const Node& n = node(id);
+  if (role == isa::TensorRole::scratch && !needed_outside(id)) {
+    // Scratch of a dead value is reused: the smallest free tensor of the dtype that is large
+    // enough, else the largest, widened. The builder orders the new writes after the old
+    // value's readers (its byte-range hazards).
+    auto& pool = m_free_scratch[n.type.dtype];
+    const int64_t need = n.type.elements();
+    auto pick = pool.end();
+    for (auto p = pool.begin(); p != pool.end(); ++p) {
+      const int64_t have = m_builder.tensor_elements(*p);
+      if (pick == pool.end()) {
+        pick = p;
+        continue;
+      }
+      const int64_t best = m_builder.tensor_elements(*pick);
+      if (have >= need ? (best < need || have < best) : (best < need && have > best)) pick = p;
+    }
+    if (pick != pool.end()) {
+      Slot s = *pick;
+      pool.erase(pick);
+      if (m_builder.tensor_elements(s) < need) m_builder.grow_tensor(s, need);
+      m_hbm_tensors[id] = s;
+      m_scratch_owners[s.index].insert(id);
+      return s;
+    }
+  }
   std::vector<int64_t> shape;
   for (const Dim& d : n.type.dims) shape.push_back(d.size);
   Slot s = m_builder.add_tensor(value_name(m_graph, id), MemSpace::hbm, n.type.dtype, shape, role);
   m_hbm_tensors[id] = s;
+  if (role == isa::TensorRole::scratch && !needed_outside(id)) m_scratch_owners[s.index] = {id};
   return s;
 }
 
 void LoweringContext::alias_hbm(int32_t id, Slot tensor) {
   m_hbm_tensors[id] = tensor;
   m_in_hbm.insert(id);
+  if (auto o = m_scratch_owners.find(tensor.index); o != m_scratch_owners.end()) {
+    if (needed_outside(id)) {
+      m_scratch_owners.erase(o);  // never reused
+    } else {
+      o->second.insert(id);
+    }
+  }
+}
+
+bool LoweringContext::live_after(int32_t id, int position) const {
+  auto lu = m_last_use.find(id);
+  if (lu != m_last_use.end() && lu->second > position) return true;
+  for (const auto& [view, desc] : m_views) {
+    if (desc.base == id && view != id && live_after(view, position)) return true;
+  }
+  return false;
 }
 
 std::optional<Tiles> LoweringContext::new_tiles(int64_t rows, int64_t cols, DType dt,
@@ -183,7 +251,24 @@ Tiles LoweringContext::tiling(int64_t rows, int64_t cols, DType dt, int64_t run,
     }
   }
   if (m_window && m_window->ids.count(id)) v = v.window(m_window->t0, m_window->t1);
+  v.cols = window_cols(id, v.cols);
+  if (m_window && m_window->own.count(id)) {
+    const auto [t0, t1] = m_window->own.at(id);
+    v = v.window(t0, t1);
+  }
   return v;
+}
+
+int64_t LoweringContext::window_cols(int32_t id, int64_t cols) const {
+  if (!m_window || m_window->cols == 0 || id < 0 || !m_graph.find(id)) return cols;
+  if (!m_window->col_ids.count(id)) return cols;
+  if (view_of(type_of(id)).cols != cols) return cols;  // a column vector, say
+  return std::min(m_window->cols, cols - m_window->c0);
+}
+
+int64_t LoweringContext::window_col0(int32_t id) const {
+  const int64_t full = id >= 0 && m_graph.find(id) ? view_of(type_of(id)).cols : 0;
+  return window_cols(id, full) == full ? 0 : m_window->c0;
 }
 
 std::optional<Tiles> LoweringContext::new_tiles_like(const Tiles& like, int64_t cols, DType dt,
@@ -191,6 +276,7 @@ std::optional<Tiles> LoweringContext::new_tiles_like(const Tiles& like, int64_t 
   Tiles v = like;
   v.cols = cols;
   v.dtype = dt;
+  v.col_base = 0;
   v.tiles.clear();
   return allocate(v, hint);
 }
@@ -214,7 +300,8 @@ std::optional<Tiles> LoweringContext::scratch(int64_t cols) {
 }
 
 std::optional<Tiles> LoweringContext::output_tiles(const Node& n, const Tiles* like) {
-  const View v = view_of(n.type);
+  View v = view_of(n.type);
+  v.cols = window_cols(n.id, v.cols);
   const std::string hint = "v" + std::to_string(n.id);
   auto t = like && like->rows == v.rows
                ? new_tiles_like(*like, v.cols, n.type.dtype, hint)
@@ -247,12 +334,22 @@ std::optional<Tiles> LoweringContext::tiles_of(int32_t id) {
   auto tiles = new_tiles(v.rows, v.cols, n.type.dtype, "in", run_of(n.type), id);
   if (!tiles) return std::nullopt;
   Slot src = hbm_tensor(id, isa::TensorRole::input);
+  const int64_t c0 = window_col0(id), cols = tiles->cols;
   for (int64_t t = 0; t < tiles->count(); ++t) {
-    copy_rows(true, tile_ap(*tiles, t, 0, v.cols),
-              hbm_ap(src, n.type.dtype, v, tiles->row0(t), tiles->rows_in(t), 0, v.cols));
+    copy_rows(true, tile_ap(*tiles, t, 0, cols),
+              hbm_ap(src, n.type.dtype, v, tiles->row0(t), tiles->rows_in(t), c0, cols));
   }
-  m_bytes_in += tiles->stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
+  m_bytes_in += tiles->stored_rows() * cols * isa::dtype_bytes(n.type.dtype);
   m_tiles[id] = *tiles;
+  return tiles;
+}
+
+std::optional<Tiles> LoweringContext::load_tiles(int32_t id, int64_t t0, int64_t t1) {
+  const std::optional<Window> outer = m_window;
+  m_window = Window{{id}, t0, t1, {}, {}, 0, 0};
+  auto tiles = tiles_of(id);
+  m_tiles.erase(id);
+  m_window = outer;
   return tiles;
 }
 
@@ -263,13 +360,14 @@ std::optional<Tiles> LoweringContext::replicated(int32_t id) {
   if (!ensure_hbm(id)) return std::nullopt;    // a view (a reshaped weight) gets its own tensor
   const Node& n = node(id);
   const View v = view_of(n.type);
-  auto tiles = new_tiles(m_tile_rows, v.cols, n.type.dtype, "bcast");
+  const int64_t c0 = window_col0(id), cols = window_cols(id, v.cols);
+  auto tiles = new_tiles(m_tile_rows, cols, n.type.dtype, "bcast");
   if (!tiles) return std::nullopt;
   Slot src = hbm_tensor(id, isa::TensorRole::input);
-  AccessPattern s = hbm_ap(src, n.type.dtype, v, 0, m_tile_rows, 0, v.cols);
+  AccessPattern s = hbm_ap(src, n.type.dtype, v, 0, m_tile_rows, c0, cols);
   s.partition_stride = 0;
-  dma(next_load_queue(), tile_ap(*tiles, 0, 0, v.cols), s);
-  m_bytes_in += v.cols * isa::dtype_bytes(n.type.dtype);
+  dma(next_load_queue(), tile_ap(*tiles, 0, 0, cols), s);
+  m_bytes_in += cols * isa::dtype_bytes(n.type.dtype);
   m_replicated[id] = *tiles;
   return tiles;
 }
@@ -280,9 +378,11 @@ bool LoweringContext::store(int32_t id, isa::TensorRole role) {
   const Tiles& v = m_tiles.at(id);
   const Node& n = node(id);
   Slot dst = hbm_tensor(id, role);
-  const View view{v.rows, v.cols};
+  const bool narrowed = m_window && m_window->cols > 0 && m_window->col_ids.count(id);
+  const int64_t c0 = narrowed ? m_window->c0 : 0;
+  const View view{v.rows, narrowed ? view_of(n.type).cols : v.cols};
   for (int64_t t = 0; t < v.count(); ++t) {
-    copy_rows(false, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), 0, v.cols),
+    copy_rows(false, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), c0, v.cols),
               tile_ap(v, t, 0, v.cols));
   }
   m_bytes_out += v.stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
@@ -359,7 +459,8 @@ AccessPattern LoweringContext::ids_ap(Slot ids, const Tiles& rows, int64_t t) {
 
 LowerResult LoweringContext::operand(int32_t id, const Tiles& out, Bcast& how,
                                      std::optional<Tiles>& tiles) {
-  const View v = view_of(type_of(id));
+  View v = view_of(type_of(id));
+  v.cols = window_cols(id, v.cols);
   if (v.rows == out.rows && (v.cols == out.cols || v.cols == 1)) {
     how = v.cols == 1 && out.cols != 1 ? Bcast::column : Bcast::none;
     tiles = tiles_of(id);
@@ -470,6 +571,7 @@ void LoweringContext::dma(int queue, const AccessPattern& dst, const AccessPatte
 // ---- emit helpers ----
 void LoweringContext::emit(int stream, Instruction in) {
   in.node = m_current_node;
+  ++m_emitted;
   if (m_queue_engine.count(stream) && in.op != Opcode::dma_scatter &&
       in.dst.space != MemSpace::hbm) {
     const bool input = in.src[0].space == MemSpace::hbm &&

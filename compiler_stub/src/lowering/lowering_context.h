@@ -52,6 +52,7 @@ struct Tiles {
   std::vector<int64_t> starts;
   std::vector<int32_t> counts;
   std::vector<Slot> tiles;
+  int64_t col_base = 0;  // a column window of tiles wider than `cols`: where it starts
   int64_t count() const { return static_cast<int64_t>(starts.size()); }
   int64_t stored_rows() const {
     int64_t r = 0;
@@ -131,6 +132,10 @@ class LoweringContext {
   bool on_chip(int32_t id) const { return m_tiles.count(id) != 0; }
   bool is_view(int32_t id) const { return m_views.count(id) != 0; }
   bool in_window() const { return m_window.has_value(); }
+  // Columns of value `id` the current window covers (`cols`, all of them, outside a column
+  // window), and the first of them.
+  int64_t window_cols(int32_t id, int64_t cols) const;
+  int64_t window_col0(int32_t id) const;
 
   // ---- the pass driver's steps ----
   // Records where each value is used, for freeing and spilling (the group's nodes in order).
@@ -140,7 +145,13 @@ class LoweringContext {
   bool stored_to_hbm(int32_t id) const { return m_in_hbm.count(id) != 0; }
   // Frees the tiles of values with no use after `position`.
   void release_dead(int position);
+  // Whether value `id` is read at or after `position` (itself or a view of it).
+  bool live_after(int32_t id, int position) const;
   LowerStats stats() const;
+
+  // Whether the plan has outgrown compiler.max_plan_instructions (lowering then stops).
+  bool too_large() const { return m_emitted > m_options.max_plan_instructions; }
+  CompileError too_large_error() const;
 
   // ---- errors ----
   CompileError error(const std::string& reason) const;  // blamed on the current node
@@ -166,6 +177,9 @@ class LoweringContext {
   const Tiles* like_of(const Node& n);
   // The on-chip tiles of value `id`, loading them from HBM when the group did not produce it.
   std::optional<Tiles> tiles_of(int32_t id);
+  // Row tiles [t0, t1) of value `id` (not on chip), loaded from HBM or its view; the caller
+  // releases them.
+  std::optional<Tiles> load_tiles(int32_t id, int64_t t0, int64_t t1);
   // A row vector (view [1 x cols]) replicated on every partition: only values in HBM can be
   // broadcast across partitions (a stride-0 row DMA).
   std::optional<Tiles> replicated(int32_t id);
@@ -201,7 +215,7 @@ class LoweringContext {
   // `cols` elements from `offset` on partitions 0..parts of buffer `s`.
   static AccessPattern sbuf_ap(Slot s, DType dt, int32_t parts, int64_t offset, int64_t cols);
   static AccessPattern tile_ap(const Tiles& v, int64_t t, int64_t col0, int64_t ncols) {
-    return sbuf_ap(v.tiles[t], v.dtype, v.rows_in(t), col0, ncols);
+    return sbuf_ap(v.tiles[t], v.dtype, v.rows_in(t), v.col_base + col0, ncols);
   }
   static AccessPattern hbm_ap(Slot s, DType dt, const View& view, int64_t row0, int32_t rows,
                               int64_t col0, int64_t ncols);
@@ -275,9 +289,19 @@ class LoweringContext {
   bool spill_one();
   // Row windows (row_windows.cpp).
   bool row_aligned(const Node& n, size_t k) const;
+  // Whether an operand of `n` repeats along its batch dims (windows then hold whole runs).
+  bool batch_broadcast(const Node& n) const;
+  // Whether output column c of `n` needs only column c of its operands as wide as the output.
+  bool column_local(const Node& n) const;
   int64_t value_bytes_per_tile(int32_t id) const;
   std::pair<int64_t, int64_t> footprint(const Node& n) const;
   int64_t tile_count(const Node& n) const;
+  // Bytes per partition of `n`'s operands on chip, and the share of the rest a window fills.
+  int64_t pinned_bytes(const Node& n) const;
+  int64_t window_room(const Node& n) const;
+  // Whether one row tile needing `one_tile` bytes per partition cannot fit beside the
+  // resident operands even with everything else spilled.
+  bool too_wide(const Node& n, int64_t one_tile) const;
 
   const Graph& m_graph;
   const isa::ArchSpec& m_arch;
@@ -299,6 +323,10 @@ class LoweringContext {
   size_t m_next_bank = 0;
   int m_evacuations = 0;
   std::map<int32_t, Slot> m_hbm_tensors;
+  // Scratch reuse by liveness (hbm_tensor, release_dead): the values each scratch tensor in
+  // use holds, and the free ones by dtype.
+  std::map<int32_t, std::set<int32_t>> m_scratch_owners;
+  std::map<DType, std::vector<Slot>> m_free_scratch;
   std::map<int32_t, Tiles> m_tiles;       // values on chip
   std::map<int32_t, Tiles> m_replicated;  // row vectors broadcast to every partition
   std::map<int32_t, int> m_last_use;
@@ -313,10 +341,14 @@ class LoweringContext {
   struct Window {
     std::set<int32_t> ids;  // the op's output and its row-aligned operands
     int64_t t0, t1;         // their row tiles in the window
+    std::map<int32_t, std::pair<int64_t, int64_t>> own;  // values windowed by other tiles
+    std::set<int32_t> col_ids;  // values as wide as the output: in a column window,
+    int64_t c0 = 0, cols = 0;   // columns [c0, c0 + cols) of them (cols 0: all columns)
   };
   std::optional<Window> m_window;
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
+  int64_t m_emitted = 0;  // instructions
 };
 
 // ---- what families share, and what the row-window footprint asks of the matmul family ----
@@ -325,6 +357,10 @@ int64_t moving_cols(const LoweringContext& ctx);
 // Whether a matmul streams B by panels, the panel width, and one panel's bytes per partition.
 bool streams_b(const LoweringContext& ctx, const Node& n);
 int64_t panel_cols(const LoweringContext& ctx, const Node& n);
+// Whether a matmul's output row tile is too wide for SBUF: it then runs by column blocks.
+bool narrow_matmul(const LoweringContext& ctx, const Node& n);
+// Bytes per partition one output row tile of a matmul needs besides B.
+int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
 int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
 // Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
 int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);

@@ -95,14 +95,24 @@ std::optional<Tiles> LoweringContext::load_view(const ViewDesc& v, DType dtype, 
     for (const SubDim& d : v.groups[v.groups.size() - 2]) logical *= d.size;
     if (logical < tile_run && tile_run % logical == 0) tile_run = logical;
   }
+  const int64_t c0 = window_col0(id), wcols = window_cols(id, cols);
+  if (wcols != cols && vr.free.size() != 1) {
+    m_load_error = "a column window of a view with " + std::to_string(vr.free.size()) +
+                   " free dims is not supported";
+    return std::nullopt;
+  }
   auto tiles = new_tiles(rows, cols, dtype, "view", tile_run, id);
   if (!tiles) return std::nullopt;
   Slot src = hbm_tensor(v.base, isa::TensorRole::input);
   for (int64_t t = 0; t < tiles->count(); ++t) {
-    dma(next_load_queue(), tile_ap(*tiles, t, 0, cols),
-        view_rows_ap(v, vr, src, dtype, tiles->row0(t), tiles->rows_in(t)));
+    AccessPattern s = view_rows_ap(v, vr, src, dtype, tiles->row0(t), tiles->rows_in(t));
+    if (wcols != cols) {  // columns [c0, c0 + wcols) of the view's one free dim
+      s.offset += c0 * s.free[0].stride;
+      s.free[0].size = wcols;
+    }
+    dma(next_load_queue(), tile_ap(*tiles, t, 0, wcols), s);
   }
-  m_bytes_in += tiles->stored_rows() * cols * isa::dtype_bytes(dtype);
+  m_bytes_in += tiles->stored_rows() * wcols * isa::dtype_bytes(dtype);
   return tiles;
 }
 

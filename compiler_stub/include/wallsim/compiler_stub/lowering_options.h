@@ -20,6 +20,7 @@ struct LoweringOptions {
   int64_t streamed_operand_percent = 25;    // of SBUF: a larger matmul B streams in parts
   int64_t panel_pair_percent = 50;          // of SBUF: two panels of a streamed B at most
   int64_t attention_pipeline_percent = 50;  // of SBUF: 3 sequences in flight if they fit
+  int64_t max_plan_instructions = 4000000;  // a plan needing more is a compile error
 };
 
 template <class V>
@@ -57,6 +58,10 @@ void describe(V& v, LoweringOptions& o) {
   v.field("attention_pipeline_percent", o.attention_pipeline_percent, {1, 100}, "%",
           "design choice: decode_attention keeps three sequences in flight (software "
           "pipelining) when their state takes at most this share of SBUF, else one");
+  v.field("max_plan_instructions", o.max_plan_instructions, {1, INT64_MAX}, "instructions",
+          "design choice: lowering stops with a compile error once a plan has this many "
+          "instructions (an op tiled to fit a small chip can need millions, and compiling "
+          "and simulating them takes minutes and gigabytes)");
 }
 
 }  // namespace wallsim::compiler_stub

@@ -51,6 +51,11 @@ class PlanBuilder {
   int add_scalar(const std::string& name, int64_t min, int64_t max);
   void set_role(Slot tensor, isa::TensorRole role) { m_plan.tensors.at(tensor.index).role = role; }
   isa::TensorRole role(int32_t tensor) const { return m_plan.tensors.at(tensor).role; }
+  int64_t tensor_elements(Slot tensor) const { return m_plan.tensors.at(tensor.index).elements(); }
+  // Widens a tensor to `elements` (flat): scratch reused for a larger value.
+  void grow_tensor(Slot tensor, int64_t elements) {
+    m_plan.tensors.at(tensor.index).shape = {elements};
+  }
   void add_node(int32_t id, const std::string& name, const std::string& op);
   // A DMA queue served by `dma_engine`; returns its stream key for emit().
   int add_queue(const std::string& name, int32_t dma_engine);
