@@ -66,14 +66,18 @@ namespace {
 // it as one op. The bias_add node becomes a matmul with the bias as a third input (its id,
 // value and place in the group kept, so its consumers and its output are unchanged); the
 // matmul node leaves the group and reads nothing. lower_matmul adds the bias as it evacuates
-// PSUM: the matmul result never exists apart, and no separate pass over it is made.
+// PSUM: the matmul result never exists apart, and no separate pass over it is made. The bias
+// row is then held whole, replicated on every partition, while the matmul runs: only a bias
+// within the share of SBUF a matmul keeps an operand whole in (streamed_operand_percent) is
+// fused; a wider one (a bias_add that would run in column windows) stays apart.
 struct Rewritten {
   Graph graph;
   std::vector<int32_t> group;
 };
 
 std::optional<Rewritten> fuse_matmul_bias(const Graph& g, const std::vector<int32_t>& group,
-                                          const GraphUses& uses) {
+                                          const GraphUses& uses, const isa::ArchSpec& arch,
+                                          const LoweringOptions& options) {
   const std::set<int32_t> in_group(group.begin(), group.end());
   std::map<int32_t, int32_t> fused;  // bias_add -> its matmul
   for (int32_t id : group) {
@@ -83,6 +87,12 @@ std::optional<Rewritten> fuse_matmul_bias(const Graph& g, const std::vector<int3
     if (!mm || mm->op != OpKind::matmul || mm->inputs.size() != 2 || !in_group.count(mm->id) ||
         ba->inputs[1] == mm->id || uses.is_output(mm->id) || uses.consumers(mm->id).size() != 1 ||
         mm->type.dtype != ba->type.dtype) {
+      continue;
+    }
+    const Node* bias = g.find(ba->inputs[1]);
+    if (!bias ||
+        view_of(bias->type).rows * view_of(bias->type).cols * isa::dtype_bytes(bias->type.dtype) >
+            arch.sbuf.bytes_per_partition * options.streamed_operand_percent / 100) {
       continue;
     }
     fused[id] = mm->id;
@@ -120,8 +130,10 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
       }
     }
   }
-  if (auto r = fuse_matmul_bias(g, group, uses)) {
-    return run_lowering(r->graph, r->group, arch, options, GraphUses(r->graph), plan_name);
+  if (auto r = fuse_matmul_bias(g, group, uses, arch, options)) {
+    auto fused = run_lowering(r->graph, r->group, arch, options, GraphUses(r->graph), plan_name);
+    if (std::holds_alternative<Lowered>(fused)) return fused;
+    // The fused group did not compile (a bias beside a matmul that fills SBUF): unfused.
   }
   LoweringContext ctx(g, group, uses, arch, options, plan_name);
   ctx.index_uses(group);
