@@ -4,6 +4,9 @@
 // lowering/lowering_context.h; the ops are in lowering/lower_<family>.cpp.
 #include "wallsim/compiler_stub/lower.h"
 
+#include <map>
+#include <set>
+
 #include "lowering/lowering_context.h"
 
 namespace wallsim::compiler_stub {
@@ -58,6 +61,60 @@ const LoweringTable& lowering_table() {
 
 namespace {
 
+// Matmul + bias fusion, a rewrite of the group's graph before lowering: a matmul whose only
+// consumer is a bias_add of the same group (and which is not a graph output) is lowered with
+// it as one op. The bias_add node becomes a matmul with the bias as a third input (its id,
+// value and place in the group kept, so its consumers and its output are unchanged); the
+// matmul node leaves the group and reads nothing. lower_matmul adds the bias as it evacuates
+// PSUM: the matmul result never exists apart, and no separate pass over it is made. The bias
+// row is then held whole, replicated on every partition, while the matmul runs: only a bias
+// within the share of SBUF a matmul keeps an operand whole in (streamed_operand_percent) is
+// fused; a wider one (a bias_add that would run in column windows) stays apart.
+struct Rewritten {
+  Graph graph;
+  std::vector<int32_t> group;
+};
+
+std::optional<Rewritten> fuse_matmul_bias(const Graph& g, const std::vector<int32_t>& group,
+                                          const GraphUses& uses, const isa::ArchSpec& arch,
+                                          const LoweringOptions& options) {
+  const std::set<int32_t> in_group(group.begin(), group.end());
+  std::map<int32_t, int32_t> fused;  // bias_add -> its matmul
+  for (int32_t id : group) {
+    const Node* ba = g.find(id);
+    if (!ba || ba->op != OpKind::bias_add || ba->inputs.size() != 2) continue;
+    const Node* mm = g.find(ba->inputs[0]);
+    if (!mm || mm->op != OpKind::matmul || mm->inputs.size() != 2 || !in_group.count(mm->id) ||
+        ba->inputs[1] == mm->id || uses.is_output(mm->id) || uses.consumers(mm->id).size() != 1 ||
+        mm->type.dtype != ba->type.dtype) {
+      continue;
+    }
+    const Node* bias = g.find(ba->inputs[1]);
+    if (!bias ||
+        view_of(bias->type).rows * view_of(bias->type).cols * isa::dtype_bytes(bias->type.dtype) >
+            arch.sbuf.bytes_per_partition * options.streamed_operand_percent / 100) {
+      continue;
+    }
+    fused[id] = mm->id;
+  }
+  if (fused.empty()) return std::nullopt;
+  Rewritten r{g, {}};
+  std::set<int32_t> dropped;
+  for (const auto& [ba_id, mm_id] : fused) {
+    Node& ba = *r.graph.find(ba_id);
+    Node& mm = *r.graph.find(mm_id);
+    ba.op = OpKind::matmul;
+    ba.inputs = {mm.inputs[0], mm.inputs[1], ba.inputs[1]};
+    ba.attrs = mm.attrs;
+    mm.inputs.clear();
+    dropped.insert(mm_id);
+  }
+  for (int32_t id : group) {
+    if (!dropped.count(id)) r.group.push_back(id);
+  }
+  return r;
+}
+
 std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vector<int32_t>& group,
                                                  const isa::ArchSpec& arch,
                                                  const LoweringOptions& options,
@@ -72,6 +129,11 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
                             "an unknown dimension cannot be compiled statically"};
       }
     }
+  }
+  if (auto r = fuse_matmul_bias(g, group, uses, arch, options)) {
+    auto fused = run_lowering(r->graph, r->group, arch, options, GraphUses(r->graph), plan_name);
+    if (std::holds_alternative<Lowered>(fused)) return fused;
+    // The fused group did not compile (a bias beside a matmul that fills SBUF): unfused.
   }
   LoweringContext ctx(g, group, uses, arch, options, plan_name);
   ctx.index_uses(group);

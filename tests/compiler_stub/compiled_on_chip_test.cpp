@@ -84,6 +84,45 @@ TEST(CompiledOnChip, NormsAndSoftmaxPerOpOnTrn2MatchReference) {
   EXPECT_LT(o.max_error, 1e-4);
 }
 
+// Matmuls followed by bias_adds (lowered as one op: the bias added as PSUM is evacuated), rows
+// and columns off the tile, K over two chunks, one wide enough to run by column blocks on tiny
+// (a narrow matmul), and (`second`) a matmul whose result a relu also reads: it is not fused.
+std::string matmul_bias(bool second) {
+  return std::string(R"({"format": "wallsim-graph", "version": 1, "name": "mmb", "nodes": [
+  {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [200, 192], "role": "input"},
+  {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [192, 300], "role": "weight"},
+  {"id": 2, "op": "input", "name": "c", "dtype": "fp32", "shape": [300], "role": "weight"},
+  {"id": 3, "op": "input", "name": "w2", "dtype": "fp32", "shape": [300, 70], "role": "weight"},
+  {"id": 4, "op": "input", "name": "c2", "dtype": "fp32", "shape": [70], "role": "weight"},
+  {"id": 5, "op": "matmul", "inputs": [0, 1]},
+  {"id": 6, "op": "bias_add", "inputs": [5, 2]},
+  {"id": 7, "op": "matmul", "inputs": [6, 3]},
+  {"id": 8, "op": "bias_add", "inputs": [7, 4]})") +
+         (second ? R"(, {"id": 9, "op": "relu", "inputs": [5]}], "outputs": [8, 9]})"
+                 : R"(], "outputs": [8]})");
+}
+
+TEST(CompiledOnChip, MatmulWithFusedBiasMatchesReferenceOnTrn2) {
+  Outcome o = run_on_chip(graph(matmul_bias(false)), "trn2", GroupPolicy::whole);
+  EXPECT_EQ(o.plans, 1);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, MatmulWithFusedBiasMatchesReferenceOnTiny) {
+  Outcome o = run_on_chip(graph(matmul_bias(false)), "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, MatmulWithASecondConsumerKeepsItsBiasAddApartOnTrn2) {
+  Outcome o = run_on_chip(graph(matmul_bias(true)), "trn2", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, MatmulWithASecondConsumerKeepsItsBiasAddApartOnTiny) {
+  Outcome o = run_on_chip(graph(matmul_bias(true)), "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
 const char* kBf16Mlp = R"({"format": "wallsim-graph", "version": 1, "name": "mlp16", "nodes": [
   {"id": 0, "op": "input", "name": "x", "dtype": "bf16", "shape": [256, 256], "role": "input"},
   {"id": 1, "op": "input", "name": "w1", "dtype": "bf16", "shape": [256, 512], "role": "weight"},
@@ -335,10 +374,12 @@ TEST(CompiledOnChip, TransformerBlockFp32MatchesReference) {
 }
 
 // In bf16 every intermediate is rounded, and with random [-1, 1) weights the attention is
-// nearly one-hot, so a one-ulp difference can move probability mass: a looser bound.
+// nearly one-hot, so a one-ulp difference can move probability mass: a looser bound. The
+// reference rounds each matmul's result to bf16 before its bias_add; the chip adds the bias
+// as it evacuates PSUM (fused) and rounds once: 0.163 here, 0.15 before the fusion.
 TEST(CompiledOnChip, TransformerBlockBf16MatchesReference) {
   Outcome o = run_on_chip(transformer(false), "trn2", GroupPolicy::whole);
-  EXPECT_LT(o.max_error, 0.15);
+  EXPECT_LT(o.max_error, 0.2);
 }
 
 TEST(CompiledOnChip, TransformerBlockPerOpMatchesReference) {

@@ -1,6 +1,7 @@
 // Printed-plan tests of the matmul family (lower_matmul.cpp): stationaries by transposes
 // through the array, K accumulation in PSUM, evacuation split between the vector and scalar
-// engines, a large B streamed by panels, batch_matmul per batch. No SystemC.
+// engines by load, a bias_add fused into the evacuation, a large B streamed by panels, batch_matmul
+// per batch. No SystemC.
 #include <gtest/gtest.h>
 
 #include "graph_test_util.h"
@@ -69,6 +70,68 @@ TEST(LowerMatmul, BatchMatmulWithTransposedBReadsBAsAStridedView) {
       "[2]"));
   EXPECT_TRUE(check_in_order(p.text, {"dst=view_", "src=b<bf16>"}));
   EXPECT_EQ(count_of(p.text, " matmul dst="), 2);
+}
+
+// a [256, 256] x b [256, 512] (+ bias [512]), with `extra` nodes after and `outputs`.
+Graph matmul_bias_graph(const std::string& extra, const std::string& outputs) {
+  return make_graph(R"([{"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [256, 256]},
+      {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [256, 512], "role": "weight"},
+      {"id": 2, "op": "input", "name": "bias", "dtype": "fp32", "shape": [512], "role": "weight"},
+      {"id": 3, "op": "matmul", "inputs": [0, 1]},
+      {"id": 4, "op": "bias_add", "inputs": [3, 2]})" +
+                        extra + "]",
+                    outputs);
+}
+
+TEST(LowerMatmul, AMatmulAndTheBiasAddThatAloneConsumesItAreOneOpTheEvacuationAddsTheBias) {
+  const auto p = print_plan(matmul_bias_graph("", "[4]"));
+  // 4 stationaries evacuated by plain copies; the 2 output tiles by the vector engine adding
+  // the bias row (replicated on every partition) on their way out of PSUM: no other pass.
+  EXPECT_EQ(count_of(p.text, "tensor_copy") + count_of(p.text, "activation.identity"), 4);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.add"), 2);
+  EXPECT_TRUE(check_in_order(p.text, {"dma_copy dst=bcast_", "src=bias<fp32>[r128*0][+0; 512*1]",
+                                      "tensor_tensor.add dst=v4_", "lhs=psum"}));
+  EXPECT_EQ(count_of(p.text, "tensor    v3 "), 0);  // the matmul's result never exists apart
+  EXPECT_EQ(p.stats().hbm_bytes_in, (256 * 256 + 256 * 512 + 512) * 4);
+}
+
+TEST(LowerMatmul, AMatmulWhoseResultHasASecondConsumerIsNotFusedWithItsBiasAdd) {
+  const auto fused = print_plan(matmul_bias_graph("", "[4]"));
+  const auto p = print_plan(matmul_bias_graph(R"(,
+      {"id": 5, "op": "relu", "inputs": [3]})",
+                                              "[4, 5]"));
+  // The matmul's 2 output tiles are evacuated (copies), then added to the bias separately.
+  EXPECT_EQ(count_of(p.text, "tensor_copy") + count_of(p.text, "activation.identity"), 6);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.add"), 2);
+  EXPECT_EQ(count_of(p.text, "lhs=psum"), 0);
+  EXPECT_EQ(count_of(p.text, "activation.relu"), 2);
+  // The matmul as a graph output is not fused either.
+  const auto out = print_plan(matmul_bias_graph("", "[3, 4]"));
+  EXPECT_EQ(count_of(out.text, "lhs=psum"), 0);
+  EXPECT_EQ(count_of(out.text, "tensor    v3 "), 1);
+  EXPECT_EQ(count_of(fused.text, "lhs=psum"), 2);
+}
+
+TEST(LowerMatmul, PerOpGroupsKeepTheBiasAddApart) {
+  // Fusion is within a group: one-op groups lower the matmul and the bias_add separately.
+  const auto p = print_plan(matmul_bias_graph("", "[4]"), {}, GroupPolicy::per_op);
+  EXPECT_EQ(count_of(p.text, "lhs=psum"), 0);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.add"), 2);
+}
+
+TEST(LowerMatmul, EvacuationsGoToTheLaneEngineWithLessModelledBusyTime) {
+  // After a softmax (vector-heavy: max, subtract, multiply), the matmul's evacuations lean on
+  // the scalar engine; alone they alternate.
+  const auto alone = print_plan(matmul_graph(256, 256, 512));
+  const auto p = print_plan(make_graph(
+      R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [256, 256]},
+          {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [256, 512], "role": "weight"},
+          {"id": 2, "op": "softmax", "inputs": [0]},
+          {"id": 3, "op": "matmul", "inputs": [2, 1]}])",
+      "[3]"));
+  EXPECT_EQ(count_of(alone.text, "tensor_copy"), 3);
+  EXPECT_EQ(count_of(p.text, "tensor_copy"), 0);
+  EXPECT_EQ(count_of(p.text, "activation.identity"), 6);
 }
 
 }  // namespace

@@ -130,6 +130,17 @@ struct Narrow {
   DType a_dtype = DType::fp32;
 };
 
+// A matmul fused with the bias_add that consumed it (lower.cpp): the bias row, replicated on
+// every partition, is added by the instruction that evacuates each output block from PSUM.
+struct Bias {
+  std::optional<Tiles> tiles;
+  Bcast how = Bcast::row;
+  AccessPattern ap(const LoweringContext& ctx, int64_t t, int64_t n0, int64_t ns,
+                   int32_t rows) const {
+    return ctx.operand_ap(*tiles, how, t, n0, ns, rows);
+  }
+};
+
 // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
 AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
   return LoweringContext::sbuf_ap(s, dt, rows, static_cast<int64_t>(k) * ns, ns);
@@ -145,7 +156,8 @@ AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
 // A streamed B is loaded a panel at a time, the next panel while the current one is used.
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
-                         const Tiles& out, const Narrow* narrow = nullptr) {
+                         const Tiles& out, const Narrow* narrow = nullptr,
+                         const Bias* bias = nullptr) {
   const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols(ctx);
   const DType dt = b.tiles.dtype;
   std::vector<std::vector<Slot>> at(ts.size());
@@ -205,15 +217,18 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
             b.streamed ? panel_ap(*panel, dt, k, ks, ns) : ctx.tile_ap(b.tiles, kc[k], n0, ns),
             k == 0, k + 1 == kc.size());
       }
+      std::optional<AccessPattern> add;
+      if (bias) add = bias->ap(ctx, t, n0, ns, rows);
+      const AccessPattern* plus = add ? &*add : nullptr;
       if (!narrow) {
-        ctx.evacuate(ctx.tile_ap(out, t, n0, ns), ctx.psum_ap(bank, rows, ns));
+        ctx.evacuate(ctx.tile_ap(out, t, n0, ns), ctx.psum_ap(bank, rows, ns), plus);
         continue;
       }
       const DType odt = out.dtype;
       auto block = ctx.sbuf_alloc(ns * isa::dtype_bytes(odt), "out");
       if (!block) return ctx.no_room();
       const AccessPattern o = LoweringContext::sbuf_ap(*block, odt, rows, 0, ns);
-      ctx.evacuate(o, ctx.psum_ap(bank, rows, ns));
+      ctx.evacuate(o, ctx.psum_ap(bank, rows, ns), plus);
       ctx.copy_rows(false,
                     ctx.hbm_ap(narrow->out, odt, narrow->out_view, out.row0(t), rows, n0, ns), o);
       ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
@@ -275,6 +290,13 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   std::vector<int64_t> ts(static_cast<size_t>(a->count())), kc(b.tiles.starts.size());
   for (size_t t = 0; t < ts.size(); ++t) ts[t] = static_cast<int64_t>(t);
   for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
+  Bias bias;
+  Tiles shape = *a;  // the output's rows and columns, for the bias's broadcast
+  shape.cols = view_of(n.type).cols;
+  if (n.inputs.size() > 2) {
+    if (auto e = ctx.operand(n.inputs[2], shape, bias.how, bias.tiles)) return e;
+  }
+  const Bias* fused = n.inputs.size() > 2 ? &bias : nullptr;
   if (narrow) {
     const isa::TensorRole role =
         ctx.needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
@@ -284,13 +306,13 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     out.cols = nw.out_view.cols;
     out.dtype = n.type.dtype;
     out.tiles.clear();
-    if (auto e = matmul_block(ctx, *a, ts, b, kc, 0, out, &nw)) return e;
+    if (auto e = matmul_block(ctx, *a, ts, b, kc, 0, out, &nw, fused)) return e;
     ctx.alias_hbm(n.id, nw.out);
     return std::nullopt;
   }
   auto out = ctx.output_tiles(n, &*a);
   if (!out) return ctx.no_room();
-  return matmul_block(ctx, *a, ts, b, kc, 0, *out);
+  return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused);
 }
 
 // batch_matmul with B streamed: for A's batches in order, B's entries are loaded a chunk at a

@@ -572,6 +572,9 @@ void LoweringContext::dma(int queue, const AccessPattern& dst, const AccessPatte
 void LoweringContext::emit(int stream, Instruction in) {
   in.node = m_current_node;
   ++m_emitted;
+  if (const Engine e = isa::info(in.op).engine; e == Engine::vector || e == Engine::scalar) {
+    m_lane_busy[e == Engine::vector ? 0 : 1] += lane_cost(in);
+  }
   if (m_queue_engine.count(stream) && in.op != Opcode::dma_scatter &&
       in.dst.space != MemSpace::hbm) {
     const bool input = in.src[0].space == MemSpace::hbm &&
@@ -630,11 +633,28 @@ void LoweringContext::activation(ActFn fn, const AccessPattern& dst, const Acces
   emit(stream(Engine::scalar), in);
 }
 
-void LoweringContext::evacuate(const AccessPattern& dst, const AccessPattern& psum) {
-  if (m_evacuations++ % 2 == 0) {
-    Instruction in = vec(Opcode::tensor_copy, dst);
-    in.src[0] = psum;
-    emit(stream(Engine::vector), in);
+// The modelled occupancy of a vector or scalar instruction, in element-cycles: the lane
+// engines' model (a fixed overhead plus one cycle per element per input, engines/src/
+// lane_timing.cpp) at one element per cycle and its trn2 overhead. Only the comparison of the
+// two engines' running sums matters; it is deterministic, not a timing.
+int64_t LoweringContext::lane_cost(const Instruction& in) {
+  int inputs = 0;
+  for (int i = 0; i < 3; ++i) inputs += (isa::info(in.op).fields & (isa::F_Src0 << i)) ? 1 : 0;
+  const int64_t elements =
+      in.op == Opcode::tensor_reduce ? in.src[0].free_elements() : in.dst.free_elements();
+  return 100 + std::max(1, inputs) * elements;
+}
+
+void LoweringContext::evacuate(const AccessPattern& dst, const AccessPattern& psum,
+                               const AccessPattern* add) {
+  if (add) {  // only the vector engine adds a tensor on the way out (activation: immediates)
+    tensor_tensor(AluOp::add, dst, psum, *add);
+    return;
+  }
+  if (m_lane_busy[0] <= m_lane_busy[1]) {
+    Instruction copy = vec(Opcode::tensor_copy, dst);
+    copy.src[0] = psum;
+    emit(stream(Engine::vector), copy);
   } else {
     activation(ActFn::identity, dst, psum);
   }
