@@ -374,6 +374,9 @@ int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
 // and three fp32 columns of `stats` on the same partitions (lower_elementwise.cpp).
 void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const AccessPattern& y,
                        const AccessPattern& w, Slot stats, bool log);
+// Columns per chunk of a norm too wide for whole rows of gamma, beta and scratch; 0 when it
+// runs whole rows (lower_elementwise.cpp).
+int64_t norm_chunk_cols(const LoweringContext& ctx, const Node& n);
 // In-place writes chain: a cache is the graph input at the root of its appends and copies.
 int32_t cache_root(const Graph& g, int32_t id);
 

@@ -69,6 +69,8 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
       per_tile += value_bytes_per_tile(in);
     } else if (rule == RowWindow::batch_matmul && k == 1 && bmm_chunk_entries(*this, n)) {
       fixed += sbuf_share(m_options.streamed_operand_percent);  // a chunk of B's entries
+    } else if (rule == RowWindow::norm && norm_chunk_cols(*this, n)) {
+      // gamma and beta by column chunks (below)
     } else if (!m_tiles.count(in) &&
                !(rule == RowWindow::matmul && k == 1 && streams_b(*this, n))) {
       fixed += value_bytes_per_tile(in) *
@@ -81,7 +83,15 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
       fixed += SbufAllocator::aligned(cols * 4) + 64;
       break;
     case RowWindow::norm:
-      fixed += 2 * SbufAllocator::aligned(cols * 4) + 64;
+      if (const int64_t cb = norm_chunk_cols(*this, n)) {
+        per_tile += 64;  // its statistics
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          fixed += SbufAllocator::aligned(
+              cb * (k == 0 ? 4 : isa::dtype_bytes(type_of(n.inputs[k]).dtype)));
+        }
+      } else {
+        fixed += 2 * SbufAllocator::aligned(cols * 4) + 64;
+      }
       break;
     case RowWindow::matmul:
     case RowWindow::batch_matmul: {
