@@ -142,11 +142,14 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
     const isa::AccessPattern* ap;
     AccessHistory* history;
     std::pair<int64_t, int64_t> range;
+    int32_t p_lo, p_hi;  // partitions (on chip), else all
   };
   std::array<Access, 4> reads_buf, writes_buf;
   size_t nr = 0, nw = 0;
   auto add = [&](std::array<Access, 4>& to, size_t& n, const isa::AccessPattern& ap) {
-    to[n++] = {&ap, &access(ap), byte_range(ap)};
+    const bool chip = ap.space == isa::MemSpace::sbuf || ap.space == isa::MemSpace::psum;
+    to[n++] = {&ap, &access(ap), byte_range(ap), chip ? ap.partition_start : 0,
+               chip ? ap.partition_start + ap.partitions : std::numeric_limits<int32_t>::max()};
   };
   for (int k = 0; k < 3; ++k) {
     if (oi.fields & (isa::F_Src0 << k)) add(reads_buf, nr, in.src[k]);
@@ -156,29 +159,27 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   // A matmul that accumulates also reads its destination.
   if (in.op == isa::Opcode::matmul && !in.start) add(reads_buf, nr, in.dst);
   const auto reads = span_of(reads_buf, nr), writes = span_of(writes_buf, nw);
-  auto overlaps = [](const AccessHistory::Entry& e, std::pair<int64_t, int64_t> r) {
-    return e.lo < r.second && r.first < e.hi;
+  auto overlaps = [](const AccessHistory::Entry& e, const Access& x) {
+    return e.lo < x.range.second && x.range.first < e.hi && e.p_lo < x.p_hi && x.p_lo < e.p_hi;
   };
   for (const Access& x : reads) {
-    const auto r = x.range;
     for (const auto& e : x.history->writes) {
-      if (overlaps(e, r)) depend(me, {e.stream, e.index});
+      if (overlaps(e, x)) depend(me, {e.stream, e.index});
     }
   }
   for (const Access& x : writes) {
-    const auto r = x.range;
     const AccessHistory& a = *x.history;
     for (const auto& e : a.writes) {
-      if (overlaps(e, r)) depend(me, {e.stream, e.index});
+      if (overlaps(e, x)) depend(me, {e.stream, e.index});
     }
     for (const auto& e : a.reads) {
-      if (overlaps(e, r)) depend(me, {e.stream, e.index});
+      if (overlaps(e, x)) depend(me, {e.stream, e.index});
     }
   }
   for (const Access& x : reads) {
     const auto r = x.range;
     auto& list = x.history->reads;
-    list.push_back({r.first, r.second, key, me.index});
+    list.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi});
     if (list.size() > kMaxEntries) collapse(list);
   }
   for (const Access& x : writes) {
@@ -186,11 +187,11 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
     AccessHistory& a = *x.history;
     // Accesses this write covers are ordered before it: later ones need only wait for it.
     auto covered = [&](const AccessHistory::Entry& e) {
-      return r.first <= e.lo && e.hi <= r.second;
+      return r.first <= e.lo && e.hi <= r.second && x.p_lo <= e.p_lo && e.p_hi <= x.p_hi;
     };
     a.writes.erase(std::remove_if(a.writes.begin(), a.writes.end(), covered), a.writes.end());
     a.reads.erase(std::remove_if(a.reads.begin(), a.reads.end(), covered), a.reads.end());
-    a.writes.push_back({r.first, r.second, key, me.index});
+    a.writes.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi});
     if (a.writes.size() > kMaxEntries) collapse(a.writes);
   }
   auto& chunks = m_chunks[key];

@@ -269,6 +269,78 @@ TEST(CompiledOnChip, RowThatCannotBeSplitIsACompileErrorWithItsSizes) {
       << reason;
 }
 
+// Issue 17c: ops whose footprint was counted below what they allocate. Each failed with "does
+// not fit" although its own message gave a row tile far smaller than SBUF.
+TEST(CompiledOnChip, PoolingOverNarrowWindowRowsIsWindowedOnTiny) {
+  // A max pool (ONNX test_operator_maxpool): im2col rows of 3 fp32 in 24-row tiles (one output
+  // row per tile). 12 bytes per partition, but each buffer takes 64: 320 tiles of input and
+  // output need 40 KiB, so the reduction runs in row windows.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "pool", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [20, 16, 1, 50], "role": "input"},
+    {"id": 1, "op": "im2col", "inputs": [0], "kernel": [1, 3], "strides": [1, 2], "dilations": [1, 1]},
+    {"id": 2, "op": "reshape", "inputs": [1], "shape": [20, 16, 1, 24, 3]},
+    {"id": 3, "op": "reduce_max", "inputs": [2]}], "outputs": [3]})");
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-6);
+}
+
+// A 3x3 conv as im2col + matmul (ONNX test_operator_conv, smaller): the window matrix's rows
+// come in runs of 18 (one output row) and the transposed weight's in runs of 3 (one kernel
+// row). Loaded by runs, A had 36 tiles and B 48 K chunks of 3 rows: 48 stationaries per A tile.
+Graph small_conv() {
+  return graph(R"({"format": "wallsim-graph", "version": 1, "name": "conv", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [2, 16, 20, 20], "role": "input"},
+    {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [13, 16, 3, 3], "role": "weight"},
+    {"id": 2, "op": "im2col", "inputs": [0], "kernel": [3, 3], "strides": [1, 1], "dilations": [1, 1]},
+    {"id": 3, "op": "transpose", "inputs": [2], "perm": [0, 2, 3, 1, 4, 5]},
+    {"id": 4, "op": "reshape", "inputs": [3], "shape": [648, 144]},
+    {"id": 5, "op": "reshape", "inputs": [1], "shape": [13, 144]},
+    {"id": 6, "op": "transpose", "inputs": [5], "perm": [1, 0]},
+    {"id": 7, "op": "matmul", "inputs": [4, 6]}], "outputs": [7]})");
+}
+
+TEST(CompiledOnChip, ConvOverStridedViewsLoadsFullRowTilesOnTrn2) {
+  const Graph g = small_conv();
+  auto r = compile_graph(g, load("trn2").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  // 648 rows in 6 row tiles, K = 144 in 2 chunks: 12 matmuls (was 36 tiles x 48 chunks).
+  int64_t matmuls = 0;
+  for (const isa::Plan& p : std::get<CompiledGraph>(r).plans.plans)
+    for (const auto& s : p.streams)
+      for (const isa::Instruction& in : s.instructions) matmuls += in.op == isa::Opcode::matmul;
+  EXPECT_EQ(matmuls, 12);
+  Outcome o = run_on_chip(g, "trn2", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
+TEST(CompiledOnChip, ConvOverStridedViewsFitsTiny) {
+  Outcome o = run_on_chip(small_conv(), "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
+// A layernorm and an rmsnorm of 1024 fp32 (ONNX test_operator_symbolic_override): x, the output,
+// gamma and beta replicated and two scratch rows are 24 KiB per partition, more than tiny's
+// 16 KiB. They run by column chunks; `rows` 200 also runs them in row windows.
+Graph wide_norms(int64_t rows) {
+  return graph(R"({"format": "wallsim-graph", "version": 1, "name": "norms", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [)" +
+               std::to_string(rows) + R"(, 1024], "role": "input"},
+    {"id": 1, "op": "input", "name": "g", "dtype": "fp32", "shape": [1024], "role": "weight"},
+    {"id": 2, "op": "input", "name": "b", "dtype": "fp32", "shape": [1024], "role": "weight"},
+    {"id": 3, "op": "layernorm", "inputs": [0, 1, 2], "eps": 1e-5},
+    {"id": 4, "op": "rmsnorm", "inputs": [0, 1], "eps": 1e-5}], "outputs": [3, 4]})");
+}
+
+TEST(CompiledOnChip, NormTooWideForWholeGammaAndBetaRunsByColumnChunksOnTiny) {
+  Outcome o = run_on_chip(wide_norms(20), "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, NormByColumnChunksInRowWindowsOnTiny) {
+  Outcome o = run_on_chip(wide_norms(200), "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
 const char* kWideMatmul = R"({"format": "wallsim-graph", "version": 1, "name": "wide", "nodes": [
   {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [40, 512], "role": "input"},
   {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [512, 4096], "role": "weight"},

@@ -21,13 +21,19 @@ const char* kConv = R"([
 TEST(LowerConv, Im2colIsAStridedReadStraightIntoTheMatmulsRowTiles) {
   const auto p = print_plan(make_graph(kConv, "[6]"));
   for (int n : {2, 3, 4}) EXPECT_EQ(count_of(p.text, "@node " + std::to_string(n) + "\n"), 0);
-  // One row tile per output row (4 pixels, one partition each, 1 element apart); each partition
-  // reads its window: 2 channels x 3 rows x 3 columns of x, overlapping its neighbours'.
-  for (const char* at : {"+0;", "+6;", "+12;", "+18;"}) {
-    EXPECT_EQ(count_of(p.text, std::string("src=x<fp32>[r4*1][") + at + " 2*36, 3*6, 3*1]"), 1)
-        << at;
+  // One row tile of the 16 pixels, one DMA per output row (4 pixels on 4 partitions, 1 element
+  // apart); each partition reads its window: 2 channels x 3 rows x 3 columns of x, overlapping
+  // its neighbours'.
+  const char* rows[] = {"[p0:4]", "[p4:8]", "[p8:12]", "[p12:16]"};
+  const char* at[] = {"+0;", "+6;", "+12;", "+18;"};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(count_of(p.text, std::string(rows[k]) + "[+0; 18*1] src=x<fp32>[r4*1][" + at[k] +
+                                   " 2*36, 3*6, 3*1]"),
+              1)
+        << at[k] << "\n"
+        << p.text;
   }
-  EXPECT_EQ(count_of(p.text, " matmul dst="), 4);
+  EXPECT_EQ(count_of(p.text, " matmul dst="), 1);   // the 16 pixels times K = 18 at once
   EXPECT_EQ(count_of(p.text, "tensor    v2 "), 0);  // the window matrix is never written
 }
 

@@ -2,6 +2,7 @@
 // over the last axis, softmax, layernorm/rmsnorm, iota, compare and select, on the vector and
 // scalar engines, a row tile and a column chunk at a time.
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "lowering/lowering_context.h"
@@ -26,6 +27,25 @@ void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const Acces
     ctx.activation(ActFn::log, col(2), col(1));    // y = (x - max) - log(sum)
     ctx.tensor_tensor(AluOp::sub, y, w, LoweringContext::broadcast_column(col(2), C));
   }
+}
+
+// A norm's row tile with whole rows of gamma and beta (replicated) and two fp32 scratch rows
+// beside x and the output: more than SBUF, it runs by column chunks (lower_norm_chunked),
+// each chunk's scratch, gamma and beta taking at most a quarter of a row window.
+int64_t norm_chunk_cols(const LoweringContext& ctx, const Node& n) {
+  const int64_t C = view_of(n.type).cols;
+  auto row = [&](int32_t id) {
+    return SbufAllocator::aligned(C * isa::dtype_bytes(ctx.type_of(id).dtype));
+  };
+  const size_t operands = n.op == OpKind::layernorm ? 3 : 2;
+  int64_t whole = row(n.id) + 2 * SbufAllocator::aligned(C * 4) + 64;
+  for (size_t k = 0; k < operands && k < n.inputs.size(); ++k) whole += row(n.inputs[k]);
+  if (whole <= ctx.sbuf_capacity()) return 0;
+  const int64_t share = ctx.sbuf_capacity() * ctx.options().row_window_fill_percent / 400;
+  const int64_t per_col = 4 * static_cast<int64_t>(operands);  // scratch, gamma, beta
+  const int64_t cb = std::max<int64_t>(1, std::min({C, ctx.free_chunk(), share / per_col}));
+  const int64_t chunks = (C + cb - 1) / cb;
+  return (C + chunks - 1) / chunks;  // balanced
 }
 
 namespace {
@@ -106,7 +126,108 @@ LowerResult lower_softmax(LoweringContext& ctx, const Node& n, bool log) {
   return std::nullopt;
 }
 
+// A norm whose row tile is too wide for whole rows of gamma, beta and scratch: the statistics
+// are summed a column chunk at a time through one chunk of scratch, then each chunk of gamma
+// and beta is loaded once, replicated on every partition, and applied to that chunk of every
+// row tile. x and the output stay whole rows.
+LowerResult lower_norm_chunked(LoweringContext& ctx, const Node& n, int64_t cb) {
+  const bool layer = n.op == OpKind::layernorm;
+  const size_t operands = layer ? 3 : 2;
+  for (size_t k = 1; k < operands; ++k) {
+    if (view_of(ctx.type_of(n.inputs[k])).rows != 1 || ctx.on_chip(n.inputs[k])) {
+      return ctx.error("a norm this wide needs its gamma and beta as row vectors in HBM");
+    }
+    if (!ctx.ensure_hbm(n.inputs[k])) return ctx.no_room();
+  }
+  auto in = ctx.tiles_of(n.inputs[0]);
+  if (!in) return ctx.no_room();
+  const int64_t C = in->cols;
+  auto out = ctx.output_tiles(n, &*in);
+  if (!out) return ctx.no_room();
+  auto stats = ctx.new_tiles_like(*out, 4, DType::fp32, "stats");  // mean, ss, rstd, partial
+  auto work = ctx.scratch(cb);
+  if (!stats || !work) return ctx.no_room();
+  const double eps = norm_eps(n);
+  auto bcast = [](const AccessPattern& col, int64_t c) {
+    return LoweringContext::broadcast_column(col, c);
+  };
+  for (int64_t t = 0; t < out->count(); ++t) {
+    const int32_t rows = out->rows_in(t);
+    auto col = [&](int64_t c) { return ctx.tile_ap(*stats, t, c, 1); };
+    auto w = [&](int64_t nc) {
+      AccessPattern ap = ctx.tile_ap(*work, 0, 0, nc);
+      ap.partitions = rows;
+      return ap;
+    };
+    // Sums over the chunks: the first into `into`, the others through the partial column.
+    auto sum_chunks = [&](int64_t into,
+                          const std::function<void(int64_t, int64_t, const AccessPattern&)>& f) {
+      for (int64_t c0 = 0; c0 < C; c0 += cb) {
+        const AccessPattern acc = col(c0 == 0 ? into : 3);
+        f(c0, std::min(cb, C - c0), acc);
+        if (c0 > 0) ctx.tensor_tensor(AluOp::add, col(into), col(into), acc);
+      }
+    };
+    if (layer) {
+      sum_chunks(0, [&](int64_t c0, int64_t nc, const AccessPattern& acc) {
+        ctx.activation(ActFn::identity, w(nc), ctx.tile_ap(*in, t, c0, nc), 1.0 / double(C), 0,
+                       &acc);
+      });
+    }
+    sum_chunks(1, [&](int64_t c0, int64_t nc, const AccessPattern& acc) {
+      AccessPattern x = ctx.tile_ap(*in, t, c0, nc);
+      if (layer) {
+        ctx.tensor_tensor(AluOp::sub, w(nc), x, bcast(col(0), nc));
+        x = w(nc);
+      }
+      ctx.activation(ActFn::square, w(nc), x, 1, 0, &acc);
+    });
+    ctx.activation(ActFn::rsqrt, col(2), col(1), 1.0 / double(C), eps);
+  }
+  const int32_t parts = ctx.tile_rows();
+  for (int64_t c0 = 0; c0 < C; c0 += cb) {
+    const int64_t nc = std::min(cb, C - c0);
+    std::vector<Slot> rowvec;  // this chunk of gamma (and beta) on every partition
+    for (size_t k = 1; k < operands; ++k) {
+      const TensorType& type = ctx.type_of(n.inputs[k]);
+      auto s = ctx.sbuf_alloc(nc * isa::dtype_bytes(type.dtype), "bcast");
+      if (!s) return ctx.no_room();
+      AccessPattern src = ctx.hbm_ap(ctx.hbm_tensor(n.inputs[k], isa::TensorRole::input),
+                                     type.dtype, view_of(type), 0, parts, c0, nc);
+      src.partition_stride = 0;
+      ctx.dma(ctx.next_load_queue(), LoweringContext::sbuf_ap(*s, type.dtype, parts, 0, nc), src);
+      ctx.count_bytes_in(nc * isa::dtype_bytes(type.dtype));
+      rowvec.push_back(*s);
+    }
+    auto vec_ap = [&](size_t k, int32_t rows) {
+      return LoweringContext::sbuf_ap(rowvec[k], ctx.type_of(n.inputs[k + 1]).dtype, rows, 0, nc);
+    };
+    for (int64_t t = 0; t < out->count(); ++t) {
+      const int32_t rows = out->rows_in(t);
+      AccessPattern w = ctx.tile_ap(*work, 0, 0, nc), y = ctx.tile_ap(*out, t, c0, nc);
+      w.partitions = rows;
+      AccessPattern x = ctx.tile_ap(*in, t, c0, nc);
+      if (layer) {
+        ctx.tensor_tensor(AluOp::sub, w, x, bcast(ctx.tile_ap(*stats, t, 0, 1), nc));
+        x = w;
+      }
+      ctx.tensor_tensor(AluOp::mul, w, x, bcast(ctx.tile_ap(*stats, t, 2, 1), nc));
+      if (layer) {
+        ctx.tensor_tensor(AluOp::mul, w, w, vec_ap(0, rows));
+        ctx.tensor_tensor(AluOp::add, y, w, vec_ap(1, rows));
+      } else {
+        ctx.tensor_tensor(AluOp::mul, y, w, vec_ap(0, rows));
+      }
+    }
+    for (Slot s : rowvec) ctx.release(s);
+  }
+  ctx.release(*stats);
+  ctx.release(*work);
+  return std::nullopt;
+}
+
 LowerResult lower_norm(LoweringContext& ctx, const Node& n) {
+  if (const int64_t cb = norm_chunk_cols(ctx, n)) return lower_norm_chunked(ctx, n, cb);
   const bool layer = n.op == OpKind::layernorm;
   auto in = ctx.tiles_of(n.inputs[0]);
   if (!in) return ctx.no_room();
@@ -266,8 +387,8 @@ struct BinaryLowering {
   AluOp alu;
 };
 constexpr BinaryLowering kBinary[] = {
-    {OpKind::add, AluOp::add}, {OpKind::bias_add, AluOp::add}, {OpKind::sub, AluOp::sub},
-    {OpKind::mul, AluOp::mul}, {OpKind::div, AluOp::div},      {OpKind::maximum, AluOp::max},
+    {OpKind::add, AluOp::add},     {OpKind::bias_add, AluOp::add}, {OpKind::sub, AluOp::sub},
+    {OpKind::mul, AluOp::mul},     {OpKind::div, AluOp::div},      {OpKind::maximum, AluOp::max},
     {OpKind::minimum, AluOp::min},
 };
 // Activations: one scalar-engine instruction per tile chunk.
@@ -276,10 +397,17 @@ struct UnaryLowering {
   ActFn fn;
 };
 constexpr UnaryLowering kUnary[] = {
-    {OpKind::relu, ActFn::relu},   {OpKind::gelu, ActFn::gelu}, {OpKind::silu, ActFn::silu},
-    {OpKind::exp, ActFn::exp},     {OpKind::tanh, ActFn::tanh}, {OpKind::sigmoid, ActFn::sigmoid},
-    {OpKind::rsqrt, ActFn::rsqrt}, {OpKind::sqrt, ActFn::sqrt},
-    {OpKind::log, ActFn::log},     {OpKind::abs, ActFn::abs},   {OpKind::reciprocal, ActFn::reciprocal},
+    {OpKind::relu, ActFn::relu},
+    {OpKind::gelu, ActFn::gelu},
+    {OpKind::silu, ActFn::silu},
+    {OpKind::exp, ActFn::exp},
+    {OpKind::tanh, ActFn::tanh},
+    {OpKind::sigmoid, ActFn::sigmoid},
+    {OpKind::rsqrt, ActFn::rsqrt},
+    {OpKind::sqrt, ActFn::sqrt},
+    {OpKind::log, ActFn::log},
+    {OpKind::abs, ActFn::abs},
+    {OpKind::reciprocal, ActFn::reciprocal},
 };
 
 }  // namespace

@@ -15,13 +15,23 @@ int64_t moving_cols(const LoweringContext& ctx) {
 // on chip), its A^T stationaries, and the output row (a narrow matmul: one column block).
 int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow) {
   const TensorType& a = ctx.type_of(n.inputs[0]);
-  const int64_t k_bytes = view_of(a).cols * isa::dtype_bytes(a.dtype);
+  const int64_t k_bytes = SbufAllocator::aligned(view_of(a).cols * isa::dtype_bytes(a.dtype));
   const int64_t out_cols =
       narrow ? std::min(moving_cols(ctx), view_of(n.type).cols) : view_of(n.type).cols;
-  const int64_t a_bytes = ctx.on_chip(n.inputs[0])
-                              ? 0
-                              : (narrow ? ctx.tile_rows() * isa::dtype_bytes(a.dtype) : k_bytes);
-  return a_bytes + k_bytes + out_cols * isa::dtype_bytes(n.type.dtype);
+  const int64_t a_bytes =
+      ctx.on_chip(n.inputs[0])
+          ? 0
+          : (narrow ? SbufAllocator::aligned(ctx.tile_rows() * isa::dtype_bytes(a.dtype))
+                    : k_bytes);
+  return a_bytes + stationary_bytes(ctx, n) +
+         SbufAllocator::aligned(out_cols * isa::dtype_bytes(n.type.dtype));
+}
+
+// A^T of one row tile: one stationary buffer (a row tile's worth of columns) per K chunk.
+int64_t stationary_bytes(const LoweringContext& ctx, const Node& n) {
+  const TensorType& a = ctx.type_of(n.inputs[0]);
+  const int64_t chunks = ctx.tiling(view_of(a).cols, 1, DType::fp32).count();
+  return chunks * SbufAllocator::aligned(ctx.tile_rows() * isa::dtype_bytes(a.dtype));
 }
 
 namespace {

@@ -101,6 +101,13 @@ void LoweringContext::begin_node(const Node& n, int position) {
   m_pinned.insert(n.inputs.begin(), n.inputs.end());
   m_builder.add_node(n.id, n.name.empty() ? value_name(m_graph, n.id) : n.name,
                      std::string(info(n.op).name));
+  // What the op needs, as it starts: a "does not fit" error reports these, not the state
+  // after some operands were loaded (they would look resident and cost nothing).
+  m_need.reset();
+  if (info(n.op).row_window != RowWindow::none) {
+    const auto [per_tile, fixed] = footprint(n);
+    m_need = Need{per_tile, fixed, pinned_bytes(n)};
+  }
 }
 
 void LoweringContext::release_dead(int position) {
@@ -156,11 +163,13 @@ CompileError LoweringContext::error(const std::string& reason) const {
 CompileError LoweringContext::no_room() const {
   if (m_load_error) return error(*m_load_error);
   std::string need;
-  const Node* n = m_graph.find(m_current_node);
-  if (n && info(n->op).row_window != RowWindow::none) {
-    const auto [per_tile, fixed] = footprint(*n);
-    need = ": one row tile needs " + std::to_string(per_tile) + " bytes per partition, plus " +
-           std::to_string(fixed) + " for whole operands and scratch";
+  if (m_need) {
+    need = ": one row tile needs " + std::to_string(m_need->per_tile) +
+           " bytes per partition, plus " + std::to_string(m_need->fixed) +
+           " for whole operands and scratch";
+    if (m_need->pinned > 0) {
+      need += ", beside " + std::to_string(m_need->pinned) + " of operands already on chip";
+    }
   }
   return error("the op's working set does not fit in SBUF (" +
                std::to_string(m_arch.sbuf.bytes_per_partition) +

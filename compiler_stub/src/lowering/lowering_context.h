@@ -343,6 +343,10 @@ class LoweringContext {
   std::map<int32_t, ViewDesc> m_views;
   std::set<int32_t> m_in_hbm;
   std::optional<std::string> m_load_error;
+  struct Need {  // the current op's footprint as it started (bytes per partition)
+    int64_t per_tile, fixed, pinned;
+  };
+  std::optional<Need> m_need;
   struct Window {
     std::set<int32_t> ids;  // the op's output and its row-aligned operands
     int64_t t0, t1;         // their row tiles in the window
@@ -366,6 +370,8 @@ int64_t panel_cols(const LoweringContext& ctx, const Node& n);
 bool narrow_matmul(const LoweringContext& ctx, const Node& n);
 // Bytes per partition one output row tile of a matmul needs besides B.
 int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
+// Bytes per partition of one row tile's A^T stationaries (a buffer per K chunk).
+int64_t stationary_bytes(const LoweringContext& ctx, const Node& n);
 int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
 // Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
 int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
@@ -373,6 +379,9 @@ int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
 // and three fp32 columns of `stats` on the same partitions (lower_elementwise.cpp).
 void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const AccessPattern& y,
                        const AccessPattern& w, Slot stats, bool log);
+// Columns per chunk of a norm too wide for whole rows of gamma, beta and scratch; 0 when it
+// runs whole rows (lower_elementwise.cpp).
+int64_t norm_chunk_cols(const LoweringContext& ctx, const Node& n);
 // In-place writes chain: a cache is the graph input at the root of its appends and copies.
 int32_t cache_root(const Graph& g, int32_t id);
 

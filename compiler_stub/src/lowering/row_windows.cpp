@@ -48,9 +48,11 @@ bool LoweringContext::column_local(const Node& n) const {
   return true;
 }
 
+// As allocated: every SBUF buffer is rounded up to the allocator's alignment, so a value of
+// many narrow tiles (a pooling window of 3 columns) takes far more than its bytes.
 int64_t LoweringContext::value_bytes_per_tile(int32_t id) const {
   const TensorType& t = type_of(id);
-  return view_of(t).cols * isa::dtype_bytes(t.dtype);
+  return SbufAllocator::aligned(view_of(t).cols * isa::dtype_bytes(t.dtype));
 }
 
 // Bytes per partition, per output row tile and fixed, that `n` needs if nothing is resident.
@@ -67,6 +69,8 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
       per_tile += value_bytes_per_tile(in);
     } else if (rule == RowWindow::batch_matmul && k == 1 && bmm_chunk_entries(*this, n)) {
       fixed += sbuf_share(m_options.streamed_operand_percent);  // a chunk of B's entries
+    } else if (rule == RowWindow::norm && norm_chunk_cols(*this, n)) {
+      // gamma and beta by column chunks (below)
     } else if (!m_tiles.count(in) &&
                !(rule == RowWindow::matmul && k == 1 && streams_b(*this, n))) {
       fixed += value_bytes_per_tile(in) *
@@ -76,10 +80,18 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
   const int64_t cols = view_of(n.type).cols;
   switch (rule) {
     case RowWindow::softmax:
-      fixed += cols * 4 + 64;
+      fixed += SbufAllocator::aligned(cols * 4) + 64;
       break;
     case RowWindow::norm:
-      fixed += 2 * cols * 4 + 64;
+      if (const int64_t cb = norm_chunk_cols(*this, n)) {
+        per_tile += 64;  // its statistics
+        for (size_t k = 0; k < n.inputs.size(); ++k) {
+          fixed += SbufAllocator::aligned(
+              cb * (k == 0 ? 4 : isa::dtype_bytes(type_of(n.inputs[k]).dtype)));
+        }
+      } else {
+        fixed += 2 * SbufAllocator::aligned(cols * 4) + 64;
+      }
       break;
     case RowWindow::matmul:
     case RowWindow::batch_matmul: {
@@ -88,13 +100,13 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
         // A^T and one output column block per tile; one K chunk of A and B's panels fixed.
         per_tile = row_tile_bytes(*this, n, true);
         if (!m_tiles.count(n.inputs[0])) {
-          per_tile -= m_tile_rows * isa::dtype_bytes(a.dtype);
-          fixed += m_tile_rows * isa::dtype_bytes(a.dtype);
+          per_tile -= SbufAllocator::aligned(m_tile_rows * isa::dtype_bytes(a.dtype));
+          fixed += SbufAllocator::aligned(m_tile_rows * isa::dtype_bytes(a.dtype));
         }
         if (streams_b(*this, n)) fixed += 2 * panel_bytes(*this, n);
         break;
       }
-      per_tile += view_of(a).cols * isa::dtype_bytes(a.dtype);  // A^T stationaries
+      per_tile += stationary_bytes(*this, n);  // A^T stationaries
       if (rule == RowWindow::matmul && streams_b(*this, n)) {
         const int64_t width = panel_cols(*this, n);
         const int64_t blocks = (view_of(type_of(n.inputs[1])).cols + width - 1) / width;

@@ -12,7 +12,7 @@ SbufAllocator::SbufAllocator(PlanBuilder& builder, int32_t partitions, int64_t c
 }
 
 std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint) {
-  const int64_t aligned = std::max<int64_t>(64, (bytes + 63) / 64 * 64);
+  const int64_t aligned = SbufAllocator::aligned(bytes);
   // Next fit: the first large-enough block at or after where the last allocation ended,
   // wrapping around. Memory is reused as late as possible, like a ring, so a new buffer
   // rarely has to wait for the readers of the one it replaces.

@@ -3,6 +3,7 @@
 // lowering's business (spilling.cpp), not the allocator's.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -21,6 +22,8 @@ class SbufAllocator {
   SbufAllocator(PlanBuilder& builder, int32_t partitions, int64_t capacity);
   // A buffer of `bytes` per partition, or nothing when no free block is large enough.
   std::optional<Slot> alloc(int64_t bytes, const std::string& hint);
+  // What a buffer of `bytes` per partition takes: allocations are 64-byte aligned, 64 at least.
+  static int64_t aligned(int64_t bytes) { return std::max<int64_t>(64, (bytes + 63) / 64 * 64); }
   // Frees `s` (a no-op for a buffer this allocator does not hold).
   void release(Slot s);
   int64_t peak() const { return m_peak; }

@@ -76,24 +76,24 @@ AccessPattern LoweringContext::view_rows_ap(const ViewDesc& v, const ViewRows& v
   return s;
 }
 
-// Rows are the leading dims (the innermost of them is the DMA's row stride, so tiles never
-// cross it), the free pattern is the last dim's sub-dims.
+// Rows are the leading dims, the free pattern is the last dim's sub-dims. Tiles follow the
+// value's own row tiling (they never cross a batch: its innermost leading logical dim), as the
+// output's and the row windows' tiles do; a tile spanning several runs of the view (the
+// innermost leading sub-dim, one DMA's row stride) is loaded by one DMA per run. Tiling by
+// runs instead would give a conv's window matrix one tile per output row and a strided
+// weight one K chunk per kernel row.
 std::optional<Tiles> LoweringContext::load_view(const ViewDesc& v, DType dtype, int32_t id) {
   const ViewRows vr = view_rows(v, false);
   if (vr.free.size() > isa::kMaxFreeDims) {
     m_load_error = "a view needs more than " + std::to_string(isa::kMaxFreeDims) + " free dims";
     return std::nullopt;
   }
-  const SubDim& run = vr.run();
+  const int64_t run = vr.run().size;
   const int64_t rows = vr.rows, cols = vr.cols;
-  // Tiles never cross the innermost leading sub-dim (one DMA row stride) nor a batch of the
-  // value (its innermost leading logical dim, which may be shorter: [12, 1, 64] has 1-row
-  // batches).
-  int64_t tile_run = run.size;
-  if (v.groups.size() >= 2) {
-    int64_t logical = 1;
+  int64_t logical = 0;  // rows per batch of the value (0: unbatched)
+  if (v.groups.size() >= 3) {
+    logical = 1;
     for (const SubDim& d : v.groups[v.groups.size() - 2]) logical *= d.size;
-    if (logical < tile_run && tile_run % logical == 0) tile_run = logical;
   }
   const int64_t c0 = window_col0(id), wcols = window_cols(id, cols);
   if (wcols != cols && vr.free.size() != 1) {
@@ -101,16 +101,24 @@ std::optional<Tiles> LoweringContext::load_view(const ViewDesc& v, DType dtype, 
                    " free dims is not supported";
     return std::nullopt;
   }
-  auto tiles = new_tiles(rows, cols, dtype, "view", tile_run, id);
+  auto tiles = new_tiles(rows, cols, dtype, "view", logical, id);
   if (!tiles) return std::nullopt;
   Slot src = hbm_tensor(v.base, isa::TensorRole::input);
   for (int64_t t = 0; t < tiles->count(); ++t) {
-    AccessPattern s = view_rows_ap(v, vr, src, dtype, tiles->row0(t), tiles->rows_in(t));
-    if (wcols != cols) {  // columns [c0, c0 + wcols) of the view's one free dim
-      s.offset += c0 * s.free[0].stride;
-      s.free[0].size = wcols;
+    const int64_t r0 = tiles->row0(t), r1 = r0 + tiles->rows_in(t);
+    for (int64_t r = r0; r < r1;) {
+      const int32_t n = static_cast<int32_t>(std::min(r1, (r / run + 1) * run) - r);
+      AccessPattern s = view_rows_ap(v, vr, src, dtype, r, n);
+      if (wcols != cols) {  // columns [c0, c0 + wcols) of the view's one free dim
+        s.offset += c0 * s.free[0].stride;
+        s.free[0].size = wcols;
+      }
+      AccessPattern d = tile_ap(*tiles, t, 0, wcols);
+      d.partition_start = static_cast<int32_t>(r - r0);
+      d.partitions = n;
+      dma(next_load_queue(), d, s);
+      r += n;
     }
-    dma(next_load_queue(), tile_ap(*tiles, t, 0, wcols), s);
   }
   m_bytes_in += tiles->stored_rows() * wcols * isa::dtype_bytes(dtype);
   return tiles;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct AccessHistory {
     int64_t lo, hi;  // bytes [lo, hi) within the buffer or tensor
     int stream;
     int64_t index;
+    // On chip: partitions [p_lo, p_hi) (accesses to disjoint partitions do not conflict).
+    int32_t p_lo = 0, p_hi = std::numeric_limits<int32_t>::max();
   };
   std::vector<Entry> writes;
   std::vector<Entry> reads;
