@@ -4,6 +4,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "wallsim/base/host_memory.h"
 #include "wallsim/driver/run.h"
 #include "wallsim/runtime/config.h"
 
@@ -23,7 +24,22 @@ struct RunArgs {
   bool csv = false;
   int64_t plan_memory_mib = 2048;
   double progress_seconds = 10;
+  bool no_memory_check = false;
 };
+
+// What a run allocates before its first step, from the config alone: a functional run's SBUF
+// and PSUM stores (the device holds them whole). The plans' instructions are not known until
+// the workload's ops are compiled, so they are not in it.
+int64_t memory_estimate(const runtime::Config& cfg, bool functional) {
+  if (!functional) return 0;
+  const auto& arch = cfg.chip.arch;
+  int64_t sbuf = 0, psum = 0, need = 0;
+  if (__builtin_mul_overflow(arch.sbuf.partitions, arch.sbuf.bytes_per_partition, &sbuf) ||
+      __builtin_mul_overflow(arch.psum.partitions, arch.psum.bytes_per_partition, &psum) ||
+      __builtin_add_overflow(sbuf, psum, &need))
+    return INT64_MAX;
+  return need;
+}
 
 }  // namespace
 
@@ -54,8 +70,14 @@ void add_run_command(CLI::App& app) {
                   "a progress line on stderr after a step, at most every SECONDS of real time "
                   "(0: none)")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_flag("--no-memory-check", a->no_memory_check,
+                "run even when the estimated host memory exceeds what is available");
   cmd->callback([a, steps] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
+    if (!a->no_memory_check) {
+      base::check_host_memory(memory_estimate(cfg, a->functional), "--functional",
+                              "--no-memory-check");
+    }
     driver::RunOptions o;
     o.mode = &runtime::mode_named(a->mode);
     if (steps->count() > 0) {

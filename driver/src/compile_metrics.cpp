@@ -5,11 +5,10 @@ namespace wallsim::driver {
 
 using base::Json;
 
-Json compile_metrics_json(const runtime::Session& session) {
+Json compile_metrics_json(const runtime::Session& session, int64_t steps_device_busy_ns) {
   runtime::Counts all = session.startup_record().counts;
   all.add(session.totals());
-  int64_t device_ns = session.startup_record().device_busy_ns;
-  for (const auto& s : session.steps()) device_ns += s.device_busy_ns;
+  const int64_t device_ns = session.startup_record().device_busy_ns + steps_device_busy_ns;
 
   int64_t compile_ns = 0;
   Json entries = Json::array();

@@ -10,6 +10,7 @@
 
 #include "wallsim/driver/compile_metrics.h"
 #include "wallsim/driver/run_report.h"
+#include "wallsim/driver/step_stream.h"
 #include "wallsim/sim/device.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
@@ -103,21 +104,11 @@ double stat_value(const traces::StatsRegistry& stats, const std::string& name) {
 // The device's figures over the time it was busy (the union of every launch's span, copies
 // included), next to device.*'s, which divide by the whole run (compile stalls and host time
 // included); and the plans launched, copies named apart from the plans compiled from ops.
-ordered_json device_busy_section(const sim::Device& device, const traces::StatsRegistry& stats) {
-  std::vector<std::pair<sc_core::sc_time, sc_core::sc_time>> spans;
-  int64_t copies = 0;
-  for (const engines::Launch& l : device.launches()) {
-    if (l.name.rfind("copy_", 0) == 0) ++copies;
-    if (l.end_time > l.start_time) spans.emplace_back(l.start_time, l.end_time);
-  }
-  std::sort(spans.begin(), spans.end());
-  sc_core::sc_time busy, end;
-  for (const auto& [a, b] : spans) {
-    if (b <= end) continue;
-    busy += b - std::max(a, end);
-    end = b;
-  }
-  const double busy_ns = busy.to_seconds() * 1e9;
+ordered_json device_busy_section(sim::Device& device, const runtime::Session& session,
+                                 const traces::StatsRegistry& stats) {
+  device.retire_drained();
+  const int64_t copies = session.totals().transfers;  // each a copy_ plan launch
+  const double busy_ns = device.launch_busy_time().to_seconds() * 1e9;
   const double time_ns = stat_value(stats, "device.time_ns");
   const auto over_busy = [&](double ns) { return busy_ns > 0 ? ns / busy_ns : 0.0; };
   ordered_json engines = ordered_json::object();
@@ -140,8 +131,10 @@ ordered_json device_busy_section(const sim::Device& device, const traces::StatsR
 }
 
 // stats.txt after the device stats: the run report's sections (host breakdown, steps, per-op
-// table, serving figures), and each host state's share of the steps' wall time.
-void append_report_text(const std::string& path, const ordered_json& report) {
+// table, serving figures), and each host state's share of the steps' wall time; the steps
+// (and their place in stats.json) from `steps`.
+void append_report_text(const traces::RunDirectory& dir, const ordered_json& report,
+                        StepStream& steps) {
   ordered_json sections;
   const ordered_json& totals = report.at("totals");
   const double wall = totals.value("wall_ns", 0.0);
@@ -153,10 +146,7 @@ void append_report_text(const std::string& path, const ordered_json& report) {
   }
   sections["share_of_step_wall"] = share;  // host states sum to 1; device_busy overlaps
   for (const auto& [k, v] : report.items()) sections[k] = v;
-  std::ofstream out(path, std::ios::binary | std::ios::app);
-  out << "\n# run report: the sections of stats.json after `device` (RUNTIME.md)\n";
-  traces::write_sections_text(sections, out, {"schema"});
-  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
+  steps.finish(dir.file("stats.json"), dir.file("stats.txt"), sections);
 }
 
 }  // namespace
@@ -208,9 +198,13 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   so.mode = options.mode;
   so.functional = options.functional;
   so.plan_memory_bytes = options.plan_memory_bytes;
+  // Each step's record goes to the spool as it finishes: memory does not grow with the steps.
+  so.keep_steps = false;
+  StepStream step_stream(dir->file(".steps.jsonl"));
   auto last_progress = std::chrono::steady_clock::now();
-  if (options.progress_seconds > 0) {
-    so.on_step_end = [&](const runtime::StepRecord& r) {
+  so.on_step_end = [&](const runtime::StepRecord& r) {
+    step_stream.add(r, workload->step_kind(r.index));
+    if (options.progress_seconds > 0) {
       const auto now = std::chrono::steady_clock::now();
       if (std::chrono::duration<double>(now - last_progress).count() < options.progress_seconds)
         return;
@@ -219,8 +213,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       if (!workload->fixed_steps()) std::cerr << "/" << steps;  // decode, serve: their own
       std::cerr << " done, " << (r.start_ns + r.wall_ns) / 1e6 << " ms simulated, "
                 << std::chrono::duration<double>(now - wall_start_progress).count() << " s real\n";
-    };
-  }
+    }
+  };
   runtime::Session session(config, device, so, trace);
 
   const auto wall_start = std::chrono::steady_clock::now();
@@ -244,20 +238,12 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   report.mode = std::string(options.mode->name());
   report.compile_profile = std::string(compiler_stub::name_of(config.runtime.compile_cost.profile));
   report.startup = session.startup_record();
-  report.steps = session.steps();
-  for (size_t i = 0; i < report.steps.size(); ++i) {
-    report.step_kinds.push_back(workload->step_kind(static_cast<int64_t>(i)));
-  }
   RunTotals& tot = report.totals;
-  double padded = 0, real = 0;
-  for (const auto& s : session.steps()) {
-    tot.wall_ns += s.wall_ns;
-    for (int k = 0; k < kNumHostStates; ++k) tot.host_ns[k] += s.host_ns[k];
-    tot.device_busy_ns += s.device_busy_ns;
-    tot.counts.add(s.counts);
-    padded += s.padded_macs;
-    real += s.real_macs;
-  }
+  tot.wall_ns = step_stream.wall_ns;
+  for (int k = 0; k < kNumHostStates; ++k) tot.host_ns[k] = step_stream.host_ns[k];
+  tot.device_busy_ns = step_stream.device_busy_ns;
+  tot.counts = step_stream.counts;
+  const double padded = step_stream.padded_macs, real = step_stream.real_macs;
   tot.idle_ns = session.idle_ns();
   const double waste = padded > 0 ? std::max(0.0, (padded - real) / padded) : 0.0;
   const bool masked = workload->masks_instead_of_padding();
@@ -266,13 +252,13 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   tot.hbm_read_bytes = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
   tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
   report.ops = op_table(device, session, config.chip);
-  report.device_busy = device_busy_section(device, stats);
-  report.compile_metrics = compile_metrics_json(session);
+  report.device_busy = device_busy_section(device, session, stats);
+  report.compile_metrics = compile_metrics_json(session, step_stream.device_busy_ns);
   if (auto own = workload->report()) {
     report.workload_section = own->first;
     report.workload_report = own->second;
   }
-  const ordered_json extra = report.to_json();
+  const ordered_json extra = report.to_json(step_stream.wall_times());
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);
@@ -285,7 +271,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       "plan bodies rebuilt after --plan-memory dropped them (simulator, not model)") +=
       static_cast<uint64_t>(session.bodies_rebuilt());
   sim::write_run_files(*dir, stats, extra, resolved_config);
-  append_report_text(dir->file("stats.txt"), extra);
+  append_report_text(*dir, extra, step_stream);
   if (trace) {
     trace->finish();
     if (auto warning = large_trace_warning(dir->file("trace.json"))) std::cerr << *warning << "\n";
@@ -295,7 +281,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   const runtime::Counts totals = session.totals();
   RunSummary r;
   r.wall_ns = session.now_ns();
-  r.steps = static_cast<int64_t>(session.steps().size());
+  r.steps = step_stream.steps();
   r.totals = totals;
   r.sim_wall_seconds = wall;
   return r;

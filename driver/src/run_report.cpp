@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "wallsim/driver/step_stream.h"
 #include "wallsim/traces/stats.h"
 
 namespace wallsim::driver {
@@ -71,12 +72,26 @@ StepRecord record_from(const Json& j, const std::string& path) {
 
 }  // namespace
 
-Json RunReport::to_json() const {
+Json step_json(const StepRecord& r, const std::string& kind) {
+  Json j = record_json(r);
+  if (!kind.empty()) j["kind"] = kind;
+  return j;
+}
+
+StepWallTimes RunReport::wall_times() const {
+  StepWallTimes w;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    w.add(step_kind(i), steps[i].wall_ns, steps[i].counts.compiles > 0);
+  }
+  return w;
+}
+
+Json RunReport::to_json() const { return to_json(wall_times()); }
+
+Json RunReport::to_json(const StepWallTimes& walls) const {
   Json steps_json = Json::array();
   for (size_t i = 0; i < steps.size(); ++i) {
-    Json step = record_json(steps[i]);
-    if (i < step_kinds.size()) step["kind"] = step_kinds[i];
-    steps_json.push_back(step);
+    steps_json.push_back(step_json(steps[i], i < step_kinds.size() ? step_kinds[i] : ""));
   }
   Json tot;
   tot["wall_ns"] = totals.wall_ns;
@@ -96,7 +111,7 @@ Json RunReport::to_json() const {
       {"steps", steps_json},
       {"totals", tot},
       {"ops", ops},
-      {"warm", warm_json()}};
+      {"warm", walls.warm_json()}};
   if (!device_busy.empty()) j["device_busy"] = device_busy;
   if (!workload_section.empty()) j[workload_section] = workload_report;
   j["compile_metrics"] = compile_metrics;
@@ -197,28 +212,7 @@ double RunReport::kind_percentile_ns(double p, const std::string& kind) const {
   return traces::percentile(v, p);
 }
 
-Json RunReport::warm_json() const {
-  const std::vector<size_t> all = warm_steps();
-  Json j = {{"definition", "steps after the last step that compiled; p50 and p99 nearest rank"},
-            {"first_step", all.empty() ? Json(nullptr) : Json(all.front())},
-            {"steps", all.size()},
-            {"p50_ns", warm_percentile_ns(50)},
-            {"p99_ns", warm_percentile_ns(99)}};
-  Json kinds = Json::object();
-  for (size_t i = 0; i < steps.size(); ++i) kinds[step_kind(i)] = Json::object();
-  for (auto& [kind, k] : kinds.items()) {
-    size_t n = 0;
-    for (size_t i = 0; i < steps.size(); ++i) n += step_kind(i) == kind;
-    k = {{"steps", n},
-         {"p50_ns", kind_percentile_ns(50, kind)},
-         {"p99_ns", kind_percentile_ns(99, kind)},
-         {"warm_steps", warm_steps(kind).size()},
-         {"warm_p50_ns", warm_percentile_ns(50, kind)},
-         {"warm_p99_ns", warm_percentile_ns(99, kind)}};
-  }
-  j["by_kind"] = kinds;
-  return j;
-}
+Json RunReport::warm_json() const { return wall_times().warm_json(); }
 
 double RunReport::macs() const {
   double macs = 0;

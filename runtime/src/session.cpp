@@ -429,8 +429,8 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
     m_queue_added.notify(sc_core::SC_ZERO_TIME);
     return;
   }
-  const sim::LaunchHandle l =
-      m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan);
+  const sim::LaunchHandle l(m_device,
+                            m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan));
   if (m_host_track) m_flows.emplace_back(now_ps() - 1, l);  // inside the launch slice
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
@@ -445,8 +445,8 @@ void Session::launch_worker() {
     Queued& q = m_queue.front();
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (q.ready > now) sc_core::wait(q.ready - now);
-    const sim::LaunchHandle l =
-        m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan);
+    const sim::LaunchHandle l(
+        m_device, m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan));
     if (m_host_track) m_flows.emplace_back(now_ps(), l);
     q.record->counts.plans_launched++;
     q.record->padded_macs += q.compiled->macs;
@@ -562,7 +562,6 @@ void Session::end_step() {
   }
   enter(HostState::other);
   free_deferred();
-  m_device.retire_drained();  // the step's launches are folded into the op totals
   m_current.wall_ns = now_ns() - m_current.start_ns;
   // Device busy: the union of the spans of the plans that ran in the step.
   std::vector<std::pair<int64_t, int64_t>> spans;
@@ -571,6 +570,7 @@ void Session::end_step() {
     if (!l.started()) continue;
     spans.emplace_back(l.start_ps(), l.end_ps());
   }
+  m_device.retire_drained();  // the step's launches are folded into the op totals and freed
   std::sort(spans.begin(), spans.end());
   int64_t busy = 0, cur_lo = -1, cur_hi = -1;
   for (auto [lo, hi] : spans) {
@@ -595,14 +595,16 @@ void Session::end_step() {
     m_trace->slice(*m_step_track, static_cast<traces::TimePs>(m_current.start_ns) * 1000,
                    static_cast<traces::TimePs>(m_current.wall_ns) * 1000, name, "step", args);
   }
-  m_steps.push_back(m_current);
+  m_step_counts.add(m_current.counts);
+  ++m_steps_done;
+  if (m_options.keep_steps) m_steps.push_back(m_current);
   m_in_step = false;
-  if (m_options.on_step_end) m_options.on_step_end(m_steps.back());
+  if (m_options.on_step_end) m_options.on_step_end(m_current);
 }
 
 Counts Session::totals() const {
   Counts c = m_startup.counts;
-  for (const auto& s : m_steps) c.add(s.counts);
+  c.add(m_step_counts);
   if (m_in_step) c.add(m_current.counts);
   return c;
 }

@@ -46,7 +46,7 @@ sim::LaunchHandle Session::launch_transfer(const std::string& src, isa::MemSpace
     m_transfer_plans.push_back(body);
   }
   record().counts.transfers++;
-  return m_device.launch(*m_transfer_plans[it->second], {}, {src, dst});
+  return {m_device, m_device.launch(*m_transfer_plans[it->second], {}, {src, dst})};
 }
 
 Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,

@@ -125,8 +125,7 @@ Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
                                                            " DMA queues; arch.dma.queues_max is " +
                                                            std::to_string(m_queues.size()));
   }
-  Launch& l =
-      m_launches.emplace_back(plan, static_cast<int>(m_launches.size()), std::move(scalars));
+  Launch& l = m_launches.emplace_back(plan, static_cast<int>(launch_count()), std::move(scalars));
   l.functional = m_options.functional;
   l.tensor_names = std::move(tensor_names);
   l.keep = std::move(keep);
@@ -161,11 +160,13 @@ StreamProcessor& Device::processor_for(const isa::Stream& stream, int dma_ordina
 void Device::launcher() {
   const LaunchTiming& t = m_chip.timing.launch;
   for (;;) {
-    while (m_next_launch == m_launches.size()) sc_core::wait(m_launch_added);
-    Launch& l = m_launches[m_next_launch];
+    while (m_next_launch == launch_count()) sc_core::wait(m_launch_added);
+    Launch& l = m_launches[m_next_launch - m_first_live];
     if (t.wait_for_previous && m_next_launch > 0) {
-      Launch& prev = m_launches[m_next_launch - 1];
-      while (!prev.drained) sc_core::wait(prev.drained_event);
+      // Looked up after every wait: a host may retire (free) it as soon as it drains.
+      const Launch* prev;
+      while ((prev = live_launch(m_next_launch - 1)) && !prev->drained)
+        sc_core::wait(prev->drained_event);
     }
     ++m_next_launch;
     const sc_time begin = sc_core::sc_time_stamp();
@@ -231,15 +232,15 @@ std::vector<std::string> Device::deadlock_report() const {
       if (p->busy()) out.push_back(p->blocked_description());
     }
   }
-  if (m_next_launch < m_launches.size()) {
-    out.push_back(std::to_string(m_launches.size() - m_next_launch) +
+  if (m_next_launch < launch_count()) {
+    out.push_back(std::to_string(launch_count() - m_next_launch) +
                   " plan(s) never launched: the plan before them did not drain");
   }
   return out;
 }
 
 sc_time Device::end_time() const {
-  sc_time end;
+  sc_time end = m_retired_end;
   for (const Launch& l : m_launches) {
     if (l.drained && l.end_time > end) end = l.end_time;
   }
@@ -277,9 +278,15 @@ std::vector<double> exposed_ns(const std::vector<engines::NodeTotals>& nodes) {
 
 }  // namespace
 
+Device::LaunchTimes Device::launch_times(size_t index) const {
+  if (const Launch* l = live_launch(index)) return {l->launch_begin, l->start_time, l->end_time};
+  return index < m_retired.size() ? m_retired[index].times : LaunchTimes{};
+}
+
 void Device::retire_drained() {
-  for (; m_retired < m_launches.size() && m_launches[m_retired].drained; ++m_retired) {
-    Launch& l = m_launches[m_retired];
+  for (; !m_launches.empty() && m_launches.front().drained;
+       m_launches.pop_front(), ++m_first_live) {
+    Launch& l = m_launches.front();
     const std::vector<double> exposed = exposed_ns(l.nodes);
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
       const isa::NodeInfo& n = l.plan->nodes[i];
@@ -297,12 +304,13 @@ void Device::retire_drained() {
       for (size_t e = 0; e < t.dma_engine_bytes.size(); ++e)
         o.dma_engine_bytes[e] += t.dma_engine_bytes[e];
     }
-    l.plan = nullptr;
-    l.keep.reset();
-    l.nodes = {};
-    l.node_index = {};
-    l.scalars = {};
-    l.tensor_names = {};
+    // Launches start in launch order, so the union grows at its end.
+    if (l.end_time > l.start_time && l.end_time > m_busy_end) {
+      m_busy += l.end_time - std::max(l.start_time, m_busy_end);
+      m_busy_end = l.end_time;
+    }
+    m_retired_end = std::max(m_retired_end, l.end_time);
+    if (m_launch_track) m_retired.push_back({l.name, {l.launch_begin, l.start_time, l.end_time}});
   }
 }
 
@@ -373,13 +381,18 @@ void Device::finalize() {
   if (m_launch_track && m_chip.timing.launch.wait_for_previous) {
     // Plans run one after another, so their spans never overlap on one track.
     traces::Track plans = m_options.trace->declare_track(kCorePid, "core0", 1000, "plan spans");
-    for (const Launch& l : m_launches) {
-      if (!l.drained) continue;
+    const auto span = [&](size_t index, const std::string& name, sc_time start, sc_time end) {
       traces::TraceArgs args;
-      args.add("index", static_cast<int64_t>(l.index));
-      m_options.trace->slice(plans, static_cast<traces::TimePs>(l.start_time.value()),
-                             static_cast<traces::TimePs>((l.end_time - l.start_time).value()),
-                             l.name, "plan", args);
+      args.add("index", static_cast<int64_t>(index));
+      m_options.trace->slice(plans, static_cast<traces::TimePs>(start.value()),
+                             static_cast<traces::TimePs>((end - start).value()), name, "plan",
+                             args);
+    };
+    for (size_t i = 0; i < m_retired.size(); ++i) {
+      span(i, m_retired[i].name, m_retired[i].times.start, m_retired[i].times.end);
+    }
+    for (const Launch& l : m_launches) {
+      if (l.drained) span(static_cast<size_t>(l.index), l.name, l.start_time, l.end_time);
     }
   }
 }

@@ -5,18 +5,31 @@
 
 namespace wallsim::sim {
 
-bool LaunchHandle::started() const { return m_launch->started; }
-bool LaunchHandle::drained() const { return m_launch->drained; }
-const sc_core::sc_event& LaunchHandle::drained_event() const { return m_launch->drained_event; }
+LaunchHandle::LaunchHandle(const Device& device, const engines::Launch& launch)
+    : m_device(&device), m_index(static_cast<size_t>(launch.index)) {}
+
+bool LaunchHandle::started() const {
+  const engines::Launch* l = m_device->live_launch(m_index);
+  return !l || l->started;
+}
+bool LaunchHandle::drained() const {
+  const engines::Launch* l = m_device->live_launch(m_index);
+  return !l || l->drained;
+}
+const sc_core::sc_event& LaunchHandle::drained_event() const {
+  return m_device->live_launch(m_index)->drained_event;
+}
 int64_t LaunchHandle::launch_begin_ps() const {
-  return static_cast<int64_t>(m_launch->launch_begin.value());
+  return static_cast<int64_t>(m_device->launch_times(m_index).launch_begin.value());
 }
 int64_t LaunchHandle::start_ps() const {
-  return static_cast<int64_t>(m_launch->start_time.value());
+  return static_cast<int64_t>(m_device->launch_times(m_index).start.value());
 }
-int64_t LaunchHandle::end_ps() const { return static_cast<int64_t>(m_launch->end_time.value()); }
+int64_t LaunchHandle::end_ps() const {
+  return static_cast<int64_t>(m_device->launch_times(m_index).end.value());
+}
 
-size_t launch_count(const Device& device) { return device.launches().size(); }
-LaunchHandle launch_at(const Device& device, size_t index) { return device.launches()[index]; }
+size_t launch_count(const Device& device) { return device.launch_count(); }
+LaunchHandle launch_at(const Device& device, size_t index) { return {device, index}; }
 
 }  // namespace wallsim::sim

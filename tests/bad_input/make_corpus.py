@@ -257,6 +257,9 @@ case("exec.trace_window", "--trace-window",
 case("exec.functional_too_large", "memory",
      "exec examples/plans/matmul.json -c configs/trn2.json --functional "
      "--set arch.sbuf.partitions=1024 --set arch.sbuf.bytes_per_partition=1073741824 --out $T/o")
+case("run.functional_too_large", "--no-memory-check",
+     "run -c configs/trn2.json -w gemm:m=128,k=96,n=96 --functional "
+     "--set arch.sbuf.partitions=1024 --set arch.sbuf.bytes_per_partition=1073741824 --out $T/o")
 case("config.cache_is_file", "runtime.aot.disk_cache",
      "run -c $C --set runtime.aot.disk_cache=$C -w gemm:m=128,k=96,n=96 --mode aot --out $T/o")
 

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -323,6 +326,61 @@ TEST(Run, ProgressLinesOnStderr) {
   }
   ASSERT_EQ(test::run_wallsim(args, &err), 0) << err;
   EXPECT_EQ(err.find("wallsim: run: step"), std::string::npos) << err;
+}
+
+// The run streams its step records to a spool and splices them into stats.json at the end
+// (defect 21): the steps array must be whole, agree with the totals, and the warm section's
+// p50/p99 per kind, kept from one wall time per step, must be what the steps give.
+TEST(Run, StreamedStepsAgreeWithTotalsAndWarmFigures) {
+  const std::string out = test::fresh_dir("stream", "decode");
+  std::string err;
+  ASSERT_EQ(test::run_wallsim("run -c configs/tiny.json -w decode:dynamic=bounded,new_tokens=12 "
+                              "--trace-level none --out " +
+                                  out,
+                              &err),
+            0)
+      << err;
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(test::slurp(out + "/stats.json"));
+  const auto& steps = j.at("steps");
+  ASSERT_EQ(steps.size(), 13u);
+  int64_t wall = 0, compiles = 0;
+  size_t first_warm = 0;
+  std::map<std::string, std::vector<double>> all, warm;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].at("index").get<size_t>(), i);
+    wall += steps[i].at("wall_ns").get<int64_t>();
+    compiles += steps[i].at("compiles").get<int64_t>();
+    if (steps[i].at("compiles").get<int64_t>() > 0) first_warm = i + 1;
+  }
+  EXPECT_EQ(wall, j.at("totals").at("wall_ns").get<int64_t>());
+  EXPECT_EQ(compiles, j.at("totals").at("compiles").get<int64_t>());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string kind = steps[i].at("kind");
+    all[kind].push_back(steps[i].at("wall_ns").get<double>());
+    if (i >= first_warm) warm[kind].push_back(steps[i].at("wall_ns").get<double>());
+  }
+  const auto nearest_rank = [](std::vector<double> v, double p) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * double(v.size())));
+    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+  };
+  const auto& w = j.at("warm");
+  EXPECT_EQ(w.at("first_step").get<size_t>(), first_warm);
+  ASSERT_EQ(w.at("by_kind").size(), 2u);  // prefill, token
+  for (const auto& [kind, v] : all) {
+    const auto& k = w.at("by_kind").at(kind);
+    EXPECT_EQ(k.at("steps").get<size_t>(), v.size()) << kind;
+    EXPECT_EQ(k.at("p50_ns").get<double>(), nearest_rank(v, 50)) << kind;
+    EXPECT_EQ(k.at("p99_ns").get<double>(), nearest_rank(v, 99)) << kind;
+    EXPECT_EQ(k.at("warm_steps").get<size_t>(), warm[kind].size()) << kind;
+    EXPECT_EQ(k.at("warm_p50_ns").get<double>(), nearest_rank(warm[kind], 50)) << kind;
+  }
+  // The spool is gone and stats.txt holds the whole steps table.
+  EXPECT_FALSE(std::ifstream(out + "/.steps.jsonl").good());
+  const std::string txt = test::slurp(out + "/stats.txt");
+  EXPECT_NE(txt.find("\n# steps: 13 rows\n"), std::string::npos);
+  EXPECT_EQ(txt.find("steps  []"), std::string::npos);
 }
 
 }  // namespace

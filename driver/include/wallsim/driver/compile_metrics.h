@@ -11,6 +11,7 @@ namespace wallsim::driver {
 
 // From a finished session: every figure is modelled (no wall-clock time), so the section is
 // byte-identical between runs with the same seed.
-base::Json compile_metrics_json(const runtime::Session& session);
+// `steps_device_busy_ns`: the steps' device busy time summed (the session does not keep them).
+base::Json compile_metrics_json(const runtime::Session& session, int64_t steps_device_busy_ns);
 
 }  // namespace wallsim::driver

@@ -14,6 +14,8 @@
 
 namespace wallsim::driver {
 
+class StepWallTimes;
+
 // The steps' sums ("totals"): startup excluded.
 struct RunTotals {
   int64_t wall_ns = 0;
@@ -33,6 +35,8 @@ struct RunReport {
   std::string mode;
   std::string compile_profile;
   runtime::StepRecord startup;
+  // Every step's record when read back; empty in the report `run` writes, which streams them
+  // (StepStream) and passes their wall times to to_json.
   std::vector<runtime::StepRecord> steps;
   std::vector<std::string> step_kinds;  // by step, from the workload; "kind" in each step's JSON
   RunTotals totals;
@@ -49,6 +53,8 @@ struct RunReport {
 
   // The report's sections of stats.json, in their order (the registry writes the rest).
   base::Json to_json() const;
+  // ... with the "warm" section from `walls` (the steps array from `steps`).
+  base::Json to_json(const StepWallTimes& walls) const;
   // Reads a stats.json document; a missing or mistyped section is an base::InputError.
   static RunReport from_json(const base::Json& stats, const std::string& path = "stats.json");
   static RunReport read(const std::string& run_dir);
@@ -74,7 +80,8 @@ struct RunReport {
   // The "warm" section: its first step, count, p50/p99 overall and per step kind (every step
   // of the kind, and its warm ones).
   base::Json warm_json() const;
-  double macs() const;  // over every op kind
+  StepWallTimes wall_times() const;  // of `steps`
+  double macs() const;               // over every op kind
   // Steps after which this run has spent less wall time than `other` (start-up and cold step
   // included): a number, "always" or "never".
   std::string overtakes(const RunReport& other) const;

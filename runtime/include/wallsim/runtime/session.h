@@ -131,8 +131,12 @@ struct SessionOptions {
   // hits. Over it the least recently used bodies are dropped and rebuilt on their next hit
   // (same plan, so the same results; only the real run time changes).
   int64_t plan_memory_bytes = int64_t{2} << 30;
-  // Called after each step's record is complete (the driver's progress lines); not a model input.
+  // Called after each step's record is complete (the driver streams it to its output and
+  // prints progress lines); not a model input.
   std::function<void(const StepRecord&)> on_step_end;
+  // Whether steps() keeps every step's record. A long run's driver takes them from on_step_end
+  // instead, so the session's memory does not grow with the steps.
+  bool keep_steps = true;
 };
 
 // Attribute map for a recorded op.
@@ -199,7 +203,9 @@ class Session {
   compiler_stub::HostTensor reference(const Tensor& t) const;
 
   const StepRecord& startup_record() const { return m_startup; }
+  // Every finished step's record (empty unless SessionOptions::keep_steps).
   const std::vector<StepRecord>& steps() const { return m_steps; }
+  int64_t steps_done() const { return m_steps_done; }
   Counts totals() const;
   int64_t now_ns() const;
   // Real (not simulated) seconds compiler_stub spent compiling: measured, varies run to run.
@@ -289,7 +295,9 @@ class Session {
   bool m_startup_closed = false;
   StepRecord m_startup;
   StepRecord m_current;
-  std::vector<StepRecord> m_steps;
+  std::vector<StepRecord> m_steps;  // keep_steps only
+  Counts m_step_counts;             // summed over the finished steps
+  int64_t m_steps_done = 0;
   size_t m_step_first_launch = 0;
   std::vector<int64_t> m_aot_buckets;
   bool m_tracing = false;  // AOT startup: recording a bucket's step

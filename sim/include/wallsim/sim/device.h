@@ -46,7 +46,8 @@ class Device : public sc_core::sc_module {
 
   // Queues a launch of `plan` after those queued before; `scalars` are its run-time scalars in
   // Plan::scalars order. Callable before the simulation starts or from any SC_THREAD; returns
-  // at once. `plan` must outlive the Device; the Launch lives as long as the Device.
+  // at once. `plan` must outlive the Device; the Launch lives until retire_drained frees it
+  // (a LaunchHandle outlives it).
   // `tensor_names`, when not empty, binds each of the plan's tensors (by index) to a tensor of
   // the store with another name: how a runtime launches one cached plan on many tensors.
   // `keep`, when given, owns `plan` instead: held until the launch is retired.
@@ -65,11 +66,25 @@ class Device : public sc_core::sc_module {
     double exposed_ns = 0;
     std::vector<int64_t> dma_engine_bytes;  // by DMA engine
   };
-  // Folds the launches drained so far (in launch order) into op_totals() and drops their
-  // per-node records and plan: a long run's memory stays bounded by the live launches. A
-  // retired Launch keeps its name, times and index; its `plan` is null.
+  // Folds the launches drained so far (in launch order) into op_totals() and
+  // launch_busy_time(), and frees them: a long run's memory stays bounded by the live
+  // launches. When a trace is written, each retired launch's name and times are kept for it.
   void retire_drained();
   const std::map<std::string, OpTotals>& op_totals() const { return m_op_totals; }
+  // The union of the spans (start to end) of every retired launch, copies included.
+  sc_core::sc_time launch_busy_time() const { return m_busy; }
+
+  // Launches ever made; launch number `index` while it is live (null once retired).
+  size_t launch_count() const { return m_first_live + m_launches.size(); }
+  const engines::Launch* live_launch(size_t index) const {
+    return index >= m_first_live && index < launch_count() ? &m_launches[index - m_first_live]
+                                                           : nullptr;
+  }
+  struct LaunchTimes {
+    sc_core::sc_time launch_begin, start, end;
+  };
+  // A live launch's times; a retired one's when a trace is written (else zero).
+  LaunchTimes launch_times(size_t index) const;
 
   // After sc_start returns: a run-time invariant violation, if one stopped the simulation.
   std::optional<std::string> error() const;
@@ -80,6 +95,7 @@ class Device : public sc_core::sc_module {
   sc_core::sc_time end_time() const;
   // Writes the derived stats; call once after the simulation.
   void finalize();
+  // The live launches (every launch when nothing retired them), in launch order.
   const std::deque<engines::Launch>& launches() const { return m_launches; }
   const ChipConfig& config() const { return m_chip; }
   // The trace track of plan launches and spans (when tracing): flows from a host end there.
@@ -102,9 +118,15 @@ class Device : public sc_core::sc_module {
   std::vector<std::unique_ptr<engines::StreamProcessor>> m_compute;  // tensor, vector, scalar
   std::vector<std::unique_ptr<engines::StreamProcessor>> m_queues;   // DMA queue slots
 
-  std::deque<engines::Launch> m_launches;
-  size_t m_next_launch = 0;
-  size_t m_retired = 0;  // launches [0, m_retired) are retired
+  std::deque<engines::Launch> m_launches;  // live: numbers [m_first_live, launch_count())
+  size_t m_first_live = 0;                 // launches before it are retired and freed
+  size_t m_next_launch = 0;                // the launcher's next launch number
+  struct Retired {
+    std::string name;
+    LaunchTimes times;
+  };
+  std::vector<Retired> m_retired;  // by launch number, only when a trace is written
+  sc_core::sc_time m_busy, m_busy_end, m_retired_end;  // retired launches' span union, last end
   std::map<std::string, OpTotals> m_op_totals;
   sc_core::sc_event m_launch_added;
   std::optional<traces::Track> m_launch_track;

@@ -15,26 +15,31 @@ namespace wallsim::sim {
 
 class Device;
 
-// A non-owning view; valid as long as the Device (launches live as long as it does). A
+// A non-owning view of launch number `index` of a Device, valid as long as the Device. The
+// Device frees a launch's record once it is retired (Device::retire_drained); the handle then
+// reports it started and drained, and its times only when the Device keeps them (tracing). A
 // default-constructed handle names no launch.
 class LaunchHandle {
  public:
   LaunchHandle() = default;
-  LaunchHandle(const engines::Launch& l) : m_launch(&l) {}  // NOLINT: the Device's launch()
+  LaunchHandle(const Device& device, const engines::Launch& launch);  // a launch() just made
+  LaunchHandle(const Device& device, size_t index) : m_device(&device), m_index(index) {}
 
-  explicit operator bool() const { return m_launch != nullptr; }
+  explicit operator bool() const { return m_device != nullptr; }
   bool started() const;
   bool drained() const;
+  // Only while not drained(): the event its drain notifies.
   const sc_core::sc_event& drained_event() const;
   int64_t launch_begin_ps() const;  // the launcher took it (its launch cost starts)
   int64_t start_ps() const;         // streams dispatched
   int64_t end_ps() const;           // last result ready
 
  private:
-  const engines::Launch* m_launch = nullptr;
+  const Device* m_device = nullptr;
+  size_t m_index = 0;
 };
 
-// The Device's launches, in launch order.
+// The Device's launches, in launch order: how many were ever made, and number `index`.
 size_t launch_count(const Device& device);
 LaunchHandle launch_at(const Device& device, size_t index);
 
