@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Regenerates the measured part of docs/studies/NAME.md from a fresh study run.
 
-    scripts/update_study_docs.py [--wallsim build/bin/wallsim] [NAME ...]   (default: decode mask granularity)
+    scripts/update_study_docs.py [--wallsim build/bin/wallsim] [NAME ...]   (default: decode mask granularity fallback serving)
 
 Each doc holds the study's table and its generated findings between the markers
 <!-- study NAME: begin --> and <!-- study NAME: end -->; this runs `wallsim study NAME` (default
@@ -27,7 +27,7 @@ def block(md):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wallsim", default=os.path.join(ROOT, "build", "bin", "wallsim"))
-    ap.add_argument("names", nargs="*", default=["decode", "mask", "granularity"])
+    ap.add_argument("names", nargs="*", default=["decode", "mask", "granularity", "fallback", "serving"])
     a = ap.parse_args()
     for name in a.names:
         doc = os.path.join(ROOT, "docs", "studies", name + ".md")

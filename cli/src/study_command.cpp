@@ -239,7 +239,8 @@ void add_study_command(CLI::App& app) {
     std::ostringstream md, csv;
     md << "# The compilation wall\n\n"
        << "Config `" << a->config << "`, spec `" << a->spec << "`. Times are simulated. *Cold* is "
-       << "the first step, *warm* the mean of the others; the warm breakdown is host time by "
+       << "the first step, *warm* the median of the steps after the last step that compiled (`-` "
+       << "when every step compiled); the warm breakdown is host time by "
        << "state (it sums to the warm step); *device* is the time plans ran. *Tax* is the run's "
        << "total (start-up and every step) over " << reference << "'s. *Overtakes* is the number "
        << "of steps after which the mode has spent less in total than the mode named.\n";
@@ -278,10 +279,12 @@ void add_study_command(CLI::App& app) {
           const double warm_ms = p.ms(r.warm_ns()), warm_device_ms = p.ms(r.warm_device_ns());
           const int64_t startup_compiles = r.startup.counts.compiles;
           const int64_t compiles = r.totals.counts.compiles;
+          const bool has_warm = !r.warm_steps().empty();
+          const auto warm_fmt = [&](double v) { return has_warm ? fmt(v) : std::string("-"); };
           md << "| " << p.mode << " | " << fmt(startup_ms) << " | " << fmt(cold_ms) << " | "
-             << fmt(warm_ms) << " | ";
-          for (double v : warm_state_ms) md << fmt(v) << " | ";
-          md << fmt(warm_device_ms) << " | " << startup_compiles << " + " << (compiles) << " | "
+             << warm_fmt(warm_ms) << " | ";
+          for (double v : warm_state_ms) md << warm_fmt(v) << " | ";
+          md << warm_fmt(warm_device_ms) << " | " << startup_compiles << " + " << (compiles) << " | "
              << r.totals.counts.recompiles << " | " << fmt(r.totals.padding_flop_fraction, 3)
              << " | " << tax << " | " << join(vs, " | ") << " |\n";
           csv << '"' << workload << "\"," << profile << "," << p.mode << "," << startup_ms << ","

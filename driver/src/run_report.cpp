@@ -220,10 +220,21 @@ double RunReport::macs() const {
   return macs;
 }
 
+RunReport::CostLine RunReport::cost_line() const {
+  if (!warm_steps().empty()) {
+    const double warm = warm_ns();
+    return {double(startup_ns() + cold_ns()) - warm, warm};
+  }
+  // No warm step (every step compiled, e.g. exact shapes): no steady state to reach, so each
+  // further step is taken to cost the mean of the steps run.
+  const double mean = steps.empty() ? 0.0 : double(totals.wall_ns) / double(steps.size());
+  return {double(startup_ns()), mean};
+}
+
 std::string RunReport::overtakes(const RunReport& other) const {
-  const double warm_a = warm_ns(), warm_b = other.warm_ns();
-  const double fixed_a = double(startup_ns() + cold_ns()) - warm_a;
-  const double fixed_b = double(other.startup_ns() + other.cold_ns()) - warm_b;
+  const CostLine a = cost_line(), b = other.cost_line();
+  const double warm_a = a.per_step_ns, warm_b = b.per_step_ns;
+  const double fixed_a = a.fixed_ns, fixed_b = b.fixed_ns;
   if (fixed_a <= fixed_b && warm_a <= warm_b) return "always";
   if (warm_a >= warm_b) return "never";
   return std::to_string(static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (warm_b - warm_a))));

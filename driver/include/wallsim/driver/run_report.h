@@ -82,8 +82,15 @@ struct RunReport {
   base::Json warm_json() const;
   StepWallTimes wall_times() const;  // of `steps`
   double macs() const;               // over every op kind
+  // Total wall time after n steps modelled as fixed + n x per_step: with warm steps, fixed is
+  // start-up and the cold step's excess over warm; without (every step compiled), fixed is
+  // start-up and per_step the mean step.
+  struct CostLine {
+    double fixed_ns = 0, per_step_ns = 0;
+  };
+  CostLine cost_line() const;
   // Steps after which this run has spent less wall time than `other` (start-up and cold step
-  // included): a number, "always" or "never".
+  // included), from both cost lines: a number, "always" or "never".
   std::string overtakes(const RunReport& other) const;
 };
 
