@@ -7,10 +7,12 @@ Each doc holds the study's table and its generated findings between the markers
 <!-- study NAME: begin --> and <!-- study NAME: end -->; this runs `wallsim study NAME` (default
 config and spec) and replaces what is between them with the table and findings of NAME.md, so
 the sentences stay those the command computes from its own table after any model change.
+The README's plots of the study (docs/img/study_NAME*.png) are copied from the same run.
 """
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,12 @@ def main():
                            stdout=subprocess.DEVNULL)
             with open(os.path.join(out, name + ".md")) as f:
                 new = block(f.read())
+            # The README's figures of this study: docs/img/study_<plot>.png is the run's <plot>.png.
+            img = os.path.join(ROOT, "docs", "img")
+            for png in sorted(os.listdir(img)):
+                src = os.path.join(out, png[len("study_"):])
+                if png.startswith("study_" + name) and png.endswith(".png") and os.path.exists(src):
+                    shutil.copyfile(src, os.path.join(img, png))
         head, rest = text.split(begin, 1)
         _, tail = rest.split(end, 1)
         with open(doc, "w") as f:
