@@ -284,9 +284,10 @@ void add_study_command(CLI::App& app) {
           md << "| " << p.mode << " | " << fmt(startup_ms) << " | " << fmt(cold_ms) << " | "
              << warm_fmt(warm_ms) << " | ";
           for (double v : warm_state_ms) md << warm_fmt(v) << " | ";
-          md << warm_fmt(warm_device_ms) << " | " << startup_compiles << " + " << (compiles) << " | "
-             << r.totals.counts.recompiles << " | " << fmt(r.totals.padding_flop_fraction, 3)
-             << " | " << tax << " | " << join(vs, " | ") << " |\n";
+          md << warm_fmt(warm_device_ms) << " | " << startup_compiles << " + " << (compiles)
+             << " | " << r.totals.counts.recompiles << " | "
+             << fmt(r.totals.padding_flop_fraction, 3) << " | " << tax << " | " << join(vs, " | ")
+             << " |\n";
           csv << '"' << workload << "\"," << profile << "," << p.mode << "," << startup_ms << ","
               << cold_ms << "," << warm_ms;
           for (double v : warm_state_ms) csv << "," << v;
