@@ -139,8 +139,12 @@ double attention_scale(const Node& n) {
 }
 
 const Node* Graph::find(int32_t id) const {
-  // Ids usually equal positions; fall back to a scan.
+  // Ids usually equal positions; else nodes sorted by id (a group's graph copied out for a
+  // rewrite) are searched by halves; fall back to a scan.
   if (id >= 0 && static_cast<size_t>(id) < nodes.size() && nodes[id].id == id) return &nodes[id];
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), id,
+                             [](const Node& n, int32_t x) { return n.id < x; });
+  if (it != nodes.end() && it->id == id) return &*it;
   for (const Node& n : nodes) {
     if (n.id == id) return &n;
   }

@@ -4,9 +4,11 @@
 // lowering/lowering_context.h; the ops are in lowering/lower_<family>.cpp.
 #include "wallsim/compiler_stub/lower.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
+#include "group_rewrite.h"
 #include "lowering/lowering_context.h"
 
 namespace wallsim::compiler_stub {
@@ -65,24 +67,21 @@ namespace {
 // consumer is a bias_add of the same group (and which is not a graph output) is lowered with
 // it as one op. The bias_add node becomes a matmul with the bias as a third input (its id,
 // value and place in the group kept, so its consumers and its output are unchanged); the
-// matmul node leaves the group and reads nothing. lower_matmul adds the bias as it evacuates
-// PSUM: the matmul result never exists apart, and no separate pass over it is made. The bias
-// row is then held whole, replicated on every partition, while the matmul runs: only a bias
-// within the share of SBUF a matmul keeps an operand whole in (streamed_operand_percent) is
-// fused; a wider one (a bias_add that would run in column windows) stays apart.
-struct Rewritten {
-  Graph graph;
-  std::vector<int32_t> group;
-};
-
-std::optional<Rewritten> fuse_matmul_bias(const Graph& g, const std::vector<int32_t>& group,
-                                          const GraphUses& uses, const isa::ArchSpec& arch,
-                                          const LoweringOptions& options) {
-  const std::set<int32_t> in_group(group.begin(), group.end());
-  std::map<int32_t, int32_t> fused;  // bias_add -> its matmul
+// matmul node leaves the group. lower_matmul adds the bias as it evacuates PSUM: the matmul
+// result never exists apart, and no separate pass over it is made. The bias row is then held
+// whole, replicated on every partition, while the matmul runs: only a bias within the share of
+// SBUF a matmul keeps an operand whole in (streamed_operand_percent) is fused; a wider one (a
+// bias_add that would run in column windows) stays apart. Found by reading the graph: bias_add
+// -> its matmul.
+std::map<int32_t, int32_t> find_matmul_bias(const Graph& g, const std::vector<int32_t>& group,
+                                            const GraphUses& uses, const isa::ArchSpec& arch,
+                                            const LoweringOptions& options) {
+  std::map<int32_t, int32_t> fused;
+  std::set<int32_t> in_group;
   for (int32_t id : group) {
     const Node* ba = g.find(id);
     if (!ba || ba->op != OpKind::bias_add || ba->inputs.size() != 2) continue;
+    if (in_group.empty()) in_group.insert(group.begin(), group.end());
     const Node* mm = g.find(ba->inputs[0]);
     if (!mm || mm->op != OpKind::matmul || mm->inputs.size() != 2 || !in_group.count(mm->id) ||
         ba->inputs[1] == mm->id || uses.is_output(mm->id) || uses.consumers(mm->id).size() != 1 ||
@@ -97,29 +96,34 @@ std::optional<Rewritten> fuse_matmul_bias(const Graph& g, const std::vector<int3
     }
     fused[id] = mm->id;
   }
-  if (fused.empty()) return std::nullopt;
-  Rewritten r{g, {}};
+  return fused;
+}
+
+void apply_matmul_bias(GroupGraph& r, const std::map<int32_t, int32_t>& fused) {
   std::set<int32_t> dropped;
   for (const auto& [ba_id, mm_id] : fused) {
     Node& ba = *r.graph.find(ba_id);
-    Node& mm = *r.graph.find(mm_id);
+    const Node& mm = *r.graph.find(mm_id);
     ba.op = OpKind::matmul;
     ba.inputs = {mm.inputs[0], mm.inputs[1], ba.inputs[1]};
     ba.attrs = mm.attrs;
-    mm.inputs.clear();
     dropped.insert(mm_id);
   }
-  for (int32_t id : group) {
-    if (!dropped.count(id)) r.group.push_back(id);
-  }
-  return r;
+  r.group.erase(std::remove_if(r.group.begin(), r.group.end(),
+                               [&](int32_t id) { return dropped.count(id) != 0; }),
+                r.group.end());
+  auto& nodes = r.graph.nodes;
+  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                             [&](const Node& n) { return dropped.count(n.id) != 0; }),
+              nodes.end());
 }
 
 std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vector<int32_t>& group,
                                                  const isa::ArchSpec& arch,
                                                  const LoweringOptions& options,
                                                  const GraphUses& uses,
-                                                 const std::string& plan_name) {
+                                                 const std::string& plan_name,
+                                                 bool rewrite = true) {
   for (int32_t id : group) {
     const Node* n = g.find(id);
     if (!n) return CompileError{id, "?", "not in the graph"};
@@ -130,10 +134,21 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
       }
     }
   }
-  if (auto r = fuse_matmul_bias(g, group, uses, arch, options)) {
-    auto fused = run_lowering(r->graph, r->group, arch, options, GraphUses(r->graph), plan_name);
-    if (std::holds_alternative<Lowered>(fused)) return fused;
-    // The fused group did not compile (a bias beside a matmul that fills SBUF): unfused.
+  // Rewrites (group_rewrite.h), applied to a copy of the group alone; a rewritten group that
+  // does not compile (a bias beside a matmul that fills SBUF, attention the fused kernel cannot
+  // tile) is lowered with fewer rewrites, then none.
+  if (rewrite) {
+    const auto attention = find_attention(g, group, uses);
+    const auto bias = find_matmul_bias(g, group, uses, arch, options);
+    for (int pass = attention.empty() ? 1 : 0; pass < 2; ++pass) {
+      if (bias.empty() && pass == 1) break;
+      GroupGraph r = extract_group(g, group, uses);
+      if (pass == 0 && !apply_attention(r, attention, uses)) continue;
+      if (!bias.empty()) apply_matmul_bias(r, bias);
+      auto fused = run_lowering(r.graph, r.group, arch, options, GraphUses(r.graph), plan_name,
+                                false);
+      if (std::holds_alternative<Lowered>(fused)) return fused;
+    }
   }
   LoweringContext ctx(g, group, uses, arch, options, plan_name);
   ctx.index_uses(group);

@@ -464,12 +464,16 @@ class Evaluator {
     const HostTensor &q = *in[0], &k = *in[1], &v = *in[2];
     const HostTensor* mask = in.size() > 3 ? in[3] : nullptr;
     const bool segments = mask && m_g.find(n.inputs[3])->type.dtype == isa::DType::int32;
-    const int64_t Lq = q.shape[0], D = q.shape[1], Lk = k.shape[0];
+    // [B, L, D] operands: B sequences of L rows (queries and keys alike).
+    const bool batched = q.shape.size() == 3;
+    const int64_t D = q.shape.back();
+    const int64_t Lq = count(q.shape) / D, Lk = count(k.shape) / D;
     const int64_t H = *n.int_attr("heads"), hd = D / H;
     const int64_t* c = n.int_attr("causal");
     const int64_t* sq = n.int_attr("seq");
     const bool causal = c && *c != 0;
-    const int64_t seq = sq ? *sq : std::max(Lq, Lk);
+    const int64_t seq_q = batched ? q.shape[1] : sq ? *sq : Lq;
+    const int64_t seq_k = batched ? k.shape[1] : sq ? *sq : Lk;
     const double scale = attention_scale(n);
     HostTensor out = make(q.shape);
     std::vector<double> s(static_cast<size_t>(Lk));
@@ -478,7 +482,7 @@ class Evaluator {
         const float* qh = q.data.data() + i * D + h * hd;
         double top = -INFINITY;
         for (int64_t j = 0; j < Lk; ++j) {
-          bool sees = i / seq == j / seq && (!causal || j <= i);
+          bool sees = i / seq_q == j / seq_k && (!causal || j % seq_k <= i % seq_q);
           if (segments) sees = sees && mask->data[static_cast<size_t>(i)] == mask->data[j];
           if (!sees) {
             s[j] = -INFINITY;
@@ -488,7 +492,11 @@ class Evaluator {
           double dot = 0;
           for (int64_t d = 0; d < hd; ++d) dot += double(qh[d]) * double(kh[d]);
           s[j] =
-              scale * dot + (mask && !segments ? mask->data[static_cast<size_t>(i * Lk + j)] : 0.0);
+              scale * dot +
+              (mask && !segments
+                   ? mask->data[static_cast<size_t>(batched ? i % seq_q * seq_k + j % seq_k
+                                                            : i * Lk + j)]
+                   : 0.0);
           top = std::max(top, s[j]);
         }
         double sum = 0;

@@ -569,17 +569,20 @@ class NodeChecker {
   // attention(q [Lq, D], k [Lk, D], v [Lk, D], mask?) -> q's type. The mask is int32 segment
   // ids [L] (a token attends only to its own segment; Lq = Lk = L) or a float bias [Lq, Lk].
   TensorType attention() const {
-    need_rank(0, 2, "q [Lq, D]");
-    need_rank(1, 2, "k [Lk, D]");
-    need_rank(2, 2, "v [Lk, D]");
+    // [Lq, D], or [B, Lq, D]: B sequences, each attending to its own keys ([B, Lk, D]).
+    const bool batched = rank(0) == 3;
+    need_rank(0, batched ? 3 : 2, "q [Lq, D] or [B, Lq, D]");
+    need_rank(1, rank(0), batched ? "k [B, Lk, D]" : "k [Lk, D]");
+    need_rank(2, rank(0), batched ? "v [B, Lk, D]" : "v [Lk, D]");
+    const size_t r = batched ? 1 : 0;  // the rows' dim
     const int64_t heads = required_int("heads");
     if (const double* s = m_n.real_attr("scale"); s && !(std::isfinite(*s) && *s > 0)) {
       fail("scale must be a positive number");
     }
     if (m_in[1]->dtype != m_in[2]->dtype) fail("k and v differ in dtype");
-    const Dim d = same(same(dims(0)[1], dims(1)[1], "q and k differ in width"), dims(2)[1],
-                       "q and v differ in width");
-    same(dims(1)[0], dims(2)[0], "k and v differ in rows");
+    const Dim d = same(same(dims(0)[r + 1], dims(1)[r + 1], "q and k differ in width"),
+                       dims(2)[r + 1], "q and v differ in width");
+    same(dims(1)[r], dims(2)[r], "k and v differ in rows");
     for (size_t i = 0; i < m_in.size(); ++i) {
       for (const Dim& x : dims(i)) {
         if (x.kind != Dim::Kind::fixed) fail("attention needs static shapes");
@@ -588,7 +591,13 @@ class NodeChecker {
     if (heads < 1 || d.size % heads != 0) {
       fail("heads " + std::to_string(heads) + " must divide the width " + std::to_string(d.size));
     }
-    const int64_t lq = dims(0)[0].size, lk = dims(1)[0].size;
+    const int64_t lq = dims(0)[r].size, lk = dims(1)[r].size;
+    if (batched) {
+      same(same(dims(0)[0], dims(1)[0], "q and k differ in sequences"), dims(2)[0],
+           "q and v differ in sequences");
+      if (dims(0)[0].size > 1 && lq != lk) fail("several sequences need as many queries as keys");
+      if (m_n.int_attr("seq")) fail("seq is implied by [B, L, D] operands");
+    }
     const int64_t* causal = m_n.int_attr("causal");
     if (causal && *causal != 0 && *causal != 1) fail("causal must be 0 or 1");
     if (causal && *causal && lq != lk) fail("causal attention needs as many queries as keys");
@@ -601,13 +610,14 @@ class NodeChecker {
     }
     if (m_in.size() == 4) {
       if (m_in[3]->dtype == isa::DType::int32) {
+        if (batched) fail("segment ids need [L, D] operands");
         need_rank(3, 1, "segment ids [L]");
         if (lq != lk || dims(3)[0].size != lq) {
           fail("segment ids " + to_string(dims(3)) + " must be [" + std::to_string(lq) +
                "], one per query and key");
         }
       } else {
-        need_rank(3, 2, "bias [Lq, Lk]");
+        need_rank(3, 2, "bias [Lq, Lk] (every sequence's when batched)");
         if (!isa::is_float(m_in[3]->dtype)) fail("bias must be a float type");
         if (dims(3)[0].size != lq || dims(3)[1].size != lk) {
           fail("bias " + to_string(dims(3)) + " must be [" + std::to_string(lq) + ", " +

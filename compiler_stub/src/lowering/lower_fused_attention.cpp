@@ -110,14 +110,18 @@ class FusedAttention {
     const TensorType& qt = m_ctx.type_of(qid);
     const TensorType& kt = m_ctx.type_of(kid);
     m_T = m_ctx.tile_rows();
-    m_Lq = qt.dims[0].size;
-    m_Lk = kt.dims[0].size;
-    m_D = qt.dims[1].size;
+    m_Lq = view_of(qt).rows;
+    m_Lk = view_of(kt).rows;
+    m_D = qt.dims.back().size;
     m_H = *m_n.int_attr("heads");
     m_hd = m_D / m_H;
     const int64_t* causal = m_n.int_attr("causal");
     m_causal = causal && *causal != 0;
-    const int64_t* seq = m_n.int_attr("seq");
+    // [B, L, D] operands are B sequences of L rows, tiled as such (as `seq` = L on [B L, D]).
+    m_batched = qt.dims.size() == 3 && qt.dims[0].size > 1;
+    const int64_t* seq_attr = m_n.int_attr("seq");
+    const int64_t seq_rows = m_batched ? qt.dims[1].size : seq_attr ? *seq_attr : 0;
+    const int64_t* seq = seq_rows ? &seq_rows : nullptr;
     m_seq = seq ? *seq : std::max(m_Lq, m_Lk);
     m_sequences = seq ? m_Lq / m_seq : 1;
     m_kvdt = kt.dtype;
@@ -268,7 +272,7 @@ class FusedAttention {
     } else {
       // The output is tiled plainly, as its consumers expect; when sequences do not start on
       // a tile, each query tile's result moves to its rows by SBUF-to-SBUF DMA.
-      m_out_direct = m_ctx.tiling(m_Lq, m_D, m_odt).same_tiling(m_qtiles);
+      m_out_direct = m_ctx.tiling(m_Lq, m_D, m_odt, run_of(m_n.type)).same_tiling(m_qtiles);
       auto out = m_ctx.output_tiles(m_n, m_out_direct ? &m_qtiles : nullptr);
       if (!out) return m_ctx.no_room();
       m_out = *out;
@@ -454,10 +458,13 @@ class FusedAttention {
         mtile = alloc(kc, m_bdt, "attn_bias");
         if (!mtile) return m_ctx.no_room();
         const AccessPattern mt = ap(*mtile, m_bdt, rows, 0, kc);
-        m_ctx.copy_rows(
-            true, mt,
-            LoweringContext::hbm_ap(m_bias_hbm, m_bdt, View{m_Lq, m_Lk}, m_qtiles.row0(st.i), rows,
-                                    m_ktiles.row0(st.j), kc));
+        // Batched operands share one [L, L] bias: rows and keys within the sequence.
+        const int64_t r0 = m_batched ? st.s * m_seq : 0;
+        m_ctx.copy_rows(true, mt,
+                        LoweringContext::hbm_ap(m_bias_hbm, m_bdt,
+                                                m_batched ? View{m_seq, m_seq} : View{m_Lq, m_Lk},
+                                                m_qtiles.row0(st.i) - r0, rows,
+                                                m_ktiles.row0(st.j) - r0, kc));
         m_ctx.count_bytes_in(int64_t{rows} * kc * isa::dtype_bytes(m_bdt));
         m_ctx.emit_matmul(S, ap(m_bias_ident, m_bdt, rows, 0, rows), blocks(mt, ng, 0, kc), true,
                           false);
@@ -663,7 +670,7 @@ class FusedAttention {
   int32_t m_T = 0;
   int64_t m_Lq = 0, m_Lk = 0, m_D = 0, m_H = 1, m_hd = 0, m_seq = 0, m_sequences = 1;
   int64_t m_G = 1, m_groups = 1, m_stack = 1;
-  bool m_causal = false, m_segments = false, m_bias = false;
+  bool m_causal = false, m_segments = false, m_bias = false, m_batched = false;
   DType m_kvdt = DType::bf16, m_odt = DType::bf16, m_bdt = DType::bf16;
   Tiles m_qtiles, m_ktiles, m_out;
   std::vector<std::vector<int64_t>> m_qt_of_seq, m_kt_of_seq;
