@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "attention_forms.h"
 #include "on_chip_run.h"
+#include "plan_check.h"
 
 namespace wallsim::compiler_stub {
 namespace {
@@ -142,6 +144,59 @@ TEST(FusedAttentionOnChip, KeysTransposedPerStepAndOutputStreamedMatchReferenceO
   // tiny's 16 KiB SBUF, so K^T is made per step, and the output is stored a tile at a time.
   Graph g = fused_graph("fp32", 1500, 1500, 16, 2, ", \"causal\": 1", "", true);
   EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole).max_error, 1e-4);
+}
+
+// Attention spelt out in ops (fuse_attention.cpp): recognised (the plan has the fused op, or
+// not when `fused` is false) and, on the chip, equal to the reference of the unfused graph.
+Outcome run_form(const test::AttentionForm& f, const std::string& config, bool fused = true) {
+  const Graph g = test::attention_graph(f);
+  const auto p = test::print_plan(g, test::load(config).chip.arch);
+  EXPECT_EQ(p.text.find("(attention)") != std::string::npos, fused);
+  return run_on_chip(g, config, GroupPolicy::whole);
+}
+test::AttentionForm form(const std::string& layout, int64_t B, int64_t L, int64_t D, int64_t H,
+                         const std::string& mask) {
+  test::AttentionForm f;
+  f.layout = layout;
+  f.B = B;
+  f.L = L;
+  f.D = D;
+  f.H = H;
+  f.mask = mask;
+  return f;
+}
+
+TEST(AttentionFromOpsOnChip, CausalHeadViewsMatchReferenceOnTrn2AtATileMultiple) {
+  EXPECT_LT(run_form(form("rows", 1, 256, 128, 2, "causal_add"), "trn2").max_error, 1e-4);
+}
+TEST(AttentionFromOpsOnChip, CausalHeadViewsMatchReferenceOnTrn2OffTheTile) {
+  EXPECT_LT(run_form(form("rows", 1, 200, 256, 4, "causal_add"), "trn2").max_error, 1e-4);
+}
+TEST(AttentionFromOpsOnChip, OnnxStyleBiasedBatchesMatchReferenceOnTrn2) {
+  EXPECT_LT(run_form(form("onnx", 2, 200, 128, 2, "bias"), "trn2").max_error, 1e-4);
+}
+TEST(AttentionFromOpsOnChip, OnnxStyleCausalBatchesMatchReferenceOnTrn2InBf16) {
+  auto f = form("onnx", 2, 256, 128, 2, "causal_add");
+  f.dtype = "bf16";
+  EXPECT_LT(run_form(f, "trn2").max_error, 0.05);
+}
+TEST(AttentionFromOpsOnChip, SelectMaskedSequencesInRowsMatchReferenceOnTrn2) {
+  auto f = form("rows", 2, 150, 128, 2, "causal_select");
+  f.scale_query = true;
+  f.transpose_b = true;
+  EXPECT_LT(run_form(f, "trn2").max_error, 1e-4);
+}
+TEST(AttentionFromOpsOnChip, OnnxStyleCausalBatchesMatchReferenceOnTiny) {
+  EXPECT_LT(run_form(form("onnx", 2, 70, 32, 4, "causal_add"), "tiny").max_error, 1e-4);
+}
+TEST(AttentionFromOpsOnChip, UnmaskedHeadViewsMatchReferenceOnTinyAtATileMultiple) {
+  EXPECT_LT(run_form(form("rows", 1, 64, 32, 4, "none"), "tiny").max_error, 1e-4);
+}
+TEST(AttentionFromOpsOnChip, SelectMaskedSequencesMatchReferenceOnTinyOffTheTile) {
+  EXPECT_LT(run_form(form("rows", 2, 45, 48, 2, "causal_select"), "tiny").max_error, 1e-4);
+}
+TEST(AttentionFromOpsOnChip, AShiftedMaskStaysUnfusedAndMatchesReferenceOnTrn2) {
+  EXPECT_LT(run_form(form("rows", 1, 200, 128, 2, "shifted"), "trn2", false).max_error, 1e-4);
 }
 
 }  // namespace

@@ -266,6 +266,8 @@ class FusedAttention {
         !operand(m_v, m_n.inputs[2], m_ktiles)) {
       return m_ctx.no_room();
     }
+    // The mask is read from HBM by rows: a value of the group (or a view) is stored first.
+    if (m_n.inputs.size() > 3 && !m_ctx.ensure_hbm(m_n.inputs[3])) return m_ctx.no_room();
     if (m_stream_out) {
       m_out_hbm = m_ctx.hbm_tensor(m_n.id, m_ctx.needed_outside(m_n.id) ? isa::TensorRole::output
                                                                         : isa::TensorRole::scratch);
