@@ -278,8 +278,8 @@ class Matcher {
     return r && std::count(r->inputs.begin(), r->inputs.end(), n.id) == 1 ? r : nullptr;
   }
   static bool scores_shaped(const Node& n, int64_t elements, int64_t lk) {
-    return !n.type.dims.empty() && n.type.dims.back().size == lk &&
-           n.type.elements() == elements && isa::is_float(n.type.dtype);
+    return !n.type.dims.empty() && n.type.dims.back().size == lk && n.type.elements() == elements &&
+           isa::is_float(n.type.dtype);
   }
 
   // The value behind the reshapes, transposes and scales of `id` in the group, the chain from
@@ -308,8 +308,8 @@ class Matcher {
     }
     if (v.size() != 3) return false;
     const SubDims rows = canon({{L, D}}), cols = canon({{dh, 1}});
-    return canon(v[0]) == canon({{B, L * D}, {H, dh}}) &&
-           canon(v[transposed ? 2 : 1]) == rows && canon(v[transposed ? 1 : 2]) == cols;
+    return canon(v[0]) == canon({{B, L * D}, {H, dh}}) && canon(v[transposed ? 2 : 1]) == rows &&
+           canon(v[transposed ? 1 : 2]) == cols;
   }
 
   // The index an iota holds along the scores' last two dims: 1 = the query, 0 = the key.
@@ -324,7 +324,7 @@ class Matcher {
     const int64_t len = n.type.dims[static_cast<size_t>(axis)].size;
     if (from_end > 1 || len != (from_end ? lq : lk)) return std::nullopt;
     const isa::DType dt = n.type.dtype;
-    const int64_t exact = dt == isa::DType::int32 ? (int64_t{1} << 31)
+    const int64_t exact = dt == isa::DType::int32  ? (int64_t{1} << 31)
                           : dt == isa::DType::fp32 ? (int64_t{1} << 24)
                           : dt == isa::DType::bf16 ? 256
                                                    : 0;
@@ -476,7 +476,9 @@ bool apply_attention(GroupGraph& r, const std::vector<AttentionMatch>& matches,
     Node attn;
     attn.id = m.out_reshape ? spare.back() : m.out;
     attn.op = OpKind::attention;
-    attn.name = !m.out_reshape ? out.name : out.name.empty() ? "attention" : out.name + ".attention";
+    attn.name = !m.out_reshape     ? out.name
+                : out.name.empty() ? "attention"
+                                   : out.name + ".attention";
     attn.inputs = {m.q, m.k, m.v};
     if (bias >= 0) attn.inputs.push_back(bias);
     attn.attrs["heads"] = m.heads;

@@ -34,9 +34,9 @@ struct AttentionMatch {
   int64_t heads = 1, seq = 0, lq = 0, lk = 0;
   double scale = 1;
   bool causal = false;
-  int32_t out = -1;           // the value the op produces (its consumers unchanged)
-  bool out_reshape = false;   // `out` has another shape than q: it becomes a reshape of the op
-  std::vector<int32_t> core;  // nodes replaced: scores .. softmax .. P.V .. up to `out`
+  int32_t out = -1;            // the value the op produces (its consumers unchanged)
+  bool out_reshape = false;    // `out` has another shape than q: it becomes a reshape of the op
+  std::vector<int32_t> core;   // nodes replaced: scores .. softmax .. P.V .. up to `out`
   std::vector<int32_t> views;  // q, k, v head views and mask nodes: dropped once unused
 };
 std::vector<AttentionMatch> find_attention(const Graph& g, const std::vector<int32_t>& group,

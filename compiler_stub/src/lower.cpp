@@ -145,8 +145,8 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
       GroupGraph r = extract_group(g, group, uses);
       if (pass == 0 && !apply_attention(r, attention, uses)) continue;
       if (!bias.empty()) apply_matmul_bias(r, bias);
-      auto fused = run_lowering(r.graph, r.group, arch, options, GraphUses(r.graph), plan_name,
-                                false);
+      auto fused =
+          run_lowering(r.graph, r.group, arch, options, GraphUses(r.graph), plan_name, false);
       if (std::holds_alternative<Lowered>(fused)) return fused;
     }
   }

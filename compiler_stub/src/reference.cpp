@@ -491,12 +491,10 @@ class Evaluator {
           const float* kh = k.data.data() + j * D + h * hd;
           double dot = 0;
           for (int64_t d = 0; d < hd; ++d) dot += double(qh[d]) * double(kh[d]);
-          s[j] =
-              scale * dot +
-              (mask && !segments
-                   ? mask->data[static_cast<size_t>(batched ? i % seq_q * seq_k + j % seq_k
-                                                            : i * Lk + j)]
-                   : 0.0);
+          s[j] = scale * dot + (mask && !segments
+                                    ? mask->data[static_cast<size_t>(
+                                          batched ? i % seq_q * seq_k + j % seq_k : i * Lk + j)]
+                                    : 0.0);
           top = std::max(top, s[j]);
         }
         double sum = 0;

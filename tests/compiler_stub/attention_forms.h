@@ -51,30 +51,32 @@ inline Graph attention_graph(const AttentionForm& f) {
     return op("transpose", {x}, ", \"perm\": " + list(p));
   };
   const bool rows = f.layout == "rows";
-  const std::vector<int64_t> shape = rows ? std::vector<int64_t>{B * L, D}
-                                          : std::vector<int64_t>{B, L, D};
+  const std::vector<int64_t> shape =
+      rows ? std::vector<int64_t>{B * L, D} : std::vector<int64_t>{B, L, D};
   auto input = [&](const std::string& name, const std::string& dt, std::vector<int64_t> s) {
     return add("\"op\": \"input\", \"name\": \"" + name + "\", \"dtype\": \"" + dt +
                "\", \"shape\": " + list(s));
   };
   const int xq = input("q", f.dtype, shape), k = input("k", f.dtype, shape),
             v = input("v", f.dtype, shape);
-  const int bias = f.mask == "bias" || f.mask == "bias_then_scale"
-                       ? input("bias", f.dtype, rows ? std::vector<int64_t>{1, L, L}
-                                                     : std::vector<int64_t>{1, 1, L, L})
-                       : -1;
+  const int bias =
+      f.mask == "bias" || f.mask == "bias_then_scale"
+          ? input("bias", f.dtype,
+                  rows ? std::vector<int64_t>{1, L, L} : std::vector<int64_t>{1, 1, L, L})
+          : -1;
   const int q = op("relu", {xq});  // on chip
   // Heads: [B H, L, dh], or [B H, dh, L] when transposed.
   auto heads = [&](int x, bool transposed) {
     if (rows && B == 1) {
       const int r = reshape(x, {L, H, dh});
-      return transpose(r, transposed ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2});
+      return transpose(r,
+                       transposed ? std::vector<int64_t>{1, 2, 0} : std::vector<int64_t>{1, 0, 2});
     }
     const int r = reshape(x, {B, L, H, dh});
-    const int t =
-        transpose(r, transposed ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
-    return reshape(t, transposed ? std::vector<int64_t>{B * H, dh, L}
-                                 : std::vector<int64_t>{B * H, L, dh});
+    const int t = transpose(
+        r, transposed ? std::vector<int64_t>{0, 2, 3, 1} : std::vector<int64_t>{0, 2, 1, 3});
+    return reshape(
+        t, transposed ? std::vector<int64_t>{B * H, dh, L} : std::vector<int64_t>{B * H, L, dh});
   };
   const double scale = 1.0 / std::sqrt(double(dh));
   int qh = heads(q, false);
@@ -91,8 +93,10 @@ inline Graph attention_graph(const AttentionForm& f) {
   };
   if (f.mask == "causal_add" || f.mask == "weak" || f.mask == "shifted") {
     const int row = iota(0), col = iota(1);
-    const int fut = op("compare", {col, row}, f.mask == "shifted" ? ", \"cmp\": \"ge\"" : ", \"cmp\": \"gt\"");
-    const int m = op("scale", {fut}, f.mask == "weak" ? ", \"value\": -10000.0" : ", \"value\": -1e9");
+    const int fut =
+        op("compare", {col, row}, f.mask == "shifted" ? ", \"cmp\": \"ge\"" : ", \"cmp\": \"gt\"");
+    const int m =
+        op("scale", {fut}, f.mask == "weak" ? ", \"value\": -10000.0" : ", \"value\": -1e9");
     s = op("add", {s, m});
   } else if (f.mask == "causal_select") {
     const int row = iota(0), col = iota(1);
@@ -114,7 +118,8 @@ inline Graph attention_graph(const AttentionForm& f) {
     o = reshape(transpose(reshape(o, {B, H, L, dh}), {0, 2, 1, 3}), shape);
   }
   nodes += "]";
-  std::string outs = "[" + std::to_string(o) + (f.scores_out ? ", " + std::to_string(probs) : "") + "]";
+  std::string outs =
+      "[" + std::to_string(o) + (f.scores_out ? ", " + std::to_string(probs) : "") + "]";
   Graph g = make_graph(nodes, outs);
   infer_types(g);
   return g;

@@ -43,32 +43,77 @@ class FusedAttention {
   LowerResult run() {
     if (auto e = plan()) return e;
     if (auto e = prepare()) return e;
-    // The steps in order: scores of step k, softmax of step k - 1, P.V of step k - 2.
-    std::deque<Step> scored, exped;
+    // The steps in order: the softmax of step k - 1, the scores of step k, the P^T of step
+    // k - 2 and the P.V of step k - 3, so that no engine waits within a round for work another
+    // engine is given in the same round (P.V reads a P^T evacuated a round before).
+    std::deque<Step> scored, exped, transposed;
+    auto drain_pv = [&](size_t keep) -> LowerResult {
+      while (transposed.size() > keep) {
+        if (auto e = stage_pv(transposed.front())) return e;
+        transposed.pop_front();
+      }
+      return std::nullopt;
+    };
+    auto drain_pt = [&](size_t keep) -> LowerResult {
+      while (exped.size() > keep) {
+        if (auto e = stage_pt(exped.front())) return e;
+        transposed.push_back(exped.front());
+        exped.pop_front();
+      }
+      return std::nullopt;
+    };
     auto advance = [&](size_t keep) -> LowerResult {
       while (scored.size() > keep) {
         if (auto e = stage_softmax(scored.front())) return e;
         exped.push_back(scored.front());
         scored.pop_front();
       }
-      while (exped.size() > keep) {
-        if (auto e = stage_pv(exped.front())) return e;
-        exped.pop_front();
-      }
-      return std::nullopt;
+      if (auto e = drain_pt(keep)) return e;
+      return drain_pv(keep);
     };
+    auto emit = [&](Step st) -> LowerResult {
+      while (!scored.empty()) {
+        if (auto e = stage_softmax(scored.front())) return e;
+        exped.push_back(scored.front());
+        scored.pop_front();
+      }
+      if (auto e = stage_scores(st)) return e;
+      scored.push_back(st);
+      if (auto e = drain_pt(1)) return e;
+      return drain_pv(1);
+    };
+    // Two passes: the maxima pass of query tile n (vector-bound) interleaved step by step with
+    // the exp and P.V pass of tile n - 1 (scalar- and tensor-bound), so the engines overlap.
+    std::vector<Step> second;
     for (int64_t g = 0; g < m_groups; ++g) {
       for (int64_t s = 0; s < m_sequences; ++s) {
         for (int64_t i : m_qt_of_seq[s]) {
           const auto keys = keys_for(s, i);
+          std::vector<Step> first;
           for (size_t jj = 0; jj < keys.size(); ++jj) {
-            Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), 0, {}};
-            if (auto e = stage_scores(st)) return e;
-            scored.push_back(st);
-            if (auto e = advance(1)) return e;
+            Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), 0, {}, m_two_pass ? 1 : 0};
+            first.push_back(st);
+          }
+          for (size_t x = 0; x < std::max(first.size(), second.size()); ++x) {
+            if (x < second.size()) {
+              if (auto e = emit(second[x])) return e;
+            }
+            if (x < first.size()) {
+              if (auto e = emit(first[x])) return e;
+            }
+          }
+          second.clear();
+          if (m_two_pass) {
+            for (Step st : first) {
+              st.pass = 2;
+              second.push_back(st);
+            }
           }
         }
       }
+    }
+    for (const Step& st : second) {
+      if (auto e = emit(st)) return e;
     }
     if (auto e = advance(0)) return e;
     for (Slot s : m_op_buffers) m_ctx.release(s);
@@ -85,10 +130,12 @@ class FusedAttention {
     struct {
       Slot s, p, alpha, rmax;
     } t;
+    int pass = 0;  // 0: online softmax; two passes: 1 the row maxima, 2 exp and P.V
   };
   // One query tile of one head group: the online-softmax state.
   struct Item {
     Slot qt, m[2], l, o;
+    Slot mt, ob;  // two passes: m^T (the final maxima) and O's PSUM bank
     int cur = 0;
   };
   // K^T and V of one sequence for one head group.
@@ -139,6 +186,11 @@ class FusedAttention {
     }
     if (m_hd > C || C < m_T) return m_ctx.error("a PSUM bank is narrower than a key tile");
     if (m_ctx.psum_bank_count() < 6) return m_ctx.error("needs at least 6 PSUM banks");
+    // Two passes over the keys when PSUM holds O of two query tiles beside the rotation: the
+    // first takes the row maxima, the second exp(S - m) and P.V accumulated in PSUM, so no
+    // rescale of O or l is ever made (the vector engine's per-step work is the max alone).
+    // A dense bias would be read from HBM twice: it keeps the online softmax (one pass).
+    m_two_pass = m_ctx.psum_bank_count() >= 8 && !m_bias;
     // G heads side by side: G key tiles in S, G P^T tiles, G output blocks in one bank each.
     m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
     const int32_t align = m_ctx.arch().partition_alignment;
@@ -338,7 +390,9 @@ class FusedAttention {
 
   // PSUM banks 2.. in rotation, for values that live within one stage.
   Slot other_bank() {
-    return m_ctx.psum_bank(static_cast<size_t>(2 + m_others++ % (m_ctx.psum_bank_count() - 2)));
+    const int64_t first = m_two_pass ? 4 : 2;  // scores; two passes: and O of two query tiles
+    return m_ctx.psum_bank(
+        static_cast<size_t>(first + m_others++ % (m_ctx.psum_bank_count() - first)));
   }
   int64_t heads_in(int64_t g) const { return std::min(m_G, m_H - g * m_G); }
 
@@ -395,7 +449,7 @@ class FusedAttention {
       }
     }
     for (int64_t i : m_qt_of_seq[static_cast<size_t>(s)]) {
-      k.steps_left += static_cast<int64_t>(keys_for(s, i).size());
+      k.steps_left += static_cast<int64_t>(keys_for(s, i).size()) * (m_two_pass ? 2 : 1);
     }
     m_keys[{g, s}] = k;
     return std::nullopt;
@@ -409,13 +463,15 @@ class FusedAttention {
     auto m0 = alloc(m_G, DType::bf16, "attn_m");
     auto m1 = alloc(m_G, DType::bf16, "attn_m");
     auto l = alloc(m_G, DType::fp32, "attn_l");
-    auto o = alloc(m_G * m_hd, DType::fp32, "attn_o");
+    auto o =
+        m_two_pass ? alloc(m_T, DType::bf16, "attn_mt") : alloc(m_G * m_hd, DType::fp32, "attn_o");
     if (!qt || !m0 || !m1 || !l || !o) return m_ctx.no_room();
     it.qt = *qt;
     it.m[0] = *m0;
     it.m[1] = *m1;
     it.l = *l;
-    it.o = *o;
+    (m_two_pass ? it.mt : it.o) = *o;
+    if (m_two_pass) it.ob = m_ctx.psum_bank(static_cast<size_t>(2 + m_items_started++ % 2));
     std::optional<Slot> tmp;
     const AccessPattern src = rows_of(m_q, m_qtiles, st.i, st.g * m_G * m_hd, ng * m_hd, tmp);
     if (!src.valid()) return m_ctx.no_room();
@@ -439,7 +495,7 @@ class FusedAttention {
     if (st.first && !m_keys.count({st.g, st.s})) {
       if (auto e = start_keys(st.g, st.s)) return e;
     }
-    if (st.first) {
+    if (st.first && st.pass != 2) {
       if (auto e = start_item(st)) return e;
     }
     Item& it = m_items.at({st.g, st.i});
@@ -463,10 +519,9 @@ class FusedAttention {
         // Batched operands share one [L, L] bias: rows and keys within the sequence.
         const int64_t r0 = m_batched ? st.s * m_seq : 0;
         m_ctx.copy_rows(true, mt,
-                        LoweringContext::hbm_ap(m_bias_hbm, m_bdt,
-                                                m_batched ? View{m_seq, m_seq} : View{m_Lq, m_Lk},
-                                                m_qtiles.row0(st.i) - r0, rows,
-                                                m_ktiles.row0(st.j) - r0, kc));
+                        LoweringContext::hbm_ap(
+                            m_bias_hbm, m_bdt, m_batched ? View{m_seq, m_seq} : View{m_Lq, m_Lk},
+                            m_qtiles.row0(st.i) - r0, rows, m_ktiles.row0(st.j) - r0, kc));
         m_ctx.count_bytes_in(int64_t{rows} * kc * isa::dtype_bytes(m_bdt));
         m_ctx.emit_matmul(S, ap(m_bias_ident, m_bdt, rows, 0, rows), blocks(mt, ng, 0, kc), true,
                           false);
@@ -515,11 +570,15 @@ class FusedAttention {
                         ap(kt, m_kvdt, static_cast<int32_t>(m_hd), off + kx, kc, p0), !mk, false);
     }
     if (kt_step) m_ctx.release(*kt_step);
+    st.t.s = sb;
+    if (st.pass == 2) return std::nullopt;  // the maxima are known
     // Row maxima and the running max m' (bf16, so that the array subtracts exactly the m'
     // that rescales), and alpha's exponent m - m' (vector).
     auto stats = alloc(3 * m_G, DType::fp32, "attn_stats");
     auto rmax = alloc(m_G, DType::bf16, "attn_rmax");
     if (!stats || !rmax) return m_ctx.no_room();
+    st.t.alpha = *stats;
+    st.t.rmax = *rmax;
     const AccessPattern mold = ap(it.m[it.cur], DType::bf16, rows, 0, ng);
     const AccessPattern mnew = ap(it.m[1 - it.cur], DType::bf16, rows, 0, ng);
     const AccessPattern Sg = blocks(S, ng, kc, kc);
@@ -529,36 +588,54 @@ class FusedAttention {
       const AccessPattern rm = ap(*rmax, DType::bf16, rows, 0, ng);
       m_ctx.reduce(AluOp::max, rm, Sg);
       m_ctx.tensor_tensor(AluOp::max, mnew, mold, rm);
-      m_ctx.tensor_tensor(AluOp::sub, ap(*stats, DType::fp32, rows, 2 * m_G, ng), mold, mnew);
+      if (st.pass == 0) {
+        m_ctx.tensor_tensor(AluOp::sub, ap(*stats, DType::fp32, rows, 2 * m_G, ng), mold, mnew);
+      }
     }
     st.mnew = 1 - it.cur;
     it.cur = 1 - it.cur;
-    st.t.s = sb;
-    st.t.alpha = *stats;
-    st.t.rmax = *rmax;
+    if (st.pass == 1) {
+      m_ctx.release(*stats);
+      m_ctx.release(*rmax);
+    }
     return std::nullopt;
   }
 
   // S -= m' by the array (m'^T [heads, queries] stationary, -I broadcast over each head's keys
   // moving), then P = exp(S) straight from PSUM with its row sums (scalar), l = l alpha + sums.
   LowerResult stage_softmax(Step& st) {
+    if (st.pass == 1) return std::nullopt;
     Item& it = m_items.at({st.g, st.i});
     const int64_t ng = heads_in(st.g);
     const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
     const int32_t G = static_cast<int32_t>(ng);
-    const Slot mb = other_bank();
-    auto mt = alloc(rows, DType::bf16, "attn_mt");
+    // m'^T: per step (online), or once per query tile from the final maxima (two passes).
+    std::optional<Slot> mt;
+    if (st.pass == 0 || st.first) {
+      const Slot mb = other_bank();
+      if (st.pass == 0) {
+        mt = alloc(rows, DType::bf16, "attn_mt");
+        if (!mt) return m_ctx.no_room();
+      }
+      const Slot mts = st.pass == 0 ? *mt : it.mt;
+      m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
+                           ap(it.m[st.pass == 0 ? st.mnew : it.cur], DType::bf16, rows, 0, ng));
+      m_ctx.activation(ActFn::identity, ap(mts, DType::bf16, G, 0, rows),
+                       LoweringContext::psum_ap(mb, G, rows));
+    }
     auto P = alloc(ng * kc, m_kvdt, "attn_p");
-    if (!mt || !P) return m_ctx.no_room();
-    m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
-                         ap(it.m[st.mnew], DType::bf16, rows, 0, ng));
-    const AccessPattern mtap = ap(*mt, DType::bf16, G, 0, rows);
-    m_ctx.activation(ActFn::identity, mtap, LoweringContext::psum_ap(mb, G, rows));
+    if (!P) return m_ctx.no_room();
+    const AccessPattern mtap = ap(st.pass == 0 ? *mt : it.mt, DType::bf16, G, 0, rows);
     const AccessPattern S = LoweringContext::psum_ap(st.t.s, rows, ng * kc);
     m_ctx.emit_matmul(S, mtap, blocks(ap(m_minus_ident, DType::bf16, G, 0, ng), ng, 1, kc, 0),
                       false, true);
-    m_ctx.release(*mt);
-    m_ctx.release(st.t.rmax);
+    if (mt) m_ctx.release(*mt);
+    if (st.pass == 0) m_ctx.release(st.t.rmax);
+    if (st.pass == 2 && !st.first) {  // this step's row sums
+      auto stats = alloc(3 * m_G, DType::fp32, "attn_stats");
+      if (!stats) return m_ctx.no_room();
+      st.t.alpha = *stats;
+    }
     const Slot stats = st.t.alpha;
     for (int64_t h = 0; h < ng; ++h) {
       const AccessPattern acc =
@@ -567,23 +644,24 @@ class FusedAttention {
                        LoweringContext::psum_ap(st.t.s, rows, kc, h * kc), 1, 0, &acc);
     }
     if (!st.first) {
-      const AccessPattern alpha = ap(stats, DType::fp32, rows, 2 * m_G, ng);
-      m_ctx.activation(ActFn::exp, alpha, alpha);
       const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
-      m_ctx.tensor_tensor(AluOp::mul, l, l, alpha);
+      if (st.pass == 0) {
+        const AccessPattern alpha = ap(stats, DType::fp32, rows, 2 * m_G, ng);
+        m_ctx.activation(ActFn::exp, alpha, alpha);
+        m_ctx.tensor_tensor(AluOp::mul, l, l, alpha);
+      }
       m_ctx.tensor_tensor(AluOp::add, l, l, ap(stats, DType::fp32, rows, m_G, ng));
+      if (st.pass == 2) m_ctx.release(stats);
     }
     st.t.p = *P;
     return std::nullopt;
   }
 
-  LowerResult stage_pv(const Step& st) {
-    Item& it = m_items.at({st.g, st.i});
-    Keys& ks = m_keys.at({st.g, st.s});
+  // P^T per head, evacuated by the scalar engine.
+  LowerResult stage_pt(Step& st) {
+    if (st.pass == 1) return std::nullopt;
     const int64_t ng = heads_in(st.g);
     const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
-    const int64_t x = st.j - m_kt_of_seq[static_cast<size_t>(st.s)].front();
-    // P^T per head, evacuated by the scalar engine.
     const Slot tb = other_bank();
     for (int64_t h = 0; h < ng; ++h) {
       m_ctx.emit_transpose(LoweringContext::psum_ap(tb, kc, rows, h * rows),
@@ -591,23 +669,37 @@ class FusedAttention {
     }
     auto PT = alloc(ng * rows, m_kvdt, "attn_pt");
     if (!PT) return m_ctx.no_room();
-    m_ctx.activation(ActFn::identity, ap(*PT, m_kvdt, kc, 0, ng * rows),
-                     LoweringContext::psum_ap(tb, kc, ng * rows));
+    m_ctx.evacuate(ap(*PT, m_kvdt, kc, 0, ng * rows), LoweringContext::psum_ap(tb, kc, ng * rows));
     m_ctx.release(st.t.p);
-    // P V per head into one bank; O = O alpha + P V.
-    const Slot ob = other_bank();
+    st.t.p = *PT;
+    return std::nullopt;
+  }
+
+  LowerResult stage_pv(const Step& st) {
+    Keys& ks = m_keys.at({st.g, st.s});
+    if (st.pass == 1) return keys_done(st, ks);
+    Item& it = m_items.at({st.g, st.i});
+    const int64_t ng = heads_in(st.g);
+    const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
+    const int64_t x = st.j - m_kt_of_seq[static_cast<size_t>(st.s)].front();
+    const Slot PT = st.t.p;
+    // P V per head into one bank; O = O alpha + P V. Two passes: P V accumulates in the query
+    // tile's own bank over all its key tiles.
+    const Slot ob = st.pass == 2 ? it.ob : other_bank();
     const int64_t cols = ng * m_hd;
     for (int64_t h = 0; h < ng; ++h) {
       const AccessPattern v =
           m_v.tiles ? LoweringContext::tile_ap(*m_v.tiles, st.j, (st.g * m_G + h) * m_hd, m_hd)
                     : ap(*ks.v, m_kvdt, kc, x * cols + h * m_hd, m_hd);
       m_ctx.emit_matmul(LoweringContext::psum_ap(ob, rows, m_hd, h * m_hd),
-                        ap(*PT, m_kvdt, kc, h * rows, rows), v, true, true);
+                        ap(PT, m_kvdt, kc, h * rows, rows), v, st.pass == 0 || st.first,
+                        st.pass == 0 || st.last);
     }
-    m_ctx.release(*PT);
-    const AccessPattern O = ap(it.o, DType::fp32, rows, 0, cols);
+    m_ctx.release(PT);
     const AccessPattern Ops = LoweringContext::psum_ap(ob, rows, cols);
-    if (st.first) {
+    const AccessPattern O = st.pass == 2 ? Ops : ap(it.o, DType::fp32, rows, 0, cols);
+    if (st.pass == 2) {
+    } else if (st.first) {
       m_ctx.evacuate(O, Ops);
     } else {
       const AccessPattern a = ap(st.t.alpha, DType::fp32, rows, 2 * m_G, ng);
@@ -615,7 +707,7 @@ class FusedAttention {
                           blocks(a, ng, 1, m_hd, 0));
       m_ctx.tensor_tensor(AluOp::add, O, O, Ops);
     }
-    m_ctx.release(st.t.alpha);
+    if (st.pass == 0) m_ctx.release(st.t.alpha);
     if (st.last) {  // out = O / l
       const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
       m_ctx.activation(ActFn::reciprocal, l, l);
@@ -652,13 +744,17 @@ class FusedAttention {
         m_ctx.count_bytes_out(int64_t{rows} * cols * isa::dtype_bytes(m_odt));
         m_ctx.release(*res);
       }
-      for (Slot s : {it.qt, it.m[0], it.m[1], it.l, it.o}) m_ctx.release(s);
+      for (Slot s : {it.qt, it.m[0], it.m[1], it.l, m_two_pass ? it.mt : it.o}) m_ctx.release(s);
       m_items.erase({st.g, st.i});
       if (auto c = m_seg_rows.find({st.g, st.i}); c != m_seg_rows.end()) {
         m_ctx.release(c->second);
         m_seg_rows.erase(c);
       }
     }
+    return keys_done(st, ks);
+  }
+  // A step is done with its sequence's keys: the last one releases them.
+  LowerResult keys_done(const Step& st, Keys& ks) {
     if (--ks.steps_left == 0) {
       if (ks.kt) m_ctx.release(*ks.kt);
       if (ks.v) m_ctx.release(*ks.v);
@@ -679,7 +775,8 @@ class FusedAttention {
   Operand m_q, m_k, m_v;
   Slot m_neg_ident, m_minus_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
   bool m_kt_resident = true, m_stream_out = false, m_out_direct = true;
-  int64_t m_scores = 0, m_others = 0;
+  int64_t m_scores = 0, m_others = 0, m_items_started = 0;
+  bool m_two_pass = false;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
   std::map<std::pair<int64_t, int64_t>, Item> m_items;     // (group, query tile)
