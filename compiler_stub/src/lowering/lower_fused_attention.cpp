@@ -231,6 +231,8 @@ class FusedAttention {
     m_stream_out = pinned + out_bytes + resident(m_G, m_kt_resident) > m_ctx.sbuf_share(share);
     m_groups = (m_H + m_G - 1) / m_G;
     m_stack = stack_of(m_G);
+    // Two passes: each head's row sums accumulate beside O in its bank when it has the room.
+    m_sums_by_array = m_two_pass && m_G * m_hd + m_G <= bank_cols;
     const int64_t run = seq ? m_seq : 0;
     m_qtiles = m_ctx.tiling(m_Lq, m_D, qt.dtype, run);
     m_ktiles = m_ctx.tiling(m_Lk, m_D, m_kvdt, run);
@@ -354,6 +356,13 @@ class FusedAttention {
       auto s = ident(DType::bf16, -1.0);
       if (!s) return m_ctx.no_room();
       m_minus_ident = *s;
+    }
+    if (m_sums_by_array) {  // a ones column: P^T . 1 sums each head's row of P
+      auto s = alloc(1, m_kvdt, "attn_ones");
+      if (!s) return m_ctx.no_room();
+      m_op_buffers.push_back(*s);
+      m_ones = *s;
+      vector_op(Opcode::memset, ap(*s, m_kvdt, T, 0, 1), 1.0, 0, 0);
     }
     if (m_bias) {
       auto s = ident(m_bdt, 1.0);
@@ -631,6 +640,13 @@ class FusedAttention {
                       false, true);
     if (mt) m_ctx.release(*mt);
     if (st.pass == 0) m_ctx.release(st.t.rmax);
+    if (st.pass == 2 && m_sums_by_array) {
+      // One exponential over every head's keys; the row sums come from the array (P.1).
+      m_ctx.activation(ActFn::exp, ap(*P, m_kvdt, rows, 0, ng * kc),
+                       LoweringContext::psum_ap(st.t.s, rows, ng * kc));
+      st.t.p = *P;
+      return std::nullopt;
+    }
     if (st.pass == 2 && !st.first) {  // this step's row sums
       auto stats = alloc(3 * m_G, DType::fp32, "attn_stats");
       if (!stats) return m_ctx.no_room();
@@ -695,6 +711,13 @@ class FusedAttention {
                         ap(PT, m_kvdt, kc, h * rows, rows), v, st.pass == 0 || st.first,
                         st.pass == 0 || st.last);
     }
+    if (st.pass == 2 && m_sums_by_array) {  // l += P.1 per head, beside O in its bank
+      for (int64_t h = 0; h < ng; ++h) {
+        m_ctx.emit_matmul(LoweringContext::psum_ap(ob, rows, 1, cols + h),
+                          ap(PT, m_kvdt, kc, h * rows, rows), ap(m_ones, m_kvdt, kc, 0, 1),
+                          st.first, st.last);
+      }
+    }
     m_ctx.release(PT);
     const AccessPattern Ops = LoweringContext::psum_ap(ob, rows, cols);
     const AccessPattern O = st.pass == 2 ? Ops : ap(it.o, DType::fp32, rows, 0, cols);
@@ -710,7 +733,11 @@ class FusedAttention {
     if (st.pass == 0) m_ctx.release(st.t.alpha);
     if (st.last) {  // out = O / l
       const AccessPattern l = ap(it.l, DType::fp32, rows, 0, ng);
-      m_ctx.activation(ActFn::reciprocal, l, l);
+      if (st.pass == 2 && m_sums_by_array) {
+        m_ctx.activation(ActFn::reciprocal, l, LoweringContext::psum_ap(ob, rows, ng, cols));
+      } else {
+        m_ctx.activation(ActFn::reciprocal, l, l);
+      }
       std::optional<Slot> res;
       if (m_stream_out || !m_out_direct) {
         res = alloc(cols, m_odt, "attn_res");
@@ -776,7 +803,8 @@ class FusedAttention {
   Slot m_neg_ident, m_minus_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
   bool m_kt_resident = true, m_stream_out = false, m_out_direct = true;
   int64_t m_scores = 0, m_others = 0, m_items_started = 0;
-  bool m_two_pass = false;
+  bool m_two_pass = false, m_sums_by_array = false;
+  Slot m_ones;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
   std::map<std::pair<int64_t, int64_t>, Item> m_items;     // (group, query tile)
