@@ -399,7 +399,7 @@ class FusedAttention {
 
   // PSUM banks 2.. in rotation, for values that live within one stage.
   Slot other_bank() {
-    const int64_t first = m_two_pass ? 4 : 2;  // scores; two passes: and O of two query tiles
+    const int64_t first = m_two_pass ? 5 : 2;  // scores; two passes: and O of two query tiles
     return m_ctx.psum_bank(
         static_cast<size_t>(first + m_others++ % (m_ctx.psum_bank_count() - first)));
   }
@@ -418,9 +418,13 @@ class FusedAttention {
       s.offset += h0 * m_hd;
       s.free[0].size = ns * m_hd;
       m_ctx.emit_transpose(LoweringContext::psum_ap(bank, parts, src.partitions), s);
-      m_ctx.activation(ActFn::identity,
-                       ap(dst, m_kvdt, parts, col0 + (h0 / m_stack) * stack_stride, cols),
-                       LoweringContext::psum_ap(bank, parts, cols), scale);
+      const AccessPattern to = ap(dst, m_kvdt, parts, col0 + (h0 / m_stack) * stack_stride, cols);
+      const AccessPattern from = LoweringContext::psum_ap(bank, parts, cols);
+      if (scale == 1.0) {
+        m_ctx.evacuate(to, from);  // K^T: a copy, by the less loaded engine
+      } else {
+        m_ctx.activation(ActFn::identity, to, from, scale);  // Q^T scaled on its way out
+      }
     }
   }
   // Head h (of group g)'s rows in a stacked transposed buffer: partitions and a column offset.
@@ -480,7 +484,7 @@ class FusedAttention {
     it.m[1] = *m1;
     it.l = *l;
     (m_two_pass ? it.mt : it.o) = *o;
-    if (m_two_pass) it.ob = m_ctx.psum_bank(static_cast<size_t>(2 + m_items_started++ % 2));
+    if (m_two_pass) it.ob = m_ctx.psum_bank(static_cast<size_t>(3 + m_items_started++ % 2));
     std::optional<Slot> tmp;
     const AccessPattern src = rows_of(m_q, m_qtiles, st.i, st.g * m_G * m_hd, ng * m_hd, tmp);
     if (!src.valid()) return m_ctx.no_room();
@@ -514,7 +518,7 @@ class FusedAttention {
     const int64_t x = st.j - m_kt_of_seq[static_cast<size_t>(st.s)].front();
     const int64_t L = int64_t(m_kt_of_seq[static_cast<size_t>(st.s)].size()) * m_T;
     // S lives from its scores to its softmax, one step later: two banks of its own.
-    const Slot sb = m_ctx.psum_bank(static_cast<size_t>(m_scores++ % 2));
+    const Slot sb = m_ctx.psum_bank(static_cast<size_t>(m_scores++ % (m_two_pass ? 3 : 2)));
     const AccessPattern S = LoweringContext::psum_ap(sb, rows, ng * kc);
     // The mask, added by the array: S += M^T^T . (-2^30 I) for a 0/1 mask M^T [keys, queries]
     // (stationary), or S += I . bias for a dense bias tile (moving); one matmul for all heads.
