@@ -4,6 +4,9 @@
 // one-line errors with exit code 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <sys/wait.h>
 #include "cli_test_util.h"
 
@@ -117,7 +120,10 @@ TEST(Serve, SchedulersAndModesComputeTheSameTokens) {
       if (a[i]["output"] != b[i]["output"]) continue;  // output_mean changed the stream
       ASSERT_EQ(a[i]["values"].size(), b[i]["values"].size());
       for (size_t k = 0; k < a[i]["values"].size(); ++k) {
-        EXPECT_NEAR(a[i]["values"][k].get<double>(), b[i]["values"][k].get<double>(), 0.05)
+        // Within two bf16 steps of the value: a whole-step compile lowers the attention spelt
+        // out in ops as the fused kernel, which rounds once where the ops round each result.
+        const double x = a[i]["values"][k].get<double>();
+        EXPECT_NEAR(x, b[i]["values"][k].get<double>(), std::max(0.05, std::abs(x) / 64))
             << v.params << " " << v.mode << " request " << i << " token " << k;
       }
     }

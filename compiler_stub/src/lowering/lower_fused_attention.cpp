@@ -3,6 +3,7 @@
 // of heads, so the op's HBM traffic grows as O(L x D), not O(L^2).
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
 
 #include "lowering/lowering_context.h"
@@ -47,40 +48,30 @@ class FusedAttention {
     // k - 2 and the P.V of step k - 3, so that no engine waits within a round for work another
     // engine is given in the same round (P.V reads a P^T evacuated a round before).
     std::deque<Step> scored, exped, transposed;
-    auto drain_pv = [&](size_t keep) -> LowerResult {
-      while (transposed.size() > keep) {
-        if (auto e = stage_pv(transposed.front())) return e;
-        transposed.pop_front();
+    // Runs `stage` on the steps of `from` beyond the newest `keep`, moving them to `to`.
+    auto drain = [](std::deque<Step>& from, std::deque<Step>* to, size_t keep,
+                    const std::function<LowerResult(Step&)>& stage) -> LowerResult {
+      while (from.size() > keep) {
+        if (auto e = stage(from.front())) return e;
+        if (to) to->push_back(from.front());
+        from.pop_front();
       }
       return std::nullopt;
     };
-    auto drain_pt = [&](size_t keep) -> LowerResult {
-      while (exped.size() > keep) {
-        if (auto e = stage_pt(exped.front())) return e;
-        transposed.push_back(exped.front());
-        exped.pop_front();
-      }
-      return std::nullopt;
-    };
+    auto softmax = [&](Step& st) { return stage_softmax(st); };
+    auto pt = [&](Step& st) { return stage_pt(st); };
+    auto pv = [&](Step& st) { return stage_pv(st); };
     auto advance = [&](size_t keep) -> LowerResult {
-      while (scored.size() > keep) {
-        if (auto e = stage_softmax(scored.front())) return e;
-        exped.push_back(scored.front());
-        scored.pop_front();
-      }
-      if (auto e = drain_pt(keep)) return e;
-      return drain_pv(keep);
+      if (auto e = drain(scored, &exped, keep, softmax)) return e;
+      if (auto e = drain(exped, &transposed, keep, pt)) return e;
+      return drain(transposed, nullptr, keep, pv);
     };
     auto emit = [&](Step st) -> LowerResult {
-      while (!scored.empty()) {
-        if (auto e = stage_softmax(scored.front())) return e;
-        exped.push_back(scored.front());
-        scored.pop_front();
-      }
+      if (auto e = drain(scored, &exped, 0, softmax)) return e;
       if (auto e = stage_scores(st)) return e;
       scored.push_back(st);
-      if (auto e = drain_pt(1)) return e;
-      return drain_pv(1);
+      if (auto e = drain(exped, &transposed, 1, pt)) return e;
+      return drain(transposed, nullptr, 1, pv);
     };
     // Two passes: the maxima pass of query tile n (vector-bound) interleaved step by step with
     // the exp and P.V pass of tile n - 1 (scalar- and tensor-bound), so the engines overlap.
