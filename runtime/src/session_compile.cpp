@@ -29,8 +29,7 @@ constexpr int64_t kCheckFromBytes = int64_t{256} << 20;
 
 void Session::check_plan_memory(const Graph& sub, const std::vector<int32_t>& ids) const {
   if (!m_options.memory_check) return;
-  const int64_t instructions =
-      compiler_stub::min_plan_instructions(sub, ids, m_config.chip.arch);
+  const int64_t instructions = compiler_stub::min_plan_instructions(sub, ids, m_config.chip.arch);
   const int64_t need = instructions > INT64_MAX / kHostBytesPerInstruction
                            ? INT64_MAX
                            : instructions * kHostBytesPerInstruction;

@@ -55,13 +55,13 @@ TEST(Estimate, InstructionBoundIsAtMostWhatEveryExampleGraphCompilesTo) {
 
 TEST(Estimate, InstructionBoundGrowsWithTheMacs) {
   auto gemm = [](int64_t m) {
-    Graph g = test::make_graph(
-        R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [)" +
-            std::to_string(m) + R"(, 4096], "role": "input"},
+    Graph g =
+        test::make_graph(R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [)" +
+                             std::to_string(m) + R"(, 4096], "role": "input"},
             {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [4096, 4096],
              "role": "weight"},
             {"id": 2, "op": "matmul", "inputs": [0, 1]}])",
-        "[2]");
+                         "[2]");
     infer_types(g);
     return min_plan_instructions(g, op_nodes(g), isa::ArchSpec{});
   };

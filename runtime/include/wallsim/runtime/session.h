@@ -262,6 +262,9 @@ class Session {
                                     const compiler_stub::TensorType& type);
   void wait_drained(sim::LaunchHandle l, HostState s);
   void free_deferred();
+  // Whether the device runs every launch issued so far before any later one (no launch waits
+  // in the background compiler's queue): then a released tensor's bytes are reusable at once.
+  bool launches_in_order() const;
   void close_startup();  // the start-up record ends at the first step or idle wait
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
   StepRecord& record() { return m_in_step ? m_current : m_startup; }
