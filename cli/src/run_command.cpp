@@ -29,7 +29,8 @@ struct RunArgs {
 
 // What a run allocates before its first step, from the config alone: a functional run's SBUF
 // and PSUM stores (the device holds them whole). The plans' instructions are not known until
-// the workload's ops are compiled, so they are not in it.
+// the workload's ops are recorded: the session checks each group before lowering it
+// (runtime::SessionOptions::memory_check).
 int64_t memory_estimate(const runtime::Config& cfg, bool functional) {
   if (!functional) return 0;
   const auto& arch = cfg.chip.arch;
@@ -89,6 +90,7 @@ void add_run_command(CLI::App& app) {
     o.functional = a->functional;
     o.plan_memory_bytes = a->plan_memory_mib << 20;
     o.progress_seconds = a->progress_seconds;
+    o.memory_check = !a->no_memory_check;
     o.trace_level = a->trace_level == "none"    ? engines::TraceLevel::none
                     : a->trace_level == "plans" ? engines::TraceLevel::plans
                                                 : engines::TraceLevel::instructions;

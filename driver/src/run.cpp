@@ -200,6 +200,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   so.plan_memory_bytes = options.plan_memory_bytes;
   // Each step's record goes to the spool as it finishes: memory does not grow with the steps.
   so.keep_steps = false;
+  so.memory_check = options.memory_check;
   StepStream step_stream(dir->file(".steps.jsonl"));
   auto last_progress = std::chrono::steady_clock::now();
   so.on_step_end = [&](const runtime::StepRecord& r) {

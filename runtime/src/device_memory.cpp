@@ -1,6 +1,8 @@
 // Device memory accounting.
 #include "wallsim/runtime/device_memory.h"
 
+#include <unordered_set>
+
 #include "wallsim/runtime/runtime_error.h"
 
 namespace wallsim::runtime {
@@ -17,13 +19,27 @@ std::string DeviceMemory::allocate(int64_t bytes, const std::string& hint) {
   return name;
 }
 
+void DeviceMemory::release(std::string name, bool reusable_now) {
+  if (reusable_now) {
+    auto it = m_bytes.find(name);
+    if (it != m_bytes.end()) {
+      m_used -= it->second;
+      m_bytes.erase(it);
+    }
+  }
+  m_deferred.push_back(std::move(name));
+}
+
 std::vector<std::string> DeviceMemory::free_deferred() {
   std::vector<std::string> freed;
+  std::unordered_set<std::string> seen;
   for (std::string& name : m_deferred) {
+    if (!seen.insert(name).second) continue;
     auto it = m_bytes.find(name);
-    if (it == m_bytes.end()) continue;
-    m_used -= it->second;
-    m_bytes.erase(it);
+    if (it != m_bytes.end()) {
+      m_used -= it->second;
+      m_bytes.erase(it);
+    }
     freed.push_back(std::move(name));
   }
   m_deferred.clear();

@@ -138,10 +138,18 @@ std::string Session::allocate(const TensorType& type, const std::string& hint) {
   return name;
 }
 
+bool Session::launches_in_order() const {
+  return m_config.chip.timing.launch.wait_for_previous && m_queue.empty();
+}
+
 void Session::release(TensorImpl& t) {
   if (!m_memory.holds(t.device)) return;
-  // The device may still be reading it: freed once the launches queued so far have drained.
-  m_memory.defer_free(t.device);
+  // The device may still be reading it. When launches run one after another in the order the
+  // host issued them, its bytes can go to the next allocation at once (every reader was issued
+  // before, and finishes before, any later writer: what a stream-ordered GPU allocator does);
+  // launches held back for a background compile could be overtaken, so then they wait for the
+  // step's end. The contents stay on the device until the launches queued so far have drained.
+  m_memory.release(t.device, launches_in_order());
   t.device.clear();
 }
 
@@ -370,19 +378,19 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
     outs.push_back(t);
   }
   std::vector<std::string> names(c.plan->tensors.size());
+  std::vector<std::string> scratch;
   for (size_t i = 0; i < names.size(); ++i) {
     const PlanBinding& b = c.binding[i];
     if (b.kind == PlanBinding::Kind::input) {
       names[i] = g.input_devices.at(b.index);
     } else if (b.kind == PlanBinding::Kind::scratch) {
-      // Scratch (spills, staging) lives while the launch runs: freed once the step drains,
-      // as a stream-ordered allocator or a shared scratchpad would.
+      // Scratch (spills, staging) lives while the launch runs.
       const isa::TensorDecl& d = c.plan->tensors[i];
       TensorType tt;
       tt.dtype = d.dtype;
       for (int64_t x : d.shape) tt.dims.push_back(compiler_stub::Dim::of(x));
       names[i] = allocate(tt, "s");
-      m_memory.defer_free(names[i]);
+      scratch.push_back(names[i]);
     } else {
       auto& t = outs[b.index];
       names[i] = t->device = allocate(t->type, "t");
@@ -414,7 +422,10 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
   }
   charge(HostState::dispatch, m_options.mode->launch_ns(m_config.runtime));
   for (auto& t : outs) t->pending = -1;
-  if (compile_ns > 0 || !m_queue.empty()) {
+  const bool queued = compile_ns > 0 || !m_queue.empty();
+  // Scratch is reusable by the next launch once this one is issued in order.
+  for (std::string& s : scratch) m_memory.release(std::move(s), !queued && launches_in_order());
+  if (queued) {
     // Background compilation: the launch waits for its compile (the compiler runs one job at a
     // time) and for every launch queued before it; the host goes on recording.
     const sc_core::sc_time now = sc_core::sc_time_stamp();

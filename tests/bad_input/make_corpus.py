@@ -260,6 +260,9 @@ case("exec.functional_too_large", "memory",
 case("run.functional_too_large", "--no-memory-check",
      "run -c configs/trn2.json -w gemm:m=128,k=96,n=96 --functional "
      "--set arch.sbuf.partitions=1024 --set arch.sbuf.bytes_per_partition=1073741824 --out $T/o")
+case("run.plan_too_large", "instructions",
+     "run -c configs/trn2.json -w gemm:m=65536,k=65536,n=65536 --set arch.hbm.bytes=68719476736 "
+     "--mode native --out $T/o")
 case("config.cache_is_file", "runtime.aot.disk_cache",
      "run -c $C --set runtime.aot.disk_cache=$C -w gemm:m=128,k=96,n=96 --mode aot --out $T/o")
 

@@ -111,12 +111,23 @@ TEST(DeviceMemory, CountsBytesFreesOnlyWhenDeferredFreesRunAndStopsAtCapacity) {
   EXPECT_NE(a, b);
   EXPECT_EQ(m.used_bytes(), 100);
   EXPECT_THROW(m.allocate(1, "t"), RuntimeError);
-  m.defer_free(a);
-  m.defer_free(a);  // freed once
+  m.release(a, false);
+  m.release(a, false);  // freed once
   EXPECT_EQ(m.used_bytes(), 100);
   EXPECT_EQ(m.free_deferred(), std::vector<std::string>{a});
   EXPECT_EQ(m.used_bytes(), 40);
   EXPECT_FALSE(m.holds(a));
+  EXPECT_TRUE(m.holds(b));
+}
+
+TEST(DeviceMemory, StreamOrderedReleaseIsReusableAtOnceAndNamedAtTheNextDeferredFree) {
+  DeviceMemory m(100);
+  const std::string a = m.allocate(60, "t");
+  m.release(a, true);
+  EXPECT_EQ(m.used_bytes(), 0);
+  const std::string b = m.allocate(100, "t");  // a's bytes, reused before a's contents go
+  EXPECT_EQ(m.free_deferred(), std::vector<std::string>{a});
+  EXPECT_EQ(m.used_bytes(), 100);
   EXPECT_TRUE(m.holds(b));
 }
 

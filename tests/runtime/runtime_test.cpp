@@ -262,6 +262,30 @@ TEST(Runtime, DecodeUnderAotPadsInsteadOfRecompiling) {
 }
 
 // Host tensors from .npy files: the device holds their values.
+// A chain of element-wise ops under native whose values sum to five times HBM but of which at
+// most three are live: with launches in issue order, a dropped value's bytes go to the next
+// allocation at once (a stream-ordered allocator); with launches that may overlap they wait for
+// the step's end, and the step runs out of device memory.
+void run_long_chain(const std::vector<std::string>& overrides) {
+  Rig rig(load("tiny", overrides), mode_named("native"), false);
+  rig.run([&](Session& s) {
+    s.begin_step(0);
+    Tensor x = s.upload_random({256, 1024}, isa::DType::fp32, 1);  // 1 MiB
+    for (int i = 0; i < 40; ++i) x = runtime::add(x, x);
+    s.to_host(x);
+    s.end_step();
+  });
+}
+
+TEST(Runtime, DroppedValuesAreReusableAtOnceWhenLaunchesRunInOrder) {
+  EXPECT_NO_THROW(run_long_chain({"arch.hbm.bytes=8388608"}));
+}
+
+TEST(Runtime, DroppedValuesWaitForTheStepEndWhenLaunchesMayOverlap) {
+  EXPECT_THROW(run_long_chain({"arch.hbm.bytes=8388608", "timing.launch.wait_for_previous=false"}),
+               RuntimeError);
+}
+
 TEST(Runtime, UploadsNpyFiles) {
   const std::string path = ::testing::TempDir() + "/x_" + std::to_string(::getpid()) + ".npy";
   memory::TensorStore::Tensor t;

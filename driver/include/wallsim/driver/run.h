@@ -27,6 +27,7 @@ struct RunOptions {
   // last one (or the start); 0: none. Long runs (`--steps` large, serve, decode) say where they
   // are; short ones print nothing.
   double progress_seconds = 10;
+  bool memory_check = true;  // runtime::SessionOptions::memory_check
 };
 
 struct RunSummary {

@@ -16,9 +16,12 @@ class DeviceMemory {
   // A new tensor named `hint` followed by a serial number. Over the capacity: RuntimeError.
   std::string allocate(int64_t bytes, const std::string& hint);
   bool holds(const std::string& name) const { return m_bytes.count(name) > 0; }
-  // Freed at the next free_deferred() (the device may still be reading it).
-  void defer_free(std::string name) { m_deferred.push_back(std::move(name)); }
-  // Frees what was deferred; returns the names freed (each once).
+  // The host dropped `name`. Its bytes are reusable at once when `reusable_now` (launches run
+  // in order, so every launch that reads it finishes before any later one starts: a
+  // stream-ordered allocator), else at the next free_deferred(). Either way its name is
+  // returned by the next free_deferred(), when the device is done with its contents.
+  void release(std::string name, bool reusable_now);
+  // Frees what was released; returns the names released since the last call (each once).
   std::vector<std::string> free_deferred();
   int64_t used_bytes() const { return m_used; }
 

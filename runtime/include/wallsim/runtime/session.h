@@ -137,6 +137,11 @@ struct SessionOptions {
   // Whether steps() keeps every step's record. A long run's driver takes them from on_step_end
   // instead, so the session's memory does not grow with the steps.
   bool keep_steps = true;
+  // Before lowering a group, check that the host can hold its plan: a lower bound on its
+  // instructions (from the group's MACs) times the simulator's bytes per instruction, against
+  // base::host_memory_available(). Over it, the run stops with an InputError (exit 2) naming the
+  // estimate, before the work. `run --no-memory-check` turns it off.
+  bool memory_check = true;
 };
 
 // Attribute map for a recorded op.
@@ -248,12 +253,18 @@ class Session {
   // A failure `runtime.inject` asks for, if any.
   std::optional<compiler_stub::CompileError> injected_failure(
       const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
+  // Throws base::InputError when the host cannot hold the plan for `ids` of `sub`
+  // (SessionOptions::memory_check).
+  void check_plan_memory(const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
   void wait_launched(const TensorImpl* t);  // a queued launch: waits for the compiler
   sim::LaunchHandle launch_transfer(const std::string& src, isa::MemSpace src_space,
                                     const std::string& dst, isa::MemSpace dst_space,
                                     const compiler_stub::TensorType& type);
   void wait_drained(sim::LaunchHandle l, HostState s);
   void free_deferred();
+  // Whether the device runs every launch issued so far before any later one (no launch waits
+  // in the background compiler's queue): then a released tensor's bytes are reusable at once.
+  bool launches_in_order() const;
   void close_startup();  // the start-up record ends at the first step or idle wait
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
   StepRecord& record() { return m_in_step ? m_current : m_startup; }
