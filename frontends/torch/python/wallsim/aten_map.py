@@ -952,6 +952,11 @@ def slice_pos(c, x, dim, start, end):
     b, bv = pos(end, True)
     if bv <= av:
         raise MappingError("empty slice")
+    if not isinstance(b, dict) and av == 0 and 1 < bv < n:
+        # x[:T] with T a Python int equal to a named extent (a mask cut to the sequence length)
+        hits = [nm for nm, ext in c.g.dim_extent.items() if ext == bv]
+        if len(hits) == 1:
+            b = {"dim": hits[0], "offset": 0}
     if av == 0 and bv == n:
         return x
     return c.g.op("slice", [x], {"axis": dim, "start": a, "limit": b})

@@ -579,6 +579,10 @@ class Capture(TorchDispatchMode):
             elif kind == "read":
                 live.add(ev["id"])
             elif kind == "host_op":
+                if not any(o["id"] in live for o in ev["outputs"]):
+                    for o in ev["outputs"]:
+                        self.value_files.pop("o%d" % o["id"], None)
+                    continue
                 live.update(ev["inputs"])
             elif kind == "op":
                 if ev["id"] not in live:
@@ -590,6 +594,12 @@ class Capture(TorchDispatchMode):
                     continue
             keep.append(ev)
         keep.reverse()
+        # a step followed only by frees ends the last step: no empty step after it
+        k = len(keep)
+        while k and keep[k - 1]["ev"] == "free":
+            k -= 1
+        if k and keep[k - 1]["ev"] == "step":
+            del keep[k - 1]
         defined = set()
         out = []
         for ev in keep:

@@ -20,11 +20,11 @@ def _erf_free_gelu(x):
     return v(x)
 
 
-def _pos(p, extent):
-    return extent + p["offset"] if isinstance(p, dict) else p
+def _pos(p, extents):
+    return extents[p["dim"]] + p["offset"] if isinstance(p, dict) else p
 
 
-def run_op(ev, ins):
+def run_op(ev, ins, extents):
     op, a = ev["op"], ev["attrs"]
     x = ins[0] if ins else None
     if op == "iota":
@@ -80,9 +80,8 @@ def run_op(ev, ins):
     if op == "broadcast":
         return np.broadcast_to(x, a["shape"]).copy()
     if op == "slice":
-        n = x.shape[a["axis"]]
         idx = [slice(None)] * x.ndim
-        idx[a["axis"]] = slice(_pos(a["start"], n), _pos(a["limit"], n))
+        idx[a["axis"]] = slice(_pos(a["start"], extents), _pos(a["limit"], extents))
         return x[tuple(idx)]
     if op == "concat":
         return np.concatenate(ins, a["axis"])
@@ -140,8 +139,14 @@ def evaluate(path):
     vals = {}
     errors = []
     reads = 0
+    extents = {}  # named dimension -> its extent at its latest definition
     for ev in doc["events"]:
         kind = ev["ev"]
+        if kind == "op":
+            v = run_op(ev, [vals[i] for i in ev["inputs"]], extents)
+        for n, e in zip(ev.get("dim_names") or [], ev.get("shape", [])):
+            if n:
+                extents[n] = e
         if kind in ("weight", "input"):
             vals[ev["id"]] = np.load(os.path.join(vdir, "%s%d.npy" % (kind[0], ev["id"]))).astype(
                 np.float64)
@@ -149,7 +154,6 @@ def evaluate(path):
             for o in ev["outputs"]:
                 vals[o["id"]] = np.load(os.path.join(vdir, "o%d.npy" % o["id"])).astype(np.float64)
         elif kind == "op":
-            v = run_op(ev, [vals[i] for i in ev["inputs"]])
             if list(v.shape) != ev["shape"]:
                 raise ValueError("op %d (%s, %s): shape %s, event says %s" % (
                     ev["id"], ev["op"], ev["aten"], list(v.shape), ev["shape"]))

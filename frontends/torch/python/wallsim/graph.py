@@ -163,16 +163,21 @@ class Graph:
             return out, dt[0], aligned_names(out, [(s[0], nm[0])])
         if op == "slice":
             ax = a["axis"]
-            start, limit = self.position(a["start"], s[0][ax]), self.position(a["limit"], s[0][ax])
+            start, limit = self.position(a["start"]), self.position(a["limit"])
             if not 0 <= start < limit <= s[0][ax]:
                 raise MappingError("slice [%d, %d) of %s axis %d" % (start, limit, s[0], ax))
             out = list(s[0])
             out[ax] = limit - start
             names = list(nm[0])
-            if not isinstance(a["limit"], dict) or (start != 0 and not isinstance(a["start"], dict)):
+            # the sliced axis is named only when it runs from 0 (or a relative start) to a
+            # position relative to a named extent, and is longer than 1
+            lim = a["limit"]
+            if isinstance(lim, dict) and (start == 0 or isinstance(a["start"], dict)) and \
+                    out[ax] > 1 and not (isinstance(a["start"], dict) and
+                                         a["start"]["dim"] == lim["dim"]):
+                names[ax] = lim["dim"]
+            else:
                 names[ax] = None
-            elif isinstance(a["start"], dict):
-                names[ax] = None if out[ax] == 1 else names[ax]
             return out, dt[0], names
         if op == "concat":
             ax = a["axis"]
@@ -203,7 +208,8 @@ class Graph:
             return list(s[0]), dt[0], list(nm[0])
         raise MappingError("no shape rule for graph op %s" % op)
 
-    def position(self, p, extent):
+    def position(self, p):
+        """A slice position: an int, or {"dim": name, "offset": k} = the named extent + k."""
         if isinstance(p, dict):
-            return extent + p["offset"]
+            return self.dim_extent[p["dim"]] + p["offset"]
         return p
