@@ -7,7 +7,11 @@
 
 import contextlib
 
-from .capture import Capture, current
+
+def current():
+    """The capture running in this process, or None."""
+    from . import recorder
+    return recorder.current()
 
 
 def capture(path, values=False, name=None):
@@ -16,6 +20,7 @@ def capture(path, values=False, name=None):
     Inside a script that `wallsim capture` already runs, it records into that capture instead."""
     if current() is not None:
         return contextlib.nullcontext()
+    from .recorder import Capture
     return Capture(path, values=values, name=name)
 
 

@@ -60,7 +60,7 @@ def main(argv):
         import torch  # noqa: F401
     except ImportError as e:
         fail("PyTorch is not importable by %s (%s); install python3-torch" % (sys.executable, e))
-    from .capture import Capture
+    from .recorder import Capture
     name = opts["name"] or os.path.splitext(os.path.basename(script))[0]
     source = {"script": script, "argv": script_args}
     cap = Capture(out, values=opts["values"], name=name, source=source)

@@ -49,7 +49,7 @@ def handles(*names):
 
 
 def gdt(t):
-    from .capture import graph_dtype
+    from .recorder import graph_dtype
     return graph_dtype(t.dtype if isinstance(t, torch.Tensor) else t)
 
 

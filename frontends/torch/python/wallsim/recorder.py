@@ -74,6 +74,7 @@ class Capture(TorchDispatchMode):
         self.read_reason = []  # set by the patched Tensor methods
         self.dims = {}
         self.dead = set()
+        self.freed = set()
         self._hooks = []
         self._patches = []
         self.closed = False
@@ -102,7 +103,12 @@ class Capture(TorchDispatchMode):
             self.refs[i] = n
             return
         self.refs.pop(i, None)
-        if not self.closed and i not in self.dead:
+        if not self.closed:
+            self._emit_free(i)
+
+    def _emit_free(self, i):
+        if i not in self.dead and i not in self.freed:
+            self.freed.add(i)
             self.events.append({"ev": "free", "id": i})
 
     def _on_dead(self, key):
@@ -162,7 +168,11 @@ class Capture(TorchDispatchMode):
     def _regenerate(self, t, info):
         cur = self.id_of(info.root)
         for func, args, kwargs, shapes, k in info.recipe:
-            cur = aten_map.view_op(self, func, cur, args, kwargs, shapes, k)
+            self.aten_stack.append(str(func))  # the view op it redoes is its provenance
+            try:
+                cur = aten_map.view_op(self, func, cur, args, kwargs, shapes, k)
+            finally:
+                self.aten_stack.pop()
         self._release(info.id)
         info.id = cur
         self._retain(cur)
@@ -290,8 +300,8 @@ class Capture(TorchDispatchMode):
 
     def _free_scratch(self):
         for i in self.g.scratch:
-            if i not in self.refs and i not in self.dead:
-                self.events.append({"ev": "free", "id": i})
+            if i not in self.refs:
+                self._emit_free(i)
         self.g.scratch = None
 
     def _dispatch(self, func, name, packet, args, kwargs):
