@@ -75,6 +75,7 @@ class Capture(TorchDispatchMode):
         self.dims = {}
         self.dead = set()
         self.freed = set()
+        self._journals = []
         self._hooks = []
         self._patches = []
         self.closed = False
@@ -94,10 +95,46 @@ class Capture(TorchDispatchMode):
     def info(self, t):
         return self.tensors.get(id(t))
 
+    # ---- undo journal: a mapping that fails part-way leaves no trace ----
+    def _note(self, undo):
+        if self._journals:
+            self._journals[-1].append(undo)
+
+    def _note_info(self, info):
+        if self._journals:
+            saved = (info.id, info.version, info.lazy)
+
+            def undo():
+                info.id, info.version, info.lazy = saved
+            self._journals[-1].append(undo)
+
+    def _note_refs(self, i):
+        if self._journals:
+            old = self.refs.get(i)
+            self._journals[-1].append(
+                lambda: self.refs.__setitem__(i, old) if old is not None else self.refs.pop(i, None))
+
+    def _begin(self):
+        self._journals.append([])
+        return (len(self.events), self._next)
+
+    def _commit(self):
+        done = self._journals.pop()
+        if self._journals:
+            self._journals[-1].extend(done)
+
+    def _abort(self, mark):
+        for undo in reversed(self._journals.pop()):
+            undo()
+        del self.events[mark[0]:]
+        self.dead.update(range(mark[1], self._next))
+
     def _retain(self, i):
+        self._note_refs(i)
         self.refs[i] = self.refs.get(i, 0) + 1
 
     def _release(self, i):
+        self._note_refs(i)
         n = self.refs.get(i, 0) - 1
         if n > 0:
             self.refs[i] = n
@@ -109,6 +146,7 @@ class Capture(TorchDispatchMode):
     def _emit_free(self, i):
         if i not in self.dead and i not in self.freed:
             self.freed.add(i)
+            self._note(lambda: self.freed.discard(i))
             self.events.append({"ev": "free", "id": i})
 
     def _on_dead(self, key):
@@ -130,7 +168,10 @@ class Capture(TorchDispatchMode):
             info = _Info(i, t._version)
             self.tensors[key] = info
             weakref.finalize(t, self._on_dead, key)
+            self._note(lambda: self.tensors.pop(key, None) if self.tensors.get(key) is info
+                       else None)
         else:
+            self._note_info(info)
             old_id, old_lazy = info.id, info.lazy
             info.id = i
             info.version = t._version
@@ -153,6 +194,7 @@ class Capture(TorchDispatchMode):
         if info is None:
             return self._define(t)
         if info.lazy is not None:
+            self._note_info(info)
             fn = info.lazy
             info.lazy = None
             i = fn()
@@ -166,6 +208,7 @@ class Capture(TorchDispatchMode):
         return info.id
 
     def _regenerate(self, t, info):
+        self._note_info(info)
         cur = self.id_of(info.root)
         for func, args, kwargs, shapes, k in info.recipe:
             self.aten_stack.append(str(func))  # the view op it redoes is its provenance
@@ -326,52 +369,49 @@ class Capture(TorchDispatchMode):
         if inplace and packet in aten_map.HANDLERS:
             handler = aten_map.HANDLERS[packet]
         if handler is not None and (not mutated or inplace):
-            mark = len(self.events)
-            ids_before = self._next
-            in_ids = None
+            in_ids = self.id_of(args[0]) if inplace else None
+            out = func(*args, **kwargs)  # PyTorch's own errors reach the script unchanged
+            mark = self._begin()
             try:
-                if inplace:
-                    in_ids = self.id_of(args[0])
-                out = func(*args, **kwargs)
                 res = handler(self, args, kwargs, out)
-            except MappingError as e:
-                self._rollback(mark, ids_before)
-                if os.environ.get("WALLSIM_CAPTURE_DEBUG"):
-                    print("wallsim capture: %s: %s" % (name, e), file=sys.stderr)
                 if inplace:
-                    # the op already ran: its inputs' old values are what a host op would read
-                    self._host_after(name, args, kwargs, out, mutated, in_ids)
-                    return out
-                self.host_op(name, args, kwargs, out)
+                    self._write(args[0], res[0] if isinstance(res, (list, tuple)) else res,
+                                in_ids)
+                else:
+                    self._bind_outputs(out, res)
+                self._commit()
                 return out
+            except Exception as e:  # a form of the op the mapping does not cover
+                self._abort(mark)
+                self._debug(name, e)
             if inplace:
-                self._write(args[0], res if not isinstance(res, (list, tuple)) else res[0], in_ids)
+                self._host_after(name, args, kwargs, out, mutated, [in_ids])
             else:
-                self._bind_outputs(out, res)
+                self.host_op(name, args, kwargs, out)
             return out
         decomp = torch._decomp.decomposition_table.get(func)
         if decomp is not None and name not in NO_DECOMPOSE:
-            mark = len(self.events)
-            ids_before = self._next
-            snapshot = {k: (v.id, v.version, v.lazy) for k, v in self.tensors.items()}
+            mark = self._begin()
             try:
                 with self:
                     out = decomp(*args, **kwargs)
-                if not mutated or _same(out, mutated):
-                    if all(self.info(o) is not None for o in _flat_out(out)
-                           if isinstance(o, torch.Tensor)):
-                        return out
+                outs = [o for o in _flat_out(out) if isinstance(o, torch.Tensor)]
+                if (not mutated or _same(out, mutated)) and all(
+                        self.info(o) is not None for o in outs):
+                    self._commit()
+                    return out
+                raise MappingError("the decomposition's results are not all tracked")
             except Exception as e:  # a decomposition that does not apply to these arguments
-                if os.environ.get("WALLSIM_CAPTURE_DEBUG"):
-                    print("wallsim capture: decomposition of %s: %r" % (name, e), file=sys.stderr)
-            self._rollback(mark, ids_before)
-            for k, (i, v, lz) in snapshot.items():
-                if k in self.tensors:
-                    self.tensors[k].id, self.tensors[k].version, self.tensors[k].lazy = i, v, lz
+                self._abort(mark)
+                self._debug("decomposition of " + name, e)
         in_ids = [self.id_of(a) for a in mutated]
         out = func(*args, **kwargs)
         self._host_after(name, args, kwargs, out, mutated, in_ids)
         return out
+
+    def _debug(self, what, e):
+        if os.environ.get("WALLSIM_CAPTURE_DEBUG"):
+            print("wallsim capture: %s: %r" % (what, e), file=sys.stderr)
 
     def _host_after(self, name, args, kwargs, out, mutated, in_ids):
         # The op ran; its mutated inputs' pre-op values are in_ids (inputs of the host op).
@@ -380,10 +420,6 @@ class Capture(TorchDispatchMode):
             if info is not None:
                 info.version = (info.root if info.root is not None else m)._version
         self.host_op(name, args, kwargs, out, mutated)
-
-    def _rollback(self, mark, ids_before):
-        del self.events[mark:]
-        self.dead.update(range(ids_before, self._next))
 
     def _fresh_input(self, t, why):
         i = self._new_id()
@@ -402,16 +438,34 @@ class Capture(TorchDispatchMode):
         for o, r in zip(outs, res):
             if not isinstance(o, torch.Tensor):
                 continue
+            if r is None:  # an output the mapping does not make: PyTorch's value, if used
+                r = aten_map.Lazy(self._late_host(o))
             if isinstance(r, aten_map.Lazy):
                 self.bind(o, -1, lazy=r)
-            elif r is not None:
+            else:
                 self._check(o, r)
                 self.bind(o, r)
+
+    def _late_host(self, o):
+        ref = weakref.ref(o)
+        name = self.aten_stack[0] if self.aten_stack else "?"
+
+        def make():
+            t = ref()
+            i = self._new_id()
+            shape, dt = list(t.shape) or [1], graph_dtype(t.dtype)
+            self.g.declare(i, shape, dt)
+            self.events.append({"ev": "host_op", "aten": name, "module": self._provenance()[1],
+                                "inputs": [], "outputs": [{"id": i, "dtype": dt, "shape": shape}],
+                                "flops": t.numel(), "bytes": t.numel() * t.element_size()})
+            self.save("o%d" % i, t, dt)
+            return i
+        return make
 
     def _check(self, o, r):
         want = list(o.shape) or [1]
         if self.g.shape[r] != want:
-            raise RuntimeError("wallsim capture: internal: %s gave shape %s, PyTorch %s" % (
+            raise MappingError("%s gave shape %s, PyTorch %s" % (
                 self.aten_stack[0] if self.aten_stack else "?", self.g.shape[r], want))
 
     def _write(self, t, new_id, old_id):
@@ -473,18 +527,22 @@ class Capture(TorchDispatchMode):
         recipe = (pinfo.recipe or []) if pinfo.root is not None else []
         outs = _flat_out(out)
         shapes = [list(o.shape) or [1] for o in outs]
+        mark = self._begin()
         try:
             res = aten_map.view_outputs(self, func, parent_id, args, kwargs, shapes)
-        except MappingError as e:
-            if os.environ.get("WALLSIM_CAPTURE_DEBUG"):
-                print("wallsim capture: %s: %s" % (func, e), file=sys.stderr)
+            for k, o in enumerate(outs):
+                if o is not base and o is not root:
+                    self._check(o, res[k])
+            self._commit()
+        except Exception as e:
+            self._abort(mark)
+            self._debug(str(func), e)
             self.host_op(str(func), args, kwargs, out)
             return out
         tail = tuple(None if isinstance(a, torch.Tensor) else a for a in args[1:])
         for k, o in enumerate(outs):
             if o is base or o is root:
                 continue  # an alias op that returned its own input (lift_fresh)
-            self._check(o, res[k])
             info = self.bind(o, res[k])
             info.root = root
             info.version = root._version
