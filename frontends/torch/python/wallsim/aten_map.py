@@ -697,54 +697,56 @@ def conv_h(c, args, kwargs, out):
     return y
 
 
-@handles("max_pool2d_with_indices")
-def max_pool_h(c, args, kwargs, out):
-    x = args[0]
+def pool_args(args):
+    """kernel, stride, padding and the 5th argument (dilation or ceil_mode) of a 2-D pool."""
     kernel = pair(args[1])
     stride = pair(args[2]) if len(args) > 2 and args[2] else kernel
     padding = pair(args[3]) if len(args) > 3 else [0, 0]
-    dilation = pair(args[4]) if len(args) > 4 else [1, 1]
-    N, C, H, W = shp(x)
-    _, _, OH, OW = shp(out[0])
+    return kernel, stride, padding, (args[4] if len(args) > 4 else None)
+
+
+def window_reduce(c, x, op, kernel, stride, out_shape, dilation=(1, 1)):
+    """`op` (reduce_max, reduce_mean) over each window of x: im2col and a last-axis reduction."""
+    N, C, OH, OW = out_shape
+    cols = c.g.op("im2col", [x], {"kernel": list(kernel), "strides": list(stride),
+                                  "dilations": list(dilation)})
+    cols = reshape(c, cols, [N, C, OH, OW, kernel[0] * kernel[1]])
+    return reshape(c, c.g.op(op, [cols]), [N, C, OH, OW])
+
+
+@handles("max_pool2d_with_indices")
+def max_pool_h(c, args, kwargs, out):
+    x = args[0]
+    kernel, stride, padding, dilation = pool_args(args)
+    dilation = pair(dilation) if dilation else [1, 1]
+    H, W = shp(x)[2:]
+    OH, OW = shp(out[0])[2:]
     # ceil mode: extra end padding so every window PyTorch counts is inside the padded input
     end = [max(padding[a], (o - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - padding[a] -
                (H, W)[a]) for a, o in enumerate((OH, OW))]
     xi = pad(c, c.id_of(x), [0, 0] + padding, [0, 0] + end, -F32_MAX)
-    cols = c.g.op("im2col", [xi], {"kernel": kernel, "strides": stride, "dilations": dilation})
-    cols = reshape(c, cols, [N, C, OH, OW, kernel[0] * kernel[1]])
-    y = reshape(c, c.g.op("reduce_max", [cols]), [N, C, OH, OW])
-    return [y, None]
+    return [window_reduce(c, xi, "reduce_max", kernel, stride, shp(out[0]), dilation), None]
 
 
 @handles("avg_pool2d")
 def avg_pool_h(c, args, kwargs, out):
-    x = args[0]
-    kernel = pair(args[1])
-    stride = pair(args[2]) if len(args) > 2 and args[2] else kernel
-    padding = pair(args[3]) if len(args) > 3 else [0, 0]
-    ceil = args[4] if len(args) > 4 else False
+    kernel, stride, padding, ceil = pool_args(args)
     if ceil or any(padding):
         raise MappingError("padded or ceil-mode average pooling")
-    N, C, _, _ = shp(x)
-    _, _, OH, OW = shp(out)
-    cols = c.g.op("im2col", [c.id_of(x)], {"kernel": kernel, "strides": stride})
-    cols = reshape(c, cols, [N, C, OH, OW, kernel[0] * kernel[1]])
-    return reshape(c, c.g.op("reduce_mean", [cols]), [N, C, OH, OW])
+    return window_reduce(c, c.id_of(args[0]), "reduce_mean", kernel, stride, shp(out))
 
 
 @handles("_adaptive_avg_pool2d", "adaptive_avg_pool2d")
 def adaptive_avg_h(c, args, kwargs, out):
     x = args[0]
-    N, C, H, W = shp(x)
+    H, W = shp(x)[2:]
     OH, OW = shp(out)[-2:]
     if H % OH or W % OW:
         raise MappingError("adaptive pooling with uneven windows")
     if OH == 1 and OW == 1:
         return reduce(c, "reduce_mean", c.id_of(x), [2, 3], True)
     kernel = [H // OH, W // OW]
-    cols = c.g.op("im2col", [c.id_of(x)], {"kernel": kernel, "strides": kernel})
-    cols = reshape(c, cols, [N, C, OH, OW, kernel[0] * kernel[1]])
-    return reshape(c, c.g.op("reduce_mean", [cols]), [N, C, OH, OW])
+    return window_reduce(c, c.id_of(x), "reduce_mean", kernel, kernel, shp(out))
 
 
 # ---- indexing, joining ------------------------------------------------------------------------
