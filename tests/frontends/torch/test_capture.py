@@ -225,6 +225,23 @@ class Mapping(Base):
         self.assertFalse(kinds(doc, "host_op"))
         self.assertIn("attention", {ev["op"] for ev in kinds(doc, "op")})
 
+    def test_encoder_layer_fast_path_batch_norm_training_and_row_index(self):
+        enc = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, norm_first=True).eval()
+        net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+        x, src, t = torch.randn(2, 3, 6, 6), torch.randn(2, 4, 16), torch.randn(5, 3)
+
+        def run():
+            with torch.no_grad():
+                enc(src).numpy()
+                net(x).sum().item()  # training mode: batch statistics, running stats updated
+                net[1].running_mean.tolist()
+                t[torch.tensor([4, 0, 4])].tolist()
+        doc = self.capture_and_check("fast", run)
+        a = atens(doc)
+        self.assertTrue({"aten._transformer_encoder_layer_fwd.default",
+                         "aten.native_batch_norm.default", "aten.index.Tensor"} <= a, a)
+        self.assertFalse(kinds(doc, "host_op"))
+
     def test_training_steps_sgd_and_adam(self):
         for opt_cls in (torch.optim.SGD, torch.optim.Adam):
             net = nn.Sequential(nn.Linear(6, 12), nn.GELU(), nn.LayerNorm(12), nn.Linear(12, 3))

@@ -40,6 +40,11 @@ class Lazy:
         return self.fn()
 
 
+# Forms a handler declines before the op runs (so the decomposition table gets the op whole):
+# batch norm in training mode also updates the running statistics.
+DECLINE = {"native_batch_norm": lambda args, kwargs: bool(args[5])}
+
+
 def handles(*names):
     def reg(f):
         for n in names:
@@ -546,6 +551,29 @@ HANDLERS["mean"] = reduction("reduce_mean")
 HANDLERS["amax"] = reduction("reduce_max")
 
 
+@handles("var")
+def var_h(c, args, kwargs, out):
+    name = c.aten_stack[-1]
+    x = cast(c, c.id_of(args[0]), out_dt(out))
+    dims = args[1] if len(args) > 1 else kwargs.get("dim")
+    dims = [dims] if isinstance(dims, int) else list(dims or [])
+    if "correction" in name:
+        corr = kwargs.get("correction", args[2] if len(args) > 2 else None)
+        corr = 1 if corr is None else corr
+        keep = kwargs.get("keepdim", args[3] if len(args) > 3 else False)
+    else:
+        unbiased = kwargs.get("unbiased", args[2] if len(args) > 2 else True)
+        corr = 1 if unbiased else 0
+        keep = kwargs.get("keepdim", args[3] if len(args) > 3 else False)
+    s = S(c, x)
+    n = math.prod(s[norm_axis(d, len(s))] for d in dims) if dims else math.prod(s)
+    if n - corr <= 0:
+        raise MappingError("variance of too few elements")
+    d = c.g.op("sub", [x, reduce(c, "reduce_mean", x, dims, True)])
+    return affine(c, reduce(c, "reduce_sum", c.g.op("mul", [d, d]), dims, keep),
+                  1.0 / (n - corr))
+
+
 @handles("amin")
 def amin_h(c, args, kwargs, out):
     dims = args[1] if len(args) > 1 else []
@@ -851,6 +879,22 @@ def stack_h(c, args, kwargs, out):
     return concat(c, xs, dim)
 
 
+def linear(c, x, w, b):
+    """x [.., K] @ w[N, K]^T + b[N] on 2-D rows."""
+    y = c.g.op("matmul", [x, transpose(c, c.id_of(w), [1, 0])])
+    return c.g.op("bias_add", [y, c.id_of(b)]) if b is not None else y
+
+
+def self_attention(c, x, B, L, E, H, qkv_w, qkv_b, proj_w, proj_b):
+    """Multi-head self-attention of rows x [B*L, E] (B sequences of L) -> [B*L, E]."""
+    qkv = linear(c, x, qkv_w, qkv_b)
+    parts = [slice_(c, qkv, 1, j * E, (j + 1) * E) for j in range(3)]
+    attrs = {"heads": H, "scale": 1.0 / math.sqrt(E // H)}
+    if B > 1:
+        attrs["seq"] = L
+    return linear(c, c.g.op("attention", parts, attrs), proj_w, proj_b)
+
+
 @handles("_native_multi_head_attention")
 def mha_h(c, args, kwargs, out):
     q, k, v, E, H, qkv_w, qkv_b, proj_w, proj_b = args[:9]
@@ -860,16 +904,50 @@ def mha_h(c, args, kwargs, out):
         raise MappingError("multi-head attention with a mask, weights or distinct q/k/v")
     B, L, _ = shp(q)
     x = reshape(c, c.id_of(q), [B * L, E])
-    qkv = c.g.op("bias_add", [c.g.op("matmul", [x, transpose(c, c.id_of(qkv_w), [1, 0])]),
-                              c.id_of(qkv_b)])
-    parts = [slice_(c, qkv, 1, j * E, (j + 1) * E) for j in range(3)]
-    attrs = {"heads": H, "scale": 1.0 / math.sqrt(E // H)}
-    if B > 1:
-        attrs["seq"] = L
-    o = c.g.op("attention", parts, attrs)
-    y = c.g.op("bias_add", [c.g.op("matmul", [o, transpose(c, c.id_of(proj_w), [1, 0])]),
-                            c.id_of(proj_b)])
+    y = self_attention(c, x, B, L, E, H, qkv_w, qkv_b, proj_w, proj_b)
     return [reshape(c, y, [B, L, E]), None]
+
+
+@handles("_transformer_encoder_layer_fwd")
+def encoder_layer_h(c, args, kwargs, out):
+    """nn.TransformerEncoderLayer's eval fast path: attention and a 2-layer MLP, pre or post norm."""
+    (src, E, H, qkv_w, qkv_b, proj_w, proj_b, use_gelu, norm_first, eps, ln1_w, ln1_b, ln2_w,
+     ln2_b, w1, b1, w2, b2) = args[:18]
+    mask = args[18] if len(args) > 18 else kwargs.get("mask")
+    if mask is not None or src.dim() != 3:
+        raise MappingError("encoder layer with a mask")
+    B, L, _ = shp(src)
+    x = reshape(c, c.id_of(src), [B * L, E])
+
+    def ln(t, w, b):
+        return c.g.op("layernorm", [t, c.id_of(w), c.id_of(b)], {"eps": float(eps)})
+
+    def attn(t):
+        return self_attention(c, t, B, L, E, H, qkv_w, qkv_b, proj_w, proj_b)
+
+    def ffn(t):
+        h = linear(c, t, w1, b1)
+        return linear(c, c.g.op("gelu" if use_gelu else "relu", [h]), w2, b2)
+
+    if norm_first:
+        x = c.g.op("add", [x, attn(ln(x, ln1_w, ln1_b))])
+        x = c.g.op("add", [x, ffn(ln(x, ln2_w, ln2_b))])
+    else:
+        x = ln(c.g.op("add", [x, attn(x)]), ln1_w, ln1_b)
+        x = ln(c.g.op("add", [x, ffn(x)]), ln2_w, ln2_b)
+    return reshape(c, x, [B, L, E])
+
+
+@handles("index")
+def index_h(c, args, kwargs, out):
+    """x[idx] with one index tensor on dim 0: the rows it names, an embedding gather."""
+    x, indices = args[0], args[1]
+    if len(indices) != 1 or indices[0] is None or indices[0].dtype == torch.bool:
+        raise MappingError("index other than one integer tensor on dim 0")
+    s = shp(x)
+    table = reshape(c, c.id_of(x), [s[0], math.prod(s[1:])])
+    ids = cast(c, c.id_of(indices[0]), "int32")
+    return reshape(c, c.g.op("embedding", [table, ids]), shp(out))
 
 
 # ---- views ------------------------------------------------------------------------------------

@@ -368,6 +368,9 @@ class Capture(TorchDispatchMode):
         handler = aten_map.HANDLERS.get(packet.rstrip("_") if inplace else packet)
         if inplace and packet in aten_map.HANDLERS:
             handler = aten_map.HANDLERS[packet]
+        decline = aten_map.DECLINE.get(packet)
+        if handler is not None and decline is not None and decline(args, kwargs):
+            handler = None
         if handler is not None and (not mutated or inplace):
             in_ids = self.id_of(args[0]) if inplace else None
             out = func(*args, **kwargs)  # PyTorch's own errors reach the script unchanged
