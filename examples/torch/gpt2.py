@@ -4,13 +4,15 @@ or teacher-forced logits over a whole sequence (for the functional check).
     wallsim capture examples/torch/gpt2.py --out gen.json -- --mode generate --tokens 32
     wallsim capture examples/torch/gpt2.py --out logits.json --values -- --mode logits --prompt 64
 
-The generation loop re-runs the whole sequence for each new token (no KV cache), so the sequence
-axis, named "seq" with wallsim.mark_dynamic, grows by one every step: with exact shapes a lazy
-runtime compiles every step anew; bounded (`--bound seq<=MAX` at replay) it compiles once.
+The generation loop re-runs the whole sequence for each new token (no KV cache; as nanoGPT, the
+output head runs on the last position only) from a host tensor of the tokens so far, whose
+sequence axis, named "seq" with wallsim.mark_dynamic, grows by one every step: with exact shapes
+a lazy runtime compiles every step anew; bounded (`--bound seq<=MAX` at replay) it compiles once.
 """
 
 import argparse
 import math
+import random
 
 import torch
 import torch.nn as nn
@@ -73,28 +75,31 @@ class GPT2(nn.Module):
                                for _ in range(args.layers))
         self.ln_f = nn.LayerNorm(args.width)
 
-    def forward(self, ids):
+    def forward(self, ids, last_only=False):
         T = ids.shape[1]
         pos = torch.arange(T)
         x = self.wte(ids) + self.wpe(pos)
         for block in self.h:
             x = block(x)
+        if last_only:
+            x = x[:, -1:, :]
         return self.ln_f(x) @ self.wte.weight.t()  # tied output embedding
 
 
 torch.manual_seed(0)
 model = GPT2().eval()
-ids = torch.randint(0, args.vocab, (1, args.prompt))
+tokens = [random.Random(0).randrange(args.vocab) for _ in range(args.prompt)]
 with torch.no_grad():
     if args.mode == "logits":
-        logits = model(wallsim.mark_dynamic(ids, 1, "seq")).numpy()  # one read: every logit
+        ids = wallsim.mark_dynamic(torch.tensor([tokens]), 1, "seq")
+        logits = model(ids).numpy()  # one read: every logit
         print("logits", logits.shape, float(logits[0, -1].max()))
     else:
         out = []
         for _ in range(args.tokens):
-            logits = model(wallsim.mark_dynamic(ids, 1, "seq"))
-            tok = logits[0, -1].argmax().item()
+            ids = wallsim.mark_dynamic(torch.tensor([tokens]), 1, "seq")  # uploaded each step
+            tok = model(ids, last_only=True)[0, -1].argmax().item()  # a read: a flush
             out.append(tok)
-            ids = torch.cat([ids, torch.tensor([[tok]])], dim=1)
+            tokens.append(tok)
             wallsim.step()
         print("tokens", out)

@@ -320,8 +320,8 @@ class NamedDims(Base):
         self.check_well_formed(doc)
         self.assertEqual(list(doc["dims"]), ["seq"])
         ins = [ev for ev in kinds(doc, "input") if ev.get("dim_names")]
-        self.assertEqual([ev["shape"] for ev in ins], [[1, 4]])  # the prompt; then cat grows it
-        self.assertEqual(ins[0]["dim_names"], [None, "seq"])
+        self.assertEqual([ev["shape"] for ev in ins], [[1, 4], [1, 5], [1, 6]])  # one per step
+        self.assertTrue(all(ev["dim_names"] == [None, "seq"] for ev in ins))
         self.assertEqual(len(kinds(doc, "read")), 3)
         self.assertEqual(len(kinds(doc, "step")), 2)
         # per step the embedding's rows follow the sequence: 4, 5, 6
@@ -332,7 +332,7 @@ class NamedDims(Base):
                             if ev["op"] == "embedding" and ev["shape"][0] == 1))
         rel = [ev["attrs"] for ev in kinds(doc, "op") if ev["op"] == "slice" and
                isinstance(ev["attrs"]["limit"], dict)]
-        # logits[0, -1]: start seq-1; the mask cut bias[:T, :T]: limit seq
+        # x[:, -1:]: start seq-1; the mask cut bias[:T, :T]: limit seq
         self.assertIn({"dim": "seq", "offset": -1}, [a["start"] for a in rel])
         self.assertTrue(any(a["start"] == 0 and a["limit"] == {"dim": "seq", "offset": 0}
                             for a in rel))

@@ -107,7 +107,8 @@ def cast(c, x, dtype):
 
 def const(c, shape, value, dtype="fp32"):
     shape = list(shape) or [1]
-    i = c.g.op("iota", [], {"axis": 0}, shape=shape, dtype="fp32")
+    # the lowering makes iota along the last axis (or the row axis of 2-D) only
+    i = c.g.op("iota", [], {"axis": len(shape) - 1}, shape=shape, dtype="fp32")
     i = c.g.op("affine", [i], {"value": 0.0, "offset": finite(value)})
     return cast(c, i, dtype)
 
@@ -122,10 +123,12 @@ def affine(c, x, value=1.0, offset=0.0):
     return c.g.op("affine", [x], {"value": finite(value), "offset": finite(offset)})
 
 
-def tensor_or_const(c, x, dtype):
+def tensor_or_const(c, x, dtype, shape):
+    """Tensor x in `dtype`, or the Python number x as a constant of the full `shape` (the compiler
+    does not broadcast a value made on the chip across partitions)."""
     if isinstance(x, torch.Tensor):
         return cast(c, c.id_of(x), dtype)
-    return const(c, [1], x, dtype)
+    return const(c, shape, x, dtype)
 
 
 def slice_(c, x, axis, start, limit):
@@ -219,8 +222,9 @@ def binary(c, op, a, b, out_dtype, alpha=1):
         if op == "sub":
             return affine(c, y, -1.0, v)
         return affine(c, y, v)
-    x = tensor_or_const(c, a, out_dtype)
-    y = tensor_or_const(c, b, out_dtype)
+    full = list(torch.broadcast_shapes(*[t.shape for t in (a, b) if isinstance(t, torch.Tensor)]))
+    x = tensor_or_const(c, a, out_dtype, full or [1])
+    y = tensor_or_const(c, b, out_dtype, full or [1])
     if alpha != 1:
         y = affine(c, y, float(alpha))
     return c.g.op(op, [x, y])
@@ -291,10 +295,10 @@ def gelu_h(c, args, kwargs, out):
 
 def phi(c, y):
     """The normal CDF Phi(y) = gelu(y) / y (0.5 at y = 0), from the erf-form gelu."""
-    zero = c.g.op("compare", [y, const(c, [1], 0.0, c.g.dtype[y])], {"cmp": "eq"})
-    safe = c.g.op("select", [zero, const(c, [1], 1.0, c.g.dtype[y]), y])
+    zero = c.g.op("compare", [y, const(c, S(c, y), 0.0, c.g.dtype[y])], {"cmp": "eq"})
+    safe = c.g.op("select", [zero, const(c, S(c, y), 1.0, c.g.dtype[y]), y])
     ratio = c.g.op("div", [c.g.op("gelu", [y]), safe])
-    return c.g.op("select", [zero, const(c, [1], 0.5, c.g.dtype[y]), ratio])
+    return c.g.op("select", [zero, const(c, S(c, y), 0.5, c.g.dtype[y]), ratio])
 
 
 @handles("erf")
@@ -362,7 +366,7 @@ def compare_h(cmp):
     def h(c, args, kwargs, out):
         dt = gdt(torch.result_type(args[0], args[1]))
         x = cast(c, c.id_of(args[0]), dt)
-        y = tensor_or_const(c, args[1], dt)
+        y = tensor_or_const(c, args[1], dt, S(c, x))
         return c.g.op("compare", [x, y], {"cmp": cmp})
     return h
 
@@ -375,8 +379,8 @@ for _n in CMP:
 def where_h(c, args, kwargs, out):
     dt = out_dt(out)
     p = c.id_of(args[0])
-    a = tensor_or_const(c, args[1], dt)
-    b = tensor_or_const(c, args[2], dt)
+    a = tensor_or_const(c, args[1], dt, shp(out))
+    b = tensor_or_const(c, args[2], dt, shp(out))
     return c.g.op("select", [p, a, b])
 
 
@@ -384,13 +388,13 @@ def where_h(c, args, kwargs, out):
 def masked_fill_h(c, args, kwargs, out):
     dt = out_dt(out)
     x = cast(c, c.id_of(args[0]), dt)
-    return c.g.op("select", [c.id_of(args[1]), tensor_or_const(c, args[2], dt), x])
+    return c.g.op("select", [c.id_of(args[1]), tensor_or_const(c, args[2], dt, S(c, x)), x])
 
 
 @handles("logical_not")
 def logical_not_h(c, args, kwargs, out):
     x = c.id_of(args[0])
-    return c.g.op("compare", [x, const(c, [1], 0.0, c.g.dtype[x])], {"cmp": "eq"})
+    return c.g.op("compare", [x, const(c, S(c, x), 0.0, c.g.dtype[x])], {"cmp": "eq"})
 
 
 @handles("addcmul", "addcdiv")
@@ -424,7 +428,7 @@ def clone_h(c, args, kwargs, out):
 @handles("copy_")
 def copy_h(c, args, kwargs, out):
     src = args[1]
-    return bcast(c, cast(c, tensor_or_const(c, src, gdt(args[0])), gdt(args[0])), shp(args[0]))
+    return bcast(c, tensor_or_const(c, src, gdt(args[0]), shp(args[0])), shp(args[0]))
 
 
 def const_of(out, value):
@@ -477,8 +481,9 @@ def arange_h(c, args, kwargs, out):
     if n == 0:
         raise MappingError("empty arange")
     i = c.g.op("iota", [], {"axis": 0}, shape=[n], dtype="fp32")
-    i = affine(c, i, float(step), float(start))
-    return cast(c, i, gdt(out))
+    i = cast(c, affine(c, i, float(step), float(start)), gdt(out))
+    c.g.arange[i] = (start, step, n)
+    return i
 
 
 @handles("tril", "triu")
@@ -491,7 +496,7 @@ def tri_h(c, args, kwargs, out):
     col = c.g.op("iota", [], {"axis": 1}, shape=[h, w], dtype="fp32")
     # tril keeps col - row <= k, triu keeps col - row >= k
     diff = affine(c, c.g.op("sub", [col, row]), 1.0, -float(k))
-    keep = c.g.op("compare", [diff, const(c, [1], 0.0)],
+    keep = c.g.op("compare", [diff, const(c, [h, w], 0.0)],
                   {"cmp": "le" if "tril" in c.aten_stack[-1] else "ge"})
     keep = cast(c, keep, c.g.dtype[x])
     return c.g.op("mul", [x, keep])
@@ -517,7 +522,7 @@ def addmm_h(c, args, kwargs, out):
     if beta == 0:
         return y
     b = affine(c, c.id_of(args[0]), float(beta))
-    if S(c, b) == [S(c, y)[-1]]:
+    if S(c, b) == [S(c, y)[-1]] and b in c.g.hbm:
         return c.g.op("bias_add", [y, b])
     return c.g.op("add", [y, b])
 
@@ -589,7 +594,7 @@ def argmax_of(c, x, axis, keep):
     m = reduce(c, "reduce_max", x, [axis], True)
     hit = c.g.op("compare", [x, m], {"cmp": "eq"})
     idx = c.g.op("iota", [], {"axis": axis}, shape=s, dtype="fp32")
-    cand = c.g.op("select", [hit, idx, const(c, [1], float(s[axis]))])
+    cand = c.g.op("select", [hit, idx, const(c, s, float(s[axis]))])
     first = affine(c, reduce(c, "reduce_max", affine(c, cand, -1.0), [axis], keep), -1.0)
     return m, first
 
@@ -668,9 +673,22 @@ def layer_norm_h(c, args, kwargs, out):
     inner = math.prod(normalized)
     outer = math.prod(s) // inner
     x2 = reshape(c, xi, [outer, inner])
-    g = reshape(c, c.id_of(w), [inner]) if w is not None else const(c, [inner], 1.0)
-    bb = reshape(c, c.id_of(b), [inner]) if b is not None else const(c, [inner], 0.0)
-    y = reshape(c, c.g.op("layernorm", [x2, g, bb], {"eps": float(eps)}), s)
+    wi = c.id_of(w) if w is not None else None
+    bi = c.id_of(b) if b is not None else None
+    if wi in c.g.hbm and bi in c.g.hbm:
+        g, bb = reshape(c, wi, [inner]), reshape(c, bi, [inner])
+        y = reshape(c, c.g.op("layernorm", [x2, g, bb], {"eps": float(eps)}), s)
+    else:
+        # gamma or beta made on the chip (or absent): the lowering's layernorm reads them from
+        # HBM only, so the norm is written out
+        d = c.g.op("sub", [x2, c.g.op("reduce_mean", [x2])])
+        var = c.g.op("reduce_mean", [c.g.op("mul", [d, d])])
+        y = c.g.op("mul", [d, c.g.op("rsqrt", [affine(c, var, 1.0, float(eps))])])
+        if wi is not None:
+            y = c.g.op("mul", [y, reshape(c, wi, [inner])])
+        if bi is not None:
+            y = c.g.op("add", [y, reshape(c, bi, [inner])])
+        y = reshape(c, y, s)
     stat_shape = s[:len(s) - len(normalized)] + [1] * len(normalized)
 
     def mean():
@@ -782,7 +800,14 @@ def adaptive_avg_h(c, args, kwargs, out):
 @handles("embedding")
 def embedding_h(c, args, kwargs, out):
     w, ids = args[0], args[1]
-    return c.g.op("embedding", [c.id_of(w), cast(c, c.id_of(ids), "int32")])
+    i = c.id_of(ids)
+    start, step, n = c.g.arange.get(i, (0, 0, 0))
+    if step == 1 and isinstance(start, int) and start >= 0 and start + n <= shp(w)[0]:
+        # a position embedding of torch.arange(T): rows [start, start + T) of the table, a slice
+        # (the compiler takes embedding ids only from the host)
+        rows = slice_pos(c, c.id_of(w), 0, start, start + n)
+        return reshape(c, rows, shp(out))
+    return c.g.op("embedding", [c.id_of(w), cast(c, i, "int32")])
 
 
 def one_hot(c, ids, classes):
@@ -803,7 +828,7 @@ def embedding_backward_h(c, args, kwargs, out):
     oh = reshape(c, one_hot(c, reshape(c, i, [n]), num_weights), [n, num_weights])
     if padding_idx is not None and padding_idx >= 0:
         keep = c.g.op("compare", [reshape(c, cast(c, i, "fp32"), [n, 1]),
-                                  const(c, [1], float(padding_idx))], {"cmp": "ne"})
+                                  const(c, [n, 1], float(padding_idx))], {"cmp": "ne"})
         oh = c.g.op("mul", [oh, cast(c, keep, "fp32")])
     return c.g.op("matmul", [transpose(c, oh, [1, 0]), reshape(c, cast(c, g, "fp32"), [n, D])])
 
@@ -857,7 +882,8 @@ def log_softmax_backward_h(c, args, kwargs, out):
 @handles("threshold_backward")
 def threshold_backward_h(c, args, kwargs, out):
     g, x, th = c.id_of(args[0]), c.id_of(args[1]), args[2]
-    keep = cast(c, c.g.op("compare", [x, const(c, [1], float(th), c.g.dtype[x])], {"cmp": "gt"}),
+    keep = cast(c, c.g.op("compare", [x, const(c, S(c, x), float(th), c.g.dtype[x])],
+                          {"cmp": "gt"}),
                 c.g.dtype[g])
     return c.g.op("mul", [g, keep])
 
@@ -882,7 +908,10 @@ def stack_h(c, args, kwargs, out):
 def linear(c, x, w, b):
     """x [.., K] @ w[N, K]^T + b[N] on 2-D rows."""
     y = c.g.op("matmul", [x, transpose(c, c.id_of(w), [1, 0])])
-    return c.g.op("bias_add", [y, c.id_of(b)]) if b is not None else y
+    if b is None:
+        return y
+    bi = c.id_of(b)
+    return c.g.op("bias_add", [y, bi]) if bi in c.g.hbm else c.g.op("add", [y, bi])
 
 
 def self_attention(c, x, B, L, E, H, qkv_w, qkv_b, proj_w, proj_b):

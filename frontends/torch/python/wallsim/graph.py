@@ -72,6 +72,8 @@ class Graph:
         self.names = {}
         self.dim_extent = {}  # name -> latest extent
         self.scratch = None  # list collecting ids made inside one ATen op, or None
+        self.arange = {}  # id -> (start, step, n) of a torch.arange result
+        self.hbm = set()  # ids of weights and inputs (uploaded, so in HBM, never made on chip)
 
     def declare(self, i, shape, dtype, names=None):
         self.shape[i] = list(shape)
@@ -91,6 +93,8 @@ class Graph:
         for x in inputs:
             if x not in self.shape:
                 raise MappingError("operand %r is not defined" % (x,))
+        if op in BINARY or op == "select" or (op == "compare" and len(inputs) == 2):
+            inputs = self.broadcast_all(inputs)
         ishp = [self.shape[x] for x in inputs]
         idt = [self.dtype[x] for x in inputs]
         out_shape, out_dtype, names = self._infer(op, inputs, ishp, idt, attrs, shape, dtype)
@@ -107,6 +111,24 @@ class Graph:
         if self.scratch is not None:
             self.scratch.append(i)
         return i
+
+    def broadcast_all(self, inputs):
+        """Operands broadcast explicitly to the result's shape (a reshape when only leading 1s
+        differ, else a stride-0 `broadcast` view): the lowering broadcasts a row vector across
+        partitions only from HBM, and an operand may have been made on the chip."""
+        full = self.shape[inputs[0]]
+        for x in inputs[1:]:
+            full = bcast_shape(full, self.shape[x])
+        out = []
+        for x in inputs:
+            s = self.shape[x]
+            if s == full:
+                out.append(x)
+            elif [1] * (len(full) - len(s)) + s == full:
+                out.append(self.op("reshape", [x], {"shape": list(full)}))
+            else:
+                out.append(self.op("broadcast", [x], {"shape": list(full)}))
+        return out
 
     # ---- shape inference (validate.cpp's rules) ----
     def _infer(self, op, inputs, s, dt, a, shape, dtype):

@@ -235,6 +235,7 @@ class Capture(TorchDispatchMode):
             kind = "i"
         names = getattr(t, "_wallsim_dims", None)
         self.g.declare(i, shape, dt, names)
+        self.g.hbm.add(i)
         if i in self.g.names:
             ev["dim_names"] = self.g.names[i]
         self.events.append(ev)
@@ -689,9 +690,12 @@ def write_program(path, doc, vdir, value_files):
     """Writes the program file (and its values) atomically: nothing half-written on failure."""
     out_dir = os.path.dirname(os.path.abspath(path))
     os.makedirs(out_dir, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
     if vdir:
         final = os.path.join(out_dir, vdir)
         tmp = tempfile.mkdtemp(dir=out_dir, prefix=".values-")
+        os.chmod(tmp, 0o777 & ~umask)
         for fname, a in sorted(value_files.items()):
             np.save(os.path.join(tmp, fname + ".npy"), a)
         if os.path.isdir(final):
@@ -699,6 +703,7 @@ def write_program(path, doc, vdir, value_files):
             shutil.rmtree(final)
         os.rename(tmp, final)
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".program-", suffix=".json")
+    os.chmod(tmp, 0o666 & ~umask)
     with os.fdopen(fd, "w") as f:
         f.write("{\n")
         keys = [k for k in doc if k != "events"]
