@@ -5,7 +5,6 @@ exit code 77 (skipped) only when torch is not importable.
 """
 
 import json
-import math
 import os
 import re
 import subprocess

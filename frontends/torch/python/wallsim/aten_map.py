@@ -199,8 +199,6 @@ def pad(c, x, begin, end, value):
 def binary(c, op, a, b, out_dtype, alpha=1):
     """a <op> alpha*b with PyTorch's broadcasting and promotion; scalars become immediates."""
     a_t, b_t = isinstance(a, torch.Tensor), isinstance(b, torch.Tensor)
-    if a_t and a.dim() == 0 and not b_t is False and False:
-        pass
     if not b_t and a_t and op in ("add", "sub", "mul", "div"):
         x = cast(c, c.id_of(a), out_dtype)
         v = float(b) * (alpha if op in ("add", "sub") else 1)
@@ -429,12 +427,6 @@ def clone_h(c, args, kwargs, out):
 def copy_h(c, args, kwargs, out):
     src = args[1]
     return bcast(c, tensor_or_const(c, src, gdt(args[0]), shp(args[0])), shp(args[0]))
-
-
-def const_of(out, value):
-    def make(c):
-        return const(c, shp(out), value, gdt(out))
-    return make
 
 
 def lazy_const(c, out, value):

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 
-def _erf_free_gelu(x):
+def _gelu(x):
     from math import sqrt
     v = np.vectorize(lambda t: 0.5 * t * (1.0 + math.erf(t / sqrt(2.0))), otypes=[np.float64])
     return v(x)
@@ -47,7 +47,7 @@ def run_op(ev, ins, extents):
     un = {"relu": lambda t: np.maximum(t, 0), "exp": np.exp, "tanh": np.tanh,
           "sigmoid": lambda t: 1 / (1 + np.exp(-t)), "rsqrt": lambda t: 1 / np.sqrt(t),
           "sqrt": np.sqrt, "log": np.log, "abs": np.abs, "reciprocal": lambda t: 1 / t,
-          "gelu": _erf_free_gelu, "silu": lambda t: t / (1 + np.exp(-t))}
+          "gelu": _gelu, "silu": lambda t: t / (1 + np.exp(-t))}
     if op in un:
         with np.errstate(all="ignore"):
             return un[op](x)

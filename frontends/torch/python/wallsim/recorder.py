@@ -9,7 +9,6 @@ counter tells) is seen by every other alias at its next use.
 
 import contextlib
 import json
-import math
 import os
 import sys
 import tempfile
@@ -34,7 +33,6 @@ PASSTHROUGH = {"aten.is_same_size.default", "aten.size.default", "aten.stride.de
 # Factory ops whose values come from the host's random generator: uploaded as input events.
 RANDOM = {"randn", "rand", "randint", "randperm", "normal_", "uniform_", "bernoulli_",
           "bernoulli", "random_", "normal", "exponential_", "multinomial"}
-NO_DECOMPOSE = set()
 
 
 def graph_dtype(dt):
@@ -42,15 +40,14 @@ def graph_dtype(dt):
 
 
 class _Info:
-    __slots__ = ("id", "version", "root", "recipe", "lazy", "ref")
+    __slots__ = ("id", "version", "root", "recipe", "lazy")
 
     def __init__(self, i, version):
         self.id = i
         self.version = version
         self.root = None  # strong reference to the root base tensor (as PyTorch's _base)
         self.recipe = None  # [(func, args, kwargs)] from the root; the first arg is the parent
-        self.lazy = None  # callable emitting the value on first use
-        self.ref = None
+        self.lazy = None  # an aten_map.Lazy emitting the value on first use
 
 
 class Capture(TorchDispatchMode):
@@ -358,10 +355,10 @@ class Capture(TorchDispatchMode):
                     and isinstance(kwargs[a.name], torch.Tensor)]
         is_view = (not mutated and schema.returns and
                    all(r.alias_info is not None for r in schema.returns))
-        if packet in RANDOM or (packet.startswith("_foreach") and False):
+        if packet in RANDOM:
             out = func(*args, **kwargs)
             for o in [o for o in _flat_out(out) if isinstance(o, torch.Tensor)] + mutated:
-                self._fresh_input(o, "random%s" % "")
+                self._fresh_input(o)
             return out
         if is_view and packet not in aten_map.ALIASING_COPIES:
             return self._view(func, packet, args, kwargs)
@@ -394,7 +391,7 @@ class Capture(TorchDispatchMode):
                 self.host_op(name, args, kwargs, out)
             return out
         decomp = torch._decomp.decomposition_table.get(func)
-        if decomp is not None and name not in NO_DECOMPOSE:
+        if decomp is not None:
             mark = self._begin()
             try:
                 with self:
@@ -425,12 +422,14 @@ class Capture(TorchDispatchMode):
                 info.version = (info.root if info.root is not None else m)._version
         self.host_op(name, args, kwargs, out, mutated)
 
-    def _fresh_input(self, t, why):
+    def _fresh_input(self, t):
+        """t holds values from the host's random generator: a new input (uploaded)."""
         i = self._new_id()
         shape, dt = list(t.shape) or [1], graph_dtype(t.dtype)
         self.g.declare(i, shape, dt)
-        self.events.append({"ev": "input", "id": i, "name": "%s%d" % ("random", i),
-                            "dtype": dt, "shape": shape})
+        self.g.hbm.add(i)
+        self.events.append({"ev": "input", "id": i, "name": "random%d" % i, "dtype": dt,
+                            "shape": shape})
         self.save("i%d" % i, t, dt)
         info = self.bind(t, i)
         info.root = None
