@@ -311,7 +311,7 @@ class NamedDims(Base):
     def test_generation_names_the_sequence_and_writes_relative_positions(self):
         cmd = [sys.executable, "-m", "wallsim", "capture", os.path.join(ROOT, "examples", "torch",
                "gpt2.py"), "--out", self.path("gen.json"), "--values", "--", "--layers", "1",
-               "--width", "32", "--heads", "2", "--vocab", "50", "--context", "32",
+               "--width", "32", "--heads", "4", "--vocab", "50", "--context", "32",
                "--tokens", "3", "--prompt", "4"]
         env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "frontends", "torch", "python"))
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
@@ -329,6 +329,13 @@ class NamedDims(Base):
         self.assertEqual(emb, [4, 5, 6])
         self.assertTrue(all(ev.get("dim_names") == [None, "seq", None] for ev in kinds(doc, "op")
                             if ev["op"] == "embedding" and ev["shape"][0] == 1))
+        # 4 heads and a prompt of 4 tokens: the heads axis has the sequence's extent at the first
+        # step, but only the sequence axis is named (constants take their operand's names)
+        heads = [ev for ev in kinds(doc, "op") if ev["op"] == "transpose" and
+                 ev["attrs"]["perm"] == [0, 2, 1, 3]]
+        self.assertTrue(heads)
+        for ev in heads:  # [1, T, H, d] <-> [1, H, T, d]: one axis is the sequence
+            self.assertEqual(ev.get("dim_names", []).count("seq"), 1, ev)
         rel = [ev["attrs"] for ev in kinds(doc, "op") if ev["op"] == "slice" and
                isinstance(ev["attrs"]["limit"], dict)]
         # x[:, -1:]: start seq-1; the mask cut bias[:T, :T]: limit seq

@@ -105,10 +105,10 @@ def cast(c, x, dtype):
     return c.g.op("scale", [x], {"value": 1.0}, dtype=dtype)
 
 
-def const(c, shape, value, dtype="fp32"):
+def const(c, shape, value, dtype="fp32", names=None):
     shape = list(shape) or [1]
     # the lowering makes iota along the last axis (or the row axis of 2-D) only
-    i = c.g.op("iota", [], {"axis": len(shape) - 1}, shape=shape, dtype="fp32")
+    i = c.g.op("iota", [], {"axis": len(shape) - 1}, shape=shape, dtype="fp32", names=names)
     i = c.g.op("affine", [i], {"value": 0.0, "offset": finite(value)})
     return cast(c, i, dtype)
 
@@ -123,12 +123,12 @@ def affine(c, x, value=1.0, offset=0.0):
     return c.g.op("affine", [x], {"value": finite(value), "offset": finite(offset)})
 
 
-def tensor_or_const(c, x, dtype, shape):
+def tensor_or_const(c, x, dtype, shape, names=None):
     """Tensor x in `dtype`, or the Python number x as a constant of the full `shape` (the compiler
     does not broadcast a value made on the chip across partitions)."""
     if isinstance(x, torch.Tensor):
         return cast(c, c.id_of(x), dtype)
-    return const(c, shape, x, dtype)
+    return const(c, shape, x, dtype, names)
 
 
 def slice_(c, x, axis, start, limit):
@@ -184,12 +184,13 @@ def pad(c, x, begin, end, value):
         if begin[k] == 0 and end[k] == 0:
             continue
         s = S(c, x)
+        nm = c.g.nm(x)[:k] + [None] + c.g.nm(x)[k + 1:]
         parts = []
         if begin[k]:
-            parts.append(const(c, s[:k] + [begin[k]] + s[k + 1:], value, c.g.dtype[x]))
+            parts.append(const(c, s[:k] + [begin[k]] + s[k + 1:], value, c.g.dtype[x], nm))
         parts.append(x)
         if end[k]:
-            parts.append(const(c, s[:k] + [end[k]] + s[k + 1:], value, c.g.dtype[x]))
+            parts.append(const(c, s[:k] + [end[k]] + s[k + 1:], value, c.g.dtype[x], nm))
         x = concat(c, parts, k)
     return x
 
@@ -220,9 +221,12 @@ def binary(c, op, a, b, out_dtype, alpha=1):
         if op == "sub":
             return affine(c, y, -1.0, v)
         return affine(c, y, v)
-    full = list(torch.broadcast_shapes(*[t.shape for t in (a, b) if isinstance(t, torch.Tensor)]))
-    x = tensor_or_const(c, a, out_dtype, full or [1])
-    y = tensor_or_const(c, b, out_dtype, full or [1])
+    from .graph import aligned_names
+    ts = [c.id_of(t) for t in (a, b) if isinstance(t, torch.Tensor)]
+    full = list(torch.broadcast_shapes(*[S(c, i) for i in ts]))
+    names = aligned_names(full, [(S(c, i), c.g.nm(i)) for i in ts])
+    x = tensor_or_const(c, a, out_dtype, full or [1], names)
+    y = tensor_or_const(c, b, out_dtype, full or [1], names)
     if alpha != 1:
         y = affine(c, y, float(alpha))
     return c.g.op(op, [x, y])
@@ -293,10 +297,10 @@ def gelu_h(c, args, kwargs, out):
 
 def phi(c, y):
     """The normal CDF Phi(y) = gelu(y) / y (0.5 at y = 0), from the erf-form gelu."""
-    zero = c.g.op("compare", [y, const(c, S(c, y), 0.0, c.g.dtype[y])], {"cmp": "eq"})
-    safe = c.g.op("select", [zero, const(c, S(c, y), 1.0, c.g.dtype[y]), y])
+    zero = c.g.op("compare", [y, const(c, S(c, y), 0.0, c.g.dtype[y], c.g.nm(y))], {"cmp": "eq"})
+    safe = c.g.op("select", [zero, const(c, S(c, y), 1.0, c.g.dtype[y], c.g.nm(y)), y])
     ratio = c.g.op("div", [c.g.op("gelu", [y]), safe])
-    return c.g.op("select", [zero, const(c, S(c, y), 0.5, c.g.dtype[y]), ratio])
+    return c.g.op("select", [zero, const(c, S(c, y), 0.5, c.g.dtype[y], c.g.nm(y)), ratio])
 
 
 @handles("erf")
@@ -364,7 +368,7 @@ def compare_h(cmp):
     def h(c, args, kwargs, out):
         dt = gdt(torch.result_type(args[0], args[1]))
         x = cast(c, c.id_of(args[0]), dt)
-        y = tensor_or_const(c, args[1], dt, S(c, x))
+        y = tensor_or_const(c, args[1], dt, S(c, x), c.g.nm(x))
         return c.g.op("compare", [x, y], {"cmp": cmp})
     return h
 
@@ -377,8 +381,10 @@ for _n in CMP:
 def where_h(c, args, kwargs, out):
     dt = out_dt(out)
     p = c.id_of(args[0])
-    a = tensor_or_const(c, args[1], dt, shp(out))
-    b = tensor_or_const(c, args[2], dt, shp(out))
+    from .graph import aligned_names
+    names = aligned_names(shp(out), [(S(c, p), c.g.nm(p))])
+    a = tensor_or_const(c, args[1], dt, shp(out), names)
+    b = tensor_or_const(c, args[2], dt, shp(out), names)
     return c.g.op("select", [p, a, b])
 
 
@@ -386,13 +392,14 @@ def where_h(c, args, kwargs, out):
 def masked_fill_h(c, args, kwargs, out):
     dt = out_dt(out)
     x = cast(c, c.id_of(args[0]), dt)
-    return c.g.op("select", [c.id_of(args[1]), tensor_or_const(c, args[2], dt, S(c, x)), x])
+    fill = tensor_or_const(c, args[2], dt, S(c, x), c.g.nm(x))
+    return c.g.op("select", [c.id_of(args[1]), fill, x])
 
 
 @handles("logical_not")
 def logical_not_h(c, args, kwargs, out):
     x = c.id_of(args[0])
-    return c.g.op("compare", [x, const(c, S(c, x), 0.0, c.g.dtype[x])], {"cmp": "eq"})
+    return c.g.op("compare", [x, const(c, S(c, x), 0.0, c.g.dtype[x], c.g.nm(x))], {"cmp": "eq"})
 
 
 @handles("addcmul", "addcdiv")
@@ -426,23 +433,38 @@ def clone_h(c, args, kwargs, out):
 @handles("copy_")
 def copy_h(c, args, kwargs, out):
     src = args[1]
-    return bcast(c, tensor_or_const(c, src, gdt(args[0]), shp(args[0])), shp(args[0]))
+    dst = c.info(args[0])
+    names = c.g.nm(dst.id) if dst is not None and dst.lazy is None else None
+    return bcast(c, tensor_or_const(c, src, gdt(args[0]), shp(args[0]), names), shp(args[0]))
 
 
-def lazy_const(c, out, value):
+def lazy_const(c, out, value, like=None):
+    """A constant made only if used; named as tensor `like` (zeros_like) or, sized by Python
+    ints (torch.ones(T, T)), by its extents (docs/PROGRAM_FORMAT.md)."""
     shape, dt = shp(out), gdt(out)
-    return Lazy(lambda: const(c, shape, value, dt))
+    info = c.info(like) if isinstance(like, torch.Tensor) else None
+    names = c.g.nm(info.id) if info is not None and info.lazy is None and \
+        S(c, info.id) == shape else "guess"
+    return Lazy(lambda: const(c, shape, value, dt, names))
+
+
+def like_arg(c, args):
+    """The tensor a *_like / new_* factory or an in-place fill takes its shape from, if any."""
+    name = c.aten_stack[-1]
+    if "_like" in name or ".new_" in name or "fill_" in name or "zero_" in name:
+        return args[0]
+    return None
 
 
 @handles("zeros", "zeros_like", "new_zeros", "empty", "empty_like", "new_empty",
          "empty_strided", "zero_", "zero")
 def zeros_h(c, args, kwargs, out):
-    return lazy_const(c, out, 0.0)
+    return lazy_const(c, out, 0.0, like_arg(c, args))
 
 
 @handles("ones", "ones_like", "new_ones")
 def ones_h(c, args, kwargs, out):
-    return lazy_const(c, out, 1.0)
+    return lazy_const(c, out, 1.0, like_arg(c, args))
 
 
 @handles("full", "full_like", "new_full", "fill_", "fill", "scalar_tensor")
@@ -458,7 +480,7 @@ def full_h(c, args, kwargs, out):
         x = cast(c, c.id_of(v), gdt(out))
         return bcast(c, reshape(c, x, [1] * len(shp(out))) if len(S(c, x)) == 1 and
                      len(shp(out)) > 1 else x, shp(out))
-    return lazy_const(c, out, v)
+    return lazy_const(c, out, v, like_arg(c, args))
 
 
 @handles("arange")
@@ -472,7 +494,7 @@ def arange_h(c, args, kwargs, out):
     n = out.numel()
     if n == 0:
         raise MappingError("empty arange")
-    i = c.g.op("iota", [], {"axis": 0}, shape=[n], dtype="fp32")
+    i = c.g.op("iota", [], {"axis": 0}, shape=[n], dtype="fp32", names="guess")
     i = cast(c, affine(c, i, float(step), float(start)), gdt(out))
     c.g.arange[i] = (start, step, n)
     return i
@@ -484,11 +506,12 @@ def tri_h(c, args, kwargs, out):
     s = S(c, x)
     k = args[1] if len(args) > 1 else kwargs.get("diagonal", 0)
     h, w = s[-2], s[-1]
-    row = c.g.op("iota", [], {"axis": 0}, shape=[h, w], dtype="fp32")
-    col = c.g.op("iota", [], {"axis": 1}, shape=[h, w], dtype="fp32")
+    names = c.g.nm(x)[-2:]
+    row = c.g.op("iota", [], {"axis": 0}, shape=[h, w], dtype="fp32", names=names)
+    col = c.g.op("iota", [], {"axis": 1}, shape=[h, w], dtype="fp32", names=names)
     # tril keeps col - row <= k, triu keeps col - row >= k
     diff = affine(c, c.g.op("sub", [col, row]), 1.0, -float(k))
-    keep = c.g.op("compare", [diff, const(c, [h, w], 0.0)],
+    keep = c.g.op("compare", [diff, const(c, [h, w], 0.0, "fp32", names)],
                   {"cmp": "le" if "tril" in c.aten_stack[-1] else "ge"})
     keep = cast(c, keep, c.g.dtype[x])
     return c.g.op("mul", [x, keep])
@@ -585,8 +608,8 @@ def argmax_of(c, x, axis, keep):
     axis = norm_axis(axis, len(s))
     m = reduce(c, "reduce_max", x, [axis], True)
     hit = c.g.op("compare", [x, m], {"cmp": "eq"})
-    idx = c.g.op("iota", [], {"axis": axis}, shape=s, dtype="fp32")
-    cand = c.g.op("select", [hit, idx, const(c, s, float(s[axis]))])
+    idx = c.g.op("iota", [], {"axis": axis}, shape=s, dtype="fp32", names=c.g.nm(x))
+    cand = c.g.op("select", [hit, idx, const(c, s, float(s[axis]), "fp32", c.g.nm(x))])
     first = affine(c, reduce(c, "reduce_max", affine(c, cand, -1.0), [axis], keep), -1.0)
     return m, first
 
@@ -805,7 +828,8 @@ def embedding_h(c, args, kwargs, out):
 def one_hot(c, ids, classes):
     """ids [..] int -> [.., classes] fp32 with a 1 at each id: iota compared with the ids."""
     s = S(c, ids)
-    idx = c.g.op("iota", [], {"axis": len(s)}, shape=s + [classes], dtype="fp32")
+    idx = c.g.op("iota", [], {"axis": len(s)}, shape=s + [classes], dtype="fp32",
+                 names=c.g.nm(ids) + [None])
     col = reshape(c, cast(c, ids, "fp32"), s + [1])
     return cast(c, c.g.op("compare", [idx, col], {"cmp": "eq"}), "fp32")
 
@@ -874,7 +898,7 @@ def log_softmax_backward_h(c, args, kwargs, out):
 @handles("threshold_backward")
 def threshold_backward_h(c, args, kwargs, out):
     g, x, th = c.id_of(args[0]), c.id_of(args[1]), args[2]
-    keep = cast(c, c.g.op("compare", [x, const(c, S(c, x), float(th), c.g.dtype[x])],
+    keep = cast(c, c.g.op("compare", [x, const(c, S(c, x), float(th), c.g.dtype[x], c.g.nm(x))],
                           {"cmp": "gt"}),
                 c.g.dtype[g])
     return c.g.op("mul", [g, keep])

@@ -87,7 +87,9 @@ class Graph:
     def nm(self, i):
         return self.names.get(i) or [None] * len(self.shape[i])
 
-    def op(self, op, inputs=(), attrs=None, shape=None, dtype=None):
+    def op(self, op, inputs=(), attrs=None, shape=None, dtype=None, names=None):
+        """Appends one op event; `shape`, `dtype` declare an iota, `names` its dim names (a list,
+        or "guess": by extent, for a factory sized by Python ints; default: none)."""
         attrs = dict(attrs or {})
         inputs = list(inputs)
         for x in inputs:
@@ -97,7 +99,8 @@ class Graph:
             inputs = self.broadcast_all(inputs)
         ishp = [self.shape[x] for x in inputs]
         idt = [self.dtype[x] for x in inputs]
-        out_shape, out_dtype, names = self._infer(op, inputs, ishp, idt, attrs, shape, dtype)
+        out_shape, out_dtype, names = self._infer(op, inputs, ishp, idt, attrs, shape, dtype,
+                                                  names)
         if dtype is not None:
             out_dtype = dtype
         i = self.ids()
@@ -131,9 +134,11 @@ class Graph:
         return out
 
     # ---- shape inference (validate.cpp's rules) ----
-    def _infer(self, op, inputs, s, dt, a, shape, dtype):
+    def _infer(self, op, inputs, s, dt, a, shape, dtype, given):
         nm = [self.nm(x) for x in inputs]
         if op == "iota":
+            if given != "guess":
+                return list(shape), dtype, list(given) if given else [None] * len(shape)
             names = [None] * len(shape)
             for k, e in enumerate(shape):
                 hits = [n for n, ext in self.dim_extent.items() if ext == e and e > 1]
