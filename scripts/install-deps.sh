@@ -13,10 +13,14 @@ want=(
 )
 case "${1:-build}" in
   build) ;;
-  # the sweep tests: plots, GNU parallel; the ONNX conformance suite: ONNX's backend test data
-  test) want+=(python3 python3-matplotlib parallel libonnx-testdata) ;;
+  # the sweep tests: plots, GNU parallel; the ONNX conformance suite: ONNX's backend test data;
+  # the PyTorch capture's tests (tests/frontends/torch): torch, torchvision, numpy
+  test) want+=(python3 python3-matplotlib parallel libonnx-testdata
+               python3-numpy python3-torch python3-torchvision) ;;
   # jq: compare_outputs.sh; python3-onnx, protobuf-compiler: the bad-input corpus's .onnx files
-  tools) want+=(python3 python3-matplotlib python3-numpy parallel jq python3-onnx protobuf-compiler) ;;
+  # python3-torch, python3-torchvision: `wallsim capture` of PyTorch programs
+  tools) want+=(python3 python3-matplotlib python3-numpy parallel jq python3-onnx protobuf-compiler
+                python3-torch python3-torchvision) ;;
   fuzz) want+=(clang) ;;  # `make fuzz` only: libFuzzer (libclang_rt.fuzzer comes with clang)
   *) echo "install-deps.sh: unknown profile '$1' (expected build, test, tools or fuzz)" >&2; exit 2 ;;
 esac

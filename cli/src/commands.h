@@ -24,7 +24,8 @@ void add_study_command(CLI::App& app);
 void add_run_studies(CLI::App& study);   // decode, serving, mask, granularity, fallback
 void add_sweep_commands(CLI::App& app);  // sweep, collect
 void add_validate_command(CLI::App& app);
-void add_import_command(CLI::App& app);  // import onnx
+void add_import_command(CLI::App& app);   // import onnx
+void add_capture_command(CLI::App& app);  // capture (PyTorch, through python3)
 // The directory beside graph file G.json that holds its weights' .npy files: G.weights.
 std::string weights_dir_of(const std::string& graph);
 

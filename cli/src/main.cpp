@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   add_sweep_commands(app);
   add_validate_command(app);
   add_import_command(app);
+  add_capture_command(app);
   hide_empty_defaults(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,91 @@
+"""`python3 -m wallsim capture SCRIPT.py --out P.json [--values] [-- ARGS]` (what `wallsim capture`
+runs): the script runs as __main__ under a capture; the program file is written only if it
+finishes. Bad input is one line on stderr and exit code 2.
+"""
+
+import os
+import runpy
+import sys
+
+USAGE = "usage: wallsim capture SCRIPT.py --out P.json [--values] [--name NAME] [-- ARGS...]"
+
+
+def fail(msg):
+    print("wallsim capture: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def parse(argv):
+    if not argv or argv[0] != "capture":
+        fail(USAGE)
+    argv = argv[1:]
+    script_args = []
+    if "--" in argv:
+        k = argv.index("--")
+        argv, script_args = argv[:k], argv[k + 1:]
+    opts = {"out": None, "values": False, "name": None, "script": None}
+    k = 0
+    while k < len(argv):
+        a = argv[k]
+        if a in ("--out", "-o", "--name"):
+            if k + 1 >= len(argv):
+                fail("%s needs a value" % a)
+            opts["out" if a != "--name" else "name"] = argv[k + 1]
+            k += 2
+        elif a == "--values":
+            opts["values"] = True
+            k += 1
+        elif a.startswith("-"):
+            fail("unknown option %s (%s)" % (a, USAGE))
+        elif opts["script"] is None:
+            opts["script"] = a
+            k += 1
+        else:
+            fail("unexpected argument %s (script arguments go after --)" % a)
+    if opts["script"] is None or opts["out"] is None:
+        fail(USAGE)
+    return opts, script_args
+
+
+def main(argv):
+    opts, script_args = parse(argv)
+    script = opts["script"]
+    if not os.path.isfile(script):
+        fail("no such script: %s" % script)
+    out = opts["out"]
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        fail("the output directory does not exist: %s" % out_dir)
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        fail("PyTorch is not importable by %s (%s); install python3-torch" % (sys.executable, e))
+    from .recorder import Capture
+    name = opts["name"] or os.path.splitext(os.path.basename(script))[0]
+    source = {"script": script, "argv": script_args}
+    cap = Capture(out, values=opts["values"], name=name, source=source)
+    sys.argv = [script] + script_args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        with cap:
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            fail("%s exited with status %s; no program written" % (script, e.code))
+        cap.closed = True
+        cap.write()
+    except Exception as e:  # the user's script raised: one line, nothing written
+        msg = str(e).strip().splitlines()
+        fail("%s raised %s%s; no program written" % (
+            script, type(e).__name__, (": " + msg[0]) if msg else ""))
+    evs = cap.written
+
+    def count(kind):
+        return sum(1 for ev in evs if ev["ev"] == kind)
+
+    print("wallsim capture: wrote %s (%d events: %d ops, %d host ops, %d reads, %d steps)" % (
+        out, len(evs), count("op"), count("host_op"), count("read"), count("step")))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
