@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli_util.h"
@@ -15,6 +16,7 @@
 #include "subprocess.h"
 #include "sweep.h"
 #include "wallsim/base/json_object.h"
+#include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
@@ -34,10 +36,18 @@ struct StudyRun {
   std::vector<std::string> overrides;
   int64_t steps = 0;  // 0: the workload's own
   bool may_fail = false;
+  std::string series;  // runs a finding compares along one axis (spec order), or ""
+  std::string model;   // the model a "{model}" run was expanded for, or ""
+};
+
+// A model a spec's "{model}" runs are repeated for: its label and workload.
+struct StudyModel {
+  std::string label, workload;
 };
 
 struct StudySpec {
   std::string title, question;
+  std::vector<StudyModel> models;
   std::vector<StudyRun> runs;
   std::vector<std::string> columns;
   std::string trace_level = "plans";
@@ -46,8 +56,9 @@ struct StudySpec {
 // What a study's columns may name: the key figures and the step figures below.
 std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
-  for (const char* k : {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns",
-                        "hbm_bytes_per_step", "host_link_busy_ns", "wasted_flop_fraction"}) {
+  for (const char* k :
+       {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns", "hbm_bytes_per_step",
+        "host_link_busy_ns", "wasted_flop_fraction", "plans_per_step"}) {
     n.push_back(k);
   }
   return n;
@@ -57,10 +68,26 @@ bool is_figure(const std::string& k) {
   return std::find(names.begin(), names.end(), k) != names.end();
 }
 
-StudySpec read_study(const std::string& file, const std::string& config) {
+// `extra_models`: LABEL=WORKLOAD from the command line, after the spec's own.
+StudySpec read_study(const std::string& file, const std::string& config,
+                     const std::vector<std::string>& extra_models) {
   const Json j = base::read_json_file(file);
   base::JsonObject o(j, file);
   StudySpec s;
+  if (const Json* models = o.opt("models")) {
+    if (!models->is_array()) throw InputError(o.at("models"), "expected a list of models");
+    for (size_t i = 0; i < models->size(); ++i) {
+      base::JsonObject m((*models)[i], o.at("models") + "[" + std::to_string(i) + "]");
+      s.models.push_back({m.str("label"), m.str("workload")});
+      m.finish();
+    }
+  }
+  for (const std::string& m : extra_models) {
+    const size_t eq = m.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == m.size())
+      throw InputError("--model " + m, "expected LABEL=WORKLOAD");
+    s.models.push_back({m.substr(0, eq), m.substr(eq + 1)});
+  }
   s.title = o.str("title");
   s.question = o.opt("question") ? o.str("question") : "";
   if (o.opt("trace_level")) s.trace_level = o.str("trace_level");
@@ -89,24 +116,42 @@ StudySpec read_study(const std::string& file, const std::string& config) {
     runtime::mode_named(run.mode, r.at("mode"));
     run.steps = r.integer_or("steps", 1, 1000000, 0);
     run.may_fail = r.boolean_or("may_fail", false);
+    if (r.opt("series")) run.series = r.str("series");
     if (const Json* set = r.opt("set")) {
       base::JsonObject so(*set, r.at("set"));
       for (const auto& [k, v] : set->items()) run.overrides.push_back(k + "=" + v.dump());
     }
     r.finish();
-    // Checked before anything runs: the workload and the config this run would use.
-    try {
-      auto w = workloads::make_workload(workloads::parse_spec(run.workload));
-      if (w->fixed_steps()) run.steps = 0;
-    } catch (const InputError& e) {
-      throw InputError(r.at("workload"), e.what());
-    }
     try {
       runtime::load_config(config, run.overrides);
     } catch (const InputError& e) {
       throw InputError(r.at("set"), e.what());
     }
-    s.runs.push_back(run);
+    // A "{model}" run is repeated for each model, its label prefixed with the model's.
+    std::vector<StudyRun> expanded;
+    const size_t at = run.workload.find("{model}");
+    if (at == std::string::npos) {
+      expanded.push_back(run);
+    } else {
+      if (s.models.empty()) throw InputError(r.at("workload"), "names {model}, but no models");
+      for (const StudyModel& m : s.models) {
+        StudyRun e = run;
+        e.workload.replace(at, 7, m.workload);
+        e.label = m.label + ": " + run.label;
+        e.model = m.label;
+        expanded.push_back(e);
+      }
+    }
+    // Checked before anything runs: the workload and the config this run would use.
+    for (StudyRun& e : expanded) {
+      try {
+        auto w = workloads::make_workload(workloads::parse_spec(e.workload));
+        if (w->fixed_steps()) e.steps = 0;
+      } catch (const InputError& err) {
+        throw InputError(r.at("workload") + " (" + e.workload + ")", err.what());
+      }
+      s.runs.push_back(e);
+    }
   }
   o.finish();
   return s;
@@ -148,6 +193,8 @@ void add_step_figures(const driver::RunReport& r, Json& f) {
   }
   const double hbm = f.value("hbm_read_bytes", 0.0) + f.value("hbm_write_bytes", 0.0);
   f["hbm_bytes_per_step"] = r.steps.empty() ? 0.0 : hbm / double(r.steps.size());
+  f["plans_per_step"] =
+      r.steps.empty() ? 0.0 : f.value("plans_launched", 0.0) / double(r.steps.size());
   const Json& dev = r.device;
   if (dev.contains("host_link")) f["host_link_busy_ns"] = dev["host_link"].at("busy_ns");
   f["wasted_flop_fraction"] =
@@ -233,60 +280,94 @@ std::vector<std::string> mask_findings(const Json& rows) {
   return out;
 }
 
-// granularity: whether each column falls as groups grow (the fused rows that set
-// runtime.lazy.max_group_ops, in spec order), other fused runs and AOT's warm step against the
-// last of those.
+// granularity, per model: the groups and compiles of each heuristic alone and of the default set
+// (series "alone"); along every other series (group sizes, in spec order), whether compiles,
+// first step, warm step and HBM traffic fall as groups grow; the smallest groups against the
+// whole step; the default set and AOT against the whole step (the run labelled "whole step").
 std::vector<std::string> granularity_findings(const Json& rows) {
-  std::vector<const Json*> fused;
-  const Json* aot = nullptr;
-  std::vector<const Json*> others;  // fused runs that do not set a group size
-  for (const Json* r : ok_rows(rows)) {
-    bool sized = false;
-    for (const Json& o : r->value("set", Json::array())) {
-      sized = sized || o.get<std::string>().rfind("runtime.lazy.max_group_ops=", 0) == 0;
-    }
-    if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) {
-      aot = r;
-    } else {
-      (sized ? fused : others).push_back(r);
-    }
-  }
   std::vector<std::string> out;
-  if (fused.size() < 2) return out;
-  for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
-           {"cold_ns", "first step"},
-           {"warm_ns", "warm step"},
-           {"hbm_bytes_per_step", "HBM traffic per step"}}) {
-    std::vector<std::string> rises;
-    for (size_t i = 1; i < fused.size(); ++i) {
-      if (fig(*fused[i], key) > fig(*fused[i - 1], key)) {
-        rises.push_back(label_of(*fused[i - 1]) + " → " + label_of(*fused[i]));
-      }
+  std::vector<std::string> models;
+  for (const Json* r : ok_rows(rows)) {
+    const std::string m = r->value("model", std::string());
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+  }
+  for (const std::string& model : models) {
+    const std::string prefix = model.empty() ? "" : model + ": ";
+    auto short_label = [&](const Json& r) {
+      const std::string l = label_of(r);
+      return l.rfind(prefix, 0) == 0 ? l.substr(prefix.size()) : l;
+    };
+    std::vector<std::string> series;
+    std::map<std::string, std::vector<const Json*>> by_series;
+    const Json *aot = nullptr, *whole = nullptr, *defaults = nullptr;
+    for (const Json* r : ok_rows(rows)) {
+      if (r->value("model", std::string()) != model) continue;
+      if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) aot = r;
+      if (short_label(*r) == "whole step") whole = r;
+      if (short_label(*r) == "default set") defaults = r;
+      const std::string sr = r->value("series", std::string());
+      if (sr.empty()) continue;
+      if (!by_series.count(sr)) series.push_back(sr);
+      by_series[sr].push_back(r);
     }
-    out.push_back("The " + what +
-                  (rises.empty() ? " falls at every larger group size"
-                                 : " does not fall monotonically: it rises at " + join(rises, "")) +
-                  ".");
-  }
-  const double small = fig(*fused.front(), "hbm_bytes_per_step");
-  const double whole = fig(*fused.back(), "hbm_bytes_per_step");
-  out.push_back(label_of(*fused.front()) + " moves " + fmt(small / whole, 1) +
-                "x the HBM traffic of " + label_of(*fused.back()) + ", and its warm step takes " +
-                fmt(fig(*fused.front(), "warm_ns") / fig(*fused.back(), "warm_ns"), 1) +
-                "x as long.");
-  for (const Json* r : others) {
-    const Json& w = *fused.back();
-    out.push_back(label_of(*r) + ": first step " + ms(fig(*r, "cold_ns")) + " against " +
-                  label_of(w) + "'s " + ms(fig(w, "cold_ns")) + ", warm step " +
-                  ms(fig(*r, "warm_ns")) + " against " + ms(fig(w, "warm_ns")) + ", HBM per step " +
-                  fmt(fig(*r, "hbm_bytes_per_step") / fig(w, "hbm_bytes_per_step"), 2) + "x.");
-  }
-  if (aot) {
-    const double a = fig(*aot, "warm_ns"), b = fig(*fused.back(), "warm_ns");
-    out.push_back(label_of(*aot) + "'s warm step (" + ms(a) + ") is " +
-                  percent(std::abs(b - a) / b) + (a < b ? " faster" : " slower") + " than " +
-                  label_of(*fused.back()) + "'s (" + ms(b) + "); its compiles are at start-up (" +
-                  ms(fig(*aot, "startup_ns")) + ").");
+    auto groups = [&](const Json& r) { return fmt(fig(r, "plans_per_step"), 0); };
+    for (const std::string& sr : series) {
+      const std::vector<const Json*>& v = by_series[sr];
+      if (sr == "alone") {
+        std::vector<std::string> parts;
+        for (const Json* r : v) {
+          parts.push_back(short_label(*r) + " " + groups(*r) + " groups per step, " +
+                          fmt(fig(*r, "compiles"), 0) + " compiled, " +
+                          fmt(fig(*r, "cache_hits"), 0) + " cache hits");
+        }
+        out.push_back(prefix + "one heuristic at a time: " + join(parts, "none") + ".");
+        continue;
+      }
+      if (v.size() < 2) continue;
+      std::vector<std::string> counts;
+      for (const Json* r : v) counts.push_back(short_label(*r) + " " + fmt(fig(*r, "compiles"), 0));
+      for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
+               {"compiles", "compiles"},
+               {"cold_ns", "first step"},
+               {"warm_ns", "warm step"},
+               {"hbm_bytes_per_step", "HBM traffic per step"}}) {
+        std::vector<std::string> rises;
+        for (size_t i = 1; i < v.size(); ++i) {
+          if (fig(*v[i], key) > fig(*v[i - 1], key)) {
+            rises.push_back(short_label(*v[i - 1]) + " → " + short_label(*v[i]));
+          }
+        }
+        std::string line =
+            prefix + sr + ": the " + what +
+            (rises.empty()
+                 ? " never rise" + std::string(key == "compiles" ? "" : "s") + " as groups grow"
+                 : (key == "compiles" ? " rise" : " rises") + std::string(" at ") +
+                       join(rises, ""));
+        if (key == "compiles") line += " (" + join(counts, "") + ")";
+        out.push_back(line + ".");
+      }
+      const Json& small = *v.front();
+      const Json& big = whole ? *whole : *v.back();
+      out.push_back(prefix + short_label(small) + " moves " +
+                    fmt(fig(small, "hbm_bytes_per_step") / fig(big, "hbm_bytes_per_step"), 1) +
+                    "x the HBM traffic of " + short_label(big) + ", and its warm step takes " +
+                    fmt(fig(small, "warm_ns") / fig(big, "warm_ns"), 1) + "x as long.");
+    }
+    if (whole && defaults) {
+      const Json &r = *defaults, &w = *whole;
+      out.push_back(prefix + "the default set: first step " + ms(fig(r, "cold_ns")) +
+                    " against the whole step's " + ms(fig(w, "cold_ns")) + ", warm step " +
+                    ms(fig(r, "warm_ns")) + " against " + ms(fig(w, "warm_ns")) +
+                    ", HBM per step " +
+                    fmt(fig(r, "hbm_bytes_per_step") / fig(w, "hbm_bytes_per_step"), 2) + "x.");
+    }
+    if (aot && whole) {
+      const double a = fig(*aot, "warm_ns"), b = fig(*whole, "warm_ns");
+      out.push_back(prefix + "AOT's warm step (" + ms(a) + ") is " + percent(std::abs(b - a) / b) +
+                    (a < b ? " faster" : " slower") + " than the whole step's under fused (" +
+                    ms(b) + "); its compiles are at start-up (" + ms(fig(*aot, "startup_ns")) +
+                    ").");
+    }
   }
   return out;
 }
@@ -299,8 +380,9 @@ std::vector<std::string> findings(const std::string& study, const Json& rows) {
 }
 
 void run_study(const std::string& name, const std::string& config, const std::string& spec_file,
-               const std::string& out, const std::vector<std::string>& extra_overrides, int jobs) {
-  const StudySpec spec = read_study(spec_file, config);
+               const std::string& out, const std::vector<std::string>& extra_overrides,
+               const std::vector<std::string>& extra_models, int jobs) {
+  const StudySpec spec = read_study(spec_file, config, extra_models);
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out);
   const std::string runs_dir = dir->subdir("runs");
   std::vector<std::vector<std::string>> commands;
@@ -343,6 +425,8 @@ void run_study(const std::string& name, const std::string& config, const std::st
                 {"workload", r.workload},
                 {"mode", r.mode},
                 {"set", r.overrides},
+                {"series", r.series},
+                {"model", r.model},
                 {"run", "runs/" + std::to_string(i)}};
     if (codes[i] != 0) {
       const std::string last = last_line(logs[i]);
@@ -414,7 +498,12 @@ void run_study(const std::string& name, const std::string& config, const std::st
   }
   {
     std::ofstream f(dir->file("study.json"));
-    f << Json{{"study", name}, {"title", spec.title}, {"runs", rows}}.dump(1) << "\n";
+    f << Json{{"study", name},
+              {"title", spec.title},
+              {"overrides", extra_overrides},
+              {"runs", rows}}
+             .dump(1)
+      << "\n";
   }
   // The plots, drawn by the study's script from study.json and the runs' stats.
   const std::string staging = fs::path(dir->file("study.json")).parent_path().string();
@@ -440,8 +529,9 @@ void add_run_studies(CLI::App& study) {
       {"fallback", "injected compile failures under each fallback policy"}};
   for (const auto& [name, what] : kStudies) {
     struct Args {
-      std::string config = "configs/trn2.json", spec, out;
-      std::vector<std::string> overrides;
+      std::string config = "configs/trn2.json", spec, out, profile;
+      std::vector<std::string> overrides, models;
+      double cost_factor = 1.0;
       int jobs = 2;
     };
     auto a = std::make_shared<Args>();
@@ -453,11 +543,27 @@ void add_run_studies(CLI::App& study) {
     cmd->add_option("--set", a->overrides, "override a config value in every run");
     cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
     cmd->add_option("--jobs,-j", a->jobs, "runs at once")->check(CLI::Range(1, 64));
+    cmd->add_option("--profile", a->profile,
+                    "compile-cost profile of every run (neuron, xla; default: the config's)");
+    cmd->add_option("--cost-factor", a->cost_factor,
+                    "scale every compile-cost term of --profile (the sensitivity band)")
+        ->check(CLI::Range(0.001, 1000.0));
+    cmd->add_option("--model", a->models,
+                    "LABEL=WORKLOAD: repeat the spec's {model} runs for this model too");
     const std::string n = name;
     cmd->callback([a, n, cmd] {
       find_default_file(cmd, "--config", &a->config);
       find_default_file(cmd, "--spec", &a->spec);
-      run_study(n, a->config, a->spec, a->out, a->overrides, a->jobs);
+      std::vector<std::string> overrides;
+      if (!a->profile.empty() || a->cost_factor != 1.0) {
+        const runtime::Config c = runtime::load_config(a->config, a->overrides);
+        const std::string profile =
+            a->profile.empty() ? std::string(compiler_stub::name_of(c.runtime.compile_cost.profile))
+                               : a->profile;
+        overrides = compile_cost_overrides(c, profile, a->cost_factor);
+      }
+      overrides.insert(overrides.end(), a->overrides.begin(), a->overrides.end());
+      run_study(n, a->config, a->spec, a->out, overrides, a->models, a->jobs);
     });
   }
 }

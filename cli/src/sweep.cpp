@@ -277,7 +277,8 @@ base::Json key_figures(const driver::RunReport& r, const base::Json& c) {
     const Json& p = r.workload_report["padding_by_source"];
     const double waste = t.padding_flop_fraction + t.masked_flop_fraction;
     for (const char* k : {"batch", "prompt", "keys"}) {
-      f[std::string("padding_") + k + "_fraction"] = waste * p.at(std::string(k) + "_share").get<double>();
+      f[std::string("padding_") + k + "_fraction"] =
+          waste * p.at(std::string(k) + "_share").get<double>();
     }
   }
   return f;

@@ -270,8 +270,8 @@ class Serve final : public Workload, public ServeLoop {
   // add_real_macs): a prefill of `len` tokens, or a token attending over `len` keys.
   double sequence_macs(bool prefill, int64_t len) const {
     const double D = double(m_d), F = double(m_ff), L = double(len);
-    const double layers = prefill ? 4 * L * D * D + 2 * L * L * D + 2 * L * D * F
-                                  : 4 * D * D + 2 * L * D + 2 * D * F;
+    const double layers =
+        prefill ? 4 * L * D * D + 2 * L * L * D + 2 * L * D * F : 4 * D * D + 2 * L * D + 2 * D * F;
     return double(m_layers) * layers + D * double(m_vocab);
   }
   // Where an iteration's padded work comes from (called before its sequences advance): rows of

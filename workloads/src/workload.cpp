@@ -416,11 +416,11 @@ class Decode final : public Workload {
 
  public:
   std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const override {
-    return std::make_pair(std::string("decoding"),
-                          nlohmann::ordered_json{{"padding_by_source",
-                                                  detail::padding_by_source(
-                                                      m_real_macs, 0, m_prompt_pad_macs,
-                                                      m_keys_pad_macs)}});
+    return std::make_pair(
+        std::string("decoding"),
+        nlohmann::ordered_json{
+            {"padding_by_source",
+             detail::padding_by_source(m_real_macs, 0, m_prompt_pad_macs, m_keys_pad_macs)}});
   }
 
  private:
