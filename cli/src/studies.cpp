@@ -36,7 +36,8 @@ struct StudyRun {
   std::vector<std::string> overrides;
   int64_t steps = 0;  // 0: the workload's own
   bool may_fail = false;
-  std::string series;  // runs a finding compares along one axis (spec order), or ""
+  // The comparisons a finding makes along one axis (spec order): a run may be in several.
+  std::vector<std::string> series;
   std::string model;   // the model a "{model}" run was expanded for, or ""
 };
 
@@ -58,7 +59,7 @@ std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
   for (const char* k :
        {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns", "hbm_bytes_per_step",
-        "host_link_busy_ns", "wasted_flop_fraction", "plans_per_step"}) {
+        "host_link_busy_ns", "wasted_flop_fraction", "plans_per_step", "transfer_per_step_ns", "device_per_step_ns"}) {
     n.push_back(k);
   }
   return n;
@@ -116,7 +117,13 @@ StudySpec read_study(const std::string& file, const std::string& config,
     runtime::mode_named(run.mode, r.at("mode"));
     run.steps = r.integer_or("steps", 1, 1000000, 0);
     run.may_fail = r.boolean_or("may_fail", false);
-    if (r.opt("series")) run.series = r.str("series");
+    if (const Json* sr = r.opt("series")) {
+      if (sr->is_string()) {
+        run.series.push_back(sr->get<std::string>());
+      } else {
+        run.series = string_list(*sr, r.at("series"));
+      }
+    }
     if (const Json* set = r.opt("set")) {
       base::JsonObject so(*set, r.at("set"));
       for (const auto& [k, v] : set->items()) run.overrides.push_back(k + "=" + v.dump());
@@ -193,6 +200,9 @@ void add_step_figures(const driver::RunReport& r, Json& f) {
   }
   const double hbm = f.value("hbm_read_bytes", 0.0) + f.value("hbm_write_bytes", 0.0);
   f["hbm_bytes_per_step"] = r.steps.empty() ? 0.0 : hbm / double(r.steps.size());
+  const double steps = r.steps.empty() ? 1.0 : double(r.steps.size());
+  f["transfer_per_step_ns"] = f.value("transfer_ns", 0.0) / steps;
+  f["device_per_step_ns"] = f.value("device_busy_ns", 0.0) / steps;
   f["plans_per_step"] =
       r.steps.empty() ? 0.0 : f.value("plans_launched", 0.0) / double(r.steps.size());
   const Json& dev = r.device;
@@ -232,6 +242,10 @@ std::vector<const Json*> ok_rows(const Json& rows) {
 
 std::string label_of(const Json& r) { return r["label"].get<std::string>(); }
 
+std::vector<std::string> series_of(const Json& r) {
+  return r.value("series", std::vector<std::string>());
+}
+
 // decode: which runs' token steps beat native's (p50 over every token step).
 std::vector<std::string> decode_findings(const Json& rows) {
   const std::vector<const Json*> ok = ok_rows(rows);
@@ -253,7 +267,21 @@ std::vector<std::string> decode_findings(const Json& rows) {
           "; slower: " + join(slower, "none") + "."};
 }
 
-// mask: the dense mask's transfer per forward against the forward, and chip against host.
+// The value of `key=` in a workload spec, or NaN.
+double workload_param(const Json& row, const std::string& key) {
+  const std::string w = row["workload"].get<std::string>();
+  for (const char* sep : {":", ","}) {
+    const size_t at = w.find(sep + key + "=");
+    if (at != std::string::npos) return std::atof(w.c_str() + at + key.size() + 2);
+  }
+  return std::nan("");
+}
+
+std::string us_or_ms(double ns) { return ns < 1e6 ? fmt(ns / 1e3, 1) + " µs" : ms(ns); }
+
+// mask: per host-mask run and its chip-mask twin (the same workload with mask=chip), the mask's
+// own bytes and transfer time at the host link's achieved rate, then per forward the transfer,
+// device and end-to-end (warm step) time of both.
 std::vector<std::string> mask_findings(const Json& rows) {
   std::vector<std::string> out;
   const std::vector<const Json*> ok = ok_rows(rows);
@@ -261,21 +289,31 @@ std::vector<std::string> mask_findings(const Json& rows) {
     const std::string w = (*host)["workload"].get<std::string>();
     const size_t at = w.find("mask=host");
     if (at == std::string::npos) continue;
-    const double steps = fig(*host, "steps"), forward = fig(*host, "warm_ns");
-    const double transfer = fig(*host, "transfer_ns") / steps;
-    std::string line = label_of(*host) + ": the host sends " +
-                       fmt(fig(*host, "host_link_bytes") / steps / double(1 << 20), 1) +
-                       " MiB per forward, " + ms(transfer) + " of transfer per forward, " +
-                       percent(transfer / forward) + " of its warm forward (" + ms(forward) + ")";
     std::string chip_w = w;
     chip_w.replace(at, 9, "mask=chip");
-    for (const Json* chip : ok) {
-      if ((*chip)["workload"] != chip_w) continue;
-      const double a = fig(*host, "device_busy_ns"), b = fig(*chip, "device_busy_ns");
-      line += "; rebuilding the mask on the chip makes the device " + percent(std::abs(b - a) / a) +
-              (b > a ? " slower" : " faster") + " (busy " + ms(b) + " against " + ms(a) + ")";
+    const Json* chip = nullptr;
+    for (const Json* c : ok) {
+      if ((*c)["workload"] == chip_w) chip = c;
     }
-    out.push_back(line + ".");
+    if (!chip) continue;
+    const double L = workload_param(*host, "seq"), steps = fig(*host, "steps");
+    const double rate = fig(*host, "host_link_bytes") / fig(*host, "host_link_busy_ns");  // B/ns
+    // The dense bias is L^2 bf16 values, the ids L int32: the runs' byte difference per forward.
+    const double dense = (fig(*host, "host_link_bytes") - fig(*chip, "host_link_bytes")) / steps +
+                         4 * L;
+    const double ids = 4 * L;
+    const double e2e_h = fig(*host, "warm_ns"), e2e_c = fig(*chip, "warm_ns");
+    out.push_back(
+        label_of(*host) + ": the dense mask is " + fmt(dense / double(1 << 20), 1) +
+        " MiB per forward, " + us_or_ms(dense / rate) + " on the host link at its achieved " +
+        fmt(rate, 1) + " GB/s; the segment ids are " + fmt(ids / 1024, 0) + " KiB, " +
+        us_or_ms(ids / rate) + ". Per forward, host mask against chip mask: transfer " +
+        ms(fig(*host, "transfer_per_step_ns")) + " against " +
+        ms(fig(*chip, "transfer_per_step_ns")) + " (activations included), device " +
+        ms(fig(*host, "device_per_step_ns")) + " against " +
+        ms(fig(*chip, "device_per_step_ns")) + ", end to end " + ms(e2e_h) + " against " +
+        ms(e2e_c) + ": the chip mask is " + percent(std::abs(e2e_h - e2e_c) / e2e_h) +
+        (e2e_c < e2e_h ? " faster" : " slower") + " end to end.");
   }
   return out;
 }
@@ -305,10 +343,10 @@ std::vector<std::string> granularity_findings(const Json& rows) {
       if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) aot = r;
       if (short_label(*r) == "whole step") whole = r;
       if (short_label(*r) == "default set") defaults = r;
-      const std::string sr = r->value("series", std::string());
-      if (sr.empty()) continue;
-      if (!by_series.count(sr)) series.push_back(sr);
-      by_series[sr].push_back(r);
+      for (const std::string& sr : series_of(*r)) {
+        if (!by_series.count(sr)) series.push_back(sr);
+        by_series[sr].push_back(r);
+      }
     }
     auto groups = [&](const Json& r) { return fmt(fig(r, "plans_per_step"), 0); };
     for (const std::string& sr : series) {
@@ -372,7 +410,59 @@ std::vector<std::string> granularity_findings(const Json& rows) {
   return out;
 }
 
+// serving, per series (a controlled comparison: one factor varies, its first run the baseline):
+// each run's throughput against the baseline's; per run, the KV pool (peak blocks of the pool,
+// preemptions, mean decode batch) and the padded work by source.
+std::vector<std::string> serving_findings(const Json& rows) {
+  std::vector<std::string> out, series;
+  std::map<std::string, std::vector<const Json*>> by;
+  for (const Json& r : rows) {
+    for (const std::string& sr : series_of(r)) {
+      if (!by.count(sr)) series.push_back(sr);
+      by[sr].push_back(&r);
+    }
+  }
+  for (const std::string& sr : series) {
+    const std::vector<const Json*>& v = by[sr];
+    const Json& base = *v.front();
+    if (base["status"] != "ok") {
+      out.push_back(sr + ": the baseline " + label_of(base) + " stopped (" +
+                    base.value("error", std::string()) + "), so nothing is compared.");
+      continue;
+    }
+    const double t0 = fig(base, "throughput_tokens_per_s");
+    std::vector<std::string> parts;
+    for (size_t i = 1; i < v.size(); ++i) {
+      const Json& r = *v[i];
+      if (r["status"] != "ok") {
+        parts.push_back(label_of(r) + " stopped");
+        continue;
+      }
+      const double t = fig(r, "throughput_tokens_per_s");
+      parts.push_back(label_of(r) + " " + fmt(t, 0) + " tokens/s, " + fmt(t / t0, 2) + "x");
+    }
+    out.push_back(sr + ": against " + label_of(base) + "'s " + fmt(t0, 0) +
+                  " tokens/s: " + join(parts, "nothing else ran") + ".");
+  }
+  for (const Json* r : ok_rows(rows)) {
+    const double peak = fig(*r, "kv_peak_blocks"), pool = fig(*r, "kv_pool_blocks");
+    if (std::isnan(peak)) continue;
+    const double pad = fig(*r, "padding_batch_fraction") + fig(*r, "padding_prompt_fraction") +
+                       fig(*r, "padding_keys_fraction");
+    out.push_back(label_of(*r) + ": the KV pool peaks at " + fmt(peak, 0) + " of " +
+                  fmt(pool, 0) + " blocks (" + (peak >= pool ? "it binds" : "it never binds") +
+                  "), " + fmt(fig(*r, "preemptions"), 0) + " preemptions, " +
+                  fmt(fig(*r, "mean_decode_batch"), 1) + " sequences per decode step; " +
+                  percent(pad) + " of the work is padded or masked (batch rows " +
+                  percent(fig(*r, "padding_batch_fraction")) + ", prompt tokens " +
+                  percent(fig(*r, "padding_prompt_fraction")) + ", keys " +
+                  percent(fig(*r, "padding_keys_fraction")) + ").");
+  }
+  return out;
+}
+
 std::vector<std::string> findings(const std::string& study, const Json& rows) {
+  if (study == "serving") return serving_findings(rows);
   if (study == "decode") return decode_findings(rows);
   if (study == "mask") return mask_findings(rows);
   if (study == "granularity") return granularity_findings(rows);
