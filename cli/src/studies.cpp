@@ -38,7 +38,7 @@ struct StudyRun {
   bool may_fail = false;
   // The comparisons a finding makes along one axis (spec order): a run may be in several.
   std::vector<std::string> series;
-  std::string model;   // the model a "{model}" run was expanded for, or ""
+  std::string model;  // the model a "{model}" run was expanded for, or ""
 };
 
 // A model a spec's "{model}" runs are repeated for: its label and workload.
@@ -57,9 +57,9 @@ struct StudySpec {
 // What a study's columns may name: the key figures and the step figures below.
 std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
-  for (const char* k :
-       {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns", "hbm_bytes_per_step",
-        "host_link_busy_ns", "wasted_flop_fraction", "plans_per_step", "transfer_per_step_ns", "device_per_step_ns"}) {
+  for (const char* k : {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns",
+                        "hbm_bytes_per_step", "host_link_busy_ns", "wasted_flop_fraction",
+                        "plans_per_step", "transfer_per_step_ns", "device_per_step_ns"}) {
     n.push_back(k);
   }
   return n;
@@ -299,21 +299,21 @@ std::vector<std::string> mask_findings(const Json& rows) {
     const double L = workload_param(*host, "seq"), steps = fig(*host, "steps");
     const double rate = fig(*host, "host_link_bytes") / fig(*host, "host_link_busy_ns");  // B/ns
     // The dense bias is L^2 bf16 values, the ids L int32: the runs' byte difference per forward.
-    const double dense = (fig(*host, "host_link_bytes") - fig(*chip, "host_link_bytes")) / steps +
-                         4 * L;
+    const double dense =
+        (fig(*host, "host_link_bytes") - fig(*chip, "host_link_bytes")) / steps + 4 * L;
     const double ids = 4 * L;
     const double e2e_h = fig(*host, "warm_ns"), e2e_c = fig(*chip, "warm_ns");
-    out.push_back(
-        label_of(*host) + ": the dense mask is " + fmt(dense / double(1 << 20), 1) +
-        " MiB per forward, " + us_or_ms(dense / rate) + " on the host link at its achieved " +
-        fmt(rate, 1) + " GB/s; the segment ids are " + fmt(ids / 1024, 0) + " KiB, " +
-        us_or_ms(ids / rate) + ". Per forward, host mask against chip mask: transfer " +
-        ms(fig(*host, "transfer_per_step_ns")) + " against " +
-        ms(fig(*chip, "transfer_per_step_ns")) + " (activations included), device " +
-        ms(fig(*host, "device_per_step_ns")) + " against " +
-        ms(fig(*chip, "device_per_step_ns")) + ", end to end " + ms(e2e_h) + " against " +
-        ms(e2e_c) + ": the chip mask is " + percent(std::abs(e2e_h - e2e_c) / e2e_h) +
-        (e2e_c < e2e_h ? " faster" : " slower") + " end to end.");
+    out.push_back(label_of(*host) + ": the dense mask is " + fmt(dense / double(1 << 20), 1) +
+                  " MiB per forward, " + us_or_ms(dense / rate) +
+                  " on the host link at its achieved " + fmt(rate, 1) +
+                  " GB/s; the segment ids are " + fmt(ids / 1024, 0) + " KiB, " +
+                  us_or_ms(ids / rate) + ". Per forward, host mask against chip mask: transfer " +
+                  ms(fig(*host, "transfer_per_step_ns")) + " against " +
+                  ms(fig(*chip, "transfer_per_step_ns")) + " (activations included), device " +
+                  ms(fig(*host, "device_per_step_ns")) + " against " +
+                  ms(fig(*chip, "device_per_step_ns")) + ", end to end " + ms(e2e_h) + " against " +
+                  ms(e2e_c) + ": the chip mask is " + percent(std::abs(e2e_h - e2e_c) / e2e_h) +
+                  (e2e_c < e2e_h ? " faster" : " slower") + " end to end.");
   }
   return out;
 }
@@ -449,9 +449,9 @@ std::vector<std::string> serving_findings(const Json& rows) {
     if (std::isnan(peak)) continue;
     const double pad = fig(*r, "padding_batch_fraction") + fig(*r, "padding_prompt_fraction") +
                        fig(*r, "padding_keys_fraction");
-    out.push_back(label_of(*r) + ": the KV pool peaks at " + fmt(peak, 0) + " of " +
-                  fmt(pool, 0) + " blocks (" + (peak >= pool ? "it binds" : "it never binds") +
-                  "), " + fmt(fig(*r, "preemptions"), 0) + " preemptions, " +
+    out.push_back(label_of(*r) + ": the KV pool peaks at " + fmt(peak, 0) + " of " + fmt(pool, 0) +
+                  " blocks (" + (peak >= pool ? "it binds" : "it never binds") + "), " +
+                  fmt(fig(*r, "preemptions"), 0) + " preemptions, " +
                   fmt(fig(*r, "mean_decode_batch"), 1) + " sequences per decode step; " +
                   percent(pad) + " of the work is padded or masked (batch rows " +
                   percent(fig(*r, "padding_batch_fraction")) + ", prompt tokens " +
