@@ -98,10 +98,13 @@ TEST(Study, DecodeCompilesPerTokenUnlessBoundedOrBucketed) {
   }
 }
 
+// A small serve workload: a 1-layer model, 6 short requests arriving at once, batches of 4.
+const char* kServe =
+    "serve:requests=6,layers=1,d_model=64,heads=4,d_ff=128,vocab=100,context=64,max_prompt=32,"
+    "prompt_mean=12,output_mean=10,max_batch=4,block=4,rate=5000";
+
 TEST(Study, ServingReportsLatencyAndKv) {
-  const std::string w =
-      "serve:requests=6,layers=1,d_model=64,heads=4,d_ff=128,vocab=100,context=64,max_prompt=32,"
-      "prompt_mean=12,output_mean=10,max_batch=4,block=4,rate=5000";
+  const std::string w = kServe;
   std::string dir;
   auto runs = study("serving",
                     R"({"title": "small serving", "trace_level": "none",
@@ -138,9 +141,7 @@ TEST(Study, ServingReportsLatencyAndKv) {
 // A series is a controlled comparison: its findings give each run's throughput against the
 // first run's, as the table's numbers give it; a pool that binds is said to bind.
 TEST(Study, ServingSeriesFindingsAreTheTablesRatios) {
-  const std::string w =
-      "serve:requests=6,layers=1,d_model=64,heads=4,d_ff=128,vocab=100,context=64,max_prompt=32,"
-      "prompt_mean=12,output_mean=10,max_batch=4,block=4,rate=5000,kv_blocks=16";
+  const std::string w = std::string(kServe) + ",kv_blocks=16";
   std::string dir;
   auto runs = study("serving",
                     R"({"title": "small serving", "trace_level": "none",
