@@ -277,8 +277,7 @@ def claims(dirs):
                         f"{f(t, 'mean_decode_batch'):.1f})" for a, b, x, s, t in pairs)
             + ". The ratio grows with what static batching wastes: padded rows of finished "
             "sequences and, where the pool binds, the padded context static reserves per "
-            "sequence, which caps its batch below max_batch; it holds in the 3–5× range only when "
-            "those conditions are as strong as the rows show.\n")
+            "sequence, which caps its batch below max_batch.\n")
     md.append("![serving](../img/oq_serving.png)\n")
     # C: on-device mask 600 ms -> < 1 ms
     mk = by_label(load(dirs["mask"]))
