@@ -1,23 +1,34 @@
 #!/usr/bin/python3
-"""Regenerates the measured part of docs/studies/NAME.md from a fresh study run.
+"""Regenerates the measured part of docs/studies/NAME.md from fresh study runs.
 
-    scripts/update_study_docs.py [--wallsim build/bin/wallsim] [NAME ...]   (default: decode mask granularity fallback serving)
+    scripts/update_study_docs.py [--wallsim build/bin/wallsim] [--large] [NAME ...]
+        (default: decode mask granularity fallback serving open-questions)
 
-Each doc holds the study's table and its generated findings between the markers
-<!-- study NAME: begin --> and <!-- study NAME: end -->; this runs `wallsim study NAME` (default
-config and spec) and replaces what is between them with the table and findings of NAME.md, so
-the sentences stay those the command computes from its own table after any model change.
-The README's plots of the study (docs/img/study_NAME*.png) are copied from the same run.
+Each doc holds generated text between the markers <!-- study NAME: begin --> and
+<!-- study NAME: end -->; everything else in it names no figure. For a study, this runs
+`wallsim study NAME` (default config and spec) and puts the table and findings of its NAME.md
+between them, so the sentences stay those the command computes from its own table after any
+model change; the README's plots of the study (docs/img/study_NAME*.png) are copied from the same
+run. `open-questions` answers the seed's questions and case claims from the decode, mask,
+serving, granularity and fallback studies, the last two also under each compile-cost variant
+(neuron and xla as fitted, every term x0.5 and x2): scripts/open_questions.py.
+--large also runs configs/studies/serving-large.json (static serving at batch 32) into
+serving.md's `serving-large` block. Each study's real run time is printed.
 """
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, ROOT)
+import open_questions  # noqa: E402
+
+ROOT = os.path.dirname(ROOT)
+STUDIES = ["decode", "mask", "granularity", "fallback", "serving"]
 
 
 def block(md):
@@ -26,36 +37,82 @@ def block(md):
     return md[at + 1:].rstrip() + "\n"
 
 
+def replace_block(doc, name, new):
+    with open(doc) as f:
+        text = f.read()
+    begin, end = f"<!-- study {name}: begin -->\n", f"<!-- study {name}: end -->"
+    if begin not in text or end not in text:
+        print(f"{doc}: no '{begin.strip()}' ... '{end}' markers", file=sys.stderr)
+        sys.exit(2)
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    with open(doc, "w") as f:
+        f.write(head + begin + new + end + tail)
+    print(f"{doc}: {name} regenerated")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wallsim", default=os.path.join(ROOT, "build", "bin", "wallsim"))
-    ap.add_argument("names", nargs="*", default=["decode", "mask", "granularity", "fallback", "serving"])
+    ap.add_argument("--large", action="store_true", help="also run serving-large.json")
+    ap.add_argument("names", nargs="*", default=STUDIES + ["open-questions"])
     a = ap.parse_args()
-    for name in a.names:
-        doc = os.path.join(ROOT, "docs", "studies", name + ".md")
-        with open(doc) as f:
-            text = f.read()
-        begin, end = f"<!-- study {name}: begin -->\n", f"<!-- study {name}: end -->"
-        if begin not in text or end not in text:
-            print(f"{doc}: no '{begin.strip()}' ... '{end}' markers", file=sys.stderr)
-            return 2
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, name)
-            subprocess.run([a.wallsim, "study", name, "--out", out], cwd=ROOT, check=True,
-                           stdout=subprocess.DEVNULL)
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs, took = {}, {}
+
+        def run(name, out_key, extra=()):
+            if out_key in dirs:
+                return dirs[out_key]
+            out = os.path.join(tmp, out_key.replace("@", "_").replace("*", "x"))
+            t = time.time()
+            subprocess.run([a.wallsim, "study", name, "--out", out, *extra], cwd=ROOT,
+                           check=True, stdout=subprocess.DEVNULL)
+            took[out_key] = time.time() - t
+            print(f"study {out_key}: {took[out_key]:.0f} s real", flush=True)
+            dirs[out_key] = out
+            return out
+
+        for name in a.names:
+            if name == "open-questions":
+                continue
+            if name not in STUDIES:
+                print(f"unknown study '{name}'", file=sys.stderr)
+                return 2
+            out = run(name, name)
+            if name in ("granularity", "fallback"):
+                dirs[open_questions.key(name, "neuron", 1.0)] = out
+            doc = os.path.join(ROOT, "docs", "studies", name + ".md")
             with open(os.path.join(out, name + ".md")) as f:
-                new = block(f.read())
+                replace_block(doc, name, block(f.read()) + f"\n(`wallsim study {name}` took "
+                              f"{took[name]:.0f} s of real time for this block.)\n")
             # The README's figures of this study: docs/img/study_<plot>.png is the run's <plot>.png.
             img = os.path.join(ROOT, "docs", "img")
             for png in sorted(os.listdir(img)):
                 src = os.path.join(out, png[len("study_"):])
                 if png.startswith("study_" + name) and png.endswith(".png") and os.path.exists(src):
                     shutil.copyfile(src, os.path.join(img, png))
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        with open(doc, "w") as f:
-            f.write(head + begin + new + end + tail)
-        print(f"{doc}: regenerated")
+        if a.large:
+            out = run("serving", "serving-large",
+                      ["--spec", os.path.join(ROOT, "configs", "studies", "serving-large.json")])
+            with open(os.path.join(out, "serving.md")) as f:
+                replace_block(os.path.join(ROOT, "docs", "studies", "serving.md"), "serving-large",
+                              block(f.read()) + f"\n({took['serving-large']:.0f} s of real time.)\n")
+        if "open-questions" in a.names:
+            for name in ("decode", "mask", "serving"):
+                run(name, name)
+            for name in ("granularity", "fallback"):
+                for profile, factor in open_questions.VARIANTS:
+                    k = open_questions.key(name, profile, factor)
+                    if k not in dirs:
+                        if profile == "neuron" and factor == 1.0 and name in dirs:
+                            dirs[k] = dirs[name]
+                            continue
+                        run(name, k, ["--profile", profile, "--cost-factor", f"{factor:g}"])
+            md = open_questions.generate(dirs, os.path.join(ROOT, "docs", "img"))
+            md += "\nReal time of the runs behind this page: " + ", ".join(
+                f"{k} {v:.0f} s" for k, v in took.items()) + ".\n"
+            replace_block(os.path.join(ROOT, "docs", "studies", "open-questions.md"),
+                          "open-questions", md)
     return 0
 
 

@@ -11,6 +11,8 @@ runs/<i>/stats.json, and writes PNGs into STUDY_DIR (matplotlib, Agg backend):
   mask_seq.png           mask: bytes sent host to device and forward time against L
   granularity.png        granularity: first-step and warm-step time and HBM traffic against the
                          group size
+  granularity_cuts.png   granularity: the cut points each run made on its last step's op stream
+                         (from the plan spans of its trace: a plan `fusedN_...` holds N ops)
   fallback.png           fallback: first-step and warm-step time per policy and failure
 """
 import json
@@ -135,7 +137,59 @@ def mask_seq(study, d):
     save(fig, d, "mask_seq.png")
 
 
+def step_groups(d, run):
+    """The op counts of the fused groups the run's last step launched, in order (from its trace's
+    plan spans; copies left out), or None without a trace."""
+    path = os.path.join(d, run["run"], "trace.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        t = json.load(f)
+    ev = t["traceEvents"] if isinstance(t, dict) else t
+    steps = [e for e in ev if e.get("pid") == 0 and e.get("tid") == 1 and e.get("ph") == "X"
+             and e.get("name", "").startswith("step")]
+    if not steps:
+        return None
+    last = steps[-1]
+    names = [e["name"] for e in ev if e.get("ph") == "X" and e.get("tid") == 1000
+             and last["ts"] <= e["ts"] <= last["ts"] + last["dur"]]
+    out = []
+    for n in names:
+        if n.startswith("copy_"):
+            continue
+        m = re.match(r"fused(\d+)_", n)
+        out.append(int(m.group(1)) if m else 1)
+    return out
+
+
+def granularity_cuts(study, d):
+    rows = []
+    for r in study["runs"]:
+        if not r["stats"] or r["mode"] == "aot":
+            continue
+        g = step_groups(d, r)
+        if g:
+            rows.append((r["label"], g))
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(10, 0.32 * len(rows) + 1.2))
+    for y, (label, g) in enumerate(rows):
+        total = sum(g)
+        ax.plot([0, total], [y, y], color="lightgray", linewidth=6, solid_capstyle="butt")
+        at = 0
+        for n in g[:-1]:
+            at += n
+            ax.plot([at, at], [y - 0.35, y + 0.35], color="C3", linewidth=0.8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r[0] for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("op index in the step (the op stream); a red tick is a cut between groups")
+    ax.set_title("Cut points of each run's last step")
+    save(fig, d, "granularity_cuts.png")
+
+
 def granularity(study, d):
+    granularity_cuts(study, d)
     pts, aot = [], None
     for r in study["runs"]:
         if not r["stats"]:
@@ -144,8 +198,12 @@ def granularity(study, d):
         if r["mode"] == "aot":
             aot = f
             continue
-        m = re.search(r"group (\d+|whole)", r["label"])
-        g = m.group(1) if m else r["label"]
+        m = re.search(r"(?:group|size) (\d+)|(whole)", r["label"])
+        if not m or "from the start" in r["label"]:
+            continue
+        if r.get("model") and r["model"] != study["runs"][0].get("model"):
+            continue
+        g = m.group(1) or m.group(2)
         pts.append((g, ms(f["cold_ns"]), ms(f["warm_ns"]), f["hbm_bytes_per_step"] / 2**20))
     if not pts:
         return

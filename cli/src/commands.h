@@ -2,6 +2,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace wallsim::runtime {
+struct Config;
+}
 
 namespace wallsim::cli {
 
@@ -26,6 +32,10 @@ void add_sweep_commands(CLI::App& app);  // sweep, collect
 void add_validate_command(CLI::App& app);
 void add_import_command(CLI::App& app);   // import onnx
 void add_capture_command(CLI::App& app);  // capture (PyTorch, through python3)
+// The --set overrides that select compile-cost `profile` ("neuron" or "xla") with every term of
+// its curve in `config` scaled by `factor` (the studies' sensitivity band).
+std::vector<std::string> compile_cost_overrides(const runtime::Config& config,
+                                                const std::string& profile, double factor);
 // The directory beside graph file G.json that holds its weights' .npy files: G.weights.
 std::string weights_dir_of(const std::string& graph);
 

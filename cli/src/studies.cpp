@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli_util.h"
@@ -15,6 +16,7 @@
 #include "subprocess.h"
 #include "sweep.h"
 #include "wallsim/base/json_object.h"
+#include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
@@ -34,10 +36,19 @@ struct StudyRun {
   std::vector<std::string> overrides;
   int64_t steps = 0;  // 0: the workload's own
   bool may_fail = false;
+  // The comparisons a finding makes along one axis (spec order): a run may be in several.
+  std::vector<std::string> series;
+  std::string model;  // the model a "{model}" run was expanded for, or ""
+};
+
+// A model a spec's "{model}" runs are repeated for: its label and workload.
+struct StudyModel {
+  std::string label, workload;
 };
 
 struct StudySpec {
   std::string title, question;
+  std::vector<StudyModel> models;
   std::vector<StudyRun> runs;
   std::vector<std::string> columns;
   std::string trace_level = "plans";
@@ -47,7 +58,8 @@ struct StudySpec {
 std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
   for (const char* k : {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns",
-                        "hbm_bytes_per_step", "host_link_busy_ns", "wasted_flop_fraction"}) {
+                        "hbm_bytes_per_step", "host_link_busy_ns", "wasted_flop_fraction",
+                        "plans_per_step", "transfer_per_step_ns", "device_per_step_ns"}) {
     n.push_back(k);
   }
   return n;
@@ -57,10 +69,26 @@ bool is_figure(const std::string& k) {
   return std::find(names.begin(), names.end(), k) != names.end();
 }
 
-StudySpec read_study(const std::string& file, const std::string& config) {
+// `extra_models`: LABEL=WORKLOAD from the command line, after the spec's own.
+StudySpec read_study(const std::string& file, const std::string& config,
+                     const std::vector<std::string>& extra_models) {
   const Json j = base::read_json_file(file);
   base::JsonObject o(j, file);
   StudySpec s;
+  if (const Json* models = o.opt("models")) {
+    if (!models->is_array()) throw InputError(o.at("models"), "expected a list of models");
+    for (size_t i = 0; i < models->size(); ++i) {
+      base::JsonObject m((*models)[i], o.at("models") + "[" + std::to_string(i) + "]");
+      s.models.push_back({m.str("label"), m.str("workload")});
+      m.finish();
+    }
+  }
+  for (const std::string& m : extra_models) {
+    const size_t eq = m.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == m.size())
+      throw InputError("--model " + m, "expected LABEL=WORKLOAD");
+    s.models.push_back({m.substr(0, eq), m.substr(eq + 1)});
+  }
   s.title = o.str("title");
   s.question = o.opt("question") ? o.str("question") : "";
   if (o.opt("trace_level")) s.trace_level = o.str("trace_level");
@@ -89,24 +117,48 @@ StudySpec read_study(const std::string& file, const std::string& config) {
     runtime::mode_named(run.mode, r.at("mode"));
     run.steps = r.integer_or("steps", 1, 1000000, 0);
     run.may_fail = r.boolean_or("may_fail", false);
+    if (const Json* sr = r.opt("series")) {
+      if (sr->is_string()) {
+        run.series.push_back(sr->get<std::string>());
+      } else {
+        run.series = string_list(*sr, r.at("series"));
+      }
+    }
     if (const Json* set = r.opt("set")) {
       base::JsonObject so(*set, r.at("set"));
       for (const auto& [k, v] : set->items()) run.overrides.push_back(k + "=" + v.dump());
     }
     r.finish();
-    // Checked before anything runs: the workload and the config this run would use.
-    try {
-      auto w = workloads::make_workload(workloads::parse_spec(run.workload));
-      if (w->fixed_steps()) run.steps = 0;
-    } catch (const InputError& e) {
-      throw InputError(r.at("workload"), e.what());
-    }
     try {
       runtime::load_config(config, run.overrides);
     } catch (const InputError& e) {
       throw InputError(r.at("set"), e.what());
     }
-    s.runs.push_back(run);
+    // A "{model}" run is repeated for each model, its label prefixed with the model's.
+    std::vector<StudyRun> expanded;
+    const size_t at = run.workload.find("{model}");
+    if (at == std::string::npos) {
+      expanded.push_back(run);
+    } else {
+      if (s.models.empty()) throw InputError(r.at("workload"), "names {model}, but no models");
+      for (const StudyModel& m : s.models) {
+        StudyRun e = run;
+        e.workload.replace(at, 7, m.workload);
+        e.label = m.label + ": " + run.label;
+        e.model = m.label;
+        expanded.push_back(e);
+      }
+    }
+    // Checked before anything runs: the workload and the config this run would use.
+    for (StudyRun& e : expanded) {
+      try {
+        auto w = workloads::make_workload(workloads::parse_spec(e.workload));
+        if (w->fixed_steps()) e.steps = 0;
+      } catch (const InputError& err) {
+        throw InputError(r.at("workload") + " (" + e.workload + ")", err.what());
+      }
+      s.runs.push_back(e);
+    }
   }
   o.finish();
   return s;
@@ -148,6 +200,11 @@ void add_step_figures(const driver::RunReport& r, Json& f) {
   }
   const double hbm = f.value("hbm_read_bytes", 0.0) + f.value("hbm_write_bytes", 0.0);
   f["hbm_bytes_per_step"] = r.steps.empty() ? 0.0 : hbm / double(r.steps.size());
+  const double steps = r.steps.empty() ? 1.0 : double(r.steps.size());
+  f["transfer_per_step_ns"] = f.value("transfer_ns", 0.0) / steps;
+  f["device_per_step_ns"] = f.value("device_busy_ns", 0.0) / steps;
+  f["plans_per_step"] =
+      r.steps.empty() ? 0.0 : f.value("plans_launched", 0.0) / double(r.steps.size());
   const Json& dev = r.device;
   if (dev.contains("host_link")) f["host_link_busy_ns"] = dev["host_link"].at("busy_ns");
   f["wasted_flop_fraction"] =
@@ -185,6 +242,10 @@ std::vector<const Json*> ok_rows(const Json& rows) {
 
 std::string label_of(const Json& r) { return r["label"].get<std::string>(); }
 
+std::vector<std::string> series_of(const Json& r) {
+  return r.value("series", std::vector<std::string>());
+}
+
 // decode: which runs' token steps beat native's (p50 over every token step).
 std::vector<std::string> decode_findings(const Json& rows) {
   const std::vector<const Json*> ok = ok_rows(rows);
@@ -206,7 +267,21 @@ std::vector<std::string> decode_findings(const Json& rows) {
           "; slower: " + join(slower, "none") + "."};
 }
 
-// mask: the dense mask's transfer per forward against the forward, and chip against host.
+// The value of `key=` in a workload spec, or NaN.
+double workload_param(const Json& row, const std::string& key) {
+  const std::string w = row["workload"].get<std::string>();
+  for (const char* sep : {":", ","}) {
+    const size_t at = w.find(sep + key + "=");
+    if (at != std::string::npos) return std::atof(w.c_str() + at + key.size() + 2);
+  }
+  return std::nan("");
+}
+
+std::string us_or_ms(double ns) { return ns < 1e6 ? fmt(ns / 1e3, 1) + " µs" : ms(ns); }
+
+// mask: per host-mask run and its chip-mask twin (the same workload with mask=chip), the mask's
+// own bytes and transfer time at the host link's achieved rate, then per forward the transfer,
+// device and end-to-end (warm step) time of both.
 std::vector<std::string> mask_findings(const Json& rows) {
   std::vector<std::string> out;
   const std::vector<const Json*> ok = ok_rows(rows);
@@ -214,84 +289,180 @@ std::vector<std::string> mask_findings(const Json& rows) {
     const std::string w = (*host)["workload"].get<std::string>();
     const size_t at = w.find("mask=host");
     if (at == std::string::npos) continue;
-    const double steps = fig(*host, "steps"), forward = fig(*host, "warm_ns");
-    const double transfer = fig(*host, "transfer_ns") / steps;
-    std::string line = label_of(*host) + ": the host sends " +
-                       fmt(fig(*host, "host_link_bytes") / steps / double(1 << 20), 1) +
-                       " MiB per forward, " + ms(transfer) + " of transfer per forward, " +
-                       percent(transfer / forward) + " of its warm forward (" + ms(forward) + ")";
     std::string chip_w = w;
     chip_w.replace(at, 9, "mask=chip");
-    for (const Json* chip : ok) {
-      if ((*chip)["workload"] != chip_w) continue;
-      const double a = fig(*host, "device_busy_ns"), b = fig(*chip, "device_busy_ns");
-      line += "; rebuilding the mask on the chip makes the device " + percent(std::abs(b - a) / a) +
-              (b > a ? " slower" : " faster") + " (busy " + ms(b) + " against " + ms(a) + ")";
+    const Json* chip = nullptr;
+    for (const Json* c : ok) {
+      if ((*c)["workload"] == chip_w) chip = c;
     }
-    out.push_back(line + ".");
+    if (!chip) continue;
+    const double L = workload_param(*host, "seq"), steps = fig(*host, "steps");
+    const double rate = fig(*host, "host_link_bytes") / fig(*host, "host_link_busy_ns");  // B/ns
+    // The dense bias is L^2 bf16 values, the ids L int32: the runs' byte difference per forward.
+    const double dense =
+        (fig(*host, "host_link_bytes") - fig(*chip, "host_link_bytes")) / steps + 4 * L;
+    const double ids = 4 * L;
+    const double e2e_h = fig(*host, "warm_ns"), e2e_c = fig(*chip, "warm_ns");
+    out.push_back(label_of(*host) + ": the dense mask is " + fmt(dense / double(1 << 20), 1) +
+                  " MiB per forward, " + us_or_ms(dense / rate) +
+                  " on the host link at its achieved " + fmt(rate, 1) +
+                  " GB/s; the segment ids are " + fmt(ids / 1024, 0) + " KiB, " +
+                  us_or_ms(ids / rate) + ". Per forward, host mask against chip mask: transfer " +
+                  ms(fig(*host, "transfer_per_step_ns")) + " against " +
+                  ms(fig(*chip, "transfer_per_step_ns")) + " (activations included), device " +
+                  ms(fig(*host, "device_per_step_ns")) + " against " +
+                  ms(fig(*chip, "device_per_step_ns")) + ", end to end " + ms(e2e_h) + " against " +
+                  ms(e2e_c) + ": the chip mask is " + percent(std::abs(e2e_h - e2e_c) / e2e_h) +
+                  (e2e_c < e2e_h ? " faster" : " slower") + " end to end.");
   }
   return out;
 }
 
-// granularity: whether each column falls as groups grow (the fused rows that set
-// runtime.lazy.max_group_ops, in spec order), other fused runs and AOT's warm step against the
-// last of those.
+// granularity, per model: the groups and compiles of each heuristic alone and of the default set
+// (series "alone"); along every other series (group sizes, in spec order), whether compiles,
+// first step, warm step and HBM traffic fall as groups grow; the smallest groups against the
+// whole step; the default set and AOT against the whole step (the run labelled "whole step").
 std::vector<std::string> granularity_findings(const Json& rows) {
-  std::vector<const Json*> fused;
-  const Json* aot = nullptr;
-  std::vector<const Json*> others;  // fused runs that do not set a group size
-  for (const Json* r : ok_rows(rows)) {
-    bool sized = false;
-    for (const Json& o : r->value("set", Json::array())) {
-      sized = sized || o.get<std::string>().rfind("runtime.lazy.max_group_ops=", 0) == 0;
-    }
-    if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) {
-      aot = r;
-    } else {
-      (sized ? fused : others).push_back(r);
-    }
-  }
   std::vector<std::string> out;
-  if (fused.size() < 2) return out;
-  for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
-           {"cold_ns", "first step"},
-           {"warm_ns", "warm step"},
-           {"hbm_bytes_per_step", "HBM traffic per step"}}) {
-    std::vector<std::string> rises;
-    for (size_t i = 1; i < fused.size(); ++i) {
-      if (fig(*fused[i], key) > fig(*fused[i - 1], key)) {
-        rises.push_back(label_of(*fused[i - 1]) + " → " + label_of(*fused[i]));
+  std::vector<std::string> models;
+  for (const Json* r : ok_rows(rows)) {
+    const std::string m = r->value("model", std::string());
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+  }
+  for (const std::string& model : models) {
+    const std::string prefix = model.empty() ? "" : model + ": ";
+    auto short_label = [&](const Json& r) {
+      const std::string l = label_of(r);
+      return l.rfind(prefix, 0) == 0 ? l.substr(prefix.size()) : l;
+    };
+    std::vector<std::string> series;
+    std::map<std::string, std::vector<const Json*>> by_series;
+    const Json *aot = nullptr, *whole = nullptr, *defaults = nullptr;
+    for (const Json* r : ok_rows(rows)) {
+      if (r->value("model", std::string()) != model) continue;
+      if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) aot = r;
+      if (short_label(*r) == "whole step") whole = r;
+      if (short_label(*r) == "default set") defaults = r;
+      for (const std::string& sr : series_of(*r)) {
+        if (!by_series.count(sr)) series.push_back(sr);
+        by_series[sr].push_back(r);
       }
     }
-    out.push_back("The " + what +
-                  (rises.empty() ? " falls at every larger group size"
-                                 : " does not fall monotonically: it rises at " + join(rises, "")) +
-                  ".");
+    auto groups = [&](const Json& r) { return fmt(fig(r, "plans_per_step"), 0); };
+    for (const std::string& sr : series) {
+      const std::vector<const Json*>& v = by_series[sr];
+      if (sr == "alone") {
+        std::vector<std::string> parts;
+        for (const Json* r : v) {
+          parts.push_back(short_label(*r) + " " + groups(*r) + " groups per step, " +
+                          fmt(fig(*r, "compiles"), 0) + " compiled, " +
+                          fmt(fig(*r, "cache_hits"), 0) + " cache hits");
+        }
+        out.push_back(prefix + "one heuristic at a time: " + join(parts, "none") + ".");
+        continue;
+      }
+      if (v.size() < 2) continue;
+      std::vector<std::string> counts;
+      for (const Json* r : v) counts.push_back(short_label(*r) + " " + fmt(fig(*r, "compiles"), 0));
+      for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
+               {"compiles", "compiles"},
+               {"cold_ns", "first step"},
+               {"warm_ns", "warm step"},
+               {"hbm_bytes_per_step", "HBM traffic per step"}}) {
+        std::vector<std::string> rises;
+        for (size_t i = 1; i < v.size(); ++i) {
+          if (fig(*v[i], key) > fig(*v[i - 1], key)) {
+            rises.push_back(short_label(*v[i - 1]) + " → " + short_label(*v[i]));
+          }
+        }
+        std::string line =
+            prefix + sr + ": the " + what +
+            (rises.empty()
+                 ? " never rise" + std::string(key == "compiles" ? "" : "s") + " as groups grow"
+                 : (key == "compiles" ? " rise" : " rises") + std::string(" at ") +
+                       join(rises, ""));
+        if (key == "compiles") line += " (" + join(counts, "") + ")";
+        out.push_back(line + ".");
+      }
+      const Json& small = *v.front();
+      const Json& big = whole ? *whole : *v.back();
+      out.push_back(prefix + short_label(small) + " moves " +
+                    fmt(fig(small, "hbm_bytes_per_step") / fig(big, "hbm_bytes_per_step"), 1) +
+                    "x the HBM traffic of " + short_label(big) + ", and its warm step takes " +
+                    fmt(fig(small, "warm_ns") / fig(big, "warm_ns"), 1) + "x as long.");
+    }
+    if (whole && defaults) {
+      const Json &r = *defaults, &w = *whole;
+      out.push_back(prefix + "the default set: first step " + ms(fig(r, "cold_ns")) +
+                    " against the whole step's " + ms(fig(w, "cold_ns")) + ", warm step " +
+                    ms(fig(r, "warm_ns")) + " against " + ms(fig(w, "warm_ns")) +
+                    ", HBM per step " +
+                    fmt(fig(r, "hbm_bytes_per_step") / fig(w, "hbm_bytes_per_step"), 2) + "x.");
+    }
+    if (aot && whole) {
+      const double a = fig(*aot, "warm_ns"), b = fig(*whole, "warm_ns");
+      out.push_back(prefix + "AOT's warm step (" + ms(a) + ") is " + percent(std::abs(b - a) / b) +
+                    (a < b ? " faster" : " slower") + " than the whole step's under fused (" +
+                    ms(b) + "); its compiles are at start-up (" + ms(fig(*aot, "startup_ns")) +
+                    ").");
+    }
   }
-  const double small = fig(*fused.front(), "hbm_bytes_per_step");
-  const double whole = fig(*fused.back(), "hbm_bytes_per_step");
-  out.push_back(label_of(*fused.front()) + " moves " + fmt(small / whole, 1) +
-                "x the HBM traffic of " + label_of(*fused.back()) + ", and its warm step takes " +
-                fmt(fig(*fused.front(), "warm_ns") / fig(*fused.back(), "warm_ns"), 1) +
-                "x as long.");
-  for (const Json* r : others) {
-    const Json& w = *fused.back();
-    out.push_back(label_of(*r) + ": first step " + ms(fig(*r, "cold_ns")) + " against " +
-                  label_of(w) + "'s " + ms(fig(w, "cold_ns")) + ", warm step " +
-                  ms(fig(*r, "warm_ns")) + " against " + ms(fig(w, "warm_ns")) + ", HBM per step " +
-                  fmt(fig(*r, "hbm_bytes_per_step") / fig(w, "hbm_bytes_per_step"), 2) + "x.");
+  return out;
+}
+
+// serving, per series (a controlled comparison: one factor varies, its first run the baseline):
+// each run's throughput against the baseline's; per run, the KV pool (peak blocks of the pool,
+// preemptions, mean decode batch) and the padded work by source.
+std::vector<std::string> serving_findings(const Json& rows) {
+  std::vector<std::string> out, series;
+  std::map<std::string, std::vector<const Json*>> by;
+  for (const Json& r : rows) {
+    for (const std::string& sr : series_of(r)) {
+      if (!by.count(sr)) series.push_back(sr);
+      by[sr].push_back(&r);
+    }
   }
-  if (aot) {
-    const double a = fig(*aot, "warm_ns"), b = fig(*fused.back(), "warm_ns");
-    out.push_back(label_of(*aot) + "'s warm step (" + ms(a) + ") is " +
-                  percent(std::abs(b - a) / b) + (a < b ? " faster" : " slower") + " than " +
-                  label_of(*fused.back()) + "'s (" + ms(b) + "); its compiles are at start-up (" +
-                  ms(fig(*aot, "startup_ns")) + ").");
+  for (const std::string& sr : series) {
+    const std::vector<const Json*>& v = by[sr];
+    const Json& base = *v.front();
+    if (base["status"] != "ok") {
+      out.push_back(sr + ": the baseline " + label_of(base) + " stopped (" +
+                    base.value("error", std::string()) + "), so nothing is compared.");
+      continue;
+    }
+    const double t0 = fig(base, "throughput_tokens_per_s");
+    std::vector<std::string> parts;
+    for (size_t i = 1; i < v.size(); ++i) {
+      const Json& r = *v[i];
+      if (r["status"] != "ok") {
+        parts.push_back(label_of(r) + " stopped");
+        continue;
+      }
+      const double t = fig(r, "throughput_tokens_per_s");
+      parts.push_back(label_of(r) + " " + fmt(t, 0) + " tokens/s, " + fmt(t / t0, 2) + "x");
+    }
+    out.push_back(sr + ": against " + label_of(base) + "'s " + fmt(t0, 0) +
+                  " tokens/s: " + join(parts, "nothing else ran") + ".");
+  }
+  for (const Json* r : ok_rows(rows)) {
+    const double peak = fig(*r, "kv_peak_blocks"), pool = fig(*r, "kv_pool_blocks");
+    if (std::isnan(peak)) continue;
+    const double pad = fig(*r, "padding_batch_fraction") + fig(*r, "padding_prompt_fraction") +
+                       fig(*r, "padding_keys_fraction");
+    out.push_back(label_of(*r) + ": the KV pool peaks at " + fmt(peak, 0) + " of " + fmt(pool, 0) +
+                  " blocks (" + (peak >= pool ? "it binds" : "it never binds") + "), " +
+                  fmt(fig(*r, "preemptions"), 0) + " preemptions, " +
+                  fmt(fig(*r, "mean_decode_batch"), 1) + " sequences per decode step; " +
+                  percent(pad) + " of the work is padded or masked (batch rows " +
+                  percent(fig(*r, "padding_batch_fraction")) + ", prompt tokens " +
+                  percent(fig(*r, "padding_prompt_fraction")) + ", keys " +
+                  percent(fig(*r, "padding_keys_fraction")) + ").");
   }
   return out;
 }
 
 std::vector<std::string> findings(const std::string& study, const Json& rows) {
+  if (study == "serving") return serving_findings(rows);
   if (study == "decode") return decode_findings(rows);
   if (study == "mask") return mask_findings(rows);
   if (study == "granularity") return granularity_findings(rows);
@@ -299,8 +470,9 @@ std::vector<std::string> findings(const std::string& study, const Json& rows) {
 }
 
 void run_study(const std::string& name, const std::string& config, const std::string& spec_file,
-               const std::string& out, const std::vector<std::string>& extra_overrides, int jobs) {
-  const StudySpec spec = read_study(spec_file, config);
+               const std::string& out, const std::vector<std::string>& extra_overrides,
+               const std::vector<std::string>& extra_models, int jobs) {
+  const StudySpec spec = read_study(spec_file, config, extra_models);
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out);
   const std::string runs_dir = dir->subdir("runs");
   std::vector<std::vector<std::string>> commands;
@@ -343,6 +515,8 @@ void run_study(const std::string& name, const std::string& config, const std::st
                 {"workload", r.workload},
                 {"mode", r.mode},
                 {"set", r.overrides},
+                {"series", r.series},
+                {"model", r.model},
                 {"run", "runs/" + std::to_string(i)}};
     if (codes[i] != 0) {
       const std::string last = last_line(logs[i]);
@@ -414,7 +588,12 @@ void run_study(const std::string& name, const std::string& config, const std::st
   }
   {
     std::ofstream f(dir->file("study.json"));
-    f << Json{{"study", name}, {"title", spec.title}, {"runs", rows}}.dump(1) << "\n";
+    f << Json{{"study", name},
+              {"title", spec.title},
+              {"overrides", extra_overrides},
+              {"runs", rows}}
+             .dump(1)
+      << "\n";
   }
   // The plots, drawn by the study's script from study.json and the runs' stats.
   const std::string staging = fs::path(dir->file("study.json")).parent_path().string();
@@ -440,8 +619,9 @@ void add_run_studies(CLI::App& study) {
       {"fallback", "injected compile failures under each fallback policy"}};
   for (const auto& [name, what] : kStudies) {
     struct Args {
-      std::string config = "configs/trn2.json", spec, out;
-      std::vector<std::string> overrides;
+      std::string config = "configs/trn2.json", spec, out, profile;
+      std::vector<std::string> overrides, models;
+      double cost_factor = 1.0;
       int jobs = 2;
     };
     auto a = std::make_shared<Args>();
@@ -453,11 +633,27 @@ void add_run_studies(CLI::App& study) {
     cmd->add_option("--set", a->overrides, "override a config value in every run");
     cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
     cmd->add_option("--jobs,-j", a->jobs, "runs at once")->check(CLI::Range(1, 64));
+    cmd->add_option("--profile", a->profile,
+                    "compile-cost profile of every run (neuron, xla; default: the config's)");
+    cmd->add_option("--cost-factor", a->cost_factor,
+                    "scale every compile-cost term of --profile (the sensitivity band)")
+        ->check(CLI::Range(0.001, 1000.0));
+    cmd->add_option("--model", a->models,
+                    "LABEL=WORKLOAD: repeat the spec's {model} runs for this model too");
     const std::string n = name;
     cmd->callback([a, n, cmd] {
       find_default_file(cmd, "--config", &a->config);
       find_default_file(cmd, "--spec", &a->spec);
-      run_study(n, a->config, a->spec, a->out, a->overrides, a->jobs);
+      std::vector<std::string> overrides;
+      if (!a->profile.empty() || a->cost_factor != 1.0) {
+        const runtime::Config c = runtime::load_config(a->config, a->overrides);
+        const std::string profile =
+            a->profile.empty() ? std::string(compiler_stub::name_of(c.runtime.compile_cost.profile))
+                               : a->profile;
+        overrides = compile_cost_overrides(c, profile, a->cost_factor);
+      }
+      overrides.insert(overrides.end(), a->overrides.begin(), a->overrides.end());
+      run_study(n, a->config, a->spec, a->out, overrides, a->models, a->jobs);
     });
   }
 }

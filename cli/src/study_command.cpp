@@ -145,6 +145,27 @@ std::string sensitivity_table(const std::vector<Point>& points, const WallSpec& 
 
 }  // namespace
 
+std::vector<std::string> compile_cost_overrides(const runtime::Config& config,
+                                                const std::string& profile, double factor) {
+  if (profile != "neuron" && profile != "xla")
+    throw base::InputError("--profile", "unknown profile '" + profile + "' (neuron, xla)");
+  std::vector<std::string> out = {"runtime.compile_cost.profile=\"" + profile + "\""};
+  if (factor == 1.0) return out;
+  const auto& c =
+      profile == "xla" ? config.runtime.compile_cost.xla : config.runtime.compile_cost.neuron;
+  const std::string key = "runtime.compile_cost." + profile + ".";
+  const std::pair<const char*, double> terms[] = {{"fixed_ms", c.fixed_ms},
+                                                  {"per_node_ms", c.per_node_ms},
+                                                  {"per_instruction_us", c.per_instruction_us},
+                                                  {"per_spill_mib_ms", c.per_spill_mib_ms}};
+  for (const auto& [k, v] : terms) {
+    std::ostringstream value;
+    value << std::setprecision(17) << v * factor;
+    out.push_back(key + k + "=" + value.str());
+  }
+  return out;
+}
+
 void add_study_command(CLI::App& app) {
   auto a = std::make_shared<StudyArgs>();
   CLI::App* study = app.add_subcommand("study", "run a study: many runs, one table");
@@ -186,21 +207,10 @@ void add_study_command(CLI::App& app) {
               args.push_back("--set");
               args.push_back(o);
             }
-            if (factor != 1.0) {
-              const auto& c = profile == "xla" ? config.runtime.compile_cost.xla
-                                               : config.runtime.compile_cost.neuron;
-              const std::string key = "runtime.compile_cost." + profile + ".";
-              const std::pair<const char*, double> terms[] = {
-                  {"fixed_ms", c.fixed_ms},
-                  {"per_node_ms", c.per_node_ms},
-                  {"per_instruction_us", c.per_instruction_us},
-                  {"per_spill_mib_ms", c.per_spill_mib_ms}};
-              for (const auto& [k, v] : terms) {
-                std::ostringstream value;
-                value << std::setprecision(17) << v * factor;
-                args.push_back("--set");
-                args.push_back(key + k + "=" + value.str());
-              }
+            for (const std::string& o : compile_cost_overrides(config, profile, factor)) {
+              if (o.rfind("runtime.compile_cost.profile=", 0) == 0) continue;  // set above
+              args.push_back("--set");
+              args.push_back(o);
             }
             if (wname != "decode") {
               args.push_back("--steps");

@@ -266,6 +266,20 @@ base::Json key_figures(const driver::RunReport& r, const base::Json& c) {
     for (const auto& [k, v] : sv.at("latency").items()) f[k] = v;
     f["kv_mean_utilization"] = sv.at("kv").at("mean_utilization");
     f["preemptions"] = sv.at("kv").at("preemptions");
+    f["kv_peak_blocks"] = sv.at("kv").at("peak_blocks");
+    f["kv_pool_blocks"] = sv.at("kv").at("pool_blocks");
+    f["kv_peak_occupancy"] = sv.at("kv").at("peak_occupancy");
+    f["mean_decode_batch"] = sv.at("iterations").at("mean_decode_batch");
+  }
+  // Padded (or masked) work by source: the run's measured fraction split by the workload's own
+  // shares (serve, decode).
+  if (r.workload_report.is_object() && r.workload_report.contains("padding_by_source")) {
+    const Json& p = r.workload_report["padding_by_source"];
+    const double waste = t.padding_flop_fraction + t.masked_flop_fraction;
+    for (const char* k : {"batch", "prompt", "keys"}) {
+      f[std::string("padding_") + k + "_fraction"] =
+          waste * p.at(std::string(k) + "_share").get<double>();
+    }
   }
   return f;
 }
@@ -300,7 +314,14 @@ std::vector<std::string> figure_names() {
                         "host_link_bytes",
                         "throughput_tokens_per_s",
                         "kv_mean_utilization",
-                        "preemptions"}) {
+                        "preemptions",
+                        "kv_peak_blocks",
+                        "kv_pool_blocks",
+                        "kv_peak_occupancy",
+                        "mean_decode_batch",
+                        "padding_batch_fraction",
+                        "padding_prompt_fraction",
+                        "padding_keys_fraction"}) {
     n.push_back(k);
   }
   for (const char* l : {"ttft", "per_token", "latency"}) {

@@ -148,7 +148,7 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   r.device = at(s, "device", path);
   if (s.contains("device_busy")) r.device_busy = s.at("device_busy");
   if (s.contains("compile_metrics")) r.compile_metrics = s.at("compile_metrics");
-  for (const char* section : {"serving"}) {
+  for (const char* section : {"serving", "decoding"}) {
     if (s.contains(section)) {
       r.workload_section = section;
       r.workload_report = s.at(section);

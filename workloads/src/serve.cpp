@@ -241,6 +241,7 @@ class Serve final : public Workload, public ServeLoop {
   // a token for every unfinished sequence.
   void run_iteration(Session& s, const std::vector<Seq*>& seqs, bool prefill) override {
     const Shape shape = shape_of(s, seqs, prefill);
+    tally_padding(seqs, shape);
     s.begin_step(m_iterations++);
     m_prefill_steps.push_back(prefill);
     const compiler_stub::HostTensor out = s.to_host(iteration(s, seqs, shape));
@@ -263,6 +264,30 @@ class Serve final : public Workload, public ServeLoop {
       m_tally.decode_rows += rows;
       m_tally.decode_padded_rows += shape.batch;
     }
+  }
+
+  // The MACs of one sequence's row(s) in an iteration, by the model's own count (as
+  // add_real_macs): a prefill of `len` tokens, or a token attending over `len` keys.
+  double sequence_macs(bool prefill, int64_t len) const {
+    const double D = double(m_d), F = double(m_ff), L = double(len);
+    const double layers =
+        prefill ? 4 * L * D * D + 2 * L * L * D + 2 * L * D * F : 4 * D * D + 2 * L * D + 2 * D * F;
+    return double(m_layers) * layers + D * double(m_vocab);
+  }
+  // Where an iteration's padded work comes from (called before its sequences advance): rows of
+  // no live sequence (batch), a prefill's tokens past each prompt (prompt), a token's keys past
+  // its sequence's own length (keys).
+  void tally_padding(const std::vector<Seq*>& seqs, const Shape& shape) {
+    const double full = sequence_macs(shape.prefill, shape.len);
+    int64_t live = 0;
+    for (const Seq* q : seqs) {
+      if (q->done()) continue;
+      ++live;
+      const double real = sequence_macs(shape.prefill, shape.prefill ? q->kv : q->kv + 1);
+      m_tally.real_macs += real;
+      (shape.prefill ? m_tally.prompt_pad_macs : m_tally.keys_pad_macs) += full - real;
+    }
+    m_tally.batch_pad_macs += double(shape.batch - live) * full;
   }
 
   // ---- the model ----

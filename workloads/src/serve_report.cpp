@@ -5,6 +5,7 @@
 
 #include "serve_batching.h"
 #include "wallsim/traces/stats.h"
+#include "workload_params.h"
 
 namespace wallsim::workloads::detail {
 
@@ -58,6 +59,8 @@ ordered_json serving_report(std::string_view scheduler, const std::vector<Seq>& 
         {"mean_decode_batch", t.decodes ? double(t.decode_rows) / double(t.decodes) : 0.0},
         {"mean_decode_padding_rows",
          t.decodes ? double(t.decode_padded_rows - t.decode_rows) / double(t.decodes) : 0.0}}},
+      {"padding_by_source",
+       padding_by_source(t.real_macs, t.batch_pad_macs, t.prompt_pad_macs, t.keys_pad_macs)},
       {"kv",
        {{"block_rows", t.block_rows},
         {"pool_blocks", t.pool_blocks},

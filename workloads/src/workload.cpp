@@ -289,12 +289,16 @@ class Decode final : public Workload {
     // Every bucket a token step may use; the prefill at the prompt's bucket.
     if (bucket < padded(s, m_prompt) || bucket > m_cache_len) return;
     const std::vector<Layer> kept = m_w;  // tracing runs nothing: the caches stay as they are
+    const double counts[] = {m_real_macs, m_prompt_pad_macs, m_keys_pad_macs};
     if (bucket == padded(s, m_prompt)) s.to_host(run(s, 0, m_prompt, bucket));
     m_w = kept;
     const bool token_bucket =
         m_dynamic == "bounded" ? bucket == m_cache_len : bucket >= m_prompt + 1;
     if (token_bucket) s.to_host(run(s, 1, std::min(bucket, m_prompt + 1), bucket));
     m_w = kept;
+    m_real_macs = counts[0];  // nor counts any work
+    m_prompt_pad_macs = counts[1];
+    m_keys_pad_macs = counts[2];
   }
 
  private:
@@ -394,11 +398,33 @@ class Decode final : public Workload {
         return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
       });
     }
-    const double R = double(prefill ? real : 1), L = double(real), D = double(m_d),
-                 F = double(m_ff);
-    s.add_real_macs(double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F));
+    const double real_macs = macs(prefill, real, real);
+    s.add_real_macs(real_macs);
+    // Where the padded work comes from: a prefill's rows past the prompt, a token's keys past
+    // the tokens so far (batch is 1: no padding rows).
+    m_real_macs += real_macs;
+    (prefill ? m_prompt_pad_macs : m_keys_pad_macs) +=
+        macs(prefill, prefill ? len : real, len) - real_macs;
     return x;
   }
+  // The model's MACs of a step with `rows` query rows (a prefill's tokens, else 1) over `keys`.
+  double macs(bool prefill, int64_t rows, int64_t keys) const {
+    const double R = double(prefill ? rows : 1), L = double(keys), D = double(m_d),
+                 F = double(m_ff);
+    return double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F);
+  }
+
+ public:
+  std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const override {
+    return std::make_pair(
+        std::string("decoding"),
+        nlohmann::ordered_json{
+            {"padding_by_source",
+             detail::padding_by_source(m_real_macs, 0, m_prompt_pad_macs, m_keys_pad_macs)}});
+  }
+
+ private:
+  double m_real_macs = 0, m_prompt_pad_macs = 0, m_keys_pad_macs = 0;
   struct Layer : detail::GptWeights {
     Tensor k_cache, v_cache;
   };

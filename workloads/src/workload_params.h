@@ -144,6 +144,19 @@ inline void check_heads(const Params& p, int64_t d_model, int64_t heads) {
   }
 }
 
+// A workload's padded work by source, from its own MAC counts: each source's share of the padded
+// MACs (rows of no live sequence, tokens past a prompt, keys past a sequence's length) and the
+// padded fraction of all MACs.
+inline nlohmann::ordered_json padding_by_source(double real, double batch, double prompt,
+                                                double keys) {
+  const double pad = batch + prompt + keys, all = pad + real;
+  auto share = [&](double v) { return pad > 0 ? v / pad : 0.0; };
+  return {{"padded_fraction", all > 0 ? pad / all : 0.0},
+          {"batch_share", share(batch)},
+          {"prompt_share", share(prompt)},
+          {"keys_share", share(keys)}};
+}
+
 // A GPT-2-style decoder layer without linear biases (decode, serve): pre-norm attention and a
 // gelu MLP.
 struct GptWeights {
