@@ -34,7 +34,10 @@ class SbufAllocator {
   struct Segment {
     int64_t end = 0;
     AccessHistory history;
+    int64_t released = -1;  // when the range was last freed (count of releases before it)
   };
+  // The latest release among the segments over [begin, end): -1 for bytes never used.
+  int64_t last_release(int64_t begin, int64_t end);
   // The first history segment that may overlap `offset`.
   std::map<int64_t, Segment>::iterator first_segment(int64_t offset);
   // [begin, end) was last used by a buffer with history `h`: it replaces older segments there.
@@ -45,7 +48,7 @@ class SbufAllocator {
   int64_t m_capacity;
   int64_t m_used = 0;
   int64_t m_peak = 0;
-  int64_t m_cursor = 0;
+  int64_t m_releases = 0;
   std::map<int64_t, int64_t> m_free;                      // offset -> bytes
   std::map<int64_t, Segment> m_history;                   // offset -> last users of the range
   std::map<int32_t, std::pair<int64_t, int64_t>> m_live;  // buffer -> (offset, bytes)
