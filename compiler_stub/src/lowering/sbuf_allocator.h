@@ -1,6 +1,6 @@
-// SBUF as one address range per partition, handed out next-fit from free blocks that coalesce
-// when released. Plain C++ over a PlanBuilder; spilling (what to evict when full) is the
-// lowering's business (spilling.cpp), not the allocator's.
+// SBUF as one address range per partition, handed out from free blocks that coalesce when
+// released, the bytes freed longest ago first. Plain C++ over a PlanBuilder; spilling (what to
+// evict when full) is the lowering's business (spilling.cpp), not the allocator's.
 #pragma once
 
 #include <algorithm>
