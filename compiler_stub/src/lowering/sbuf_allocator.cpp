@@ -11,7 +11,8 @@ SbufAllocator::SbufAllocator(PlanBuilder& builder, int32_t partitions, int64_t c
   m_free[0] = capacity;
 }
 
-std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint) {
+std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint,
+                                         bool oldest_first) {
   const int64_t aligned = SbufAllocator::aligned(bytes);
   // Least recently freed fit: of the placements at either end of each free block large
   // enough, the one whose bytes were freed longest ago (never used first, then the lowest
@@ -22,7 +23,8 @@ std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint)
   for (auto it = m_free.begin(); it != m_free.end(); ++it) {
     if (it->second < aligned) continue;
     for (const int64_t at : {it->first, it->first + it->second - aligned}) {
-      const int64_t r = last_release(at, at + aligned);
+      int64_t r = last_release(at, at + aligned);
+      if (!oldest_first && r >= 0) r = 0;  // never-used bytes first, then the lowest address
       if (best == m_free.end() || r < best_release) {
         best = it;
         offset = at;

@@ -21,7 +21,8 @@ class SbufAllocator {
  public:
   SbufAllocator(PlanBuilder& builder, int32_t partitions, int64_t capacity);
   // A buffer of `bytes` per partition, or nothing when no free block is large enough.
-  std::optional<Slot> alloc(int64_t bytes, const std::string& hint);
+  // `oldest_first` false: bytes never used first, then the lowest address (no release order).
+  std::optional<Slot> alloc(int64_t bytes, const std::string& hint, bool oldest_first = true);
   // What a buffer of `bytes` per partition takes: allocations are 64-byte aligned, 64 at least.
   static int64_t aligned(int64_t bytes) { return std::max<int64_t>(64, (bytes + 63) / 64 * 64); }
   // Frees `s` (a no-op for a buffer this allocator does not hold).
