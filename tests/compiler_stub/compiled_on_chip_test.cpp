@@ -369,6 +369,26 @@ TEST(CompiledOnChip, MatmulWhoseStationariesCannotFitIsACompileErrorWithItsSizes
       << std::get<CompileError>(r).reason;
 }
 
+TEST(CompiledOnChip, MatmulWhoseRowsAreAMultipleOfKAndWhoseWindowsAreTightFitsTiny) {
+  // mlp:batch=2048,d_model=256,d_ff=2048 on tiny, 512 rows: fc1's B [256, 2048] was taken for
+  // a mask repeated every 256 rows (x has a multiple of K rows), and fc2's panels were sized
+  // after the window had loaded A's row tile, as if A were resident: each too large by the
+  // rule, so "one row tile needs 5120 (8704) bytes, plus 3072 (5632)" of 16384 failed.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "mlp", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "bf16", "shape": [512, 256], "role": "input"},
+    {"id": 1, "op": "input", "name": "w1", "dtype": "bf16", "shape": [256, 2048], "role": "weight"},
+    {"id": 2, "op": "input", "name": "b1", "dtype": "bf16", "shape": [2048], "role": "weight"},
+    {"id": 3, "op": "input", "name": "w2", "dtype": "bf16", "shape": [2048, 256], "role": "weight"},
+    {"id": 4, "op": "matmul", "inputs": [0, 1]},
+    {"id": 5, "op": "bias_add", "inputs": [4, 2]},
+    {"id": 6, "op": "gelu", "inputs": [5]},
+    {"id": 7, "op": "matmul", "inputs": [6, 3]},
+    {"id": 8, "op": "add", "inputs": [7, 0]}], "outputs": [8]})");
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
+  EXPECT_EQ(o.plans, 1);
+  EXPECT_LT(o.max_error, 5e-2);  // bf16 values, fp32 accumulation over K = 2048
+}
+
 TEST(CompiledOnChip, ReusedHbmScratchKeepsResultsOnTiny) {
   // [256, 1024] fp32 is 32 KiB per partition on tiny: every op streams through HBM scratch,
   // and the scratch of dead values is reused by later ones.

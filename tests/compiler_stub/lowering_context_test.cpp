@@ -25,9 +25,10 @@ Graph relu_chain(int64_t rows, int64_t cols, int links) {
   return make_graph(nodes + "]", "[" + std::to_string(links) + "]");
 }
 
-TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOverTheQueues) {
-  // One 128 x 512 fp32 tile is 256 KiB: one piece at the default split, four at 64 KiB when
-  // rows may be cut to 512 B; at the default minimum chunk (4 KiB) its 2 KiB rows stay whole.
+TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOrRowsOverTheQueues) {
+  // One 128 x 512 fp32 tile is 256 KiB: one piece at the default split, four at 64 KiB; cut by
+  // columns when rows may be cut to 512 B, else (the default minimum chunk, 4 KiB, keeps its
+  // 2 KiB rows whole) by rows: four pieces of 32 partitions.
   LoweringOptions small_pieces;
   small_pieces.dma_split_bytes = 64 * 1024;
   small_pieces.dma_min_chunk_bytes = 512;
@@ -35,13 +36,16 @@ TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOverTheQueues) {
   long_rows.dma_split_bytes = 64 * 1024;
   const auto whole = print_plan(relu_chain(128, 512, 1));
   const auto split = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, small_pieces);
-  const auto kept = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, long_rows);
+  const auto by_rows = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, long_rows);
   // The store takes the least loaded engine: 1, the load having used engine 0.
   EXPECT_EQ(stream_summary(whole.text),
             "ld0: dma_copy x1\n"
             "st1: dma_copy x1\n"
             "scalar: activation.relu x1\n");
-  EXPECT_EQ(stream_summary(kept.text), stream_summary(whole.text));
+  EXPECT_EQ(stream_summary(by_rows.text), stream_summary(split.text));
+  EXPECT_TRUE(check_in_order(by_rows.text, {"ld1[0]       dma_copy dst=in_", "[p32:64][+0; 512*1]",
+                                            "src=x<fp32>[r32*512][+16384; 512*1]"}))
+      << by_rows.text;
   // Pieces on engines 0-3, then the store's pieces on the idle engines 4-7.
   EXPECT_EQ(stream_summary(split.text),
             "ld0: dma_copy x1\n"

@@ -56,12 +56,28 @@ bool narrow_matmul(const LoweringContext& ctx, const Node& n) {
 }
 
 // Columns of one panel of a streamed B: the moving width, narrowed until two panels (double
-// buffering) fit the panel share of SBUF and, with one output row tile, SBUF itself.
+// buffering) fit the panel share of SBUF and, with one output row tile (and a fused bias row),
+// SBUF itself. The fill share applies to the SBUF left beside A^T and the output row; A's row
+// tile (when it is loaded for the op) must fit beside the panels too.
 int64_t panel_cols(const LoweringContext& ctx, const Node& n) {
   const View v = view_of(ctx.type_of(n.inputs[1]));
   const int64_t per_col = b_bytes_per_col(ctx, n);
-  const int64_t room = (ctx.sbuf_capacity() - row_tile_bytes(ctx, n, narrow_matmul(ctx, n))) *
-                       ctx.options().row_window_fill_percent / 100;
+  const bool narrow = narrow_matmul(ctx, n);
+  const int64_t row_tile = row_tile_bytes(ctx, n, narrow);
+  const int64_t a_row =
+      ctx.on_chip(n.inputs[0])
+          ? 0
+          : SbufAllocator::aligned(
+                (narrow ? ctx.tile_rows() : view_of(ctx.type_of(n.inputs[0])).cols) *
+                isa::dtype_bytes(ctx.type_of(n.inputs[0]).dtype));
+  int64_t bias = 0;
+  if (n.inputs.size() > 2) {
+    const TensorType& bt = ctx.type_of(n.inputs[2]);
+    bias = SbufAllocator::aligned(view_of(bt).cols * isa::dtype_bytes(bt.dtype));
+  }
+  const int64_t room = std::min(
+      (ctx.sbuf_capacity() - (row_tile - a_row)) * ctx.options().row_window_fill_percent / 100,
+      ctx.sbuf_capacity() - row_tile - bias);
   const int64_t fit =
       std::min(ctx.sbuf_share(ctx.options().panel_pair_percent), room) / (2 * per_col);
   return std::max<int64_t>(1, std::min({moving_cols(ctx), v.cols, fit}));
@@ -257,7 +273,10 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
 
 LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const int32_t aid = n.inputs[0];
+  // Sized as the footprint sized them, before A's row tiles are loaded (in a row window,
+  // loading them would make A look resident and the panels wider than the window allowed).
   const bool narrow = narrow_matmul(ctx, n);
+  const int64_t block_cols = streams_b(ctx, n) ? panel_cols(ctx, n) : 0;
   Narrow nw;
   std::optional<Tiles> a;
   if (narrow && !ctx.on_chip(aid)) {
@@ -289,7 +308,7 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   if (streams_b(ctx, n)) {
     if (!ctx.ensure_hbm(bid)) return ctx.no_room();
     b.streamed = true;
-    b.block_cols = panel_cols(ctx, n);
+    b.block_cols = block_cols;
     b.hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
     b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
   } else {

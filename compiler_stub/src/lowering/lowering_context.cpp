@@ -540,22 +540,44 @@ void LoweringContext::copy_rows(bool load, AccessPattern dst, AccessPattern src)
   const int64_t split = m_options.dma_split_bytes;
   const int64_t cols = dst.free[0].size;
   const int64_t bytes = int64_t(dst.partitions) * cols * isa::dtype_bytes(dst.dtype);
-  int64_t pieces =
+  const int64_t want =
       std::min<int64_t>(static_cast<int64_t>(queues.size()), (bytes + split - 1) / split);
-  if (dst.num_free != 1 || src.num_free != 1 || dst.free[0].stride != 1 ||
-      src.free[0].stride != 1 || src.scalar >= 0 || dst.scalar >= 0)
-    pieces = 1;
+  int64_t pieces = want;
+  const bool plain = dst.num_free == 1 && src.num_free == 1 && dst.free[0].stride == 1 &&
+                     src.free[0].stride == 1 && src.scalar < 0 && dst.scalar < 0;
+  if (!plain) pieces = 1;
   // Each piece's rows stay at least dma_min_chunk_bytes long (the DMA charges every chunk).
   const int64_t row_bytes = cols * isa::dtype_bytes(dst.dtype);
   pieces = std::min(pieces, row_bytes / std::max<int64_t>(1, m_options.dma_min_chunk_bytes));
   pieces = std::max<int64_t>(1, std::min(pieces, cols));
+  // Rows too short to cut by columns are cut by rows (partitions) instead: the pieces' chunks
+  // are the same, only their descriptors are more, and the transfer spreads over the queues.
+  const int64_t row_pieces =
+      plain ? std::max<int64_t>(1, std::min<int64_t>(want / pieces, dst.partitions)) : 1;
   const int64_t step = (cols + pieces - 1) / pieces;
-  for (int64_t c0 = 0; c0 < cols; c0 += step) {
-    AccessPattern d = dst, s = src;
-    d.offset += c0;
-    s.offset += c0;
-    d.free[0].size = s.free[0].size = std::min(step, cols - c0);
-    dma(load ? next_load_queue() : next_store_queue(), d, s);
+  const int32_t rows = dst.partitions;
+  auto rows_of = [](AccessPattern& ap, int32_t r0, int32_t n) {
+    if (ap.space == MemSpace::hbm) {
+      ap.offset += int64_t{r0} * ap.partition_stride;
+    } else {
+      ap.partition_start += r0;
+    }
+    ap.partitions = n;
+  };
+  for (int64_t p = 0; p < row_pieces; ++p) {
+    const auto r0 = static_cast<int32_t>(rows * p / row_pieces);
+    const auto r1 = static_cast<int32_t>(rows * (p + 1) / row_pieces);
+    for (int64_t c0 = 0; c0 < cols; c0 += step) {
+      AccessPattern d = dst, s = src;
+      if (row_pieces > 1) {
+        rows_of(d, r0, r1 - r0);
+        rows_of(s, r0, r1 - r0);
+      }
+      d.offset += c0;
+      s.offset += c0;
+      d.free[0].size = s.free[0].size = std::min(step, cols - c0);
+      dma(load ? next_load_queue() : next_store_queue(), d, s);
+    }
   }
 }
 

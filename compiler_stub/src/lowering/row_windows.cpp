@@ -30,8 +30,11 @@ bool LoweringContext::row_aligned(const Node& n, size_t k) const {
 bool LoweringContext::batch_broadcast(const Node& n) const {
   if (info(n.op).row_window == RowWindow::batch_matmul) return false;  // B loaded per entry
   const int64_t rows = view_of(n.type).rows;
-  for (int32_t in : n.inputs) {
-    const int64_t r = view_of(type_of(in)).rows;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    // A matmul's B (and fused bias) is a whole operand, not repeated along A's rows, even when
+    // A has a multiple of K rows.
+    if (info(n.op).row_window == RowWindow::matmul && k > 0) break;
+    const int64_t r = view_of(type_of(n.inputs[k])).rows;
     if (r > 1 && r < rows && rows % r == 0) return true;
   }
   return false;

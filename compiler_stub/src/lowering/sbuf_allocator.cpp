@@ -11,25 +11,32 @@ SbufAllocator::SbufAllocator(PlanBuilder& builder, int32_t partitions, int64_t c
   m_free[0] = capacity;
 }
 
-std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint) {
+std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint,
+                                         bool oldest_first) {
   const int64_t aligned = SbufAllocator::aligned(bytes);
-  // Next fit: the first large-enough block at or after where the last allocation ended,
-  // wrapping around. Memory is reused as late as possible, like a ring, so a new buffer
-  // rarely has to wait for the readers of the one it replaces.
+  // Least recently freed fit: of the placements at either end of each free block large
+  // enough, the one whose bytes were freed longest ago (never used first, then the lowest
+  // address), so memory is reused as late as possible and a new buffer (a weight prefetched
+  // ahead of its matmul) rarely has to wait for the readers of the one it replaces.
   auto best = m_free.end();
-  for (auto it = m_free.lower_bound(m_cursor); it != m_free.end(); ++it) {
-    if (it->second >= aligned) {
-      best = it;
-      break;
+  int64_t offset = 0, best_release = 0;
+  for (auto it = m_free.begin(); it != m_free.end(); ++it) {
+    if (it->second < aligned) continue;
+    for (const int64_t at : {it->first, it->first + it->second - aligned}) {
+      int64_t r = last_release(at, at + aligned);
+      if (!oldest_first && r >= 0) r = 0;  // never-used bytes first, then the lowest address
+      if (best == m_free.end() || r < best_release) {
+        best = it;
+        offset = at;
+        best_release = r;
+      }
     }
   }
-  for (auto it = m_free.begin(); best == m_free.end() && it != m_free.end(); ++it) {
-    if (it->second >= aligned) best = it;
-  }
   if (best == m_free.end()) return std::nullopt;
-  const int64_t offset = best->first, size = best->second;
+  const int64_t start = best->first, size = best->second;
   m_free.erase(best);
-  if (size > aligned) m_free[offset + aligned] = size - aligned;
+  if (offset > start) m_free[start] = offset - start;
+  if (start + size > offset + aligned) m_free[offset + aligned] = start + size - offset - aligned;
   AccessHistory inherit;
   for (auto it = first_segment(offset); it != m_history.end() && it->first < offset + aligned;
        ++it) {
@@ -39,7 +46,6 @@ std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint)
       m_builder.add_buffer(isa::MemSpace::sbuf, 0, m_partitions, offset, aligned, hint, inherit);
   m_live[s.index] = {offset, aligned};
   m_used += aligned;
-  m_cursor = offset + aligned;
   m_peak = std::max(m_peak, offset + aligned);
   return s;
 }
@@ -51,6 +57,7 @@ void SbufAllocator::release(Slot s) {
   m_live.erase(live);
   m_used -= size;
   record_history(offset, offset + size, m_builder.history(s));
+  m_history[offset].released = m_releases++;
   auto it = m_free.emplace(offset, size).first;
   auto next = std::next(it);
   if (next != m_free.end() && offset + it->second == next->first) {
@@ -64,6 +71,14 @@ void SbufAllocator::release(Slot s) {
       m_free.erase(it);
     }
   }
+}
+
+int64_t SbufAllocator::last_release(int64_t begin, int64_t end) {
+  int64_t r = -1;
+  for (auto it = first_segment(begin); it != m_history.end() && it->first < end; ++it) {
+    if (it->second.end > begin) r = std::max(r, it->second.released);
+  }
+  return r;
 }
 
 std::map<int64_t, SbufAllocator::Segment>::iterator SbufAllocator::first_segment(int64_t offset) {

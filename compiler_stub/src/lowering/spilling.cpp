@@ -10,7 +10,9 @@ namespace wallsim::compiler_stub::lowering {
 
 std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string& hint) {
   for (;;) {
-    if (auto s = m_sbuf.alloc(bytes, hint)) return s;
+    // Row windows cycle through most of SBUF: taking the oldest-freed bytes there makes each
+    // window's loads wait for the previous window's stores.
+    if (auto s = m_sbuf.alloc(bytes, hint, !m_window)) return s;
     if (!spill_one()) return std::nullopt;
   }
 }
