@@ -517,7 +517,11 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "chip from segment ids"},
       {"graph",
        "graph:file=G.json,weights=DIR - any graph file (e.g. from `wallsim import onnx`) as one "
-       "step; weights from DIR/<name>.npy (default G.weights/ beside it), else seeded random"}};
+       "step; weights from DIR/<name>.npy (default G.weights/ beside it), else seeded random"},
+      {"program",
+       "program:file=P.json,bound=NAME<=MAX;... - a captured PyTorch program replayed step by "
+       "step (docs/PROGRAM_FORMAT.md); bound: named dims run at MAX, masked past the real "
+       "extent (also `run --bound`)"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
@@ -529,6 +533,7 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "serve") return detail::make_serve(p);
   if (spec.name == "mask") return std::make_unique<PackedMask>(p);
   if (spec.name == "graph") return detail::make_graph_workload(p);
+  if (spec.name == "program") return detail::make_program_workload(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
   throw base::InputError("--workload " + spec.text,
