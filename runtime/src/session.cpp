@@ -359,7 +359,18 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
   int64_t compile_ns = 0;
   auto compiled = compile_group(g.sub, &failed, &error, &compile_ns);
   if (compiled) {
-    if (!m_tracing) launch_group(g, compiled, compile_ns);
+    if (!m_tracing) {
+      launch_group(g, compiled, compile_ns);
+      return;
+    }
+    // Tracing runs nothing, but a value read mid-step (a flush) may be used by later ops: its
+    // tensor becomes a placeholder the trace records as an input (no device memory).
+    for (int32_t id : g.outputs) {
+      if (auto t = m_pending_out.at(id).lock()) {
+        t->device = "traced" + std::to_string(id);  // pending ids are never reused
+        t->pending = -1;
+      }
+    }
     return;
   }
   // A failed compile: the fallback policy decides.

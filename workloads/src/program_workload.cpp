@@ -101,6 +101,7 @@ class ProgramReplay final : public Workload {
     if (m_file.empty()) p.fail("file", "the program file is required (program:file=P.json)");
     m_program = pt::read_program_file(m_file);
     parse_bounds(p, bounds);
+    if (!m_bounds.empty()) check_extents();
     for (const pt::Event& e : m_program.events) {
       if (e.kind == EventKind::weight || e.kind == EventKind::input) m_defs[e.out.id] = e.out;
       for (const auto& o : e.outputs) m_defs[o.id] = o;
@@ -376,17 +377,8 @@ class ProgramReplay final : public Workload {
     return 0;
   }
 
-  // Bounded: every op typed at the bounds as the runtime will, checked against the bounded
-  // captured type; the scalars the masks need, per step.
-  void check_bounded_types() {
-    std::map<int32_t, cs::TensorType> type;
-    std::map<int32_t, size_t> defined_in;  // id -> step
-    const auto at_bounds = [&](const pt::ProgramTensor& t) {
-      cs::TensorType tt;
-      tt.dtype = t.dtype;
-      for (int64_t d : run_shape(t)) tt.dims.push_back(cs::Dim::of(d));
-      return tt;
-    };
+  // Every bounded axis' extent within its bound; each step's base extent per bounded dim.
+  void check_extents() {
     m_base.assign(m_program.steps.size(), {});
     for (size_t si = 0; si < m_program.steps.size(); ++si) {
       for (size_t i = m_program.steps[si].first; i < m_program.steps[si].second; ++i) {
@@ -396,7 +388,6 @@ class ProgramReplay final : public Workload {
           defs.push_back(e.out);
         for (const auto& o : e.outputs) defs.push_back(o);
         for (const auto& t : defs) {
-          defined_in[t.id] = si;
           for (size_t a = 0; a < t.shape.size(); ++a) {
             if (bound_of(t, a) < 0) continue;
             if (t.shape[a] > bound_of(t, a)) {
@@ -409,6 +400,17 @@ class ProgramReplay final : public Workload {
         }
       }
     }
+  }
+
+  // Bounded: every op typed at the bounds as the runtime will, checked against the bounded
+  // captured type; the scalars the masks need, per step.
+  void check_bounded_types() {
+    const auto at_bounds = [&](const pt::ProgramTensor& t) {
+      cs::TensorType tt;
+      tt.dtype = t.dtype;
+      for (int64_t d : run_shape(t)) tt.dims.push_back(cs::Dim::of(d));
+      return tt;
+    };
     cs::Graph g;
     std::map<int32_t, int32_t> pos;
     const auto add_input = [&](const pt::ProgramTensor& t) {

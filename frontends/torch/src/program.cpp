@@ -198,7 +198,7 @@ class Reader {
   void read_op(Obj& o, Event& e, EventError& err) {
     const int32_t id = read_id(o.req("id"), o.at("id"));
     const std::string op = o.str("op");
-    err.where += " " + op;
+    err.where.insert(err.where.size() - 1, " " + op);  // "events[i] (op matmul)"
     const Json& in = o.array("inputs");
     const Json* attrs = o.opt("attrs");
     if (attrs && !attrs->is_object()) throw InputError(o.at("attrs"), "expected an object");
