@@ -197,6 +197,47 @@ TEST(ProgramReplay, ExactShapesRecompilePerLengthBoundedCompilesOnce) {
   }
 }
 
+// The captured GPT-2 generation (examples/torch/gpt2.py, no KV cache: the whole sequence every
+// token, the "seq" axis of the token ids growing by one a step; a select of the last position,
+// the causal mask cut from a [context, context] buffer): exact shapes compile every token under
+// fused, a bounded seq compiles once; both give PyTorch's tokens.
+TEST(ProgramReplay, CapturedGpt2GenerationRecompilesPerTokenUnlessBounded) {
+  const std::string gen = PROGRAMS_DIR "/gpt2_generate.json";
+  int code = 0;
+  std::string err;
+  const json exact = run_program(gen, "fused", "--functional", "gpt2_exact", &code, &err);
+  ASSERT_EQ(code, 0) << err;
+  const json bounded =
+      run_program(gen, "fused", "--functional --bound 'seq<=16'", "gpt2_bounded", &code, &err);
+  ASSERT_EQ(code, 0) << err;
+  const size_t steps = exact["steps"].size();
+  ASSERT_GE(steps, 5u);
+  for (size_t i = 0; i < steps; ++i) EXPECT_GT(exact["steps"][i]["compiles"].get<int64_t>(), 0);
+  EXPECT_EQ(exact["totals"]["recompiles"].get<int64_t>(), int64_t(steps) - 1);
+  EXPECT_EQ(step_compiles(bounded, 1), 0);
+  for (const json* s : {&exact, &bounded}) {
+    EXPECT_EQ((*s)["program"]["reads_checked"].get<size_t>(), steps);
+    EXPECT_EQ((*s)["program"]["max_rel_error"].get<double>(), 0.0);  // the tokens themselves
+  }
+  for (const char* mode : {"native", "eager", "aot"}) {
+    const json s = run_program(gen, mode, "--bound 'seq<=16'", "gpt2_modes", &code, &err);
+    ASSERT_EQ(code, 0) << mode << ": " << err;
+    EXPECT_EQ(step_compiles(s, 1), 0) << mode;
+  }
+}
+
+TEST(ProgramReplay, CapturedGpt2LogitsMatchPyTorch) {
+  for (const char* extra : {"--functional", "--functional --bound 'seq<=16'"}) {
+    int code = 0;
+    std::string err;
+    const json s =
+        run_program(PROGRAMS_DIR "/gpt2_logits.json", "fused", extra, "gpt2_logits", &code, &err);
+    ASSERT_EQ(code, 0) << extra << ": " << err;
+    EXPECT_EQ(s["program"]["reads_checked"], 1);
+    EXPECT_LE(s["program"]["max_rel_error"].get<double>(), 1e-3) << extra;
+  }
+}
+
 TEST(ProgramReplay, BoundedReplayRefusesWhatItCannotRunExactly) {
   const std::string dir = fresh_dir("replay", "norm");
   std::filesystem::create_directories(dir);
