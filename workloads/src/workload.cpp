@@ -190,6 +190,7 @@ class Transformer final : public Workload {
     Tensor x =
         s.upload_random({B * seq, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
     for (const Layer& w : m_w) {
+      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
       Tensor h = norm(x, w.ln1_g, w.ln1_b);
       // Causal attention per sequence of `seq` rows, fused (the mask made on the chip).
       Tensor a = attention(linear(h, w.wq, w.bq), linear(h, w.wk, w.bk), linear(h, w.wv, w.bv),
@@ -200,6 +201,7 @@ class Transformer final : public Workload {
           m_llama ? mul(silu(matmul(h2, w.w1)), matmul(h2, w.w3)) : gelu(linear(h2, w.w1, w.b1));
       x = add(x, linear(up, w.w2, w.b2));
     }
+    s.clear_origin();
     const double S = double(m_seq), D = double(m_d), F = double(m_ff);
     s.add_real_macs(double(m_layers) * double(B) *
                     (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F));
@@ -356,6 +358,7 @@ class Decode final : public Workload {
       }
     }
     for (Layer& w : m_w) {
+      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
       x = detail::gpt_layer(x, w, [&](Tensor q, const Tensor& k, const Tensor& v) {
         Tensor keys, values;
         if (m_paged) {
@@ -394,6 +397,7 @@ class Decode final : public Workload {
         return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
       });
     }
+    s.clear_origin();
     const double R = double(prefill ? real : 1), L = double(real), D = double(m_d),
                  F = double(m_ff);
     s.add_real_macs(double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F));

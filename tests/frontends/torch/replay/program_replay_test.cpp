@@ -341,5 +341,29 @@ TEST(ProgramReplay, StepsBeyondTheProgramWrapAround) {
   EXPECT_EQ(step_compiles(s, 3), 0);  // the wrapped steps hit the plans of the first pass
 }
 
+// Origins are one mechanism for programs and built-in workloads: the transformer sets a layer
+// origin per block, and although layers 1 and 2 launch layer 0's cached plan, each launch
+// carries its own layer, so `layers` has one row per block with the same work.
+TEST(ProgramReplay, RunReportsPerLayerThroughLaunchOrigins) {
+  const std::string out = fresh_dir("replay", "layers");
+  ASSERT_EQ(run_wallsim("run -c configs/tiny.json -w transformer:layers=3,seq=32,d_model=64,"
+                        "heads=2,d_ff=128 --mode fused --trace-level none --out " +
+                        out),
+            0);
+  const json s = json::parse(slurp(out + "/stats.json"));
+  ASSERT_EQ(s["layers"].size(), 3u);
+  for (int l = 0; l < 3; ++l) {
+    const json& r = s["layers"][l];
+    EXPECT_EQ(r["layer"], "layers." + std::to_string(l));
+    EXPECT_EQ(r["nodes"], s["layers"][0]["nodes"]);
+    EXPECT_EQ(r["macs"], s["layers"][0]["macs"]);
+    EXPECT_GT(r["exposed_ns"].get<double>(), 0);
+  }
+  // A program's layers are its modules.
+  const json p = run_program(PROGRAMS_DIR "/mlp_forward.json", "fused", "", "mlp_layers");
+  ASSERT_FALSE(p["layers"].empty());
+  EXPECT_EQ(p["layers"][0]["layer"], "0");
+}
+
 }  // namespace
 }  // namespace wallsim::test
