@@ -14,7 +14,6 @@
 #include <unordered_map>
 
 #include "wallsim/compiler_stub/validate.h"
-#include "wallsim/memory/npy.h"
 #include "wallsim/torch/program.h"
 #include "workload_params.h"
 
@@ -512,21 +511,8 @@ class ProgramReplay final : public Workload {
     }
   }
 
-  std::vector<float> read_values(const std::string& npy, const pt::ProgramTensor& t) const {
-    const memory::NpyArray a = memory::read_npy(npy);
-    if (a.shape != t.shape) {
-      std::string s;
-      for (int64_t d : a.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
-      throw base::InputError(npy, "shape [" + s + "] disagrees with tensor " +
-                                      std::to_string(t.id) + "'s " + cs::to_string(t.type()));
-    }
-    memory::TensorStore::Tensor tmp;
-    tmp.space = isa::MemSpace::host;
-    tmp.dtype = t.dtype;
-    tmp.shape = a.shape;
-    tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(t.dtype)));
-    memory::load_npy_into(a, tmp, npy);
-    return memory::to_floats(tmp);
+  static std::vector<float> read_values(const std::string& npy, const pt::ProgramTensor& t) {
+    return pt::read_values(npy, t);
   }
 
   // `x`'s axis past the real extent of `t` replaced by `fill`: an iota compared with the

@@ -9,6 +9,7 @@
 #include "wallsim/base/json_object.h"
 #include "wallsim/compiler_stub/graph_io.h"
 #include "wallsim/compiler_stub/validate.h"
+#include "wallsim/memory/npy.h"
 
 namespace wallsim::torch {
 namespace {
@@ -358,6 +359,23 @@ std::string_view name_of(EventKind k) {
 std::string value_file(const Program& p, char kind, int64_t n) {
   return (std::filesystem::path(p.values) / (std::string(1, kind) + std::to_string(n) + ".npy"))
       .string();
+}
+
+std::vector<float> read_values(const std::string& npy, const ProgramTensor& t) {
+  const memory::NpyArray a = memory::read_npy(npy);
+  if (a.shape != t.shape) {
+    std::string s;
+    for (int64_t d : a.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+    throw InputError(npy, "shape [" + s + "] disagrees with tensor " + std::to_string(t.id) +
+                              "'s " + cs::to_string(t.type()));
+  }
+  memory::TensorStore::Tensor tmp;
+  tmp.space = isa::MemSpace::host;
+  tmp.dtype = t.dtype;
+  tmp.shape = a.shape;
+  tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(t.dtype)));
+  memory::load_npy_into(a, tmp, npy);
+  return memory::to_floats(tmp);
 }
 
 Program read_program_file(const std::string& path) {

@@ -66,6 +66,10 @@ struct Program {
 // shape or dtype, a missing values file.
 Program read_program_file(const std::string& path);
 
+// A values file's elements (row-major, as floats) for tensor `t`; its shape must be t's.
+// Throws base::InputError naming the file.
+std::vector<float> read_values(const std::string& npy, const ProgramTensor& t);
+
 // The values file of a weight (w), input (i), host-op output (o) or read (r<n>).
 std::string value_file(const Program& p, char kind, int64_t n);
 
