@@ -10,7 +10,8 @@ set -euo pipefail
 
 # Folder -> the folders it may use (besides itself). Dependencies point one way:
 # base <- isa <- memory <- dma, engines <- sim <- runtime <- workloads <- driver <- cli;
-# isa <- compiler_stub <- runtime; compiler_stub <- frontends (wallsim_onnx) <- cli; traces is
+# isa <- compiler_stub <- runtime; compiler_stub <- frontends (wallsim_onnx, wallsim_torch) <- cli;
+# frontends/torch's program reader <- workloads (the program replay); traces is
 # used by whatever observes.
 declare -A ALLOWED=(
   [base]=""
@@ -22,9 +23,9 @@ declare -A ALLOWED=(
   [sim]="base isa memory dma engines traces"
   [compiler_stub]="base isa"
   [runtime]="base isa memory sim compiler_stub traces"
-  [workloads]="base isa compiler_stub runtime traces"
+  [workloads]="base isa compiler_stub runtime traces torch"  # torch: the program reader
   [driver]="base isa memory engines sim compiler_stub runtime workloads traces"
-  [frontends]="base isa memory compiler_stub"  # frontends/onnx: the library wallsim_onnx
+  [frontends]="base isa memory compiler_stub onnx torch"  # wallsim_onnx, wallsim_torch
   [cli]="base isa memory dma engines sim compiler_stub runtime workloads driver traces frontends onnx"
 )
 

@@ -25,6 +25,7 @@ struct RunArgs {
   int64_t plan_memory_mib = 2048;
   double progress_seconds = 10;
   bool no_memory_check = false;
+  std::vector<std::string> bounds;  // --bound NAME<=MAX
 };
 
 // What a run allocates before its first step, from the config alone: a functional run's SBUF
@@ -71,6 +72,9 @@ void add_run_command(CLI::App& app) {
                   "a progress line on stderr after a step, at most every SECONDS of real time "
                   "(0: none)")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--bound", a->bounds,
+                  "run the program's named dim NAME bounded: NAME<=MAX (repeatable; the "
+                  "program workload's bound= parameter)");
   cmd->add_flag("--no-memory-check", a->no_memory_check,
                 "run even when the estimated host memory exceeds what is available");
   cmd->callback([a, steps] {
@@ -96,8 +100,15 @@ void add_run_command(CLI::App& app) {
                                                 : engines::TraceLevel::instructions;
     if (!a->trace_window.empty()) o.trace_window_ns = parse_window(a->trace_window);
     o.instruction_csv = a->csv;
-    auto r = driver::run_workload(cfg, runtime::to_json(cfg), workloads::parse_spec(a->workload), o,
-                                  a->out);
+    workloads::WorkloadSpec spec = workloads::parse_spec(a->workload);
+    if (!a->bounds.empty()) {
+      if (spec.params.count("bound"))
+        throw base::InputError("--bound", "the workload spec already sets bound=");
+      std::string joined;
+      for (const std::string& b : a->bounds) joined += (joined.empty() ? "" : ";") + b;
+      spec.params["bound"] = joined;
+    }
+    auto r = driver::run_workload(cfg, runtime::to_json(cfg), spec, o, a->out);
     std::cout << a->out << ": " << a->workload << " under " << a->mode << ", " << r.steps
               << " step(s), " << r.wall_ns / 1e6 << " ms simulated (" << r.totals.compiles
               << " compiles, " << r.totals.cache_hits << " cache hits) in " << r.sim_wall_seconds

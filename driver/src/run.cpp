@@ -95,6 +95,45 @@ ordered_json op_table(sim::Device& device, const runtime::Session& session,
   return out;
 }
 
+// Per layer, in order of first appearance: the device totals of every origin whose module is
+// the layer (the nodes' engine time, exposed time, DMA bytes and MACs), from the origins each
+// launch carried; a plan shared by many layers is counted in each layer that ran it. Empty
+// when the workload set no origins.
+ordered_json layer_table(const runtime::Session& session) {
+  const auto& origins = session.origins();
+  if (origins.empty()) return ordered_json::array();
+  std::vector<std::string> order;
+  std::map<std::string, sim::Device::OpTotals> by_layer;
+  for (const runtime::Origin& o : origins) {
+    if (!by_layer.count(o.module)) order.push_back(o.module);
+    by_layer[o.module];
+  }
+  for (const auto& [id, t] : session.origin_totals()) {
+    sim::Device::OpTotals& r = by_layer[origins.at(static_cast<size_t>(id)).module];
+    r.nodes += t.nodes;
+    r.instructions += t.instructions;
+    r.dma_bytes += t.dma_bytes;
+    r.macs += t.macs;
+    r.exposed_ns += t.exposed_ns;
+    for (int e = 0; e < isa::kNumEngines; ++e) r.busy[e] += t.busy[e];
+  }
+  ordered_json out = ordered_json::array();
+  for (const std::string& layer : order) {
+    const sim::Device::OpTotals& r = by_layer.at(layer);
+    ordered_json busy = ordered_json::object();
+    for (int e = 0; e < isa::kNumEngines; ++e)
+      busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy[e].to_seconds() * 1e9;
+    out.push_back({{"layer", layer},
+                   {"nodes", r.nodes},
+                   {"instructions", r.instructions},
+                   {"exposed_ns", r.exposed_ns},
+                   {"busy_ns", busy},
+                   {"dma_bytes", r.dma_bytes},
+                   {"macs", r.macs}});
+  }
+  return out;
+}
+
 double stat_value(const traces::StatsRegistry& stats, const std::string& name) {
   if (const auto* v = stats.find_as<traces::Value>(name)) return v->as_double();
   if (const auto* c = stats.find_as<traces::Counter>(name)) return double(c->value());
@@ -254,6 +293,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
   report.ops = op_table(device, session, config.chip);
   report.device_busy = device_busy_section(device, session, stats);
+  report.layers = layer_table(session);
   report.compile_metrics = compile_metrics_json(session, step_stream.device_busy_ns);
   if (auto own = workload->report()) {
     report.workload_section = own->first;

@@ -113,6 +113,7 @@ Json RunReport::to_json(const StepWallTimes& walls) const {
       {"ops", ops},
       {"warm", walls.warm_json()}};
   if (!device_busy.empty()) j["device_busy"] = device_busy;
+  if (!layers.empty()) j["layers"] = layers;
   if (!workload_section.empty()) j[workload_section] = workload_report;
   j["compile_metrics"] = compile_metrics;
   return j;
@@ -148,7 +149,8 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   r.device = at(s, "device", path);
   if (s.contains("device_busy")) r.device_busy = s.at("device_busy");
   if (s.contains("compile_metrics")) r.compile_metrics = s.at("compile_metrics");
-  for (const char* section : {"serving", "decoding"}) {
+  if (s.contains("layers")) r.layers = s.at("layers");
+  for (const char* section : {"serving", "decoding", "program"}) {
     if (s.contains(section)) {
       r.workload_section = section;
       r.workload_report = s.at(section);

@@ -4,6 +4,8 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "wallsim/runtime/session.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <set>
 
@@ -214,6 +216,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
     t->ref = r.id;
     m_ref.nodes.push_back(std::move(r));
   }
+  if (m_current_origin >= 0) m_node_origin[n.id] = m_current_origin;
   m_pending.nodes.push_back(std::move(n));
   m_pending_out[t->pending] = t;
   ++m_pending_ops;
@@ -225,6 +228,26 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
     }
   }
   return Tensor(t);
+}
+
+void Session::set_origin(const Origin& origin) {
+  auto [it, added] = m_origin_index.emplace(origin, static_cast<int32_t>(m_origins.size()));
+  if (added) m_origins.push_back(origin);
+  m_current_origin = it->second;
+}
+
+const std::map<int32_t, sim::Device::OpTotals>& Session::origin_totals() const {
+  m_device.retire_drained();
+  return m_device.origin_totals();
+}
+
+int64_t Session::host_compute(double flops, double bytes) {
+  const HostCpuConfig& cpu = m_config.runtime.host_cpu;
+  const double ns = std::max(flops / cpu.gflops, bytes / cpu.memory_gb_per_s);  // GFLOP/s = FLOP/ns
+  const int64_t charged = cpu.op_overhead_ns + static_cast<int64_t>(std::ceil(ns));
+  charge(HostState::other, charged);
+  m_host_compute_ns += charged;
+  return charged;
 }
 
 void Session::mark_step() { flush("mark_step"); }
@@ -277,6 +300,7 @@ void Session::flush(const char* reason) {
   m_pending_out.clear();
   m_pending_inputs.clear();
   m_input_impl.clear();
+  m_node_origin.clear();
   m_pending_ops = 0;
 }
 
@@ -317,6 +341,7 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
     n.name.clear();
     for (int32_t& in : n.inputs) in = canon.at(in);
     canon[id] = n.id;
+    if (auto o = m_node_origin.find(id); o != m_node_origin.end()) g.origin_of[n.id] = o->second;
     g.sub.nodes.push_back(std::move(n));
   }
   // Outputs: values someone still holds, or that later pending ops read.
@@ -342,7 +367,18 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
   int64_t compile_ns = 0;
   auto compiled = compile_group(g.sub, &failed, &error, &compile_ns);
   if (compiled) {
-    if (!m_tracing) launch_group(g, compiled, compile_ns);
+    if (!m_tracing) {
+      launch_group(g, compiled, compile_ns);
+      return;
+    }
+    // Tracing runs nothing, but a value read mid-step (a flush) may be used by later ops: its
+    // tensor becomes a placeholder the trace records as an input (no device memory).
+    for (int32_t id : g.outputs) {
+      if (auto t = m_pending_out.at(id).lock()) {
+        t->device = "traced" + std::to_string(id);  // pending ids are never reused
+        t->pending = -1;
+      }
+    }
     return;
   }
   // A failed compile: the fallback policy decides.
@@ -420,6 +456,14 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
       throw RuntimeError("run-time scalar '" + s.name + "' is not set");
     scalars.push_back(it->second);
   }
+  std::vector<int32_t> origins;  // by plan node index, when any op of the group has one
+  if (!g.origin_of.empty()) {
+    origins.assign(c.plan->nodes.size(), -1);
+    for (size_t i = 0; i < origins.size(); ++i) {
+      if (auto o = g.origin_of.find(c.plan->nodes[i].id); o != g.origin_of.end())
+        origins[i] = o->second;
+    }
+  }
   charge(HostState::dispatch, m_options.mode->launch_ns(m_config.runtime));
   for (auto& t : outs) t->pending = -1;
   const bool queued = compile_ns > 0 || !m_queue.empty();
@@ -435,13 +479,14 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
       m_compiler_free = ready;
     }
     for (auto& t : outs) t->queued = true;
-    m_queue.push_back(
-        {compiled, compiled->plan, std::move(names), std::move(scalars), outs, ready, &record()});
+    m_queue.push_back({compiled, compiled->plan, std::move(names), std::move(scalars), outs, ready,
+                       &record(), std::move(origins)});
     m_queue_added.notify(sc_core::SC_ZERO_TIME);
     return;
   }
-  const sim::LaunchHandle l(m_device,
-                            m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan));
+  engines::Launch& launch = m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan);
+  launch.origins = std::move(origins);
+  const sim::LaunchHandle l(m_device, launch);
   if (m_host_track) m_flows.emplace_back(now_ps() - 1, l);  // inside the launch slice
   record().counts.plans_launched++;
   record().padded_macs += c.macs;
@@ -456,8 +501,10 @@ void Session::launch_worker() {
     Queued& q = m_queue.front();
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (q.ready > now) sc_core::wait(q.ready - now);
-    const sim::LaunchHandle l(
-        m_device, m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan));
+    engines::Launch& launch =
+        m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan);
+    launch.origins = std::move(q.origins);
+    const sim::LaunchHandle l(m_device, launch);
     if (m_host_track) m_flows.emplace_back(now_ps(), l);
     q.record->counts.plans_launched++;
     q.record->padded_macs += q.compiled->macs;

@@ -1,6 +1,8 @@
 // Private to the Session's files: small helpers and the group a flush cuts.
 #pragma once
 
+#include <unordered_map>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -93,8 +95,9 @@ namespace wallsim::runtime {
 // A group cut from the pending graph, as a standalone graph with canonical names.
 struct Session::Group {
   compiler_stub::Graph sub;
-  std::vector<std::string> input_devices;  // device tensor of input "in<k>"
-  std::vector<int32_t> outputs;            // pending node ids produced for outside
+  std::vector<std::string> input_devices;          // device tensor of input "in<k>"
+  std::vector<int32_t> outputs;                    // pending node ids produced for outside
+  std::unordered_map<int32_t, int32_t> origin_of;  // sub node id -> origin index (set ones)
 };
 
 }  // namespace wallsim::runtime

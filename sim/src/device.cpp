@@ -283,6 +283,23 @@ Device::LaunchTimes Device::launch_times(size_t index) const {
   return index < m_retired.size() ? m_retired[index].times : LaunchTimes{};
 }
 
+namespace {
+
+void add_node(Device::OpTotals& o, const engines::NodeTotals& t, double exposed) {
+  ++o.nodes;
+  o.instructions += t.instructions;
+  o.dma_bytes += t.dma_bytes;
+  o.macs += t.macs;
+  for (int e = 0; e < isa::kNumEngines; ++e) o.busy[e] += t.busy[e];
+  o.exposed_ns += exposed;
+  if (o.dma_engine_bytes.size() < t.dma_engine_bytes.size())
+    o.dma_engine_bytes.resize(t.dma_engine_bytes.size());
+  for (size_t e = 0; e < t.dma_engine_bytes.size(); ++e)
+    o.dma_engine_bytes[e] += t.dma_engine_bytes[e];
+}
+
+}  // namespace
+
 void Device::retire_drained() {
   for (; !m_launches.empty() && m_launches.front().drained;
        m_launches.pop_front(), ++m_first_live) {
@@ -291,18 +308,9 @@ void Device::retire_drained() {
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
       const isa::NodeInfo& n = l.plan->nodes[i];
       if (n.op == "input") continue;
-      OpTotals& o = m_op_totals[n.op];
-      const engines::NodeTotals& t = l.nodes[i];
-      ++o.nodes;
-      o.instructions += t.instructions;
-      o.dma_bytes += t.dma_bytes;
-      o.macs += t.macs;
-      for (int e = 0; e < isa::kNumEngines; ++e) o.busy[e] += t.busy[e];
-      o.exposed_ns += exposed[i];
-      if (o.dma_engine_bytes.size() < t.dma_engine_bytes.size())
-        o.dma_engine_bytes.resize(t.dma_engine_bytes.size());
-      for (size_t e = 0; e < t.dma_engine_bytes.size(); ++e)
-        o.dma_engine_bytes[e] += t.dma_engine_bytes[e];
+      add_node(m_op_totals[n.op], l.nodes[i], exposed[i]);
+      if (i < l.origins.size() && l.origins[i] >= 0)
+        add_node(m_origin_totals[l.origins[i]], l.nodes[i], exposed[i]);
     }
     // Launches start in launch order, so the union grows at its end.
     if (l.end_time > l.start_time && l.end_time > m_busy_end) {

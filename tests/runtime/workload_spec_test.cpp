@@ -41,7 +41,7 @@ TEST(WorkloadSpec, BadParametersAreOneLineErrors) {
             "multiple of heads 12");
   EXPECT_EQ(error_of("resnet"),
             "--workload resnet: unknown workload 'resnet' (known: gemm, mlp, transformer, decode, "
-            "serve, mask, graph)");
+            "serve, mask, graph, program)");
   EXPECT_EQ(error_of("mlp:batch"), "--workload mlp:batch: 'batch' is not key=value");
   EXPECT_EQ(error_of("transformer:style=bert"),
             "--workload transformer:style=bert: transformer.style: expected one of gpt2, llama, "

@@ -190,6 +190,7 @@ class Transformer final : public Workload {
     Tensor x =
         s.upload_random({B * seq, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
     for (const Layer& w : m_w) {
+      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
       Tensor h = norm(x, w.ln1_g, w.ln1_b);
       // Causal attention per sequence of `seq` rows, fused (the mask made on the chip).
       Tensor a = attention(linear(h, w.wq, w.bq), linear(h, w.wk, w.bk), linear(h, w.wv, w.bv),
@@ -200,6 +201,7 @@ class Transformer final : public Workload {
           m_llama ? mul(silu(matmul(h2, w.w1)), matmul(h2, w.w3)) : gelu(linear(h2, w.w1, w.b1));
       x = add(x, linear(up, w.w2, w.b2));
     }
+    s.clear_origin();
     const double S = double(m_seq), D = double(m_d), F = double(m_ff);
     s.add_real_macs(double(m_layers) * double(B) *
                     (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F));
@@ -360,6 +362,7 @@ class Decode final : public Workload {
       }
     }
     for (Layer& w : m_w) {
+      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
       x = detail::gpt_layer(x, w, [&](Tensor q, const Tensor& k, const Tensor& v) {
         Tensor keys, values;
         if (m_paged) {
@@ -398,6 +401,7 @@ class Decode final : public Workload {
         return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
       });
     }
+    s.clear_origin();
     const double real_macs = macs(prefill, real, real);
     s.add_real_macs(real_macs);
     // Where the padded work comes from: a prefill's rows past the prompt, a token's keys past
@@ -543,7 +547,11 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "chip from segment ids"},
       {"graph",
        "graph:file=G.json,weights=DIR - any graph file (e.g. from `wallsim import onnx`) as one "
-       "step; weights from DIR/<name>.npy (default G.weights/ beside it), else seeded random"}};
+       "step; weights from DIR/<name>.npy (default G.weights/ beside it), else seeded random"},
+      {"program",
+       "program:file=P.json,bound=NAME<=MAX;... - a captured PyTorch program replayed step by "
+       "step (docs/PROGRAM_FORMAT.md); bound: named dims run at MAX, masked past the real "
+       "extent (also `run --bound`)"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
@@ -555,6 +563,7 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   if (spec.name == "serve") return detail::make_serve(p);
   if (spec.name == "mask") return std::make_unique<PackedMask>(p);
   if (spec.name == "graph") return detail::make_graph_workload(p);
+  if (spec.name == "program") return detail::make_program_workload(p);
   std::string names;
   for (const auto& [name, doc] : workload_list()) names += (names.empty() ? "" : ", ") + name;
   throw base::InputError("--workload " + spec.text,

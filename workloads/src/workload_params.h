@@ -200,6 +200,7 @@ runtime::Tensor gpt_layer(const runtime::Tensor& x, const GptWeights& w, Attend&
 
 // The serving workload (serve.cpp).
 std::unique_ptr<Workload> make_serve(Params& p);
-std::unique_ptr<Workload> make_graph_workload(Params& p);  // graph:file=G.json
+std::unique_ptr<Workload> make_graph_workload(Params& p);    // graph:file=G.json
+std::unique_ptr<Workload> make_program_workload(Params& p);  // program:file=P.json
 
 }  // namespace wallsim::workloads::detail

@@ -43,6 +43,9 @@ struct RunReport {
   base::Json ops = base::Json::array();  // per op kind: engine time, bytes, MACs, throughput
   // Device figures over the device's busy time, plans launched (compiled, copies).
   base::Json device_busy = base::Json::object();
+  // Per layer (the module of each op's origin, Session::set_origin), when the workload set
+  // origins: device time and bytes of the nodes that came from it.
+  base::Json layers = base::Json::array();
   // A workload's own section (serve: "serving"), if it has one.
   std::string workload_section;
   base::Json workload_report;

@@ -66,7 +66,10 @@ struct Launch {
   SemaphoreSet semaphores;
   memory::MemoryMap memory{};  // backing stores; all null in timing-only mode
   bool functional = false;
-  std::vector<NodeTotals> nodes;                   // by Plan::nodes index
+  std::vector<NodeTotals> nodes;  // by Plan::nodes index
+  // By Plan::nodes index: the runtime's origin of each node (a layer or source op; -1 none),
+  // so a cached plan shared by many layers reports per origin. Empty: the runtime set none.
+  std::vector<int32_t> origins;
   std::unordered_map<int32_t, size_t> node_index;  // node id -> index into `nodes`
 
   int streams_pending = 0;

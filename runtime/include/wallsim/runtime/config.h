@@ -51,6 +51,14 @@ struct InjectConfig {
   int64_t fail_groups_over = 0;                 // a group of more ops fails; 0: never
 };
 
+// The host CPU, for ops a program runs on the host (the host fallback): a roofline of its
+// sustained compute and memory bandwidth plus a fixed per-op cost (docs/CALIBRATION.md).
+struct HostCpuConfig {
+  double gflops = 2000;           // sustained fp32 GFLOP/s of the socket running the op
+  double memory_gb_per_s = 160;   // sustained memory bandwidth (STREAM-like), GB/s
+  int64_t op_overhead_ns = 5000;  // dispatching one ATen op on the CPU
+};
+
 // Host-side costs of the runtime, charged in simulated time.
 struct RuntimeConfig {
   int64_t dispatch_ns_per_op = 5000;   // Python-to-runtime dispatch of one eager op
@@ -64,7 +72,21 @@ struct RuntimeConfig {
   LazyConfig lazy;
   AotConfig aot;
   InjectConfig inject;
+  // An op with no device lowering (a program's host_op) runs on the host CPU, with its
+  // transfers; off: the run stops naming the op.
+  bool host_fallback = true;
+  HostCpuConfig host_cpu;
 };
+
+template <class V>
+void describe(V& v, HostCpuConfig& c) {
+  v.field("gflops", c.gflops, {1e-3, 1e9}, "GFLOP/s",
+          "sustained fp32 compute of the host CPU running a fallback op");
+  v.field("memory_gb_per_s", c.memory_gb_per_s, {1e-3, 1e9}, "GB/s",
+          "sustained host memory bandwidth (STREAM-like)");
+  v.field("op_overhead_ns", c.op_overhead_ns, {0, 1000000000}, "ns",
+          "fixed host cost of one fallback op (dispatch on the CPU)");
+}
 
 template <class V>
 void describe(V& v, InjectConfig& c) {
@@ -126,6 +148,10 @@ void describe(V& v, RuntimeConfig& r) {
   v.section("lazy", r.lazy, "fused eager: recording, flushes, fusion policy, fallback");
   v.section("aot", r.aot, "ahead-of-time: shape buckets and the on-disk cache");
   v.section("inject", r.inject, "compile failures on purpose, for fallback studies");
+  v.field("host_fallback", r.host_fallback,
+          "ops with no device lowering (program host_op events) run on the host CPU; false: "
+          "the run stops naming the op");
+  v.section("host_cpu", r.host_cpu, "the host CPU that runs fallback ops (a roofline)");
 }
 
 struct Config {

@@ -147,6 +147,16 @@ struct SessionOptions {
 // Attribute map for a recorded op.
 using Attrs = std::map<std::string, compiler_stub::AttrValue>;
 
+// Where recorded ops come from: a layer or module path ("blocks.3.attn", "" at top level) and
+// the source op a front end lowered (an ATen op such as "aten.addmm.default"; "" for none).
+struct Origin {
+  std::string module;
+  std::string source;
+  bool operator<(const Origin& o) const {
+    return module != o.module ? module < o.module : source < o.source;
+  }
+};
+
 class Session {
  public:
   Session(const Config& config, sim::Device& device, SessionOptions options,
@@ -186,6 +196,25 @@ class Session {
   // their range, set before the ops that use them are launched.
   void declare_scalar(const std::string& name, int64_t min, int64_t max);
   void set_scalar(const std::string& name, int64_t value) { m_scalar_values[name] = value; }
+
+  // ---- provenance ----
+  // Ops recorded from now on come from `origin` (until the next set_origin or clear_origin).
+  // Every launch carries each node's origin, so a cached plan shared by many layers still
+  // reports per layer: origin_totals() folds device time and bytes by origin.
+  void set_origin(const Origin& origin);
+  void clear_origin() { m_current_origin = -1; }
+  // Every origin set, by index (origin_totals' keys).
+  const std::vector<Origin>& origins() const { return m_origins; }
+  // Device totals of drained launches by origin index (sim::Device::OpTotals; exposed_ns
+  // shares each instant of a launch equally among the nodes running then).
+  const std::map<int32_t, sim::Device::OpTotals>& origin_totals() const;
+
+  // ---- host compute ----
+  // Work the host CPU does itself (an op with no device lowering): `flops` and `bytes` at
+  // runtime.host_cpu's rates (a roofline) plus its per-op overhead, charged as host_other time.
+  // Returns the ns charged; host_compute_ns() sums them.
+  int64_t host_compute(double flops, double bytes);
+  int64_t host_compute_ns() const { return m_host_compute_ns; }
 
   // ---- steps ----
   // AOT: `trace(bucket)` records one step at that bucket's shape; called once per bucket
@@ -287,6 +316,11 @@ class Session {
   size_t m_tensors_pruned = 0;
   int32_t m_next_node = 0;
   std::map<std::string, int64_t> m_scalar_values;
+  std::vector<Origin> m_origins;
+  std::map<Origin, int32_t> m_origin_index;
+  int32_t m_current_origin = -1;
+  std::unordered_map<int32_t, int32_t> m_node_origin;  // pending node id -> origin index
+  int64_t m_host_compute_ns = 0;
 
   CompileCache m_cache;
   DiskPlanCache m_disk;
@@ -324,6 +358,7 @@ class Session {
     std::vector<std::shared_ptr<TensorImpl>> outs;
     sc_core::sc_time ready;  // when its compile is done
     StepRecord* record;
+    std::vector<int32_t> origins;  // by plan node index
   };
   std::deque<Queued> m_queue;
   sc_core::sc_event m_queue_added;

@@ -71,6 +71,8 @@ class Device : public sc_core::sc_module {
   // launches. When a trace is written, each retired launch's name and times are kept for it.
   void retire_drained();
   const std::map<std::string, OpTotals>& op_totals() const { return m_op_totals; }
+  // The same totals by the runtime's origin of each node (engines::Launch::origins).
+  const std::map<int32_t, OpTotals>& origin_totals() const { return m_origin_totals; }
   // The union of the spans (start to end) of every retired launch, copies included.
   sc_core::sc_time launch_busy_time() const { return m_busy; }
 
@@ -128,6 +130,7 @@ class Device : public sc_core::sc_module {
   std::vector<Retired> m_retired;  // by launch number, only when a trace is written
   sc_core::sc_time m_busy, m_busy_end, m_retired_end;  // retired launches' span union, last end
   std::map<std::string, OpTotals> m_op_totals;
+  std::map<int32_t, OpTotals> m_origin_totals;
   sc_core::sc_event m_launch_added;
   std::optional<traces::Track> m_launch_track;
 
