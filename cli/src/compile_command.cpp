@@ -3,7 +3,9 @@
 #include <iostream>
 
 #include "commands.h"
+#include "wallsim/base/host_memory.h"
 #include "wallsim/compiler_stub/compile.h"
+#include "wallsim/compiler_stub/estimate.h"
 #include "wallsim/compiler_stub/graph_io.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/isa/plan_io.h"
@@ -18,6 +20,7 @@ void add_compile_command(CLI::App& app) {
     std::vector<std::string> overrides;
     std::string out;
     std::string group = "all";
+    bool no_memory_check = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compile", "lower an op graph (JSON) to a plan file");
@@ -27,6 +30,8 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("--out,-o", a->out, "plan file to write")->required();
   cmd->add_option("--group", a->group, "all: one plan for the graph; per-op: one plan per op")
       ->check(CLI::IsMember({"all", "per-op"}));
+  cmd->add_flag("--no-memory-check", a->no_memory_check,
+                "compile even when the estimated host memory exceeds what is available");
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     compiler_stub::Graph g = compiler_stub::read_graph_file(a->graph);
@@ -34,6 +39,24 @@ void add_compile_command(CLI::App& app) {
       compiler_stub::infer_types(g);
     } catch (const base::InputError& e) {
       throw base::InputError(a->graph, e.what());  // validation errors name the file too
+    }
+    if (!a->no_memory_check) {
+      // Before lowering: a lower bound on the plans' instructions, in host bytes.
+      std::vector<int32_t> ops;
+      for (const compiler_stub::Node& n : g.nodes) {
+        if (n.op != compiler_stub::OpKind::input) ops.push_back(n.id);
+      }
+      // (A graph over HBM is refused by the compiler first, with the HBM figures.)
+      const int64_t need = compiler_stub::min_compile_host_bytes(g, ops, cfg.chip.arch);
+      if (need >= base::kUncheckedHostBytes &&
+          compiler_stub::min_hbm_bytes(g, ops) <= cfg.chip.arch.hbm.bytes) {
+        base::check_host_memory(
+            need,
+            a->graph + " (at least " +
+                std::to_string(compiler_stub::min_plan_instructions(g, ops, cfg.chip.arch)) +
+                " instructions)",
+            "--no-memory-check");
+      }
     }
     const auto policy = a->group == "per-op" ? compiler_stub::GroupPolicy::per_op
                                              : compiler_stub::GroupPolicy::whole;

@@ -2,9 +2,8 @@
 #include "wallsim/compiler_stub/compile.h"
 
 #include <chrono>
-#include <unordered_map>
-#include <unordered_set>
 
+#include "wallsim/compiler_stub/estimate.h"
 #include "wallsim/isa/verifier.h"
 
 namespace wallsim::compiler_stub {
@@ -34,36 +33,6 @@ std::vector<std::vector<int32_t>> partition(
 
 namespace {
 
-// What a group must hold in HBM whatever the lowering does: the graph inputs it reads and the
-// graph outputs it writes (at their bounds; unknown sizes count 0). Checked before lowering,
-// which takes long and much memory on a graph far over capacity.
-int64_t hbm_lower_bound(const Graph& g, const std::vector<int32_t>& group) {
-  std::unordered_map<int32_t, const Node*> by_id;
-  for (const Node& n : g.nodes) by_id[n.id] = &n;
-  std::unordered_set<int32_t> counted;
-  int64_t bytes = 0;
-  auto add = [&](int32_t id) {
-    auto it = by_id.find(id);
-    if (it == by_id.end() || !counted.insert(id).second) return;
-    const int64_t e = it->second->type.elements();
-    const int64_t b = e > 0 ? e * isa::dtype_bytes(it->second->type.dtype) : 0;
-    bytes = b > INT64_MAX - bytes ? INT64_MAX : bytes + b;
-  };
-  std::unordered_set<int32_t> in_group(group.begin(), group.end());
-  for (int32_t id : group) {
-    auto it = by_id.find(id);
-    if (it == by_id.end()) continue;
-    for (int32_t x : it->second->inputs) {
-      auto in = by_id.find(x);
-      if (in != by_id.end() && in->second->op == OpKind::input) add(x);
-    }
-  }
-  for (int32_t id : g.outputs) {
-    if (in_group.count(id)) add(id);
-  }
-  return bytes;
-}
-
 CompileError over_hbm(int64_t need, const isa::ArchSpec& arch, const char* what) {
   return CompileError{-1, "",
                       std::string(what) + " need " + std::to_string(need) +
@@ -81,7 +50,7 @@ std::variant<CompiledGraph, CompileError> compile_graph(
   const GraphUses uses(g);
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string name = g.name + (parts.size() > 1 ? "_g" + std::to_string(i) : "");
-    if (const int64_t need = hbm_lower_bound(g, parts[i]); need > arch.hbm.bytes) {
+    if (const int64_t need = min_hbm_bytes(g, parts[i]); need > arch.hbm.bytes) {
       return over_hbm(need, arch, "the group's HBM inputs and outputs");
     }
     auto lowered = lower_group(g, parts[i], arch, name, options, &uses);

@@ -14,26 +14,11 @@ namespace wallsim::runtime {
 using namespace session_detail;
 using sc_core::sc_time;
 
-namespace {
-
-// Host bytes the simulator holds per instruction of a plan it compiles and runs: the
-// instruction, its semaphore lists, the lowering's working copies and the device's launch
-// state (measured, docs/PERFORMANCE.md "Host memory per instruction"; a simulator property,
-// not a modelled one).
-constexpr int64_t kHostBytesPerInstruction = 7 * 1024;
-
-// Estimates under this are not checked (reading /proc costs more than they could exhaust).
-constexpr int64_t kCheckFromBytes = int64_t{256} << 20;
-
-}  // namespace
-
 void Session::check_plan_memory(const Graph& sub, const std::vector<int32_t>& ids) const {
   if (!m_options.memory_check) return;
   const int64_t instructions = compiler_stub::min_plan_instructions(sub, ids, m_config.chip.arch);
-  const int64_t need = instructions > INT64_MAX / kHostBytesPerInstruction
-                           ? INT64_MAX
-                           : instructions * kHostBytesPerInstruction;
-  if (need < kCheckFromBytes) return;
+  const int64_t need = compiler_stub::min_compile_host_bytes(sub, ids, m_config.chip.arch);
+  if (need < base::kUncheckedHostBytes) return;
   base::check_host_memory(need,
                           "the plan for " + group_name(sub, ids) + " (at least " +
                               std::to_string(instructions) + " instructions)",

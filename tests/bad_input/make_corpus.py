@@ -263,6 +263,12 @@ case("run.functional_too_large", "--no-memory-check",
 case("run.plan_too_large", "instructions",
      "run -c configs/trn2.json -w gemm:m=65536,k=65536,n=65536 --set arch.hbm.bytes=68719476736 "
      "--mode native --out $T/o")
+big = write("graph_plan_too_large.json", json.dumps({
+    "format": "wallsim-graph", "version": 1, "name": "big", "nodes": [
+        {"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [65536, 65536], "role": "input"},
+        {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [65536, 65536], "role": "weight"},
+        {"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]}))
+case("compile.plan_too_large", "instructions", f"compile {big} -c configs/trn2.json --set arch.hbm.bytes=68719476736 --out $T/p.json")
 case("config.cache_is_file", "runtime.aot.disk_cache",
      "run -c $C --set runtime.aot.disk_cache=$C -w gemm:m=128,k=96,n=96 --mode aot --out $T/o")
 

@@ -16,6 +16,9 @@ int64_t host_memory_available();
 void check_host_memory(int64_t need_bytes, const std::string& what,
                        const std::string& override_flag);
 
+// Estimates below this are not worth a check (reading /proc costs more than they could take).
+inline constexpr int64_t kUncheckedHostBytes = int64_t{256} << 20;
+
 // "1.5 GiB", "300 MiB": for messages.
 std::string human_bytes(int64_t bytes);
 
