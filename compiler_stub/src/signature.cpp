@@ -62,6 +62,14 @@ std::string build(const Graph& g, const std::vector<int32_t>& group, uint64_t ar
     }
     s += " -> " + (shapes ? dims_text(n->type) : std::string(isa::name_of(n->type.dtype))) + "\n";
   }
+  // Which values leave the group: the same ops with other live results are another plan (it
+  // writes other HBM tensors).
+  std::string outs;
+  for (int32_t id : g.outputs) {
+    if (auto it = position.find(id); it != position.end())
+      outs += " %" + std::to_string(it->second);
+  }
+  if (!outs.empty()) s += "out" + outs + "\n";
   return s;
 }
 

@@ -68,7 +68,16 @@ TEST(Signature, CanonicalText) {
   auto s = group_signature(a, ops(a), 42);
   EXPECT_EQ(s.text,
             "arch 42\n%0 = exp($0:bf16[128,64]) -> bf16[128,64]\n"
-            "%1 = scale(%0) value=0.5 -> bf16[128,64]\n");
+            "%1 = scale(%0) value=0.5 -> bf16[128,64]\n"
+            "out %1\n");
+}
+
+TEST(Signature, TheGroupsOutputsArePartOfTheKey) {
+  // The same ops with another value leaving the group write other HBM tensors: another plan.
+  const uint64_t arch = arch_fingerprint(isa::ArchSpec{});
+  Graph a = chain(128, 0), b = chain(128, 0);
+  b.outputs = {b.nodes[1].id, b.nodes[2].id};
+  EXPECT_NE(group_signature(a, ops(a), arch).hash, group_signature(b, ops(b), arch).hash);
 }
 
 }  // namespace
