@@ -264,8 +264,8 @@ TEST(Runtime, DecodeUnderAotPadsInsteadOfRecompiling) {
 // Host tensors from .npy files: the device holds their values.
 // A chain of element-wise ops under native whose values sum to five times HBM but of which at
 // most three are live: with launches in issue order, a dropped value's bytes go to the next
-// allocation at once (a stream-ordered allocator); with launches that may overlap they wait for
-// the step's end, and the step runs out of device memory.
+// allocation at once (a stream-ordered allocator). (With launches that may overlap they wait for
+// the step's end: the DeviceMemory tests in runtime_parts_test.cpp.)
 void run_long_chain(const std::vector<std::string>& overrides) {
   Rig rig(load("tiny", overrides), mode_named("native"), false);
   rig.run([&](Session& s) {
@@ -279,11 +279,6 @@ void run_long_chain(const std::vector<std::string>& overrides) {
 
 TEST(Runtime, DroppedValuesAreReusableAtOnceWhenLaunchesRunInOrder) {
   EXPECT_NO_THROW(run_long_chain({"arch.hbm.bytes=8388608"}));
-}
-
-TEST(Runtime, DroppedValuesWaitForTheStepEndWhenLaunchesMayOverlap) {
-  EXPECT_THROW(run_long_chain({"arch.hbm.bytes=8388608", "timing.launch.wait_for_previous=false"}),
-               RuntimeError);
 }
 
 TEST(Runtime, UploadsNpyFiles) {

@@ -305,7 +305,12 @@ TEST(ProgramReplay, WithTheFallbackOffTheRunStopsNamingTheOpAndModule) {
   EXPECT_NE(err.find("aten.cumsum.default in module 'blocks.0.scan' has no device lowering"),
             std::string::npos)
       << err;
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // Under AddressSanitizer a throw on the host thread's coroutine stack adds ASan's own
+  // three-line warning (google/sanitizers#189); wallsim's message is the one line after it.
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n') -
+                3 * int(err.find("__asan_handle_no_return") != std::string::npos),
+            1)
+      << err;
 }
 
 TEST(ProgramReplay, BadProgramFilesExitTwoNamingFileAndEvent) {
