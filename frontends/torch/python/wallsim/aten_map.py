@@ -184,6 +184,21 @@ def pad(c, x, begin, end, value):
         if begin[k] == 0 and end[k] == 0:
             continue
         s = S(c, x)
+        if k == len(s) - 1 and len(s) > 2 and not any(c.g.nm(x)):
+            # Along the last axis, as 2-D [rows, axis] (a reshape of a row-major value is
+            # free): the compiler tiles a 4-D value's rows per innermost batch, so a padded
+            # image's rows would load as 9-row tiles, one per channel (960 of them in
+            # mobilenet_v2's last blocks), more than SBUF holds.
+            outer, inner = math.prod(s[:k]), 1
+            dt = c.g.dtype[x]
+            parts = []
+            if begin[k]:
+                parts.append(const(c, [outer, begin[k] * inner], value, dt))
+            parts.append(reshape(c, x, [outer, s[k] * inner]))
+            if end[k]:
+                parts.append(const(c, [outer, end[k] * inner], value, dt))
+            x = reshape(c, concat(c, parts, 1), s[:k] + [s[k] + begin[k] + end[k]] + s[k + 1:])
+            continue
         nm = c.g.nm(x)[:k] + [None] + c.g.nm(x)[k + 1:]
         parts = []
         if begin[k]:
