@@ -1084,7 +1084,7 @@ def slice_pos(c, x, dim, start, end):
     def pos(p, is_end):
         rel = p < 0 or (is_end and p >= n)
         val = max(0, min(n, p + n if p < 0 else p))
-        if named and rel:
+        if named and rel and "*" not in named:  # (a merged axis has no extent of its own)
             return {"dim": named, "offset": val - n}, val
         return val, val
 

@@ -669,7 +669,7 @@ class Capture(TorchDispatchMode):
         dims = {}
         for ev in self.events:
             for n in ev.get("dim_names") or []:
-                if n and n not in dims:
+                if n and "*" not in n and n not in dims:
                     dims[n] = {"axis_of": [ev["id"], ev["dim_names"].index(n)]}
         if dims:
             doc["dims"] = dims
