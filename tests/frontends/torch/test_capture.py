@@ -396,14 +396,27 @@ class HostOps(Base):
         x = torch.randn(5, 6)
 
         def run():
-            y = torch.cumsum(x * 2, dim=1)
+            y, _ = torch.sort(x * 2, dim=1)
             (y + 1).tolist()
         doc = self.capture_and_check("host", run, tol=1e-6)
         hosts = kinds(doc, "host_op")
-        self.assertEqual([h["aten"] for h in hosts], ["aten.cumsum.default"])
+        self.assertEqual([h["aten"] for h in hosts], ["aten.sort.default"])
         self.assertEqual(hosts[0]["outputs"][0]["shape"], [5, 6])
         self.assertGreater(hosts[0]["flops"], 0)
-        self.assertEqual(hosts[0]["bytes"], 2 * 5 * 6 * 4)
+        self.assertEqual(hosts[0]["bytes"], 5 * 6 * 4 + 5 * 6 * (4 + 8))  # x; values, indices
+
+    def test_cumsum_and_gather_are_graph_ops(self):
+        x = torch.randn(5, 6)
+        i = torch.tensor([[0, 2, 2], [5, 1, 0], [3, 3, 4], [1, 0, 5], [2, 2, 2]])
+
+        def run():
+            y = torch.cumsum(x * 2, dim=1) + torch.cumsum(x, dim=0)
+            g = torch.gather(x, 1, i).sum() + torch.gather(x.t(), 0, i[:, :2].t()).sum()
+            (y.sum() + g.sum()).item()
+            torch.tensor([[1, 0, 1, 1]]).cumsum(1).tolist()  # int64: exact in fp32
+        doc = self.capture_and_check("cg", run, tol=1e-6)
+        self.assertEqual(kinds(doc, "host_op"), [])
+        self.assertTrue({"aten.cumsum.default", "aten.gather.default"} <= atens(doc))
 
 
 class Command(Base):
