@@ -222,29 +222,37 @@ TEST(ProgramReplay, ExactShapesRecompilePerLengthBoundedCompilesOnce) {
   }
 }
 
-// The captured GPT-2 generation (examples/torch/gpt2.py, no KV cache: the whole sequence every
-// token, the "seq" axis of the token ids growing by one a step; a select of the last position,
-// the causal mask cut from a [context, context] buffer): exact shapes compile every token under
-// fused, a bounded seq compiles once; both give PyTorch's tokens.
-TEST(ProgramReplay, CapturedGpt2GenerationRecompilesPerTokenUnlessBounded) {
-  const std::string gen = PROGRAMS_DIR "/gpt2_generate.json";
+// A captured generation under fused, functional: with exact shapes every token recompiles,
+// with `seq` bounded only the first step compiles; both give PyTorch's tokens.
+void expect_recompiles_per_token_unless_bounded(const std::string& gen, const std::string& name) {
   int code = 0;
   std::string err;
-  const json exact = run_program(gen, "fused", "--functional", "gpt2_exact", &code, &err);
+  const json exact = run_program(gen, "fused", "--functional", name + "_exact", &code, &err);
   ASSERT_EQ(code, 0) << err;
   const json bounded =
-      run_program(gen, "fused", "--functional --bound 'seq<=16'", "gpt2_bounded", &code, &err);
+      run_program(gen, "fused", "--functional --bound 'seq<=16'", name + "_bounded", &code, &err);
   ASSERT_EQ(code, 0) << err;
   const size_t steps = exact["steps"].size();
   ASSERT_GE(steps, 5u);
   for (size_t i = 0; i < steps; ++i) EXPECT_GT(exact["steps"][i]["compiles"].get<int64_t>(), 0);
   EXPECT_EQ(exact["totals"]["recompiles"].get<int64_t>(), int64_t(steps) - 1);
+  EXPECT_GT(step_compiles(bounded, 0), 0);
   EXPECT_EQ(step_compiles(bounded, 1), 0);
   for (const json* s : {&exact, &bounded}) {
     EXPECT_EQ((*s)["program"]["reads_checked"].get<size_t>(), steps);
     EXPECT_EQ((*s)["program"]["max_rel_error"].get<double>(), 0.0);  // the tokens themselves
   }
+}
+
+// The captured GPT-2 generation (examples/torch/gpt2.py, no KV cache: the whole sequence every
+// token, the "seq" axis of the token ids growing by one a step; a select of the last position,
+// the causal mask cut from a [context, context] buffer), then bounded in the other modes.
+TEST(ProgramReplay, CapturedGpt2GenerationRecompilesPerTokenUnlessBounded) {
+  const std::string gen = PROGRAMS_DIR "/gpt2_generate.json";
+  expect_recompiles_per_token_unless_bounded(gen, "gpt2");
   for (const char* mode : {"native", "eager", "aot"}) {
+    int code = 0;
+    std::string err;
     const json s = run_program(gen, mode, "--bound 'seq<=16'", "gpt2_modes", &code, &err);
     ASSERT_EQ(code, 0) << mode << ": " << err;
     EXPECT_EQ(step_compiles(s, 1), 0) << mode;
@@ -256,22 +264,7 @@ TEST(ProgramReplay, CapturedGpt2GenerationRecompilesPerTokenUnlessBounded) {
 TEST(ProgramReplay, BatchedGpt2GenerationKeepsItsSeqThroughMergedAxes) {
   const std::string gen = PROGRAMS_DIR "/gpt2_batch2_generate.json";
   ASSERT_NE(slurp(gen).find(R"("2*seq")"), std::string::npos);
-  int code = 0;
-  std::string err;
-  const json exact = run_program(gen, "fused", "--functional", "gpt2b2_exact", &code, &err);
-  ASSERT_EQ(code, 0) << err;
-  const json bounded =
-      run_program(gen, "fused", "--functional --bound 'seq<=16'", "gpt2b2_bounded", &code, &err);
-  ASSERT_EQ(code, 0) << err;
-  const size_t steps = exact["steps"].size();
-  ASSERT_GE(steps, 5u);
-  EXPECT_EQ(exact["totals"]["recompiles"].get<int64_t>(), int64_t(steps) - 1);
-  EXPECT_GT(step_compiles(bounded, 0), 0);
-  EXPECT_EQ(step_compiles(bounded, 1), 0);
-  for (const json* s : {&exact, &bounded}) {
-    EXPECT_EQ((*s)["program"]["reads_checked"].get<size_t>(), steps);
-    EXPECT_EQ((*s)["program"]["max_rel_error"].get<double>(), 0.0);
-  }
+  expect_recompiles_per_token_unless_bounded(gen, "gpt2b2");
 }
 
 TEST(ProgramReplay, CapturedGpt2LogitsMatchPyTorch) {
