@@ -1,7 +1,7 @@
-// `wallsim capture SCRIPT.py --out P.json [--values] [--name NAME] [-- ARGS...]`: runs a PyTorch
-// script as __main__ under the capture (frontends/torch/python, the `wallsim` Python package) and
-// writes its program file (docs/PROGRAM_FORMAT.md). The work is Python's: this command execs
-// $WALLSIM_PYTHON (default /usr/bin/python3, Debian's, which has python3-torch) with the
+// `wallsim capture SCRIPT.py --out P.json [--values | --meta] [--name NAME] [-- ARGS...]`: runs a
+// PyTorch script as __main__ under the capture (frontends/torch/python, the `wallsim` Python
+// package) and writes its program file (docs/PROGRAM_FORMAT.md). The work is Python's: this command
+// execs $WALLSIM_PYTHON (default /usr/bin/python3, Debian's, which has python3-torch) with the
 // package on PYTHONPATH; the helper reports bad input as one line and exit code 2.
 #include <unistd.h>
 
@@ -23,7 +23,7 @@ namespace wallsim::cli {
 void add_capture_command(CLI::App& app) {
   struct Args {
     std::string script, out, name;
-    bool values = false;
+    bool values = false, meta = false;
     std::vector<std::string> script_args;
   };
   auto a = std::make_shared<Args>();
@@ -36,6 +36,9 @@ void add_capture_command(CLI::App& app) {
   cmd->add_flag("--values", a->values,
                 "also write weights, inputs and every read's PyTorch value as .npy in "
                 "P.values/ beside P.json (for a functional replay)");
+  cmd->add_flag("--meta", a->meta,
+                "timing-only: run the ATen ops on meta tensors (shapes and dtypes, no data), so "
+                "no PyTorch compute runs; reads give the script zeros");
   cmd->add_option("--name", a->name, "the program's name (default: the script's stem)");
   cmd->add_option("args", a->script_args, "the script's own arguments (after --)");
   cmd->callback([a] {
@@ -52,6 +55,7 @@ void add_capture_command(CLI::App& app) {
     std::vector<std::string> args = {python,    "-m",    "wallsim", "capture",
                                      a->script, "--out", a->out};
     if (a->values) args.push_back("--values");
+    if (a->meta) args.push_back("--meta");
     if (!a->name.empty()) {
       args.push_back("--name");
       args.push_back(a->name);

@@ -28,6 +28,7 @@ p.add_argument("--width", type=int, default=768)
 p.add_argument("--heads", type=int, default=12)
 p.add_argument("--vocab", type=int, default=50257)
 p.add_argument("--context", type=int, default=1024)
+p.add_argument("--batch", type=int, default=1, help="sequences (the same tokens in each)")
 args = p.parse_args()
 
 
@@ -91,13 +92,13 @@ model = GPT2().eval()
 tokens = [random.Random(0).randrange(args.vocab) for _ in range(args.prompt)]
 with torch.no_grad():
     if args.mode == "logits":
-        ids = wallsim.mark_dynamic(torch.tensor([tokens]), 1, "seq")
+        ids = wallsim.mark_dynamic(torch.tensor([tokens] * args.batch), 1, "seq")
         logits = model(ids).numpy()  # one read: every logit
         print("logits", logits.shape, float(logits[0, -1].max()))
     else:
         out = []
         for _ in range(args.tokens):
-            ids = wallsim.mark_dynamic(torch.tensor([tokens]), 1, "seq")  # uploaded each step
+            ids = wallsim.mark_dynamic(torch.tensor([tokens] * args.batch), 1, "seq")  # uploaded
             tok = model(ids, last_only=True)[0, -1].argmax().item()  # a read: a flush
             out.append(tok)
             tokens.append(tok)

@@ -695,5 +695,33 @@ TEST(CompiledOnChip, DecodeAttentionMatchesReferenceOnTiny) {
   EXPECT_LT(o.max_error, 1e-4);
 }
 
+// PyTorch writes nn.Linear and GPT-2's tied output head as matmul(x, transpose(W)): at
+// vocabulary 50257 the view of B is larger than SBUF, and a view of B did not stream ("does
+// not fit in SBUF even with every other value spilled"). A transposed B streams by panels of
+// W's rows transposed through the array; another strided view (a column slice) by strided
+// DMAs. On tiny, each B here is 24000 bytes per partition, more than SBUF's 16384.
+Graph transposed_head() {
+  return graph(R"({"format": "wallsim-graph", "version": 1, "name": "head", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [40, 48], "role": "input"},
+    {"id": 1, "op": "input", "name": "wte", "dtype": "fp32", "shape": [3000, 48], "role": "weight"},
+    {"id": 2, "op": "transpose", "inputs": [1], "perm": [1, 0]},
+    {"id": 3, "op": "matmul", "inputs": [0, 2]},
+    {"id": 4, "op": "input", "name": "w", "dtype": "fp32", "shape": [48, 6004], "role": "weight"},
+    {"id": 5, "op": "slice", "inputs": [4], "axis": 1, "start": 3, "limit": 3003},
+    {"id": 6, "op": "matmul", "inputs": [0, 5]}], "outputs": [3, 6]})");
+}
+
+TEST(CompiledOnChip, LargeTransposedAndStridedViewsOfBStreamOnTiny) {
+  Outcome o = run_on_chip(transposed_head(), "tiny", GroupPolicy::whole);
+  EXPECT_EQ(o.plans, 1);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
+TEST(CompiledOnChip, LargeTransposedAndStridedViewsOfBStreamOnTinyOpByOp) {
+  Outcome o = run_on_chip(transposed_head(), "tiny", GroupPolicy::per_op);
+  EXPECT_GE(o.plans, 2);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
 }  // namespace
 }  // namespace wallsim::compiler_stub

@@ -9,6 +9,7 @@
 // extent first (an iota compared with the scalar), so one plan serves every length. An op whose
 // bounded replay would not be exact is refused with a one-line error when the program is read.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <unordered_map>
@@ -221,10 +222,24 @@ class ProgramReplay final : public Workload {
 
   // The axis' bound, or -1 when it runs at its captured extent. A named axis of extent 1 (the
   // position a select picked, a new token) runs at its extent.
+  // A composite name, "F*seq" or "seq*F", is an axis a reshape merged from a named axis and
+  // others of F elements in all (nn.Linear's [B, T, D] -> [B*T, D]): it runs at F times the
+  // bound, the padded rows of each of the F blocks inside it.
   int64_t bound_of(const pt::ProgramTensor& t, size_t axis) const {
     if (axis >= t.dim_names.size() || t.dim_names[axis].empty() || t.shape[axis] == 1) return -1;
-    auto it = m_bounds.find(t.dim_names[axis]);
-    return it == m_bounds.end() ? -1 : it->second;
+    const auto [name, factor] = split_composite(t.dim_names[axis]);
+    auto it = m_bounds.find(name);
+    return it == m_bounds.end() ? -1 : it->second * factor;
+  }
+  static std::pair<std::string, int64_t> split_composite(const std::string& n) {
+    const size_t star = n.find('*');
+    if (star == std::string::npos) return {n, 1};
+    const bool lead = std::isdigit(static_cast<unsigned char>(n[0])) != 0;
+    const std::string f = lead ? n.substr(0, star) : n.substr(star + 1);
+    return {lead ? n.substr(star + 1) : n.substr(0, star), std::stoll(f)};
+  }
+  bool composite_bounded(const pt::ProgramTensor& t, size_t axis) const {
+    return bound_of(t, axis) > 0 && t.dim_names[axis].find('*') != std::string::npos;
   }
   std::vector<int64_t> run_shape(const pt::ProgramTensor& t) const {
     std::vector<int64_t> s = t.shape;
@@ -360,6 +375,18 @@ class ProgramReplay final : public Workload {
         if (!elementwise(k)) refuse("the op has no bounded replay");
         break;
     }
+    // Masks and positions need the axis' real extent as one run-time scalar: a merged axis'
+    // real rows are F runs, one per block.
+    for (const Mask& m : r.masks) {
+      if (composite_bounded(*in.at(m.input), m.axis))
+        refuse("it reduces over an axis that merges a bounded dim with others");
+    }
+    if (k == OpKind::slice) {
+      const int64_t axis = *e.node.int_attr("axis");
+      const size_t ax = static_cast<size_t>(axis < 0 ? axis + int64_t(in[0]->shape.size()) : axis);
+      if (composite_bounded(*in[0], ax))
+        refuse("a slice of an axis that merges a bounded dim with others");
+    }
     return r;
   }
 
@@ -393,6 +420,7 @@ class ProgramReplay final : public Workload {
               fail(e, "dim '" + t.dim_names[a] + "' has extent " + std::to_string(t.shape[a]) +
                           ", over its bound " + std::to_string(bound_of(t, a)));
             }
+            if (t.dim_names[a].find('*') != std::string::npos) continue;  // no scalar of its own
             int64_t& base = m_base[si][t.dim_names[a]];
             base = std::max(base, t.shape[a]);
           }

@@ -91,6 +91,14 @@ int64_t panel_bytes(const LoweringContext& ctx, const Node& n) {
          isa::dtype_bytes(b.dtype);
 }
 
+// A 2-D view of B whose panels load as DMA rows with one free dim (a transposed weight, as
+// PyTorch's nn.Linear and a tied output head write it): streamed by strided panels.
+static bool streamable_view(const LoweringContext& ctx, int32_t b) {
+  if (!ctx.is_view(b)) return true;
+  const ViewDesc v = ctx.view_of_value(b);
+  return v.groups.size() == 2 && LoweringContext::view_rows(v, false).free.size() == 1;
+}
+
 // A matmul streams B by panels when B is large and not on chip already.
 bool streams_b(const LoweringContext& ctx, const Node& n) {
   const int32_t b = n.inputs[1];
@@ -98,7 +106,7 @@ bool streams_b(const LoweringContext& ctx, const Node& n) {
   const View bv = view_of(bt);
   const int64_t bytes =
       ctx.tiling(bv.rows, 1, DType::fp32).count() * bv.cols * isa::dtype_bytes(bt.dtype);
-  return !ctx.on_chip(b) && !ctx.is_view(b) &&
+  return !ctx.on_chip(b) && streamable_view(ctx, b) &&
          bytes > ctx.sbuf_share(ctx.options().streamed_operand_percent);
 }
 
@@ -144,6 +152,10 @@ struct Moving {
   Tiles tiles;  // tiling; with storage when resident
   bool streamed = false;
   Slot hbm;
+  std::optional<ViewDesc> view;  // a streamed B read through a strided view of its base
+  // The view is its base [N x K] transposed: each panel loads the base's rows (contiguous)
+  // and transposes them through the array, instead of an element-strided DMA.
+  bool transposed = false;
   int64_t block_cols = 0;  // columns per panel when streamed
 };
 
@@ -220,9 +232,56 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     if (!p) return std::nullopt;
     for (size_t k = 0; k < kc.size(); ++k) {
       const int32_t ks = b.tiles.rows_in(kc[k]);
-      ctx.copy_rows(true, panel_ap(*p, dt, k, ks, ns),
-                    ctx.hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[k]), ks, n0, ns));
+      const AccessPattern dst = panel_ap(*p, dt, k, ks, ns);
+      if (b.transposed) continue;  // below, a block of the base's rows at a time
+      if (b.view) {                // rows of the view one run at a time, columns [n0, n0 + ns)
+        const ViewRows vr = LoweringContext::view_rows(*b.view, false);
+        const int64_t run = vr.run().size, r0 = b.tiles.row0(kc[k]);
+        for (int64_t r = r0; r < r0 + ks;) {
+          const int32_t m = static_cast<int32_t>(std::min(r0 + ks, (r / run + 1) * run) - r);
+          AccessPattern s = LoweringContext::view_rows_ap(*b.view, vr, b.hbm, dt, r, m);
+          s.offset += n0 * s.free[0].stride;
+          s.free[0].size = ns;
+          AccessPattern d = dst;
+          d.partition_start = static_cast<int32_t>(r - r0);
+          d.partitions = m;
+          ctx.dma(ctx.next_load_queue(), d, s);
+          r += m;
+        }
+      } else {
+        ctx.copy_rows(true, dst, ctx.hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[k]), ks, n0, ns));
+      }
       ctx.count_bytes_in(ks * ns * isa::dtype_bytes(dt));
+    }
+    if (b.transposed) {
+      const SubDim row = b.view->groups[1][0];  // base rows: the view's columns
+      const int64_t K = b.tiles.rows;
+      for (int64_t j0 = n0; j0 < n0 + ns; j0 += ctx.tile_rows()) {
+        const int32_t rows = static_cast<int32_t>(std::min<int64_t>(ctx.tile_rows(), n0 + ns - j0));
+        auto stage = ctx.sbuf_alloc(K * isa::dtype_bytes(dt), "panel rows");
+        if (!stage) return std::nullopt;
+        AccessPattern src;
+        src.space = MemSpace::hbm;
+        src.buffer = b.hbm.index;
+        src.dtype = dt;
+        src.partitions = rows;
+        src.partition_stride = row.stride;
+        src.offset = b.view->offset + j0 * row.stride;
+        src.num_free = 1;
+        src.free[0] = {K, 1};
+        ctx.copy_rows(true, LoweringContext::sbuf_ap(*stage, dt, rows, 0, K), src);
+        ctx.count_bytes_in(rows * K * isa::dtype_bytes(dt));
+        for (size_t k = 0; k < kc.size(); ++k) {
+          const int32_t ks = b.tiles.rows_in(kc[k]);
+          const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), ks, rows);
+          ctx.emit_transpose(tp,
+                             LoweringContext::sbuf_ap(*stage, dt, rows, b.tiles.row0(kc[k]), ks));
+          ctx.evacuate(
+              LoweringContext::sbuf_ap(*p, dt, ks, static_cast<int64_t>(k) * ns + (j0 - n0), rows),
+              tp);
+        }
+        ctx.release(*stage);
+      }
     }
     return p;
   };
@@ -231,7 +290,10 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
     if (ctx.too_large()) return ctx.too_large_error();
-    if (b.streamed && n0 + nmax < N && !(next = load_panel(n0 + nmax))) return ctx.no_room();
+    // A transposed panel is loaded after this one's matmuls: its transposes queue on the
+    // array behind them, while its DMAs (on their own queues) run ahead.
+    if (b.streamed && !b.transposed && n0 + nmax < N && !(next = load_panel(n0 + nmax)))
+      return ctx.no_room();
     for (size_t i = 0; i < ts.size(); ++i) {
       const int64_t t = ts[i];
       const int32_t rows = a.rows_in(t);
@@ -260,6 +322,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
       ctx.release(*block);
     }
+    if (b.streamed && b.transposed && n0 + nmax < N && !(next = load_panel(n0 + nmax)))
+      return ctx.no_room();
     if (b.streamed) {
       ctx.release(*panel);
       panel = next;
@@ -306,10 +370,19 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const View bv = view_of(bt);
   Moving b;
   if (streams_b(ctx, n)) {
-    if (!ctx.ensure_hbm(bid)) return ctx.no_room();
     b.streamed = true;
     b.block_cols = block_cols;
-    b.hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
+    if (ctx.is_view(bid)) {
+      b.view = ctx.view_of_value(bid);
+      const auto& g = b.view->groups;
+      b.transposed = g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
+                     g[1][0].stride >= g[0][0].size;
+      if (!ctx.ensure_hbm(b.view->base)) return ctx.no_room();
+      b.hbm = ctx.hbm_tensor(b.view->base, isa::TensorRole::input);
+    } else {
+      if (!ctx.ensure_hbm(bid)) return ctx.no_room();
+      b.hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
+    }
     b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
   } else {
     auto tiles = ctx.tiles_of(bid);

@@ -60,6 +60,18 @@ ProgramTensor read_tensor(Obj& o, int32_t id) {
       }
       const std::string s = Obj::as_str(n, base::json_index(o.at("dim_names"), i));
       if (s.empty()) throw InputError(base::json_index(o.at("dim_names"), i), "an empty name");
+      if (const size_t star = s.find('*'); star != std::string::npos) {
+        // a composite name: a named axis merged with others of F elements, F*NAME or NAME*F
+        const auto digits = [](const std::string& d) {
+          return !d.empty() && d.find_first_not_of("0123456789") == std::string::npos &&
+                 d.size() < 12;
+        };
+        const std::string a = s.substr(0, star), b = s.substr(star + 1);
+        if (b.find('*') != std::string::npos || digits(a) == digits(b) || a.empty() || b.empty())
+          throw InputError(
+              base::json_index(o.at("dim_names"), i),
+              "a composite dim name is F*NAME or NAME*F (F a number), got '" + s + "'");
+      }
       t.dim_names.push_back(s);
     }
   }
@@ -280,7 +292,7 @@ class Reader {
   void define(const ProgramTensor& t, const EventError& err, bool in_graph = false) {
     if (m_tensors.count(t.id)) err.fail("id " + std::to_string(t.id) + " is defined twice");
     for (size_t a = 0; a < t.dim_names.size(); ++a) {
-      if (t.dim_names[a].empty()) continue;
+      if (t.dim_names[a].empty() || t.dim_names[a].find('*') != std::string::npos) continue;
       add_dim_name(t.dim_names[a]);
       m_extent[t.dim_names[a]] = t.shape[a];
     }

@@ -7,7 +7,8 @@ import os
 import runpy
 import sys
 
-USAGE = "usage: wallsim capture SCRIPT.py --out P.json [--values] [--name NAME] [-- ARGS...]"
+USAGE = ("usage: wallsim capture SCRIPT.py --out P.json [--values | --meta] [--name NAME] "
+         "[-- ARGS...]")
 
 
 def fail(msg):
@@ -23,7 +24,7 @@ def parse(argv):
     if "--" in argv:
         k = argv.index("--")
         argv, script_args = argv[:k], argv[k + 1:]
-    opts = {"out": None, "values": False, "name": None, "script": None}
+    opts = {"out": None, "values": False, "meta": False, "name": None, "script": None}
     k = 0
     while k < len(argv):
         a = argv[k]
@@ -32,8 +33,8 @@ def parse(argv):
                 fail("%s needs a value" % a)
             opts["out" if a != "--name" else "name"] = argv[k + 1]
             k += 2
-        elif a == "--values":
-            opts["values"] = True
+        elif a in ("--values", "--meta"):
+            opts[a[2:]] = True
             k += 1
         elif a.startswith("-"):
             fail("unknown option %s (%s)" % (a, USAGE))
@@ -44,6 +45,8 @@ def parse(argv):
             fail("unexpected argument %s (script arguments go after --)" % a)
     if opts["script"] is None or opts["out"] is None:
         fail(USAGE)
+    if opts["values"] and opts["meta"]:
+        fail("--meta captures no values: --values and --meta exclude each other")
     return opts, script_args
 
 
@@ -63,7 +66,9 @@ def main(argv):
     from .recorder import Capture
     name = opts["name"] or os.path.splitext(os.path.basename(script))[0]
     source = {"script": script, "argv": script_args}
-    cap = Capture(out, values=opts["values"], name=name, source=source)
+    if opts["meta"]:
+        source["meta"] = True
+    cap = Capture(out, values=opts["values"], name=name, source=source, meta=opts["meta"])
     sys.argv = [script] + script_args
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
@@ -76,8 +81,12 @@ def main(argv):
         cap.write()
     except Exception as e:  # the user's script raised: one line, nothing written
         msg = str(e).strip().splitlines()
-        fail("%s raised %s%s; no program written" % (
-            script, type(e).__name__, (": " + msg[0]) if msg else ""))
+        hint = ""
+        if opts["meta"] and msg and "meta" in msg[0]:
+            hint = (" (--meta runs ATen ops on meta tensors: autograd refuses their gradients "
+                    "for host parameters, so a training step needs a capture without --meta)")
+        fail("%s raised %s%s; no program written%s" % (
+            script, type(e).__name__, (": " + msg[0]) if msg else "", hint))
     evs = cap.written
 
     def count(kind):

@@ -184,6 +184,21 @@ def pad(c, x, begin, end, value):
         if begin[k] == 0 and end[k] == 0:
             continue
         s = S(c, x)
+        if k == len(s) - 1 and len(s) > 2 and not any(c.g.nm(x)):
+            # Along the last axis, as 2-D [rows, axis] (a reshape of a row-major value is
+            # free): the compiler tiles a 4-D value's rows per innermost batch, so a padded
+            # image's rows would load as 9-row tiles, one per channel (960 of them in
+            # mobilenet_v2's last blocks), more than SBUF holds.
+            outer, inner = math.prod(s[:k]), 1
+            dt = c.g.dtype[x]
+            parts = []
+            if begin[k]:
+                parts.append(const(c, [outer, begin[k] * inner], value, dt))
+            parts.append(reshape(c, x, [outer, s[k] * inner]))
+            if end[k]:
+                parts.append(const(c, [outer, end[k] * inner], value, dt))
+            x = reshape(c, concat(c, parts, 1), s[:k] + [s[k] + begin[k] + end[k]] + s[k + 1:])
+            continue
         nm = c.g.nm(x)[:k] + [None] + c.g.nm(x)[k + 1:]
         parts = []
         if begin[k]:
@@ -849,6 +864,53 @@ def embedding_backward_h(c, args, kwargs, out):
     return c.g.op("matmul", [transpose(c, oh, [1, 0]), reshape(c, cast(c, g, "fp32"), [n, D])])
 
 
+@handles("cumsum")
+def cumsum_h(c, args, kwargs, out):
+    """torch._decomp's own form (a sum over a triangular mask), as a matmul with the constant
+    upper-triangular ones U[i, j] = (i <= j) along the axis; fp32 (exact for integers < 2^24)."""
+    x = c.id_of(args[0])
+    s = S(c, x)
+    if out.dim() == 0:
+        raise MappingError("cumsum of a scalar")
+    dim = norm_axis(args[1] if len(args) > 1 else kwargs["dim"], len(s))
+    n = s[dim]
+
+    def along_last(t):
+        st = S(c, t)
+        rows = math.prod(st[:-1])
+        row = c.g.op("iota", [], {"axis": 0}, shape=[n, n], dtype="fp32")
+        col = c.g.op("iota", [], {"axis": 1}, shape=[n, n], dtype="fp32")
+        upper = cast(c, c.g.op("compare", [col, row], {"cmp": "ge"}), "fp32")
+        y = c.g.op("matmul", [reshape(c, cast(c, t, "fp32"), [rows, n]), upper])
+        return reshape(c, y, st)
+    return cast(c, on_last_axis(c, x, dim, along_last), gdt(out))
+
+
+@handles("gather")
+def gather_h(c, args, kwargs, out):
+    """y[.., j] = x[.., index[.., j]] along `dim`: a one-hot of the index (iota == index) times
+    x, summed (as embedding's backward); exact, index.numel() x extent multiply-adds."""
+    x, dim, index = args[0], args[1], args[2]
+    if kwargs.get("sparse_grad") or (len(args) > 3 and args[3]):
+        raise MappingError("sparse gather")
+    r = x.dim()
+    if r == 0 or list(index.shape[:-1]) != list(x.shape[:-1]) and norm_axis(dim, r) == r - 1 \
+            or index.dim() != r:
+        raise MappingError("gather with an index not shaped as x")
+    dim = norm_axis(dim, r)
+    if any(index.shape[k] != x.shape[k] for k in range(r) if k != dim):
+        raise MappingError("gather with an index smaller than x off its axis")
+    perm = list(range(r))
+    perm[dim], perm[-1] = perm[-1], perm[dim]
+    xt = transpose(c, cast(c, c.id_of(x), "fp32"), perm)  # [.., n]
+    it = transpose(c, c.id_of(index), perm)  # [.., k]
+    lead, n, k = S(c, xt)[:-1], S(c, xt)[-1], S(c, it)[-1]
+    oh = one_hot(c, it, n)  # [.., k, n]
+    xs = c.g.op("broadcast", [reshape(c, xt, lead + [1, n])], {"shape": lead + [k, n]})
+    y = reshape(c, c.g.op("reduce_sum", [c.g.op("mul", [oh, xs])]), lead + [k])
+    return cast(c, transpose(c, y, perm), gdt(out))
+
+
 @handles("nll_loss_forward")
 def nll_forward_h(c, args, kwargs, out):
     x, target, weight, reduction, ignore = args[:5]
@@ -1069,7 +1131,7 @@ def slice_pos(c, x, dim, start, end):
     def pos(p, is_end):
         rel = p < 0 or (is_end and p >= n)
         val = max(0, min(n, p + n if p < 0 else p))
-        if named and rel:
+        if named and rel and "*" not in named:  # (a merged axis has no extent of its own)
             return {"dim": named, "offset": val - n}, val
         return val, val
 

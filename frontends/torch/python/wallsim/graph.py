@@ -57,7 +57,50 @@ def reshape_names(in_shape, in_names, out_shape):
         if n:
             names[k] = n
         p *= e
+    for i0, i1, j0, j1 in _reshape_groups(in_shape, out_shape):
+        _composite_names(in_shape[i0:i1], in_names[i0:i1], out_shape[j0:j1], names, j0)
     return names
+
+
+def _reshape_groups(a, b):
+    """Runs of axes [i0, i1) of a and [j0, j1) of b holding the same elements."""
+    groups, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        i0, j0, pa, pb = i, j, a[i], b[j]
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb and i < len(a):
+                pa, i = pa * a[i], i + 1
+            elif pb < pa and j < len(b):
+                pb, j = pb * b[j], j + 1
+            else:
+                return groups
+        groups.append((i0, i, j0, j))
+    return groups
+
+
+def _composite_names(ins, in_nm, outs, names, j0):
+    """A named axis merged with unnamed others of F elements in all becomes "F*name" (it is the
+    inner one) or "name*F" (the outer one), and splits back to the name: nn.Linear's
+    [B, T, D] -> [B*T, D] -> [B, T, N] keeps "seq" for a bounded replay."""
+    big_in = [k for k, e in enumerate(ins) if e > 1]
+    big_out = [k for k, e in enumerate(outs) if e > 1]
+    if len(big_in) > 1 and len(big_out) == 1:  # a merge
+        named = [k for k in big_in if in_nm[k]]
+        if len(named) != 1 or "*" in in_nm[named[0]]:
+            return
+        k = named[0]
+        f = math.prod(ins) // ins[k]
+        name = ("%d*%s" % (f, in_nm[k]) if k == big_in[-1] else
+                "%s*%d" % (in_nm[k], f) if k == big_in[0] else None)
+        if name and names[j0 + big_out[0]] is None:
+            names[j0 + big_out[0]] = name
+    elif len(big_in) == 1 and len(big_out) == 2 and in_nm[big_in[0]] and "*" in in_nm[big_in[0]]:
+        a, b = in_nm[big_in[0]].split("*", 1)
+        if a.isdigit() and outs[big_out[0]] == int(a):  # F*name: the inner axis is the name
+            names[j0 + big_out[1]] = names[j0 + big_out[1]] or b
+        elif b.isdigit() and outs[big_out[1]] == int(b):
+            names[j0 + big_out[0]] = names[j0 + big_out[0]] or a
 
 
 class Graph:
@@ -81,7 +124,7 @@ class Graph:
         if names and any(names):
             self.names[i] = list(names)
             for k, n in enumerate(names):
-                if n:
+                if n and "*" not in n:  # a composite name has no extent of its own
                     self.dim_extent[n] = shape[k]
 
     def nm(self, i):

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch._decomp
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
 
 from . import aten_map
 from .graph import Graph, MappingError
@@ -51,10 +52,14 @@ class _Info:
 
 
 class Capture(TorchDispatchMode):
-    def __init__(self, path, values=False, name=None, source=None):
+    def __init__(self, path, values=False, name=None, source=None, meta=False):
         super().__init__()
+        if meta and values:
+            raise ValueError("a meta capture has no values to write (meta and values exclude "
+                             "each other)")
         self.path = path
         self.values = values
+        self.meta = meta  # timing-only: ATen ops run on meta tensors (shapes, no data)
         self.name = name or os.path.splitext(os.path.basename(path))[0]
         self.source = source or {}
         self.events = []
@@ -310,6 +315,7 @@ class Capture(TorchDispatchMode):
                     # here on it is a weight, uploaded once
                     self.weight_names[id(p)] = n
                     self.forget(p)
+
         self.module_stack.append(self.module_names[key])
 
     def _post_hook(self, module, inputs, output):
@@ -321,10 +327,15 @@ class Capture(TorchDispatchMode):
         kwargs = kwargs or {}
         name = str(func)
         if not name.startswith("aten.") or name in PASSTHROUGH or self.closed:
-            return func(*args, **kwargs)
+            if self.meta and name == "aten.is_nonzero.default" and args[0].is_meta:
+                return self.__torch_dispatch__(torch.ops.aten._local_scalar_dense.default,
+                                               types, args, {}) != 0
+            return self._call(func, args, kwargs)
         packet = func.overloadpacket.__name__
         if packet == "_local_scalar_dense":
             self.read(args[0], self.read_reason[-1] if self.read_reason else "item")
+            if self.meta and args[0].is_meta:
+                return _stand_in(args[0].dtype)
             return func(*args, **kwargs)
         self.aten_stack.append(name)
         outer = len(self.aten_stack) == 1
@@ -356,7 +367,7 @@ class Capture(TorchDispatchMode):
         is_view = (not mutated and schema.returns and
                    all(r.alias_info is not None for r in schema.returns))
         if packet in RANDOM:
-            out = func(*args, **kwargs)
+            out = self._call(func, args, kwargs)
             for o in [o for o in _flat_out(out) if isinstance(o, torch.Tensor)] + mutated:
                 self._fresh_input(o)
             return out
@@ -371,7 +382,7 @@ class Capture(TorchDispatchMode):
             handler = None
         if handler is not None and (not mutated or inplace):
             in_ids = self.id_of(args[0]) if inplace else None
-            out = func(*args, **kwargs)  # PyTorch's own errors reach the script unchanged
+            out = self._call(func, args, kwargs)  # PyTorch's errors reach the script unchanged
             mark = self._begin()
             try:
                 res = handler(self, args, kwargs, out)
@@ -406,9 +417,35 @@ class Capture(TorchDispatchMode):
                 self._abort(mark)
                 self._debug("decomposition of " + name, e)
         in_ids = [self.id_of(a) for a in mutated]
-        out = func(*args, **kwargs)
+        out = self._call(func, args, kwargs)
         self._host_after(name, args, kwargs, out, mutated, in_ids)
         return out
+
+    def _call(self, func, args, kwargs):
+        """Runs the ATen op: for real, or in a meta capture on meta tensors (host tensors the
+        script made, parameters among them, are given as meta tensors of the same strides). An
+        in-place op on a host tensor runs on the host (meta operands as zeros), so the tensor's
+        version counter, which tells its views it changed, moves as it would."""
+        if not self.meta:
+            return func(*args, **kwargs)
+        flat = [a for a in _flat(args, kwargs) if isinstance(a, torch.Tensor)]
+        if not flat:
+            return func(*args, **kwargs)  # a factory (random values, constants): on the host
+        schema = func._schema
+        host_write = any(
+            a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor)
+            and not v.is_meta
+            for a, v in zip(schema.arguments, list(args) + [kwargs.get(a.name) for a in
+                                                            schema.arguments[len(args):]]))
+        with _no_mode():
+            if host_write:
+                conv = lambda t: torch.zeros(t.shape, dtype=t.dtype) if t.is_meta else t
+            else:
+                conv = lambda t: t if t.is_meta else torch.empty_strided(
+                    t.shape, t.stride(), dtype=t.dtype, device="meta")
+            a2, k2 = tree_map(lambda t: conv(t) if isinstance(t, torch.Tensor) else t,
+                              (list(args), dict(kwargs)))
+        return func(*a2, **k2)
 
     def _debug(self, what, e):
         if os.environ.get("WALLSIM_CAPTURE_DEBUG"):
@@ -524,7 +561,7 @@ class Capture(TorchDispatchMode):
     def _view(self, func, packet, args, kwargs):
         base = args[0]
         parent_id = self.id_of(base)
-        out = func(*args, **kwargs)
+        out = self._call(func, args, kwargs)
         pinfo = self.info(base)
         root = pinfo.root if pinfo.root is not None else base
         recipe = (pinfo.recipe or []) if pinfo.root is not None else []
@@ -597,6 +634,10 @@ class Capture(TorchDispatchMode):
                     finally:
                         cap.read_reason.pop()
                 cap.read(t, reason)
+                if cap.meta and t.is_meta and reason != "print":
+                    return _meta_read(t, meth, a)
+                if cap.meta and t.is_meta and meth == "__format__" and t.dim() == 0:
+                    return format(_stand_in(t.dtype), *a)
                 cap.read_reason.append(reason)
                 try:
                     with _no_mode():
@@ -628,7 +669,7 @@ class Capture(TorchDispatchMode):
         dims = {}
         for ev in self.events:
             for n in ev.get("dim_names") or []:
-                if n and n not in dims:
+                if n and "*" not in n and n not in dims:
                     dims[n] = {"axis_of": [ev["id"], ev["dim_names"].index(n)]}
         if dims:
             doc["dims"] = dims
@@ -725,6 +766,22 @@ def _no_mode():
         return
     with _pop_mode_temporarily():
         yield
+
+
+def _stand_in(dtype):
+    """What a meta capture's reads give the script: zero (the values are not computed)."""
+    if dtype == torch.bool:
+        return False
+    return 0.0 if dtype.is_floating_point or dtype.is_complex else 0
+
+
+def _meta_read(t, meth, args):
+    zeros = np.zeros(list(t.shape), dtype=np.float32 if t.dtype.is_floating_point else np.int64)
+    if meth == "numpy":
+        return zeros
+    if meth == "tolist":
+        return zeros.tolist() if t.dim() else _stand_in(t.dtype)
+    return torch.zeros(t.shape, dtype=t.dtype)  # cpu(): a host copy
 
 
 def _same(out, mutated):
