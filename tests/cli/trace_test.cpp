@@ -1,5 +1,6 @@
 // Traces that viewers draw as written: every kind of trace wallsim writes (exec at instruction
-// level, run under each mode, decode, serve) has no slice that passes the next one's start on its
+// level of a hand-written and a compiled plan, run under each mode, decode, serve, a program
+// replay; the studies' runs in study_test.cpp) has no slice that passes the next one's start on its
 // track, under both viewer arithmetics (tests/support/trace_overlap.h); the host track names its
 // plans by their group, compile slices carry their modelled arguments, and steps are marked.
 // Also the regression test for bounded decode under the per-op modes (run-time scalar 'kv_len'
@@ -54,6 +55,30 @@ TEST(Traces, ExecAtInstructionLevelHasNoOverlap) {
       "exec examples/plans/matmul.json -c configs/trn2.json --trace-level instructions", "exec");
   expect_no_overlap(t, "exec matmul");
   EXPECT_FALSE(slices_named(t, "matmul").empty());
+}
+
+// A compiled graph's plan (many streams, semaphores, every engine) at instruction level.
+TEST(Traces, ExecOfACompiledGraphHasNoOverlap) {
+  const std::string plan = test::fresh_dir("trace", "block") + ".plan.json";
+  std::string err;
+  ASSERT_EQ(test::run_wallsim("compile examples/graphs/transformer_block.json -c configs/trn2.json"
+                              " --out " +
+                                  plan,
+                              &err),
+            0)
+      << err;
+  const Json t = traced("exec " + plan + " -c configs/trn2.json", "exec_block");
+  expect_no_overlap(t, "exec transformer_block");
+  EXPECT_FALSE(slices_named(t, "matmul").empty());
+}
+
+// A captured program replayed (training steps: forward, backward, optimizer).
+TEST(Traces, ProgramReplayHasNoOverlap) {
+  expect_no_overlap(traced("run -c configs/trn2.json -w "
+                           "program:file=tests/frontends/torch/programs/mlp_sgd.json"
+                           " --mode fused --trace-level instructions",
+                           "program_sgd"),
+                    "program mlp_sgd fused");
 }
 
 TEST(Traces, RunUnderEveryModeHasNoOverlapAndNamesItsPlans) {
