@@ -101,6 +101,7 @@ CriticalPath critical_path(const engines::Launch& l) {
     if (t <= l.start_time) break;
     size_t next = n;
     for (const isa::SemWait& w : instruction(g).waits) {
+      if (w.value <= 0) continue;  // met before any signal
       const Signal* sig = crossing(w);
       if (sig && sig->at == t && !visited[sig->instr]) {
         next = sig->instr;
