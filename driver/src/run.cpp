@@ -39,7 +39,7 @@ ordered_json dma_engine_bytes(const sim::Device::OpTotals& r, size_t engines) {
 
 // Per op kind, over every plan the run launched (the device's op totals, from each
 // instruction's provenance; ops the host ran without device work too): engine time, exposed
-// time (Device::OpTotals::exposed_ns), host time of the op's calls, DMA bytes in all and per DMA
+// time (the op's time on its launches' critical paths, Device::OpTotals::exposed_ns), host time of the op's calls, DMA bytes in all and per DMA
 // engine, MACs, and the op's time `time_ns`: the
 // longest of its engines' busy times and its DMA bytes at HBM bandwidth (`bound`, the resource
 // that sets it). `achieved_tflops` (2 x MACs / time_ns) and `roofline_tflops` (min(peak,
@@ -142,7 +142,9 @@ double stat_value(const traces::StatsRegistry& stats, const std::string& name) {
 
 // The device's figures over the time it was busy (the union of every launch's span, copies
 // included), next to device.*'s, which divide by the whole run (compile stalls and host time
-// included); and the plans launched, copies named apart from the plans compiled from ops.
+// included); the part of the busy time whose critical path is in no op (copies), so that with
+// ops[].exposed_ns it sums to busy_ns; and the plans launched, copies named apart from the plans
+// compiled from ops.
 ordered_json device_busy_section(sim::Device& device, const runtime::Session& session,
                                  const traces::StatsRegistry& stats) {
   device.retire_drained();
@@ -162,6 +164,7 @@ ordered_json device_busy_section(sim::Device& device, const runtime::Session& se
       stat_value(stats, "device.hbm.read_bytes") + stat_value(stats, "device.hbm.write_bytes");
   const int64_t plans = static_cast<int64_t>(stat_value(stats, "device.plans_launched"));
   return {{"busy_ns", busy_ns},
+          {"exposed_outside_ops_ns", device.critical_time_outside_ops().to_seconds() * 1e9},
           {"busy_fraction", time_ns > 0 ? busy_ns / time_ns : 0.0},
           {"engines", engines},
           {"hbm_achieved_gb_per_s", busy_ns > 0 ? hbm_bytes / busy_ns : 0.0},

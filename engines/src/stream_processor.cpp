@@ -70,6 +70,8 @@ void StreamProcessor::run_stream(const Work& w) {
   m_unit.begin_stream(*w.stream);
   Launch& launch = *w.launch;
   const auto& instrs = w.stream->instructions;
+  InstructionTimes* times =
+      launch.times.data() + launch.stream_offset[size_t(w.stream - launch.plan->streams.data())];
   sc_time last_end;
   bool have_prev = false;
   sc_time last_ready = sc_core::sc_time_stamp();
@@ -100,6 +102,7 @@ void StreamProcessor::run_stream(const Work& w) {
     }
     const sc_time end = sc_core::sc_time_stamp();
     // Results retire in order: a stream's semaphore counts then name its instructions in order.
+    times[i] = {start, end, end + tail};
     const sc_time ready = std::max(end + tail, last_ready);
     for (const isa::SemSignal& s : in.signals) m_signals.signal(ready, &launch, s.sem, s.add);
     record(w, i, in, start, end, ready);
@@ -133,8 +136,6 @@ void StreamProcessor::record(const Work& w, size_t index, const isa::Instruction
   if (in.node >= 0) {
     if (NodeTotals* n = w.launch->node_totals(in.node)) {
       n->busy[static_cast<int>(m_engine)] += busy;
-      if (n->instructions == 0 || start < n->first) n->first = start;
-      if (end > n->last) n->last = end;
       ++n->instructions;
       if (bytes > 0 && w.stream->dma_engine >= 0) {
         const auto e = static_cast<size_t>(w.stream->dma_engine);

@@ -6,6 +6,7 @@
 
 #include "wallsim/dma/dma_system.h"
 #include "wallsim/engines/timing_model.h"
+#include "wallsim/sim/critical_path.h"
 
 namespace wallsim::sim {
 
@@ -247,37 +248,6 @@ sc_time Device::end_time() const {
   return end;
 }
 
-namespace {
-
-// Each node's share of its launch's time: between consecutive span edges, the interval is split
-// equally among the nodes whose [first, last] spans cover it.
-std::vector<double> exposed_ns(const std::vector<engines::NodeTotals>& nodes) {
-  std::vector<std::pair<sc_time, int64_t>> edges;  // (time, +(i+1) opens / -(i+1) closes)
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].instructions == 0 || nodes[i].last <= nodes[i].first) continue;
-    edges.emplace_back(nodes[i].first, int64_t(i) + 1);
-    edges.emplace_back(nodes[i].last, -(int64_t(i) + 1));
-  }
-  std::sort(edges.begin(), edges.end());
-  std::vector<double> out(nodes.size(), 0.0);
-  std::vector<size_t> active;
-  for (size_t k = 0; k < edges.size(); ++k) {
-    if (k > 0 && !active.empty()) {
-      const double dt = (edges[k].first - edges[k - 1].first).to_seconds() * 1e9;
-      for (size_t i : active) out[i] += dt / double(active.size());
-    }
-    const int64_t e = edges[k].second;
-    if (e > 0) {
-      active.push_back(static_cast<size_t>(e - 1));
-    } else {
-      active.erase(std::find(active.begin(), active.end(), static_cast<size_t>(-e - 1)));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 Device::LaunchTimes Device::launch_times(size_t index) const {
   if (const Launch* l = live_launch(index)) return {l->launch_begin, l->start_time, l->end_time};
   return index < m_retired.size() ? m_retired[index].times : LaunchTimes{};
@@ -285,13 +255,13 @@ Device::LaunchTimes Device::launch_times(size_t index) const {
 
 namespace {
 
-void add_node(Device::OpTotals& o, const engines::NodeTotals& t, double exposed) {
+void add_node(Device::OpTotals& o, const engines::NodeTotals& t, sc_time exposed) {
   ++o.nodes;
   o.instructions += t.instructions;
   o.dma_bytes += t.dma_bytes;
   o.macs += t.macs;
   for (int e = 0; e < isa::kNumEngines; ++e) o.busy[e] += t.busy[e];
-  o.exposed_ns += exposed;
+  o.exposed_ns += exposed.to_seconds() * 1e9;
   if (o.dma_engine_bytes.size() < t.dma_engine_bytes.size())
     o.dma_engine_bytes.resize(t.dma_engine_bytes.size());
   for (size_t e = 0; e < t.dma_engine_bytes.size(); ++e)
@@ -304,13 +274,17 @@ void Device::retire_drained() {
   for (; !m_launches.empty() && m_launches.front().drained;
        m_launches.pop_front(), ++m_first_live) {
     Launch& l = m_launches.front();
-    const std::vector<double> exposed = exposed_ns(l.nodes);
+    const CriticalPath path = critical_path(l);
+    m_outside_ops += path.no_node;
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
       const isa::NodeInfo& n = l.plan->nodes[i];
-      if (n.op == "input") continue;
-      add_node(m_op_totals[n.op], l.nodes[i], exposed[i]);
+      if (n.op == "input") {
+        m_outside_ops += path.by_node[i];
+        continue;
+      }
+      add_node(m_op_totals[n.op], l.nodes[i], path.by_node[i]);
       if (i < l.origins.size() && l.origins[i] >= 0)
-        add_node(m_origin_totals[l.origins[i]], l.nodes[i], exposed[i]);
+        add_node(m_origin_totals[l.origins[i]], l.nodes[i], path.by_node[i]);
     }
     // Launches start in launch order, so the union grows at its end.
     if (l.end_time > l.start_time && l.end_time > m_busy_end) {

@@ -5,7 +5,9 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -193,6 +195,42 @@ TEST(Cli, ParseErrorsAreOneWallsimLine) {
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_EQ(lines(r.err), 1) << args << ": " << r.err;
     EXPECT_EQ(r.err.rfind("wallsim: ", 0), 0u) << args << ": " << r.err;
+  }
+}
+
+// README's sample session under "The `wallsim` command" is what the commands print: each `$ `
+// line is run from the source tree and its output compared line by line (exec's real seconds and
+// output directory aside).
+TEST(Cli, ReadmeSampleSessionIsCurrent) {
+  const std::string readme = slurp(std::string(WALLSIM_SOURCE_DIR) + "/README.md");
+  const size_t begin = readme.find("```\n$ build/bin/wallsim config summary");
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = readme.find("```", begin + 3);
+  std::istringstream in(readme.substr(begin + 4, end - begin - 4));
+  std::vector<std::pair<std::string, std::string>> commands;  // command, expected output
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("$ build/bin/wallsim ", 0) == 0) {
+      commands.push_back({line.substr(20), ""});
+    } else if (!commands.empty()) {
+      commands.back().second += line + "\n";
+    }
+  }
+  ASSERT_EQ(commands.size(), 3u);
+  for (auto& [command, expected] : commands) {
+    std::string args = command;
+    const size_t out = args.find(" --out ");
+    const bool exec = out != std::string::npos;
+    if (exec) args = args.substr(0, out) + " --out " + ::testing::TempDir() + "/readme_exec";
+    Result r = run(args);
+    ASSERT_EQ(r.code, 0) << command << r.err;
+    if (exec) {  // "<dir>: <figures> simulated in <real seconds> s"
+      const auto figures = [](const std::string& s) {
+        return s.substr(s.find(": "), s.find(" in ") - s.find(": "));
+      };
+      EXPECT_EQ(figures(r.out), figures(expected)) << command;
+    } else {
+      EXPECT_EQ(r.out, expected) << command;
+    }
   }
 }
 

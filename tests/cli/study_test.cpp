@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../support/trace_overlap.h"
 #include "cli_test_util.h"
 
 #include <filesystem>
@@ -22,7 +23,25 @@ using test::slurp;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
+// Every run directory's trace under `runs_dir` (the study's runs/): no slice passes the next
+// one's start on its track under any viewer's arithmetic (tests/support/trace_overlap.h).
+// Returns the traces checked.
+int expect_run_traces_have_no_overlap(const std::string& runs_dir) {
+  int traces = 0;
+  for (const auto& entry : fs::directory_iterator(runs_dir)) {
+    const std::string trace = entry.path().string() + "/trace.json";
+    if (!entry.is_directory() || !fs::exists(trace)) continue;
+    ++traces;
+    std::size_t checked = 0;
+    const auto overlaps = test::trace_overlaps(Json::parse(slurp(trace)), &checked);
+    EXPECT_GT(checked, 0u) << trace;
+    EXPECT_TRUE(overlaps.empty()) << trace << ": " << test::describe(overlaps);
+  }
+  return traces;
+}
+
 // Runs `wallsim study NAME` on tiny with `spec` (JSON text); returns study.json's runs by label.
+// The runs' traces (when the spec writes them) are checked for overlaps.
 std::map<std::string, Json> study(const std::string& name, const std::string& spec,
                                   std::string* dir_out = nullptr) {
   const std::string tag = name + "_" + std::to_string(::getpid());
@@ -43,6 +62,7 @@ std::map<std::string, Json> study(const std::string& name, const std::string& sp
   std::map<std::string, Json> runs;
   const Json j = Json::parse(slurp(dir + "/study.json"));
   for (const Json& r : j["runs"]) runs[r["label"].get<std::string>()] = r;
+  if (fs::exists(dir + "/runs")) expect_run_traces_have_no_overlap(dir + "/runs");
   if (dir_out) *dir_out = dir;
   return runs;
 }
@@ -319,6 +339,7 @@ TEST(Study, RunsFromAnotherDirectoryWithOneProgressLinePerRun) {
   EXPECT_EQ(lines[1].rfind("  gemm_neuron_native: ", 0), 0u) << out;
   EXPECT_EQ(out.find(".partial"), std::string::npos) << out;
   EXPECT_NE(slurp(dir + "/w/runs/gemm_neuron_fused.log").find("under fused"), std::string::npos);
+  EXPECT_GE(expect_run_traces_have_no_overlap(dir + "/w/runs"), 1);  // the traced runs
 
   // The default spec is found: the error is about the config given, not the spec.
   EXPECT_EQ(run_in(dir, "study decode -c /nonexistent.json -o x", &out, &err), 2);

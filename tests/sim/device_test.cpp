@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/sim/critical_path.h"
 #include "wallsim/sim/exec.h"
 
 namespace wallsim::sim {
@@ -590,6 +592,178 @@ TEST(Device, SeparatePortsLetEnginesOverlap) {
   const auto& v = rig.cfg.chip.timing.vector;
   EXPECT_EQ(l.end_time - l.start_time,
             cycles(v.fixed_overhead_cycles + 128 + v.access_latency_cycles, v.freq_mhz));
+}
+
+// ---- Critical path (sim/critical_path.h): plans whose path is known by construction.
+
+// A memset of [partitions x free] fp32 at element `offset` of buffer `a`, with optional wait,
+// signal and node.
+std::string memset_at(int partitions, int free, int offset, const std::string& extra) {
+  std::ostringstream s;
+  s << R"({"op": "memset", "value": 1, "dst": {"buf": "a", "dtype": "fp32", "partitions": [0, )"
+    << partitions << R"(], "offset": )" << offset << R"(, "free": [[)" << free << R"(, 1]]})"
+    << extra << "}";
+  return s.str();
+}
+
+sc_time ps(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v)); }
+
+TEST(CriticalPath, OfTwoIndependentOpsOnTwoEnginesTheShorterIsHidden) {
+  Rig rig(false);  // trn2: each engine has its own SBUF port
+  engines::Launch& l = rig.launch(parse(R"({"format": "wallsim-plan", "version": 1, "plans": [{
+    "name": "two", "buffers": [{"name": "a", "space": "sbuf", "partitions": [0, 128], "bytes": 16384}],
+    "nodes": [{"id": 0, "name": "long", "op": "fill"}, {"id": 1, "name": "short", "op": "exp"}],
+    "streams": [{"engine": "vector", "instructions": [)" +
+                                        memset_at(128, 2048, 0, R"(, "node": 0)") + R"(]},
+      {"engine": "scalar", "instructions": [{"op": "activation", "act": "exp", "node": 1,
+        "dst": {"buf": "a", "dtype": "fp32", "partitions": [0, 32], "offset": 2048, "free": [[128, 1]]},
+        "src": {"buf": "a", "dtype": "fp32", "partitions": [0, 32], "offset": 2048, "free": [[128, 1]]}}]}]}]})"));
+  rig.run();
+  ASSERT_LT(l.times[1].ready, l.times[0].ready);  // the exp ends first: hidden under the fill
+  const CriticalPath path = critical_path(l);
+  EXPECT_EQ(path.by_node[0], l.end_time - l.start_time);
+  EXPECT_EQ(path.by_node[1], sc_time());
+  EXPECT_EQ(path.no_node, sc_time());
+  EXPECT_EQ(path.instructions, 1u);
+  // The device folds the same into its op totals (the equal split gave exp a share).
+  rig.device->retire_drained();
+  const double span_ns = (l.end_time - l.start_time).to_seconds() * 1e9;
+  EXPECT_DOUBLE_EQ(rig.device->op_totals().at("fill").exposed_ns, span_ns);
+  EXPECT_EQ(rig.device->op_totals().at("exp").exposed_ns, 0.0);
+  EXPECT_GT(rig.device->op_totals().at("exp").busy[int(isa::Engine::scalar)], sc_time());
+}
+
+TEST(CriticalPath, OfAChainEachLinkGetsItsOwnSpan) {
+  Rig rig(false);
+  isa::Plan p = example("vector_add");  // loads x, y -> add -> store z, one stream each
+  p.nodes = {{0, "load x", "load"},
+             {1, "load y", "load"},
+             {2, "z = x + y", "add"},
+             {3, "store z", "store"}};
+  for (int s = 0; s < 4; ++s) p.streams[s].instructions[0].node = s;
+  ASSERT_EQ(p.streams[2].engine, isa::Engine::vector);
+  engines::Launch& l = rig.launch(p);
+  rig.run();
+  const auto& x = l.times[0];
+  const auto& y = l.times[1];
+  const auto& add = l.times[2];
+  const auto& z = l.times[3];
+  ASSERT_EQ(add.start, std::max(x.ready, y.ready));  // the add waited for both loads
+  ASSERT_EQ(z.start, add.ready);
+  ASSERT_EQ(l.end_time, z.ready);
+  // The later load is on the path (on a tie, the add's first wait: x).
+  const int load = x.ready >= y.ready ? 0 : 1;
+  const CriticalPath path = critical_path(l);
+  EXPECT_EQ(path.by_node[load], add.start - l.start_time);
+  EXPECT_EQ(path.by_node[1 - load], sc_time());
+  EXPECT_EQ(path.by_node[2], add.ready - add.start);
+  EXPECT_EQ(path.by_node[3], z.ready - z.start);
+  EXPECT_EQ(path.instructions, 3u);
+}
+
+TEST(CriticalPath, ADmaBoundLoadHidesTheComputeOverlappingIt) {
+  Rig rig(false);
+  engines::Launch& l = rig.launch(
+      parse(R"({"format": "wallsim-plan", "version": 1, "plans": [{
+    "name": "dma_bound", "semaphores": ["x_in"],
+    "tensors": [{"name": "x", "space": "hbm", "dtype": "fp32", "shape": [128, 8192], "role": "input"}],
+    "buffers": [{"name": "a", "space": "sbuf", "partitions": [0, 128], "bytes": 36864}],
+    "nodes": [{"id": 0, "name": "load", "op": "load"}, {"id": 1, "name": "fill", "op": "fill"},
+              {"id": 2, "name": "use", "op": "use"}],
+    "streams": [
+      {"engine": "dma", "name": "q", "dma_engine": 0, "instructions": [{"op": "dma_copy", "node": 0,
+        "dst": {"buf": "a", "dtype": "fp32", "partitions": [0, 128], "free": [[8192, 1]]},
+        "src": {"buf": "x", "dtype": "fp32", "rows": [128, 8192], "free": [[8192, 1]]},
+        "signal": [["x_in", 1]]}]},
+      {"engine": "vector", "instructions": [)" +
+            memset_at(128, 1024, 8192, R"(, "node": 1)") + "," +
+            memset_at(128, 8192, 0, R"(, "node": 2, "wait": [["x_in", 1]])") + "]}]}]}"));
+  rig.run();
+  const auto& load = l.times[0];
+  const auto& fill = l.times[1];
+  const auto& use = l.times[2];
+  ASSERT_LT(fill.ready, load.ready);  // the fill runs under the load
+  ASSERT_EQ(use.start, load.ready);
+  const CriticalPath path = critical_path(l);
+  EXPECT_EQ(path.by_node[0], load.ready - l.start_time);
+  EXPECT_EQ(path.by_node[1], sc_time());
+  EXPECT_EQ(path.by_node[2], l.end_time - load.ready);
+  EXPECT_GT(path.by_node[0], 10 * path.by_node[2]);  // DMA-bound
+}
+
+// Times set by hand (no simulation) for the rules a simulation rarely shows by itself.
+struct HandTimed {
+  isa::Plan plan;
+  std::unique_ptr<engines::Launch> launch;
+  explicit HandTimed(const std::string& streams, int nodes) {
+    init_systemc();
+    std::string node_list;
+    for (int i = 0; i < nodes; ++i)
+      node_list += (i ? "," : "") + std::string(R"({"id": )") + std::to_string(i) +
+                   R"(, "name": "n", "op": "op)" + std::to_string(i) + R"("})";
+    plan = parse(R"({"format": "wallsim-plan", "version": 1, "plans": [{"name": "hand",
+      "semaphores": ["s"], "buffers": [{"name": "a", "space": "sbuf", "partitions": [0, 1], "bytes": 64}],
+      "nodes": [)" +
+                 node_list + R"(], "streams": [)" + streams + "]}]}");
+    launch = std::make_unique<engines::Launch>(plan, 0, std::vector<int64_t>{});
+  }
+  // start, end, ready in ps, instruction after instruction (stream after stream).
+  CriticalPath path(std::vector<std::array<int64_t, 3>> times, int64_t end) {
+    for (size_t i = 0; i < times.size(); ++i)
+      launch->times.at(i) = {ps(times[i][0]), ps(times[i][1]), ps(times[i][2])};
+    launch->end_time = ps(end);
+    return critical_path(*launch);
+  }
+};
+
+std::string instr(int node, const std::string& extra = "") {
+  return memset_at(1, 1, 0, R"(, "node": )" + std::to_string(node) + extra);
+}
+
+TEST(CriticalPath, InOrderRetirePassesThePathToTheResultWaitedFor) {
+  // vector: i0 (ready at 100), i1 (its own result at 30, signals s when i0's is ready);
+  // scalar: j0 waits for s.
+  HandTimed h(R"({"engine": "vector", "instructions": [)" + instr(0) + "," +
+                  instr(1, R"(, "signal": [["s", 1]])") + R"(]},
+      {"engine": "scalar", "instructions": [)" +
+                  instr(2, R"(, "wait": [["s", 1]])") + "]}",
+              3);
+  const CriticalPath p = h.path({{0, 10, 100}, {10, 20, 30}, {100, 150, 150}}, 150);
+  EXPECT_EQ(p.by_node, (std::vector<sc_time>{ps(100), ps(0), ps(50)}));
+  EXPECT_EQ(p.instructions, 3u);
+}
+
+TEST(CriticalPath, SignalsAtOneInstantCrossInStreamOrder) {
+  // Streams 0 and 1 both add 1 to s at 50; stream 2 waits for s >= need.
+  for (int need : {1, 2}) {
+    HandTimed h(R"({"engine": "vector", "instructions": [)" +
+                    instr(0, R"(, "signal": [["s", 1]])") +
+                    R"(]}, {"engine": "scalar", "instructions": [)" +
+                    instr(1, R"(, "signal": [["s", 1]])") +
+                    R"(]}, {"engine": "tensor", "instructions": [)" +
+                    instr(2, R"(, "wait": [["s", )" + std::to_string(need) + "]]") + "]}",
+                3);
+    const CriticalPath p = h.path({{0, 50, 50}, {0, 50, 50}, {50, 60, 60}}, 60);
+    // s reaches 1 with stream 0's signal, 2 with stream 1's.
+    EXPECT_EQ(p.by_node[0], ps(need == 1 ? 50 : 0)) << need;
+    EXPECT_EQ(p.by_node[1], ps(need == 2 ? 50 : 0)) << need;
+    EXPECT_EQ(p.by_node[2], ps(10)) << need;
+  }
+}
+
+TEST(CriticalPath, AnEnginesNextStreamStartsWhenItsPreviousOneEnds) {
+  // Two vector streams of one launch run one after the other on the vector engine; a scalar
+  // instruction runs beside them. A gap nothing explains is charged to the waiting instruction.
+  HandTimed h(R"({"engine": "vector", "instructions": [)" + instr(0) + "," + instr(1) + R"(]},
+      {"engine": "vector", "instructions": [)" +
+                  instr(2) + R"(]},
+      {"engine": "scalar", "instructions": [)" +
+                  instr(3) + "]}",
+              4);
+  CriticalPath p = h.path({{0, 30, 35}, {30, 40, 45}, {40, 70, 80}, {0, 20, 25}}, 80);
+  EXPECT_EQ(p.by_node, (std::vector<sc_time>{ps(30), ps(10), ps(40), ps(0)}));
+  p = h.path({{0, 30, 35}, {30, 40, 45}, {42, 70, 80}, {0, 20, 25}}, 80);  // 2 ps unexplained
+  EXPECT_EQ(p.by_node, (std::vector<sc_time>{ps(0), ps(0), ps(80), ps(0)}));
 }
 
 }  // namespace

@@ -40,9 +40,13 @@ struct NodeTotals {
   int64_t instructions = 0;
   int64_t dma_bytes = 0;
   double macs = 0;  // tensor-engine multiply-accumulates
-  // From its first instruction's start to its last one's end (when instructions > 0).
-  sc_core::sc_time first, last;
   std::vector<int64_t> dma_engine_bytes;  // by DMA engine (grown on use)
+};
+
+// When one instruction of a launch ran: issue, end of its occupancy, and its own result ready
+// (its signals may fire later: a stream retires in order, after the previous result).
+struct InstructionTimes {
+  sc_core::sc_time start, end, ready;
 };
 
 struct Launch {
@@ -54,6 +58,13 @@ struct Launch {
         semaphores(p.semaphores.size()),
         nodes(p.nodes.size()) {
     for (size_t i = 0; i < p.nodes.size(); ++i) node_index.emplace(p.nodes[i].id, i);
+    stream_offset.reserve(p.streams.size());
+    size_t n = 0;
+    for (const isa::Stream& s : p.streams) {
+      stream_offset.push_back(n);
+      n += s.instructions.size();
+    }
+    times.resize(n);
   }
 
   // The plan while the launch is live; null once the device retires it (Device::retire_drained).
@@ -71,6 +82,10 @@ struct Launch {
   // so a cached plan shared by many layers reports per origin. Empty: the runtime set none.
   std::vector<int32_t> origins;
   std::unordered_map<int32_t, size_t> node_index;  // node id -> index into `nodes`
+  // Every instruction's times, stream after stream: Plan::streams[s].instructions[i] is
+  // times[stream_offset[s] + i]. Filled as the instructions run (the critical path's input).
+  std::vector<size_t> stream_offset;
+  std::vector<InstructionTimes> times;
 
   int streams_pending = 0;
   bool started = false;

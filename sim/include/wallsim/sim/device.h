@@ -60,9 +60,9 @@ class Device : public sc_core::sc_module {
     int64_t nodes = 0, instructions = 0, dma_bytes = 0;
     double macs = 0;
     sc_core::sc_time busy[isa::kNumEngines];
-    // Each launch's time split among the ops running at each instant (equal shares between
-    // the nodes whose first-to-last instruction spans overlap there): summed over every op, the
-    // time some node of a launch was running. ns.
+    // The op's time on its launches' critical paths (sim/critical_path.h): each instant of a
+    // launch, from its start to its end, belongs to the one node whose instruction the launch
+    // waited on then. Over every op, plus critical_time_outside_ops(), the launches' time. ns.
     double exposed_ns = 0;
     std::vector<int64_t> dma_engine_bytes;  // by DMA engine
   };
@@ -75,6 +75,9 @@ class Device : public sc_core::sc_module {
   const std::map<int32_t, OpTotals>& origin_totals() const { return m_origin_totals; }
   // The union of the spans (start to end) of every retired launch, copies included.
   sc_core::sc_time launch_busy_time() const { return m_busy; }
+  // The retired launches' critical-path time on no op: instructions without provenance (the
+  // copy plans') and input nodes.
+  sc_core::sc_time critical_time_outside_ops() const { return m_outside_ops; }
 
   // Launches ever made; launch number `index` while it is live (null once retired).
   size_t launch_count() const { return m_first_live + m_launches.size(); }
@@ -129,6 +132,7 @@ class Device : public sc_core::sc_module {
   };
   std::vector<Retired> m_retired;  // by launch number, only when a trace is written
   sc_core::sc_time m_busy, m_busy_end, m_retired_end;  // retired launches' span union, last end
+  sc_core::sc_time m_outside_ops;
   std::map<std::string, OpTotals> m_op_totals;
   std::map<int32_t, OpTotals> m_origin_totals;
   sc_core::sc_event m_launch_added;
