@@ -2,6 +2,7 @@
 // over the last axis, softmax, layernorm/rmsnorm, iota, compare and select, on the vector and
 // scalar engines, a row tile and a column chunk at a time.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -226,6 +227,128 @@ LowerResult lower_norm_chunked(LoweringContext& ctx, const Node& n, int64_t cb) 
   return std::nullopt;
 }
 
+// A norm with gamma (and beta) as rows, its per-row factors applied through the array: per
+// row tile the statistics come from the scalar engine's accumulate (-mean and E[x^2]: var =
+// E[x^2] - mean^2), the per-row columns rstd and -mean * rstd are transposed into rows, and
+// K = 1 matmuls form G = rstd (x) gamma and B = 1 (x) beta + (-mean * rstd) (x) gamma in PSUM,
+// so y = x * G + B takes two vector passes instead of four (rmsnorm: y = x * G, one pass).
+// The rows are rounded to gamma's dtype (the matmul's operands share one). The next tile's
+// statistics and factors are emitted before this tile's passes, in a second set of banks
+// when there are enough.
+// Returns false (nothing emitted) when gamma or beta is not a row or the banks are too few.
+bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, const Tiles& gamma,
+                   Bcast hg, const Tiles* beta, Bcast hb, double eps, LowerResult& result) {
+  const bool layer = beta != nullptr;
+  const DType gdt = gamma.dtype;
+  if (hg != Bcast::row || (layer && (hb != Bcast::row || beta->dtype != gdt)) ||
+      !isa::is_float(gdt)) {
+    return false;
+  }
+  const int64_t C = in.cols, bc = moving_cols(ctx);
+  const int64_t blocks = (C + bc - 1) / bc;
+  const int64_t per_set = (layer ? 2 : 1) * blocks;  // the rows' transposes share B's last bank
+  const int64_t sets = 2 * per_set <= ctx.psum_bank_count() ? 2 : 1;
+  if (per_set > ctx.psum_bank_count() || in.count() == 0) return false;
+  result = std::nullopt;
+  const int32_t parts = ctx.tile_rows();
+  auto stats = ctx.scratch(8);
+  auto work = ctx.scratch(C);
+  auto sq = ctx.scratch(C);
+  auto rowbuf =
+      ctx.sbuf_alloc(2 * SbufAllocator::aligned(2 * parts * isa::dtype_bytes(gdt)), "norm_rows");
+  auto ones = layer ? ctx.sbuf_alloc(parts * isa::dtype_bytes(gdt), "norm_ones")
+                    : std::optional<Slot>(Slot{});
+  if (!stats || !work || !sq || !rowbuf || !ones) {
+    result = ctx.no_room();
+    return true;
+  }
+  if (layer) {
+    Instruction fill =
+        LoweringContext::vec(Opcode::memset, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, parts));
+    fill.value = 1.0;
+    ctx.emit(ctx.stream(Engine::vector), fill);
+  }
+  const int64_t row_set = SbufAllocator::aligned(2 * parts * isa::dtype_bytes(gdt)) /
+                          isa::dtype_bytes(gdt);  // elements between the two sets of rows
+  auto bank = [&](int64_t t, int64_t k) {
+    return ctx.psum_bank(static_cast<size_t>((t % sets) * per_set + k));
+  };
+  auto g_bank = [&](int64_t t, int64_t j) { return bank(t, j); };
+  auto b_bank = [&](int64_t t, int64_t j) { return bank(t, blocks + j); };
+  // Statistics, rows and the PSUM factors of row tile t.
+  auto factors = [&](int64_t t) {
+    const int32_t rows = in.rows_in(t);
+    const int64_t base = (t % 2) * 4;
+    auto col = [&](int64_t c) {
+      AccessPattern ap = ctx.tile_ap(*stats, 0, base + c, 1);
+      ap.partitions = rows;
+      return ap;
+    };
+    AccessPattern s = ctx.tile_ap(*sq, 0, 0, C);
+    s.partitions = rows;
+    const AccessPattern x = ctx.tile_ap(in, t, 0, C);
+    const AccessPattern nmean = col(0), msq = col(1), rstd = col(2), nmr = col(3);
+    if (layer) {
+      ctx.activation(ActFn::identity, s, x, -1.0 / double(C), 0, &nmean);
+      ctx.activation(ActFn::square, s, x, 1.0 / std::sqrt(double(C)), 0, &msq);  // E[x^2]
+      ctx.tensor_tensor(AluOp::mul, rstd, nmean, nmean);
+      ctx.tensor_tensor(AluOp::sub, rstd, msq, rstd);      // var = E[x^2] - mean^2
+      ctx.activation(ActFn::rsqrt, rstd, rstd, 1.0, eps);  // 1 / sqrt(var + eps)
+      ctx.tensor_tensor(AluOp::mul, nmr, nmean, rstd);     // -mean * rstd
+    } else {
+      ctx.activation(ActFn::square, s, x, 1.0 / std::sqrt(double(C)), 0, &msq);
+      ctx.activation(ActFn::rsqrt, rstd, msq, 1.0, eps);
+    }
+    const Slot tb = layer ? b_bank(t, blocks - 1) : g_bank(t, blocks - 1);
+    ctx.emit_transpose(LoweringContext::psum_ap(tb, 1, rows, 0), rstd);
+    if (layer) ctx.emit_transpose(LoweringContext::psum_ap(tb, 1, rows, rows), nmr);
+    const int64_t r0 = (t % 2) * row_set;
+    const int32_t nrows = layer ? 2 : 1;
+    ctx.evacuate(LoweringContext::sbuf_ap(*rowbuf, gdt, 1, r0, nrows * rows),
+                 LoweringContext::psum_ap(tb, 1, nrows * rows, 0));
+    const AccessPattern rstd_row = LoweringContext::sbuf_ap(*rowbuf, gdt, 1, r0, rows);
+    const AccessPattern nmr_row = LoweringContext::sbuf_ap(*rowbuf, gdt, 1, r0 + rows, rows);
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t c0 = j * bc, nc = std::min(bc, C - c0);
+      const AccessPattern g = ctx.operand_ap(gamma, hg, t, c0, nc, 1);
+      ctx.emit_matmul(LoweringContext::psum_ap(g_bank(t, j), rows, nc), rstd_row, g, true, true);
+      if (!layer) continue;
+      const AccessPattern dst = LoweringContext::psum_ap(b_bank(t, j), rows, nc);
+      ctx.emit_matmul(dst, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, rows),
+                      ctx.operand_ap(*beta, hb, t, c0, nc, 1), true, false);
+      ctx.emit_matmul(dst, nmr_row, g, false, true);
+    }
+  };
+  if (sets == 2) factors(0);
+  for (int64_t t = 0; t < out.count(); ++t) {
+    if (sets == 1) {
+      factors(t);
+    } else if (t + 1 < out.count()) {
+      factors(t + 1);
+    }
+    const int32_t rows = out.rows_in(t);
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t c0 = j * bc, nc = std::min(bc, C - c0);
+      const AccessPattern x = ctx.tile_ap(in, t, c0, nc), y = ctx.tile_ap(out, t, c0, nc);
+      const AccessPattern g = LoweringContext::psum_ap(g_bank(t, j), rows, nc);
+      if (!layer) {
+        ctx.tensor_tensor(AluOp::mul, y, x, g);
+        continue;
+      }
+      AccessPattern w = ctx.tile_ap(*work, 0, c0, nc);
+      w.partitions = rows;
+      ctx.tensor_tensor(AluOp::mul, w, x, g);
+      ctx.tensor_tensor(AluOp::add, y, w, LoweringContext::psum_ap(b_bank(t, j), rows, nc));
+    }
+  }
+  ctx.release(*stats);
+  ctx.release(*work);
+  ctx.release(*sq);
+  ctx.release(*rowbuf);
+  if (layer) ctx.release(*ones);
+  return true;
+}
+
 LowerResult lower_norm(LoweringContext& ctx, const Node& n) {
   if (const int64_t cb = norm_chunk_cols(ctx, n)) return lower_norm_chunked(ctx, n, cb);
   const bool layer = n.op == OpKind::layernorm;
@@ -242,6 +365,9 @@ LowerResult lower_norm(LoweringContext& ctx, const Node& n) {
   if (layer) {
     if (auto e = ctx.operand(n.inputs[2], *out, hb, beta)) return e;
   }
+  LowerResult by_array;
+  if (norm_by_array(ctx, *in, *out, *gamma, hg, layer ? &*beta : nullptr, hb, eps, by_array))
+    return by_array;
   auto stats = ctx.scratch(3);
   auto work = ctx.scratch(C);
   auto sq = ctx.scratch(C);
