@@ -538,6 +538,13 @@ constexpr UnaryLowering kUnary[] = {
 
 }  // namespace
 
+std::optional<ActFn> unary_act(OpKind op) {
+  for (const UnaryLowering& u : kUnary) {
+    if (u.op == op) return u.fn;
+  }
+  return std::nullopt;
+}
+
 void populate_elementwise_lowerings(LoweringTable& table) {
   for (const BinaryLowering& b : kBinary) {
     table.add(b.op, [alu = b.alu](LoweringContext& ctx, const Node& n) {

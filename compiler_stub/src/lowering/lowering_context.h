@@ -382,6 +382,11 @@ void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const Acces
 // Columns per chunk of a norm too wide for whole rows of gamma, beta and scratch; 0 when it
 // runs whole rows (lower_elementwise.cpp).
 int64_t norm_chunk_cols(const LoweringContext& ctx, const Node& n);
+// The activation function an element-wise unary op is lowered to (lower_elementwise.cpp).
+std::optional<ActFn> unary_act(OpKind op);
+// A matmul's epilogue, fused by lower.cpp: its int attribute "epilogue_act" (an ActFn) applied
+// as PSUM is evacuated, or (a fourth input) a residual added then.
+inline constexpr const char* kEpilogueAct = "epilogue_act";
 // In-place writes chain: a cache is the graph input at the root of its appends and copies.
 int32_t cache_root(const Graph& g, int32_t id);
 
