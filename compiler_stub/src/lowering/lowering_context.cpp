@@ -604,7 +604,9 @@ void LoweringContext::emit(int stream, Instruction in) {
   in.node = m_current_node;
   ++m_emitted;
   if (const Engine e = isa::info(in.op).engine; e == Engine::vector || e == Engine::scalar) {
-    m_lane_busy[e == Engine::vector ? 0 : 1] += lane_cost(in);
+    // In scalar-engine time: the vector engine's element-cycles weigh vector_cost_percent.
+    m_lane_busy[e == Engine::vector ? 0 : 1] +=
+        lane_cost(in) * (e == Engine::vector ? m_options.vector_cost_percent : 100);
   }
   if (m_queue_engine.count(stream) && in.op != Opcode::dma_scatter &&
       in.dst.space != MemSpace::hbm) {

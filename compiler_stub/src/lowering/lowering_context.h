@@ -256,7 +256,8 @@ class LoweringContext {
   void activation(ActFn fn, const AccessPattern& dst, const AccessPattern& src, double scale = 1,
                   double bias = 0, const AccessPattern* accum = nullptr);
   // PSUM -> SBUF on whichever of the vector and scalar engines has the less modelled busy
-  // time so far (lane_cost summed over what each was given; the vector engine on a tie). With
+  // time so far (lane_cost summed over what each was given, the vector engine's weighted by
+  // compiler.vector_cost_percent; the vector engine on a tie). With
   // `add`, dst = psum + add (a matmul's bias): on the vector engine, the only one that adds a
   // tensor operand.
   void evacuate(const AccessPattern& dst, const AccessPattern& psum,
@@ -326,7 +327,7 @@ class LoweringContext {
   std::vector<int64_t> m_engine_bytes;       // bytes emitted on each DMA engine
   std::vector<Slot> m_psum_banks;
   size_t m_next_bank = 0;
-  int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost)
+  int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
   std::map<int32_t, Slot> m_hbm_tensors;
   // Scratch reuse by liveness (hbm_tensor, release_dead): the values each scratch tensor in
   // use holds, and the free ones by dtype.
