@@ -97,6 +97,7 @@ void LoweringContext::index_uses(const std::vector<int32_t>& order) {
 void LoweringContext::begin_node(const Node& n, int position) {
   m_current_node = n.id;
   m_position = position;
+  m_lane_busy[0] = m_lane_busy[1] = 0;  // evacuate() balances the lane engines within an op
   m_pinned = {n.id};
   m_pinned.insert(n.inputs.begin(), n.inputs.end());
   m_builder.add_node(n.id, n.name.empty() ? value_name(m_graph, n.id) : n.name,

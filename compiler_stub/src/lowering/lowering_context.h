@@ -256,10 +256,9 @@ class LoweringContext {
   void activation(ActFn fn, const AccessPattern& dst, const AccessPattern& src, double scale = 1,
                   double bias = 0, const AccessPattern* accum = nullptr);
   // PSUM -> SBUF on whichever of the vector and scalar engines has the less modelled busy
-  // time so far (lane_cost summed over what each was given, the vector engine's weighted by
-  // compiler.vector_cost_percent; the vector engine on a tie). With
-  // `add`, dst = psum + add (a matmul's bias): on the vector engine, the only one that adds a
-  // tensor operand.
+  // time in this op so far (lane_cost summed over what each was given, the vector engine's weighted
+  // by compiler.vector_cost_percent; the vector engine on a tie). With `add`, dst = psum + add (a
+  // matmul's bias): on the vector engine, the only one that adds a tensor operand.
   void evacuate(const AccessPattern& dst, const AccessPattern& psum,
                 const AccessPattern* add = nullptr);
   static int64_t lane_cost(const Instruction& in);
