@@ -227,14 +227,15 @@ LowerResult lower_norm_chunked(LoweringContext& ctx, const Node& n, int64_t cb) 
   return std::nullopt;
 }
 
-// A norm with gamma (and beta) as rows, its per-row factors applied through the array: per
-// row tile the statistics come from the scalar engine's accumulate (-mean and E[x^2]: var =
-// E[x^2] - mean^2), the per-row columns rstd and -mean * rstd are transposed into rows, and
-// K = 1 matmuls form G = rstd (x) gamma and B = 1 (x) beta + (-mean * rstd) (x) gamma in PSUM,
-// so y = x * G + B takes two vector passes instead of four (rmsnorm: y = x * G, one pass).
-// The rows are rounded to gamma's dtype (the matmul's operands share one). The next tile's
-// statistics and factors are emitted before this tile's passes, in a second set of banks
-// when there are enough.
+// A norm with gamma (and beta) as rows, its per-row factors applied by the array. Per row
+// tile: the statistics from the scalar engine's accumulate (-mean and E[x^2]: var = E[x^2] -
+// mean^2), xg = x * gamma (one vector pass, independent of them), D = diag(rstd) (the identity
+// times the rstd column), and per PSUM bank of columns y = 1 (x) beta + (-mean * rstd) (x) gamma
+// + D . xg: two K = 1 matmuls (-mean * rstd transposed into a row) and one with D stationary,
+// accumulated, then evacuated by a plain copy on either lane engine (rmsnorm: y = D . xg).
+// The vector engine makes one pass over the row instead of four. D and xg are rounded to
+// gamma's dtype (the matmul's operands share one). The next tile's work is emitted before this
+// tile's evacuation, in a second set of banks when there are enough.
 // Returns false (nothing emitted) when gamma or beta is not a row or the banks are too few.
 bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, const Tiles& gamma,
                    Bcast hg, const Tiles* beta, Bcast hb, double eps, LowerResult& result) {
@@ -246,37 +247,44 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
   }
   const int64_t C = in.cols, bc = moving_cols(ctx);
   const int64_t blocks = (C + bc - 1) / bc;
-  const int64_t per_set = (layer ? 2 : 1) * blocks;  // the rows' transposes share B's last bank
-  const int64_t sets = 2 * per_set <= ctx.psum_bank_count() ? 2 : 1;
-  if (per_set > ctx.psum_bank_count() || in.count() == 0) return false;
+  const int64_t sets = 2 * blocks <= ctx.psum_bank_count() ? 2 : 1;
+  if (blocks > ctx.psum_bank_count() || in.count() == 0) return false;
   result = std::nullopt;
   const int32_t parts = ctx.tile_rows();
+  const int64_t eb = isa::dtype_bytes(gdt);
   auto stats = ctx.scratch(8);
-  auto work = ctx.scratch(C);
   auto sq = ctx.scratch(C);
-  auto rowbuf =
-      ctx.sbuf_alloc(2 * SbufAllocator::aligned(2 * parts * isa::dtype_bytes(gdt)), "norm_rows");
-  auto ones = layer ? ctx.sbuf_alloc(parts * isa::dtype_bytes(gdt), "norm_ones")
-                    : std::optional<Slot>(Slot{});
-  if (!stats || !work || !sq || !rowbuf || !ones) {
+  auto ident = ctx.sbuf_alloc(SbufAllocator::aligned(parts * eb), "norm_identity");
+  auto diff = ctx.sbuf_alloc(SbufAllocator::aligned(parts * 4), "norm_iota");
+  auto diag = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_diag");
+  auto xg = ctx.sbuf_alloc(2 * SbufAllocator::aligned(C * eb), "norm_xg");
+  auto rowbuf = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_rows");
+  auto ones = ctx.sbuf_alloc(SbufAllocator::aligned(parts * eb), "norm_ones");
+  if (!stats || !sq || !ident || !diff || !diag || !xg || !rowbuf || !ones) {
     result = ctx.no_room();
     return true;
   }
-  if (layer) {
-    Instruction fill =
-        LoweringContext::vec(Opcode::memset, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, parts));
-    fill.value = 1.0;
-    ctx.emit(ctx.stream(Engine::vector), fill);
-  }
-  const int64_t row_set = SbufAllocator::aligned(2 * parts * isa::dtype_bytes(gdt)) /
-                          isa::dtype_bytes(gdt);  // elements between the two sets of rows
-  auto bank = [&](int64_t t, int64_t k) {
-    return ctx.psum_bank(static_cast<size_t>((t % sets) * per_set + k));
+  auto fill = [&](Opcode op, const AccessPattern& dst, double value, double pstep, double step) {
+    Instruction in = LoweringContext::vec(op, dst);
+    in.value = value;
+    in.partition_step = pstep;
+    in.step = step;
+    ctx.emit(ctx.stream(Engine::vector), in);
   };
-  auto g_bank = [&](int64_t t, int64_t j) { return bank(t, j); };
-  auto b_bank = [&](int64_t t, int64_t j) { return bank(t, blocks + j); };
-  // Statistics, rows and the PSUM factors of row tile t.
-  auto factors = [&](int64_t t) {
+  // Once: the identity (p - i == 0) and a ones row.
+  const AccessPattern dap = LoweringContext::sbuf_ap(*diff, DType::fp32, parts, 0, parts);
+  fill(Opcode::iota, dap, 0, 1, -1);
+  ctx.tensor_scalar(AluOp::eq, LoweringContext::sbuf_ap(*ident, gdt, parts, 0, parts), dap, 0.0);
+  ctx.release(*diff);
+  if (layer) fill(Opcode::memset, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, parts), 1.0, 0, 0);
+  auto set_offset = [&](int64_t t, int64_t elems) {
+    return (t % 2) * (SbufAllocator::aligned(elems * eb) / eb);
+  };
+  auto bank = [&](int64_t t, int64_t j) {
+    return ctx.psum_bank(static_cast<size_t>((t % sets) * blocks + j));
+  };
+  // Row tile t up to its sums in PSUM.
+  auto accumulate = [&](int64_t t) {
     const int32_t rows = in.rows_in(t);
     const int64_t base = (t % 2) * 4;
     auto col = [&](int64_t c) {
@@ -287,6 +295,8 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
     AccessPattern s = ctx.tile_ap(*sq, 0, 0, C);
     s.partitions = rows;
     const AccessPattern x = ctx.tile_ap(in, t, 0, C);
+    const AccessPattern xgt = LoweringContext::sbuf_ap(*xg, gdt, rows, set_offset(t, C), C);
+    ctx.tensor_tensor(AluOp::mul, xgt, x, ctx.operand_ap(gamma, hg, t, 0, C, rows));
     const AccessPattern nmean = col(0), msq = col(1), rstd = col(2), nmr = col(3);
     if (layer) {
       ctx.activation(ActFn::identity, s, x, -1.0 / double(C), 0, &nmean);
@@ -299,53 +309,48 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
       ctx.activation(ActFn::square, s, x, 1.0 / std::sqrt(double(C)), 0, &msq);
       ctx.activation(ActFn::rsqrt, rstd, msq, 1.0, eps);
     }
-    const Slot tb = layer ? b_bank(t, blocks - 1) : g_bank(t, blocks - 1);
-    ctx.emit_transpose(LoweringContext::psum_ap(tb, 1, rows, 0), rstd);
-    if (layer) ctx.emit_transpose(LoweringContext::psum_ap(tb, 1, rows, rows), nmr);
-    const int64_t r0 = (t % 2) * row_set;
-    const int32_t nrows = layer ? 2 : 1;
-    ctx.evacuate(LoweringContext::sbuf_ap(*rowbuf, gdt, 1, r0, nrows * rows),
-                 LoweringContext::psum_ap(tb, 1, nrows * rows, 0));
-    const AccessPattern rstd_row = LoweringContext::sbuf_ap(*rowbuf, gdt, 1, r0, rows);
-    const AccessPattern nmr_row = LoweringContext::sbuf_ap(*rowbuf, gdt, 1, r0 + rows, rows);
+    const AccessPattern d = LoweringContext::sbuf_ap(*diag, gdt, rows, set_offset(t, parts), rows);
+    ctx.tensor_tensor(AluOp::mul, d, LoweringContext::sbuf_ap(*ident, gdt, rows, 0, rows),
+                      LoweringContext::broadcast_column(rstd, rows));
+    AccessPattern nmr_row;
+    if (layer) {
+      const Slot tb = bank(t, blocks - 1);
+      ctx.emit_transpose(LoweringContext::psum_ap(tb, 1, rows, 0), nmr);
+      nmr_row = LoweringContext::sbuf_ap(*rowbuf, gdt, 1, set_offset(t, parts), rows);
+      ctx.evacuate(nmr_row, LoweringContext::psum_ap(tb, 1, rows, 0));
+    }
     for (int64_t j = 0; j < blocks; ++j) {
       const int64_t c0 = j * bc, nc = std::min(bc, C - c0);
-      const AccessPattern g = ctx.operand_ap(gamma, hg, t, c0, nc, 1);
-      ctx.emit_matmul(LoweringContext::psum_ap(g_bank(t, j), rows, nc), rstd_row, g, true, true);
-      if (!layer) continue;
-      const AccessPattern dst = LoweringContext::psum_ap(b_bank(t, j), rows, nc);
-      ctx.emit_matmul(dst, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, rows),
-                      ctx.operand_ap(*beta, hb, t, c0, nc, 1), true, false);
-      ctx.emit_matmul(dst, nmr_row, g, false, true);
+      const AccessPattern dst = LoweringContext::psum_ap(bank(t, j), rows, nc);
+      if (layer) {
+        ctx.emit_matmul(dst, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, rows),
+                        ctx.operand_ap(*beta, hb, t, c0, nc, 1), true, false);
+        ctx.emit_matmul(dst, nmr_row, ctx.operand_ap(gamma, hg, t, c0, nc, 1), false, false);
+      }
+      ctx.emit_matmul(dst, d, LoweringContext::sbuf_ap(*xg, gdt, rows, set_offset(t, C) + c0, nc),
+                      !layer, true);
     }
   };
-  if (sets == 2) factors(0);
+  if (sets == 2) accumulate(0);
   for (int64_t t = 0; t < out.count(); ++t) {
     if (sets == 1) {
-      factors(t);
+      accumulate(t);
     } else if (t + 1 < out.count()) {
-      factors(t + 1);
+      accumulate(t + 1);
     }
     const int32_t rows = out.rows_in(t);
     for (int64_t j = 0; j < blocks; ++j) {
       const int64_t c0 = j * bc, nc = std::min(bc, C - c0);
-      const AccessPattern x = ctx.tile_ap(in, t, c0, nc), y = ctx.tile_ap(out, t, c0, nc);
-      const AccessPattern g = LoweringContext::psum_ap(g_bank(t, j), rows, nc);
-      if (!layer) {
-        ctx.tensor_tensor(AluOp::mul, y, x, g);
-        continue;
-      }
-      AccessPattern w = ctx.tile_ap(*work, 0, c0, nc);
-      w.partitions = rows;
-      ctx.tensor_tensor(AluOp::mul, w, x, g);
-      ctx.tensor_tensor(AluOp::add, y, w, LoweringContext::psum_ap(b_bank(t, j), rows, nc));
+      ctx.evacuate(ctx.tile_ap(out, t, c0, nc), LoweringContext::psum_ap(bank(t, j), rows, nc));
     }
   }
   ctx.release(*stats);
-  ctx.release(*work);
   ctx.release(*sq);
+  ctx.release(*ident);
+  ctx.release(*diag);
+  ctx.release(*xg);
   ctx.release(*rowbuf);
-  if (layer) ctx.release(*ones);
+  ctx.release(*ones);
   return true;
 }
 
