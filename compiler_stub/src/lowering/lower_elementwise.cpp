@@ -237,12 +237,16 @@ LowerResult lower_norm_chunked(LoweringContext& ctx, const Node& n, int64_t cb) 
 // gamma's dtype (the matmul's operands share one). The next tile's work is emitted before this
 // tile's evacuation, in a second set of banks when there are enough.
 // Returns false (nothing emitted) when gamma or beta is not a row or the banks are too few.
+// One row ([1, C], a decode token's) takes the same path: gamma and beta are then rows as they
+// are.
 bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, const Tiles& gamma,
                    Bcast hg, const Tiles* beta, Bcast hb, double eps, LowerResult& result) {
   const bool layer = beta != nullptr;
   const DType gdt = gamma.dtype;
-  if (hg != Bcast::row || (layer && (hb != Bcast::row || beta->dtype != gdt)) ||
-      !isa::is_float(gdt)) {
+  // A row replicated on every partition, or (one output row) the row itself on partition 0.
+  const bool one_row = out.count() == 1 && out.rows_in(0) == 1;
+  auto is_row = [&](Bcast h) { return h == Bcast::row || (h == Bcast::none && one_row); };
+  if (!is_row(hg) || (layer && (!is_row(hb) || beta->dtype != gdt)) || !isa::is_float(gdt)) {
     return false;
   }
   const int64_t C = in.cols, bc = moving_cols(ctx);
