@@ -99,6 +99,17 @@ std::map<int32_t, int32_t> find_matmul_bias(const Graph& g, const std::vector<in
   return fused;
 }
 
+// Removes `dropped` from a rewritten group and its graph.
+void drop_nodes(GroupGraph& r, const std::set<int32_t>& dropped) {
+  r.group.erase(std::remove_if(r.group.begin(), r.group.end(),
+                               [&](int32_t id) { return dropped.count(id) != 0; }),
+                r.group.end());
+  auto& nodes = r.graph.nodes;
+  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                             [&](const Node& n) { return dropped.count(n.id) != 0; }),
+              nodes.end());
+}
+
 void apply_matmul_bias(GroupGraph& r, const std::map<int32_t, int32_t>& fused) {
   std::set<int32_t> dropped;
   for (const auto& [ba_id, mm_id] : fused) {
@@ -109,13 +120,7 @@ void apply_matmul_bias(GroupGraph& r, const std::map<int32_t, int32_t>& fused) {
     ba.attrs = mm.attrs;
     dropped.insert(mm_id);
   }
-  r.group.erase(std::remove_if(r.group.begin(), r.group.end(),
-                               [&](int32_t id) { return dropped.count(id) != 0; }),
-                r.group.end());
-  auto& nodes = r.graph.nodes;
-  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
-                             [&](const Node& n) { return dropped.count(n.id) != 0; }),
-              nodes.end());
+  drop_nodes(r, dropped);
 }
 
 // Epilogues of a fused matmul + bias: when the bias_add's only consumer (in the group, not a
@@ -163,13 +168,7 @@ void apply_matmul_epilogue(GroupGraph& r, const std::map<int32_t, int32_t>& fuse
     c.attrs = std::move(attrs);
     dropped.insert(ba_id);
   }
-  r.group.erase(std::remove_if(r.group.begin(), r.group.end(),
-                               [&](int32_t id) { return dropped.count(id) != 0; }),
-                r.group.end());
-  auto& nodes = r.graph.nodes;
-  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
-                             [&](const Node& n) { return dropped.count(n.id) != 0; }),
-              nodes.end());
+  drop_nodes(r, dropped);
 }
 
 std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vector<int32_t>& group,
