@@ -99,6 +99,17 @@ std::map<int32_t, int32_t> find_matmul_bias(const Graph& g, const std::vector<in
   return fused;
 }
 
+// Removes `dropped` from a rewritten group and its graph.
+void drop_nodes(GroupGraph& r, const std::set<int32_t>& dropped) {
+  r.group.erase(std::remove_if(r.group.begin(), r.group.end(),
+                               [&](int32_t id) { return dropped.count(id) != 0; }),
+                r.group.end());
+  auto& nodes = r.graph.nodes;
+  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                             [&](const Node& n) { return dropped.count(n.id) != 0; }),
+              nodes.end());
+}
+
 void apply_matmul_bias(GroupGraph& r, const std::map<int32_t, int32_t>& fused) {
   std::set<int32_t> dropped;
   for (const auto& [ba_id, mm_id] : fused) {
@@ -109,13 +120,55 @@ void apply_matmul_bias(GroupGraph& r, const std::map<int32_t, int32_t>& fused) {
     ba.attrs = mm.attrs;
     dropped.insert(mm_id);
   }
-  r.group.erase(std::remove_if(r.group.begin(), r.group.end(),
-                               [&](int32_t id) { return dropped.count(id) != 0; }),
-                r.group.end());
-  auto& nodes = r.graph.nodes;
-  nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
-                             [&](const Node& n) { return dropped.count(n.id) != 0; }),
-              nodes.end());
+  drop_nodes(r, dropped);
+}
+
+// Epilogues of a fused matmul + bias: when the bias_add's only consumer (in the group, not a
+// graph output, same dtype) is an activation (gelu, relu, ...) or an add of a residual of the
+// same shape, that consumer becomes the matmul (the activation as attribute "epilogue_act",
+// the residual as a fourth input) and the bias_add leaves the group: the activation or the
+// residual is applied by the instruction that evacuates PSUM, no separate pass is made.
+// Returns consumer -> bias_add.
+std::map<int32_t, int32_t> find_matmul_epilogue(const Graph& g, const std::vector<int32_t>& group,
+                                                const GraphUses& uses,
+                                                const std::map<int32_t, int32_t>& bias) {
+  std::map<int32_t, int32_t> fused;
+  std::set<int32_t> in_group(group.begin(), group.end());
+  for (const auto& [ba_id, mm_id] : bias) {
+    const Node& ba = *g.find(ba_id);
+    if (uses.is_output(ba_id) || uses.consumers(ba_id).size() != 1) continue;
+    const Node* c = g.find(uses.consumers(ba_id)[0]);
+    if (!c || !in_group.count(c->id) || c->type.dtype != ba.type.dtype) continue;
+    if (c->op != OpKind::add && c->inputs.size() == 1 && lowering::unary_act(c->op)) {
+      fused[c->id] = ba_id;
+    } else if (c->op == OpKind::add && c->inputs.size() == 2 && c->inputs[0] != c->inputs[1]) {
+      const Node* r = g.find(c->inputs[0] == ba_id ? c->inputs[1] : c->inputs[0]);
+      if (r && r->type.dims == c->type.dims && r->type.dtype == c->type.dtype &&
+          r->type.dims == ba.type.dims)
+        fused[c->id] = ba_id;
+    }
+  }
+  return fused;
+}
+
+void apply_matmul_epilogue(GroupGraph& r, const std::map<int32_t, int32_t>& fused) {
+  std::set<int32_t> dropped;
+  for (const auto& [c_id, ba_id] : fused) {
+    Node& c = *r.graph.find(c_id);
+    const Node& ba = *r.graph.find(ba_id);  // a matmul with its bias by now
+    std::vector<int32_t> inputs = ba.inputs;
+    auto attrs = ba.attrs;
+    if (c.op == OpKind::add) {
+      inputs.push_back(c.inputs[0] == ba_id ? c.inputs[1] : c.inputs[0]);
+    } else {
+      attrs[lowering::kEpilogueAct] = static_cast<int64_t>(*lowering::unary_act(c.op));
+    }
+    c.op = OpKind::matmul;
+    c.inputs = std::move(inputs);
+    c.attrs = std::move(attrs);
+    dropped.insert(ba_id);
+  }
+  drop_nodes(r, dropped);
 }
 
 std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vector<int32_t>& group,
@@ -140,11 +193,13 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
   if (rewrite) {
     const auto attention = find_attention(g, group, uses);
     const auto bias = find_matmul_bias(g, group, uses, arch, options);
+    const auto epilogue = find_matmul_epilogue(g, group, uses, bias);
     for (int pass = attention.empty() ? 1 : 0; pass < 2; ++pass) {
       if (bias.empty() && pass == 1) break;
       GroupGraph r = extract_group(g, group, uses);
       if (pass == 0 && !apply_attention(r, attention, uses)) continue;
       if (!bias.empty()) apply_matmul_bias(r, bias);
+      if (!epilogue.empty()) apply_matmul_epilogue(r, epilogue);
       auto fused =
           run_lowering(r.graph, r.group, arch, options, GraphUses(r.graph), plan_name, false);
       if (std::holds_alternative<Lowered>(fused)) return fused;

@@ -86,26 +86,30 @@ TEST(LowerElementwise, LogSoftmaxSubtractsTheLogOfTheSum) {
   EXPECT_EQ(count_of(p.text, "tensor_scalar.div"), 0);
 }
 
-TEST(LowerElementwise, LayernormMeansOnTheScalarEngineThenCentresScalesAppliesGammaAndBeta) {
+TEST(LowerElementwise, LayernormStatisticsOnTheScalarEngineScalingByTheArray) {
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "input", "name": "g", "dtype": "fp32", "shape": [512]},
       {"id": 2, "op": "input", "name": "b", "dtype": "fp32", "shape": [512]},
       {"id": 3, "op": "layernorm", "inputs": [0, 1, 2]}])",
                                        "[3]"));
-  // Per row tile: the mean (the scalar engine's accumulate), x - mean, (sum of squares, rsqrt
-  // on the scalar engine), scale, gamma, beta.
-  const std::string vector_per_tile =
-      "vector: tensor_tensor.sub x1\n"
-      "vector: tensor_tensor.mul x2\n"
-      "vector: tensor_tensor.add x1\n";
-  const std::string scalar_per_tile =
-      "scalar: activation_reduce.identity x1\n"
-      "scalar: activation_reduce.square x1\n"
-      "scalar: activation.rsqrt x1\n";
-  EXPECT_EQ(stream_summary(p.text),
-            "ld0: dma_copy x1\nld1: dma_copy x1\nld2: dma_copy x1\nld3: dma_copy x1\n"
-            "st4: dma_copy x1\nst5: dma_copy x1\n" +
-                scalar_per_tile + scalar_per_tile + vector_per_tile + vector_per_tile);
+  // Once: the identity (iota, == 0) and a ones row. Per row tile: xg = x * gamma (the one
+  // vector pass over the row), -mean and E[x^2] by the scalar engine's accumulate, mean^2, var,
+  // rsqrt, -mean * rstd and D = identity * rstd on the columns, -mean * rstd transposed into a
+  // row, then y = 1 (x) beta + (-mean * rstd) (x) gamma + D . xg: three matmuls into one bank,
+  // evacuated by a plain copy.
+  EXPECT_EQ(count_of(p.text, "iota dst="), 1);
+  EXPECT_EQ(count_of(p.text, "tensor_scalar.eq"), 1);
+  EXPECT_EQ(count_of(p.text, "memset"), 1);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.mul"), 2 * 4);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.sub"), 2);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.add"), 0);
+  EXPECT_EQ(count_of(p.text, "activation_reduce.identity"), 2);
+  EXPECT_EQ(count_of(p.text, "activation_reduce.square"), 2);
+  EXPECT_EQ(count_of(p.text, "activation.rsqrt"), 2);
+  EXPECT_EQ(count_of(p.text, "transpose"), 2);
+  EXPECT_EQ(count_of(p.text, " matmul dst="), 2 * 3);
+  // Two copies per tile (the row and the output), on either lane engine.
+  EXPECT_EQ(count_of(p.text, "tensor_copy") + count_of(p.text, "activation.identity"), 4);
   EXPECT_EQ(count_of(p.text, "tensor_reduce"), 0);
   EXPECT_EQ(count_of(p.text, "dst=bcast_"), 2);  // gamma and beta, each once
 }
@@ -118,6 +122,10 @@ TEST(LowerElementwise, RmsnormHasNoMeanAndNoBeta) {
   EXPECT_EQ(count_of(p.text, "tensor_reduce.add"), 0);
   EXPECT_EQ(count_of(p.text, "activation_reduce.square"), 2);
   EXPECT_EQ(count_of(p.text, "dst=bcast_"), 1);
+  // Per row tile: xg = x * gamma, D = identity * rstd, y = D . xg (one matmul), no transpose.
+  EXPECT_EQ(count_of(p.text, "transpose"), 0);
+  EXPECT_EQ(count_of(p.text, " matmul dst="), 2);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.mul"), 4);
 }
 
 TEST(LowerElementwise, ReduceMeanIsASumThenAScaleIntoOneColumn) {

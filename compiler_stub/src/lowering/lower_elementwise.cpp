@@ -2,6 +2,7 @@
 // over the last axis, softmax, layernorm/rmsnorm, iota, compare and select, on the vector and
 // scalar engines, a row tile and a column chunk at a time.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -226,6 +227,137 @@ LowerResult lower_norm_chunked(LoweringContext& ctx, const Node& n, int64_t cb) 
   return std::nullopt;
 }
 
+// A norm with gamma (and beta) as rows, its per-row factors applied by the array. Per row
+// tile: the statistics from the scalar engine's accumulate (-mean and E[x^2]: var = E[x^2] -
+// mean^2), xg = x * gamma (one vector pass, independent of them), D = diag(rstd) (the identity
+// times the rstd column), and per PSUM bank of columns y = 1 (x) beta + (-mean * rstd) (x) gamma
+// + D . xg: two K = 1 matmuls (-mean * rstd transposed into a row) and one with D stationary,
+// accumulated, then evacuated by a plain copy on either lane engine (rmsnorm: y = D . xg).
+// The vector engine makes one pass over the row instead of four. D and xg are rounded to
+// gamma's dtype (the matmul's operands share one). The next tile's work is emitted before this
+// tile's evacuation, in a second set of banks when there are enough.
+// Returns false (nothing emitted) when gamma or beta is not a row or the banks are too few.
+// One row ([1, C], a decode token's) takes the same path: gamma and beta are then rows as they
+// are.
+bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, const Tiles& gamma,
+                   Bcast hg, const Tiles* beta, Bcast hb, double eps, LowerResult& result) {
+  const bool layer = beta != nullptr;
+  const DType gdt = gamma.dtype;
+  // A row replicated on every partition, or (one output row) the row itself on partition 0.
+  const bool one_row = out.count() == 1 && out.rows_in(0) == 1;
+  auto is_row = [&](Bcast h) { return h == Bcast::row || (h == Bcast::none && one_row); };
+  if (!is_row(hg) || (layer && (!is_row(hb) || beta->dtype != gdt)) || !isa::is_float(gdt)) {
+    return false;
+  }
+  const int64_t C = in.cols, bc = moving_cols(ctx);
+  const int64_t blocks = (C + bc - 1) / bc;
+  const int64_t sets = 2 * blocks <= ctx.psum_bank_count() ? 2 : 1;
+  if (blocks > ctx.psum_bank_count() || in.count() == 0) return false;
+  result = std::nullopt;
+  const int32_t parts = ctx.tile_rows();
+  const int64_t eb = isa::dtype_bytes(gdt);
+  auto stats = ctx.scratch(8);
+  auto sq = ctx.scratch(C);
+  auto ident = ctx.sbuf_alloc(SbufAllocator::aligned(parts * eb), "norm_identity");
+  auto diff = ctx.sbuf_alloc(SbufAllocator::aligned(parts * 4), "norm_iota");
+  auto diag = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_diag");
+  auto xg = ctx.sbuf_alloc(2 * SbufAllocator::aligned(C * eb), "norm_xg");
+  auto rowbuf = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_rows");
+  auto ones = ctx.sbuf_alloc(SbufAllocator::aligned(parts * eb), "norm_ones");
+  if (!stats || !sq || !ident || !diff || !diag || !xg || !rowbuf || !ones) {
+    result = ctx.no_room();
+    return true;
+  }
+  auto fill = [&](Opcode op, const AccessPattern& dst, double value, double pstep, double step) {
+    Instruction in = LoweringContext::vec(op, dst);
+    in.value = value;
+    in.partition_step = pstep;
+    in.step = step;
+    ctx.emit(ctx.stream(Engine::vector), in);
+  };
+  // Once: the identity (p - i == 0) and a ones row.
+  const AccessPattern dap = LoweringContext::sbuf_ap(*diff, DType::fp32, parts, 0, parts);
+  fill(Opcode::iota, dap, 0, 1, -1);
+  ctx.tensor_scalar(AluOp::eq, LoweringContext::sbuf_ap(*ident, gdt, parts, 0, parts), dap, 0.0);
+  ctx.release(*diff);
+  if (layer) fill(Opcode::memset, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, parts), 1.0, 0, 0);
+  auto set_offset = [&](int64_t t, int64_t elems) {
+    return (t % 2) * (SbufAllocator::aligned(elems * eb) / eb);
+  };
+  auto bank = [&](int64_t t, int64_t j) {
+    return ctx.psum_bank(static_cast<size_t>((t % sets) * blocks + j));
+  };
+  // Row tile t up to its sums in PSUM.
+  auto accumulate = [&](int64_t t) {
+    const int32_t rows = in.rows_in(t);
+    const int64_t base = (t % 2) * 4;
+    auto col = [&](int64_t c) {
+      AccessPattern ap = ctx.tile_ap(*stats, 0, base + c, 1);
+      ap.partitions = rows;
+      return ap;
+    };
+    AccessPattern s = ctx.tile_ap(*sq, 0, 0, C);
+    s.partitions = rows;
+    const AccessPattern x = ctx.tile_ap(in, t, 0, C);
+    const AccessPattern xgt = LoweringContext::sbuf_ap(*xg, gdt, rows, set_offset(t, C), C);
+    ctx.tensor_tensor(AluOp::mul, xgt, x, ctx.operand_ap(gamma, hg, t, 0, C, rows));
+    const AccessPattern nmean = col(0), msq = col(1), rstd = col(2), nmr = col(3);
+    if (layer) {
+      ctx.activation(ActFn::identity, s, x, -1.0 / double(C), 0, &nmean);
+      ctx.activation(ActFn::square, s, x, 1.0 / std::sqrt(double(C)), 0, &msq);  // E[x^2]
+      ctx.tensor_tensor(AluOp::mul, rstd, nmean, nmean);
+      ctx.tensor_tensor(AluOp::sub, rstd, msq, rstd);      // var = E[x^2] - mean^2
+      ctx.activation(ActFn::rsqrt, rstd, rstd, 1.0, eps);  // 1 / sqrt(var + eps)
+      ctx.tensor_tensor(AluOp::mul, nmr, nmean, rstd);     // -mean * rstd
+    } else {
+      ctx.activation(ActFn::square, s, x, 1.0 / std::sqrt(double(C)), 0, &msq);
+      ctx.activation(ActFn::rsqrt, rstd, msq, 1.0, eps);
+    }
+    const AccessPattern d = LoweringContext::sbuf_ap(*diag, gdt, rows, set_offset(t, parts), rows);
+    ctx.tensor_tensor(AluOp::mul, d, LoweringContext::sbuf_ap(*ident, gdt, rows, 0, rows),
+                      LoweringContext::broadcast_column(rstd, rows));
+    AccessPattern nmr_row;
+    if (layer) {
+      const Slot tb = bank(t, blocks - 1);
+      ctx.emit_transpose(LoweringContext::psum_ap(tb, 1, rows, 0), nmr);
+      nmr_row = LoweringContext::sbuf_ap(*rowbuf, gdt, 1, set_offset(t, parts), rows);
+      ctx.evacuate(nmr_row, LoweringContext::psum_ap(tb, 1, rows, 0));
+    }
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t c0 = j * bc, nc = std::min(bc, C - c0);
+      const AccessPattern dst = LoweringContext::psum_ap(bank(t, j), rows, nc);
+      if (layer) {
+        ctx.emit_matmul(dst, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, rows),
+                        ctx.operand_ap(*beta, hb, t, c0, nc, 1), true, false);
+        ctx.emit_matmul(dst, nmr_row, ctx.operand_ap(gamma, hg, t, c0, nc, 1), false, false);
+      }
+      ctx.emit_matmul(dst, d, LoweringContext::sbuf_ap(*xg, gdt, rows, set_offset(t, C) + c0, nc),
+                      !layer, true);
+    }
+  };
+  if (sets == 2) accumulate(0);
+  for (int64_t t = 0; t < out.count(); ++t) {
+    if (sets == 1) {
+      accumulate(t);
+    } else if (t + 1 < out.count()) {
+      accumulate(t + 1);
+    }
+    const int32_t rows = out.rows_in(t);
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t c0 = j * bc, nc = std::min(bc, C - c0);
+      ctx.evacuate(ctx.tile_ap(out, t, c0, nc), LoweringContext::psum_ap(bank(t, j), rows, nc));
+    }
+  }
+  ctx.release(*stats);
+  ctx.release(*sq);
+  ctx.release(*ident);
+  ctx.release(*diag);
+  ctx.release(*xg);
+  ctx.release(*rowbuf);
+  ctx.release(*ones);
+  return true;
+}
+
 LowerResult lower_norm(LoweringContext& ctx, const Node& n) {
   if (const int64_t cb = norm_chunk_cols(ctx, n)) return lower_norm_chunked(ctx, n, cb);
   const bool layer = n.op == OpKind::layernorm;
@@ -242,6 +374,9 @@ LowerResult lower_norm(LoweringContext& ctx, const Node& n) {
   if (layer) {
     if (auto e = ctx.operand(n.inputs[2], *out, hb, beta)) return e;
   }
+  LowerResult by_array;
+  if (norm_by_array(ctx, *in, *out, *gamma, hg, layer ? &*beta : nullptr, hb, eps, by_array))
+    return by_array;
   auto stats = ctx.scratch(3);
   auto work = ctx.scratch(C);
   auto sq = ctx.scratch(C);
@@ -411,6 +546,13 @@ constexpr UnaryLowering kUnary[] = {
 };
 
 }  // namespace
+
+std::optional<ActFn> unary_act(OpKind op) {
+  for (const UnaryLowering& u : kUnary) {
+    if (u.op == op) return u.fn;
+  }
+  return std::nullopt;
+}
 
 void populate_elementwise_lowerings(LoweringTable& table) {
   for (const BinaryLowering& b : kBinary) {

@@ -168,15 +168,28 @@ struct Narrow {
   DType a_dtype = DType::fp32;
 };
 
-// A matmul fused with the bias_add that consumed it (lower.cpp): the bias row, replicated on
-// every partition, is added by the instruction that evacuates each output block from PSUM.
+// A matmul fused with the bias_add that consumed it (lower.cpp). A bias row (replicated on
+// every partition) is added by the array: one more K = 1 matmul per output block, a ones row
+// (stationary) times the bias row on partition 0 (moving), accumulated into the block's bank,
+// so the evacuation is a plain copy either lane engine can make. Any other bias (one per row)
+// is added by the vector engine as it evacuates the block.
 struct Bias {
   std::optional<Tiles> tiles;
   Bcast how = Bcast::row;
+  std::optional<Slot> ones;  // [1 x tile rows] of the bias's dtype: the bias goes by the array
   AccessPattern ap(const LoweringContext& ctx, int64_t t, int64_t n0, int64_t ns,
                    int32_t rows) const {
     return ctx.operand_ap(*tiles, how, t, n0, ns, rows);
   }
+};
+
+// What the evacuation of each output block applies besides the bias (lower.cpp's epilogue
+// fusion): an activation (the scalar engine reads PSUM) or a residual of the output's shape
+// (the vector engine adds it).
+struct Epilogue {
+  std::optional<ActFn> act;
+  std::optional<Tiles> residual;
+  Bcast how = Bcast::none;
 };
 
 // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
@@ -195,7 +208,7 @@ AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
                          const Tiles& out, const Narrow* narrow = nullptr,
-                         const Bias* bias = nullptr) {
+                         const Bias* bias = nullptr, const Epilogue* epilogue = nullptr) {
   const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols(ctx);
   const DType dt = b.tiles.dtype;
   std::vector<std::vector<Slot>> at(ts.size());
@@ -298,25 +311,43 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       const int64_t t = ts[i];
       const int32_t rows = a.rows_in(t);
       Slot bank = ctx.next_bank();
+      const bool bias_by_array = bias && bias->ones;
       for (size_t k = 0; k < kc.size(); ++k) {
         const int32_t ks = b.tiles.rows_in(kc[k]);
         ctx.emit_matmul(
             ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
             b.streamed ? panel_ap(*panel, dt, k, ks, ns) : ctx.tile_ap(b.tiles, kc[k], n0, ns),
-            k == 0, k + 1 == kc.size());
+            k == 0, k + 1 == kc.size() && !bias_by_array);
       }
       std::optional<AccessPattern> add;
-      if (bias) add = bias->ap(ctx, t, n0, ns, rows);
-      const AccessPattern* plus = add ? &*add : nullptr;
+      if (bias_by_array) {
+        ctx.emit_matmul(ctx.psum_ap(bank, rows, ns),
+                        LoweringContext::sbuf_ap(*bias->ones, bias->tiles->dtype, 1, 0, rows),
+                        bias->ap(ctx, t, n0, ns, 1), false, true);
+      } else if (bias) {
+        add = bias->ap(ctx, t, n0, ns, rows);
+      }
+      // PSUM (+ a bias the array did not add), then the epilogue, into `o`.
+      auto evacuate = [&](const AccessPattern& o) {
+        const AccessPattern ps = ctx.psum_ap(bank, rows, ns);
+        const bool act = epilogue && epilogue->act, res = epilogue && epilogue->residual;
+        if (add || (!act && !res)) ctx.evacuate(o, ps, add ? &*add : nullptr);
+        const AccessPattern& from = add ? o : ps;
+        if (act) ctx.activation(*epilogue->act, o, from);
+        if (res) {
+          ctx.tensor_tensor(AluOp::add, o, from,
+                            ctx.operand_ap(*epilogue->residual, epilogue->how, t, n0, ns, rows));
+        }
+      };
       if (!narrow) {
-        ctx.evacuate(ctx.tile_ap(out, t, n0, ns), ctx.psum_ap(bank, rows, ns), plus);
+        evacuate(ctx.tile_ap(out, t, n0, ns));
         continue;
       }
       const DType odt = out.dtype;
       auto block = ctx.sbuf_alloc(ns * isa::dtype_bytes(odt), "out");
       if (!block) return ctx.no_room();
       const AccessPattern o = LoweringContext::sbuf_ap(*block, odt, rows, 0, ns);
-      ctx.evacuate(o, ctx.psum_ap(bank, rows, ns), plus);
+      evacuate(o);
       ctx.copy_rows(false,
                     ctx.hbm_ap(narrow->out, odt, narrow->out_view, out.row0(t), rows, n0, ns), o);
       ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
@@ -397,8 +428,32 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   shape.cols = view_of(n.type).cols;
   if (n.inputs.size() > 2) {
     if (auto e = ctx.operand(n.inputs[2], shape, bias.how, bias.tiles)) return e;
+    if (bias.how == Bcast::row && isa::is_float(bias.tiles->dtype) &&
+        bias.tiles->dtype == b.tiles.dtype) {
+      const DType bdt = bias.tiles->dtype;
+      bias.ones = ctx.sbuf_alloc(ctx.tile_rows() * isa::dtype_bytes(bdt), "ones");
+      if (!bias.ones) return ctx.no_room();
+      Instruction fill =
+          LoweringContext::vec(Opcode::memset, ctx.sbuf_ap(*bias.ones, bdt, 1, 0, ctx.tile_rows()));
+      fill.value = 1.0;
+      ctx.emit(ctx.stream(Engine::vector), fill);
+    }
   }
   const Bias* fused = n.inputs.size() > 2 ? &bias : nullptr;
+  Epilogue epi;
+  if (const int64_t* act = n.int_attr(kEpilogueAct)) epi.act = static_cast<ActFn>(*act);
+  if (n.inputs.size() > 3) {
+    if (ctx.row_windowed(n)) return ctx.error("a matmul with a residual runs in no row windows");
+    if (auto e = ctx.operand(n.inputs[3], shape, epi.how, epi.residual)) return e;
+  }
+  const Epilogue* epilogue = epi.act || epi.residual ? &epi : nullptr;
+  struct ReleaseOnes {
+    LoweringContext& ctx;
+    const Bias& bias;
+    ~ReleaseOnes() {
+      if (bias.ones) ctx.release(*bias.ones);
+    }
+  } release_ones{ctx, bias};
   if (narrow) {
     const isa::TensorRole role =
         ctx.needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
@@ -408,13 +463,13 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     out.cols = nw.out_view.cols;
     out.dtype = n.type.dtype;
     out.tiles.clear();
-    if (auto e = matmul_block(ctx, *a, ts, b, kc, 0, out, &nw, fused)) return e;
+    if (auto e = matmul_block(ctx, *a, ts, b, kc, 0, out, &nw, fused, epilogue)) return e;
     ctx.alias_hbm(n.id, nw.out);
     return std::nullopt;
   }
   auto out = ctx.output_tiles(n, &*a);
   if (!out) return ctx.no_room();
-  return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused);
+  return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused, epilogue);
 }
 
 // batch_matmul with B streamed: for A's batches in order, B's entries are loaded a chunk at a

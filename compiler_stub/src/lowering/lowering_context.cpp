@@ -97,6 +97,7 @@ void LoweringContext::index_uses(const std::vector<int32_t>& order) {
 void LoweringContext::begin_node(const Node& n, int position) {
   m_current_node = n.id;
   m_position = position;
+  m_lane_busy[0] = m_lane_busy[1] = 0;  // evacuate() balances the lane engines within an op
   m_pinned = {n.id};
   m_pinned.insert(n.inputs.begin(), n.inputs.end());
   m_builder.add_node(n.id, n.name.empty() ? value_name(m_graph, n.id) : n.name,
@@ -604,7 +605,9 @@ void LoweringContext::emit(int stream, Instruction in) {
   in.node = m_current_node;
   ++m_emitted;
   if (const Engine e = isa::info(in.op).engine; e == Engine::vector || e == Engine::scalar) {
-    m_lane_busy[e == Engine::vector ? 0 : 1] += lane_cost(in);
+    // In scalar-engine time: the vector engine's element-cycles weigh vector_cost_percent.
+    m_lane_busy[e == Engine::vector ? 0 : 1] +=
+        lane_cost(in) * (e == Engine::vector ? m_options.vector_cost_percent : 100);
   }
   if (m_queue_engine.count(stream) && in.op != Opcode::dma_scatter &&
       in.dst.space != MemSpace::hbm) {

@@ -256,9 +256,9 @@ class LoweringContext {
   void activation(ActFn fn, const AccessPattern& dst, const AccessPattern& src, double scale = 1,
                   double bias = 0, const AccessPattern* accum = nullptr);
   // PSUM -> SBUF on whichever of the vector and scalar engines has the less modelled busy
-  // time so far (lane_cost summed over what each was given; the vector engine on a tie). With
-  // `add`, dst = psum + add (a matmul's bias): on the vector engine, the only one that adds a
-  // tensor operand.
+  // time in this op so far (lane_cost summed over what each was given, the vector engine's weighted
+  // by compiler.vector_cost_percent; the vector engine on a tie). With `add`, dst = psum + add (a
+  // matmul's bias): on the vector engine, the only one that adds a tensor operand.
   void evacuate(const AccessPattern& dst, const AccessPattern& psum,
                 const AccessPattern* add = nullptr);
   static int64_t lane_cost(const Instruction& in);
@@ -326,7 +326,7 @@ class LoweringContext {
   std::vector<int64_t> m_engine_bytes;       // bytes emitted on each DMA engine
   std::vector<Slot> m_psum_banks;
   size_t m_next_bank = 0;
-  int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost)
+  int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
   std::map<int32_t, Slot> m_hbm_tensors;
   // Scratch reuse by liveness (hbm_tensor, release_dead): the values each scratch tensor in
   // use holds, and the free ones by dtype.
@@ -382,6 +382,11 @@ void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const Acces
 // Columns per chunk of a norm too wide for whole rows of gamma, beta and scratch; 0 when it
 // runs whole rows (lower_elementwise.cpp).
 int64_t norm_chunk_cols(const LoweringContext& ctx, const Node& n);
+// The activation function an element-wise unary op is lowered to (lower_elementwise.cpp).
+std::optional<ActFn> unary_act(OpKind op);
+// A matmul's epilogue, fused by lower.cpp: its int attribute "epilogue_act" (an ActFn) applied
+// as PSUM is evacuated, or (a fourth input) a residual added then.
+inline constexpr const char* kEpilogueAct = "epilogue_act";
 // In-place writes chain: a cache is the graph input at the root of its appends and copies.
 int32_t cache_root(const Graph& g, int32_t id);
 
