@@ -54,6 +54,7 @@ Config config_from_json(const base::Json& j) {
   Config c;
   base::read_params(j, c, "");
   sim::check_consistency(c.chip);
+  c.chip.arch.costs = sim::cost_hints(c.chip.timing);
   check_runtime(c.runtime);
   return c;
 }

@@ -15,11 +15,29 @@ void check_consistency(const ChipConfig& chip) {
       throw base::InputError("timing.shared_sbuf_port", "lists compute engines only, not dma");
     }
   }
+  if (chip.arch.dma.hardware_transpose && chip.timing.dma.transpose_chunk_bytes == 0) {
+    throw base::InputError("arch.dma.hardware_transpose",
+                           "is true but timing.dma.transpose_chunk_bytes is 0: a hardware DMA "
+                           "transpose needs its chunk size");
+  }
   try {
     memory::make_bandwidth_share(chip.timing.hbm.sharing);
   } catch (const std::invalid_argument& e) {
     throw base::InputError("timing.hbm.sharing", e.what());
   }
+}
+
+isa::CostHints cost_hints(const TimingConfig& t) {
+  isa::CostHints h;
+  h.tensor_freq_mhz = t.tensor.freq_mhz;
+  h.moving_min_cycles = t.tensor.moving_min_cycles;
+  h.vector_elements_per_ns = t.vector.freq_mhz * t.vector.elements_per_cycle / 1000.0;
+  h.vector_fixed_ns =
+      static_cast<int64_t>(double(t.vector.fixed_overhead_cycles) * 1000.0 / t.vector.freq_mhz);
+  h.dma_gb_per_s = t.dma.bandwidth_gb_per_s;
+  h.dma_chunk_overhead_bytes = t.dma.chunk_overhead_bytes;
+  h.dma_transpose_chunk_bytes = t.dma.transpose_chunk_bytes;
+  return h;
 }
 
 }  // namespace wallsim::sim

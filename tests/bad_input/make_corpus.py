@@ -271,6 +271,8 @@ big = write("graph_plan_too_large.json", json.dumps({
 case("compile.plan_too_large", "instructions", f"compile {big} -c configs/trn2.json --set arch.hbm.bytes=68719476736 --out $T/p.json")
 case("config.cache_is_file", "runtime.aot.disk_cache",
      "run -c $C --set runtime.aot.disk_cache=$C -w gemm:m=128,k=96,n=96 --mode aot --out $T/o")
+case("config.hardware_transpose_unpriced", "arch.dma.hardware_transpose",
+     "compile examples/graphs/mlp.json -c configs/trn2.json --set timing.dma.transpose_chunk_bytes=0 --out $T/p.json")
 
 def sweep_case(name, mutate, expected, extra="--count"):
     s = copy.deepcopy(sweep)

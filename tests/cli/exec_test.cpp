@@ -216,8 +216,9 @@ TEST(Compile, TransformerBlockFusedBeatsPerOp) {
 // and keeps the array busy. Simulated time only (deterministic), not wall-clock. Since DMA is
 // costed by access pattern (issue 16: 512 B of engine time per contiguous chunk), the
 // compiler's 1 KiB-per-partition operand loads take 1.5x the engine time they took and the
-// GEMM reaches 83.5% of peak and 86.4% of its bound (88.2% and 92.7% before); getting back
-// to the issue-4 targets of 85% and 90% needs >= 4 KiB-per-partition loads in compiler_stub.
+// GEMM reached 83.5% of peak and 86.4% of its bound (88.2% and 92.7% before). Issue 17's
+// target is 92% of peak: trn2's hardware DMA transpose (arch.dma.hardware_transpose) loads
+// A^T straight from HBM, off the array, and the plan reaches 93.8%.
 TEST(Compile, Gemm4096ReachesTheTensorPeakTarget) {
   std::string plan = ::testing::TempDir() + "/gemm_" + std::to_string(::getpid()) + ".json";
   std::string d = out_dir("gemm"), err;
@@ -228,10 +229,10 @@ TEST(Compile, Gemm4096ReachesTheTensorPeakTarget) {
       << err;
   const Json s = Json::parse(slurp(d + "/stats.json"))["device"];
   EXPECT_EQ(s["engines"]["tensor"]["macs"].get<double>(), 4096.0 * 4096.0 * 4096.0);
-  EXPECT_GE(s["engines"]["tensor"]["peak_fraction"].get<double>(), 0.83);
+  EXPECT_GE(s["engines"]["tensor"]["peak_fraction"].get<double>(), 0.92);
   EXPECT_LE(s["engines"]["tensor"]["peak_fraction"].get<double>(), 1.0);
   EXPECT_EQ(s["bound"]["resource"].get<std::string>(), "tensor");
-  EXPECT_GE(s["bound"]["fraction"].get<double>(), 0.86);
+  EXPECT_GE(s["bound"]["fraction"].get<double>(), 0.92);
 }
 
 }  // namespace

@@ -389,6 +389,28 @@ TEST(CompiledOnChip, MatmulWhoseRowsAreAMultipleOfKAndWhoseWindowsAreTightFitsTi
   EXPECT_LT(o.max_error, 5e-2);  // bf16 values, fp32 accumulation over K = 2048
 }
 
+TEST(CompiledOnChip, StationariesLoadedByHardwareDmaTransposeMatchTheReferenceOnTrn2) {
+  // trn2 has the hardware DMA transpose (arch.dma.hardware_transpose) and this matmul is bound
+  // by its multiplies: A^T comes straight from HBM, no transpose runs on the array.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "mm", "nodes": [
+    {"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [256, 512], "role": "input"},
+    {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [512, 2048], "role": "weight"},
+    {"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]})");
+  auto r = compile_graph(g, load("trn2").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  int64_t transposes = 0, matmuls = 0;
+  for (const auto& s : std::get<CompiledGraph>(r).plans.plans.at(0).streams) {
+    for (const auto& in : s.instructions) {
+      transposes += in.op == isa::Opcode::transpose;
+      matmuls += in.op == isa::Opcode::matmul;
+    }
+  }
+  EXPECT_EQ(transposes, 0);
+  EXPECT_EQ(matmuls, 32);
+  Outcome o = run_on_chip(g, "trn2", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 2e-2);  // bf16 output, fp32 accumulation over K = 512
+}
+
 TEST(CompiledOnChip, ReusedHbmScratchKeepsResultsOnTiny) {
   // [256, 1024] fp32 is 32 KiB per partition on tiny: every op streams through HBM scratch,
   // and the scratch of dead values is reused by later ones.

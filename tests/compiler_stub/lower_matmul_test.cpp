@@ -37,6 +37,37 @@ TEST(LowerMatmul, TwoByTwoTilesTransposeAFirstThenAccumulateKChunksInOneBankEach
   EXPECT_EQ(p.stats().hbm_bytes_in, (256 * 256 + 256 * 512) * 2);
 }
 
+TEST(LowerMatmul, AInHbmGetsItsStationariesWhereTheModelledCostIsLeast) {
+  // [256 x 512] x [512 x 2048] bf16 on trn2's geometry and speeds: the multiplies take 3.4 us
+  // of tensor time per row tile, B's load 2.3 us of DMA. Through the array, A^T adds 0.2 us of
+  // transposes to the tensor engine (the bound); by hardware DMA transpose it adds 0.85 us to
+  // the DMA engines, still under the tensor time: the DMA wins on a chip that has it.
+  const Graph g = matmul_graph(256, 512, 2048);
+  isa::ArchSpec hw;
+  hw.dma.hardware_transpose = true;
+  const auto by_array = print_plan(g);
+  const auto by_dma = print_plan(g, hw);
+  EXPECT_EQ(count_of(by_array.text, " transpose dst="), 8);  // 2 row tiles x 4 K chunks
+  EXPECT_EQ(count_of(by_dma.text, " transpose dst="), 0);
+  EXPECT_EQ(count_of(by_dma.text, " matmul dst="), 32);
+  // Each stationary [128 K x 128 M] straight from A: K on partitions (stride 1), M by rows.
+  EXPECT_EQ(count_of(by_dma.text, "src=a<bf16>[r128*1]"), 8) << by_dma.text;
+  EXPECT_EQ(count_of(by_dma.text, "tensor_copy") + count_of(by_dma.text, "activation.identity"),
+            8);  // the output blocks' evacuations only
+  EXPECT_EQ(by_dma.stats().hbm_bytes_in, by_array.stats().hbm_bytes_in);
+  // DMA engines 100x slower: the 3x of a hardware transpose would bound the op, the array wins.
+  isa::ArchSpec slow_dma = hw;
+  slow_dma.costs.dma_gb_per_s = 0.29;
+  EXPECT_EQ(count_of(print_plan(g, slow_dma).text, " transpose dst="), 8);
+  // No hardware transpose but DMA engines 1000x faster: even element-by-element reads (1 + 512
+  // / 2 of the bytes) cost less than the array's transposes: a strided DMA.
+  isa::ArchSpec fast_dma;
+  fast_dma.costs.dma_gb_per_s = 28990;
+  const auto strided = print_plan(g, fast_dma);
+  EXPECT_EQ(count_of(strided.text, " transpose dst="), 0);
+  EXPECT_EQ(count_of(strided.text, "src=a<bf16>[r128*1]"), 8);
+}
+
 TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
   LoweringOptions streamed;
   streamed.streamed_operand_percent = 1;

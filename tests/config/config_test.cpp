@@ -90,6 +90,25 @@ TEST(Config, InconsistentCombinations) {
             "arch.access.dma: DMA engines cannot access PSUM");
 }
 
+TEST(Config, HardwareDmaTransposeNeedsItsTimingAndFeedsTheCompilersCostHints) {
+  EXPECT_EQ(error_of(R"({"arch": {"dma": {"hardware_transpose": true}},
+                         "timing": {"dma": {"transpose_chunk_bytes": 0}}})"),
+            "arch.dma.hardware_transpose: is true but timing.dma.transpose_chunk_bytes is 0: a "
+            "hardware DMA transpose needs its chunk size");
+  EXPECT_EQ(error_of(R"({"arch": {"dma": {"hardware_transpose": "yes"}}})"),
+            "arch.dma.hardware_transpose: expected true or false, got \"yes\"");
+  EXPECT_TRUE(load_config(source("configs/trn2.json")).chip.arch.dma.hardware_transpose);
+  EXPECT_FALSE(load_config(source("configs/trn1.json")).chip.arch.dma.hardware_transpose);
+  const Config tiny = load_config(source("configs/tiny.json"));
+  EXPECT_FALSE(tiny.chip.arch.dma.hardware_transpose);
+  // The speeds the compiler's transpose choice uses come from the timing section.
+  EXPECT_EQ(tiny.chip.arch.costs.tensor_freq_mhz, 1000.0);
+  EXPECT_EQ(tiny.chip.arch.costs.moving_min_cycles, 16);
+  EXPECT_EQ(tiny.chip.arch.costs.dma_gb_per_s, 20.0);
+  EXPECT_EQ(tiny.chip.arch.costs.dma_transpose_chunk_bytes, 0);
+  EXPECT_EQ(tiny.chip.arch.costs.vector_fixed_ns, 40);  // 20 cycles at 500 MHz
+}
+
 TEST(Config, OverridesParseJsonElseString) {
   Json j = Json::object();
   base::apply_override(j, "arch.sbuf.partitions=64");

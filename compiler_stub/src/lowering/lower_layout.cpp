@@ -209,6 +209,99 @@ LowerResult lower_concat(LoweringContext& ctx, const Node& n) {
 
 }  // namespace
 
+const char* name_of(TransposeRoute r) {
+  switch (r) {
+    case TransposeRoute::array:
+      return "array";
+    case TransposeRoute::dma_transpose:
+      return "dma transpose";
+    case TransposeRoute::strided_dma:
+      return "strided dma";
+  }
+  return "?";
+}
+
+double ResourceNs::bound() const { return std::max({tensor, lanes, dma}); }
+
+// Per row tile of [rows x cols]: the array does one transpose (rows moving columns) and one
+// evacuation (rows elements a partition, on the vector or scalar engine: half of it each) per
+// chunk, after the row tile's contiguous load; a DMA route only loads, paying its chunks
+// (timing.dma.chunk_overhead_bytes each: transpose_chunk_bytes long for the hardware
+// transpose, one element for a strided read) spread over every DMA engine.
+TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int64_t cols, DType dt,
+                                  int64_t chunk, const ResourceNs& base) {
+  const isa::ArchSpec& arch = ctx.arch();
+  const isa::CostHints& h = arch.costs;
+  const double bytes = double(rows) * double(cols) * isa::dtype_bytes(dt);
+  const double dma_ns_per_byte = 1.0 / (h.dma_gb_per_s * arch.dma.engines);
+  const double chunks = double((cols + chunk - 1) / chunk);
+  auto load_ns = [&](double chunk_bytes) {
+    return bytes * (1.0 + double(h.dma_chunk_overhead_bytes) / chunk_bytes) * dma_ns_per_byte;
+  };
+  ResourceNs array = base;
+  array.tensor +=
+      chunks * double(std::max<int64_t>(rows, h.moving_min_cycles)) * 1000.0 / h.tensor_freq_mhz;
+  array.lanes += chunks * (double(h.vector_fixed_ns) + double(rows) / h.vector_elements_per_ns) / 2;
+  array.dma += load_ns(double(cols) * isa::dtype_bytes(dt));
+  TransposeRoute best = TransposeRoute::array;
+  double best_ns = array.bound();
+  auto consider = [&](TransposeRoute r, double chunk_bytes) {
+    ResourceNs c = base;
+    c.dma += load_ns(chunk_bytes);
+    if (c.bound() < best_ns) {
+      best = r;
+      best_ns = c.bound();
+    }
+  };
+  if (arch.dma.hardware_transpose && isa::dtype_bytes(dt) == 2 && h.dma_transpose_chunk_bytes > 0)
+    consider(TransposeRoute::dma_transpose, double(h.dma_transpose_chunk_bytes));
+  consider(TransposeRoute::strided_dma, double(isa::dtype_bytes(dt)));
+  return best;
+}
+
+// A matmul's own work per output row tile: its multiplies (K chunks x column blocks of the
+// moving width), their evacuations and B's bytes (a streamed B once per row window of about
+// as many tiles as the fill share holds A^T and output rows for, else once for all tiles).
+TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n) {
+  const int32_t aid = n.inputs[0];
+  if (n.op != OpKind::matmul || ctx.on_chip(aid) || ctx.is_view(aid)) {
+    return TransposeRoute::array;
+  }
+  const isa::CostHints& h = ctx.arch().costs;
+  const TensorType& a = ctx.type_of(aid);
+  const TensorType& b = ctx.type_of(n.inputs[1]);
+  if (a.dtype != b.dtype) return TransposeRoute::array;  // the array casts A^T to B's dtype
+  const View av = view_of(a), bv = view_of(b);
+  const int64_t rows = std::min<int64_t>(ctx.tile_rows(), av.rows);
+  const int64_t chunk = ctx.arch().tensor.rows;
+  const int64_t chunks = (av.cols + chunk - 1) / chunk;
+  const int64_t width = std::min(moving_cols(ctx), bv.cols);
+  const int64_t blocks = (bv.cols + width - 1) / width;
+  const int64_t tiles = (av.rows + ctx.tile_rows() - 1) / ctx.tile_rows();
+  ResourceNs base;
+  base.tensor = double(chunks * blocks * std::max<int64_t>(width, h.moving_min_cycles)) * 1000.0 /
+                h.tensor_freq_mhz;
+  base.lanes =
+      double(blocks) * (double(h.vector_fixed_ns) + double(width) / h.vector_elements_per_ns) / 2;
+  const int64_t out_row = SbufAllocator::aligned(bv.cols * isa::dtype_bytes(n.type.dtype));
+  const int64_t per_window = std::max<int64_t>(
+      1, std::min(tiles, ctx.sbuf_share(ctx.options().row_window_fill_percent) /
+                             std::max<int64_t>(1, stationary_bytes(ctx, n) + out_row)));
+  const double b_bytes = double(bv.rows) * double(bv.cols) * isa::dtype_bytes(b.dtype);
+  base.dma = b_bytes / double(streams_b(ctx, n) ? per_window : tiles) /
+             (h.dma_gb_per_s * ctx.arch().dma.engines);
+  return cheapest_transpose(ctx, rows, av.cols, a.dtype, chunk, base);
+}
+
+void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,
+                     int64_t row0, int32_t rows, int64_t col0, int32_t ks) {
+  AccessPattern from = LoweringContext::hbm_ap(src, dt, view, row0, ks, col0, rows);
+  from.partition_stride = 1;        // the source's columns become partitions ...
+  from.free[0].stride = view.cols;  // ... and its rows the free axis
+  ctx.dma(ctx.next_side_load_queue(), LoweringContext::sbuf_ap(dst, dt, ks, 0, rows), from);
+  ctx.count_bytes_in(int64_t{rows} * ks * isa::dtype_bytes(dt));
+}
+
 void populate_layout_lowerings(LoweringTable& table) {
   table.add(OpKind::transpose, lower_transpose);
   table.add(OpKind::reshape, lower_view);

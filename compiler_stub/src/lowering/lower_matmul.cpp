@@ -19,7 +19,7 @@ int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow) {
   const int64_t out_cols =
       narrow ? std::min(moving_cols(ctx), view_of(n.type).cols) : view_of(n.type).cols;
   const int64_t a_bytes =
-      ctx.on_chip(n.inputs[0])
+      ctx.on_chip(n.inputs[0]) || (!narrow && stationary_route(ctx, n) != TransposeRoute::array)
           ? 0
           : (narrow ? SbufAllocator::aligned(ctx.tile_rows() * isa::dtype_bytes(a.dtype))
                     : k_bytes);
@@ -65,7 +65,7 @@ int64_t panel_cols(const LoweringContext& ctx, const Node& n) {
   const bool narrow = narrow_matmul(ctx, n);
   const int64_t row_tile = row_tile_bytes(ctx, n, narrow);
   const int64_t a_row =
-      ctx.on_chip(n.inputs[0])
+      ctx.on_chip(n.inputs[0]) || (!narrow && stationary_route(ctx, n) != TransposeRoute::array)
           ? 0
           : SbufAllocator::aligned(
                 (narrow ? ctx.tile_rows() : view_of(ctx.type_of(n.inputs[0])).cols) *
@@ -192,6 +192,13 @@ struct Epilogue {
   Bcast how = Bcast::none;
 };
 
+// A in HBM whose stationaries are loaded transposed by DMA (stationary_route).
+struct HbmStationaries {
+  Slot a;
+  View view;
+  DType dtype = DType::fp32;
+};
+
 // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
 AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
   return LoweringContext::sbuf_ap(s, dt, rows, static_cast<int64_t>(k) * ns, ns);
@@ -202,46 +209,23 @@ AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
 
 // Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
 // (the K chunks; A's columns start at row0 - k_base). A's tiles are transposed through the
-// array into stationary tiles, all of them first; then, per column block of B (one PSUM
-// bank wide), each output tile accumulates its K chunks in a bank and is evacuated to SBUF.
-// A streamed B is loaded a panel at a time, the next panel while the current one is used.
+// array into stationary tiles, all of them first (or, `a_t`, loaded transposed from HBM by
+// DMA, the first panel of a streamed B right after the first tile's); then, per column block of B
+// (one PSUM bank wide), each output tile accumulates its K chunks in a bank and is evacuated to
+// SBUF. A streamed B is loaded a panel at a time, the next panel while the current one is used.
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
                          const Tiles& out, const Narrow* narrow = nullptr,
-                         const Bias* bias = nullptr, const Epilogue* epilogue = nullptr) {
+                         const Bias* bias = nullptr, const Epilogue* epilogue = nullptr,
+                         const HbmStationaries* a_t = nullptr) {
   const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols(ctx);
   const DType dt = b.tiles.dtype;
-  std::vector<std::vector<Slot>> at(ts.size());
-  for (size_t i = 0; i < ts.size(); ++i) {
-    const int64_t t = ts[i];
-    const int32_t rows = a.rows_in(t);
-    for (int64_t k : kc) {
-      const int64_t ks = b.tiles.rows_in(k);
-      const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), static_cast<int32_t>(ks), rows);
-      const int64_t col = b.tiles.row0(k) - k_base;
-      if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
-        const DType adt = narrow->a_dtype;
-        auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
-        if (!piece) return ctx.no_room();
-        const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
-        ctx.copy_rows(true, p,
-                      ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
-        ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
-        ctx.emit_transpose(tp, p);
-        ctx.release(*piece);
-      } else {
-        ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
-      }
-      auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
-      if (!s) return ctx.no_room();
-      at[i].push_back(*s);
-      ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
-    }
-  }
   const View bv{b.tiles.rows, N};
   auto load_panel = [&](int64_t n0) -> std::optional<Slot> {
     const int64_t ns = std::min(nmax, N - n0);
-    auto p = ctx.sbuf_alloc(static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt), "panel");
+    const int64_t bytes = static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt);
+    auto p = ctx.take_kept(bytes);
+    if (!p) p = ctx.sbuf_alloc(bytes, "panel");
     if (!p) return std::nullopt;
     for (size_t k = 0; k < kc.size(); ++k) {
       const int32_t ks = b.tiles.rows_in(kc[k]);
@@ -299,7 +283,46 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     return p;
   };
   std::optional<Slot> panel, next;
-  if (b.streamed && !(panel = load_panel(0))) return ctx.no_room();
+  std::vector<std::vector<Slot>> at(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const int64_t t = ts[i];
+    const int32_t rows = a.rows_in(t);
+    for (int64_t k : kc) {
+      const int64_t ks = b.tiles.rows_in(k);
+      const int64_t col = b.tiles.row0(k) - k_base;
+      if (a_t) {  // A^T straight from HBM, no PSUM or evacuation, into long-free bytes
+        auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at", true);
+        if (!s) return ctx.no_room();
+        load_transposed(ctx, *s, a_t->a, dt, a_t->view, a.row0(t), rows, col,
+                        static_cast<int32_t>(ks));
+        at[i].push_back(*s);
+        // The first panel right after the first row tile's A^T: the multiplies start then.
+        if (b.streamed && !panel && k == kc.back() && !(panel = load_panel(0)))
+          return ctx.no_room();
+        continue;
+      }
+      const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), static_cast<int32_t>(ks), rows);
+      if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
+        const DType adt = narrow->a_dtype;
+        auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
+        if (!piece) return ctx.no_room();
+        const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
+        ctx.copy_rows(true, p,
+                      ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
+        ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
+        ctx.emit_transpose(tp, p);
+        ctx.release(*piece);
+      } else {
+        ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
+      }
+      auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
+      if (!s) return ctx.no_room();
+      at[i].push_back(*s);
+      ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+    }
+  }
+  if (a_t) ctx.release_held();  // the previous window's A^T, now that this one's is placed
+  if (b.streamed && !panel && !(panel = load_panel(0))) return ctx.no_room();
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
     if (ctx.too_large()) return ctx.too_large_error();
@@ -356,12 +379,16 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     if (b.streamed && b.transposed && n0 + nmax < N && !(next = load_panel(n0 + nmax)))
       return ctx.no_room();
     if (b.streamed) {
-      ctx.release(*panel);
+      // The last but one panel's bytes take the next window's first panel: its readers are
+      // done a panel earlier than the last one's, so that load overlaps the last panel.
+      const bool keep = a_t && ctx.in_window() && n0 + nmax < N && n0 + 2 * nmax >= N;
+      keep ? ctx.keep_for_next(*panel, static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt))
+           : ctx.release(*panel);
       panel = next;
     }
   }
   for (const auto& row : at) {
-    for (Slot s : row) ctx.release(s);
+    for (Slot s : row) a_t&& ctx.in_window() ? ctx.release_later(s) : ctx.release(s);
   }
   return std::nullopt;
 }
@@ -374,7 +401,13 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const int64_t block_cols = streams_b(ctx, n) ? panel_cols(ctx, n) : 0;
   Narrow nw;
   std::optional<Tiles> a;
-  if (narrow && !ctx.on_chip(aid)) {
+  std::optional<HbmStationaries> a_t;
+  if (!narrow && stationary_route(ctx, n) != TransposeRoute::array) {
+    if (!ctx.ensure_hbm(aid)) return ctx.no_room();
+    const TensorType& at = ctx.type_of(aid);
+    a_t = HbmStationaries{ctx.hbm_tensor(aid, isa::TensorRole::input), view_of(at), at.dtype};
+    a = ctx.tiling(a_t->view.rows, a_t->view.cols, at.dtype, run_of(at), aid);
+  } else if (narrow && !ctx.on_chip(aid)) {
     // Too wide for a row tile: A stays in HBM (a view is materialised), read by K chunks.
     if (!ctx.ensure_hbm(aid)) return ctx.no_room();
     const TensorType& at = ctx.type_of(aid);
@@ -469,7 +502,7 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   }
   auto out = ctx.output_tiles(n, &*a);
   if (!out) return ctx.no_room();
-  return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused, epilogue);
+  return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused, epilogue, a_t ? &*a_t : nullptr);
 }
 
 // batch_matmul with B streamed: for A's batches in order, B's entries are loaded a chunk at a

@@ -409,6 +409,23 @@ void LoweringContext::release(const Tiles& t) {
   for (Slot s : t.tiles) m_sbuf.release(s);
 }
 
+void LoweringContext::release_held() {
+  for (Slot s : m_held) m_sbuf.release(s);
+  m_held.clear();
+  for (const auto& k : m_kept) m_sbuf.release(k.first);
+  m_kept.clear();
+}
+
+std::optional<Slot> LoweringContext::take_kept(int64_t bytes) {
+  for (auto it = m_kept.begin(); it != m_kept.end(); ++it) {
+    if (it->second != bytes) continue;
+    const Slot s = it->first;
+    m_kept.erase(it);
+    return s;
+  }
+  return std::nullopt;
+}
+
 // ---- access patterns ----
 AccessPattern LoweringContext::sbuf_ap(Slot s, DType dt, int32_t parts, int64_t offset,
                                        int64_t cols) {

@@ -189,8 +189,19 @@ class LoweringContext {
   bool ensure_hbm(int32_t id);
   void release(const Tiles& t);
   void release(Slot s) { m_sbuf.release(s); }
-  // SBUF for `bytes` per partition, spilling other values when full (spilling.cpp).
-  std::optional<Slot> sbuf_alloc(int64_t bytes, const std::string& hint);
+  // Slots freed only after the next window's have been allocated (release_held): a window's
+  // DMA-loaded stationaries then land in other bytes, so they load while the previous window
+  // still multiplies instead of waiting for its last reader.
+  void release_later(Slot s) { m_held.push_back(s); }
+  // A slot of `bytes` kept whole for the next window's same-sized buffer (take_kept), which then
+  // waits only for this one's readers; release_held frees one that was never taken.
+  void keep_for_next(Slot s, int64_t bytes) { m_kept.emplace_back(s, bytes); }
+  std::optional<Slot> take_kept(int64_t bytes);
+  void release_held();
+  // SBUF for `bytes` per partition, spilling other values when full (spilling.cpp). In a row
+  // window, the bytes never used, then the lowest address, unless `oldest_first` (the bytes
+  // freed longest ago, as outside windows: for a load that should not wait on recent readers).
+  std::optional<Slot> sbuf_alloc(int64_t bytes, const std::string& hint, bool oldest_first = false);
 
   // ---- row windows (row_windows.cpp) ----
   // Whether `n` is too large for SBUF and runs a window of row tiles at a time.
@@ -237,6 +248,10 @@ class LoweringContext {
   // waiting for a result never holds up the weight prefetch queued behind it.
   int next_load_queue() { return least_loaded(m_load_queues); }
   int next_store_queue() { return least_loaded(m_store_queues); }
+  // A queue beside the input prefetch queues (the dependent loads'): a plan input loaded for a
+  // later phase (the next window's stationaries) shares the engines with the prefetch behind
+  // it instead of queueing in front of it.
+  int next_side_load_queue() { return least_loaded(m_dependent_load_queues); }
   // A row-block copy between a tile and HBM, split by columns over several queues when it is
   // large, so one big transfer is not serialised on one DMA engine.
   void copy_rows(bool load, AccessPattern dst, AccessPattern src);
@@ -355,6 +370,8 @@ class LoweringContext {
     int64_t c0 = 0, cols = 0;   // columns [c0, c0 + cols) of them (cols 0: all columns)
   };
   std::optional<Window> m_window;
+  std::vector<Slot> m_held;                      // release_later
+  std::vector<std::pair<Slot, int64_t>> m_kept;  // keep_for_next
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
   int64_t m_emitted = 0;  // instructions
@@ -373,6 +390,30 @@ int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
 // Bytes per partition of one row tile's A^T stationaries (a buffer per K chunk).
 int64_t stationary_bytes(const LoweringContext& ctx, const Node& n);
 int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
+// Where a transpose runs (lower_layout.cpp): through the array (PSUM, then an evacuation), by
+// the DMA engines' hardware transpose of 2-byte elements, or by a DMA reading the source
+// element by element.
+enum class TransposeRoute { array, dma_transpose, strided_dma };
+const char* name_of(TransposeRoute r);
+// Modelled time (ns) one row tile's transpose adds to each resource, and what the op already
+// puts on them per row tile: the route costs max over resources of base + added.
+struct ResourceNs {
+  double tensor = 0, lanes = 0, dma = 0;
+  double bound() const;
+};
+// The cheapest route for [rows x cols] of `dt` read from HBM, transposed into chunks of
+// `chunk` source columns, beside an op whose own work per row tile is `base`
+// (isa::CostHints, arch.dma.hardware_transpose). The array wins ties.
+TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int64_t cols, DType dt,
+                                  int64_t chunk, const ResourceNs& base);
+// How a matmul gets A^T, its stationaries: the array transposes A's row tiles (loaded first),
+// unless A is a tensor in HBM and a DMA route is modelled cheaper: then each stationary is
+// loaded transposed and A's row tiles are never loaded.
+TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n);
+// The DMA that loads rows [row0, row0 + rows) x columns [col0, col0 + ks) of the [view] matrix
+// in HBM tensor `src` transposed into `dst` (ks partitions x rows).
+void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,
+                     int64_t row0, int32_t rows, int64_t col0, int32_t ks);
 // Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
 int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
 // y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)

@@ -68,6 +68,10 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
     const int32_t in = n.inputs[k];
     const bool aligned = row_aligned(n, k);
     if (m_tiles.count(in) && aligned) continue;  // resident: nothing new per tile
+    // A matmul's A loaded as transposed stationaries: only A^T (below) per tile.
+    if (aligned && rule == RowWindow::matmul && k == 0 && !narrow_matmul(*this, n) &&
+        stationary_route(*this, n) != TransposeRoute::array)
+      continue;
     if (aligned) {
       per_tile += value_bytes_per_tile(in);
     } else if (rule == RowWindow::batch_matmul && k == 1 && bmm_chunk_entries(*this, n)) {
@@ -110,6 +114,9 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
         break;
       }
       per_tile += stationary_bytes(*this, n);  // A^T stationaries
+      // Loaded by DMA, the next window's A^T loads beside this window's (release_later).
+      if (rule == RowWindow::matmul && stationary_route(*this, n) != TransposeRoute::array)
+        per_tile += stationary_bytes(*this, n);
       if (rule == RowWindow::matmul && streams_b(*this, n)) {
         const int64_t width = panel_cols(*this, n);
         const int64_t blocks = (view_of(type_of(n.inputs[1])).cols + width - 1) / width;
@@ -273,6 +280,7 @@ LowerResult LoweringContext::lower_in_windows(const Node& n, const LowerFn& lowe
       }
     }
   m_window.reset();
+  release_held();
   for (const auto& [id, full] : resident) m_tiles[id] = full;
   if (role == isa::TensorRole::scratch) ++m_spills;
   return std::nullopt;

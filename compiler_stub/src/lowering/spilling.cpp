@@ -8,11 +8,12 @@
 
 namespace wallsim::compiler_stub::lowering {
 
-std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string& hint) {
+std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string& hint,
+                                                bool oldest_first) {
   for (;;) {
     // Row windows cycle through most of SBUF: taking the oldest-freed bytes there makes each
-    // window's loads wait for the previous window's stores.
-    if (auto s = m_sbuf.alloc(bytes, hint, !m_window)) return s;
+    // window's loads wait for the previous window's stores (unless the caller knows better).
+    if (auto s = m_sbuf.alloc(bytes, hint, !m_window || oldest_first)) return s;
     if (!spill_one()) return std::nullopt;
   }
 }

@@ -36,6 +36,23 @@ struct LaneEngineSpec {
 struct DmaSpec {
   int32_t engines = 16;
   int32_t queues_max = 64;  // DMA instruction streams one plan may declare
+  // The DMA engines transpose 2-byte elements in hardware (a copy whose source is read element
+  // by element). Off by default, unlike the rest of these trn2 defaults: a compiler emits DMA
+  // transposes only for a chip whose config says it has them (configs/trn2.json does).
+  bool hardware_transpose = false;
+};
+
+// What the compiler's cost model (choosing where a transpose runs) knows of the chip's speeds.
+// Not config keys: derived from the config's `timing` section when it is loaded
+// (runtime::config_from_json); the defaults are trn2's.
+struct CostHints {
+  double tensor_freq_mhz = 2400.0;          // timing.tensor.freq_mhz
+  int64_t moving_min_cycles = 64;           // timing.tensor.moving_min_cycles
+  double vector_elements_per_ns = 0.96;     // timing.vector: freq x elements per cycle
+  int64_t vector_fixed_ns = 104;            // timing.vector.fixed_overhead_cycles / freq
+  double dma_gb_per_s = 28.99;              // timing.dma.bandwidth_gb_per_s, per engine
+  int64_t dma_chunk_overhead_bytes = 512;   // timing.dma.chunk_overhead_bytes
+  int64_t dma_transpose_chunk_bytes = 256;  // timing.dma.transpose_chunk_bytes
 };
 
 struct HbmSpec {
@@ -68,6 +85,7 @@ struct ArchSpec {
   DmaSpec dma;
   HbmSpec hbm;
   AccessRules access;
+  CostHints costs;  // derived from timing, not read from `arch`
 
   bool may_read(Engine e, MemSpace s) const;
   bool may_write(Engine e, MemSpace s) const;
@@ -111,6 +129,9 @@ template <class V>
 void describe(V& v, DmaSpec& s) {
   v.field("engines", s.engines, {1, 256}, "", "DMA engines serving the core");
   v.field("queues_max", s.queues_max, {1, 4096}, "", "DMA queues one plan may declare");
+  v.field("hardware_transpose", s.hardware_transpose,
+          "the DMA engines transpose 2-byte elements in hardware, so the compiler may load a "
+          "transposed operand by DMA (needs timing.dma.transpose_chunk_bytes > 0)");
 }
 template <class V>
 void describe(V& v, HbmSpec& s) {

@@ -66,4 +66,7 @@ void describe(V& v, TimingConfig& t) {
 // Cross-field consistency of the whole chip; throws base::InputError with the JSON path.
 void check_consistency(const ChipConfig& chip);
 
+// The speeds the compiler's cost model needs (isa::CostHints), taken from the timing section.
+isa::CostHints cost_hints(const TimingConfig& t);
+
 }  // namespace wallsim::sim
