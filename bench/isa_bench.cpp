@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include "wallsim/isa/plan_io.h"
+#include "wallsim/isa/plan_pack.h"
 #include "wallsim/isa/verifier.h"
 
 namespace wallsim::isa {
@@ -60,6 +61,30 @@ void BM_ParsePlanJson(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
 }
 BENCHMARK(BM_ParsePlanJson)->Arg(1 << 12);
+
+// Issue 23p: a dropped plan body is packed, and unpacked on its next hit (compile_cache.h);
+// the counters give the packed bytes per instruction against sizeof(Instruction).
+void BM_PackPlan(benchmark::State& state) {
+  Plan p = make_plan(static_cast<int>(state.range(0)));
+  int64_t bytes = 0;
+  for (auto _ : state) {
+    PackedPlan pk(p);
+    bytes = pk.instruction_bytes();
+    benchmark::DoNotOptimize(bytes);
+  }
+  state.SetItemsProcessed(state.iterations() * p.instruction_count());
+  state.counters["packed_bytes_per_instruction"] =
+      static_cast<double>(bytes) / static_cast<double>(p.instruction_count());
+  state.counters["instruction_bytes"] = sizeof(Instruction);
+}
+BENCHMARK(BM_PackPlan)->Arg(1 << 14);
+
+void BM_UnpackPlan(benchmark::State& state) {
+  const PackedPlan pk(make_plan(static_cast<int>(state.range(0))));
+  for (auto _ : state) benchmark::DoNotOptimize(pk.unpack());
+  state.SetItemsProcessed(state.iterations() * pk.instruction_count());
+}
+BENCHMARK(BM_UnpackPlan)->Arg(1 << 14);
 
 // Issue 20, defect 20: reading was quadratic in declared semaphores and tensors (40k: 3.6 s /
 // 4.6 s). A plan declaring n of each; the complexity fit must come out O(n).

@@ -124,19 +124,19 @@ AccessHistory& PlanBuilder::access(const isa::AccessPattern& ap) {
 
 void PlanBuilder::depend(const Ref& consumer, const Ref& producer) {
   if (consumer.stream == producer.stream) return;  // in-order issue within a stream
-  auto& need = m_deps[consumer.stream][consumer.index];
-  for (auto& [stream, index] : need) {
-    if (stream == producer.stream) {
-      index = std::max(index, producer.index);
+  auto& need = m_need;  // the consumer is always the instruction being emitted
+  for (isa::SemWait& w : need) {
+    if (w.sem == producer.stream) {
+      w.value = std::max(w.value, producer.index);
       return;
     }
   }
-  need.emplace_back(producer.stream, producer.index);
+  need.push_back({producer.stream, producer.index});
 }
 
 void PlanBuilder::emit(int key, isa::Instruction in) {
   const Ref me{key, m_counts[key]++};
-  m_deps[key].emplace_back();
+  m_need.clear();
   const isa::OpcodeInfo& oi = isa::info(in.op);
   struct Access {
     const isa::AccessPattern* ap;
@@ -194,6 +194,9 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
     a.writes.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi});
     if (a.writes.size() > kMaxEntries) collapse(a.writes);
   }
+  Deps& deps = m_deps[key];
+  deps.waits.insert(deps.waits.end(), m_need.begin(), m_need.end());
+  deps.end.push_back(static_cast<int64_t>(deps.waits.size()));
   auto& chunks = m_chunks[key];
   if (chunks.empty() || chunks.back().size() == kChunk) {
     chunks.emplace_back();
@@ -216,9 +219,7 @@ isa::Plan PlanBuilder::build() {
   // Sorted and unique: an instruction's signal count is its rank among its stream's producers.
   std::vector<std::vector<int64_t>> producers(n);
   for (size_t s = 0; s < n; ++s) {
-    for (const auto& need : m_deps[s]) {
-      for (const auto& [ps, pi] : need) producers[ps].push_back(pi);
-    }
+    for (const isa::SemWait& w : m_deps[s].waits) producers[w.sem].push_back(w.value);
   }
   std::vector<int32_t> sem(n, -1);
   for (size_t s = 0; s < n; ++s) {
@@ -232,13 +233,22 @@ isa::Plan PlanBuilder::build() {
   }
   for (size_t s = 0; s < n; ++s) {
     auto& instrs = m_plan.streams[s].instructions;
+    Deps& deps = m_deps[s];
     for (size_t i = 0; i < instrs.size(); ++i) {
-      for (const auto& [ps, pi] : m_deps[s][i]) {
-        const auto& p = producers[ps];
-        const int64_t count = std::lower_bound(p.begin(), p.end(), pi) - p.begin() + 1;
-        instrs[i].waits.push_back({sem[ps], count});
+      const auto b = deps.waits.begin() + (i ? deps.end[i - 1] : 0);
+      const auto e = deps.waits.begin() + deps.end[i];
+      if (b == e) continue;
+      for (auto w = b; w != e; ++w) {
+        const auto& p = producers[w->sem];
+        const int64_t count = std::lower_bound(p.begin(), p.end(), w->value) - p.begin() + 1;
+        *w = {sem[w->sem], count};
       }
+      // Allocated at its exact size: the plan keeps every list for as long as it is cached.
+      auto& waits = instrs[i].waits;
+      waits.insert(waits.end(), b, e);
     }
+    std::vector<isa::SemWait>().swap(deps.waits);
+    std::vector<int64_t>().swap(deps.end);
   }
   return std::move(m_plan);
 }

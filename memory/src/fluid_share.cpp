@@ -150,6 +150,11 @@ void FluidShare::progress(Ps now) {
 }
 
 void FluidShare::recompute_rates() {
+  // Per resource, its active transfers in id order (the order every round freezes them in), and
+  // the resources that carry any, in index order (the order ties are broken in): each round then
+  // visits only the most constrained resource's transfers. The arithmetic and its order are
+  // those of a scan over every transfer, so the rates are bit for bit the same.
+  if (m_users.size() < m_resources.size()) m_users.resize(m_resources.size());
   for (Resource& r : m_resources) {
     ++m_work;
     r.free = r.capacity;
@@ -157,40 +162,47 @@ void FluidShare::recompute_rates() {
     r.demand = 0.0;
     r.allocated = 0.0;
   }
-  for (Transfer& t : m_active) {
+  for (auto& u : m_users) u.clear();
+  for (size_t i = 0; i < m_active.size(); ++i) {
+    Transfer& t = m_active[i];
     t.frozen = false;
     for (const ResourceUse& u : t.uses) {
       Resource& res = m_resources[u.resource];
       ++res.unfrozen;
       res.demand += u.weight;
+      m_users[u.resource].push_back(static_cast<int32_t>(i));
     }
   }
-  std::vector<double> new_rate(m_active.size(), 0.0);
+  m_live.clear();
+  for (size_t r = 0; r < m_resources.size(); ++r) {
+    if (m_resources[r].unfrozen > 0) m_live.push_back(static_cast<int32_t>(r));
+  }
+  m_new_rate.assign(m_active.size(), 0.0);
   size_t left = m_active.size();
   while (left > 0) {
     // The most constrained resource: the smallest equal share among its unfrozen transfers.
     int best = -1;
     double best_share = std::numeric_limits<double>::infinity();
-    for (size_t r = 0; r < m_resources.size(); ++r) {
+    size_t kept = 0;
+    for (int32_t r : m_live) {
       ++m_work;
       const Resource& res = m_resources[r];
       if (res.unfrozen == 0) continue;
+      m_live[kept++] = r;
       const double share = std::max(0.0, res.free) / res.demand;
       if (share < best_share) {
         best_share = share;
-        best = static_cast<int>(r);
+        best = r;
       }
     }
+    m_live.resize(kept);
     if (best < 0) break;  // unreachable: every unfrozen transfer holds a resource
-    for (size_t i = 0; i < m_active.size(); ++i) {
+    for (int32_t i : m_users[best]) {
       ++m_work;
       Transfer& t = m_active[i];
-      if (t.frozen || std::none_of(t.uses.begin(), t.uses.end(),
-                                   [best](const ResourceUse& u) { return u.resource == best; })) {
-        continue;
-      }
+      if (t.frozen) continue;
       t.frozen = true;
-      new_rate[i] = best_share;
+      m_new_rate[i] = best_share;
       --left;
       for (const ResourceUse& u : t.uses) {
         Resource& res = m_resources[u.resource];
@@ -205,8 +217,8 @@ void FluidShare::recompute_rates() {
   for (size_t i = 0; i < m_active.size(); ++i) {
     Transfer& t = m_active[i];
     // An unchanged rate keeps its finish time, so that other transfers' events never move it.
-    if (new_rate[i] != t.rate) {
-      t.rate = new_rate[i];
+    if (m_new_rate[i] != t.rate) {
+      t.rate = m_new_rate[i];
       t.finish = finish_time(t);
     }
     m_next_active_finish = std::min(m_next_active_finish, t.finish);

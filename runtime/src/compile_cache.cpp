@@ -29,28 +29,62 @@ int64_t CompileCache::insert(uint64_t hash, const std::shared_ptr<CompiledPlan>&
     auto victim = m_lru.front();
     m_index.erase(victim.first);
     m_lru.pop_front();
-    drop_body(*victim.second);  // a launch still running holds its own reference
+    drop_body(*victim.second, false);  // a launch still running holds its own reference
+    if (victim.second->m_packed) {
+      m_packed_bytes -= victim.second->m_packed->bytes();
+      victim.second->m_packed.reset();
+    }
     ++evicted;
   }
   return evicted;
 }
 
+namespace {
+
+// The host memory a plan body holds: its instruction arrays and each instruction's semaphore
+// lists (with the allocator's 16 bytes per block), its buffers' and nodes' declarations.
+int64_t plan_body_bytes(const isa::Plan& plan) {
+  auto block = [](size_t bytes) { return bytes ? static_cast<int64_t>(bytes) + 16 : 0; };
+  int64_t bytes = sizeof(isa::Plan);
+  for (const isa::Stream& s : plan.streams) {
+    bytes += sizeof(isa::Stream) + block(s.instructions.capacity() * sizeof(isa::Instruction));
+    for (const isa::Instruction& in : s.instructions) {
+      bytes += block(in.waits.capacity() * sizeof(isa::SemWait)) +
+               block(in.signals.capacity() * sizeof(isa::SemSignal));
+    }
+  }
+  bytes += static_cast<int64_t>(plan.buffers.size() * sizeof(isa::BufferDecl) +
+                                plan.nodes.size() * sizeof(isa::NodeInfo) +
+                                plan.tensors.size() * sizeof(isa::TensorDecl));
+  return bytes;
+}
+
+}  // namespace
+
 void CompileCache::hold_body(const std::shared_ptr<CompiledPlan>& c) {
   if (c->m_body_at) {
     m_bodies.splice(m_bodies.end(), m_bodies, *c->m_body_at);
   } else {
-    c->m_body_bytes =
-        static_cast<int64_t>(sizeof(isa::Plan)) +
-        c->plan->instruction_count() * static_cast<int64_t>(sizeof(isa::Instruction)) +
-        static_cast<int64_t>(c->plan->buffers.size() * sizeof(isa::BufferDecl));
+    c->m_body_bytes = plan_body_bytes(*c->plan);
     c->m_body_at = m_bodies.insert(m_bodies.end(), c);
     m_body_bytes += c->m_body_bytes;
   }
-  while (m_body_bytes > m_body_budget && m_bodies.size() > 1) drop_body(*m_bodies.front());
+  while (m_body_bytes > m_body_budget && m_bodies.size() > 1) drop_body(*m_bodies.front(), true);
 }
 
-void CompileCache::drop_body(CompiledPlan& c) {
+bool CompileCache::restore(CompiledPlan& c) {
+  if (c.plan) return true;
+  if (!c.m_packed) return false;
+  c.plan = std::make_shared<const isa::Plan>(c.m_packed->unpack());
+  return true;
+}
+
+void CompileCache::drop_body(CompiledPlan& c, bool keep) {
   if (!c.m_body_at) return;
+  if (keep && !c.m_packed) {
+    c.m_packed = std::make_shared<const isa::PackedPlan>(*c.plan);
+    m_packed_bytes += c.m_packed->bytes();
+  }
   m_bodies.erase(*c.m_body_at);
   c.m_body_at.reset();
   m_body_bytes -= c.m_body_bytes;

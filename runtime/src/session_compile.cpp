@@ -43,12 +43,15 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* fai
   if (std::shared_ptr<CompiledPlan> c = m_cache.find(sig.hash)) {
     if (counted) record().counts.cache_hits++;
     if (counted && entry != m_entry_of.end()) m_entries[entry->second].hits++;
-    if (!c->plan) {  // the body was dropped: rebuilt (the same plan), at no modelled cost
-      auto again = compiler_stub::compile_graph(
-          sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_config.compiler);
-      auto& cg = std::get<compiler_stub::CompiledGraph>(again);
-      m_compiler_seconds += cg.compile_wall_seconds;
-      c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
+    // The body was dropped: unpacked, or else rebuilt (the same plan), at no modelled cost.
+    if (!c->plan) {
+      if (!m_cache.restore(*c)) {
+        auto again = compiler_stub::compile_graph(
+            sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_config.compiler);
+        auto& cg = std::get<compiler_stub::CompiledGraph>(again);
+        m_compiler_seconds += cg.compile_wall_seconds;
+        c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
+      }
       ++m_bodies_rebuilt;
     }
     m_cache.hold_body(c);

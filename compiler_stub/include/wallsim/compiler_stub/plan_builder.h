@@ -85,10 +85,17 @@ class PlanBuilder {
   isa::Plan m_plan;
   std::map<isa::Engine, int> m_compute_streams;
   std::map<std::pair<int, int32_t>, AccessHistory> m_access;  // (space class, index)
-  // consumer (stream, index) -> for each producer stream, the latest producer index needed
-  // Per stream, per instruction: (producer stream, latest producer index) it waits for; a few
-  // entries at most, so a flat list.
-  std::vector<std::vector<std::vector<std::pair<int, int64_t>>>> m_deps;
+  // Per stream, every instruction's waits, flat: for each producer stream, the latest producer
+  // index it waits for, as a SemWait holding (producer stream, producer index) until build()
+  // turns it into (semaphore, count) and copies it into the instruction. `end[i]`: the end of
+  // instruction i's entries. An instruction's list is complete once emit() returns (only the
+  // instruction being emitted gains dependencies), so it is gathered in m_need first.
+  struct Deps {
+    std::vector<isa::SemWait> waits;
+    std::vector<int64_t> end;
+  };
+  std::vector<Deps> m_deps;
+  std::vector<isa::SemWait> m_need;  // the instruction being emitted; one entry per stream
   // Per stream, the emitted instructions in fixed-size chunks, moved into the plan once at
   // build(): a growing array of instructions would copy (and page-fault) each one repeatedly.
   std::vector<std::vector<std::vector<isa::Instruction>>> m_chunks;

@@ -86,6 +86,10 @@ class FluidShare final : public BandwidthShare {
   Ps m_next_active_finish = INT64_MAX;
   uint64_t m_next_id = 0;
   uint64_t m_work = 0;
+  // recompute_rates()' scratch, kept to avoid allocating on every start and finish.
+  std::vector<std::vector<int32_t>> m_users;  // per resource: active transfers' indices
+  std::vector<int32_t> m_live;                // resources with unfrozen transfers
+  std::vector<double> m_new_rate;             // per active transfer
 };
 
 }  // namespace wallsim::memory

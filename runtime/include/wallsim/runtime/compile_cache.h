@@ -15,6 +15,7 @@
 #include "wallsim/compiler_stub/lower.h"
 #include "wallsim/isa/arch_spec.h"
 #include "wallsim/isa/plan.h"
+#include "wallsim/isa/plan_pack.h"
 
 namespace wallsim::runtime {
 
@@ -32,7 +33,7 @@ struct PlanBinding {
 // A compiled group: its plan and how the plan's tensors bind to device tensors.
 struct CompiledPlan {
   // The plan body: null while dropped to bound the simulator's memory (the modelled cache entry
-  // stays; a hit rebuilds the body).
+  // stays, with the body packed; a hit unpacks it, CompileCache::restore).
   std::shared_ptr<const isa::Plan> plan;
   compiler_stub::LowerStats stats;
   int64_t nodes = 0;
@@ -43,6 +44,7 @@ struct CompiledPlan {
   friend class CompileCache;
   int64_t m_body_bytes = 0;
   std::optional<std::list<std::shared_ptr<CompiledPlan>>::iterator> m_body_at;
+  std::shared_ptr<const isa::PackedPlan> m_packed;  // made when the body is first dropped
 };
 
 class CompileCache {
@@ -57,8 +59,12 @@ class CompileCache {
   std::shared_ptr<CompiledPlan> find(uint64_t hash);
   // Caches `c` as the most recently used; returns how many plans were evicted to make room.
   int64_t insert(uint64_t hash, const std::shared_ptr<CompiledPlan>& c);
-  // Keeps `c`'s body (most recently used), dropping the oldest bodies over the budget.
+  // Keeps `c`'s body (most recently used), dropping the oldest bodies over the budget: a
+  // dropped body is kept packed (isa::PackedPlan, a fifth to a tenth of its size).
   void hold_body(const std::shared_ptr<CompiledPlan>& c);
+  // Unpacks a dropped body of a cached plan; false when it has none packed (the caller
+  // compiles the group again).
+  bool restore(CompiledPlan& c);
 
   // Failed signatures fail again without a compile.
   void remember_failure(uint64_t hash, std::string error) {
@@ -72,9 +78,11 @@ class CompileCache {
 
   int64_t size() const { return static_cast<int64_t>(m_lru.size()); }
   int64_t body_bytes() const { return m_body_bytes; }
+  int64_t packed_bytes() const { return m_packed_bytes; }
 
  private:
-  void drop_body(CompiledPlan& c);
+  // Drops `c`'s body; packs it first when `keep` (the entry stays cached).
+  void drop_body(CompiledPlan& c, bool keep);
 
   int64_t m_capacity;
   int64_t m_body_budget;
@@ -84,6 +92,7 @@ class CompileCache {
   std::unordered_map<uint64_t, std::string> m_failed;        // failed signature -> its error
   std::list<std::shared_ptr<CompiledPlan>> m_bodies;         // least recent first
   int64_t m_body_bytes = 0;
+  int64_t m_packed_bytes = 0;
 };
 
 // Plans kept across runs in a directory, one file per signature. Empty directory: none.
