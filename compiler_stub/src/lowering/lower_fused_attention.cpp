@@ -14,6 +14,21 @@ namespace {
 // The additive mask value of a masked score: -2^30, exact in bf16, so exp() of it is 0.
 constexpr double kMasked = -1073741824.0;
 
+// `cols` elements from `off` on partitions [p0, p0 + parts) of SBUF buffer `s`.
+AccessPattern ap(Slot s, DType dt, int32_t parts, int64_t off, int64_t cols, int32_t p0 = 0) {
+  AccessPattern a = LoweringContext::sbuf_ap(s, dt, parts, off, cols);
+  a.partition_start = p0;
+  return a;
+}
+// [parts x groups x width] with a group stride (0: the same block for every group).
+AccessPattern blocks(AccessPattern a, int64_t groups, int64_t gstride, int64_t width,
+                     int64_t stride = 1) {
+  a.num_free = 2;
+  a.free[0] = {groups, gstride};
+  a.free[1] = {width, stride};
+  return a;
+}
+
 // attention(q [Lq, D], k [Lk, D], v [Lk, D], mask?): per group of G heads (as many as one PSUM
 // bank holds side by side), per sequence, per query tile i (T rows) and key tile j (T keys), a
 // step in three stages:
@@ -255,20 +270,6 @@ class FusedAttention {
 
   std::optional<Slot> alloc(int64_t elems, DType dt, const char* hint) {
     return m_ctx.sbuf_alloc(elems * isa::dtype_bytes(dt), hint);
-  }
-  AccessPattern ap(Slot s, DType dt, int32_t parts, int64_t off, int64_t cols,
-                   int32_t p0 = 0) const {
-    AccessPattern a = LoweringContext::sbuf_ap(s, dt, parts, off, cols);
-    a.partition_start = p0;
-    return a;
-  }
-  // [parts x groups x width] with a group stride (0: the same block for every group).
-  static AccessPattern blocks(AccessPattern a, int64_t groups, int64_t gstride, int64_t width,
-                              int64_t stride = 1) {
-    a.num_free = 2;
-    a.free[0] = {groups, gstride};
-    a.free[1] = {width, stride};
-    return a;
   }
   void vector_op(Opcode op, const AccessPattern& dst, double value, double pstep, double step) {
     Instruction in = LoweringContext::vec(op, dst);
@@ -1022,19 +1023,6 @@ class DecodeAttention {
  private:
   std::optional<Slot> alloc(int64_t elems, DType dt, const char* hint) {
     return m_ctx.sbuf_alloc(elems * isa::dtype_bytes(dt), hint);
-  }
-  static AccessPattern ap(Slot s, DType dt, int32_t parts, int64_t off, int64_t cols,
-                          int32_t p0 = 0) {
-    AccessPattern a = LoweringContext::sbuf_ap(s, dt, parts, off, cols);
-    a.partition_start = p0;
-    return a;
-  }
-  static AccessPattern blocks(AccessPattern a, int64_t groups, int64_t gstride, int64_t width,
-                              int64_t stride = 1) {
-    a.num_free = 2;
-    a.free[0] = {groups, gstride};
-    a.free[1] = {width, stride};
-    return a;
   }
   void vector_op(Opcode op, const AccessPattern& dst, double value) {
     Instruction in = LoweringContext::vec(op, dst);
