@@ -222,6 +222,7 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
       return ctx.no_room();
     }
     ctx.release_dead(static_cast<int>(i));
+    ctx.prefetch_weights(static_cast<int>(i));
   }
   Lowered out;
   out.stats = ctx.stats();

@@ -146,6 +146,26 @@ TEST(FusedAttentionOnChip, KeysTransposedPerStepAndOutputStreamedMatchReferenceO
   EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole).max_error, 1e-4);
 }
 
+// Decode attention (one query row over a KV cache): the heads on partitions, one [H, keys]
+// score tile. Keys that are and are not a tile multiple, a dense bias row, 2 heads per row tile
+// of the array (trn2's 64-wide heads) and heads narrower than the alignment's share.
+TEST(DecodeAttentionOnChip, OneQueryRowMatchesReferenceOnTrn2AtATileMultiple) {
+  EXPECT_LT(run("fp32", 1, 256, 768, 12, "", "", "trn2").max_error, 1e-4);
+}
+TEST(DecodeAttentionOnChip, OneQueryRowWithABiasMatchesReferenceOnTrn2OffTheTile) {
+  EXPECT_LT(run("fp32", 1, 200, 256, 4, "", "bias", "trn2").max_error, 1e-4);
+}
+TEST(DecodeAttentionOnChip, OneQueryRowOverManyKeysMatchesReferenceOnTrn2InBf16) {
+  // 700 keys: two score banks of 512 and 188 keys, six key tiles.
+  EXPECT_LT(run("bf16", 1, 700, 768, 12, "", "bias", "trn2").max_error, 3e-2);
+}
+TEST(DecodeAttentionOnChip, OneQueryRowWithABiasMatchesReferenceOnTinyOffTheTile) {
+  EXPECT_LT(run("fp32", 1, 45, 64, 2, "", "bias", "tiny").max_error, 1e-4);
+}
+TEST(DecodeAttentionOnChip, OneQueryRowMatchesReferenceOnTinyAtATileMultiple) {
+  EXPECT_LT(run("fp32", 1, 64, 128, 4, "", "", "tiny").max_error, 1e-4);
+}
+
 // Attention spelt out in ops (fuse_attention.cpp): recognised (the plan has the fused op, or
 // not when `fused` is false) and, on the chip, equal to the reference of the unfused graph.
 Outcome run_form(const test::AttentionForm& f, const std::string& config, bool fused = true) {

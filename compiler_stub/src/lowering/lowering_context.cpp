@@ -86,6 +86,7 @@ LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>&
 }
 
 void LoweringContext::index_uses(const std::vector<int32_t>& order) {
+  m_order = order;
   for (size_t i = 0; i < order.size(); ++i) {
     for (int32_t in : m_graph.find(order[i])->inputs) {
       m_last_use[in] = static_cast<int>(i);
@@ -555,7 +556,13 @@ AccessPattern LoweringContext::operand_ap(const Tiles& v, Bcast how, int64_t t, 
 // ---- DMA ----
 void LoweringContext::copy_rows(bool load, AccessPattern dst, AccessPattern src) {
   const std::vector<int>& queues = load ? m_load_queues : m_store_queues;
-  const int64_t split = m_options.dma_split_bytes;
+  // A load of a value the plan writes waits for compute and is waited for (a KV cache after
+  // its update): it is cut finer, over more engines, so that its latency is short.
+  const bool dependent =
+      load && src.space == MemSpace::hbm && m_builder.role(src.buffer) != isa::TensorRole::input;
+  const int64_t split =
+      dependent ? std::min(m_options.dma_dependent_split_bytes, m_options.dma_split_bytes)
+                : m_options.dma_split_bytes;
   const int64_t cols = dst.free[0].size;
   const int64_t bytes = int64_t(dst.partitions) * cols * isa::dtype_bytes(dst.dtype);
   const int64_t want =
@@ -599,6 +606,43 @@ void LoweringContext::copy_rows(bool load, AccessPattern dst, AccessPattern src)
   }
 }
 
+// Weight prefetch. Weight loads wait for nothing but SBUF room, yet a load is emitted when its
+// op is lowered, so in the in-order DMA queues it sits behind the loads of the ops before it,
+// some of which wait for compute (bytes just freed by the op before them). So after each op,
+// the matmul weights (graph inputs loaded whole, their B) of the next ops are loaded now, in
+// order, while they fit beside a reserve of compiler.prefetch_reserve_percent of SBUF kept free
+// for the ops' own values, up to compiler.prefetch_ops ops ahead. Their tiles stay on chip
+// until their matmul, which finds them there; their DMA is counted to that matmul.
+void LoweringContext::prefetch_weights(int position) {
+  if (m_options.prefetch_ops <= 0) return;
+  const int64_t reserve = sbuf_share(m_options.prefetch_reserve_percent);
+  const int last = std::min<int>(static_cast<int>(m_order.size()) - 1,
+                                 position + static_cast<int>(m_options.prefetch_ops));
+  const int32_t current = m_current_node;
+  for (int k = position + 1; k <= last; ++k) {
+    const Node& n = node(m_order[static_cast<size_t>(k)]);
+    if (n.op != OpKind::matmul || n.inputs.size() < 2) continue;
+    const int32_t b = n.inputs[1];
+    const Node& bn = node(b);
+    if (bn.op != OpKind::input || on_chip(b) || is_view(b) || streams_b(*this, n)) continue;
+    // Only where B's load outweighs the matmul: one row tile of A. With more rows the array
+    // works longer than B takes to load, and the room is the row windows'.
+    if (view_of(type_of(n.inputs[0])).rows > m_tile_rows) continue;
+    const View v = view_of(bn.type);
+    const Tiles t = tiling(v.rows, v.cols, bn.type.dtype, run_of(bn.type));
+    const int64_t bytes =
+        t.count() * SbufAllocator::aligned(v.cols * isa::dtype_bytes(bn.type.dtype));
+    if (m_sbuf.free_bytes() - bytes < reserve) break;  // in order: no later weight jumps ahead
+    m_current_node = n.id;
+    m_prefetching = true;
+    const bool ok = tiles_of(b).has_value();
+    m_prefetching = false;
+    m_prefetched = true;
+    m_current_node = current;
+    if (!ok) break;
+  }
+}
+
 int LoweringContext::least_loaded(const std::vector<int>& queues) const {
   int best = queues.front();
   for (int q : queues) {
@@ -630,7 +674,9 @@ void LoweringContext::emit(int stream, Instruction in) {
       in.dst.space != MemSpace::hbm) {
     const bool input = in.src[0].space == MemSpace::hbm &&
                        m_builder.role(in.src[0].buffer) == isa::TensorRole::input;
-    if (!input) stream = least_loaded(m_dependent_load_queues);
+    // With weights prefetched, the prefetch queues hold loads for later ops: an input load
+    // the current op needs now takes a dependent-load queue, not a place behind them.
+    if (!input || (m_prefetched && !m_prefetching)) stream = least_loaded(m_dependent_load_queues);
   }
   if (auto q = m_queue_engine.find(stream); q != m_queue_engine.end()) {
     const int64_t bytes = in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();

@@ -145,6 +145,8 @@ class LoweringContext {
   bool stored_to_hbm(int32_t id) const { return m_in_hbm.count(id) != 0; }
   // Frees the tiles of values with no use after `position`.
   void release_dead(int position);
+  // Loads the weights of the matmuls after `position` ahead of their ops, while SBUF has room.
+  void prefetch_weights(int position);
   // Whether value `id` is read at or after `position` (itself or a view of it).
   bool live_after(int32_t id, int position) const;
   LowerStats stats() const;
@@ -350,6 +352,9 @@ class LoweringContext {
   std::map<int32_t, Tiles> m_tiles;       // values on chip
   std::map<int32_t, Tiles> m_replicated;  // row vectors broadcast to every partition
   std::map<int32_t, int> m_last_use;
+  std::vector<int32_t> m_order;  // the group's nodes in lowering order
+  bool m_prefetching = false;    // loads emitted now are prefetches (prefetch_weights)
+  bool m_prefetched = false;     // the plan has prefetched weights
   std::map<int32_t, std::vector<int>> m_uses;  // value -> positions of its consumers
   std::set<int32_t> m_pinned;                  // values the current op holds: never spilled
   int64_t m_spills = 0;

@@ -14,7 +14,7 @@ std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string
     // Row windows cycle through most of SBUF: taking the oldest-freed bytes there makes each
     // window's loads wait for the previous window's stores (unless the caller knows better).
     if (auto s = m_sbuf.alloc(bytes, hint, !m_window || oldest_first)) return s;
-    if (!spill_one()) return std::nullopt;
+    if (m_prefetching || !spill_one()) return std::nullopt;  // a prefetch never spills
   }
 }
 

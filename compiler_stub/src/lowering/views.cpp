@@ -116,7 +116,11 @@ std::optional<Tiles> LoweringContext::load_view(const ViewDesc& v, DType dtype, 
       AccessPattern d = tile_ap(*tiles, t, 0, wcols);
       d.partition_start = static_cast<int32_t>(r - r0);
       d.partitions = n;
-      dma(next_load_queue(), d, s);
+      if (s.num_free == 1 && s.free[0].stride == 1 && s.partition_stride >= s.free[0].size) {
+        copy_rows(true, d, s);  // whole rows at a row stride: split over the queues
+      } else {
+        dma(next_load_queue(), d, s);
+      }
       r += n;
     }
   }

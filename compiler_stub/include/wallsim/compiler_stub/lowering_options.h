@@ -15,12 +15,15 @@ struct LoweringOptions {
   int64_t load_queues_max = 32;          // DMA queues for loads (two per engine on trn2)
   int64_t store_queues_max = 16;         // DMA queues for stores
   int64_t dma_engines_per_store_queue = 1;
-  int64_t row_window_trigger_percent = 50;  // of SBUF: a larger working set runs in windows
-  int64_t row_window_fill_percent = 75;     // of the SBUF left: what one window may fill
-  int64_t streamed_operand_percent = 25;    // of SBUF: a larger matmul B streams in parts
-  int64_t panel_pair_percent = 50;          // of SBUF: two panels of a streamed B at most
-  int64_t attention_pipeline_percent = 50;  // of SBUF: 3 sequences in flight if they fit
-  int64_t max_plan_instructions = 4000000;  // a plan needing more is a compile error
+  int64_t dma_dependent_split_bytes = 32 * 1024;  // a load that waits for compute is split finer
+  int64_t prefetch_ops = 16;                      // matmul weights loaded up to this many ops ahead
+  int64_t prefetch_reserve_percent = 25;          // of SBUF: kept free of prefetched weights
+  int64_t row_window_trigger_percent = 50;        // of SBUF: a larger working set runs in windows
+  int64_t row_window_fill_percent = 75;           // of the SBUF left: what one window may fill
+  int64_t streamed_operand_percent = 25;          // of SBUF: a larger matmul B streams in parts
+  int64_t panel_pair_percent = 50;                // of SBUF: two panels of a streamed B at most
+  int64_t attention_pipeline_percent = 50;        // of SBUF: 3 sequences in flight if they fit
+  int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
   int64_t vector_cost_percent = 100;  // vector time per element-cycle, % of the scalar engine's
 };
 
@@ -45,6 +48,17 @@ void describe(V& v, LoweringOptions& o) {
           "waiting for a result never holds up the prefetch behind it");
   v.field("dma_engines_per_store_queue", o.dma_engines_per_store_queue, {1, 1024}, "engines",
           "design choice: one store queue per this many DMA engines (at least one)");
+  v.field("dma_dependent_split_bytes", o.dma_dependent_split_bytes, {1, INT64_MAX}, "bytes",
+          "design choice: a load of a value the plan writes (it waits for compute, and compute "
+          "waits for it: a KV cache row block after its update) is split into pieces of at "
+          "least this size (instead of dma_split_bytes) over more queues, for a short latency");
+  v.field("prefetch_ops", o.prefetch_ops, {0, 1024}, "ops",
+          "design choice: after each op, the weights (graph inputs, loaded whole) of the "
+          "matmuls of one row tile among the next this-many ops are loaded ahead, in order, "
+          "so that they stream while the ops before them compute (0: no prefetch)");
+  v.field("prefetch_reserve_percent", o.prefetch_reserve_percent, {0, 100}, "%",
+          "design choice: weights are prefetched only while this share of SBUF stays free "
+          "for the ops' own values");
   v.field("row_window_trigger_percent", o.row_window_trigger_percent, {1, 100}, "%",
           "design choice: a row-local op whose working set exceeds this share of SBUF runs a "
           "window of row tiles at a time, streaming through HBM");
