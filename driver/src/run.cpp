@@ -39,8 +39,8 @@ ordered_json dma_engine_bytes(const sim::Device::OpTotals& r, size_t engines) {
 
 // Per op kind, over every plan the run launched (the device's op totals, from each
 // instruction's provenance; ops the host ran without device work too): engine time, exposed
-// time (the op's time on its launches' critical paths, Device::OpTotals::exposed_ns), host time of the op's calls, DMA bytes in all and per DMA
-// engine, MACs, and the op's time `time_ns`: the
+// time (the op's time on its launches' critical paths, Device::OpTotals::exposed_ns), host time of
+// the op's calls, DMA bytes in all and per DMA engine, MACs, and the op's time `time_ns`: the
 // longest of its engines' busy times and its DMA bytes at HBM bandwidth (`bound`, the resource
 // that sets it). `achieved_tflops` (2 x MACs / time_ns) and `roofline_tflops` (min(peak,
 // 2 x MACs / DMA bytes x HBM bandwidth)) use the same MACs, bytes and time, so achieved stays

@@ -39,7 +39,7 @@ struct NodeTotals {
   sc_core::sc_time busy[isa::kNumEngines];
   int64_t instructions = 0;
   int64_t dma_bytes = 0;
-  double macs = 0;  // tensor-engine multiply-accumulates
+  double macs = 0;                        // tensor-engine multiply-accumulates
   std::vector<int64_t> dma_engine_bytes;  // by DMA engine (grown on use)
 };
 
