@@ -194,8 +194,18 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
     a.writes.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi});
     if (a.writes.size() > kMaxEntries) collapse(a.writes);
   }
+  // A stream issues in order, so a wait its earlier instruction already made (on the same
+  // producer, as far or further) is met before this one can issue: it is dropped, and so is the
+  // signal only it needed.
   Deps& deps = m_deps[key];
-  deps.waits.insert(deps.waits.end(), m_need.begin(), m_need.end());
+  std::vector<int64_t>& waited = deps.waited;
+  for (const isa::SemWait& w : m_need) {
+    if (waited.size() <= static_cast<size_t>(w.sem))
+      waited.resize(static_cast<size_t>(w.sem) + 1, -1);
+    if (w.value <= waited[static_cast<size_t>(w.sem)]) continue;
+    waited[static_cast<size_t>(w.sem)] = w.value;
+    deps.waits.push_back(w);
+  }
   deps.end.push_back(static_cast<int64_t>(deps.waits.size()));
   auto& chunks = m_chunks[key];
   if (chunks.empty() || chunks.back().size() == kChunk) {
@@ -249,6 +259,7 @@ isa::Plan PlanBuilder::build() {
     }
     std::vector<isa::SemWait>().swap(deps.waits);
     std::vector<int64_t>().swap(deps.end);
+    std::vector<int64_t>().swap(deps.waited);
   }
   return std::move(m_plan);
 }

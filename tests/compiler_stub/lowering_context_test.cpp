@@ -95,12 +95,18 @@ TEST(LoweringContext, DeadBuffersAreReusedAndTheReuseWaitsForTheirReaders) {
                      {"id": 3, "op": "scale", "inputs": [2], "value": 3.0}])",
                  "[3]"),
       small);
-  // x's tile is dead after the relu: v3 takes its bytes, and the vector engine's write waits
-  // for the scalar engine's read of the old buffer (the relu) although v3 depends only on v2.
+  // x's tile is dead after the relu: v3 takes its bytes, and the vector engine's write must
+  // follow the scalar engine's read of the old buffer (the relu) although v3 depends only on
+  // v2. vector[0] already waits for that relu, so in-order issue orders vector[1] after it and
+  // vector[1] carries no wait of its own on the scalar engine.
   EXPECT_TRUE(check_in_order(p.text, {"buffer    in_8 sbuf p0:128 bytes 0:2048",
                                       "buffer    v3_11 sbuf p0:128 bytes 0:2048"}));
-  EXPECT_TRUE(check_in_order(p.text, {"vector[1]    tensor_scalar.mul dst=v3_11", "src=v2_10",
-                                      "wait(done_scalar>=1)", "@node 3"}));
+  EXPECT_TRUE(check_in_order(
+      p.text, {"vector[0]    tensor_scalar.mul dst=v2_10", "wait(done_scalar>=1)", "@node 2",
+               "vector[1]    tensor_scalar.mul dst=v3_11", "src=v2_10", "@node 3"}));
+  const size_t v1 = p.text.find("vector[1]");
+  ASSERT_NE(v1, std::string::npos);
+  EXPECT_EQ(p.text.substr(v1, p.text.find('\n', v1) - v1).find("done_scalar"), std::string::npos);
   EXPECT_EQ(p.stats().spills, 0);
   EXPECT_EQ(p.stats().sbuf_peak_bytes, 3 * 2048);
 }

@@ -93,6 +93,7 @@ class PlanBuilder {
   struct Deps {
     std::vector<isa::SemWait> waits;
     std::vector<int64_t> end;
+    std::vector<int64_t> waited;  // by producer stream: the furthest index already waited for
   };
   std::vector<Deps> m_deps;
   std::vector<isa::SemWait> m_need;  // the instruction being emitted; one entry per stream
