@@ -306,13 +306,16 @@ class Evaluator {
     const float* g = gamma.data.data();
     const float* b = beta.data.data();
     return map_rows(x, x.shape, [=](const float* in, float* out, int64_t n) {
-      float sum = 0.0f;
+      // Sums in double: a float sum of rows whose mean dwarfs their spread (1000 + noise) is off
+      // by more than the chip's shifted statistics.
+      double sum = 0.0;
       for (int64_t j = 0; j < n; ++j) sum += in[j];
-      const float mean = sum / static_cast<float>(n);
-      float sq = 0.0f;
+      const double mean = sum / static_cast<double>(n);
+      double sq = 0.0;
       for (int64_t j = 0; j < n; ++j) sq += (in[j] - mean) * (in[j] - mean);
-      const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
-      for (int64_t j = 0; j < n; ++j) out[j] = (in[j] - mean) * rstd * g[j] + b[j];
+      const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(n) + eps);
+      for (int64_t j = 0; j < n; ++j)
+        out[j] = static_cast<float>((in[j] - mean) * rstd) * g[j] + b[j];
     });
   }
 

@@ -32,6 +32,7 @@ isa::CostHints cost_hints(const TimingConfig& t) {
   h.tensor_freq_mhz = t.tensor.freq_mhz;
   h.moving_min_cycles = t.tensor.moving_min_cycles;
   h.vector_elements_per_ns = t.vector.freq_mhz * t.vector.elements_per_cycle / 1000.0;
+  h.scalar_elements_per_ns = t.scalar.freq_mhz * t.scalar.elements_per_cycle / 1000.0;
   h.vector_fixed_ns =
       static_cast<int64_t>(double(t.vector.fixed_overhead_cycles) * 1000.0 / t.vector.freq_mhz);
   h.dma_gb_per_s = t.dma.bandwidth_gb_per_s;

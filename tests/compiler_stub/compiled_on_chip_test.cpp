@@ -341,6 +341,40 @@ TEST(CompiledOnChip, NormByColumnChunksInRowWindowsOnTiny) {
   EXPECT_LT(o.max_error, 1e-4);
 }
 
+// Layernorm over rows whose mean dwarfs their spread (1000 + noise in [-1, 1), fp32): the
+// statistics taken as E[x^2] - mean^2 of x itself would cancel the variance (E[x^2] ~ 1e6, one
+// fp32 ulp 0.06, against a variance of 1/3); the lowering shifts each row by its first element
+// first (the unshifted form gives variances from -1.75 to 2.2 on this data, NaN outputs). 200
+// rows (a short second tile), 600 columns (two PSUM banks on trn2). Tolerance 3e-4 of the
+// output's largest magnitude (the fp32 norms' 1e-4 elsewhere): y's two large terms, -mean * rstd
+// * gamma and rstd * x * gamma (~1700 * gamma), still cancel in fp32 (one ulp of 1700 is 1.2e-4);
+// measured 1.05e-4 on trn2.
+Adjust offset_x(float offset) {
+  return [=](sim::Device& device, std::map<std::string, HostTensor>& inputs) {
+    auto& t = *device.tensors().find("x");
+    std::vector<float> vals = inputs["x"].data;
+    for (float& v : vals) v += offset;
+    std::memcpy(t.bytes.data(), vals.data(), 4 * vals.size());
+    inputs["x"].data = vals;
+  };
+}
+
+const char* kOffsetNorm = R"({"format": "wallsim-graph", "version": 1, "name": "offset", "nodes": [
+  {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [200, 600], "role": "input"},
+  {"id": 1, "op": "input", "name": "g", "dtype": "fp32", "shape": [600], "role": "weight"},
+  {"id": 2, "op": "input", "name": "b", "dtype": "fp32", "shape": [600], "role": "weight"},
+  {"id": 3, "op": "layernorm", "inputs": [0, 1, 2], "eps": 1e-5}], "outputs": [3]})";
+
+TEST(CompiledOnChip, LayernormOfRowsWhoseMeanDwarfsTheirSpreadMatchesReferenceOnTrn2) {
+  Outcome o = run_on_chip(graph(kOffsetNorm), "trn2", GroupPolicy::whole, offset_x(1000));
+  EXPECT_LT(o.max_error, 3e-4);
+}
+
+TEST(CompiledOnChip, LayernormOfRowsWhoseMeanDwarfsTheirSpreadMatchesReferenceOnTiny) {
+  Outcome o = run_on_chip(graph(kOffsetNorm), "tiny", GroupPolicy::whole, offset_x(1000));
+  EXPECT_LT(o.max_error, 3e-4);
+}
+
 const char* kWideMatmul = R"({"format": "wallsim-graph", "version": 1, "name": "wide", "nodes": [
   {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [40, 512], "role": "input"},
   {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [512, 4096], "role": "weight"},

@@ -92,24 +92,27 @@ TEST(LowerElementwise, LayernormStatisticsOnTheScalarEngineScalingByTheArray) {
       {"id": 2, "op": "input", "name": "b", "dtype": "fp32", "shape": [512]},
       {"id": 3, "op": "layernorm", "inputs": [0, 1, 2]}])",
                                        "[3]"));
-  // Once: the identity (iota, == 0) and a ones row. Per row tile: xg = x * gamma (the one
-  // vector pass over the row), -mean and E[x^2] by the scalar engine's accumulate, mean^2, var,
-  // rsqrt, -mean * rstd and D = identity * rstd on the columns, -mean * rstd transposed into a
-  // row, then y = 1 (x) beta + (-mean * rstd) (x) gamma + D . xg: three matmuls into one bank,
-  // evacuated by a plain copy.
+  // Once: the identity (iota, == 0) and a ones row. Per row tile: the row's first element p
+  // transposed into a row and negated (scalar engine), xs = I . x + (-p) (x) 1 by two matmuls,
+  // -mean(xs) and E[xs^2] by the scalar engine's accumulate, xg = x * gamma (the one vector pass
+  // over the row), mean^2, var, rsqrt, -mean = -mean(xs) - p, -mean * rstd and D = identity *
+  // rstd on the columns, -mean * rstd transposed into a row, then y = 1 (x)
+  // beta + (-mean * rstd) (x) gamma + D . xg: three matmuls into one bank, evacuated by a plain
+  // copy.
   EXPECT_EQ(count_of(p.text, "iota dst="), 1);
   EXPECT_EQ(count_of(p.text, "tensor_scalar.eq"), 1);
   EXPECT_EQ(count_of(p.text, "memset"), 1);
   EXPECT_EQ(count_of(p.text, "tensor_tensor.mul"), 2 * 4);
-  EXPECT_EQ(count_of(p.text, "tensor_tensor.sub"), 2);
+  EXPECT_EQ(count_of(p.text, "tensor_tensor.sub"), 2 * 2);
   EXPECT_EQ(count_of(p.text, "tensor_tensor.add"), 0);
   EXPECT_EQ(count_of(p.text, "activation_reduce.identity"), 2);
   EXPECT_EQ(count_of(p.text, "activation_reduce.square"), 2);
   EXPECT_EQ(count_of(p.text, "activation.rsqrt"), 2);
-  EXPECT_EQ(count_of(p.text, "transpose"), 2);
-  EXPECT_EQ(count_of(p.text, " matmul dst="), 2 * 3);
-  // Two copies per tile (the row and the output), on either lane engine.
-  EXPECT_EQ(count_of(p.text, "tensor_copy") + count_of(p.text, "activation.identity"), 4);
+  EXPECT_EQ(count_of(p.text, "transpose"), 2 * 2);
+  EXPECT_EQ(count_of(p.text, " matmul dst="), 2 * 5);
+  // Per tile the negated pivot row, and two copies (the row and the output) on either lane
+  // engine.
+  EXPECT_EQ(count_of(p.text, "tensor_copy") + count_of(p.text, "activation.identity"), 2 * 3);
   EXPECT_EQ(count_of(p.text, "tensor_reduce"), 0);
   EXPECT_EQ(count_of(p.text, "dst=bcast_"), 2);  // gamma and beta, each once
 }

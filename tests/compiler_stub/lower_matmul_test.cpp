@@ -183,17 +183,22 @@ TEST(LowerMatmul, PerOpGroupsKeepTheBiasAddApart) {
 
 TEST(LowerMatmul, EvacuationsGoToTheLaneEngineWithLessModelledBusyTimeInTheOp) {
   // Alone the 6 evacuations alternate; a softmax before (vector-heavy) does not shift them (the
-  // sums restart with each op); a slower vector engine (vector_cost_percent) takes fewer.
-  const auto alone = print_plan(matmul_graph(256, 256, 512));
-  const auto p = print_plan(make_graph(
-      R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [256, 256]},
+  // sums restart with each op) on lane engines of one clock; a slower vector engine (trn2's
+  // clocks, the ArchSpec's cost hints) takes fewer.
+  isa::ArchSpec even;
+  even.costs.scalar_elements_per_ns = even.costs.vector_elements_per_ns;
+  const auto alone = print_plan(matmul_graph(256, 256, 512), even);
+  const auto p = print_plan(
+      make_graph(
+          R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [256, 256]},
           {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [256, 512], "role": "weight"},
           {"id": 2, "op": "softmax", "inputs": [0]},
           {"id": 3, "op": "matmul", "inputs": [2, 1]}])",
-      "[3]"));
-  LoweringOptions slow;
-  slow.vector_cost_percent = 400;
-  const auto weighted = print_plan(matmul_graph(256, 256, 512), {}, GroupPolicy::whole, slow);
+          "[3]"),
+      even);
+  isa::ArchSpec slow;
+  slow.costs.vector_elements_per_ns = slow.costs.scalar_elements_per_ns / 4;
+  const auto weighted = print_plan(matmul_graph(256, 256, 512), slow);
   EXPECT_EQ(count_of(alone.text, "tensor_copy"), 3);
   EXPECT_EQ(count_of(p.text, "tensor_copy"), 3);
   EXPECT_EQ(count_of(p.text, "activation.identity"), 3);

@@ -3,6 +3,7 @@
 #include "lowering/lowering_context.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace wallsim::compiler_stub::lowering {
 
@@ -41,7 +42,8 @@ LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>&
       m_group_ids(group.begin(), group.end()),
       m_builder(plan_name),
       m_sbuf(m_builder, tile_rows_for(arch), arch.sbuf.bytes_per_partition),
-      m_tile_rows(tile_rows_for(arch)) {
+      m_tile_rows(tile_rows_for(arch)),
+      m_vector_cost_percent(vector_cost_percent(arch.costs)) {
   // The group's values read after it: graph outputs, and values with a consumer outside the
   // group (time proportional to the group's uses, not to the graph).
   for (int32_t id : group) {
@@ -666,9 +668,9 @@ void LoweringContext::emit(int stream, Instruction in) {
   in.node = m_current_node;
   ++m_emitted;
   if (const Engine e = isa::info(in.op).engine; e == Engine::vector || e == Engine::scalar) {
-    // In scalar-engine time: the vector engine's element-cycles weigh vector_cost_percent.
+    // In scalar-engine time: the vector engine's element-cycles weigh m_vector_cost_percent.
     m_lane_busy[e == Engine::vector ? 0 : 1] +=
-        lane_cost(in) * (e == Engine::vector ? m_options.vector_cost_percent : 100);
+        lane_cost(in) * (e == Engine::vector ? m_vector_cost_percent : 100);
   }
   if (m_queue_engine.count(stream) && in.op != Opcode::dma_scatter &&
       in.dst.space != MemSpace::hbm) {
@@ -740,6 +742,12 @@ int64_t LoweringContext::lane_cost(const Instruction& in) {
   const int64_t elements =
       in.op == Opcode::tensor_reduce ? in.src[0].free_elements() : in.dst.free_elements();
   return 100 + std::max(1, inputs) * elements;
+}
+
+int64_t LoweringContext::vector_cost_percent(const isa::CostHints& costs) {
+  if (costs.vector_elements_per_ns <= 0 || costs.scalar_elements_per_ns <= 0) return 100;
+  return std::max<int64_t>(
+      1, std::llround(100.0 * costs.scalar_elements_per_ns / costs.vector_elements_per_ns));
 }
 
 void LoweringContext::evacuate(const AccessPattern& dst, const AccessPattern& psum,

@@ -274,11 +274,15 @@ class LoweringContext {
                   double bias = 0, const AccessPattern* accum = nullptr);
   // PSUM -> SBUF on whichever of the vector and scalar engines has the less modelled busy
   // time in this op so far (lane_cost summed over what each was given, the vector engine's weighted
-  // by compiler.vector_cost_percent; the vector engine on a tie). With `add`, dst = psum + add (a
+  // by vector_cost_percent(); the vector engine on a tie). With `add`, dst = psum + add (a
   // matmul's bias): on the vector engine, the only one that adds a tensor operand.
   void evacuate(const AccessPattern& dst, const AccessPattern& psum,
                 const AccessPattern* add = nullptr);
   static int64_t lane_cost(const Instruction& in);
+  // The vector engine's time per element-cycle as a share of the scalar engine's, in percent:
+  // the scalar engine's element rate over the vector engine's (isa::CostHints; 125 on trn2's
+  // 1.2 and 0.96 GHz).
+  static int64_t vector_cost_percent(const isa::CostHints& costs);
   void emit_transpose(const AccessPattern& dst, const AccessPattern& src);
   void emit_matmul(const AccessPattern& dst, const AccessPattern& stationary,
                    const AccessPattern& moving, bool start, bool stop);
@@ -343,6 +347,7 @@ class LoweringContext {
   std::vector<int64_t> m_engine_bytes;       // bytes emitted on each DMA engine
   std::vector<Slot> m_psum_banks;
   size_t m_next_bank = 0;
+  int64_t m_vector_cost_percent = 100;
   int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
   std::map<int32_t, Slot> m_hbm_tensors;
   // Scratch reuse by liveness (hbm_tensor, release_dead): the values each scratch tensor in

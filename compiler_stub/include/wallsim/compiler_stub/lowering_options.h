@@ -24,7 +24,6 @@ struct LoweringOptions {
   int64_t panel_pair_percent = 50;                // of SBUF: two panels of a streamed B at most
   int64_t attention_pipeline_percent = 50;        // of SBUF: 3 sequences in flight if they fit
   int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
-  int64_t vector_cost_percent = 100;  // vector time per element-cycle, % of the scalar engine's
 };
 
 template <class V>
@@ -78,10 +77,6 @@ void describe(V& v, LoweringOptions& o) {
           "design choice: lowering stops with a compile error once a plan has this many "
           "instructions (an op tiled to fit a small chip can need millions, and compiling "
           "and simulating them takes minutes and gigabytes)");
-  v.field("vector_cost_percent", o.vector_cost_percent, {1, 10000}, "%",
-          "design choice: the vector engine's time per modelled element-cycle as a share of the "
-          "scalar engine's (the scalar clock over the vector clock: 125 on trn2's 1.2 and "
-          "0.96 GHz); a PSUM evacuation goes to the lane engine with less modelled busy time");
 }
 
 }  // namespace wallsim::compiler_stub

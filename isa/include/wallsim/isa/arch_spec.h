@@ -50,6 +50,7 @@ struct CostHints {
   int64_t moving_min_cycles = 64;           // timing.tensor.moving_min_cycles
   double vector_elements_per_ns = 0.96;     // timing.vector: freq x elements per cycle
   int64_t vector_fixed_ns = 104;            // timing.vector.fixed_overhead_cycles / freq
+  double scalar_elements_per_ns = 1.2;      // timing.scalar: freq x elements per cycle
   double dma_gb_per_s = 28.99;              // timing.dma.bandwidth_gb_per_s, per engine
   int64_t dma_chunk_overhead_bytes = 512;   // timing.dma.chunk_overhead_bytes
   int64_t dma_transpose_chunk_bytes = 256;  // timing.dma.transpose_chunk_bytes
