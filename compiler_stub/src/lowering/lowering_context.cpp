@@ -634,6 +634,7 @@ void LoweringContext::prefetch_weights(int position) {
         t.count() * SbufAllocator::aligned(v.cols * isa::dtype_bytes(bn.type.dtype));
     if (m_sbuf.free_bytes() - bytes < reserve) break;  // in order: no later weight jumps ahead
     m_current_node = n.id;
+    m_prefetch_position = k;
     m_prefetching = true;
     const bool ok = tiles_of(b).has_value();
     m_prefetching = false;
@@ -674,9 +675,21 @@ void LoweringContext::emit(int stream, Instruction in) {
       in.dst.space != MemSpace::hbm) {
     const bool input = in.src[0].space == MemSpace::hbm &&
                        m_builder.role(in.src[0].buffer) == isa::TensorRole::input;
-    // With weights prefetched, the prefetch queues hold loads for later ops: an input load
-    // the current op needs now takes a dependent-load queue, not a place behind them.
-    if (!input || (m_prefetched && !m_prefetching)) stream = least_loaded(m_dependent_load_queues);
+    // With weights prefetched, a prefetch queue may hold loads for later ops: an input load
+    // the current op needs now takes a prefetch queue whose last load is for this op or an
+    // earlier one, and only when there is none a dependent-load queue, not a place behind
+    // them. (The dependent queues hold loads that wait for stores and compute.)
+    if (!input) {
+      stream = least_loaded(m_dependent_load_queues);
+    } else if (m_prefetched && !m_prefetching) {
+      std::vector<int> clear;
+      for (int q : m_load_queues) {
+        auto s = m_queue_serves.find(q);
+        if (s == m_queue_serves.end() || s->second <= m_position) clear.push_back(q);
+      }
+      stream = least_loaded(clear.empty() ? m_dependent_load_queues : clear);
+    }
+    m_queue_serves[stream] = m_prefetching ? m_prefetch_position : m_position;
   }
   if (auto q = m_queue_engine.find(stream); q != m_queue_engine.end()) {
     const int64_t bytes = in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();
