@@ -128,7 +128,7 @@ void apply_matmul_bias(GroupGraph& r, const std::map<int32_t, int32_t>& fused) {
 // same shape, that consumer becomes the matmul (the activation as attribute "epilogue_act",
 // the residual as a fourth input) and the bias_add leaves the group: the activation or the
 // residual is applied by the instruction that evacuates PSUM, no separate pass is made.
-// Returns consumer -> bias_add.
+// Returns consumer -> the bias_add (or plain matmul) it takes over.
 std::map<int32_t, int32_t> find_matmul_epilogue(const Graph& g, const std::vector<int32_t>& group,
                                                 const GraphUses& uses,
                                                 const std::map<int32_t, int32_t>& bias) {
@@ -147,6 +147,19 @@ std::map<int32_t, int32_t> find_matmul_epilogue(const Graph& g, const std::vecto
           r->type.dims == ba.type.dims)
         fused[c->id] = ba_id;
     }
+  }
+  // A matmul without a bias whose only consumer is an activation (a decode step's FF1 and
+  // gelu): the activation is applied as the result leaves PSUM too. (A residual needs the
+  // bias's input slot, so a plain matmul takes only the activation.)
+  for (int32_t id : group) {
+    const Node* mm = g.find(id);
+    if (!mm || mm->op != OpKind::matmul || mm->inputs.size() != 2 || uses.is_output(id) ||
+        uses.consumers(id).size() != 1)
+      continue;
+    const Node* c = g.find(uses.consumers(id)[0]);
+    if (c && in_group.count(c->id) && c->type.dtype == mm->type.dtype && c->op != OpKind::add &&
+        c->inputs.size() == 1 && lowering::unary_act(c->op))
+      fused[c->id] = id;
   }
   return fused;
 }
@@ -195,7 +208,7 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
     const auto bias = find_matmul_bias(g, group, uses, arch, options);
     const auto epilogue = find_matmul_epilogue(g, group, uses, bias);
     for (int pass = attention.empty() ? 1 : 0; pass < 2; ++pass) {
-      if (bias.empty() && pass == 1) break;
+      if (bias.empty() && epilogue.empty() && pass == 1) break;
       GroupGraph r = extract_group(g, group, uses);
       if (pass == 0 && !apply_attention(r, attention, uses)) continue;
       if (!bias.empty()) apply_matmul_bias(r, bias);
