@@ -123,6 +123,45 @@ TEST(CompiledOnChip, MatmulWithASecondConsumerKeepsItsBiasAddApartOnTiny) {
   EXPECT_LT(o.max_error, 1e-4);
 }
 
+// A matmul without a bias whose only consumer is gelu (a decode step's FF1, one row, and the
+// same at 200 rows): the gelu is applied as the result leaves PSUM, so the plan has no gelu
+// node of its own, and the values still match.
+std::string matmul_gelu(int64_t rows) {
+  const std::string r = std::to_string(rows);
+  return R"({"format": "wallsim-graph", "version": 1, "name": "mmgelu", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [)" +
+         r + R"(, 256], "role": "input"},
+    {"id": 1, "op": "input", "name": "w1", "dtype": "fp32", "shape": [256, 384], "role": "weight"},
+    {"id": 2, "op": "input", "name": "w2", "dtype": "fp32", "shape": [384, 256], "role": "weight"},
+    {"id": 3, "op": "matmul", "inputs": [0, 1]},
+    {"id": 4, "op": "gelu", "inputs": [3]},
+    {"id": 5, "op": "matmul", "inputs": [4, 2]}], "outputs": [5]})";
+}
+
+TEST(CompiledOnChip, PlainMatmulTakesItsGeluAsItsEpilogue) {
+  for (const char* chip : {"trn2", "tiny"}) {
+    for (int64_t rows : {1, 200}) {
+      auto c = std::get<CompiledGraph>(
+          compile_graph(graph(matmul_gelu(rows)), load(chip).chip.arch, GroupPolicy::whole));
+      ASSERT_EQ(c.plans.plans.size(), 1u);
+      for (const auto& n : c.plans.plans[0].nodes) EXPECT_NE(n.op, "gelu") << chip << " " << rows;
+    }
+  }
+}
+
+// One simulation per process: each run is its own test.
+TEST(CompiledOnChip, PlainMatmulWithGeluEpilogueOneRowMatchesReferenceOnTrn2) {
+  EXPECT_LT(run_on_chip(graph(matmul_gelu(1)), "trn2", GroupPolicy::whole).max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, PlainMatmulWithGeluEpilogueMatchesReferenceOnTrn2) {
+  EXPECT_LT(run_on_chip(graph(matmul_gelu(200)), "trn2", GroupPolicy::whole).max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, PlainMatmulWithGeluEpilogueOneRowMatchesReferenceOnTiny) {
+  EXPECT_LT(run_on_chip(graph(matmul_gelu(1)), "tiny", GroupPolicy::whole).max_error, 1e-4);
+}
+
 const char* kBf16Mlp = R"({"format": "wallsim-graph", "version": 1, "name": "mlp16", "nodes": [
   {"id": 0, "op": "input", "name": "x", "dtype": "bf16", "shape": [256, 256], "role": "input"},
   {"id": 1, "op": "input", "name": "w1", "dtype": "bf16", "shape": [256, 512], "role": "weight"},
