@@ -149,17 +149,28 @@ std::map<int32_t, int32_t> find_matmul_epilogue(const Graph& g, const std::vecto
     }
   }
   // A matmul without a bias whose only consumer is an activation (a decode step's FF1 and
-  // gelu): the activation is applied as the result leaves PSUM too. (A residual needs the
-  // bias's input slot, so a plain matmul takes only the activation.)
+  // gelu), or, for a one-row result, an add of a residual of its shape (a decode step's
+  // residuals): the activation, or the residual, is applied as the result leaves PSUM too. The
+  // residual takes the bias's input slot: it is the output's shape, so the evacuation adds it.
+  // Only for one row: there the separate add is a whole op on the chain for one partition's
+  // elements, while with more rows the fused add moves every evacuation to the vector engine
+  // (a 128-row prefill: 1.109 -> 1.142 ms).
   for (int32_t id : group) {
     const Node* mm = g.find(id);
     if (!mm || mm->op != OpKind::matmul || mm->inputs.size() != 2 || uses.is_output(id) ||
         uses.consumers(id).size() != 1)
       continue;
     const Node* c = g.find(uses.consumers(id)[0]);
-    if (c && in_group.count(c->id) && c->type.dtype == mm->type.dtype && c->op != OpKind::add &&
-        c->inputs.size() == 1 && lowering::unary_act(c->op))
+    if (!c || !in_group.count(c->id) || c->type.dtype != mm->type.dtype) continue;
+    if (c->op != OpKind::add && c->inputs.size() == 1 && lowering::unary_act(c->op)) {
       fused[c->id] = id;
+    } else if (c->op == OpKind::add && c->inputs.size() == 2 && c->inputs[0] != c->inputs[1] &&
+               view_of(mm->type).rows == 1) {
+      const Node* r = g.find(c->inputs[0] == id ? c->inputs[1] : c->inputs[0]);
+      if (r && r->type.dims == mm->type.dims && r->type.dtype == mm->type.dtype &&
+          c->type.dims == mm->type.dims)
+        fused[c->id] = id;
+    }
   }
   return fused;
 }
