@@ -3,6 +3,7 @@
 #include "lowering/lowering_context.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace wallsim::compiler_stub::lowering {
 
@@ -654,6 +655,27 @@ int LoweringContext::least_loaded(const std::vector<int>& queues) const {
   return best;
 }
 
+// A dependent load waits for a result and then is on the op's critical path: its pieces go
+// to the engines this op has given the fewest dependent bytes so far, then to the least loaded,
+// so one op's reload is spread over every engine instead of following the plan-wide balance
+// (which sent a decode step's K/V pieces to the same six engines). The weight loads, placed
+// by least_loaded, even the engines out again.
+int LoweringContext::spread(const std::vector<int>& queues) {
+  if (m_spread_node != m_current_node) {
+    m_spread_node = m_current_node;
+    m_spread_bytes.assign(m_engine_bytes.size(), 0);
+  }
+  int best = queues.front();
+  auto key = [&](int q) {
+    const auto e = static_cast<size_t>(m_queue_engine.at(q));
+    return std::make_tuple(m_spread_bytes[e], m_engine_bytes[e], m_queue_bytes.at(q));
+  };
+  for (int q : queues) {
+    if (key(q) < key(best)) best = q;
+  }
+  return best;
+}
+
 void LoweringContext::dma(int queue, const AccessPattern& dst, const AccessPattern& src) {
   Instruction in;
   in.op = Opcode::dma_copy;
@@ -680,20 +702,22 @@ void LoweringContext::emit(int stream, Instruction in) {
     // earlier one, and only when there is none a dependent-load queue, not a place behind
     // them. (The dependent queues hold loads that wait for stores and compute.)
     if (!input) {
-      stream = least_loaded(m_dependent_load_queues);
+      stream = spread(m_dependent_load_queues);
     } else if (m_prefetched && !m_prefetching) {
       std::vector<int> clear;
       for (int q : m_load_queues) {
         auto s = m_queue_serves.find(q);
         if (s == m_queue_serves.end() || s->second <= m_position) clear.push_back(q);
       }
-      stream = least_loaded(clear.empty() ? m_dependent_load_queues : clear);
+      stream = clear.empty() ? spread(m_dependent_load_queues) : least_loaded(clear);
     }
     m_queue_serves[stream] = m_prefetching ? m_prefetch_position : m_position;
   }
   if (auto q = m_queue_engine.find(stream); q != m_queue_engine.end()) {
     const int64_t bytes = in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();
     m_engine_bytes[static_cast<size_t>(q->second)] += bytes;
+    if (m_spread_node == m_current_node && !m_spread_bytes.empty())
+      m_spread_bytes[static_cast<size_t>(q->second)] += bytes;
     m_queue_bytes[stream] += bytes;
   }
   m_builder.emit(stream, std::move(in));
