@@ -9,6 +9,7 @@
 #include <set>
 
 #include "group_rewrite.h"
+#include "lowering/cache_write_order.h"
 #include "lowering/lowering_context.h"
 
 namespace wallsim::compiler_stub {
@@ -229,11 +230,12 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
       if (std::holds_alternative<Lowered>(fused)) return fused;
     }
   }
-  LoweringContext ctx(g, group, uses, arch, options, plan_name);
-  ctx.index_uses(group);
+  const std::vector<int32_t> order = hoist_cache_writes(g, group, uses);
+  LoweringContext ctx(g, order, uses, arch, options, plan_name);
+  ctx.index_uses(order);
   const LoweringTable& table = lowering_table();
-  for (size_t i = 0; i < group.size(); ++i) {
-    const Node& n = *g.find(group[i]);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const Node& n = *g.find(order[i]);
     ctx.begin_node(n, static_cast<int>(i));
     const LowerFn* lower = table.find(n.op);
     if (!lower) return ctx.error("not supported by the lowering yet");
