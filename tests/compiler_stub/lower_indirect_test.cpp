@@ -55,6 +55,32 @@ TEST(LowerIndirect, AnAppendWritesTheCacheAtTheRunTimePosition) {
                               "dma_copy dst=cache<fp32>[r1*8][+0+pos*8; 8*1]"}));
 }
 
+// A decode step's projections: q and k from the same h, k appended to the cache. The append
+// and k's matmul are lowered first (cache_write_order.h), so the write runs beside q's matmul;
+// when the cache's old value has another reader, the order stays as written.
+std::vector<std::string> lowering_order(bool old_value_read) {
+  const auto p = print_plan(make_graph(
+      std::string(R"([{"id": 0, "op": "input", "name": "cache", "dtype": "fp32", "shape": [16, 64]},
+          {"id": 1, "op": "input", "name": "h", "dtype": "fp32", "shape": [1, 64]},
+          {"id": 2, "op": "input", "name": "wq", "dtype": "fp32", "shape": [64, 64]},
+          {"id": 3, "op": "input", "name": "wk", "dtype": "fp32", "shape": [64, 64]},
+          {"id": 4, "op": "matmul", "inputs": [1, 2]},
+          {"id": 5, "op": "matmul", "inputs": [1, 3]},
+          {"id": 6, "op": "dynamic_update_slice", "inputs": [0, 5], "scalar": "pos"})") +
+          (old_value_read ? R"(, {"id": 7, "op": "relu", "inputs": [0]}])" : "]"),
+      old_value_read ? "[4, 6, 7]" : "[4, 6]", R"([{"name": "pos", "min": 0, "max": 15}])"));
+  std::vector<std::string> order;
+  for (const auto& n : p.plan().nodes) order.push_back(std::to_string(n.id) + " " + n.op);
+  return order;
+}
+
+TEST(LowerIndirect, ACacheWriteAndItsUpdateAreLoweredBeforeTheOtherProjection) {
+  EXPECT_EQ(lowering_order(false),
+            (std::vector<std::string>{"5 matmul", "6 dynamic_update_slice", "4 matmul"}));
+  EXPECT_EQ(lowering_order(true),
+            (std::vector<std::string>{"4 matmul", "5 matmul", "6 dynamic_update_slice", "7 relu"}));
+}
+
 TEST(LowerIndirect, IdsComputedOnTheChipAreRefused) {
   EXPECT_EQ(compile_error(make_graph(
                 R"([{"id": 0, "op": "input", "name": "table", "dtype": "bf16", "shape": [10, 8]},

@@ -261,7 +261,10 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
   const int64_t sets = (2 + xs_sets) * blocks <= ctx.psum_bank_count() ? 2 : 1;
   if ((1 + xs_sets) * blocks > ctx.psum_bank_count() || in.count() == 0) return false;
   result = std::nullopt;
-  const int32_t parts = ctx.tile_rows();
+  // The identity, ones row and diagonals span the most rows a tile has (one for a decode
+  // token's row): building a full-tile identity put 128 x 128 iota work on a one-row chain.
+  int32_t parts = 1;
+  for (int64_t t = 0; t < in.count(); ++t) parts = std::max<int32_t>(parts, in.rows_in(t));
   const int64_t eb = isa::dtype_bytes(gdt);
   // Per set of stats columns: -mean, E[x^2], rstd, -mean * rstd, and per block its two sums.
   const int64_t stat_cols = 4 + (blocks > 1 ? 2 * blocks : 0);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace wallsim::compiler_stub::lowering {
 
@@ -636,6 +637,7 @@ void LoweringContext::prefetch_weights(int position) {
         t.count() * SbufAllocator::aligned(v.cols * isa::dtype_bytes(bn.type.dtype));
     if (m_sbuf.free_bytes() - bytes < reserve) break;  // in order: no later weight jumps ahead
     m_current_node = n.id;
+    m_prefetch_position = k;
     m_prefetching = true;
     const bool ok = tiles_of(b).has_value();
     m_prefetching = false;
@@ -651,6 +653,27 @@ int LoweringContext::least_loaded(const std::vector<int>& queues) const {
     const int64_t e = m_engine_bytes[static_cast<size_t>(m_queue_engine.at(q))];
     const int64_t be = m_engine_bytes[static_cast<size_t>(m_queue_engine.at(best))];
     if (e < be || (e == be && m_queue_bytes.at(q) < m_queue_bytes.at(best))) best = q;
+  }
+  return best;
+}
+
+// A dependent load waits for a result and then is on the op's critical path: its pieces go
+// to the engines this op has given the fewest dependent bytes so far, then to the least loaded,
+// so one op's reload is spread over every engine instead of following the plan-wide balance
+// (which sent a decode step's K/V pieces to the same six engines). The weight loads, placed
+// by least_loaded, even the engines out again.
+int LoweringContext::spread(const std::vector<int>& queues) {
+  if (m_spread_node != m_current_node) {
+    m_spread_node = m_current_node;
+    m_spread_bytes.assign(m_engine_bytes.size(), 0);
+  }
+  int best = queues.front();
+  auto key = [&](int q) {
+    const auto e = static_cast<size_t>(m_queue_engine.at(q));
+    return std::make_tuple(m_spread_bytes[e], m_engine_bytes[e], m_queue_bytes.at(q));
+  };
+  for (int q : queues) {
+    if (key(q) < key(best)) best = q;
   }
   return best;
 }
@@ -676,13 +699,27 @@ void LoweringContext::emit(int stream, Instruction in) {
       in.dst.space != MemSpace::hbm) {
     const bool input = in.src[0].space == MemSpace::hbm &&
                        m_builder.role(in.src[0].buffer) == isa::TensorRole::input;
-    // With weights prefetched, the prefetch queues hold loads for later ops: an input load
-    // the current op needs now takes a dependent-load queue, not a place behind them.
-    if (!input || (m_prefetched && !m_prefetching)) stream = least_loaded(m_dependent_load_queues);
+    // With weights prefetched, a prefetch queue may hold loads for later ops: an input load
+    // the current op needs now takes a prefetch queue whose last load is for this op or an
+    // earlier one, and only when there is none a dependent-load queue, not a place behind
+    // them. (The dependent queues hold loads that wait for stores and compute.)
+    if (!input) {
+      stream = spread(m_dependent_load_queues);
+    } else if (m_prefetched && !m_prefetching) {
+      std::vector<int> clear;
+      for (int q : m_load_queues) {
+        auto s = m_queue_serves.find(q);
+        if (s == m_queue_serves.end() || s->second <= m_position) clear.push_back(q);
+      }
+      stream = clear.empty() ? spread(m_dependent_load_queues) : least_loaded(clear);
+    }
+    m_queue_serves[stream] = m_prefetching ? m_prefetch_position : m_position;
   }
   if (auto q = m_queue_engine.find(stream); q != m_queue_engine.end()) {
     const int64_t bytes = in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();
     m_engine_bytes[static_cast<size_t>(q->second)] += bytes;
+    if (m_spread_node == m_current_node && !m_spread_bytes.empty())
+      m_spread_bytes[static_cast<size_t>(q->second)] += bytes;
     m_queue_bytes[stream] += bytes;
   }
   m_builder.emit(stream, std::move(in));

@@ -310,6 +310,7 @@ class LoweringContext {
  private:
   std::optional<Tiles> allocate(Tiles v, const std::string& hint);
   int least_loaded(const std::vector<int>& queues) const;
+  int spread(const std::vector<int>& queues);  // a dependent load's queue (see the .cpp)
   // Spilling (spilling.cpp): frees SBUF by storing the value needed furthest ahead.
   int next_use(int32_t id) const;
   bool spill_one();
@@ -357,9 +358,13 @@ class LoweringContext {
   std::map<int32_t, Tiles> m_tiles;       // values on chip
   std::map<int32_t, Tiles> m_replicated;  // row vectors broadcast to every partition
   std::map<int32_t, int> m_last_use;
-  std::vector<int32_t> m_order;  // the group's nodes in lowering order
-  bool m_prefetching = false;    // loads emitted now are prefetches (prefetch_weights)
-  bool m_prefetched = false;     // the plan has prefetched weights
+  std::vector<int32_t> m_order;         // the group's nodes in lowering order
+  bool m_prefetching = false;           // loads emitted now are prefetches (prefetch_weights)
+  bool m_prefetched = false;            // the plan has prefetched weights
+  int m_prefetch_position = 0;          // while prefetching: the position of the op loaded for
+  std::map<int, int> m_queue_serves;    // DMA queue -> position of the op its last load is for
+  int32_t m_spread_node = -1;           // the op whose dependent loads m_spread_bytes counts
+  std::vector<int64_t> m_spread_bytes;  // per DMA engine
   std::map<int32_t, std::vector<int>> m_uses;  // value -> positions of its consumers
   std::set<int32_t> m_pinned;                  // values the current op holds: never spilled
   int64_t m_spills = 0;
