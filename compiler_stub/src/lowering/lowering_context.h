@@ -373,6 +373,7 @@ class LoweringContext {
     std::map<int32_t, std::pair<int64_t, int64_t>> own;  // values windowed by other tiles
     std::set<int32_t> col_ids;  // values as wide as the output: in a column window,
     int64_t c0 = 0, cols = 0;   // columns [c0, c0 + cols) of them (cols 0: all columns)
+    bool ring = false;          // windows of a streaming ring (lower_in_windows)
   };
   std::optional<Window> m_window;
   std::vector<Slot> m_held;                      // release_later
@@ -395,6 +396,10 @@ int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
 // Bytes per partition of one row tile's A^T stationaries (a buffer per K chunk).
 int64_t stationary_bytes(const LoweringContext& ctx, const Node& n);
 int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
+// A narrow matmul whose full-K panels would be narrower than the moving width streams B by
+// slabs of one K chunk: their columns (0 otherwise), and the bytes of their ring.
+int64_t slab_cols(const LoweringContext& ctx, const Node& n);
+int64_t slab_ring_bytes(const LoweringContext& ctx, const Node& n);
 // Where a transpose runs (lower_layout.cpp): through the array (PSUM, then an evacuation), by
 // the DMA engines' hardware transpose of 2-byte elements, or by a DMA reading the source
 // element by element.
