@@ -398,6 +398,32 @@ TEST(CompiledOnChip, AddOfAQuarterOfHbmRunsWithinATenthOfItsHbmBoundOnTiny) {
   EXPECT_LE(o.time.to_seconds() * 1e9, 1.10 * bound_ns);
 }
 
+// K^T of attention as its own plan: [seq, heads, d] -> [heads, d, seq], and a 2-D transpose.
+// Copied HBM to HBM through the strided view, each element is a DMA chunk of its own on a chip
+// without a DMA transpose; by the array, rows load contiguous and leave as tiles.
+Graph leaving_transposes() {
+  return graph(R"({"format": "wallsim-graph", "version": 1, "name": "t", "nodes": [
+    {"id": 0, "op": "input", "name": "k", "dtype": "fp32", "shape": [200, 3, 40], "role": "input"},
+    {"id": 1, "op": "transpose", "inputs": [0], "name": "k_t", "perm": [1, 2, 0]},
+    {"id": 2, "op": "input", "name": "m", "dtype": "fp32", "shape": [72, 136], "role": "input"},
+    {"id": 3, "op": "transpose", "inputs": [2], "name": "m_t", "perm": [1, 0]}],
+    "outputs": [1, 3]})");
+}
+
+TEST(CompiledOnChip, TransposesLeavingTheirPlanGoByTheArrayAndMatchTheReferenceOnTrn1) {
+  auto r = compile_graph(leaving_transposes(), load("trn1").chip.arch, GroupPolicy::per_op);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  // k_t: 3 entries x 2 row tiles of 200; m_t: 2 column chunks of 136 x 1 row tile of 72.
+  EXPECT_EQ(count_op(std::get<CompiledGraph>(r), isa::Opcode::transpose), 3 * 2 + 2);
+  Outcome o = run_on_chip(leaving_transposes(), "trn1", GroupPolicy::per_op);
+  EXPECT_EQ(o.max_error, 0);
+}
+
+TEST(CompiledOnChip, TransposesLeavingTheirPlanMatchTheReferenceOnTiny) {
+  Outcome o = run_on_chip(leaving_transposes(), "tiny", GroupPolicy::per_op);
+  EXPECT_EQ(o.max_error, 0);
+}
+
 TEST(CompiledOnChip, MatmulWhoseStationariesCannotFitIsACompileErrorWithItsSizes) {
   Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "k", "nodes": [
     {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [32, 8192], "role": "input"},

@@ -694,11 +694,18 @@ LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n) {
     return batch_matmul_streamed(ctx, n, *a, chunk);
   }
   std::optional<Tiles> b;
+  bool own_b = transpose_b;  // loaded for this op alone (released after it)
   if (transpose_b) {
     ViewDesc v = ctx.view_of_value(bn.id);
     std::swap(v.groups[1], v.groups[2]);
     if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
-    b = ctx.load_view(v, bn.type.dtype);
+    b = batch_b_route(ctx, n, v) == TransposeRoute::array
+            ? load_batch_b_by_array(ctx, v, bn.type.dtype)
+            : ctx.load_view(v, bn.type.dtype);
+  } else if (ctx.is_view(bn.id) && !ctx.on_chip(bn.id) &&
+             batch_b_route(ctx, n, ctx.view_of_value(bn.id)) == TransposeRoute::array) {
+    b = load_batch_b_by_array(ctx, ctx.view_of_value(bn.id), bn.type.dtype);
+    own_b = true;
   } else {
     b = ctx.tiles_of(bn.id);
   }
@@ -725,7 +732,7 @@ LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n) {
     }
     if (auto e = matmul_block(ctx, *a, ts, moving, kc, batch * K, *out)) return e;
   }
-  if (transpose_b) ctx.release(*b);
+  if (own_b) ctx.release(*b);
   return std::nullopt;
 }
 

@@ -214,6 +214,7 @@ class LoweringContext {
   // The view value `id` is, or the plain row-major view of its own tensor.
   ViewDesc view_of_value(int32_t id) const;
   void set_view(int32_t id, ViewDesc v) { m_views[id] = std::move(v); }
+  void forget_view(int32_t id) { m_views.erase(id); }
   // `merge` joins adjacent contiguous sub-dims (a plain reshape becomes one run).
   static ViewRows view_rows(const ViewDesc& v, bool merge);
   // Rows [row, row + n) of a view in HBM (within one run), as a DMA access pattern.
@@ -424,6 +425,11 @@ TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n);
 // in HBM tensor `src` transposed into `dst` (ks partitions x rows).
 void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,
                      int64_t row0, int32_t rows, int64_t col0, int32_t ks);
+// How a batch_matmul gets a B that reads HBM transposed ([batch, K, N] with K contiguous): the
+// array (array: load_batch_b_by_array) or the strided view's DMA (the other routes: a hardware
+// transpose where the chip has one), priced per N row tile beside the op's own work.
+TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const ViewDesc& v);
+std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc& v, DType dt);
 // Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
 int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
 // y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)
