@@ -438,6 +438,72 @@ TEST(CompiledOnChip, MatmulTooWideForARowTileRunsByColumnBlocksOnTiny) {
   EXPECT_LT(o.max_error, 1e-4);
 }
 
+int64_t count_op(const CompiledGraph& cg, isa::Opcode op) {
+  int64_t n = 0;
+  for (const auto& p : cg.plans.plans)
+    for (const auto& s : p.streams)
+      for (const auto& in : s.instructions) n += in.op == op;
+  return n;
+}
+
+TEST(CompiledOnChip, KBlockedMatmulStreamsBByKChunksAndMatchesTheReferenceOnTiny) {
+  // K = 1024 fp32 on tiny's 16 KiB partitions: a full-K panel of B would be 32 columns wide
+  // (under the array's 96), so B streams by slabs of one K chunk x 6 column blocks, each block
+  // accumulating in its own bank: 2 row tiles x 32 K chunks x 17 blocks of N = 1600 (ragged
+  // rows, a ragged last group and block), one full-width matmul each.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "kb", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [40, 1024], "role": "input"},
+    {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [1024, 1600], "role": "weight"},
+    {"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]})");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  EXPECT_EQ(count_op(std::get<CompiledGraph>(r), isa::Opcode::matmul), 2 * 32 * 17);
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-4);
+}
+
+TEST(CompiledOnChip, AddOfAQuarterOfHbmRunsWithinATenthOfItsHbmBoundOnTiny) {
+  // Two fp32 [8192, 1024] operands (64 MiB of tiny's 256 MiB) and the result: at full width
+  // one row tile's three [32, 1024] tiles fill a window, so loads, adds and stores took turns
+  // (1.58x the bound); narrower column blocks through a ring of windows overlap them.
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "add", "nodes": [
+    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [8192, 1024], "role": "input"},
+    {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [8192, 1024], "role": "input"},
+    {"id": 2, "op": "add", "inputs": [0, 1]}], "outputs": [2]})");
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
+  EXPECT_EQ(o.max_error, 0);
+  // The operands and result once, and the plan's instructions (64 bytes each, fetched).
+  EXPECT_LE(o.hbm_bytes, 3 * 8192 * 1024 * 4 + 64 * 8192);
+  const double bound_ns = double(o.hbm_bytes) / load("tiny").chip.timing.hbm.bandwidth_gb_per_s;
+  EXPECT_LE(o.time.to_seconds() * 1e9, 1.10 * bound_ns);
+}
+
+// K^T of attention as its own plan: [seq, heads, d] -> [heads, d, seq], and a 2-D transpose.
+// Copied HBM to HBM through the strided view, each element is a DMA chunk of its own on a chip
+// without a DMA transpose; by the array, rows load contiguous and leave as tiles.
+Graph leaving_transposes() {
+  return graph(R"({"format": "wallsim-graph", "version": 1, "name": "t", "nodes": [
+    {"id": 0, "op": "input", "name": "k", "dtype": "fp32", "shape": [200, 3, 40], "role": "input"},
+    {"id": 1, "op": "transpose", "inputs": [0], "name": "k_t", "perm": [1, 2, 0]},
+    {"id": 2, "op": "input", "name": "m", "dtype": "fp32", "shape": [72, 136], "role": "input"},
+    {"id": 3, "op": "transpose", "inputs": [2], "name": "m_t", "perm": [1, 0]}],
+    "outputs": [1, 3]})");
+}
+
+TEST(CompiledOnChip, TransposesLeavingTheirPlanGoByTheArrayAndMatchTheReferenceOnTrn1) {
+  auto r = compile_graph(leaving_transposes(), load("trn1").chip.arch, GroupPolicy::per_op);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  // k_t: 3 entries x 2 row tiles of 200; m_t: 2 column chunks of 136 x 1 row tile of 72.
+  EXPECT_EQ(count_op(std::get<CompiledGraph>(r), isa::Opcode::transpose), 3 * 2 + 2);
+  Outcome o = run_on_chip(leaving_transposes(), "trn1", GroupPolicy::per_op);
+  EXPECT_EQ(o.max_error, 0);
+}
+
+TEST(CompiledOnChip, TransposesLeavingTheirPlanMatchTheReferenceOnTiny) {
+  Outcome o = run_on_chip(leaving_transposes(), "tiny", GroupPolicy::per_op);
+  EXPECT_EQ(o.max_error, 0);
+}
+
 TEST(CompiledOnChip, MatmulWhoseStationariesCannotFitIsACompileErrorWithItsSizes) {
   Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "k", "nodes": [
     {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [32, 8192], "role": "input"},

@@ -62,13 +62,16 @@ TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOrRowsOverTheQueues)
 }
 
 TEST(LoweringContext, QueueCountsFollowTheOptionsAndTheChip) {
-  // Two load queues: one for plan inputs, one for values the plan writes; one store queue.
+  // Two load queues on 16 engines: too few for a class of plan-input loads and one of loads
+  // of values the plan writes that each reach every engine, so both take either (the four
+  // input loads alternate); one store queue.
   LoweringOptions two_loads;
   two_loads.load_queues_max = 2;
   two_loads.store_queues_max = 1;
   const auto p = print_plan(relu_chain(512, 64, 1), {}, GroupPolicy::whole, two_loads);
   EXPECT_EQ(stream_summary(p.text),
-            "ld0: dma_copy x4\n"
+            "ld0: dma_copy x2\n"
+            "ld1: dma_copy x2\n"
             "st0: dma_copy x4\n"
             "scalar: activation.relu x4\n");
   // Two engines: the four loads alternate between them, and so do the stores.

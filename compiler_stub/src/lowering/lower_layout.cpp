@@ -6,7 +6,23 @@
 #include "lowering/lowering_context.h"
 
 namespace wallsim::compiler_stub::lowering {
+
+bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, const Tiles& bt);
+
 namespace {
+
+// B of a batch_matmul as loaded, [batch, K, N], when it reads HBM transposed (K contiguous, N
+// at a stride: K^T of attention, a transpose_b): the same bytes as [batch, N, K] rows.
+std::optional<ViewDesc> untransposed(const ViewDesc& v) {
+  if (v.groups.size() != 3) return std::nullopt;
+  for (const auto& g : v.groups)
+    if (g.size() != 1) return std::nullopt;
+  const SubDim k = v.groups[1][0], cols = v.groups[2][0];
+  if (k.stride != 1 || k.size < 2 || cols.size < 2 || cols.stride < k.size) return std::nullopt;
+  ViewDesc u = v;
+  std::swap(u.groups[1], u.groups[2]);
+  return u;
+}
 
 int64_t axis_of(const Node& n) {
   const int64_t rank = static_cast<int64_t>(n.type.dims.size());
@@ -119,12 +135,50 @@ LowerResult transpose_on_chip(LoweringContext& ctx, const Node& n) {
   return std::nullopt;
 }
 
+// A transpose in HBM whose result only leaves the plan (no consumer in the group: one op per
+// plan) is copied HBM to HBM through its strided view, a chunk per element where the chip has
+// no DMA transpose (K^T of attention, 7 ms of DMA on trn1). Swapping the last two dims per
+// entry, and fitting half of SBUF, it goes by the array instead where the modelled cost is
+// lower: rows loaded contiguous, transposed, stored (the group stores its output tiles).
+LowerResult transpose_leaving_by_array(LoweringContext& ctx, const Node& n, bool& done) {
+  done = false;
+  if (ctx.on_chip(n.inputs[0]) || ctx.in_window() || !ctx.needed_outside(n.id) ||
+      ctx.live_after(n.id, -1))
+    return std::nullopt;
+  if (auto e = lower_view(ctx, n)) return e;  // the view it reads as
+  ViewDesc v = ctx.view_of_value(n.id);
+  if (v.groups.size() == 2) v.groups.insert(v.groups.begin(), std::vector<SubDim>{{1, 0}});
+  const auto u = untransposed(v);
+  if (!u || !isa::is_float(n.type.dtype)) return std::nullopt;
+  const int64_t K = v.groups[1][0].size, N = v.groups[2][0].size, T = ctx.tile_rows();
+  const Tiles shape = ctx.tiling(view_of(n.type).rows, N, n.type.dtype, run_of(n.type), n.id);
+  const int64_t row = SbufAllocator::aligned(N * isa::dtype_bytes(n.type.dtype));
+  const int64_t entry =
+      (N + T - 1) / T * SbufAllocator::aligned(K * isa::dtype_bytes(n.type.dtype));
+  if (shape.count() * row + entry > ctx.sbuf_share(50)) return std::nullopt;
+  ResourceNs base;  // the store of the block, either way
+  base.dma = double(std::min(T, N)) * double(K) * isa::dtype_bytes(n.type.dtype) /
+             (ctx.arch().costs.dma_gb_per_s * ctx.arch().dma.engines);
+  if (cheapest_transpose(ctx, std::min(T, N), K, n.type.dtype, ctx.arch().tensor.rows, base) !=
+      TransposeRoute::array)
+    return std::nullopt;
+  ctx.forget_view(n.id);
+  auto out = ctx.output_tiles(n);
+  if (!out) return ctx.no_room();
+  if (!transpose_rows_into(ctx, v, n.type.dtype, *out)) return ctx.no_room();
+  done = true;
+  return std::nullopt;
+}
+
 // On chip and 2-D: through the array. Otherwise a strided read of HBM.
 LowerResult lower_transpose(LoweringContext& ctx, const Node& n) {
   if (n.type.dims.size() == 2 && ctx.on_chip(n.inputs[0]) && !ctx.is_view(n.inputs[0])) {
     return transpose_on_chip(ctx, n);
   }
-  return lower_view(ctx, n);
+  bool done = false;
+  if (auto e = transpose_leaving_by_array(ctx, n, done)) return e;
+  if (done) return std::nullopt;
+  return ctx.is_view(n.id) ? std::nullopt : lower_view(ctx, n);
 }
 
 // Columns [start, limit) of the last axis of an on-chip value: a copy on the vector engine.
@@ -291,6 +345,68 @@ TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n) {
   base.dma = b_bytes / double(streams_b(ctx, n) ? per_window : tiles) /
              (h.dma_gb_per_s * ctx.arch().dma.engines);
   return cheapest_transpose(ctx, rows, av.cols, a.dtype, chunk, base);
+}
+
+// Per [N row tile of one entry]: the batch_matmul's multiplies (A's row tiles x K chunks x
+// column blocks), their evacuations and A's and the output's bytes, against which the route
+// of B^T's [rows x K] block is priced.
+TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const ViewDesc& v) {
+  const auto u = untransposed(v);
+  const TensorType& b = ctx.type_of(n.inputs[1]);
+  if (!u || !isa::is_float(b.dtype)) return TransposeRoute::strided_dma;
+  const isa::CostHints& h = ctx.arch().costs;
+  const int64_t M = ctx.type_of(n.inputs[0]).dims[1].size;
+  const int64_t K = v.groups[1][0].size, N = v.groups[2][0].size;
+  const int64_t T = ctx.tile_rows(), chunk = ctx.arch().tensor.rows;
+  const int64_t width = std::min(moving_cols(ctx), N);
+  const double m_tiles = double((M + T - 1) / T), k_chunks = double((K + chunk - 1) / chunk);
+  const double blocks = double((N + width - 1) / width), n_tiles = double((N + T - 1) / T);
+  ResourceNs base;
+  base.tensor = m_tiles * k_chunks * blocks *
+                double(std::max<int64_t>(width, h.moving_min_cycles)) * 1000.0 / h.tensor_freq_mhz /
+                n_tiles;
+  base.lanes = m_tiles * blocks *
+               (double(h.vector_fixed_ns) + double(width) / h.vector_elements_per_ns) / 2 / n_tiles;
+  const double ab = double(isa::dtype_bytes(ctx.type_of(n.inputs[0]).dtype));
+  const double ob = double(isa::dtype_bytes(n.type.dtype));
+  base.dma = double(M) * (double(K) * ab + double(N) * ob) / n_tiles /
+             (h.dma_gb_per_s * ctx.arch().dma.engines);
+  return cheapest_transpose(ctx, std::min(T, N), K, b.dtype, chunk, base);
+}
+
+// [batch, K, N] `v` (reading HBM transposed) into tiles `bt` of its shape by the array: per
+// entry, its [N, K] rows (contiguous runs of K) load as row tiles, and each [rows x K chunk]
+// block is transposed into `bt`'s [K chunk x rows] through PSUM.
+bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, const Tiles& bt) {
+  const ViewDesc u = *untransposed(v);
+  const int64_t batches = v.groups[0][0].size, K = v.groups[1][0].size;
+  for (int64_t e = 0, j = 0; e < batches; ++e) {
+    ViewDesc ue = u;
+    ue.offset += e * u.groups[0][0].stride;
+    ue.groups[0][0].size = 1;
+    auto rows = ctx.load_view(ue, dt);  // [N, K], N on partitions
+    if (!rows) return false;
+    for (; j < bt.count() && bt.row0(j) / K == e; ++j) {
+      const int64_t k0 = bt.row0(j) % K;
+      const int32_t kc = bt.rows_in(j);
+      for (int64_t t = 0; t < rows->count(); ++t) {
+        const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), kc, rows->rows_in(t));
+        ctx.emit_transpose(tp, ctx.tile_ap(*rows, t, k0, kc));
+        ctx.evacuate(LoweringContext::tile_ap(bt, j, rows->row0(t), rows->rows_in(t)), tp);
+      }
+    }
+    ctx.release(*rows);
+  }
+  return true;
+}
+
+std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc& v, DType dt) {
+  const int64_t batches = v.groups[0][0].size, K = v.groups[1][0].size, N = v.groups[2][0].size;
+  auto bt = ctx.new_tiles(batches * K, N, dt, "bT", K);
+  if (!bt) return std::nullopt;
+  if (transpose_rows_into(ctx, v, dt, *bt)) return bt;
+  ctx.release(*bt);
+  return std::nullopt;
 }
 
 void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,

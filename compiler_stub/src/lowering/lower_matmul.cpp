@@ -91,6 +91,34 @@ int64_t panel_bytes(const LoweringContext& ctx, const Node& n) {
          isa::dtype_bytes(b.dtype);
 }
 
+// K-blocked B (a narrow matmul whose full-K panels would be narrower than the moving width:
+// K = 4096 bf16 on tiny's 16 KiB partitions leaves panels of 11 columns, and 4096^3 needs 12 M
+// instructions). B then streams by slabs of one K chunk x a group of column blocks through a
+// ring of kSlabs buffers, and every block of the group accumulates over K in its own PSUM
+// bank: the array's work in full-width matmuls. Plain B in HBM, no fused bias or epilogue.
+constexpr int64_t kSlabs = 4;
+int64_t slab_cols(const LoweringContext& ctx, const Node& n) {
+  if (n.inputs.size() > 2 || n.int_attr(kEpilogueAct) || ctx.is_view(n.inputs[1]) ||
+      !narrow_matmul(ctx, n) || !streams_b(ctx, n))
+    return 0;
+  const int64_t N = view_of(n.type).cols, width = std::min(moving_cols(ctx), N);
+  if (panel_cols(ctx, n) >= width) return 0;
+  const int64_t dt = isa::dtype_bytes(ctx.type_of(n.inputs[1]).dtype);
+  const int64_t room = (ctx.sbuf_capacity() - row_tile_bytes(ctx, n, true)) *
+                       ctx.options().row_window_fill_percent / 100;
+  // Two banks stay out of the groups, so the next group's first matmuls need not wait for
+  // the last evacuations of this one.
+  int64_t blocks = std::max<int64_t>(1, ctx.psum_bank_count() - 2);
+  while (blocks > 1 && kSlabs * blocks * width * dt > room) --blocks;
+  if (kSlabs * blocks * width * dt > room) return 0;
+  return std::min(N, blocks * width);
+}
+
+int64_t slab_ring_bytes(const LoweringContext& ctx, const Node& n) {
+  return kSlabs * SbufAllocator::aligned(slab_cols(ctx, n) *
+                                         isa::dtype_bytes(ctx.type_of(n.inputs[1]).dtype));
+}
+
 // A 2-D view of B whose panels load as DMA rows with one free dim (a transposed weight, as
 // PyTorch's nn.Linear and a tied output head write it): streamed by strided panels.
 static bool streamable_view(const LoweringContext& ctx, int32_t b) {
@@ -157,6 +185,7 @@ struct Moving {
   // and transposes them through the array, instead of an element-strided DMA.
   bool transposed = false;
   int64_t block_cols = 0;  // columns per panel when streamed
+  int64_t slab_cols = 0;   // K-blocked: columns per slab (slab_cols())
 };
 
 // A narrow matmul's A and output in HBM: A's row tiles are loaded a K chunk at a time (unless
@@ -205,6 +234,94 @@ AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
 }
 AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
   return LoweringContext::sbuf_ap(s, dt, k, 0, m);
+}
+
+// Output row tiles `ts` of a narrow matmul with K-blocked B (slab_cols()), from their A^T
+// stationaries `at`: row tiles in turns that share each slab, as many as leave every block of
+// a group a PSUM bank; per turn and group of column blocks, B's K chunks load as slabs, each
+// kSlabs - 1 ahead of its matmuls (across groups and turns too); after a group's last K chunk
+// each block is evacuated and stored.
+LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
+                      const std::vector<std::vector<Slot>>& at, const Moving& b,
+                      const std::vector<int64_t>& kc, const Tiles& out, const Narrow& narrow) {
+  const int64_t N = b.tiles.cols, width = std::min(moving_cols(ctx), N);
+  const DType dt = b.tiles.dtype, odt = out.dtype;
+  const View bv{b.tiles.rows, N};
+  const int64_t banks = std::max<int64_t>(1, ctx.psum_bank_count() - 2);
+  const auto per_turn =
+      static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(ts.size()), banks));
+  struct Item {
+    size_t i0, i1;   // row tiles ts[i0, i1)
+    int64_t g0, gs;  // columns [g0, g0 + gs)
+    size_t k;
+  };
+  std::vector<Item> items;
+  for (size_t i0 = 0; i0 < ts.size(); i0 += per_turn) {
+    const size_t i1 = std::min(ts.size(), i0 + per_turn);
+    const int64_t blocks = std::max<int64_t>(1, banks / static_cast<int64_t>(i1 - i0));
+    const int64_t group = std::min(b.slab_cols, blocks * width);
+    for (int64_t g0 = 0; g0 < N; g0 += group)
+      for (size_t k = 0; k < kc.size(); ++k)
+        items.push_back({i0, i1, g0, std::min(group, N - g0), k});
+  }
+  std::vector<Slot> ring;  // slabs of items [next - ring.size(), next)
+  size_t next = 0;
+  auto load = [&]() -> bool {
+    const Item& it = items[next++];
+    const int32_t ks = b.tiles.rows_in(kc[it.k]);
+    auto s = ctx.sbuf_alloc(it.gs * isa::dtype_bytes(dt), "slab");
+    if (!s) return false;
+    ctx.copy_rows(true, LoweringContext::sbuf_ap(*s, dt, ks, 0, it.gs),
+                  ctx.hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[it.k]), ks, it.g0, it.gs));
+    ctx.count_bytes_in(ks * it.gs * isa::dtype_bytes(dt));
+    ring.push_back(*s);
+    return true;
+  };
+  while (next < items.size() && next + 1 < static_cast<size_t>(kSlabs))
+    if (!load()) return ctx.no_room();
+  std::vector<Slot> bank;  // per (row tile, block) of the current group
+  for (size_t j = 0; j < items.size(); ++j) {
+    if (ctx.too_large()) return ctx.too_large_error();
+    if (next < items.size() && !load()) return ctx.no_room();
+    const Item& it = items[j];
+    const int32_t ks = b.tiles.rows_in(kc[it.k]);
+    const int64_t blocks = (it.gs + width - 1) / width;
+    if (it.k == 0) {
+      bank.clear();
+      for (int64_t q = 0; q < blocks * static_cast<int64_t>(it.i1 - it.i0); ++q)
+        bank.push_back(ctx.next_bank());
+    }
+    const Slot slab = ring.front();
+    for (size_t i = it.i0; i < it.i1; ++i) {
+      const int32_t rows = a.rows_in(ts[i]);
+      for (int64_t q = 0; q < blocks; ++q) {
+        const int64_t ns = std::min(width, it.gs - q * width);
+        ctx.emit_matmul(ctx.psum_ap(bank[(i - it.i0) * blocks + q], rows, ns),
+                        stationary_ap(at[i][it.k], dt, ks, rows),
+                        LoweringContext::sbuf_ap(slab, dt, ks, q * width, ns), it.k == 0,
+                        it.k + 1 == kc.size());
+      }
+    }
+    ctx.release(slab);
+    ring.erase(ring.begin());
+    if (it.k + 1 < kc.size()) continue;
+    for (size_t i = it.i0; i < it.i1; ++i) {
+      const int64_t t = ts[i];
+      const int32_t rows = a.rows_in(t);
+      for (int64_t q = 0; q < blocks; ++q) {
+        const int64_t n0 = it.g0 + q * width, ns = std::min(width, it.gs - q * width);
+        auto block = ctx.sbuf_alloc(ns * isa::dtype_bytes(odt), "out");
+        if (!block) return ctx.no_room();
+        const AccessPattern o = LoweringContext::sbuf_ap(*block, odt, rows, 0, ns);
+        ctx.evacuate(o, ctx.psum_ap(bank[(i - it.i0) * blocks + q], rows, ns));
+        ctx.copy_rows(false, ctx.hbm_ap(narrow.out, odt, narrow.out_view, a.row0(t), rows, n0, ns),
+                      o);
+        ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
+        ctx.release(*block);
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 // Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
@@ -322,6 +439,12 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     }
   }
   if (a_t) ctx.release_held();  // the previous window's A^T, now that this one's is placed
+  if (b.slab_cols > 0) {
+    if (auto e = k_blocked(ctx, a, ts, at, b, kc, out, *narrow)) return e;
+    for (const auto& row : at)
+      for (Slot s : row) ctx.release(s);
+    return std::nullopt;
+  }
   if (b.streamed && !panel && !(panel = load_panel(0))) return ctx.no_room();
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
@@ -399,6 +522,7 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   // loading them would make A look resident and the panels wider than the window allowed).
   const bool narrow = narrow_matmul(ctx, n);
   const int64_t block_cols = streams_b(ctx, n) ? panel_cols(ctx, n) : 0;
+  const int64_t slabs = slab_cols(ctx, n);
   Narrow nw;
   std::optional<Tiles> a;
   std::optional<HbmStationaries> a_t;
@@ -436,6 +560,7 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   if (streams_b(ctx, n)) {
     b.streamed = true;
     b.block_cols = block_cols;
+    b.slab_cols = slabs;
     if (ctx.is_view(bid)) {
       b.view = ctx.view_of_value(bid);
       const auto& g = b.view->groups;
@@ -569,11 +694,18 @@ LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n) {
     return batch_matmul_streamed(ctx, n, *a, chunk);
   }
   std::optional<Tiles> b;
+  bool own_b = transpose_b;  // loaded for this op alone (released after it)
   if (transpose_b) {
     ViewDesc v = ctx.view_of_value(bn.id);
     std::swap(v.groups[1], v.groups[2]);
     if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
-    b = ctx.load_view(v, bn.type.dtype);
+    b = batch_b_route(ctx, n, v) == TransposeRoute::array
+            ? load_batch_b_by_array(ctx, v, bn.type.dtype)
+            : ctx.load_view(v, bn.type.dtype);
+  } else if (ctx.is_view(bn.id) && !ctx.on_chip(bn.id) &&
+             batch_b_route(ctx, n, ctx.view_of_value(bn.id)) == TransposeRoute::array) {
+    b = load_batch_b_by_array(ctx, ctx.view_of_value(bn.id), bn.type.dtype);
+    own_b = true;
   } else {
     b = ctx.tiles_of(bn.id);
   }
@@ -600,7 +732,7 @@ LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n) {
     }
     if (auto e = matmul_block(ctx, *a, ts, moving, kc, batch * K, *out)) return e;
   }
-  if (transpose_b) ctx.release(*b);
+  if (own_b) ctx.release(*b);
   return std::nullopt;
 }
 

@@ -72,7 +72,10 @@ LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>&
     m_queue_bytes[q] = 0;
     return q;
   };
-  const int64_t prefetch = loads > 1 ? (loads + 1) / 2 : 1;
+  // Two classes only where each reaches every engine: with fewer load queues than twice the
+  // engines (tiny: 4 of 8 queues load, over 4 engines), plan-input loads would reach half the
+  // engines while the other half carries only stores and reloads.
+  const int64_t prefetch = loads >= 2 * engines ? (loads + 1) / 2 : loads;
   for (int64_t q = 0; q < loads; ++q) {
     (q < prefetch ? m_load_queues : m_dependent_load_queues)
         .push_back(add_queue("ld" + std::to_string(q), q % engines));

@@ -214,6 +214,7 @@ class LoweringContext {
   // The view value `id` is, or the plain row-major view of its own tensor.
   ViewDesc view_of_value(int32_t id) const;
   void set_view(int32_t id, ViewDesc v) { m_views[id] = std::move(v); }
+  void forget_view(int32_t id) { m_views.erase(id); }
   // `merge` joins adjacent contiguous sub-dims (a plain reshape becomes one run).
   static ViewRows view_rows(const ViewDesc& v, bool merge);
   // Rows [row, row + n) of a view in HBM (within one run), as a DMA access pattern.
@@ -383,6 +384,7 @@ class LoweringContext {
     std::map<int32_t, std::pair<int64_t, int64_t>> own;  // values windowed by other tiles
     std::set<int32_t> col_ids;  // values as wide as the output: in a column window,
     int64_t c0 = 0, cols = 0;   // columns [c0, c0 + cols) of them (cols 0: all columns)
+    bool ring = false;          // windows of a streaming ring (lower_in_windows)
   };
   std::optional<Window> m_window;
   std::vector<Slot> m_held;                      // release_later
@@ -405,6 +407,10 @@ int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
 // Bytes per partition of one row tile's A^T stationaries (a buffer per K chunk).
 int64_t stationary_bytes(const LoweringContext& ctx, const Node& n);
 int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
+// A narrow matmul whose full-K panels would be narrower than the moving width streams B by
+// slabs of one K chunk: their columns (0 otherwise), and the bytes of their ring.
+int64_t slab_cols(const LoweringContext& ctx, const Node& n);
+int64_t slab_ring_bytes(const LoweringContext& ctx, const Node& n);
 // Where a transpose runs (lower_layout.cpp): through the array (PSUM, then an evacuation), by
 // the DMA engines' hardware transpose of 2-byte elements, or by a DMA reading the source
 // element by element.
@@ -429,6 +435,11 @@ TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n);
 // in HBM tensor `src` transposed into `dst` (ks partitions x rows).
 void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,
                      int64_t row0, int32_t rows, int64_t col0, int32_t ks);
+// How a batch_matmul gets a B that reads HBM transposed ([batch, K, N] with K contiguous): the
+// array (array: load_batch_b_by_array) or the strided view's DMA (the other routes: a hardware
+// transpose where the chip has one), priced per N row tile beside the op's own work.
+TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const ViewDesc& v);
+std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc& v, DType dt);
 // Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
 int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
 // y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)

@@ -110,7 +110,11 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
           per_tile -= SbufAllocator::aligned(m_tile_rows * isa::dtype_bytes(a.dtype));
           fixed += SbufAllocator::aligned(m_tile_rows * isa::dtype_bytes(a.dtype));
         }
-        if (streams_b(*this, n)) fixed += 2 * panel_bytes(*this, n);
+        if (slab_cols(*this, n)) {
+          fixed += slab_ring_bytes(*this, n);
+        } else if (streams_b(*this, n)) {
+          fixed += 2 * panel_bytes(*this, n);
+        }
         break;
       }
       per_tile += stationary_bytes(*this, n);  // A^T stationaries
@@ -191,8 +195,15 @@ LowerResult LoweringContext::lower_in_windows(const Node& n, const LowerFn& lowe
   const int64_t cols = view_of(n.type).cols;
   int64_t block = cols;
   const int64_t room = window_room(n);
-  if (column_local(n) && too_wide(n, per_tile + fixed)) {
-    block = std::max<int64_t>(1, cols * room / (per_tile + fixed));
+  // Column-local, with fewer than kRingTiles row tiles a window at full width: loads,
+  // compute and stores would take turns (tiny's 16 KiB partitions hold one [32, 1024] fp32
+  // add's three tiles). Column blocks narrowed until kRingTiles fit make a ring instead:
+  // windows of half the room, in the bytes freed longest ago, so one window loads while the
+  // one before computes and the one before that stores.
+  constexpr int64_t kRingTiles = 3;
+  const bool ring = column_local(n) && per_tile * kRingTiles + fixed > room;
+  if (ring) {
+    block = std::max<int64_t>(1, cols * room / (per_tile * kRingTiles + fixed));
     if (block > 64) block = block / 64 * 64;
     const int64_t blocks = (cols + block - 1) / block;
     block = (cols + blocks - 1) / blocks;  // balanced blocks
@@ -200,6 +211,7 @@ LowerResult LoweringContext::lower_in_windows(const Node& n, const LowerFn& lowe
     fixed = (fixed * block + cols - 1) / cols;
   }
   int64_t w = window_of(fixed, per_tile);
+  if (ring) w = std::max<int64_t>(1, w / 2);
   bool split_periods = false;
   if (period > 0) {
     if (w >= period) {
@@ -243,7 +255,7 @@ LowerResult LoweringContext::lower_in_windows(const Node& n, const LowerFn& lowe
       needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
   for (int64_t c0 = 0; c0 < cols; c0 += block)
     for (const auto& [t0, t1] : ranges) {
-      m_window = Window{ids, t0, t1, {}, col_ids, c0, block < cols ? block : 0};
+      m_window = Window{ids, t0, t1, {}, col_ids, c0, block < cols ? block : 0, ring};
       if (split_periods) m_window->own[repeated] = {t0 % period, (t1 - 1) % period + 1};
       for (const auto& [id, full] : resident) {
         m_tiles[id] = full.window(t0, t1);
