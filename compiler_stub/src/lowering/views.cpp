@@ -140,8 +140,8 @@ std::optional<Tiles> LoweringContext::load_view(const ViewDesc& v, DType dtype, 
 // one dim, a conv's window matrix [C, OH, OW, KH, KW] five. A descriptor takes the innermost
 // dims from a split dim inward (its rows, at the split dim's stride, and up to kMaxFreeDims
 // free dims); dims outside it get one descriptor per index, and the split dim is cut into
-// pieces that cost a DMA engine about the same (payload plus chunk overheads): at most
-// dma_split_bytes, or the copy's share of one store queue when that is more (at least one row).
+// pieces that cost a DMA engine about the same (payload plus chunk overheads; at least one
+// row each).
 // The destination is the value's own row-major tensor, written contiguously. The DMA model
 // charges each descriptor its issue cost once and each contiguous piece its chunk overhead
 // (docs/TIMING.md §5), so a window matrix costs its chunks, not a descriptor per window row.
@@ -172,10 +172,12 @@ bool LoweringContext::copy_view(int32_t id, isa::TensorRole role) {
   auto engine_bytes = [&](size_t i) {
     return inner[i] * esize + (inner[i] + run_of(i) - 1) / run_of(i) * overhead;
   };
-  // As copy_rows does: pieces of at least dma_split_bytes, no more pieces than store queues.
+  // A view copy is usually its op's whole work, on the critical path: it spreads over every
+  // store queue, one piece of equal engine work each (descriptors issue in parallel), but no
+  // piece is cut below dma_min_chunk_bytes of engine work (cutting a run adds a chunk).
   const int64_t queues = static_cast<int64_t>(m_store_queues.size());
   const int64_t split = std::max<int64_t>(
-      {int64_t{1}, m_options.dma_split_bytes, (engine_bytes(0) + queues - 1) / queues});
+      {int64_t{1}, m_options.dma_min_chunk_bytes, (engine_bytes(0) + queues - 1) / queues});
   size_t l = k > size_t{isa::kMaxFreeDims} + 1 ? k - isa::kMaxFreeDims - 1 : 0;
   while (l + 1 < k && engine_bytes(l + 1) > split) ++l;
   const int64_t row = inner[l + 1];  // elements of one row of the split dim
