@@ -12,6 +12,24 @@ int64_t inner_size(const std::vector<SubDim>& group) {
   return inner;
 }
 
+namespace {
+
+// `dims` (outermost first) with each sub-dim that continues its inner neighbour's stride merged
+// into it, so a contiguous run is one sub-dim.
+std::vector<SubDim> joined(const std::vector<SubDim>& dims) {
+  std::vector<SubDim> out;
+  for (const SubDim& d : dims) {
+    if (!out.empty() && out.back().stride == d.size * d.stride) {
+      out.back() = {out.back().size * d.size, d.stride};
+    } else {
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 ViewDesc LoweringContext::view_of_value(int32_t id) const {
   auto it = m_views.find(id);
   if (it != m_views.end()) return it->second;
@@ -34,20 +52,9 @@ ViewRows LoweringContext::view_rows(const ViewDesc& v, bool merge) {
       if (d.size != 1) (g + 1 < v.groups.size() ? r.lead : r.free).push_back(d);
     }
   }
-  auto join = [](std::vector<SubDim>& dims) {
-    std::vector<SubDim> out;
-    for (const SubDim& d : dims) {
-      if (!out.empty() && out.back().stride == d.size * d.stride) {
-        out.back() = {out.back().size * d.size, d.stride};
-      } else {
-        out.push_back(d);
-      }
-    }
-    dims = out;
-  };
   if (merge) {
-    join(r.lead);
-    join(r.free);
+    r.lead = joined(r.lead);
+    r.free = joined(r.free);
   }
   if (r.lead.empty()) r.lead.push_back({1, 0});
   for (const SubDim& d : r.lead) r.rows *= d.size;
@@ -128,27 +135,81 @@ std::optional<Tiles> LoweringContext::load_view(const ViewDesc& v, DType dtype, 
   return tiles;
 }
 
-// Runs of rows with the view's strides (adjacent contiguous sub-dims merged, so a plain reshape
-// is one run). False when the view needs more free dims than a descriptor has.
+// The view's elements in order, as few descriptors as a DMA access pattern can express. All
+// sub-dims of all dims, outermost first, with contiguous neighbours merged: a plain reshape is
+// one dim, a conv's window matrix [C, OH, OW, KH, KW] five. A descriptor takes the innermost
+// dims from a split dim inward (its rows, at the split dim's stride, and up to kMaxFreeDims
+// free dims); dims outside it get one descriptor per index, and the split dim is cut into
+// pieces that cost a DMA engine about the same (payload plus chunk overheads; at least one
+// row each).
+// The destination is the value's own row-major tensor, written contiguously. The DMA model
+// charges each descriptor its issue cost once and each contiguous piece its chunk overhead
+// (docs/TIMING.md §5), so a window matrix costs its chunks, not a descriptor per window row.
 bool LoweringContext::copy_view(int32_t id, isa::TensorRole role) {
   const ViewDesc& v = m_views.at(id);
-  const ViewRows vr = view_rows(v, true);
-  if (vr.free.size() > isa::kMaxFreeDims) return false;
-  const DType dtype = type_of(id).dtype;
-  const int64_t run = vr.run().size;
-  Slot src = hbm_tensor(v.base, isa::TensorRole::input);
-  Slot dst = hbm_tensor(id, role);
-  const View out{vr.rows, vr.cols};
-  const int64_t chunk = std::max<int64_t>(
-      1, m_options.dma_split_bytes / std::max<int64_t>(1, vr.cols * isa::dtype_bytes(dtype)));
-  for (int64_t r0 = 0; r0 < vr.rows; r0 += run) {
-    for (int64_t r = r0; r < r0 + run; r += chunk) {
-      const int32_t n = static_cast<int32_t>(std::min(chunk, r0 + run - r));
-      dma(next_store_queue(), hbm_ap(dst, dtype, out, r, n, 0, vr.cols),
-          view_rows_ap(v, vr, src, dtype, r, n));
+  std::vector<SubDim> dims;
+  for (const auto& g : v.groups) {
+    for (const SubDim& d : g) {
+      if (d.size != 1) dims.push_back(d);
     }
   }
-  const int64_t bytes = vr.rows * vr.cols * isa::dtype_bytes(dtype);
+  dims = joined(dims);
+  if (dims.empty()) dims.push_back({1, 1});
+  const DType dtype = type_of(id).dtype;
+  const int64_t esize = isa::dtype_bytes(dtype);
+  const size_t k = dims.size();
+  std::vector<int64_t> inner(k + 1, 1);  // elements of dims [i, k)
+  for (size_t i = k; i-- > 0;) inner[i] = inner[i + 1] * dims[i].size;
+  // Contiguous elements of dims [i, k), innermost first; and what they cost a DMA engine as
+  // one descriptor: the payload plus a chunk overhead per contiguous piece of the source (the
+  // destination is contiguous), as dma::descriptor_cost charges them.
+  auto run_of = [&](size_t i) {
+    int64_t run = 1;
+    for (size_t j = k; j-- > i && dims[j].stride == run;) run *= dims[j].size;
+    return run;
+  };
+  const int64_t overhead = m_arch.costs.dma_chunk_overhead_bytes;
+  auto engine_bytes = [&](size_t i) {
+    return inner[i] * esize + (inner[i] + run_of(i) - 1) / run_of(i) * overhead;
+  };
+  // A view copy is usually its op's whole work, on the critical path: it spreads over every
+  // store queue, one piece of equal engine work each (descriptors issue in parallel), but no
+  // piece is cut below dma_min_chunk_bytes of engine work (cutting a run adds a chunk).
+  const int64_t queues = static_cast<int64_t>(m_store_queues.size());
+  const int64_t split = std::max<int64_t>(
+      {int64_t{1}, m_options.dma_min_chunk_bytes, (engine_bytes(0) + queues - 1) / queues});
+  size_t l = k > size_t{isa::kMaxFreeDims} + 1 ? k - isa::kMaxFreeDims - 1 : 0;
+  while (l + 1 < k && engine_bytes(l + 1) > split) ++l;
+  const int64_t row = inner[l + 1];  // elements of one row of the split dim
+  // Rows that continue each other's run add no chunk of their own.
+  const int64_t row_cost = run_of(l) >= inner[l] ? row * esize : engine_bytes(l + 1);
+  const int64_t chunk = std::clamp<int64_t>(split / std::max<int64_t>(1, row_cost), 1,
+                                            std::min<int64_t>(dims[l].size, INT32_MAX));
+  Slot src = hbm_tensor(v.base, isa::TensorRole::input);
+  Slot dst = hbm_tensor(id, role);
+  for (int64_t o = 0; o < inner[0] / inner[l]; ++o) {
+    int64_t base = v.offset;
+    for (int64_t r = o, i = static_cast<int64_t>(l); i-- > 0;) {
+      base += (r % dims[i].size) * dims[i].stride;
+      r /= dims[i].size;
+    }
+    for (int64_t c = 0; c < dims[l].size; c += chunk) {
+      const int32_t n = static_cast<int32_t>(std::min(chunk, dims[l].size - c));
+      AccessPattern s;
+      s.space = MemSpace::hbm;
+      s.buffer = src.index;
+      s.dtype = dtype;
+      s.partitions = n;
+      s.partition_stride = dims[l].stride;
+      s.offset = base + c * dims[l].stride;
+      s.num_free = static_cast<uint8_t>(std::max<size_t>(1, k - l - 1));
+      s.free[0] = {1, 1};
+      for (size_t j = l + 1; j < k; ++j) s.free[j - l - 1] = {dims[j].size, dims[j].stride};
+      const View out{inner[0] / row, row};
+      dma(next_store_queue(), hbm_ap(dst, dtype, out, o * dims[l].size + c, n, 0, row), s);
+    }
+  }
+  const int64_t bytes = inner[0] * esize;
   m_bytes_in += bytes;
   m_bytes_out += bytes;
   m_in_hbm.insert(id);

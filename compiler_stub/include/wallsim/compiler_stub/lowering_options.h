@@ -30,13 +30,13 @@ template <class V>
 void describe(V& v, LoweringOptions& o) {
   v.field("dma_split_bytes", o.dma_split_bytes, {1, INT64_MAX}, "bytes",
           "design choice: a tile-to-HBM transfer above this size is split by columns (or, when "
-          "its rows are too short to cut, by partitions) over several queues (and HBM-to-HBM "
-          "view copies are cut into chunks of it), so one big transfer is not serialised on "
-          "one DMA engine");
+          "its rows are too short to cut, by partitions) over several queues, so one big "
+          "transfer is not serialised on one DMA engine");
   v.field("dma_min_chunk_bytes", o.dma_min_chunk_bytes, {1, INT64_MAX}, "bytes",
           "design choice: a transfer is split by columns only while each piece's rows stay at "
-          "least this long (else by partitions), since the DMA cost model charges every "
-          "contiguous chunk (timing.dma.chunk_overhead_bytes)");
+          "least this long (else by partitions), and an HBM-to-HBM view copy (one piece per "
+          "store queue) never cuts a piece below this much DMA-engine work, since the DMA cost "
+          "model charges every contiguous chunk (timing.dma.chunk_overhead_bytes)");
   v.field("load_queues_max", o.load_queues_max, {1, 1024}, "queues",
           "design choice: DMA queues a plan loads through (at most arch.dma.queues_max - store "
           "queues), spread round the DMA engines so that several share an engine and one's "
