@@ -58,6 +58,9 @@ run_all() {
     for g in examples/graphs/*.json; do
       local gn
       gn=$(basename "$g" .json)
+      # gemm_4096 on tiny is a 0.9 M-instruction plan (a 741 MB plan file, minutes to write and
+      # trace): too heavy for this quick check; docs/PERFORMANCE.md (issue 17g) measures it.
+      [[ $cfg == tiny && $gn == gemm_4096 ]] && continue
       for grp in all per-op; do
         local n=compile_${cfg}_${gn}_${grp}
         record "$n" "$tmp/none" -- "$w" compile "$g" -c "configs/$cfg.json" --group "$grp" --out "$tmp/$n.plan.json"
