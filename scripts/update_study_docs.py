@@ -12,8 +12,12 @@ model change; the README's plots of the study (docs/img/study_NAME*.png) are cop
 run. `open-questions` answers the seed's questions and case claims from the decode, mask,
 serving, granularity and fallback studies, the last two also under each compile-cost variant
 (neuron and xla as fitted, every term x0.5 and x2): scripts/open_questions.py.
---large also runs configs/studies/serving-large.json (static serving at batch 32) into
-serving.md's `serving-large` block. Each study's real run time is printed.
+granularity's block also holds a captured model with repeated layers: torchvision's ViT-B/16
+(12 identical encoder layers, random weights), captured with `wallsim capture` into
+out/captures/vit_b_16.json and passed as `--model`; --no-capture leaves it out (GPT-2 only).
+--large also runs configs/studies/serving-large.json (static serving at batches 8 and 32) into
+serving.md's `serving-large` block, and open-questions then counts its static/continuous pairs.
+Each study's real run time is printed.
 """
 import argparse
 import os
@@ -51,12 +55,32 @@ def replace_block(doc, name, new):
     print(f"{doc}: {name} regenerated")
 
 
+def capture_vit(wallsim):
+    """Captures examples/torch/vision.py's ViT-B/16 (one eval forward); its path from ROOT."""
+    rel = os.path.join("out", "captures", "vit_b_16.json")
+    os.makedirs(os.path.join(ROOT, "out", "captures"), exist_ok=True)
+    t = time.time()
+    # For real, not --meta: on meta tensors PyTorch skips MultiheadAttention's fused fast path
+    # and records another op stream (docs/MODELS.md, *Capture*).
+    subprocess.run([wallsim, "capture", os.path.join("examples", "torch", "vision.py"), "--out",
+                    rel, "--", "--model", "vit_b_16"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+    print(f"capture vit_b_16: {time.time() - t:.0f} s real", flush=True)
+    return rel
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wallsim", default=os.path.join(ROOT, "build", "bin", "wallsim"))
     ap.add_argument("--large", action="store_true", help="also run serving-large.json")
+    ap.add_argument("--no-capture", action="store_true",
+                    help="granularity without the captured ViT-B/16 (no PyTorch needed)")
     ap.add_argument("names", nargs="*", default=STUDIES + ["open-questions"])
     a = ap.parse_args()
+    # The source the runs come from, written under each block: the commit, "+dirty" for a work tree
+    # with uncommitted changes.
+    rev = "commit " + subprocess.run(["git", "describe", "--always", "--dirty=+dirty"], cwd=ROOT,
+                                     capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         dirs, took = {}, {}
 
@@ -78,13 +102,17 @@ def main():
             if name not in STUDIES:
                 print(f"unknown study '{name}'", file=sys.stderr)
                 return 2
-            out = run(name, name)
-            if name in ("granularity", "fallback"):
+            extra = []
+            if name == "granularity" and not a.no_capture:
+                extra = ["--model", "ViT-B/16 (captured)=program:file=" + capture_vit(a.wallsim)]
+            out = run(name, name, extra)
+            # The open-questions answers read GPT-2's rows unprefixed: a one-model run only.
+            if name == "fallback" or (name == "granularity" and not extra):
                 dirs[open_questions.key(name, "neuron", 1.0)] = out
             doc = os.path.join(ROOT, "docs", "studies", name + ".md")
             with open(os.path.join(out, name + ".md")) as f:
                 replace_block(doc, name, block(f.read()) + f"\n(`wallsim study {name}` took "
-                              f"{took[name]:.0f} s of real time for this block.)\n")
+                              f"{took[name]:.0f} s of real time for this block, at {rev}.)\n")
             # The README's figures of this study: docs/img/study_<plot>.png is the run's <plot>.png.
             img = os.path.join(ROOT, "docs", "img")
             for png in sorted(os.listdir(img)):
@@ -96,7 +124,8 @@ def main():
                       ["--spec", os.path.join(ROOT, "configs", "studies", "serving-large.json")])
             with open(os.path.join(out, "serving.md")) as f:
                 replace_block(os.path.join(ROOT, "docs", "studies", "serving.md"), "serving-large",
-                              block(f.read()) + f"\n({took['serving-large']:.0f} s of real time.)\n")
+                              block(f.read()) +
+                              f"\n({took['serving-large']:.0f} s of real time, at {rev}.)\n")
         if "open-questions" in a.names:
             for name in ("decode", "mask", "serving"):
                 run(name, name)
@@ -104,12 +133,10 @@ def main():
                 for profile, factor in open_questions.VARIANTS:
                     k = open_questions.key(name, profile, factor)
                     if k not in dirs:
-                        if profile == "neuron" and factor == 1.0 and name in dirs:
-                            dirs[k] = dirs[name]
-                            continue
-                        run(name, k, ["--profile", profile, "--cost-factor", f"{factor:g}"])
+                        dirs[k] = run(name, k, ["--profile", profile, "--cost-factor",
+                                                f"{factor:g}"])
             md = open_questions.generate(dirs, os.path.join(ROOT, "docs", "img"))
-            md += "\nReal time of the runs behind this page: " + ", ".join(
+            md += f"\nRuns at {rev}; their real time: " + ", ".join(
                 f"{k} {v:.0f} s" for k, v in took.items()) + ".\n"
             replace_block(os.path.join(ROOT, "docs", "studies", "open-questions.md"),
                           "open-questions", md)
