@@ -250,7 +250,9 @@ def claims(dirs):
                         f"prompt tokens {pct(p_)}, keys {pct(k_)})" for l, b_, p_, k_ in lines)
             + ". The length buckets' share (prompt and keys) is what the claim's 20–30 % names; "
             "it holds only where that share falls in the range, and batch rows (a static batch "
-            "runs to its longest output, finished sequences riding as padding) come on top.\n")
+            "runs to its longest output, finished sequences riding as padding) come on top. "
+            "Profile sensitivity: none; padding is counted in MACs at each plan's shape, before "
+            "any compile cost.\n")
     dec = by_label(load(dirs["decode"]))
     if "AOT buckets" in dec and dec["AOT buckets"]["status"] == "ok":
         w = f(dec["AOT buckets"], "wasted_flop_fraction")
@@ -278,7 +280,9 @@ def claims(dirs):
                         f"{f(t, 'mean_decode_batch'):.1f})" for a, b, x, s, t in pairs)
             + ". The ratio grows with what static batching wastes: padded rows of finished "
             "sequences and, where the pool binds, the padded context static reserves per "
-            "sequence, which caps its batch below max_batch.\n")
+            "sequence, which caps its batch below max_batch. Profile sensitivity: none; both "
+            "sides run AOT, whose compiles are at start-up, before the first arrival, outside "
+            "the measured span (docs/studies/serving.md).\n")
     md.append("![serving](../img/oq_serving.png)\n")
     # C: on-device mask 600 ms -> < 1 ms
     mk = by_label(load(dirs["mask"]))
@@ -308,8 +312,10 @@ def claims(dirs):
                "mask that much larger (fp32, or sent per layer)" if t_dense < 300e6 else "")
             + f". End to end the step goes from {ms(e2e_h)} to "
             f"{ms(e2e_c)} ({pct(abs(e2e_h - e2e_c) / e2e_h)} "
-            f"{'less' if e2e_c < e2e_h else 'more'}), since the forward, not the transfer, "
-            "dominates a 16K attention.\n")
+            f"{'less' if e2e_c < e2e_h else 'more'})"
+            + (", since the forward, not the transfer, dominates a 16K attention"
+               if f(c, "device_per_step_ns") > t_dense else "")
+            + ". Profile sensitivity: none; these are warm steps, after the compiles.\n")
     md.append("![mask](../img/oq_mask.png)\n")
     return md
 
