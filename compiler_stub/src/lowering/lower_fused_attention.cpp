@@ -158,6 +158,21 @@ class FusedAttention {
     Slot hbm;
   };
 
+  // Bytes per partition the pipeline's temporaries take at most with G heads per group, `stack`
+  // per transpose: the steps in flight (P, P^T, statistics, a mask tile), the query tiles in
+  // flight (Q^T, maxima, sums, m^T or O, segment ids, the result), the operand tiles loaded
+  // from HBM, and the op's constants.
+  int64_t working_set(int64_t G, int64_t stack) const {
+    auto a = [](int64_t b) { return SbufAllocator::aligned(b); };
+    const int64_t kvb = isa::dtype_bytes(m_kvdt), T = m_T;
+    const int64_t step = 2 * a(G * T * kvb) + a(3 * G * 4) + a(G * 2) + a(T * 2) + a(T * 4);
+    const int64_t item = a((G + stack - 1) / stack * T * kvb) + 2 * a(G * 2) + a(G * 4) +
+                         a(std::max(T * 2, G * m_hd * 4)) + a(T * 4) +
+                         a(G * m_hd * isa::dtype_bytes(m_odt));
+    const int64_t consts = 4 * a(T * 4) + a(((m_Lk + T - 1) / T) * 4) + a(kvb);
+    return 8 * step + 3 * item + 2 * a(G * m_hd * 4) + consts;
+  }
+
   LowerResult plan() {
     const int32_t qid = m_n.inputs[0], kid = m_n.inputs[1];
     const TensorType& qt = m_ctx.type_of(qid);
@@ -198,14 +213,16 @@ class FusedAttention {
     // A dense bias would be read from HBM twice: it keeps the online softmax (one pass).
     m_two_pass = m_ctx.psum_bank_count() >= 8 && !m_bias;
     // G heads side by side: G key tiles in S, G P^T tiles, G output blocks in one bank each.
-    m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+    const int64_t G0 = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+    m_G = G0;
     const int32_t align = m_ctx.arch().partition_alignment;
     auto stack_of = [&](int64_t G) {
       return m_hd % align == 0 ? std::max<int64_t>(1, std::min(G, m_T / m_hd)) : 1;
     };
-    // A sequence's K^T and V stay on chip for a head group when they take at most
-    // compiler.attention_pipeline_percent of the SBUF the op's on-chip operands leave (fewer
-    // heads per group until they do); else K^T is made again per step from K's tile.
+    // A sequence's K^T and V stay on chip for a head group when they fit the budget: the larger
+    // of compiler.attention_pipeline_percent of the SBUF the op's on-chip operands leave and
+    // what those leave beyond twice the pipeline's own working set (fewer heads per group until
+    // they do); else K^T is made again per step from K's tile.
     const int64_t keys = std::min(m_seq, m_Lk), kvb = isa::dtype_bytes(m_kvdt);
     const int64_t key_tiles = (keys + m_T - 1) / m_T;
     int64_t pinned = 0;
@@ -217,18 +234,21 @@ class FusedAttention {
       }
     }
     const int64_t share = m_ctx.options().attention_pipeline_percent;
-    const int64_t budget = std::max<int64_t>(0, m_ctx.sbuf_capacity() - pinned) * share / 100;
+    const int64_t left = std::max<int64_t>(0, m_ctx.sbuf_capacity() - pinned);
+    const int64_t budget = std::max(left * share / 100, left - 2 * working_set(G0, stack_of(G0)));
     const bool v_on_chip = m_ctx.on_chip(m_n.inputs[2]);
     auto stacks_of = [&](int64_t G) { return (G + stack_of(G) - 1) / stack_of(G); };
-    // Two groups' keys overlap while the pipeline passes from one group to the next.
+    // Two (group, sequence) pairs' keys overlap while the pipeline passes from one to the next;
+    // a single pair's keys are alone.
     auto resident = [&](int64_t G, bool kt) {
-      return 2 * ((kt ? stacks_of(G) * key_tiles * m_T * kvb : 0) +
-                  (v_on_chip ? 0 : key_tiles * G * m_hd * kvb));
+      const int64_t pairs = (m_H + G - 1) / G * m_sequences;
+      return (pairs > 1 ? 2 : 1) * ((kt ? stacks_of(G) * key_tiles * m_T * kvb : 0) +
+                                    (v_on_chip ? 0 : key_tiles * G * m_hd * kvb));
     };
     while (m_G > 1 && resident(m_G, true) > budget) --m_G;
     m_kt_resident = resident(m_G, true) <= budget;
     if (!m_kt_resident) {
-      m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+      m_G = G0;
       while (m_G > 1 && resident(m_G, false) > budget) --m_G;
     }
     // The output stays on chip unless, with the operands and the keys, it would take more than
