@@ -47,9 +47,9 @@ AccessPattern blocks(AccessPattern a, int64_t groups, int64_t gstride, int64_t w
 // At the end of a query tile the output is O / l. Tiles a causal structure leaves empty (keys
 // after the tile's last query, keys of another sequence) are not computed; which tiles run
 // depends on shapes and attributes only, never on data. Engines run their streams in order, so
-// the stages are a software pipeline (A of step k, B of k - 1, C of k - 2) that runs on across
-// query tiles, sequences and head groups. Q^T and K^T come from the array too, a stack of heads
-// per transpose when the head width leaves rows of the array free (the score matmuls of a
+// the stages are a software pipeline (A of step k, B of k - 1, C of k - 3 and k - 5) that runs on
+// across query tiles, sequences and head groups. Q^T and K^T come from the array too, a stack of
+// heads per transpose when the head width leaves rows of the array free (the score matmuls of a
 // stack then use partitions 0.., hd.., ...); Q is scaled on the way out of PSUM by the scalar
 // engine's fused scale.
 class FusedAttention {
@@ -60,8 +60,10 @@ class FusedAttention {
     if (auto e = plan()) return e;
     if (auto e = prepare()) return e;
     // The steps in order: the softmax of step k - 1, the scores of step k, the P^T of step
-    // k - 2 and the P.V of step k - 3, so that no engine waits within a round for work another
-    // engine is given in the same round (P.V reads a P^T evacuated a round before).
+    // k - 3 and the P.V of step k - 5, so that no engine waits for work another engine is
+    // given in the same round or the one before: the exponential a P^T reads and the copy out
+    // of PSUM a P.V reads have a step of other array work to hide behind (the two passes'
+    // steps alternate, so that is one step of each).
     std::deque<Step> scored, exped, transposed;
     // Runs `stage` on the steps of `from` beyond the newest `keep`, moving them to `to`.
     auto drain = [](std::deque<Step>& from, std::deque<Step>* to, size_t keep,
@@ -85,11 +87,27 @@ class FusedAttention {
       if (auto e = drain(scored, &exped, 0, softmax)) return e;
       if (auto e = stage_scores(st)) return e;
       scored.push_back(st);
-      if (auto e = drain(exped, &transposed, 1, pt)) return e;
-      return drain(transposed, nullptr, 1, pv);
+      if (auto e = drain(exped, &transposed, 2, pt)) return e;
+      return drain(transposed, nullptr, 2, pv);
     };
     // Two passes: the maxima pass of query tile n (vector-bound) interleaved step by step with
-    // the exp and P.V pass of tile n - 1 (scalar- and tensor-bound), so the engines overlap.
+    // the exp and P.V pass of tile n - 1 (scalar- and tensor-bound), so the engines overlap;
+    // tile n's maxima step first, so that tile n - 1's first exponential does not wait on the
+    // vector engine for its final maxima. Each query tile's Q^T is made during the previous
+    // tile's last maxima step.
+    {
+      std::optional<Step> prev;
+      for (int64_t g = 0; g < m_groups; ++g) {
+        for (int64_t s = 0; s < m_sequences; ++s) {
+          for (int64_t i : m_qt_of_seq[s]) {
+            if (keys_for(s, i).empty()) continue;
+            Step st{g, s, i, 0, true, false, 0, {}, m_two_pass ? 1 : 0};
+            if (prev) m_next_item[{prev->g, prev->i}] = st;
+            prev = st;
+          }
+        }
+      }
+    }
     std::vector<Step> second;
     for (int64_t g = 0; g < m_groups; ++g) {
       for (int64_t s = 0; s < m_sequences; ++s) {
@@ -101,11 +119,11 @@ class FusedAttention {
             first.push_back(st);
           }
           for (size_t x = 0; x < std::max(first.size(), second.size()); ++x) {
-            if (x < second.size()) {
-              if (auto e = emit(second[x])) return e;
-            }
             if (x < first.size()) {
               if (auto e = emit(first[x])) return e;
+            }
+            if (x < second.size()) {
+              if (auto e = emit(second[x])) return e;
             }
           }
           second.clear();
@@ -481,6 +499,9 @@ class FusedAttention {
   }
 
   LowerResult start_item(const Step& st) {
+    if (!m_keys.count({st.g, st.s})) {
+      if (auto e = start_keys(st.g, st.s)) return e;
+    }
     const int64_t ng = heads_in(st.g), rows = m_qtiles.rows_in(st.i);
     const int64_t stacks = (ng + m_stack - 1) / m_stack;
     Item it;
@@ -517,10 +538,7 @@ class FusedAttention {
   }
 
   LowerResult stage_scores(Step& st) {
-    if (st.first && !m_keys.count({st.g, st.s})) {
-      if (auto e = start_keys(st.g, st.s)) return e;
-    }
-    if (st.first && st.pass != 2) {
+    if (st.first && st.pass != 2 && !m_items.count({st.g, st.i})) {
       if (auto e = start_item(st)) return e;
     }
     Item& it = m_items.at({st.g, st.i});
@@ -596,7 +614,10 @@ class FusedAttention {
     }
     if (kt_step) m_ctx.release(*kt_step);
     st.t.s = sb;
-    if (st.pass == 2) return std::nullopt;  // the maxima are known
+    if (st.pass == 2) {  // the maxima are known: m^T for the softmax of every step
+      if (st.first) final_maxima_transposed(st, it);
+      return std::nullopt;
+    }
     // Row maxima and the running max m' (bf16, so that the array subtracts exactly the m'
     // that rescales), and alpha's exponent m - m' (vector).
     auto stats = alloc(3 * m_G, DType::fp32, "attn_stats");
@@ -623,7 +644,23 @@ class FusedAttention {
       m_ctx.release(*stats);
       m_ctx.release(*rmax);
     }
+    // The next query tile's Q^T (and its keys' K^T when they are new) while this one's steps
+    // still run, so that its first scores do not wait for the copies out of PSUM.
+    if (st.last && m_next_item.count({st.g, st.i})) {
+      if (auto e = start_item(m_next_item.at({st.g, st.i}))) return e;
+    }
     return std::nullopt;
+  }
+
+  // m^T [heads, queries] of the final maxima (two passes), made as the second pass begins,
+  // a step ahead of the first subtraction that reads it.
+  void final_maxima_transposed(const Step& st, const Item& it) {
+    const int32_t rows = m_qtiles.rows_in(st.i), G = static_cast<int32_t>(heads_in(st.g));
+    const Slot mb = other_bank();
+    m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
+                         ap(it.m[it.cur], DType::bf16, rows, 0, G));
+    m_ctx.activation(ActFn::identity, ap(it.mt, DType::bf16, G, 0, rows),
+                     LoweringContext::psum_ap(mb, G, rows));
   }
 
   // S -= m' by the array (m'^T [heads, queries] stationary, -I broadcast over each head's keys
@@ -636,16 +673,13 @@ class FusedAttention {
     const int32_t G = static_cast<int32_t>(ng);
     // m'^T: per step (online), or once per query tile from the final maxima (two passes).
     std::optional<Slot> mt;
-    if (st.pass == 0 || st.first) {
+    if (st.pass == 0) {
       const Slot mb = other_bank();
-      if (st.pass == 0) {
-        mt = alloc(rows, DType::bf16, "attn_mt");
-        if (!mt) return m_ctx.no_room();
-      }
-      const Slot mts = st.pass == 0 ? *mt : it.mt;
+      mt = alloc(rows, DType::bf16, "attn_mt");
+      if (!mt) return m_ctx.no_room();
       m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
-                           ap(it.m[st.pass == 0 ? st.mnew : it.cur], DType::bf16, rows, 0, ng));
-      m_ctx.activation(ActFn::identity, ap(mts, DType::bf16, G, 0, rows),
+                           ap(it.m[st.mnew], DType::bf16, rows, 0, ng));
+      m_ctx.activation(ActFn::identity, ap(*mt, DType::bf16, G, 0, rows),
                        LoweringContext::psum_ap(mb, G, rows));
     }
     auto P = alloc(ng * kc, m_kvdt, "attn_p");
@@ -823,9 +857,10 @@ class FusedAttention {
   Slot m_ones;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
-  std::map<std::pair<int64_t, int64_t>, Item> m_items;     // (group, query tile)
-  std::map<std::pair<int64_t, int64_t>, Slot> m_seg_rows;  // (group, query tile): segment ids
-  std::map<std::pair<int64_t, int64_t>, Keys> m_keys;      // (group, sequence)
+  std::map<std::pair<int64_t, int64_t>, Item> m_items;      // (group, query tile)
+  std::map<std::pair<int64_t, int64_t>, Slot> m_seg_rows;   // (group, query tile): segment ids
+  std::map<std::pair<int64_t, int64_t>, Keys> m_keys;       // (group, sequence)
+  std::map<std::pair<int64_t, int64_t>, Step> m_next_item;  // (group, query tile): the next
 };
 
 // Decode attention: one query row (a token step over a KV cache), the heads on partitions.
