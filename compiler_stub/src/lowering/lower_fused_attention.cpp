@@ -2,6 +2,7 @@
 // kernel. Scores and probabilities never leave PSUM and SBUF; K and V are read once per group
 // of heads, so the op's HBM traffic grows as O(L x D), not O(L^2).
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -282,6 +283,11 @@ class FusedAttention {
     m_stream_out = pinned + out_bytes + resident(m_G, m_kt_resident) > m_ctx.sbuf_share(share);
     m_groups = (m_H + m_G - 1) / m_G;
     m_stack = stack_of(m_G);
+    // Two passes over segment ids: the first pass's mask tiles are kept for the second (two
+    // query tiles' worth: one in each pass) when they fit beside the keys and the pipeline.
+    const int64_t masks = 2 * key_tiles * SbufAllocator::aligned(m_T * 2);
+    m_keep_masks = m_two_pass && m_segments &&
+                   resident(m_G, m_kt_resident) + working_set(G0, stack_of(G0)) + masks <= left;
     // Two passes: each head's row sums accumulate beside O in its bank when it has the room.
     m_sums_by_array = m_two_pass && m_G * m_hd + m_G <= bank_cols;
     const int64_t run = seq ? m_seq : 0;
@@ -551,6 +557,7 @@ class FusedAttention {
   LowerResult prepare_mask(Step& st) {
     if (st.mask_made || !masked(st.i, st.j)) return std::nullopt;
     st.mask_made = true;
+    if (m_keep_masks && st.pass == 2) return std::nullopt;  // the first pass's, at its scores
     const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
     if (m_bias) {
       st.mask = alloc(kc, m_bdt, "attn_bias");
@@ -602,7 +609,13 @@ class FusedAttention {
     // (stationary), or S += I . bias for a dense bias tile (moving); one matmul for all heads.
     const bool mk = masked(st.i, st.j);
     if (mk) {
-      if (auto e = prepare_mask(st)) return e;
+      if (m_keep_masks && st.pass == 2) {
+        const auto kept = m_kept_masks.find({st.g, st.i, st.j});
+        st.mask = kept->second;
+        m_kept_masks.erase(kept);
+      } else if (auto e = prepare_mask(st)) {
+        return e;
+      }
       if (m_bias) {
         const AccessPattern mt = ap(*st.mask, m_bdt, rows, 0, kc);
         m_ctx.emit_matmul(S, ap(m_bias_ident, m_bdt, rows, 0, rows), blocks(mt, ng, 0, kc), true,
@@ -612,7 +625,11 @@ class FusedAttention {
         m_ctx.emit_matmul(S, mt, blocks(ap(m_neg_ident, DType::bf16, kc, 0, kc), ng, 0, kc), true,
                           false);
       }
-      if (st.mask) m_ctx.release(*st.mask);
+      if (st.mask && m_keep_masks && st.pass == 1) {
+        m_kept_masks[{st.g, st.i, st.j}] = *st.mask;
+      } else if (st.mask) {
+        m_ctx.release(*st.mask);
+      }
       st.mask.reset();
     }
     // K^T of this key tile, when it is not kept for the sequence.
@@ -877,7 +894,7 @@ class FusedAttention {
   Slot m_neg_ident, m_minus_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
   bool m_kt_resident = true, m_stream_out = false, m_out_direct = true;
   int64_t m_scores = 0, m_others = 0, m_items_started = 0;
-  bool m_two_pass = false, m_sums_by_array = false;
+  bool m_two_pass = false, m_sums_by_array = false, m_keep_masks = false;
   Slot m_ones;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
@@ -885,6 +902,7 @@ class FusedAttention {
   std::map<std::pair<int64_t, int64_t>, Slot> m_seg_rows;   // (group, query tile): segment ids
   std::map<std::pair<int64_t, int64_t>, Keys> m_keys;       // (group, sequence)
   std::map<std::pair<int64_t, int64_t>, Step> m_next_item;  // (group, query tile): the next
+  std::map<std::array<int64_t, 3>, Slot> m_kept_masks;      // (group, query tile, key tile)
 };
 
 // Decode attention: one query row (a token step over a KV cache), the heads on partitions.
