@@ -102,7 +102,7 @@ class FusedAttention {
         for (int64_t s = 0; s < m_sequences; ++s) {
           for (int64_t i : m_qt_of_seq[s]) {
             if (keys_for(s, i).empty()) continue;
-            Step st{g, s, i, 0, true, false, 0, {}, m_two_pass ? 1 : 0};
+            Step st{g, s, i, 0, true, false, 0, {}, m_two_pass ? 1 : 0, std::nullopt, false};
             if (prev) m_next_item[{prev->g, prev->i}] = st;
             prev = st;
           }
@@ -116,7 +116,17 @@ class FusedAttention {
           const auto keys = keys_for(s, i);
           std::vector<Step> first;
           for (size_t jj = 0; jj < keys.size(); ++jj) {
-            Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), 0, {}, m_two_pass ? 1 : 0};
+            Step st{g,
+                    s,
+                    i,
+                    keys[jj],
+                    jj == 0,
+                    jj + 1 == keys.size(),
+                    0,
+                    {},
+                    m_two_pass ? 1 : 0,
+                    std::nullopt,
+                    false};
             first.push_back(st);
           }
           for (size_t x = 0; x < std::max(first.size(), second.size()); ++x) {
