@@ -500,15 +500,38 @@ class FusedAttention {
       k.v = alloc(int64_t(tiles.size()) * cols, m_kvdt, "attn_v");
       if (!k.v) return m_ctx.no_room();
     }
+    // K^T: the key tiles that fill a PSUM bank side by side go through the array into one
+    // bank per stack of heads and leave it in one copy.
+    const int64_t per_bank = std::max<int64_t>(1, m_ctx.arch().psum.bank_bytes / 4 / m_T);
+    for (size_t x0 = 0; m_kt_resident && x0 < tiles.size(); x0 += size_t(per_bank)) {
+      const size_t x1 = std::min(tiles.size(), x0 + size_t(per_bank));
+      std::vector<std::optional<Slot>> tmps(x1 - x0);
+      std::vector<AccessPattern> srcs;
+      for (size_t x = x0; x < x1; ++x) {
+        srcs.push_back(rows_of(m_k, m_ktiles, tiles[x], g * m_G * m_hd, cols, tmps[x - x0]));
+        if (!srcs.back().valid()) return m_ctx.no_room();
+      }
+      const int64_t width = int64_t(x1 - 1 - x0) * m_T + m_ktiles.rows_in(tiles[x1 - 1]);
+      for (int64_t h0 = 0; h0 < heads_in(g); h0 += m_stack) {
+        const int64_t ns = std::min(m_stack, heads_in(g) - h0);
+        const auto parts = static_cast<int32_t>(ns * m_hd);
+        const Slot bank = other_bank();
+        for (size_t x = x0; x < x1; ++x) {
+          AccessPattern a = srcs[x - x0];
+          a.offset += h0 * m_hd;
+          a.free[0].size = ns * m_hd;
+          m_ctx.emit_transpose(
+              LoweringContext::psum_ap(bank, parts, a.partitions, int64_t(x - x0) * m_T), a);
+        }
+        m_ctx.evacuate(ap(*k.kt, m_kvdt, parts, (h0 / m_stack) * L + int64_t(x0) * m_T, width),
+                       LoweringContext::psum_ap(bank, parts, width));
+      }
+      for (auto& t : tmps) {
+        if (t) m_ctx.release(*t);
+      }
+    }
     for (size_t x = 0; x < tiles.size(); ++x) {
       const int64_t j = tiles[x];
-      if (m_kt_resident) {
-        std::optional<Slot> tmp;
-        const AccessPattern src = rows_of(m_k, m_ktiles, j, g * m_G * m_hd, cols, tmp);
-        if (!src.valid()) return m_ctx.no_room();
-        transpose_heads(src, g, *k.kt, int64_t(x) * m_T, m_ktiles.rows_in(j), L, 1.0);
-        if (tmp) m_ctx.release(*tmp);
-      }
       if (k.v) {
         std::optional<Slot> vs = k.v;
         rows_of(m_v, m_ktiles, j, g * m_G * m_hd, cols, vs, int64_t(x) * cols);
