@@ -2,6 +2,7 @@
 // kernel. Scores and probabilities never leave PSUM and SBUF; K and V are read once per group
 // of heads, so the op's HBM traffic grows as O(L x D), not O(L^2).
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -47,9 +48,9 @@ AccessPattern blocks(AccessPattern a, int64_t groups, int64_t gstride, int64_t w
 // At the end of a query tile the output is O / l. Tiles a causal structure leaves empty (keys
 // after the tile's last query, keys of another sequence) are not computed; which tiles run
 // depends on shapes and attributes only, never on data. Engines run their streams in order, so
-// the stages are a software pipeline (A of step k, B of k - 1, C of k - 2) that runs on across
-// query tiles, sequences and head groups. Q^T and K^T come from the array too, a stack of heads
-// per transpose when the head width leaves rows of the array free (the score matmuls of a
+// the stages are a software pipeline (A of step k, B of k - 1, C of k - 3 and k - 5) that runs on
+// across query tiles, sequences and head groups. Q^T and K^T come from the array too, a stack of
+// heads per transpose when the head width leaves rows of the array free (the score matmuls of a
 // stack then use partitions 0.., hd.., ...); Q is scaled on the way out of PSUM by the scalar
 // engine's fused scale.
 class FusedAttention {
@@ -60,8 +61,10 @@ class FusedAttention {
     if (auto e = plan()) return e;
     if (auto e = prepare()) return e;
     // The steps in order: the softmax of step k - 1, the scores of step k, the P^T of step
-    // k - 2 and the P.V of step k - 3, so that no engine waits within a round for work another
-    // engine is given in the same round (P.V reads a P^T evacuated a round before).
+    // k - 3 and the P.V of step k - 5, so that no engine waits for work another engine is
+    // given in the same round or the one before: the exponential a P^T reads and the copy out
+    // of PSUM a P.V reads have a step of other array work to hide behind (the two passes'
+    // steps alternate, so that is one step of each).
     std::deque<Step> scored, exped, transposed;
     // Runs `stage` on the steps of `from` beyond the newest `keep`, moving them to `to`.
     auto drain = [](std::deque<Step>& from, std::deque<Step>* to, size_t keep,
@@ -85,28 +88,50 @@ class FusedAttention {
       if (auto e = drain(scored, &exped, 0, softmax)) return e;
       if (auto e = stage_scores(st)) return e;
       scored.push_back(st);
-      if (auto e = drain(exped, &transposed, 1, pt)) return e;
-      return drain(transposed, nullptr, 1, pv);
+      if (auto e = drain(exped, &transposed, 2, pt)) return e;
+      return drain(transposed, nullptr, 2, pv);
     };
     // Two passes: the maxima pass of query tile n (vector-bound) interleaved step by step with
-    // the exp and P.V pass of tile n - 1 (scalar- and tensor-bound), so the engines overlap.
-    std::vector<Step> second;
+    // the exp and P.V pass of tile n - 1 (scalar- and tensor-bound), so the engines overlap;
+    // tile n's maxima step first, so that tile n - 1's first exponential does not wait on the
+    // vector engine for its final maxima. Each query tile's Q^T is made during the previous
+    // tile's last maxima step.
+    {
+      std::optional<Step> prev;
+      for (int64_t g = 0; g < m_groups; ++g) {
+        for (int64_t s = 0; s < m_sequences; ++s) {
+          for (int64_t i : m_qt_of_seq[s]) {
+            if (keys_for(s, i).empty()) continue;
+            Step st{g, s, i, 0, true, false, 0, {}, m_two_pass ? 1 : 0, std::nullopt, false};
+            if (prev) m_next_item[{prev->g, prev->i}] = st;
+            prev = st;
+          }
+        }
+      }
+    }
+    std::vector<Step> second, order;
     for (int64_t g = 0; g < m_groups; ++g) {
       for (int64_t s = 0; s < m_sequences; ++s) {
         for (int64_t i : m_qt_of_seq[s]) {
           const auto keys = keys_for(s, i);
           std::vector<Step> first;
           for (size_t jj = 0; jj < keys.size(); ++jj) {
-            Step st{g, s, i, keys[jj], jj == 0, jj + 1 == keys.size(), 0, {}, m_two_pass ? 1 : 0};
+            Step st{g,
+                    s,
+                    i,
+                    keys[jj],
+                    jj == 0,
+                    jj + 1 == keys.size(),
+                    0,
+                    {},
+                    m_two_pass ? 1 : 0,
+                    std::nullopt,
+                    false};
             first.push_back(st);
           }
           for (size_t x = 0; x < std::max(first.size(), second.size()); ++x) {
-            if (x < second.size()) {
-              if (auto e = emit(second[x])) return e;
-            }
-            if (x < first.size()) {
-              if (auto e = emit(first[x])) return e;
-            }
+            if (x < first.size()) order.push_back(first[x]);
+            if (x < second.size()) order.push_back(second[x]);
           }
           second.clear();
           if (m_two_pass) {
@@ -118,8 +143,17 @@ class FusedAttention {
         }
       }
     }
-    for (const Step& st : second) {
-      if (auto e = emit(st)) return e;
+    order.insert(order.end(), second.begin(), second.end());
+    // A step's mask tile (compared from the ids, or loaded) is made `ahead` steps before its
+    // scores, so that the vector engine does not wait for the array's scores of the step whose
+    // mask it has just made (mask:seq=2048 chip on trn2: attention 0.645 ms
+    // exposed at 0 steps ahead, 0.474 at 1, 0.416 at 2, 0.413 at 3).
+    const size_t ahead = 3;
+    for (size_t x = 0; x < order.size(); ++x) {
+      for (size_t y = x; y < std::min(order.size(), x + ahead + 1); ++y) {
+        if (auto e = prepare_mask(order[y])) return e;
+      }
+      if (auto e = emit(order[x])) return e;
     }
     if (auto e = advance(0)) return e;
     for (Slot s : m_op_buffers) m_ctx.release(s);
@@ -136,7 +170,9 @@ class FusedAttention {
     struct {
       Slot s, p, alpha, rmax;
     } t;
-    int pass = 0;  // 0: online softmax; two passes: 1 the row maxima, 2 exp and P.V
+    int pass = 0;              // 0: online softmax; two passes: 1 the row maxima, 2 exp and P.V
+    std::optional<Slot> mask;  // the step's mask tile, once made (prepare_mask)
+    bool mask_made = false;
   };
   // One query tile of one head group: the online-softmax state.
   struct Item {
@@ -157,6 +193,21 @@ class FusedAttention {
     std::optional<Tiles> tiles;
     Slot hbm;
   };
+
+  // Bytes per partition the pipeline's temporaries take at most with G heads per group, `stack`
+  // per transpose: the steps in flight (P, P^T, statistics, a mask tile), the query tiles in
+  // flight (Q^T, maxima, sums, m^T or O, segment ids, the result), the operand tiles loaded
+  // from HBM, and the op's constants.
+  int64_t working_set(int64_t G, int64_t stack) const {
+    auto a = [](int64_t b) { return SbufAllocator::aligned(b); };
+    const int64_t kvb = isa::dtype_bytes(m_kvdt), T = m_T;
+    const int64_t step = 2 * a(G * T * kvb) + a(3 * G * 4) + a(G * 2) + a(T * 2) + a(T * 4);
+    const int64_t item = a((G + stack - 1) / stack * T * kvb) + 2 * a(G * 2) + a(G * 4) +
+                         a(std::max(T * 2, G * m_hd * 4)) + a(T * 4) +
+                         a(G * m_hd * isa::dtype_bytes(m_odt));
+    const int64_t consts = 4 * a(T * 4) + a(((m_Lk + T - 1) / T) * 4) + a(kvb);
+    return 8 * step + 3 * item + 2 * a(G * m_hd * 4) + consts;
+  }
 
   LowerResult plan() {
     const int32_t qid = m_n.inputs[0], kid = m_n.inputs[1];
@@ -198,14 +249,16 @@ class FusedAttention {
     // A dense bias would be read from HBM twice: it keeps the online softmax (one pass).
     m_two_pass = m_ctx.psum_bank_count() >= 8 && !m_bias;
     // G heads side by side: G key tiles in S, G P^T tiles, G output blocks in one bank each.
-    m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+    const int64_t G0 = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+    m_G = G0;
     const int32_t align = m_ctx.arch().partition_alignment;
     auto stack_of = [&](int64_t G) {
       return m_hd % align == 0 ? std::max<int64_t>(1, std::min(G, m_T / m_hd)) : 1;
     };
-    // A sequence's K^T and V stay on chip for a head group when they take at most
-    // compiler.attention_pipeline_percent of the SBUF the op's on-chip operands leave (fewer
-    // heads per group until they do); else K^T is made again per step from K's tile.
+    // A sequence's K^T and V stay on chip for a head group when they fit the budget: the larger
+    // of compiler.attention_pipeline_percent of the SBUF the op's on-chip operands leave and
+    // what those leave beyond twice the pipeline's own working set (fewer heads per group until
+    // they do); else K^T is made again per step from K's tile.
     const int64_t keys = std::min(m_seq, m_Lk), kvb = isa::dtype_bytes(m_kvdt);
     const int64_t key_tiles = (keys + m_T - 1) / m_T;
     int64_t pinned = 0;
@@ -217,18 +270,21 @@ class FusedAttention {
       }
     }
     const int64_t share = m_ctx.options().attention_pipeline_percent;
-    const int64_t budget = std::max<int64_t>(0, m_ctx.sbuf_capacity() - pinned) * share / 100;
+    const int64_t left = std::max<int64_t>(0, m_ctx.sbuf_capacity() - pinned);
+    const int64_t budget = std::max(left * share / 100, left - 2 * working_set(G0, stack_of(G0)));
     const bool v_on_chip = m_ctx.on_chip(m_n.inputs[2]);
     auto stacks_of = [&](int64_t G) { return (G + stack_of(G) - 1) / stack_of(G); };
-    // Two groups' keys overlap while the pipeline passes from one group to the next.
+    // Two (group, sequence) pairs' keys overlap while the pipeline passes from one to the next;
+    // a single pair's keys are alone.
     auto resident = [&](int64_t G, bool kt) {
-      return 2 * ((kt ? stacks_of(G) * key_tiles * m_T * kvb : 0) +
-                  (v_on_chip ? 0 : key_tiles * G * m_hd * kvb));
+      const int64_t pairs = (m_H + G - 1) / G * m_sequences;
+      return (pairs > 1 ? 2 : 1) * ((kt ? stacks_of(G) * key_tiles * m_T * kvb : 0) +
+                                    (v_on_chip ? 0 : key_tiles * G * m_hd * kvb));
     };
     while (m_G > 1 && resident(m_G, true) > budget) --m_G;
     m_kt_resident = resident(m_G, true) <= budget;
     if (!m_kt_resident) {
-      m_G = std::max<int64_t>(1, std::min({m_H, C / m_T, bank_cols / m_hd}));
+      m_G = G0;
       while (m_G > 1 && resident(m_G, false) > budget) --m_G;
     }
     // The output stays on chip unless, with the operands and the keys, it would take more than
@@ -237,6 +293,11 @@ class FusedAttention {
     m_stream_out = pinned + out_bytes + resident(m_G, m_kt_resident) > m_ctx.sbuf_share(share);
     m_groups = (m_H + m_G - 1) / m_G;
     m_stack = stack_of(m_G);
+    // Two passes over segment ids: the first pass's mask tiles are kept for the second (two
+    // query tiles' worth: one in each pass) when they fit beside the keys and the pipeline.
+    const int64_t masks = 2 * key_tiles * SbufAllocator::aligned(m_T * 2);
+    m_keep_masks = m_two_pass && m_segments &&
+                   resident(m_G, m_kt_resident) + working_set(G0, stack_of(G0)) + masks <= left;
     // Two passes: each head's row sums accumulate beside O in its bank when it has the room.
     m_sums_by_array = m_two_pass && m_G * m_hd + m_G <= bank_cols;
     const int64_t run = seq ? m_seq : 0;
@@ -439,15 +500,38 @@ class FusedAttention {
       k.v = alloc(int64_t(tiles.size()) * cols, m_kvdt, "attn_v");
       if (!k.v) return m_ctx.no_room();
     }
+    // K^T: the key tiles that fill a PSUM bank side by side go through the array into one
+    // bank per stack of heads and leave it in one copy.
+    const int64_t per_bank = std::max<int64_t>(1, m_ctx.arch().psum.bank_bytes / 4 / m_T);
+    for (size_t x0 = 0; m_kt_resident && x0 < tiles.size(); x0 += size_t(per_bank)) {
+      const size_t x1 = std::min(tiles.size(), x0 + size_t(per_bank));
+      std::vector<std::optional<Slot>> tmps(x1 - x0);
+      std::vector<AccessPattern> srcs;
+      for (size_t x = x0; x < x1; ++x) {
+        srcs.push_back(rows_of(m_k, m_ktiles, tiles[x], g * m_G * m_hd, cols, tmps[x - x0]));
+        if (!srcs.back().valid()) return m_ctx.no_room();
+      }
+      const int64_t width = int64_t(x1 - 1 - x0) * m_T + m_ktiles.rows_in(tiles[x1 - 1]);
+      for (int64_t h0 = 0; h0 < heads_in(g); h0 += m_stack) {
+        const int64_t ns = std::min(m_stack, heads_in(g) - h0);
+        const auto parts = static_cast<int32_t>(ns * m_hd);
+        const Slot bank = other_bank();
+        for (size_t x = x0; x < x1; ++x) {
+          AccessPattern a = srcs[x - x0];
+          a.offset += h0 * m_hd;
+          a.free[0].size = ns * m_hd;
+          m_ctx.emit_transpose(
+              LoweringContext::psum_ap(bank, parts, a.partitions, int64_t(x - x0) * m_T), a);
+        }
+        m_ctx.evacuate(ap(*k.kt, m_kvdt, parts, (h0 / m_stack) * L + int64_t(x0) * m_T, width),
+                       LoweringContext::psum_ap(bank, parts, width));
+      }
+      for (auto& t : tmps) {
+        if (t) m_ctx.release(*t);
+      }
+    }
     for (size_t x = 0; x < tiles.size(); ++x) {
       const int64_t j = tiles[x];
-      if (m_kt_resident) {
-        std::optional<Slot> tmp;
-        const AccessPattern src = rows_of(m_k, m_ktiles, j, g * m_G * m_hd, cols, tmp);
-        if (!src.valid()) return m_ctx.no_room();
-        transpose_heads(src, g, *k.kt, int64_t(x) * m_T, m_ktiles.rows_in(j), L, 1.0);
-        if (tmp) m_ctx.release(*tmp);
-      }
       if (k.v) {
         std::optional<Slot> vs = k.v;
         rows_of(m_v, m_ktiles, j, g * m_G * m_hd, cols, vs, int64_t(x) * cols);
@@ -461,6 +545,10 @@ class FusedAttention {
   }
 
   LowerResult start_item(const Step& st) {
+    if (m_items.count({st.g, st.i})) return std::nullopt;
+    if (!m_keys.count({st.g, st.s})) {
+      if (auto e = start_keys(st.g, st.s)) return e;
+    }
     const int64_t ng = heads_in(st.g), rows = m_qtiles.rows_in(st.i);
     const int64_t stacks = (ng + m_stack - 1) / m_stack;
     Item it;
@@ -496,10 +584,48 @@ class FusedAttention {
     return std::nullopt;
   }
 
-  LowerResult stage_scores(Step& st) {
-    if (st.first && !m_keys.count({st.g, st.s})) {
-      if (auto e = start_keys(st.g, st.s)) return e;
+  // The mask tile of a masked step: a dense bias tile loaded from HBM, or the 0/1 tile
+  // M^T [keys, queries] compared from the segment ids (with the causal tile on a diagonal);
+  // nothing for the causal tile alone (made once). Starts the step's query tile if need be.
+  LowerResult prepare_mask(Step& st) {
+    if (st.mask_made || !masked(st.i, st.j)) return std::nullopt;
+    st.mask_made = true;
+    if (m_keep_masks && st.pass == 2) return std::nullopt;  // the first pass's, at its scores
+    const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
+    if (m_bias) {
+      st.mask = alloc(kc, m_bdt, "attn_bias");
+      if (!st.mask) return m_ctx.no_room();
+      const AccessPattern mt = ap(*st.mask, m_bdt, rows, 0, kc);
+      // Batched operands share one [L, L] bias: rows and keys within the sequence.
+      const int64_t r0 = m_batched ? st.s * m_seq : 0;
+      m_ctx.copy_rows(true, mt,
+                      LoweringContext::hbm_ap(
+                          m_bias_hbm, m_bdt, m_batched ? View{m_seq, m_seq} : View{m_Lq, m_Lk},
+                          m_qtiles.row0(st.i) - r0, rows, m_ktiles.row0(st.j) - r0, kc));
+      m_ctx.count_bytes_in(int64_t{rows} * kc * isa::dtype_bytes(m_bdt));
+      return std::nullopt;
     }
+    if (!m_segments) {
+      if (m_ktiles.row0(st.j) != m_qtiles.row0(st.i)) {
+        return m_ctx.error("causal key and query tiles do not start together");
+      }
+      return std::nullopt;
+    }
+    if (auto e = start_item(st)) return e;  // the queries' ids
+    st.mask = alloc(rows, DType::bf16, "attn_segmask");
+    if (!st.mask) return m_ctx.no_room();
+    const AccessPattern mt = ap(*st.mask, DType::bf16, kc, 0, rows);
+    m_ctx.tensor_tensor(
+        AluOp::ne, mt,
+        LoweringContext::broadcast_column(ap(m_seg_cols, DType::int32, kc, st.j, 1), rows),
+        ap(m_seg_rows.at({st.g, st.i}), DType::int32, kc, 0, rows));
+    if (m_causal && m_ktiles.row0(st.j) + kc - 1 > m_qtiles.row0(st.i)) {
+      m_ctx.tensor_tensor(AluOp::max, mt, mt, ap(m_causal_tile, DType::bf16, kc, 0, rows));
+    }
+    return std::nullopt;
+  }
+
+  LowerResult stage_scores(Step& st) {
     if (st.first && st.pass != 2) {
       if (auto e = start_item(st)) return e;
     }
@@ -516,42 +642,28 @@ class FusedAttention {
     // (stationary), or S += I . bias for a dense bias tile (moving); one matmul for all heads.
     const bool mk = masked(st.i, st.j);
     if (mk) {
-      std::optional<Slot> mtile;
+      if (m_keep_masks && st.pass == 2) {
+        const auto kept = m_kept_masks.find({st.g, st.i, st.j});
+        st.mask = kept->second;
+        m_kept_masks.erase(kept);
+      } else if (auto e = prepare_mask(st)) {
+        return e;
+      }
       if (m_bias) {
-        mtile = alloc(kc, m_bdt, "attn_bias");
-        if (!mtile) return m_ctx.no_room();
-        const AccessPattern mt = ap(*mtile, m_bdt, rows, 0, kc);
-        // Batched operands share one [L, L] bias: rows and keys within the sequence.
-        const int64_t r0 = m_batched ? st.s * m_seq : 0;
-        m_ctx.copy_rows(true, mt,
-                        LoweringContext::hbm_ap(
-                            m_bias_hbm, m_bdt, m_batched ? View{m_seq, m_seq} : View{m_Lq, m_Lk},
-                            m_qtiles.row0(st.i) - r0, rows, m_ktiles.row0(st.j) - r0, kc));
-        m_ctx.count_bytes_in(int64_t{rows} * kc * isa::dtype_bytes(m_bdt));
+        const AccessPattern mt = ap(*st.mask, m_bdt, rows, 0, kc);
         m_ctx.emit_matmul(S, ap(m_bias_ident, m_bdt, rows, 0, rows), blocks(mt, ng, 0, kc), true,
                           false);
       } else {
-        const bool diagonal = m_causal && m_ktiles.row0(st.j) + kc - 1 > m_qtiles.row0(st.i);
-        const int64_t d = m_ktiles.row0(st.j) - m_qtiles.row0(st.i);
-        AccessPattern mt = ap(m_causal_tile, DType::bf16, kc, 0, rows);
-        if (m_segments) {
-          mtile = alloc(rows, DType::bf16, "attn_segmask");
-          if (!mtile) return m_ctx.no_room();
-          mt = ap(*mtile, DType::bf16, kc, 0, rows);
-          m_ctx.tensor_tensor(
-              AluOp::ne, mt,
-              LoweringContext::broadcast_column(ap(m_seg_cols, DType::int32, kc, st.j, 1), rows),
-              ap(m_seg_rows.at({st.g, st.i}), DType::int32, kc, 0, rows));
-          if (diagonal) {
-            m_ctx.tensor_tensor(AluOp::max, mt, mt, ap(m_causal_tile, DType::bf16, kc, 0, rows));
-          }
-        } else if (d != 0) {
-          return m_ctx.error("causal key and query tiles do not start together");
-        }
+        const AccessPattern mt = ap(st.mask ? *st.mask : m_causal_tile, DType::bf16, kc, 0, rows);
         m_ctx.emit_matmul(S, mt, blocks(ap(m_neg_ident, DType::bf16, kc, 0, kc), ng, 0, kc), true,
                           false);
       }
-      if (mtile) m_ctx.release(*mtile);
+      if (st.mask && m_keep_masks && st.pass == 1) {
+        m_kept_masks[{st.g, st.i, st.j}] = *st.mask;
+      } else if (st.mask) {
+        m_ctx.release(*st.mask);
+      }
+      st.mask.reset();
     }
     // K^T of this key tile, when it is not kept for the sequence.
     std::optional<Slot> kt_step;
@@ -576,7 +688,10 @@ class FusedAttention {
     }
     if (kt_step) m_ctx.release(*kt_step);
     st.t.s = sb;
-    if (st.pass == 2) return std::nullopt;  // the maxima are known
+    if (st.pass == 2) {  // the maxima are known: m^T for the softmax of every step
+      if (st.first) final_maxima_transposed(st, it);
+      return std::nullopt;
+    }
     // Row maxima and the running max m' (bf16, so that the array subtracts exactly the m'
     // that rescales), and alpha's exponent m - m' (vector).
     auto stats = alloc(3 * m_G, DType::fp32, "attn_stats");
@@ -603,7 +718,23 @@ class FusedAttention {
       m_ctx.release(*stats);
       m_ctx.release(*rmax);
     }
+    // The next query tile's Q^T (and its keys' K^T when they are new) while this one's steps
+    // still run, so that its first scores do not wait for the copies out of PSUM.
+    if (st.last && m_next_item.count({st.g, st.i})) {
+      if (auto e = start_item(m_next_item.at({st.g, st.i}))) return e;
+    }
     return std::nullopt;
+  }
+
+  // m^T [heads, queries] of the final maxima (two passes), made as the second pass begins,
+  // a step ahead of the first subtraction that reads it.
+  void final_maxima_transposed(const Step& st, const Item& it) {
+    const int32_t rows = m_qtiles.rows_in(st.i), G = static_cast<int32_t>(heads_in(st.g));
+    const Slot mb = other_bank();
+    m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
+                         ap(it.m[it.cur], DType::bf16, rows, 0, G));
+    m_ctx.activation(ActFn::identity, ap(it.mt, DType::bf16, G, 0, rows),
+                     LoweringContext::psum_ap(mb, G, rows));
   }
 
   // S -= m' by the array (m'^T [heads, queries] stationary, -I broadcast over each head's keys
@@ -616,16 +747,13 @@ class FusedAttention {
     const int32_t G = static_cast<int32_t>(ng);
     // m'^T: per step (online), or once per query tile from the final maxima (two passes).
     std::optional<Slot> mt;
-    if (st.pass == 0 || st.first) {
+    if (st.pass == 0) {
       const Slot mb = other_bank();
-      if (st.pass == 0) {
-        mt = alloc(rows, DType::bf16, "attn_mt");
-        if (!mt) return m_ctx.no_room();
-      }
-      const Slot mts = st.pass == 0 ? *mt : it.mt;
+      mt = alloc(rows, DType::bf16, "attn_mt");
+      if (!mt) return m_ctx.no_room();
       m_ctx.emit_transpose(LoweringContext::psum_ap(mb, G, rows),
-                           ap(it.m[st.pass == 0 ? st.mnew : it.cur], DType::bf16, rows, 0, ng));
-      m_ctx.activation(ActFn::identity, ap(mts, DType::bf16, G, 0, rows),
+                           ap(it.m[st.mnew], DType::bf16, rows, 0, ng));
+      m_ctx.activation(ActFn::identity, ap(*mt, DType::bf16, G, 0, rows),
                        LoweringContext::psum_ap(mb, G, rows));
     }
     auto P = alloc(ng * kc, m_kvdt, "attn_p");
@@ -799,13 +927,15 @@ class FusedAttention {
   Slot m_neg_ident, m_minus_ident, m_bias_ident, m_causal_tile, m_seg_cols, m_seg_hbm, m_bias_hbm;
   bool m_kt_resident = true, m_stream_out = false, m_out_direct = true;
   int64_t m_scores = 0, m_others = 0, m_items_started = 0;
-  bool m_two_pass = false, m_sums_by_array = false;
+  bool m_two_pass = false, m_sums_by_array = false, m_keep_masks = false;
   Slot m_ones;
   Slot m_out_hbm;
   std::vector<Slot> m_op_buffers;
-  std::map<std::pair<int64_t, int64_t>, Item> m_items;     // (group, query tile)
-  std::map<std::pair<int64_t, int64_t>, Slot> m_seg_rows;  // (group, query tile): segment ids
-  std::map<std::pair<int64_t, int64_t>, Keys> m_keys;      // (group, sequence)
+  std::map<std::pair<int64_t, int64_t>, Item> m_items;      // (group, query tile)
+  std::map<std::pair<int64_t, int64_t>, Slot> m_seg_rows;   // (group, query tile): segment ids
+  std::map<std::pair<int64_t, int64_t>, Keys> m_keys;       // (group, sequence)
+  std::map<std::pair<int64_t, int64_t>, Step> m_next_item;  // (group, query tile): the next
+  std::map<std::array<int64_t, 3>, Slot> m_kept_masks;      // (group, query tile, key tile)
 };
 
 // Decode attention: one query row (a token step over a KV cache), the heads on partitions.
