@@ -162,16 +162,37 @@ Tensor Session::iota(const std::vector<int64_t>& shape, isa::DType dtype, int64_
   return op(OpKind::iota, {}, std::move(a), dtype);
 }
 
-Tensor Session::op(OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
+Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
                    std::optional<isa::DType> dtype, const std::string& name) {
   const ExecutionMode& mode = *m_options.mode;
+  // A pre-laid weight (upload's layout): the transpose it was laid out for is a view of its
+  // storage, dispatched by the framework but recorded as no op; any other read goes through
+  // the transpose that undoes the layout.
+  const bool view =
+      kind == OpKind::transpose && given.size() == 1 && !given[0].impl()->layout.as_given() &&
+      attrs.count("perm") && std::get_if<std::vector<int64_t>>(&attrs.at("perm")) &&
+      std::get<std::vector<int64_t>>(attrs.at("perm")) == given[0].impl()->layout.perm;
+  bool laid = false;
+  for (const Tensor& t : given) laid = laid || !t.impl()->layout.as_given();
+  std::vector<Tensor> undone;
+  if (laid && !view) {
+    for (const Tensor& t : given) {
+      undone.push_back(t.impl()->layout.as_given()
+                           ? t
+                           : op(OpKind::transpose, {stored_view(t)},
+                                {{"perm", compiler_stub::inverse(t.impl()->layout)}}));
+    }
+  }
+  const std::vector<Tensor>& inputs = laid && !view ? undone : given;
   if (!m_tracing) {
     record().counts.ops++;
     const ExecutionMode::OpCost cost = mode.op_cost(m_config.runtime);
     charge(HostState::dispatch, cost.dispatch_ns);
-    charge(HostState::dispatch, cost.record_ns);
-    m_host_ns_by_op[std::string(compiler_stub::name_of(kind))] += cost.dispatch_ns + cost.record_ns;
+    if (!view) charge(HostState::dispatch, cost.record_ns);
+    m_host_ns_by_op[std::string(compiler_stub::name_of(kind))] +=
+        cost.dispatch_ns + (view ? 0 : cost.record_ns);
   }
+  if (view) return stored_view(given[0]);
   Node n;
   n.id = m_next_node++;
   n.op = kind;

@@ -1,4 +1,5 @@
 // The Session's tensors: uploads from the host, reads back to it, and the copy plans they run.
+#include <cmath>
 #include <memory>
 
 #include "session_util.h"
@@ -49,14 +50,23 @@ sim::LaunchHandle Session::launch_transfer(const std::string& src, isa::MemSpace
   return {m_device, m_device.launch(*m_transfer_plans[it->second], {}, {src, dst})};
 }
 
+compiler_stub::WeightLayout Session::weight_layout(
+    const TensorType& type, const std::vector<const Node*>& consumers) const {
+  if (!m_options.mode->pre_lays_constants()) return {};
+  return compiler_stub::choose_weight_layout(type, consumers);
+}
+
 Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
-                       const std::vector<float>& values) {
+                       const std::vector<float>& values,
+                       const compiler_stub::WeightLayout& layout) {
   TensorType type;
   type.dtype = dtype;
   for (int64_t d : shape) type.dims.push_back(compiler_stub::Dim::of(d));
+  const TensorType stored = compiler_stub::stored_type(type, layout);
   auto t = new_tensor();
   t->type = type;
-  t->device = allocate(type, "t");
+  t->layout = layout;
+  t->device = allocate(stored, "t");
   if (m_options.keep_reference) {
     Node in;
     in.id = static_cast<int32_t>(m_ref.nodes.size());
@@ -71,25 +81,36 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
   }
   if (m_tracing) return Tensor(t);
   const std::string host = "host_" + t->device;
+  if (!layout.as_given()) {
+    // The host permutes the values as it stages them: every byte read and written once.
+    const double bytes = 2.0 * double(type.elements()) * double(isa::dtype_bytes(dtype));
+    charge(HostState::other,
+           static_cast<int64_t>(std::ceil(bytes / m_config.runtime.host_cpu.memory_gb_per_s)));
+  }
   if (m_options.functional) {
-    auto& h = m_device.tensors().put(host, isa::MemSpace::host, dtype, shape);
+    auto& h = m_device.tensors().put(host, isa::MemSpace::host, dtype, dims_of(stored));
     if (static_cast<int64_t>(values.size()) != h.elements()) {
       throw RuntimeError("upload: " + std::to_string(values.size()) + " values for " +
                          std::to_string(h.elements()) + " elements");
     }
+    const std::vector<float> laid =
+        layout.as_given() ? std::vector<float>{}
+                          : compiler_stub::lay_out({shape, values}, dtype, layout).data;
+    const std::vector<float>& v = layout.as_given() ? values : laid;
     const int64_t eb = isa::dtype_bytes(dtype);
-    for (size_t i = 0; i < values.size(); ++i) {
-      isa::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, values[i]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      isa::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, v[i]);
     }
   }
   const sim::LaunchHandle l =
-      launch_transfer(host, isa::MemSpace::host, t->device, isa::MemSpace::hbm, type);
+      launch_transfer(host, isa::MemSpace::host, t->device, isa::MemSpace::hbm, stored);
   wait_drained(l, HostState::transfer);
   if (m_options.functional) m_device.tensors().erase(host);
   return Tensor(t);
 }
 
-Tensor Session::upload_npy(const std::string& path, isa::DType dtype) {
+Tensor Session::upload_npy(const std::string& path, isa::DType dtype,
+                           const compiler_stub::WeightLayout& layout) {
   const memory::NpyArray a = memory::read_npy(path);
   memory::TensorStore::Tensor tmp;
   tmp.space = isa::MemSpace::host;
@@ -97,22 +118,46 @@ Tensor Session::upload_npy(const std::string& path, isa::DType dtype) {
   tmp.shape = a.shape;
   tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(dtype)));
   memory::load_npy_into(a, tmp, path);
-  return upload(a.shape, dtype, memory::to_floats(tmp));
+  return upload(a.shape, dtype, memory::to_floats(tmp), layout);
 }
 
-Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed) {
+Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed,
+                              const compiler_stub::WeightLayout& layout) {
   // Timing only: the values are never read, so none are drawn (the transfer is the same).
-  if (!m_options.functional && !m_options.keep_reference) return upload(shape, dtype, {});
+  if (!m_options.functional && !m_options.keep_reference) return upload(shape, dtype, {}, layout);
   memory::TensorStore::Tensor tmp;
   tmp.space = isa::MemSpace::host;
   tmp.dtype = dtype;
   tmp.shape = shape;
   tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(dtype)));
   memory::fill_random(tmp, seed);
-  return upload(shape, dtype, memory::to_floats(tmp));
+  return upload(shape, dtype, memory::to_floats(tmp), layout);
+}
+
+Tensor Session::stored_view(const Tensor& t) {
+  const auto& p = t.impl();
+  auto v = new_tensor();
+  v->type = compiler_stub::stored_type(p->type, p->layout);
+  v->alias_of = p;
+  v->producer = p->producer;
+  if (m_options.keep_reference && !m_tracing) {
+    Node r;
+    r.id = static_cast<int32_t>(m_ref.nodes.size());
+    r.op = OpKind::transpose;
+    r.inputs = {p->ref};
+    r.attrs["perm"] = p->layout.perm;
+    r.type = v->type;
+    v->ref = r.id;
+    m_ref.nodes.push_back(std::move(r));
+  }
+  return Tensor(v);
 }
 
 compiler_stub::HostTensor Session::to_host(const Tensor& t) {
+  if (!t.impl()->layout.as_given()) {
+    return to_host(op(OpKind::transpose, {stored_view(t)},
+                      {{"perm", compiler_stub::inverse(t.impl()->layout)}}));
+  }
   const auto& p = t.impl();
   compiler_stub::HostTensor out;
   out.shape = dims_of(p->type);

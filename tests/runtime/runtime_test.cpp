@@ -297,6 +297,45 @@ TEST(Runtime, UploadsNpyFiles) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got.data[i], std::max(0.0f, want[i]));
 }
 
+// A weight read only as w.t() (nn.Linear) is stored transposed where the mode pre-lays
+// constants: the matmul reads it as stored and no transpose runs. Reads of it as given (an add,
+// a copy to the host) go through the transpose that undoes the layout. Values match the
+// reference either way.
+void check_pre_laid_weight(const ExecutionMode& mode) {
+  Rig rig(load("trn2"), mode);
+  rig.run([&](Session& s) {
+    compiler_stub::Node t;
+    t.op = OpKind::transpose;
+    t.inputs = {0};
+    t.attrs["perm"] = std::vector<int64_t>{1, 0};
+    compiler_stub::TensorType type;
+    type.dims = {compiler_stub::Dim::of(32), compiler_stub::Dim::of(48)};
+    const compiler_stub::WeightLayout layout = s.weight_layout(type, {&t});
+    EXPECT_EQ(layout.as_given(), !mode.pre_lays_constants());
+    if (!layout.as_given()) EXPECT_EQ(layout.perm, (std::vector<int64_t>{1, 0}));
+    const Tensor w = s.upload_random({32, 48}, isa::DType::fp32, 7, layout);
+    const Tensor x = s.upload_random({16, 48}, isa::DType::fp32, 8);
+    const int64_t before = s.totals().plans_launched;
+    const Tensor y = matmul(x, transpose(w, {1, 0}));
+    const compiler_stub::HostTensor got = s.to_host(y);
+    // Per op: the matmul and, unless the weight is pre-laid, its transpose.
+    if (!mode.compiles_ahead() && mode.name() != "fused") {
+      EXPECT_EQ(s.totals().plans_launched - before, mode.pre_lays_constants() ? 1 : 2);
+    }
+    EXPECT_LT(error(got, s.reference(y)), 1e-5);
+    const Tensor z = add(w, w);
+    EXPECT_LT(error(s.to_host(z), s.reference(z)), 1e-6);
+    EXPECT_LT(error(s.to_host(w), s.reference(w)), 1e-6);
+  });
+}
+TEST(Runtime, PreLaidWeightUnderNativeMatchesReference) {
+  check_pre_laid_weight(mode_named("native"));
+}
+TEST(Runtime, PreLaidWeightUnderFusedMatchesReference) {
+  check_pre_laid_weight(mode_named("fused"));
+}
+TEST(Runtime, WeightUnderEagerIsUploadedAsGiven) { check_pre_laid_weight(mode_named("eager")); }
+
 // AOT traces and compiles before the first step: the cost is under `startup`, and steps only
 // look up and launch.
 TEST(Runtime, AotCompilesUnderStartupOnly) {

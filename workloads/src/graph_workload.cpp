@@ -58,13 +58,18 @@ class GraphFile final : public Workload {
   }
   std::map<std::string, std::string> params() const override { return m_params; }
   void setup(runtime::Session& s) override {
+    std::map<int32_t, std::vector<const cs::Node*>> readers;
+    for (const cs::Node& n : m_graph.nodes) {
+      for (int32_t id : n.inputs) readers[id].push_back(&n);
+    }
     uint64_t k = 1;
     for (const cs::Node& n : m_graph.nodes) {
       if (n.op != cs::OpKind::input || n.role != cs::InputRole::weight) continue;
       const std::string npy = m_weights + "/" + n.name + ".npy";
+      const cs::WeightLayout layout = s.weight_layout(n.type, readers[n.id]);
       m_values[n.id] = std::filesystem::exists(npy)
-                           ? s.upload_npy(npy, n.type.dtype)
-                           : s.upload_random(sizes(n.type), n.type.dtype, seed(s, k));
+                           ? s.upload_npy(npy, n.type.dtype, layout)
+                           : s.upload_random(sizes(n.type), n.type.dtype, seed(s, k), layout);
       ++k;
     }
   }

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "wallsim/compiler_stub/validate.h"
+#include "wallsim/compiler_stub/weight_layouts.h"
 #include "wallsim/torch/program.h"
 #include "workload_params.h"
 
@@ -139,12 +140,28 @@ class ProgramReplay final : public Workload {
     for (const auto& [name, offsets] : m_scalar_offsets) {
       for (int64_t k : offsets) s.declare_scalar(scalar_name(name, k), 0, m_bounds.at(name));
     }
+    // Each weight's readers over the whole program (a capture sees them all): the runtime asks
+    // the compiler for its device layout from them. A weight the host reads is kept as given.
+    std::unordered_map<int32_t, std::vector<const cs::Node*>> readers;
+    std::unordered_map<int32_t, bool> host_reads;
+    for (const pt::Event& e : m_program.events) {
+      if (e.kind == EventKind::op) {
+        for (int32_t id : e.node.inputs) readers[id].push_back(&e.node);
+      }
+      if (e.kind == EventKind::host_op) {
+        for (int32_t id : e.inputs) host_reads[id] = true;
+      }
+      if (e.kind == EventKind::read) host_reads[e.out.id] = true;
+    }
     uint64_t k = 1;
     s.clear_origin();
     for (const pt::Event& e : m_program.events) {
       if (e.kind != EventKind::weight) continue;
-      m_weights[e.out.id] =
-          upload(s, e.out, m_values ? pt::value_file(m_program, 'w', e.out.id) : "", seed(s, k++));
+      const cs::WeightLayout layout = host_reads[e.out.id]
+                                          ? cs::WeightLayout{}
+                                          : s.weight_layout(e.out.type(), readers[e.out.id]);
+      m_weights[e.out.id] = upload(
+          s, e.out, m_values ? pt::value_file(m_program, 'w', e.out.id) : "", seed(s, k++), layout);
     }
     m_live = m_weights;
   }
@@ -505,12 +522,13 @@ class ProgramReplay final : public Workload {
 
   // A device tensor for `t` at its run shape: its captured values (zero-padded past real
   // extents) when `npy` is given, else seeded random (functional) or none (timing only).
-  Tensor upload(Session& s, const pt::ProgramTensor& t, const std::string& npy, uint64_t seed) {
+  Tensor upload(Session& s, const pt::ProgramTensor& t, const std::string& npy, uint64_t seed,
+                const cs::WeightLayout& layout = {}) {
     const std::vector<int64_t> shape = run_shape(t);
-    if (npy.empty()) return s.upload_random(shape, t.dtype, seed);
+    if (npy.empty()) return s.upload_random(shape, t.dtype, seed, layout);
     const std::vector<float> real = read_values(npy, t);
-    if (shape == t.shape) return s.upload(shape, t.dtype, real);
-    return s.upload(shape, t.dtype, pad(real, t.shape, shape));
+    if (shape == t.shape) return s.upload(shape, t.dtype, real, layout);
+    return s.upload(shape, t.dtype, pad(real, t.shape, shape), layout);
   }
 
   static std::vector<float> pad(const std::vector<float>& v, const std::vector<int64_t>& from,

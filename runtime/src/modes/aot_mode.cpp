@@ -18,6 +18,7 @@ class AotMode final : public ExecutionMode {
   bool uses_disk_cache() const override { return true; }
   bool compiles_ahead() const override { return true; }
   bool pads_shapes() const override { return true; }
+  bool pre_lays_constants() const override { return true; }
 };
 
 }  // namespace

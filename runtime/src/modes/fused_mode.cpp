@@ -22,6 +22,7 @@ class FusedMode final : public ExecutionMode {
     return plan_cuts(s, s.lazy.heuristics).groups(s.ops);
   }
   bool falls_back() const override { return true; }
+  bool pre_lays_constants() const override { return true; }
 };
 
 }  // namespace

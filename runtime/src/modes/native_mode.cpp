@@ -12,6 +12,7 @@ class NativeMode final : public modes::PerOpMode {
   bool is_baseline() const override { return true; }
   bool compiles() const override { return false; }
   int64_t launch_ns(const RuntimeConfig& r) const override { return r.kernel_launch_ns; }
+  bool pre_lays_constants() const override { return true; }
 };
 
 }  // namespace

@@ -55,6 +55,11 @@ class ExecutionMode {
   virtual bool compiles_ahead() const { return false; }
   // Dynamic extents run padded up to a bucket (Session::shape_for).
   virtual bool pads_shapes() const { return false; }
+  // Weights are uploaded in the device layout the compiler asks for (Session::weight_layout):
+  // a compiler that sees the graph before the weights are used lays out constants ahead (AOT,
+  // lazy), and a library whose GEMM reads either operand transposed (cuBLAS's transa/transb)
+  // runs a weight's t() as a view; a runtime that compiles each op as it comes cannot.
+  virtual bool pre_lays_constants() const { return false; }
 
   // Studies compare every mode against the baselines (in registry order, the first is the
   // reference of the "tax" column).

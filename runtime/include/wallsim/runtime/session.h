@@ -26,6 +26,7 @@
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/compiler_stub/reference.h"
+#include "wallsim/compiler_stub/weight_layouts.h"
 #include "wallsim/runtime/compile_cache.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/device_memory.h"
@@ -101,6 +102,9 @@ struct TensorImpl {
   bool queued = false;         // its launch waits for a background compile
   std::shared_ptr<TensorImpl> alias_of;  // shares that tensor's storage (a KV append)
   int32_t ref = -1;                      // node in the session's reference graph (functional runs)
+  // How the storage holds the value: as given, or (a pre-laid weight) permuted; `type` is always
+  // the value as the workload sees it.
+  compiler_stub::WeightLayout layout;
   ~TensorImpl();
   // The HBM tensor holding the value (its own, or the one it aliases).
   const std::string& storage() const { return alias_of ? alias_of->storage() : device; }
@@ -171,14 +175,28 @@ class Session {
   const Config& config() const { return m_config; }
 
   // ---- tensors ----
+  // The device layout of a weight of `type` whose readers are `consumers` (every op of the
+  // program that reads it), asked once before its upload: the compiler's choice
+  // (compiler_stub::choose_weight_layout) when the mode pre-lays constants
+  // (ExecutionMode::pre_lays_constants), otherwise as given.
+  compiler_stub::WeightLayout weight_layout(
+      const compiler_stub::TensorType& type,
+      const std::vector<const compiler_stub::Node*>& consumers) const;
+  // Uploads below take the layout the value is stored in (as given by default). A pre-laid
+  // tensor's values are permuted on the host as they are uploaded (its bytes read and written at
+  // runtime.host_cpu.memory_gb_per_s, once); a transpose recorded on it with the layout's
+  // permutation is then a view of the stored tensor, with no op, and any other read of it
+  // goes through the transpose that undoes the layout.
   // A device tensor with seeded random values, uploaded from the host (a transfer).
-  Tensor upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed);
+  Tensor upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed,
+                       const compiler_stub::WeightLayout& layout = {});
   // A device tensor with the given values (row-major floats), uploaded from the host.
   Tensor upload(const std::vector<int64_t>& shape, isa::DType dtype,
-                const std::vector<float>& values);
+                const std::vector<float>& values, const compiler_stub::WeightLayout& layout = {});
   // A device tensor from a `.npy` file (float32, float16 or int32 arrays), stored as `dtype`.
   // Throws base::InputError naming the file for anything it cannot read.
-  Tensor upload_npy(const std::string& path, isa::DType dtype);
+  Tensor upload_npy(const std::string& path, isa::DType dtype,
+                    const compiler_stub::WeightLayout& layout = {});
   // Records or runs one op (by the mode). Shapes are checked at once: a bad op throws
   // base::InputError naming it.
   Tensor op(compiler_stub::OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs = {},
@@ -296,6 +314,8 @@ class Session {
   bool launches_in_order() const;
   void close_startup();  // the start-up record ends at the first step or idle wait
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
+  // A pre-laid tensor's storage as a tensor of its own (the stored type, no layout).
+  Tensor stored_view(const Tensor& t);
   StepRecord& record() { return m_in_step ? m_current : m_startup; }
 
   Config m_config;

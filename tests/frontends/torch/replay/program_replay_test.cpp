@@ -195,6 +195,27 @@ TEST(ProgramReplay, FunctionalReplayMatchesPyTorch) {
   }
 }
 
+// nn.Linear reads its weight as weight.t(): where the mode pre-lays constants the weight is
+// uploaded transposed, so aten.t.default runs no device op; strict eager runs it every step.
+// PyTorch's values are matched either way.
+TEST(ProgramReplay, LinearWeightsArePreLaidExceptUnderStrictEager) {
+  for (const char* mode : kModes) {
+    int code = 0;
+    std::string err;
+    const json s =
+        run_program(PROGRAMS_DIR "/mlp_forward.json", mode, "--functional", "prelaid", &code, &err);
+    ASSERT_EQ(code, 0) << mode << ": " << err;
+    EXPECT_GT(s["program"]["reads_checked"].get<int64_t>(), 0) << mode;
+    EXPECT_LE(s["program"]["max_rel_error"].get<double>(), 1e-3) << mode;
+    const double t_ns = aten_row(s, "aten.t.default")["device_ns"].get<double>();
+    if (std::string(mode) == "eager") {
+      EXPECT_GT(t_ns, 0);
+    } else {
+      EXPECT_EQ(t_ns, 0) << mode;
+    }
+  }
+}
+
 TEST(ProgramReplay, ExactShapesRecompilePerLengthBoundedCompilesOnce) {
   const std::string dir = fresh_dir("replay", "gen");
   const std::string gen = write_generation(dir, 6);
