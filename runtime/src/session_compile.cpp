@@ -31,10 +31,12 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* fai
   for (const Node& n : sub.nodes) {
     if (n.op != OpKind::input) ids.push_back(n.id);
   }
+  const int64_t inputs = static_cast<int64_t>(sub.nodes.size() - ids.size());
   const bool counted = m_options.mode->compiles();
+  // Finding the plan: a graph hash (lazy modes) or a key of the inputs' shapes (AOT).
   if (counted && !m_tracing) {
     charge(HostState::dispatch,
-           m_config.runtime.lazy.hash_ns_per_node * static_cast<int64_t>(ids.size()));
+           m_options.mode->plan_key_ns(m_config.runtime, static_cast<int64_t>(ids.size()), inputs));
   }
   const auto sig = compiler_stub::group_signature(sub, ids, m_arch_fp);
   if (counted) charge(HostState::dispatch, m_config.runtime.cache_lookup_ns);

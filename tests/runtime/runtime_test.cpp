@@ -357,6 +357,44 @@ TEST(Runtime, AotCompilesUnderStartupOnly) {
   }
 }
 
+// How a mode finds a group's plan (ExecutionMode::plan_key): a lazy mode hashes the traced graph
+// node by node, AOT keys the step by its inputs' shapes. Each run sets the other mode's cost
+// absurdly high, so a step's dispatch time shows which one was charged.
+std::vector<StepRecord> mlp_steps(const ExecutionMode& mode, const std::vector<std::string>& set) {
+  Rig rig(load("trn2", set), mode, false);
+  auto w = workloads::make_workload(
+      workloads::parse_spec("mlp:batch=128,d_model=128,d_ff=256,layers=2"));  // 12 ops, 9 inputs
+  rig.run([&](Session& s) {
+    w->setup(s);
+    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
+    w->run(s, 2);
+  });
+  return rig.session->steps();
+}
+
+TEST(Runtime, AotStepPaysAKeyPerInputNotAHashPerNode) {
+  const auto steps = mlp_steps(mode_named("aot"), {"runtime.lazy.hash_ns_per_node=1000000",
+                                                   "runtime.aot.key_ns_per_input=1000"});
+  ASSERT_EQ(steps.size(), 2u);
+  for (const StepRecord& r : steps) {
+    ASSERT_EQ(r.counts.plans_launched, 1);
+    // plan_launch_ns + cache_lookup_ns + 9 inputs x key_ns_per_input; no op costs.
+    EXPECT_EQ(r.host_ns[static_cast<int>(HostState::dispatch)], 20000 + 500 + 9 * 1000);
+  }
+}
+
+TEST(Runtime, FusedGroupsPayAHashPerNodeNotAKeyPerInput) {
+  const auto steps = mlp_steps(mode_named("fused"), {"runtime.lazy.hash_ns_per_node=1000",
+                                                     "runtime.aot.key_ns_per_input=1000000"});
+  ASSERT_EQ(steps.size(), 2u);
+  for (const StepRecord& r : steps) {
+    EXPECT_EQ(r.counts.ops, 12);
+    // 12 ops x (dispatch 5000 + record 2000) + 12 nodes x 1000 + per group a lookup and a launch.
+    EXPECT_EQ(r.host_ns[static_cast<int>(HostState::dispatch)],
+              12 * 7000 + 12 * 1000 + r.counts.plans_launched * (500 + 20000));
+  }
+}
+
 // Fused groups are cut by the policy: at most max_group_ops ops, `not_fusible` ops alone.
 TEST(Runtime, FusionPolicyCutsGroups) {
   Rig rig(load("trn2", {"runtime.lazy.max_group_ops=2", "runtime.lazy.not_fusible=[\"gelu\"]"}),

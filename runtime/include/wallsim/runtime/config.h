@@ -41,8 +41,9 @@ struct AotConfig {
   int64_t bucket_min = 128;  // buckets: powers of two from bucket_min to bucket_max
   int64_t bucket_max = 1024;
   BeyondBuckets beyond = BeyondBuckets::error;
-  double cache_load_ms = 100;  // loading one plan from the on-disk cache
-  std::string disk_cache;      // directory of compiled plans by signature; empty: none
+  int64_t key_ns_per_input = 26;  // one input's shape and dtype into a step's cache key
+  double cache_load_ms = 100;     // loading one plan from the on-disk cache
+  std::string disk_cache;         // directory of compiled plans by signature; empty: none
 };
 
 // Compile failures on purpose, to exercise the fallback policies deterministically.
@@ -122,6 +123,8 @@ void describe(V& v, AotConfig& c) {
           "smallest shape bucket (buckets are powers of two)");
   v.field("bucket_max", c.bucket_max, {1, INT64_MAX / 2}, "", "largest shape bucket");
   v.field("beyond", c.beyond, "a shape beyond the largest bucket: error or recompile");
+  v.field("key_ns_per_input", c.key_ns_per_input, {0, 1000000000}, "ns",
+          "host time to put one input's shape into a step's cache key (per run)");
   v.field("cache_load_ms", c.cache_load_ms, {0.0, 1e9}, "ms",
           "loading one compiled plan from the on-disk cache");
   v.field("disk_cache", c.disk_cache,

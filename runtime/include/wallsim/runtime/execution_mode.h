@@ -51,6 +51,20 @@ class ExecutionMode {
   // Host cost to launch one group.
   virtual int64_t launch_ns(const RuntimeConfig& r) const { return r.plan_launch_ns; }
 
+  // How a group's compiled plan is found, i.e. what the host pays before the cache lookup
+  // (`cache_lookup_ns`) on every run of the group. A lazy-tensor runtime hashes the graph it has
+  // just traced, node by node (PyTorch/XLA's graph hash: `lazy.hash_ns_per_node` per node); an
+  // ahead-of-time runtime keys its compiled executables by the shapes of the call's inputs
+  // (JAX's jit signature, dynamo's tensor guards, NxD's bucket choice: `aot.key_ns_per_input`
+  // per input), whatever the size of the graph behind them.
+  enum class PlanKey : uint8_t { graph_hash, input_shapes };
+  virtual PlanKey plan_key() const { return PlanKey::graph_hash; }
+  // The host time of that key for a group of `nodes` ops reading `inputs` tensors.
+  int64_t plan_key_ns(const RuntimeConfig& r, int64_t nodes, int64_t inputs) const {
+    return plan_key() == PlanKey::graph_hash ? r.lazy.hash_ns_per_node * nodes
+                                             : r.aot.key_ns_per_input * inputs;
+  }
+
   // The step is traced and compiled per shape bucket before the first step (Session::startup).
   virtual bool compiles_ahead() const { return false; }
   // Dynamic extents run padded up to a bucket (Session::shape_for).
