@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "lowering/attention_aps.h"
 #include "lowering/lowering_context.h"
 
 namespace wallsim::compiler_stub::lowering {
@@ -287,7 +288,243 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
   return std::nullopt;
 }
 
+// Decode attention: one query row (a token step over a KV cache), the heads on partitions.
+// Per row tile of K, its D/T chunks go through the array as K^T [T x keys] (one copy out of
+// PSUM per bank); q^T's chunks likewise, scaled on the way out and spread block-diagonally
+// (Qbd[d, h] = q[d] x scale where d is head h's, 0 elsewhere: a multiply by a 0/1 head mask
+// made once by memsets). Then, all heads at once:
+//   S [H x keys] = sum over chunks Qbd_c^T . K^T_c (one PSUM bank per 512 keys), plus the
+//   dense bias (replicated on H partitions) on the way out; softmax on H partitions;
+//   P^T per key tile; O^T [T x chunks x H] = V_j^T-stationary . P^T_j, accumulated over key
+//   tiles; y^T [T x chunks] = the head-mask diagonal of O^T (multiply, reduce over H); y by
+//   transposes of y^T's columns.
+// The chain is a few dozen instructions whatever the key count, instead of a per-head flash
+// pipeline over one-row query tiles. Shapes and attributes choose it, never data.
+class DecodeAttention {
+ public:
+  DecodeAttention(LoweringContext& ctx, const Node& n) : m_ctx(ctx), m_n(n) {}
+
+  // One query row, no causal or segment mask, D a whole number of row tiles, heads that fit
+  // the array and start on aligned partitions, keys in one vector instruction.
+  static bool applies(const LoweringContext& ctx, const Node& n) {
+    const TensorType& qt = ctx.type_of(n.inputs[0]);
+    const TensorType& kt = ctx.type_of(n.inputs[1]);
+    const int64_t T = ctx.tile_rows(), D = qt.dims.back().size;
+    const int64_t* heads = n.int_attr("heads");
+    const int64_t* causal = n.int_attr("causal");
+    if (!heads || *heads < 1 || (causal && *causal != 0) || view_of(qt).rows != 1) return false;
+    if (qt.dims.size() == 3 && qt.dims[0].size > 1) return false;
+    const int64_t H = *heads, hd = D / H, Lk = view_of(kt).rows;
+    const int64_t align = ctx.arch().partition_alignment;
+    const int64_t bank_cols = ctx.arch().psum.bank_bytes / 4;
+    if (D % T != 0 || H > T || hd % align != 0 || T % align != 0) return false;
+    if ((D / T) * H > bank_cols || Lk > ctx.free_chunk() || ctx.psum_bank_count() < 4) return false;
+    if (view_of(ctx.type_of(n.inputs[2])).rows != Lk) return false;
+    if (n.inputs.size() > 3) {
+      const int32_t m = n.inputs[3];
+      const TensorType& mt = ctx.type_of(m);
+      if (mt.dtype == DType::int32 || ctx.on_chip(m) || view_of(mt).rows != 1 ||
+          view_of(mt).cols != Lk)
+        return false;
+    }
+    return true;
+  }
+
+  LowerResult run() {
+    const int32_t T = m_ctx.tile_rows();
+    const TensorType& qt = m_ctx.type_of(m_n.inputs[0]);
+    m_D = qt.dims.back().size;
+    m_H = *m_n.int_attr("heads");
+    m_hd = m_D / m_H;
+    m_C = m_D / T;
+    m_dt = m_ctx.type_of(m_n.inputs[1]).dtype;
+    const int64_t Lk = view_of(m_ctx.type_of(m_n.inputs[1])).rows;
+    const int64_t bank_cols = m_ctx.arch().psum.bank_bytes / 4;
+    const int64_t block = std::min<int64_t>(moving_cols(m_ctx), bank_cols);
+    const auto H = static_cast<int32_t>(m_H);
+
+    // The 0/1 head mask M[d, c, h] (fp32), d = c x T + partition: 1 where d is head h's.
+    auto mask = alloc(m_C * m_H, DType::fp32, "dec_mask");
+    if (!mask) return m_ctx.no_room();
+    vector_op(Opcode::memset, ap(*mask, DType::fp32, T, 0, m_C * m_H), 0.0);
+    for (int64_t h = 0; h < m_H; ++h) {
+      for (int64_t d0 = h * m_hd; d0 < (h + 1) * m_hd;) {
+        const int64_t c = d0 / T, p0 = d0 % T;
+        const int64_t p1 = std::min<int64_t>(T, p0 + (h + 1) * m_hd - d0);
+        vector_op(Opcode::memset,
+                  ap(*mask, DType::fp32, static_cast<int32_t>(p1 - p0), c * m_H + h, 1,
+                     static_cast<int32_t>(p0)),
+                  1.0);
+        d0 += p1 - p0;
+      }
+    }
+    auto q = m_ctx.tiles_of(m_n.inputs[0]);
+    auto k = m_ctx.tiles_of(m_n.inputs[1]);
+    auto v = m_ctx.tiles_of(m_n.inputs[2]);
+    if (!q || !k || !v) return m_ctx.no_room();
+    std::optional<Tiles> bias;
+    if (m_n.inputs.size() > 3) {
+      bias = m_ctx.replicated(m_n.inputs[3]);
+      if (!bias) return m_ctx.no_room();
+    }
+    auto out = m_ctx.output_tiles(m_n);
+    if (!out) return m_ctx.no_room();
+
+    // Qbd = (q^T x scale) x M, bf16: the stationary of every score matmul.
+    auto qs = alloc(m_C, DType::fp32, "dec_qt");
+    auto qbd = alloc(m_C * m_H, m_dt, "dec_qbd");
+    if (!qs || !qbd) return m_ctx.no_room();
+    {
+      const Slot bank = m_ctx.next_bank();
+      for (int64_t c = 0; c < m_C; ++c) {
+        m_ctx.emit_transpose(LoweringContext::psum_ap(bank, T, 1, c),
+                             LoweringContext::tile_ap(*q, 0, c * T, T));
+      }
+      m_ctx.activation(ActFn::identity, ap(*qs, DType::fp32, T, 0, m_C),
+                       LoweringContext::psum_ap(bank, T, m_C), attention_scale(m_n));
+      m_ctx.tensor_tensor(AluOp::mul, blocks(ap(*qbd, m_dt, T, 0, m_C * m_H), m_C, m_H, m_H),
+                          blocks(ap(*qs, DType::fp32, T, 0, m_C * m_H), m_C, 1, m_H, 0),
+                          blocks(ap(*mask, DType::fp32, T, 0, m_C * m_H), m_C, m_H, m_H));
+    }
+    // K^T [T x (chunk, key)], bf16: transposes packed into banks, one copy out per bank.
+    auto kt = alloc(m_C * Lk, m_dt, "dec_kt");
+    if (!kt) return m_ctx.no_room();
+    {
+      std::optional<Slot> bank;
+      int64_t used = 0, first = 0;
+      auto flush = [&] {
+        if (bank && used)
+          m_ctx.evacuate(ap(*kt, m_dt, T, first, used), LoweringContext::psum_ap(*bank, T, used));
+        bank.reset();
+        used = 0;
+      };
+      for (int64_t c = 0; c < m_C; ++c) {
+        for (int64_t j = 0; j < k->count(); ++j) {
+          const int32_t r = k->rows_in(j);
+          if (used + r > bank_cols) flush();
+          if (!bank) {
+            bank = m_ctx.next_bank();
+            first = c * Lk + k->row0(j);
+          }
+          m_ctx.emit_transpose(LoweringContext::psum_ap(*bank, T, r, used),
+                               LoweringContext::tile_ap(*k, j, c * T, T));
+          used += r;
+        }
+      }
+      flush();
+    }
+    // S = Qbd^T K^T (+ bias) in fp32 on H partitions, then P = softmax(S) in bf16.
+    auto S = alloc(Lk, DType::fp32, "dec_s");
+    auto P = alloc(Lk, m_dt, "dec_p");
+    auto stats = alloc(3, DType::fp32, "dec_stats");
+    if (!S || !P || !stats) return m_ctx.no_room();
+    for (int64_t k0 = 0; k0 < Lk; k0 += block) {
+      const int64_t nk = std::min(block, Lk - k0);
+      const Slot bank = m_ctx.next_bank();
+      for (int64_t c = 0; c < m_C; ++c) {
+        m_ctx.emit_matmul(LoweringContext::psum_ap(bank, H, nk), ap(*qbd, m_dt, T, c * m_H, m_H),
+                          ap(*kt, m_dt, T, c * Lk + k0, nk), c == 0, c + 1 == m_C);
+      }
+      const AccessPattern s = ap(*S, DType::fp32, H, k0, nk);
+      if (bias) {
+        m_ctx.tensor_tensor(AluOp::add, s, LoweringContext::psum_ap(bank, H, nk),
+                            LoweringContext::sbuf_ap(bias->tiles[0], bias->dtype, H, k0, nk));
+      } else {
+        m_ctx.evacuate(s, LoweringContext::psum_ap(bank, H, nk));
+      }
+    }
+    m_ctx.release(*qbd);
+    m_ctx.release(*qs);
+    m_ctx.release(*kt);
+    const AccessPattern s_all = ap(*S, DType::fp32, H, 0, Lk);
+    emit_softmax_rows(m_ctx, s_all, ap(*P, m_dt, H, 0, Lk), s_all, *stats, false);
+    m_ctx.release(*S);
+    m_ctx.release(*stats);
+    // P^T [keys x (tile, head)], bf16.
+    auto pt = alloc(k->count() * m_H, m_dt, "dec_pt");
+    if (!pt) return m_ctx.no_room();
+    {
+      const int64_t per_bank = std::max<int64_t>(1, bank_cols / m_H);
+      for (int64_t j0 = 0; j0 < k->count(); j0 += per_bank) {
+        const int64_t j1 = std::min(k->count(), j0 + per_bank);
+        const Slot bank = m_ctx.next_bank();
+        for (int64_t j = j0; j < j1; ++j) {
+          m_ctx.emit_transpose(LoweringContext::psum_ap(bank, k->rows_in(j), H, (j - j0) * m_H),
+                               ap(*P, m_dt, H, k->row0(j), k->rows_in(j)));
+        }
+        // Tiles with the same rows leave the bank in one copy (a short last tile alone).
+        for (int64_t j = j0; j < j1;) {
+          int64_t e = j + 1;
+          while (e < j1 && k->rows_in(e) == k->rows_in(j)) ++e;
+          m_ctx.evacuate(
+              ap(*pt, m_dt, k->rows_in(j), j * m_H, (e - j) * m_H),
+              LoweringContext::psum_ap(bank, k->rows_in(j), (e - j) * m_H, (j - j0) * m_H));
+          j = e;
+        }
+      }
+    }
+    m_ctx.release(*P);
+    // O^T [T x (chunk, head)] = sum over key tiles of V_j[:, chunk]^T . P^T_j.
+    const Slot ob = m_ctx.next_bank();
+    for (int64_t c = 0; c < m_C; ++c) {
+      for (int64_t j = 0; j < v->count(); ++j) {
+        m_ctx.emit_matmul(LoweringContext::psum_ap(ob, T, H, c * m_H),
+                          LoweringContext::tile_ap(*v, j, c * T, T),
+                          ap(*pt, m_dt, v->rows_in(j), j * m_H, m_H), j == 0, j + 1 == v->count());
+      }
+    }
+    // y^T [T x chunks] = the diagonal blocks of O^T: O^T x M, summed over the heads.
+    auto w = alloc(m_C * m_H, DType::fp32, "dec_w");
+    auto yt = alloc(m_C, m_dt, "dec_yt");
+    if (!w || !yt) return m_ctx.no_room();
+    const AccessPattern wa = ap(*w, DType::fp32, T, 0, m_C * m_H);
+    m_ctx.tensor_tensor(AluOp::mul, wa, LoweringContext::psum_ap(ob, T, m_C * m_H),
+                        ap(*mask, DType::fp32, T, 0, m_C * m_H));
+    m_ctx.reduce(AluOp::add, ap(*yt, m_dt, T, 0, m_C), blocks(wa, m_C, m_H, m_H));
+    m_ctx.release(*w);
+    m_ctx.release(*mask);
+    m_ctx.release(*pt);
+    // y [1 x D]: a transpose per chunk, banks of bank_cols columns copied into the output row.
+    const int64_t per_bank = std::max<int64_t>(1, bank_cols / T);
+    for (int64_t c0 = 0; c0 < m_C; c0 += per_bank) {
+      const int64_t c1 = std::min(m_C, c0 + per_bank);
+      const Slot bank = m_ctx.next_bank();
+      for (int64_t c = c0; c < c1; ++c) {
+        m_ctx.emit_transpose(LoweringContext::psum_ap(bank, 1, T, (c - c0) * T),
+                             ap(*yt, m_dt, T, c, 1));
+      }
+      m_ctx.evacuate(LoweringContext::tile_ap(*out, 0, c0 * T, (c1 - c0) * T),
+                     LoweringContext::psum_ap(bank, 1, (c1 - c0) * T));
+    }
+    m_ctx.release(*yt);
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<Slot> alloc(int64_t elems, DType dt, const char* hint) {
+    return m_ctx.sbuf_alloc(elems * isa::dtype_bytes(dt), hint);
+  }
+  void vector_op(Opcode op, const AccessPattern& dst, double value) {
+    Instruction in = LoweringContext::vec(op, dst);
+    in.value = value;
+    m_ctx.emit(m_ctx.stream(Engine::vector), in);
+  }
+
+  LoweringContext& m_ctx;
+  const Node& m_n;
+  int64_t m_D = 0, m_H = 1, m_hd = 0, m_C = 1;
+  DType m_dt = DType::bf16;
+};
+
 }  // namespace
+
+bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n) {
+  return DecodeAttention::applies(ctx, n);
+}
+
+LowerResult lower_decode_row_attention(LoweringContext& ctx, const Node& n) {
+  return DecodeAttention(ctx, n).run();
+}
 
 void populate_attention_lowerings(LoweringTable& table) {
   table.add(OpKind::decode_attention, lower_decode_attention);
