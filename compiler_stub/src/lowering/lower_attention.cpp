@@ -288,6 +288,73 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
   return std::nullopt;
 }
 
+// Run-time row `pos` of `keys` as constants of the plan, in one SBUF buffer (elements):
+// `row` the one-hot row e (partition 0, keys padded to whole tiles), `col` and `zcol` e and
+// 1 - e as columns ([T x tiles]: key j x T + p on partition p of column j), `z` the identity
+// with row pos zeroed per key tile ([T x T] each). e comes from a [1 x 4 x Lpad] constant the
+// plan writes to HBM once (a one at Lpad, then its complement), read back at Lpad - pos: the
+// DMA is what takes a run-time offset.
+struct PositionSelect {
+  Slot slot;
+  int64_t row = 0, col = 0, zcol = 0, z = 0;
+};
+
+std::optional<PositionSelect> position_select(LoweringContext& ctx, const std::string& scalar,
+                                              int64_t keys, DType dt) {
+  const int32_t T = ctx.tile_rows();
+  const int64_t tiles = (keys + T - 1) / T, Lpad = tiles * T, eb = isa::dtype_bytes(dt);
+  PositionSelect ps;
+  ps.col = Lpad;
+  ps.zcol = Lpad + tiles;
+  ps.z = Lpad + 2 * tiles;
+  const auto sc = ctx.plan_scalar(scalar);
+  auto ident = ctx.identity(T, dt);
+  if (!sc || !ident) return std::nullopt;
+  const std::string key =
+      "pos_select " + scalar + " " + std::to_string(Lpad) + " " + std::string(isa::name_of(dt));
+  auto slot = ctx.plan_constant(key, SbufAllocator::aligned((ps.z + tiles * T) * eb), [&](Slot s) {
+    auto idx = ctx.sbuf_alloc(SbufAllocator::aligned(2 * Lpad * 4), "pos_iota");
+    auto row = ctx.sbuf_alloc(SbufAllocator::aligned(4 * Lpad * eb), "pos_onehot");
+    if (!idx || !row) return false;
+    for (int64_t c0 = 0; c0 < 2 * Lpad; c0 += ctx.free_chunk()) {
+      const int64_t nc = std::min(ctx.free_chunk(), 2 * Lpad - c0);
+      const AccessPattern i = ap(*idx, DType::fp32, 1, c0, nc);
+      Instruction in = LoweringContext::vec(Opcode::iota, i);
+      in.value = double(c0 - Lpad);
+      in.step = 1;
+      ctx.emit(ctx.stream(Engine::vector), in);
+      ctx.tensor_scalar(AluOp::eq, ap(*row, dt, 1, c0, nc), i, 0.0);
+      ctx.tensor_scalar(AluOp::ne, ap(*row, dt, 1, 2 * Lpad + c0, nc), i, 0.0);
+    }
+    const View flat{1, 4 * Lpad};
+    const Slot t =
+        ctx.builder().add_tensor(key, MemSpace::hbm, dt, {4 * Lpad}, isa::TensorRole::scratch);
+    ctx.dma(ctx.next_store_queue(), LoweringContext::hbm_ap(t, dt, flat, 0, 1, 0, 4 * Lpad),
+            ap(*row, dt, 1, 0, 4 * Lpad));
+    auto at_pos = [&](int64_t from, int32_t parts, int64_t count, int64_t stride) {
+      AccessPattern a = LoweringContext::hbm_ap(t, dt, flat, 0, parts, from, count);
+      a.partition_stride = 1;
+      a.free[0].stride = stride;
+      a.scalar = *sc;
+      a.scalar_stride = -1;
+      return a;
+    };
+    ctx.dma(ctx.next_load_queue(), ap(s, dt, 1, ps.row, Lpad), at_pos(Lpad, 1, Lpad, 1));
+    ctx.dma(ctx.next_load_queue(), ap(s, dt, T, ps.col, tiles), at_pos(Lpad, T, tiles, T));
+    ctx.dma(ctx.next_load_queue(), ap(s, dt, T, ps.zcol, tiles), at_pos(3 * Lpad, T, tiles, T));
+    for (int64_t j = 0; j < tiles; ++j) {
+      ctx.tensor_tensor(AluOp::mul, ap(s, dt, T, ps.z + j * T, T), ap(*ident, dt, T, 0, T),
+                        LoweringContext::broadcast_column(ap(s, dt, T, ps.zcol + j, 1), T));
+    }
+    ctx.release(*idx);
+    ctx.release(*row);
+    return true;
+  });
+  if (!slot) return std::nullopt;
+  ps.slot = *slot;
+  return ps;
+}
+
 // Decode attention: one query row (a token step over a KV cache), the heads on partitions.
 // Per row tile of K, its D/T chunks go through the array as K^T [T x keys] (one copy out of
 // PSUM per bank); q^T's chunks likewise, scaled on the way out and spread block-diagonally
@@ -300,6 +367,15 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
 //   transposes of y^T's columns.
 // The chain is a few dozen instructions whatever the key count, instead of a per-head flash
 // pipeline over one-row query tiles. Shapes and attributes choose it, never data.
+//
+// K or V a one-row append at run-time row `pos` (cache_splice): the cache's old rows, loaded
+// before the write (lower_indirect.cpp) and kept on chip, with the new row spliced in by the
+// array, so the attention neither waits for the write nor reloads the cache after it:
+//   K^T_c = K_old_c^T . Z_j + k_new_c^T (x) e_j (a K = 1 matmul into the same PSUM), Z_j the
+//   identity with row pos zeroed and e the one-hot row of pos;
+//   O^T_c = sum over j of V_old_j[:, c]^T . (Z_j P^T_j) + v_new_c^T (x) p_pos, p_pos = P[:, pos]
+//   as a row (e_j^T . P^T_j summed over key tiles).
+// e, Z and pos's one-hot columns are plan constants (position_select).
 class DecodeAttention {
  public:
   DecodeAttention(LoweringContext& ctx, const Node& n) : m_ctx(ctx), m_n(n) {}
@@ -359,9 +435,23 @@ class DecodeAttention {
       }
     }
     auto q = m_ctx.tiles_of(m_n.inputs[0]);
-    auto k = m_ctx.tiles_of(m_n.inputs[1]);
-    auto v = m_ctx.tiles_of(m_n.inputs[2]);
+    const auto ks = cache_splice(m_ctx, m_n.inputs[1]);
+    const auto vs = cache_splice(m_ctx, m_n.inputs[2]);
+    auto k = m_ctx.tiles_of(ks ? ks->cache : m_n.inputs[1]);
+    auto v = m_ctx.tiles_of(vs ? vs->cache : m_n.inputs[2]);
     if (!q || !k || !v) return m_ctx.no_room();
+    std::optional<Tiles> k_new, v_new;
+    std::optional<PositionSelect> ksel, vsel;
+    if (ks) {
+      k_new = m_ctx.tiles_of(ks->update);
+      ksel = position_select(m_ctx, ks->scalar, Lk, m_dt);
+      if (!k_new || !ksel) return m_ctx.no_room();
+    }
+    if (vs) {
+      v_new = m_ctx.tiles_of(vs->update);
+      vsel = position_select(m_ctx, vs->scalar, Lk, m_dt);
+      if (!v_new || !vsel) return m_ctx.no_room();
+    }
     std::optional<Tiles> bias;
     if (m_n.inputs.size() > 3) {
       bias = m_ctx.replicated(m_n.inputs[3]);
@@ -406,8 +496,15 @@ class DecodeAttention {
             bank = m_ctx.next_bank();
             first = c * Lk + k->row0(j);
           }
-          m_ctx.emit_transpose(LoweringContext::psum_ap(*bank, T, r, used),
-                               LoweringContext::tile_ap(*k, j, c * T, T));
+          const AccessPattern dst = LoweringContext::psum_ap(*bank, T, r, used);
+          if (ks) {
+            m_ctx.emit_matmul(dst, LoweringContext::tile_ap(*k, j, c * T, T),
+                              ap(ksel->slot, m_dt, r, ksel->z + j * T, r), true, false);
+            m_ctx.emit_matmul(dst, LoweringContext::tile_ap(*k_new, 0, c * T, T),
+                              ap(ksel->slot, m_dt, 1, ksel->row + k->row0(j), r), false, true);
+          } else {
+            m_ctx.emit_transpose(dst, LoweringContext::tile_ap(*k, j, c * T, T));
+          }
           used += r;
         }
       }
@@ -464,15 +561,42 @@ class DecodeAttention {
       }
     }
     m_ctx.release(*P);
+    // A spliced V: p_pos [1 x H], then P^T's row pos zeroed.
+    std::optional<Slot> ppos;
+    if (vs) {
+      ppos = alloc(m_H, m_dt, "dec_ppos");
+      if (!ppos) return m_ctx.no_room();
+      const Slot bank = m_ctx.next_bank();
+      for (int64_t j = 0; j < v->count(); ++j) {
+        const int32_t r = v->rows_in(j);
+        m_ctx.emit_matmul(LoweringContext::psum_ap(bank, 1, H),
+                          ap(vsel->slot, m_dt, r, vsel->col + j, 1), ap(*pt, m_dt, r, j * m_H, m_H),
+                          j == 0, j + 1 == v->count());
+      }
+      m_ctx.evacuate(ap(*ppos, m_dt, 1, 0, m_H), LoweringContext::psum_ap(bank, 1, H));
+      for (int64_t j = 0; j < v->count(); ++j) {
+        const int32_t r = v->rows_in(j);
+        const AccessPattern ptj = ap(*pt, m_dt, r, j * m_H, m_H);
+        m_ctx.tensor_tensor(
+            AluOp::mul, ptj, ptj,
+            LoweringContext::broadcast_column(ap(vsel->slot, m_dt, r, vsel->zcol + j, 1), m_H));
+      }
+    }
     // O^T [T x (chunk, head)] = sum over key tiles of V_j[:, chunk]^T . P^T_j.
     const Slot ob = m_ctx.next_bank();
     for (int64_t c = 0; c < m_C; ++c) {
+      const AccessPattern dst = LoweringContext::psum_ap(ob, T, H, c * m_H);
       for (int64_t j = 0; j < v->count(); ++j) {
-        m_ctx.emit_matmul(LoweringContext::psum_ap(ob, T, H, c * m_H),
-                          LoweringContext::tile_ap(*v, j, c * T, T),
-                          ap(*pt, m_dt, v->rows_in(j), j * m_H, m_H), j == 0, j + 1 == v->count());
+        m_ctx.emit_matmul(dst, LoweringContext::tile_ap(*v, j, c * T, T),
+                          ap(*pt, m_dt, v->rows_in(j), j * m_H, m_H), j == 0,
+                          !vs && j + 1 == v->count());
+      }
+      if (vs) {
+        m_ctx.emit_matmul(dst, LoweringContext::tile_ap(*v_new, 0, c * T, T),
+                          ap(*ppos, m_dt, 1, 0, m_H), false, true);
       }
     }
+    if (ppos) m_ctx.release(*ppos);
     // y^T [T x chunks] = the diagonal blocks of O^T: O^T x M, summed over the heads.
     auto w = alloc(m_C * m_H, DType::fp32, "dec_w");
     auto yt = alloc(m_C, m_dt, "dec_yt");
@@ -520,6 +644,57 @@ class DecodeAttention {
 
 bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n) {
   return DecodeAttention::applies(ctx, n);
+}
+
+std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id) {
+  // Through slices that keep every row (a decode step's K = cache[:kv_max]).
+  for (const Node* n = &ctx.node(id); n->op == OpKind::slice && n->inputs.size() == 1;
+       n = &ctx.node(id)) {
+    const int64_t* axis = n->int_attr("axis");
+    const int64_t* start = n->int_attr("start");
+    const TensorType& in = ctx.type_of(n->inputs[0]);
+    if (!axis || *axis != 0 || !start || *start != 0 || !(n->type == in)) {
+      break;
+    }
+    id = n->inputs[0];
+  }
+  const Node& d = ctx.node(id);
+  if (d.op != OpKind::dynamic_update_slice || d.inputs.size() != 2) return std::nullopt;
+  const int64_t* axis = d.int_attr("axis");
+  const std::string* scalar = d.text_attr("scalar");
+  const Node& cache = ctx.node(d.inputs[0]);
+  if ((axis && *axis != 0) || !scalar || cache.op != OpKind::input || cache.type.dims.size() != 2) {
+    return std::nullopt;
+  }
+  const ScalarParam* p = ctx.graph().find_scalar(*scalar);
+  const View uv = view_of(ctx.type_of(d.inputs[1]));
+  if (!p || p->min < 0 || p->max >= cache.type.dims[0].size ||
+      cache.type.dims[0].size < ctx.options().decode_splice_min_keys || uv.rows != 1 ||
+      uv.cols != cache.type.dims[1].size || ctx.type_of(d.inputs[1]).dtype != cache.type.dtype) {
+    return std::nullopt;
+  }
+  return CacheSplice{id, d.inputs[0], d.inputs[1], *scalar};
+}
+
+std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n) {
+  std::vector<int32_t> ids;
+  if (n.op != OpKind::attention || !decode_row_attention_applies(ctx, n)) return ids;
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (auto s = cache_splice(ctx, n.inputs[i])) ids.insert(ids.end(), {s->cache, s->update});
+  }
+  return ids;
+}
+
+bool spliced_by_attention(const LoweringContext& ctx, const Node& dus) {
+  if (!cache_splice(ctx, dus.id)) return false;
+  for (const Node& a : ctx.graph().nodes) {
+    if (a.op != OpKind::attention || !ctx.in_group(a.id) || a.inputs.size() < 3) continue;
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      auto s = cache_splice(ctx, a.inputs[i]);
+      if (s && s->append == dus.id && decode_row_attention_applies(ctx, a)) return true;
+    }
+  }
+  return false;
 }
 
 LowerResult lower_decode_row_attention(LoweringContext& ctx, const Node& n) {

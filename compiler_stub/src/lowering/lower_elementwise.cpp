@@ -277,18 +277,8 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
     in.step = step;
     ctx.emit(ctx.stream(Engine::vector), in);
   };
-  // The identity (p - i == 0) and a ones row: plan constants, built by the plan's first norm.
-  const std::string shape = std::to_string(parts) + " " + std::string(isa::name_of(gdt));
-  auto ident =
-      ctx.plan_constant("norm_identity " + shape, SbufAllocator::aligned(parts * eb), [&](Slot s) {
-        auto diff = ctx.sbuf_alloc(SbufAllocator::aligned(parts * 4), "norm_iota");
-        if (!diff) return false;
-        const AccessPattern dap = LoweringContext::sbuf_ap(*diff, DType::fp32, parts, 0, parts);
-        fill(Opcode::iota, dap, 0, 1, -1);
-        ctx.tensor_scalar(AluOp::eq, LoweringContext::sbuf_ap(s, gdt, parts, 0, parts), dap, 0.0);
-        ctx.release(*diff);
-        return true;
-      });
+  // The identity and a ones row: plan constants, built by the plan's first norm.
+  auto ident = ctx.identity(parts, gdt);
   auto diag = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_diag");
   auto xg = ctx.sbuf_alloc(2 * SbufAllocator::aligned(C * eb), "norm_xg");
   auto rowbuf = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_rows");

@@ -211,6 +211,8 @@ class LoweringContext {
   std::optional<Slot> plan_constant(const std::string& key, int64_t bytes,
                                     const std::function<bool(Slot)>& build);
   bool drop_constants();
+  // The [parts x parts] identity in `dt` (a plan constant).
+  std::optional<Slot> identity(int32_t parts, DType dt);
 
   // ---- row windows (row_windows.cpp) ----
   // Whether `n` is too large for SBUF and runs a window of row tiles at a time.
@@ -472,6 +474,20 @@ int32_t cache_root(const Graph& g, int32_t id);
 // the other attentions are lower_fused_attention.cpp's).
 bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n);
 LowerResult lower_decode_row_attention(LoweringContext& ctx, const Node& n);
+// A one-row KV append the decode attention splices on chip (lower_attention.cpp): value `id`
+// is `append` = dynamic_update_slice(cache, update) at a run-time row (or a slice of all its
+// rows), `cache` a graph input.
+struct CacheSplice {
+  int32_t append = -1, cache = -1, update = -1;
+  std::string scalar;
+};
+std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id);
+// What attention `n` reads through the appends it splices: their caches' old values and their
+// updates (index_uses keeps them live until the attention).
+std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n);
+// Whether an attention of the group splices append `dus` (lower_indirect.cpp then loads the
+// cache's old rows before the write).
+bool spliced_by_attention(const LoweringContext& ctx, const Node& dus);
 
 // The op families, one file each.
 void populate_matmul_lowerings(LoweringTable& table);

@@ -25,6 +25,22 @@ std::optional<Slot> LoweringContext::plan_constant(const std::string& key, int64
   return s;
 }
 
+std::optional<Slot> LoweringContext::identity(int32_t parts, DType dt) {
+  const std::string key = "identity " + std::to_string(parts) + " " + std::string(isa::name_of(dt));
+  return plan_constant(key, SbufAllocator::aligned(parts * isa::dtype_bytes(dt)), [&](Slot s) {
+    auto diff = sbuf_alloc(SbufAllocator::aligned(parts * 4), "iota");
+    if (!diff) return false;
+    const AccessPattern dap = sbuf_ap(*diff, DType::fp32, parts, 0, parts);
+    Instruction in = vec(Opcode::iota, dap);
+    in.partition_step = 1;  // p - i
+    in.step = -1;
+    emit(stream(Engine::vector), in);
+    tensor_scalar(AluOp::eq, sbuf_ap(s, dt, parts, 0, parts), dap, 0.0);
+    release(*diff);
+    return true;
+  });
+}
+
 // When SBUF is full even with every value spilled: the constants the current op has not
 // asked for are freed (a later op rebuilds them), so they never make a plan not fit.
 bool LoweringContext::drop_constants() {
