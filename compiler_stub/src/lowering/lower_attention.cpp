@@ -673,6 +673,12 @@ std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id) 
       uv.cols != cache.type.dims[1].size || ctx.type_of(d.inputs[1]).dtype != cache.type.dtype) {
     return std::nullopt;
   }
+  // The old rows stay on chip from the append to the attention (the Q projection between):
+  // both caches within a quarter of SBUF, else the cache is reloaded after the write.
+  const int64_t rows = cache.type.dims[0].size, T = ctx.tile_rows();
+  const int64_t bytes = 2 * ((rows + T - 1) / T) *
+                        SbufAllocator::aligned(uv.cols * isa::dtype_bytes(cache.type.dtype));
+  if (bytes > ctx.sbuf_capacity() / 4) return std::nullopt;
   return CacheSplice{id, d.inputs[0], d.inputs[1], *scalar};
 }
 
