@@ -731,6 +731,139 @@ TEST(CompiledOnChip, KvAppendWritesAtTheRunTimePosition) {
   }
 }
 
+// Two one-row layernorms in a plan (a decode token's two per layer): the identity and the ones
+// row they multiply by are plan constants, built once (one iota, one ones-row memset), and the
+// pair still matches the reference.
+const char* kTwoRowNorms = R"({"format": "wallsim-graph", "version": 1, "name": "norms", "nodes": [
+  {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [1, 768], "role": "input"},
+  {"id": 1, "op": "input", "name": "g", "dtype": "fp32", "shape": [768], "role": "weight"},
+  {"id": 2, "op": "input", "name": "b", "dtype": "fp32", "shape": [768], "role": "weight"},
+  {"id": 3, "op": "layernorm", "inputs": [0, 1, 2], "eps": 1e-5},
+  {"id": 4, "op": "tanh", "inputs": [3]},
+  {"id": 5, "op": "layernorm", "inputs": [4, 1, 2], "eps": 1e-5}], "outputs": [5]})";
+
+TEST(CompiledOnChip, OneRowNormsBuildTheirConstantsOncePerPlan) {
+  auto r = compile_graph(graph(kTwoRowNorms), load("trn2").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  EXPECT_EQ(count_op(std::get<CompiledGraph>(r), isa::Opcode::iota), 1);
+  EXPECT_EQ(count_op(std::get<CompiledGraph>(r), isa::Opcode::memset), 1);
+}
+TEST(CompiledOnChip, OneRowNormsSharingTheirConstantsMatchReferenceOnTrn2) {
+  EXPECT_LT(run_on_chip(graph(kTwoRowNorms), "trn2", GroupPolicy::whole).max_error, 1e-4);
+}
+
+// A decode step's attention over KV caches appended in the plan (K = cache[:L] after a one-row
+// dynamic_update_slice): spliced (compiler.decode_splice_min_keys at most L) it reads the
+// caches' old rows loaded before the appends and splices the new rows in on chip, so the
+// attention node loads nothing from the caches; not spliced, it reloads them after the writes.
+// Either way the output and both caches match the reference at positions inside, at and past
+// a tile boundary.
+Graph splice_graph(const char* dtype, int64_t L, int64_t D, int64_t H, bool bias) {
+  const std::string dt = dtype, s = std::to_string(L), d = std::to_string(D);
+  auto input = [&](int id, const std::string& name, const std::string& t, const std::string& sh) {
+    return "{\"id\": " + std::to_string(id) + ", \"op\": \"input\", \"name\": \"" + name +
+           "\", \"dtype\": \"" + t + "\", \"shape\": " + sh + ", \"role\": \"input\"},";
+  };
+  std::string text = R"({"format": "wallsim-graph", "version": 1, "name": "splice",
+    "scalars": [{"name": "pos", "min": 0, "max": )" +
+                     std::to_string(L - 1) + R"(}], "nodes": [)";
+  text += input(0, "x", dt, "[1, " + d + "]") + input(1, "kc", dt, "[" + s + ", " + d + "]") +
+          input(2, "vc", dt, "[" + s + ", " + d + "]") + input(3, "bias", dt, "[1, " + s + "]");
+  text += R"({"id": 4, "op": "relu", "inputs": [0]},
+    {"id": 5, "op": "tanh", "inputs": [0]},
+    {"id": 6, "op": "sigmoid", "inputs": [0]},
+    {"id": 7, "op": "dynamic_update_slice", "inputs": [1, 5], "scalar": "pos"},
+    {"id": 8, "op": "dynamic_update_slice", "inputs": [2, 6], "scalar": "pos"},
+    {"id": 9, "op": "slice", "inputs": [7], "axis": 0, "start": 0, "limit": )" +
+          s + R"(},
+    {"id": 10, "op": "attention", "inputs": [4, 9, 8)" +
+          std::string(bias ? ", 3" : "") + "], \"heads\": " + std::to_string(H) +
+          R"(}], "outputs": [10, 7, 8]})";
+  return graph(text);
+}
+
+struct SpliceRun {
+  double max_error = 0;  // over the output and both caches, relative to each one's largest
+  int64_t attention_cache_loads = 0;  // DMAs of the attention node that read kc or vc
+};
+
+SpliceRun run_splice(const Graph& g, const std::string& config, int64_t pos, int64_t min_keys,
+                     bool simulate = true) {
+  SpliceRun out;
+  runtime::Config cfg = load(config);
+  LoweringOptions opts;
+  opts.decode_splice_min_keys = min_keys;
+  auto compiled = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, opts);
+  if (auto* err = std::get_if<CompileError>(&compiled)) {
+    ADD_FAILURE() << err->message();
+    return out;
+  }
+  const CompiledGraph& cg = std::get<CompiledGraph>(compiled);
+  EXPECT_EQ(cg.plans.plans.size(), 1u);
+  const isa::Plan& plan = cg.plans.plans.at(0);
+  for (const isa::Stream& st : plan.streams) {
+    for (const isa::Instruction& in : st.instructions) {
+      if (in.node != 10 || in.src[0].space != isa::MemSpace::hbm) continue;
+      const std::string& t = plan.tensors.at(static_cast<size_t>(in.src[0].buffer)).name;
+      if (t == "kc" || t == "vc") ++out.attention_cache_loads;
+    }
+  }
+  if (!simulate) return out;
+  sim::init_systemc();  // one device per process: one run per test
+  sim::DeviceOptions dopts;
+  dopts.functional = true;
+  sim::Device device("device", cfg.chip, dopts);
+  std::map<std::string, HostTensor> inputs = place_inputs(g, device, 11);
+  for (const isa::TensorDecl& t : plan.tensors)
+    device.tensors().put(t.name, t.space, t.dtype, t.shape);
+  device.launch(plan, {pos});
+  sc_core::sc_start();
+  EXPECT_FALSE(device.error()) << *device.error();
+  auto ref = evaluate(g, inputs, {{"pos", pos}});
+  for (int32_t id : g.outputs) {
+    const std::vector<float> got = memory::to_floats(*device.tensors().find(value_name(g, id)));
+    const HostTensor& want = ref.at(id);
+    EXPECT_EQ(got.size(), want.data.size());
+    double scale = 1;
+    for (float w : want.data) scale = std::max(scale, double(std::abs(w)));
+    for (size_t i = 0; i < std::min(got.size(), want.data.size()); ++i) {
+      out.max_error = std::max(out.max_error, std::abs(double(got[i]) - want.data[i]) / scale);
+    }
+  }
+  return out;
+}
+
+TEST(CompiledOnChip, DecodeAttentionSplicesAppendedRowsInsteadOfReloadingTheCaches) {
+  const Graph g = splice_graph("fp32", 256, 256, 4, true);
+  EXPECT_EQ(run_splice(g, "trn2", 0, 256, false).attention_cache_loads, 0);
+  EXPECT_GT(run_splice(g, "trn2", 0, 257, false).attention_cache_loads, 0);
+  const Graph small = splice_graph("fp32", 100, 128, 4, false);
+  EXPECT_EQ(run_splice(small, "tiny", 0, 1, false).attention_cache_loads, 0);
+  // On tiny 160-row caches would take more than a quarter of SBUF from the appends on.
+  EXPECT_GT(run_splice(splice_graph("fp32", 160, 128, 4, false), "tiny", 0, 1, false)
+                .attention_cache_loads,
+            0);
+}
+TEST(CompiledOnChip, DecodeAttentionSplicedAtATileEndMatchesReferenceOnTrn2) {
+  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 127, 1).max_error, 1e-4);
+}
+TEST(CompiledOnChip, DecodeAttentionSplicedAtATileStartMatchesReferenceOnTrn2) {
+  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 128, 1).max_error, 1e-4);
+}
+TEST(CompiledOnChip, DecodeAttentionReloadingTheCachesMatchesReferenceOnTrn2) {
+  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 128, 257).max_error, 1e-4);
+}
+TEST(CompiledOnChip, DecodeAttentionSplicedInBf16OffTheTileMatchesReferenceOnTrn2) {
+  // 200 keys (a short second key tile), the last row; 12 heads of 64, two per array row tile.
+  EXPECT_LT(run_splice(splice_graph("bf16", 200, 768, 12, true), "trn2", 199, 1).max_error, 3e-2);
+}
+TEST(CompiledOnChip, DecodeAttentionSplicedFirstRowMatchesReferenceOnTiny) {
+  EXPECT_LT(run_splice(splice_graph("fp32", 100, 128, 4, false), "tiny", 0, 1).max_error, 1e-4);
+}
+TEST(CompiledOnChip, DecodeAttentionSplicedOffTheTileMatchesReferenceOnTiny) {
+  EXPECT_LT(run_splice(splice_graph("fp32", 100, 128, 4, false), "tiny", 64, 1).max_error, 1e-4);
+}
+
 // A paged KV write: 140 rows (two row tiles) scattered into a pool in place, then gathered
 // back in the same plan (the gather waits for the scatter); the pool equals the reference.
 TEST(CompiledOnChip, IndexCopyScattersIntoThePoolInPlace) {

@@ -270,18 +270,6 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
   const int64_t stat_cols = 4 + (blocks > 1 ? 2 * blocks : 0);
   auto stats = ctx.scratch(2 * stat_cols);
   auto sq = ctx.scratch(C);
-  auto ident = ctx.sbuf_alloc(SbufAllocator::aligned(parts * eb), "norm_identity");
-  auto diff = ctx.sbuf_alloc(SbufAllocator::aligned(parts * 4), "norm_iota");
-  auto diag = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_diag");
-  auto xg = ctx.sbuf_alloc(2 * SbufAllocator::aligned(C * eb), "norm_xg");
-  auto rowbuf = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_rows");
-  const int64_t ones_len = layer ? std::max<int64_t>(parts, std::min(bc, C)) : parts;
-  auto ones = ctx.sbuf_alloc(SbufAllocator::aligned(ones_len * eb), "norm_ones");
-  auto pivots = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_pivots");
-  if (!stats || !sq || !ident || !diff || !diag || !xg || !rowbuf || !ones || !pivots) {
-    result = ctx.no_room();
-    return true;
-  }
   auto fill = [&](Opcode op, const AccessPattern& dst, double value, double pstep, double step) {
     Instruction in = LoweringContext::vec(op, dst);
     in.value = value;
@@ -289,12 +277,26 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
     in.step = step;
     ctx.emit(ctx.stream(Engine::vector), in);
   };
-  // Once: the identity (p - i == 0) and a ones row.
-  const AccessPattern dap = LoweringContext::sbuf_ap(*diff, DType::fp32, parts, 0, parts);
-  fill(Opcode::iota, dap, 0, 1, -1);
-  ctx.tensor_scalar(AluOp::eq, LoweringContext::sbuf_ap(*ident, gdt, parts, 0, parts), dap, 0.0);
-  ctx.release(*diff);
-  if (layer) fill(Opcode::memset, LoweringContext::sbuf_ap(*ones, gdt, 1, 0, ones_len), 1.0, 0, 0);
+  // The identity and a ones row: plan constants, built by the plan's first norm.
+  auto ident = ctx.identity(parts, gdt);
+  auto diag = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_diag");
+  auto xg = ctx.sbuf_alloc(2 * SbufAllocator::aligned(C * eb), "norm_xg");
+  auto rowbuf = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_rows");
+  std::optional<Slot> ones;
+  if (layer) {
+    const int64_t ones_len = std::max<int64_t>(parts, std::min(bc, C));
+    ones = ctx.plan_constant(
+        "norm_ones " + std::to_string(ones_len) + " " + std::string(isa::name_of(gdt)),
+        SbufAllocator::aligned(ones_len * eb), [&](Slot s) {
+          fill(Opcode::memset, LoweringContext::sbuf_ap(s, gdt, 1, 0, ones_len), 1.0, 0, 0);
+          return true;
+        });
+  }
+  auto pivots = ctx.sbuf_alloc(2 * SbufAllocator::aligned(parts * eb), "norm_pivots");
+  if (!stats || !sq || !ident || !diag || !xg || !rowbuf || (layer && !ones) || !pivots) {
+    result = ctx.no_room();
+    return true;
+  }
   auto set_offset = [&](int64_t t, int64_t elems) {
     return (t % 2) * (SbufAllocator::aligned(elems * eb) / eb);
   };
@@ -391,11 +393,9 @@ bool norm_by_array(LoweringContext& ctx, const Tiles& in, const Tiles& out, cons
   }
   ctx.release(*stats);
   ctx.release(*sq);
-  ctx.release(*ident);
   ctx.release(*diag);
   ctx.release(*xg);
   ctx.release(*rowbuf);
-  ctx.release(*ones);
   ctx.release(*pivots);
   return true;
 }

@@ -117,6 +117,11 @@ LowerResult lower_update_slice(LoweringContext& ctx, const Node& n) {
   if (!upd) return ctx.no_room();
   Slot cache = ctx.hbm_tensor(dst, isa::TensorRole::inout);
   ctx.builder().set_role(cache, isa::TensorRole::inout);
+  // An attention that splices the new row on chip reads the cache's old rows: loaded now,
+  // before the write (which then waits for the load, not the attention for the write), as a
+  // plan-written tensor's load is: in short pieces on the dependent queues, spread over the
+  // engines, not behind the weights prefetched for later ops.
+  if (spliced_by_attention(ctx, n) && !ctx.tiles_of(n.inputs[0])) return ctx.no_room();
   const int64_t row_elems = dn.type.dims[1].size;
   const View cv{dn.type.dims[0].size, row_elems};
   for (int64_t t = 0; t < upd->count(); ++t) {

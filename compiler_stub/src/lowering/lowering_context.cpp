@@ -98,6 +98,10 @@ void LoweringContext::index_uses(const std::vector<int32_t>& order) {
       m_last_use[in] = static_cast<int>(i);
       m_uses[in].push_back(static_cast<int>(i));
     }
+    for (int32_t in : spliced_reads(*this, *m_graph.find(order[i]))) {  // lower_attention.cpp
+      m_last_use[in] = static_cast<int>(i);
+      m_uses[in].push_back(static_cast<int>(i));
+    }
   }
 }
 

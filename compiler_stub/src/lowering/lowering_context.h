@@ -204,6 +204,15 @@ class LoweringContext {
   // window, the bytes never used, then the lowest address, unless `oldest_first` (the bytes
   // freed longest ago, as outside windows: for a load that should not wait on recent readers).
   std::optional<Slot> sbuf_alloc(int64_t bytes, const std::string& hint, bool oldest_first = false);
+  // A buffer whose contents depend on no value, named by `key` (its shape and contents): built
+  // by `build` (false: no room) on first use and kept for the rest of the plan
+  // (plan_constants.cpp). Never release it: drop_constants frees those the current op has not
+  // asked for when SBUF is full (sbuf_alloc).
+  std::optional<Slot> plan_constant(const std::string& key, int64_t bytes,
+                                    const std::function<bool(Slot)>& build);
+  bool drop_constants();
+  // The [parts x parts] identity in `dt` (a plan constant).
+  std::optional<Slot> identity(int32_t parts, DType dt);
 
   // ---- row windows (row_windows.cpp) ----
   // Whether `n` is too large for SBUF and runs a window of row tiles at a time.
@@ -389,6 +398,11 @@ class LoweringContext {
   std::optional<Window> m_window;
   std::vector<Slot> m_held;                      // release_later
   std::vector<std::pair<Slot, int64_t>> m_kept;  // keep_for_next
+  struct Constant {
+    Slot slot;
+    int32_t user = -1;  // the last node that asked for it
+  };
+  std::map<std::string, Constant> m_constants;  // plan_constant
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
   int64_t m_emitted = 0;  // instructions
@@ -456,6 +470,24 @@ std::optional<ActFn> unary_act(OpKind op);
 inline constexpr const char* kEpilogueAct = "epilogue_act";
 // In-place writes chain: a cache is the graph input at the root of its appends and copies.
 int32_t cache_root(const Graph& g, int32_t id);
+// An `attention` of one query row lowered with the heads on partitions (lower_attention.cpp;
+// the other attentions are lower_fused_attention.cpp's).
+bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n);
+LowerResult lower_decode_row_attention(LoweringContext& ctx, const Node& n);
+// A one-row KV append the decode attention splices on chip (lower_attention.cpp): value `id`
+// is `append` = dynamic_update_slice(cache, update) at a run-time row (or a slice of all its
+// rows), `cache` a graph input.
+struct CacheSplice {
+  int32_t append = -1, cache = -1, update = -1;
+  std::string scalar;
+};
+std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id);
+// What attention `n` reads through the appends it splices: their caches' old values and their
+// updates (index_uses keeps them live until the attention).
+std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n);
+// Whether an attention of the group splices append `dus` (lower_indirect.cpp then loads the
+// cache's old rows before the write).
+bool spliced_by_attention(const LoweringContext& ctx, const Node& dus);
 
 // The op families, one file each.
 void populate_matmul_lowerings(LoweringTable& table);
