@@ -81,11 +81,13 @@ TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
 }
 
 TEST(LowerMatmul, BatchMatmulMultipliesPerBatchEntry) {
-  const auto p = print_plan(make_graph(
-      R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [4, 64, 128]},
+  const auto p = print_plan(
+      make_graph(
+          R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [4, 64, 128]},
           {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [4, 128, 64]},
           {"id": 2, "op": "batch_matmul", "inputs": [0, 1]}])",
-      "[2]"));
+          "[2]"),
+      {}, GroupPolicy::whole, emission_order());
   // Each batch entry: one row tile of A, one K chunk of B: one transpose, one matmul.
   EXPECT_TRUE(check_in_order(
       stream_summary(p.text),

@@ -40,12 +40,15 @@ std::vector<Ref> linear_order(const Plan& plan) {
       const auto& ins = plan.streams[s].instructions;
       for (; next[s] < ins.size(); ++next[s]) {
         const Instruction& in = ins[next[s]];
-        const bool ready = std::all_of(in.waits.begin(), in.waits.end(), [&](const isa::SemWait& w) {
-          return w.sem >= 0 && static_cast<size_t>(w.sem) < count.size() && count[w.sem] >= w.value;
-        });
+        const bool ready =
+            std::all_of(in.waits.begin(), in.waits.end(), [&](const isa::SemWait& w) {
+              return w.sem >= 0 && static_cast<size_t>(w.sem) < count.size() &&
+                     count[w.sem] >= w.value;
+            });
         if (!ready) break;
         for (const isa::SemSignal& sig : in.signals) {
-          if (sig.sem >= 0 && static_cast<size_t>(sig.sem) < count.size()) count[sig.sem] += sig.add;
+          if (sig.sem >= 0 && static_cast<size_t>(sig.sem) < count.size())
+            count[sig.sem] += sig.add;
         }
         order.push_back({static_cast<int32_t>(s), static_cast<int32_t>(next[s])});
         progress = true;
@@ -71,8 +74,12 @@ Place place_of(const Plan& plan, const AccessPattern& ap) {
   const bool whole = ap.scalar >= 0 || !span;
   if (isa::is_on_chip(ap.space)) {
     const isa::BufferDecl& b = plan.buffers.at(static_cast<size_t>(ap.buffer));
-    Place p{ap.space == isa::MemSpace::psum ? 1u : 0u, kOnChipGranule, b.offset_bytes,
-            b.offset_bytes + b.bytes, b.partition_start, b.partition_start + b.partitions};
+    Place p{ap.space == isa::MemSpace::psum ? 1u : 0u,
+            kOnChipGranule,
+            b.offset_bytes,
+            b.offset_bytes + b.bytes,
+            b.partition_start,
+            b.partition_start + b.partitions};
     if (!whole) {
       p.lo = b.offset_bytes + span->lo * eb;
       p.hi = b.offset_bytes + (span->hi + 1) * eb;
@@ -192,9 +199,8 @@ double busy_ns(const Instruction& in, const isa::CostHints& c, const AccessPatte
       for (int k = 0; k < 3; ++k) inputs += in.uses(static_cast<isa::OpField>(isa::F_Src0 << k));
       const int64_t elements =
           in.op == isa::Opcode::tensor_reduce ? in.src[0].free_elements() : in.dst.free_elements();
-      const double rate = isa::info(in.op).engine == isa::Engine::vector
-                              ? c.vector_elements_per_ns
-                              : c.scalar_elements_per_ns;
+      const double rate = isa::info(in.op).engine == isa::Engine::vector ? c.vector_elements_per_ns
+                                                                         : c.scalar_elements_per_ns;
       return static_cast<double>(c.vector_fixed_ns) +
              std::max(1, inputs) * static_cast<double>(elements) / rate;
     }
@@ -299,8 +305,9 @@ isa::Plan schedule_plan(isa::Plan plan, const isa::CostHints& costs) {
       for (int32_t p : preds[issue[s][k]]) {
         const auto ps = static_cast<size_t>(order[p].stream);
         if (ps == s) continue;
-        auto it = std::find_if(w.begin(), w.end(),
-                               [&](const isa::SemWait& x) { return x.sem == static_cast<int32_t>(ps); });
+        auto it = std::find_if(w.begin(), w.end(), [&](const isa::SemWait& x) {
+          return x.sem == static_cast<int32_t>(ps);
+        });
         if (it == w.end()) {
           w.push_back({static_cast<int32_t>(ps), pos[p]});
         } else {
