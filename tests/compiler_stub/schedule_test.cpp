@@ -40,18 +40,26 @@ Instruction act(Slot dst, Slot src, int64_t cols) {
   return in;
 }
 
-// The vector engine's first instruction needs a long scalar-engine result; its second needs
-// nothing: scheduled, the second issues first and the wait moves to the first.
-TEST(SchedulePlan, AnEngineWaitingOnAnotherTakesIndependentLaterWorkFirst) {
-  PlanBuilder b("p");
-  const int64_t n = 4096;
+// A long scalar-engine result y = exp(x) and two small buffers z, v after it.
+struct LongProducer {
+  static constexpr int64_t n = 4096;
+  PlanBuilder b{"p"};
   Slot x = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 0, n * 4, "x");
   Slot y = b.add_buffer(isa::MemSpace::sbuf, 0, 32, n * 4, n * 4, "y");
   Slot z = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * n * 4, 64, "z");
   Slot v = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * n * 4 + 64, 64, "v");
-  Slot w = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * n * 4 + 128, 64, "w");
   const int sc = b.stream(Engine::scalar), vec = b.stream(Engine::vector);
-  b.emit(sc, act(y, x, n));
+  LongProducer() { b.emit(sc, act(y, x, n)); }
+};
+
+// The vector engine's first instruction needs a long scalar-engine result; its second needs
+// nothing: scheduled, the second issues first and the wait moves to the first.
+TEST(SchedulePlan, AnEngineWaitingOnAnotherTakesIndependentLaterWorkFirst) {
+  LongProducer t;
+  PlanBuilder& b = t.b;
+  const Slot y = t.y, z = t.z, v = t.v;
+  Slot w = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * t.n * 4 + 128, 64, "w");
+  const int vec = t.vec;
   b.emit(vec, copy(z, y));  // waits for the scalar engine
   b.emit(vec, copy(w, v));  // independent
   isa::Plan before = b.build();
@@ -74,15 +82,11 @@ TEST(SchedulePlan, AnEngineWaitingOnAnotherTakesIndependentLaterWorkFirst) {
 // (WAR), or reads what it writes (RAW), stays behind it; so does work on another buffer
 // declared over the same bytes (no history inherited: the addresses order it).
 TEST(SchedulePlan, AccessesToTheSameBytesKeepTheirOrder) {
-  PlanBuilder b("p");
-  const int64_t n = 4096;
-  Slot x = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 0, n * 4, "x");
-  Slot y = b.add_buffer(isa::MemSpace::sbuf, 0, 32, n * 4, n * 4, "y");
-  Slot z = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * n * 4, 64, "z");
-  Slot v = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * n * 4 + 64, 64, "v");
-  Slot z_again = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * n * 4, 64, "z_again");
-  const int sc = b.stream(Engine::scalar), vec = b.stream(Engine::vector);
-  b.emit(sc, act(y, x, n));
+  LongProducer t;
+  PlanBuilder& b = t.b;
+  const Slot y = t.y, z = t.z, v = t.v;
+  Slot z_again = b.add_buffer(isa::MemSpace::sbuf, 0, 32, 2 * t.n * 4, 64, "z_again");
+  const int vec = t.vec;
   b.emit(vec, copy(z, y));        // waits for the scalar engine
   b.emit(vec, copy(z, v));        // WAW on z
   b.emit(vec, copy(v, z));        // RAW on z
