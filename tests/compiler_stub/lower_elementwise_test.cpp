@@ -136,7 +136,8 @@ TEST(LowerElementwise, RmsnormHasNoMeanAndNoBeta) {
 TEST(LowerElementwise, ReduceMeanIsASumThenAScaleIntoOneColumn) {
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "reduce_mean", "inputs": [0]}])",
-                                       "[1]"));
+                                       "[1]"),
+                            {}, GroupPolicy::whole, emission_order());
   EXPECT_EQ(stream_summary(p.text), kTwoTileIo +
                                         "vector: tensor_reduce.add x1\n"
                                         "vector: tensor_scalar.mul x1\n"

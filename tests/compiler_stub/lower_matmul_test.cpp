@@ -23,7 +23,7 @@ Graph matmul_graph(int64_t m, int64_t k, int64_t n) {
 }
 
 TEST(LowerMatmul, TwoByTwoTilesTransposeAFirstThenAccumulateKChunksInOneBankEach) {
-  const auto p = print_plan(matmul_graph(256, 256, 512));
+  const auto p = print_plan(matmul_graph(256, 256, 512), {}, GroupPolicy::whole, emission_order());
   const std::string s = stream_summary(p.text);
   // 2 row tiles x 2 K chunks: 4 transposes into stationaries, then per output tile a
   // start..stop accumulation of 2 matmuls.

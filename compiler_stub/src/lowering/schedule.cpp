@@ -225,10 +225,19 @@ std::vector<std::vector<int32_t>> list_schedule(const Plan& plan, const std::vec
   using Pending = std::pair<double, int32_t>;  // (ready at, position)
   struct Queue {
     std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending;
-    std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> ready;
+    // (-bottom level, position): the longest remaining chain first, then the first emitted.
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> ready;
     double now = 0.0;
     const AccessPattern* loaded = nullptr;
   };
+  // Bottom levels: an instruction's time plus its longest chain of successors.
+  std::vector<double> level(n, 0.0);
+  for (size_t i = n; i-- > 0;) {
+    double tail = 0.0;
+    for (int32_t j : succs[i]) tail = std::max(tail, level[static_cast<size_t>(j)]);
+    level[i] =
+        tail + busy_ns(plan.streams[order[i].stream].instructions[order[i].index], costs, nullptr);
+  }
   std::vector<Queue> q(streams);
   std::vector<double> ready_at(n, 0.0);
   for (size_t i = 0; i < n; ++i) {
@@ -247,7 +256,7 @@ std::vector<std::vector<int32_t>> list_schedule(const Plan& plan, const std::vec
       int32_t first = std::numeric_limits<int32_t>::max();
       if (!x.ready.empty()) {
         at = x.now;
-        first = x.ready.top();
+        first = x.ready.top().second;
       } else if (!x.pending.empty()) {
         at = std::max(x.now, x.pending.top().first);
         first = x.pending.top().second;
@@ -261,10 +270,11 @@ std::vector<std::vector<int32_t>> list_schedule(const Plan& plan, const std::vec
     Queue& x = q[best];
     x.now = best_at;
     while (!x.pending.empty() && x.pending.top().first <= x.now) {
-      x.ready.push(x.pending.top().second);
+      const int32_t j = x.pending.top().second;
+      x.ready.push({-level[static_cast<size_t>(j)], j});
       x.pending.pop();
     }
-    const int32_t i = x.ready.top();
+    const int32_t i = x.ready.top().second;
     x.ready.pop();
     const Instruction& in = plan.streams[best].instructions[order[i].index];
     const double busy = busy_ns(in, costs, x.loaded);

@@ -12,7 +12,8 @@ namespace wallsim::compiler_stub {
 // writing) keep their order; so do the instructions of one stream that depend on each other.
 // Everything else on a stream may move: when an engine is free, it takes, of the instructions
 // whose inputs are ready by then (by `costs`' estimates of every instruction's time), the one
-// emitted first; when none is ready, the one ready soonest. Instructions, engines and queues
+// with the longest estimated chain of dependants after it (then the one emitted first); when
+// none is ready, the one ready soonest. Instructions, engines and queues
 // are unchanged, only their order and the semaphores. A plan whose streams cannot be put in
 // one order (a deadlock the verifier reports) is returned as it is.
 isa::Plan schedule_plan(isa::Plan plan, const isa::CostHints& costs);
