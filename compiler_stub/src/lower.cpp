@@ -11,6 +11,7 @@
 #include "group_rewrite.h"
 #include "lowering/cache_write_order.h"
 #include "lowering/lowering_context.h"
+#include "wallsim/compiler_stub/schedule.h"
 
 namespace wallsim::compiler_stub {
 
@@ -253,6 +254,7 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
   Lowered out;
   out.stats = ctx.stats();
   out.plan = ctx.builder().build();
+  if (options.schedule_across_ops) out.plan = schedule_plan(std::move(out.plan), arch.costs);
   out.stats.instructions = out.plan.instruction_count();
   return out;
 }

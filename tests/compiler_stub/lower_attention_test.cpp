@@ -38,9 +38,10 @@ TEST(LowerAttention, EachSequenceGathersItsKeyAndValueTilesByIds) {
 }
 
 TEST(LowerAttention, SequencesArePipelinedUnlessTheirStateCrowdsSbuf) {
-  LoweringOptions one_at_a_time;
+  // The lowering's own order (the list schedule, schedule.h, would interleave both).
+  LoweringOptions one_at_a_time = emission_order();
   one_at_a_time.attention_pipeline_percent = 1;
-  const auto pipelined = print_plan(attention(3, 200));
+  const auto pipelined = print_plan(attention(3, 200), {}, GroupPolicy::whole, emission_order());
   const auto serial = print_plan(attention(3, 200), {}, GroupPolicy::whole, one_at_a_time);
   EXPECT_EQ(pipelined.plan().instruction_count(), serial.plan().instruction_count());
   // On the vector engine, sequence 1's query scaling comes before sequence 0's softmax when

@@ -23,7 +23,7 @@ Graph matmul_graph(int64_t m, int64_t k, int64_t n) {
 }
 
 TEST(LowerMatmul, TwoByTwoTilesTransposeAFirstThenAccumulateKChunksInOneBankEach) {
-  const auto p = print_plan(matmul_graph(256, 256, 512));
+  const auto p = print_plan(matmul_graph(256, 256, 512), {}, GroupPolicy::whole, emission_order());
   const std::string s = stream_summary(p.text);
   // 2 row tiles x 2 K chunks: 4 transposes into stationaries, then per output tile a
   // start..stop accumulation of 2 matmuls.
@@ -81,11 +81,13 @@ TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
 }
 
 TEST(LowerMatmul, BatchMatmulMultipliesPerBatchEntry) {
-  const auto p = print_plan(make_graph(
-      R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [4, 64, 128]},
+  const auto p = print_plan(
+      make_graph(
+          R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [4, 64, 128]},
           {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [4, 128, 64]},
           {"id": 2, "op": "batch_matmul", "inputs": [0, 1]}])",
-      "[2]"));
+          "[2]"),
+      {}, GroupPolicy::whole, emission_order());
   // Each batch entry: one row tile of A, one K chunk of B: one transpose, one matmul.
   EXPECT_TRUE(check_in_order(
       stream_summary(p.text),

@@ -24,6 +24,13 @@ struct PrintedPlan {
   const LowerStats& stats(size_t i = 0) const { return compiled.groups.at(i); }
 };
 
+// Options that keep the order the lowering emits in (no list schedule across ops,
+// schedule.h): for tests of an op's emission order.
+inline LoweringOptions emission_order(LoweringOptions o = {}) {
+  o.schedule_across_ops = 0;
+  return o;
+}
+
 // Compiles `g` (types inferred here), asserts success and that every plan passes the verifier.
 inline PrintedPlan print_plan(Graph g, const isa::ArchSpec& arch = {},
                               GroupPolicy policy = GroupPolicy::whole,

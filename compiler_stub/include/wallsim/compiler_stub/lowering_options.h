@@ -25,6 +25,7 @@ struct LoweringOptions {
   int64_t attention_pipeline_percent = 50;        // of SBUF: 3 sequences in flight if they fit
   int64_t decode_splice_min_keys = 512;           // a decode attention splices its appended row
   int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
+  int64_t schedule_across_ops = 1;                // 1: streams list-scheduled (lowering/schedule.h)
 };
 
 template <class V>
@@ -85,6 +86,11 @@ void describe(V& v, LoweringOptions& o) {
           "design choice: lowering stops with a compile error once a plan has this many "
           "instructions (an op tiled to fit a small chip can need millions, and compiling "
           "and simulating them takes minutes and gigabytes)");
+  v.field("schedule_across_ops", o.schedule_across_ops, {0, 1}, "flag",
+          "design choice: 1 reorders every stream of a lowered plan by a list schedule (an "
+          "engine whose next instruction waits on another takes independent later work, e.g. "
+          "the next op's, first; accesses to the same bytes keep their order); 0 keeps the "
+          "order the ops were lowered in");
 }
 
 }  // namespace wallsim::compiler_stub
