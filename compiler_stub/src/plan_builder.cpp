@@ -13,15 +13,19 @@ namespace {
 
 constexpr int64_t kWhole = std::numeric_limits<int64_t>::max();
 
-// Keeps one whole-range entry per stream (the latest): what a merged or oversized list becomes.
+// Keeps one whole-range entry per stream (the latest), in stream order: what a merged or
+// oversized list becomes. In place (sorted by stream, the latest index first), no allocation.
 void collapse(std::vector<AccessHistory::Entry>& entries) {
-  std::map<int, int64_t> latest;
-  for (const auto& e : entries) {
-    auto [it, fresh] = latest.emplace(e.stream, e.index);
-    if (!fresh) it->second = std::max(it->second, e.index);
+  std::sort(entries.begin(), entries.end(),
+            [](const AccessHistory::Entry& a, const AccessHistory::Entry& b) {
+              return a.stream != b.stream ? a.stream < b.stream : a.index > b.index;
+            });
+  size_t n = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (n > 0 && entries[n - 1].stream == entries[i].stream) continue;
+    entries[n++] = {0, kWhole, entries[i].stream, entries[i].index};
   }
-  entries.clear();
-  for (const auto& [stream, index] : latest) entries.push_back({0, kWhole, stream, index});
+  entries.resize(n);
 }
 
 // Lists longer than this are collapsed: bounded work per instruction, conservative order.
@@ -56,11 +60,14 @@ std::pair<int64_t, int64_t> PlanBuilder::byte_range(const isa::AccessPattern& ap
   return {span->lo * eb, (span->hi + 1) * eb};
 }
 
-void AccessHistory::merge(const AccessHistory& o) {
+void AccessHistory::append(const AccessHistory& o) {
   writes.insert(writes.end(), o.writes.begin(), o.writes.end());
   reads.insert(reads.end(), o.reads.begin(), o.reads.end());
-  collapse(writes);
-  collapse(reads);
+}
+
+void AccessHistory::collapse() {
+  compiler_stub::collapse(writes);
+  compiler_stub::collapse(reads);
 }
 
 Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32_t partitions,
@@ -75,12 +82,18 @@ Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32
   b.bytes = bytes;
   m_plan.buffers.push_back(std::move(b));
   const Slot slot{space, static_cast<int32_t>(m_plan.buffers.size() - 1)};
-  if (!inherit.empty()) m_access[{0, slot.index}] = inherit;
+  if (!inherit.empty()) access(true, slot.index) = inherit;
   return slot;
 }
 
+AccessHistory& PlanBuilder::access(bool on_chip, int32_t index) {
+  auto& all = m_access[on_chip ? 0 : 1];
+  if (all.size() <= static_cast<size_t>(index)) all.resize(static_cast<size_t>(index) + 1);
+  return all[static_cast<size_t>(index)];
+}
+
 const AccessHistory& PlanBuilder::history(Slot slot) {
-  return m_access[{isa::is_on_chip(slot.space) ? 0 : 1, slot.index}];
+  return access(isa::is_on_chip(slot.space), slot.index);
 }
 
 Slot PlanBuilder::add_tensor(const std::string& name, isa::MemSpace space, isa::DType dtype,
@@ -119,7 +132,7 @@ int PlanBuilder::stream(isa::Engine engine) {
 }
 
 AccessHistory& PlanBuilder::access(const isa::AccessPattern& ap) {
-  return m_access[{isa::is_on_chip(ap.space) ? 0 : 1, ap.buffer}];
+  return access(isa::is_on_chip(ap.space), ap.buffer);
 }
 
 void PlanBuilder::depend(const Ref& consumer, const Ref& producer) {

@@ -40,8 +40,9 @@ std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint,
   AccessHistory inherit;
   for (auto it = first_segment(offset); it != m_history.end() && it->first < offset + aligned;
        ++it) {
-    if (it->second.end > offset) inherit.merge(it->second.history);
+    if (it->second.end > offset) inherit.append(it->second.history);
   }
+  inherit.collapse();
   Slot s =
       m_builder.add_buffer(isa::MemSpace::sbuf, 0, m_partitions, offset, aligned, hint, inherit);
   m_live[s.index] = {offset, aligned};
