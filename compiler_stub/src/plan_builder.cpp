@@ -49,7 +49,16 @@ Prefix<T, N> span_of(const std::array<T, N>& a, size_t n) {
 
 }  // namespace
 
-PlanBuilder::PlanBuilder(std::string name) { m_plan.name = std::move(name); }
+PlanBuilder::PlanBuilder(std::string name) {
+  m_plan.name = std::move(name);
+  // A plan has a queue per DMA queue the chip allows plus the compute engines: reserved, so
+  // adding them does not move the streams (and their names) repeatedly.
+  constexpr size_t kStreams = 64;
+  m_plan.streams.reserve(kStreams);
+  m_deps.reserve(kStreams);
+  m_chunks.reserve(kStreams);
+  m_counts.reserve(kStreams);
+}
 
 // The bytes an access pattern may touch within its buffer or tensor (all of it when a
 // run-time scalar moves it).
