@@ -14,8 +14,31 @@ namespace {
 constexpr int64_t kWhole = std::numeric_limits<int64_t>::max();
 
 // Keeps one whole-range entry per stream (the latest), in stream order: what a merged or
-// oversized list becomes. In place (sorted by stream, the latest index first), no allocation.
+// oversized list becomes. In place, no allocation: a plan's streams (a queue per DMA queue and
+// the compute engines) number fewer than 64, so a bit mask orders them; otherwise a sort.
 void collapse(std::vector<AccessHistory::Entry>& entries) {
+  constexpr int kMask = 64;
+  std::array<int64_t, kMask> latest;
+  uint64_t seen = 0;
+  bool small = true;
+  for (const auto& e : entries) {
+    if (e.stream < 0 || e.stream >= kMask) {
+      small = false;
+      break;
+    }
+    const uint64_t bit = uint64_t{1} << e.stream;
+    latest[static_cast<size_t>(e.stream)] =
+        seen & bit ? std::max(latest[static_cast<size_t>(e.stream)], e.index) : e.index;
+    seen |= bit;
+  }
+  if (small) {
+    entries.clear();
+    for (; seen; seen &= seen - 1) {
+      const int stream = __builtin_ctzll(seen);
+      entries.push_back({0, kWhole, stream, latest[static_cast<size_t>(stream)]});
+    }
+    return;
+  }
   std::sort(entries.begin(), entries.end(),
             [](const AccessHistory::Entry& a, const AccessHistory::Entry& b) {
               return a.stream != b.stream ? a.stream < b.stream : a.index > b.index;
@@ -146,18 +169,22 @@ AccessHistory& PlanBuilder::access(const isa::AccessPattern& ap) {
 
 void PlanBuilder::depend(const Ref& consumer, const Ref& producer) {
   if (consumer.stream == producer.stream) return;  // in-order issue within a stream
-  auto& need = m_need;  // the consumer is always the instruction being emitted
-  for (isa::SemWait& w : need) {
-    if (w.sem == producer.stream) {
-      w.value = std::max(w.value, producer.index);
-      return;
-    }
+  // The consumer is always the instruction being emitted; m_need_slot finds its entry for
+  // the producer's stream (entries stay in first-dependency order).
+  const auto ps = static_cast<size_t>(producer.stream);
+  if (m_need_slot.size() <= ps) m_need_slot.resize(ps + 1, -1);
+  if (const int slot = m_need_slot[ps]; slot >= 0) {
+    isa::SemWait& w = m_need[static_cast<size_t>(slot)];
+    w.value = std::max(w.value, producer.index);
+    return;
   }
-  need.push_back({producer.stream, producer.index});
+  m_need_slot[ps] = static_cast<int>(m_need.size());
+  m_need.push_back({producer.stream, producer.index});
 }
 
 void PlanBuilder::emit(int key, isa::Instruction in) {
   const Ref me{key, m_counts[key]++};
+  for (const isa::SemWait& w : m_need) m_need_slot[static_cast<size_t>(w.sem)] = -1;
   m_need.clear();
   const isa::OpcodeInfo& oi = isa::info(in.op);
   struct Access {

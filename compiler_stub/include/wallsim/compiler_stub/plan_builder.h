@@ -107,6 +107,7 @@ class PlanBuilder {
   };
   std::vector<Deps> m_deps;
   std::vector<isa::SemWait> m_need;  // the instruction being emitted; one entry per stream
+  std::vector<int> m_need_slot;      // by producer stream: its entry in m_need, or -1
   // Per stream, the emitted instructions in fixed-size chunks, moved into the plan once at
   // build(): a growing array of instructions would copy (and page-fault) each one repeatedly.
   std::vector<std::vector<std::vector<isa::Instruction>>> m_chunks;
