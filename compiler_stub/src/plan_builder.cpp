@@ -54,7 +54,8 @@ void collapse(std::vector<AccessHistory::Entry>& entries) {
 // Lists longer than this are collapsed: bounded work per instruction, conservative order.
 constexpr size_t kMaxEntries = 64;
 
-// Instructions per storage chunk while a plan is built.
+// Instructions per storage chunk while a plan is built: a stream's first chunk, and the most.
+constexpr size_t kFirstChunk = 8;
 constexpr size_t kChunk = 256;
 
 // The first n elements of an array, for range-for.
@@ -257,9 +258,13 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   }
   deps.end.push_back(static_cast<int64_t>(deps.waits.size()));
   auto& chunks = m_chunks[key];
-  if (chunks.empty() || chunks.back().size() == kChunk) {
+  if (chunks.empty() || chunks.back().size() == chunks.back().capacity()) {
+    // Chunks grow with the stream (kFirstChunk, then as many as it holds, up to kChunk): a
+    // stream of a few instructions (most of a small plan's DMA queues) does not take and touch
+    // a full chunk.
+    const auto held = static_cast<size_t>(m_counts[key] - 1);
     chunks.emplace_back();
-    chunks.back().reserve(kChunk);
+    chunks.back().reserve(std::min(kChunk, std::max(kFirstChunk, held)));
   }
   chunks.back().push_back(std::move(in));
 }
