@@ -13,21 +13,49 @@ namespace {
 
 constexpr int64_t kWhole = std::numeric_limits<int64_t>::max();
 
-// Keeps one whole-range entry per stream (the latest): what a merged or oversized list becomes.
+// Keeps one whole-range entry per stream (the latest), in stream order: what a merged or
+// oversized list becomes. In place, no allocation: a plan's streams (a queue per DMA queue and
+// the compute engines) number fewer than 64, so a bit mask orders them; otherwise a sort.
 void collapse(std::vector<AccessHistory::Entry>& entries) {
-  std::map<int, int64_t> latest;
+  constexpr int kMask = 64;
+  std::array<int64_t, kMask> latest;
+  uint64_t seen = 0;
+  bool small = true;
   for (const auto& e : entries) {
-    auto [it, fresh] = latest.emplace(e.stream, e.index);
-    if (!fresh) it->second = std::max(it->second, e.index);
+    if (e.stream < 0 || e.stream >= kMask) {
+      small = false;
+      break;
+    }
+    const uint64_t bit = uint64_t{1} << e.stream;
+    latest[static_cast<size_t>(e.stream)] =
+        seen & bit ? std::max(latest[static_cast<size_t>(e.stream)], e.index) : e.index;
+    seen |= bit;
   }
-  entries.clear();
-  for (const auto& [stream, index] : latest) entries.push_back({0, kWhole, stream, index});
+  if (small) {
+    entries.clear();
+    for (; seen; seen &= seen - 1) {
+      const int stream = __builtin_ctzll(seen);
+      entries.push_back({0, kWhole, stream, latest[static_cast<size_t>(stream)]});
+    }
+    return;
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const AccessHistory::Entry& a, const AccessHistory::Entry& b) {
+              return a.stream != b.stream ? a.stream < b.stream : a.index > b.index;
+            });
+  size_t n = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (n > 0 && entries[n - 1].stream == entries[i].stream) continue;
+    entries[n++] = {0, kWhole, entries[i].stream, entries[i].index};
+  }
+  entries.resize(n);
 }
 
 // Lists longer than this are collapsed: bounded work per instruction, conservative order.
 constexpr size_t kMaxEntries = 64;
 
-// Instructions per storage chunk while a plan is built.
+// Instructions per storage chunk while a plan is built: a stream's first chunk, and the most.
+constexpr size_t kFirstChunk = 8;
 constexpr size_t kChunk = 256;
 
 // The first n elements of an array, for range-for.
@@ -45,7 +73,16 @@ Prefix<T, N> span_of(const std::array<T, N>& a, size_t n) {
 
 }  // namespace
 
-PlanBuilder::PlanBuilder(std::string name) { m_plan.name = std::move(name); }
+PlanBuilder::PlanBuilder(std::string name) {
+  m_plan.name = std::move(name);
+  // A plan has a queue per DMA queue the chip allows plus the compute engines: reserved, so
+  // adding them does not move the streams (and their names) repeatedly.
+  constexpr size_t kStreams = 64;
+  m_plan.streams.reserve(kStreams);
+  m_deps.reserve(kStreams);
+  m_chunks.reserve(kStreams);
+  m_counts.reserve(kStreams);
+}
 
 // The bytes an access pattern may touch within its buffer or tensor (all of it when a
 // run-time scalar moves it).
@@ -56,11 +93,14 @@ std::pair<int64_t, int64_t> PlanBuilder::byte_range(const isa::AccessPattern& ap
   return {span->lo * eb, (span->hi + 1) * eb};
 }
 
-void AccessHistory::merge(const AccessHistory& o) {
+void AccessHistory::append(const AccessHistory& o) {
   writes.insert(writes.end(), o.writes.begin(), o.writes.end());
   reads.insert(reads.end(), o.reads.begin(), o.reads.end());
-  collapse(writes);
-  collapse(reads);
+}
+
+void AccessHistory::collapse() {
+  compiler_stub::collapse(writes);
+  compiler_stub::collapse(reads);
 }
 
 Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32_t partitions,
@@ -75,12 +115,18 @@ Slot PlanBuilder::add_buffer(isa::MemSpace space, int32_t partition_start, int32
   b.bytes = bytes;
   m_plan.buffers.push_back(std::move(b));
   const Slot slot{space, static_cast<int32_t>(m_plan.buffers.size() - 1)};
-  if (!inherit.empty()) m_access[{0, slot.index}] = inherit;
+  if (!inherit.empty()) access(true, slot.index) = inherit;
   return slot;
 }
 
+AccessHistory& PlanBuilder::access(bool on_chip, int32_t index) {
+  auto& all = m_access[on_chip ? 0 : 1];
+  if (all.size() <= static_cast<size_t>(index)) all.resize(static_cast<size_t>(index) + 1);
+  return all[static_cast<size_t>(index)];
+}
+
 const AccessHistory& PlanBuilder::history(Slot slot) {
-  return m_access[{isa::is_on_chip(slot.space) ? 0 : 1, slot.index}];
+  return access(isa::is_on_chip(slot.space), slot.index);
 }
 
 Slot PlanBuilder::add_tensor(const std::string& name, isa::MemSpace space, isa::DType dtype,
@@ -119,23 +165,27 @@ int PlanBuilder::stream(isa::Engine engine) {
 }
 
 AccessHistory& PlanBuilder::access(const isa::AccessPattern& ap) {
-  return m_access[{isa::is_on_chip(ap.space) ? 0 : 1, ap.buffer}];
+  return access(isa::is_on_chip(ap.space), ap.buffer);
 }
 
 void PlanBuilder::depend(const Ref& consumer, const Ref& producer) {
   if (consumer.stream == producer.stream) return;  // in-order issue within a stream
-  auto& need = m_need;  // the consumer is always the instruction being emitted
-  for (isa::SemWait& w : need) {
-    if (w.sem == producer.stream) {
-      w.value = std::max(w.value, producer.index);
-      return;
-    }
+  // The consumer is always the instruction being emitted; m_need_slot finds its entry for
+  // the producer's stream (entries stay in first-dependency order).
+  const auto ps = static_cast<size_t>(producer.stream);
+  if (m_need_slot.size() <= ps) m_need_slot.resize(ps + 1, -1);
+  if (const int slot = m_need_slot[ps]; slot >= 0) {
+    isa::SemWait& w = m_need[static_cast<size_t>(slot)];
+    w.value = std::max(w.value, producer.index);
+    return;
   }
-  need.push_back({producer.stream, producer.index});
+  m_need_slot[ps] = static_cast<int>(m_need.size());
+  m_need.push_back({producer.stream, producer.index});
 }
 
 void PlanBuilder::emit(int key, isa::Instruction in) {
   const Ref me{key, m_counts[key]++};
+  for (const isa::SemWait& w : m_need) m_need_slot[static_cast<size_t>(w.sem)] = -1;
   m_need.clear();
   const isa::OpcodeInfo& oi = isa::info(in.op);
   struct Access {
@@ -208,9 +258,13 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   }
   deps.end.push_back(static_cast<int64_t>(deps.waits.size()));
   auto& chunks = m_chunks[key];
-  if (chunks.empty() || chunks.back().size() == kChunk) {
+  if (chunks.empty() || chunks.back().size() == chunks.back().capacity()) {
+    // Chunks grow with the stream (kFirstChunk, then as many as it holds, up to kChunk): a
+    // stream of a few instructions (most of a small plan's DMA queues) does not take and touch
+    // a full chunk.
+    const auto held = static_cast<size_t>(m_counts[key] - 1);
     chunks.emplace_back();
-    chunks.back().reserve(kChunk);
+    chunks.back().reserve(std::min(kChunk, std::max(kFirstChunk, held)));
   }
   chunks.back().push_back(std::move(in));
 }

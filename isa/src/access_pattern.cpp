@@ -2,6 +2,7 @@
 #include "wallsim/isa/access_pattern.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 namespace wallsim::isa {
@@ -34,15 +35,18 @@ std::optional<AccessPattern::Span> AccessPattern::span() const {
 bool AccessPattern::has_aliasing() const {
   // Sorted by |stride|, the dims with size > 1 map iteration points to distinct elements when
   // each stride exceeds the reach of all smaller dims together (a sufficient condition).
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size)
-  if (!is_on_chip(space) && partitions > 1)
-    dims.emplace_back(std::llabs(partition_stride), partitions);
+  std::array<std::pair<int64_t, int64_t>, kMaxFreeDims + 1> dims;  // (|stride|, size)
+  size_t n = 0;
+  if (!is_on_chip(space) && partitions > 1) dims[n++] = {std::llabs(partition_stride), partitions};
   for (int d = 0; d < num_free; ++d) {
-    if (free[d].size > 1) dims.emplace_back(std::llabs(free[d].stride), free[d].size);
+    if (free[d].size > 1) dims[n++] = {std::llabs(free[d].stride), free[d].size};
   }
-  std::sort(dims.begin(), dims.end());
+  for (size_t i = 1; i < n; ++i) {  // insertion sort: at most kMaxFreeDims + 1 dims
+    for (size_t j = i; j > 0 && dims[j] < dims[j - 1]; --j) std::swap(dims[j], dims[j - 1]);
+  }
   int64_t extent = 1;
-  for (auto [stride, size] : dims) {
+  for (size_t i = 0; i < n; ++i) {
+    const auto [stride, size] = dims[i];
     if (stride < extent) return true;
     int64_t reach;
     if (__builtin_mul_overflow(stride, size - 1, &reach) ||

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace wallsim::isa {
 namespace {
@@ -60,10 +61,17 @@ class Verifier {
         report("provenance", "node id " + str(n.id) + " declared twice");
     }
     std::set<Engine> compute;
-    std::set<std::string> names;
+    // Duplicate stream names: sorted views first (no allocation per stream); only a plan that
+    // has one looks for which, in stream order.
+    std::vector<std::string_view> sorted;
+    sorted.reserve(m_plan.streams.size());
+    for (const Stream& s : m_plan.streams) sorted.push_back(s.name);
+    std::sort(sorted.begin(), sorted.end());
+    const bool repeats = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+    std::set<std::string_view> names;
     int queues = 0;
     for (const Stream& s : m_plan.streams) {
-      if (!names.insert(s.name).second) report("decl", "two streams named " + s.name);
+      if (repeats && !names.insert(s.name).second) report("decl", "two streams named " + s.name);
       if (s.engine == Engine::dma) {
         ++queues;
         if (s.dma_engine < 0 || s.dma_engine >= m_arch.dma.engines) {
@@ -89,9 +97,8 @@ class Verifier {
     }
     if (in.uses(F_Dst)) check_operand(in.dst, "dst", true);
     for (int k = 0; k < 3; ++k) {
-      if (in.uses(static_cast<OpField>(F_Src0 << k))) {
-        check_operand(in.src[k], std::string(oi.src_roles[k]), false);
-      }
+      if (in.uses(static_cast<OpField>(F_Src0 << k)))
+        check_operand(in.src[k], oi.src_roles[k], false);
     }
     if (in.uses(F_Accum)) check_operand(in.accum, "accum", true);
     if (in.uses(F_Scalar) && in.scalar.scalar >= static_cast<int>(m_plan.scalars.size())) {
@@ -111,9 +118,18 @@ class Verifier {
     check_shapes(in);
   }
 
-  void check_operand(const AccessPattern& ap, const std::string& role, bool writes) {
+  // An operand's name in a message ("src0 x_3"), built only when a rule reports: an operand
+  // that passes costs no string.
+  struct What {
+    std::string_view role, target;
+    std::string str() const { return std::string(role) + " " + std::string(target); }
+    friend std::string operator+(const What& w, const char* s) { return w.str() + s; }
+    friend std::string operator+(std::string s, const What& w) { return s + w.str(); }
+  };
+
+  void check_operand(const AccessPattern& ap, std::string_view role, bool writes) {
     Engine engine = m_stream->engine;
-    std::string what = role + " " + std::string(m_plan.target_name(ap));
+    const What what{role, m_plan.target_name(ap)};
     bool ok = writes ? m_arch.may_write(engine, ap.space) : m_arch.may_read(engine, ap.space);
     if (!ok) {
       report("space", "the " + std::string(name_of(engine)) + " engine may not " +
@@ -141,7 +157,7 @@ class Verifier {
     check_bounds(ap, what);
   }
 
-  void check_bounds(const AccessPattern& ap, const std::string& what) {
+  void check_bounds(const AccessPattern& ap, const What& what) {
     auto span = ap.span();
     if (!span) {
       report("bounds", what + ": extent overflows");
@@ -183,23 +199,25 @@ class Verifier {
     }
   }
 
-  void check_same_shape(const AccessPattern& a, const AccessPattern& b, const std::string& an,
-                        const std::string& bn) {
+  void check_same_shape(const AccessPattern& a, const AccessPattern& b, std::string_view an,
+                        std::string_view bn) {
     if (a.partitions != b.partitions || a.free_elements() != b.free_elements()) {
-      report("shape", an + " is [" + str(a.partitions) + " x " + str(a.free_elements()) + "] but " +
-                          bn + " is [" + str(b.partitions) + " x " + str(b.free_elements()) + "]");
+      report("shape", std::string(an) + " is [" + str(a.partitions) + " x " +
+                          str(a.free_elements()) + "] but " + std::string(bn) + " is [" +
+                          str(b.partitions) + " x " + str(b.free_elements()) + "]");
     }
   }
 
-  void require_float(const AccessPattern& a, const std::string& role) {
+  void require_float(const AccessPattern& a, std::string_view role) {
     if (!is_float(a.dtype))
-      report("dtype", role + " must be a float type, not " + std::string(name_of(a.dtype)));
+      report("dtype",
+             std::string(role) + " must be a float type, not " + std::string(name_of(a.dtype)));
   }
 
   void check_shapes(const Instruction& in) {
     const auto& [s0, s1, s2] = in.src;
     const auto& roles = info(in.op).src_roles;
-    std::string r0(roles[0]), r1(roles[1]), r2(roles[2]);
+    const std::string_view r0 = roles[0], r1 = roles[1], r2 = roles[2];
     switch (in.op) {
       case Opcode::matmul: {
         int64_t k = s0.partitions, m = s0.free_elements(), n = s1.free_elements();

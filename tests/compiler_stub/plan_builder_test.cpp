@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "wallsim/isa/verifier.h"
 
 namespace wallsim::compiler_stub {
@@ -135,6 +137,30 @@ TEST(PlanBuilder, SignalCountsFollowStreamOrder) {
   EXPECT_EQ(scalar[1].waits[0].value, 2);
   isa::ArchSpec arch;
   EXPECT_TRUE(isa::verify(p, arch).empty());
+}
+
+// Merged (or oversized) lists keep one whole-range entry per stream, its latest access, in
+// stream order: below 64 streams (a bit mask orders them) and past them (a sort).
+TEST(AccessHistory, MergeKeepsTheLatestAccessPerStreamInStreamOrder) {
+  for (const int base : {0, 60}) {
+    AccessHistory a, b;
+    a.writes = {{0, 8, base + 3, 5}, {8, 16, base + 1, 2}, {0, 4, base + 3, 9}};
+    b.writes = {{0, 8, base + 1, 7}, {4, 8, base + 10, 1, 32, 64}};
+    a.merge(b);
+    ASSERT_EQ(a.writes.size(), 3u) << base;
+    const int streams[] = {base + 1, base + 3, base + 10};
+    const int64_t latest[] = {7, 9, 1};
+    for (size_t i = 0; i < 3; ++i) {
+      const AccessHistory::Entry& e = a.writes[i];
+      EXPECT_EQ(e.stream, streams[i]) << base;
+      EXPECT_EQ(e.index, latest[i]) << base;
+      EXPECT_EQ(e.lo, 0);
+      EXPECT_EQ(e.hi, std::numeric_limits<int64_t>::max());
+      EXPECT_EQ(e.p_lo, 0);
+      EXPECT_EQ(e.p_hi, std::numeric_limits<int32_t>::max());
+    }
+    EXPECT_TRUE(a.reads.empty());
+  }
 }
 
 }  // namespace

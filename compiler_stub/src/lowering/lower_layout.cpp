@@ -290,7 +290,7 @@ TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int6
   const double dma_ns_per_byte = 1.0 / (h.dma_gb_per_s * arch.dma.engines);
   const double chunks = double((cols + chunk - 1) / chunk);
   auto load_ns = [&](double chunk_bytes) {
-    return bytes * (1.0 + double(h.dma_chunk_overhead_bytes) / chunk_bytes) * dma_ns_per_byte;
+    return h.dma_engine_bytes(bytes, bytes / chunk_bytes) * dma_ns_per_byte;
   };
   ResourceNs array = base;
   array.tensor +=

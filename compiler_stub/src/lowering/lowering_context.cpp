@@ -68,8 +68,11 @@ LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>&
   m_engine_bytes.assign(static_cast<size_t>(engines), 0);
   auto add_queue = [&](const std::string& name, int64_t engine) {
     const int q = m_builder.add_queue(name, static_cast<int32_t>(engine));
-    m_queue_engine[q] = static_cast<int>(engine);
-    m_queue_bytes[q] = 0;
+    const auto size = std::max(m_queue_engine.size(), static_cast<size_t>(q) + 1);
+    m_queue_engine.resize(size, -1);
+    m_queue_bytes.resize(size, 0);
+    m_queue_serves.resize(size, kNoLoad);
+    m_queue_engine[static_cast<size_t>(q)] = static_cast<int>(engine);
     return q;
   };
   // Two classes only where each reaches every engine: with fewer load queues than twice the
@@ -657,9 +660,10 @@ void LoweringContext::prefetch_weights(int position) {
 int LoweringContext::least_loaded(const std::vector<int>& queues) const {
   int best = queues.front();
   for (int q : queues) {
-    const int64_t e = m_engine_bytes[static_cast<size_t>(m_queue_engine.at(q))];
-    const int64_t be = m_engine_bytes[static_cast<size_t>(m_queue_engine.at(best))];
-    if (e < be || (e == be && m_queue_bytes.at(q) < m_queue_bytes.at(best))) best = q;
+    const auto qi = static_cast<size_t>(q), bi = static_cast<size_t>(best);
+    const int64_t e = m_engine_bytes[static_cast<size_t>(m_queue_engine[qi])];
+    const int64_t be = m_engine_bytes[static_cast<size_t>(m_queue_engine[bi])];
+    if (e < be || (e == be && m_queue_bytes[qi] < m_queue_bytes[bi])) best = q;
   }
   return best;
 }
@@ -676,8 +680,9 @@ int LoweringContext::spread(const std::vector<int>& queues) {
   }
   int best = queues.front();
   auto key = [&](int q) {
-    const auto e = static_cast<size_t>(m_queue_engine.at(q));
-    return std::make_tuple(m_spread_bytes[e], m_engine_bytes[e], m_queue_bytes.at(q));
+    const auto e = static_cast<size_t>(m_queue_engine[static_cast<size_t>(q)]);
+    return std::make_tuple(m_spread_bytes[e], m_engine_bytes[e],
+                           m_queue_bytes[static_cast<size_t>(q)]);
   };
   for (int q : queues) {
     if (key(q) < key(best)) best = q;
@@ -702,8 +707,7 @@ void LoweringContext::emit(int stream, Instruction in) {
     m_lane_busy[e == Engine::vector ? 0 : 1] +=
         lane_cost(in) * (e == Engine::vector ? m_vector_cost_percent : 100);
   }
-  if (m_queue_engine.count(stream) && in.op != Opcode::dma_scatter &&
-      in.dst.space != MemSpace::hbm) {
+  if (is_queue(stream) && in.op != Opcode::dma_scatter && in.dst.space != MemSpace::hbm) {
     const bool input = in.src[0].space == MemSpace::hbm &&
                        m_builder.role(in.src[0].buffer) == isa::TensorRole::input;
     // With weights prefetched, a prefetch queue may hold loads for later ops: an input load
@@ -715,19 +719,18 @@ void LoweringContext::emit(int stream, Instruction in) {
     } else if (m_prefetched && !m_prefetching) {
       std::vector<int> clear;
       for (int q : m_load_queues) {
-        auto s = m_queue_serves.find(q);
-        if (s == m_queue_serves.end() || s->second <= m_position) clear.push_back(q);
+        if (m_queue_serves[static_cast<size_t>(q)] <= m_position) clear.push_back(q);
       }
       stream = clear.empty() ? spread(m_dependent_load_queues) : least_loaded(clear);
     }
-    m_queue_serves[stream] = m_prefetching ? m_prefetch_position : m_position;
+    m_queue_serves[static_cast<size_t>(stream)] = m_prefetching ? m_prefetch_position : m_position;
   }
-  if (auto q = m_queue_engine.find(stream); q != m_queue_engine.end()) {
+  if (is_queue(stream)) {
     const int64_t bytes = in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();
-    m_engine_bytes[static_cast<size_t>(q->second)] += bytes;
-    if (m_spread_node == m_current_node && !m_spread_bytes.empty())
-      m_spread_bytes[static_cast<size_t>(q->second)] += bytes;
-    m_queue_bytes[stream] += bytes;
+    const auto engine = static_cast<size_t>(m_queue_engine[static_cast<size_t>(stream)]);
+    m_engine_bytes[engine] += bytes;
+    if (m_spread_node == m_current_node && !m_spread_bytes.empty()) m_spread_bytes[engine] += bytes;
+    m_queue_bytes[static_cast<size_t>(stream)] += bytes;
   }
   m_builder.emit(stream, std::move(in));
 }

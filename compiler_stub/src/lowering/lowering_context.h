@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -350,11 +351,18 @@ class LoweringContext {
   int32_t m_tile_rows = 128;
   int32_t m_current_node = -1;
   int m_position = 0;  // of the current op in the group
+  // By stream key, looked up for every transfer placed (vectors, not maps): the queues' engines
+  // (-1 for compute streams), bytes and, in m_queue_serves, the op each last loaded for.
+  bool is_queue(int stream) const {
+    return static_cast<size_t>(stream) < m_queue_engine.size() &&
+           m_queue_engine[static_cast<size_t>(stream)] >= 0;
+  }
+  static constexpr int kNoLoad = std::numeric_limits<int>::min();  // m_queue_serves: none yet
   std::vector<int> m_load_queues;
   std::vector<int> m_store_queues;
   std::vector<int> m_dependent_load_queues;  // loads of values the plan writes
-  std::map<int, int> m_queue_engine;         // DMA queue stream -> its engine
-  std::map<int, int64_t> m_queue_bytes;      // bytes emitted on each DMA queue
+  std::vector<int> m_queue_engine;           // DMA queue stream -> its engine (-1: compute)
+  std::vector<int64_t> m_queue_bytes;        // bytes emitted on each DMA queue
   std::vector<int64_t> m_engine_bytes;       // bytes emitted on each DMA engine
   std::vector<Slot> m_psum_banks;
   size_t m_next_bank = 0;
@@ -372,7 +380,7 @@ class LoweringContext {
   bool m_prefetching = false;           // loads emitted now are prefetches (prefetch_weights)
   bool m_prefetched = false;            // the plan has prefetched weights
   int m_prefetch_position = 0;          // while prefetching: the position of the op loaded for
-  std::map<int, int> m_queue_serves;    // DMA queue -> position of the op its last load is for
+  std::vector<int> m_queue_serves;      // DMA queue -> position of the op its last load is for
   int32_t m_spread_node = -1;           // the op whose dependent loads m_spread_bytes counts
   std::vector<int64_t> m_spread_bytes;  // per DMA engine
   std::map<int32_t, std::vector<int>> m_uses;  // value -> positions of its consumers

@@ -40,8 +40,9 @@ std::optional<Slot> SbufAllocator::alloc(int64_t bytes, const std::string& hint,
   AccessHistory inherit;
   for (auto it = first_segment(offset); it != m_history.end() && it->first < offset + aligned;
        ++it) {
-    if (it->second.end > offset) inherit.merge(it->second.history);
+    if (it->second.end > offset) inherit.append(it->second.history);
   }
+  inherit.collapse();
   Slot s =
       m_builder.add_buffer(isa::MemSpace::sbuf, 0, m_partitions, offset, aligned, hint, inherit);
   m_live[s.index] = {offset, aligned};
@@ -92,19 +93,18 @@ std::map<int64_t, SbufAllocator::Segment>::iterator SbufAllocator::first_segment
 
 void SbufAllocator::record_history(int64_t begin, int64_t end, const AccessHistory& h) {
   auto it = first_segment(begin);
-  if (it != m_history.end() && it->first < begin) {  // split the segment straddling begin
-    Segment tail = it->second;
+  if (it != m_history.end() && it->first < begin) {
+    // The segment straddling begin keeps its part before begin, and its part beyond end.
+    if (it->second.end > end) m_history.emplace(end, it->second);
     it->second.end = begin;
-    it = m_history.emplace(begin, std::move(tail)).first;
+    ++it;
   }
   while (it != m_history.end() && it->first < end) {
-    if (it->second.end > end) {  // keep the part beyond end
-      Segment tail = it->second;
-      m_history.emplace(end, std::move(tail));
-    }
+    // Keep the part beyond end (the segment's history moves: it is erased next).
+    if (it->second.end > end) m_history.emplace(end, std::move(it->second));
     it = m_history.erase(it);
   }
-  m_history[begin] = {end, h};
+  m_history.emplace_hint(it, begin, Segment{end, h});
 }
 
 }  // namespace wallsim::compiler_stub::lowering

@@ -168,9 +168,8 @@ bool LoweringContext::copy_view(int32_t id, isa::TensorRole role) {
     for (size_t j = k; j-- > i && dims[j].stride == run;) run *= dims[j].size;
     return run;
   };
-  const int64_t overhead = m_arch.costs.dma_chunk_overhead_bytes;
   auto engine_bytes = [&](size_t i) {
-    return inner[i] * esize + (inner[i] + run_of(i) - 1) / run_of(i) * overhead;
+    return m_arch.costs.dma_engine_bytes(inner[i] * esize, (inner[i] + run_of(i) - 1) / run_of(i));
   };
   // A view copy is usually its op's whole work, on the critical path: it spreads over every
   // store queue, one piece of equal engine work each (descriptors issue in parallel), but no

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <map>
 #include <string>
@@ -36,7 +37,13 @@ struct AccessHistory {
   std::vector<Entry> reads;
   bool empty() const { return writes.empty() && reads.empty(); }
   // Adds `o`'s accesses as whole-range ones (its ranges belong to another buffer).
-  void merge(const AccessHistory& o);
+  void merge(const AccessHistory& o) {
+    append(o);
+    collapse();
+  }
+  // merge() in two steps, for many histories: append each, then collapse once.
+  void append(const AccessHistory& o);
+  void collapse();  // one whole-range entry per stream (its latest), in stream order
 };
 
 class PlanBuilder {
@@ -84,7 +91,10 @@ class PlanBuilder {
 
   isa::Plan m_plan;
   std::map<isa::Engine, int> m_compute_streams;
-  std::map<std::pair<int, int32_t>, AccessHistory> m_access;  // (space class, index)
+  // By buffer (on chip) and by tensor (off chip) index. A deque: growing it keeps the
+  // references emit() holds to other entries valid.
+  std::deque<AccessHistory> m_access[2];
+  AccessHistory& access(bool on_chip, int32_t index);
   // Per stream, every instruction's waits, flat: for each producer stream, the latest producer
   // index it waits for, as a SemWait holding (producer stream, producer index) until build()
   // turns it into (semaphore, count) and copies it into the instruction. `end[i]`: the end of
@@ -97,6 +107,7 @@ class PlanBuilder {
   };
   std::vector<Deps> m_deps;
   std::vector<isa::SemWait> m_need;  // the instruction being emitted; one entry per stream
+  std::vector<int> m_need_slot;      // by producer stream: its entry in m_need, or -1
   // Per stream, the emitted instructions in fixed-size chunks, moved into the plan once at
   // build(): a growing array of instructions would copy (and page-fault) each one repeatedly.
   std::vector<std::vector<std::vector<isa::Instruction>>> m_chunks;

@@ -54,6 +54,15 @@ struct CostHints {
   double dma_gb_per_s = 28.99;              // timing.dma.bandwidth_gb_per_s, per engine
   int64_t dma_chunk_overhead_bytes = 512;   // timing.dma.chunk_overhead_bytes
   int64_t dma_transpose_chunk_bytes = 256;  // timing.dma.transpose_chunk_bytes
+
+  // What a DMA descriptor moving `payload` bytes in `chunks` contiguous pieces costs its engine,
+  // in bytes at the engine's bandwidth: the payload plus dma_chunk_overhead_bytes per chunk, as
+  // the DMA model charges it (dma::descriptor_cost's engine_weight x bytes). The compiler prices
+  // every DMA with this; T is int64_t for whole descriptors, double for rates and averages.
+  template <class T>
+  T dma_engine_bytes(T payload, T chunks) const {
+    return payload + chunks * static_cast<T>(dma_chunk_overhead_bytes);
+  }
 };
 
 struct HbmSpec {
