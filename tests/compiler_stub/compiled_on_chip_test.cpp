@@ -662,6 +662,31 @@ TEST(CompiledOnChip, TransformerBlockBf16MatchesReference) {
   EXPECT_LT(o.max_error, 0.2);
 }
 
+// The list schedule across ops (compiler.schedule_across_ops, off by default) reorders every
+// stream; the reordered plans pass the verifier and compute the same values.
+LoweringOptions scheduled() {
+  LoweringOptions o;
+  o.schedule_across_ops = 1;
+  return o;
+}
+
+TEST(CompiledOnChip, ScheduledTransformerBlockFp32MatchesReference) {
+  Outcome o = run_on_chip(transformer(true), "trn2", GroupPolicy::whole, {}, scheduled());
+  EXPECT_EQ(o.plans, 1);
+  EXPECT_LT(o.max_error, 1e-3);
+}
+
+TEST(CompiledOnChip, ScheduledTransformerBlockFp32MatchesReferenceOnTiny) {
+  Outcome o = run_on_chip(transformer(true, true), "tiny", GroupPolicy::whole, {}, scheduled());
+  EXPECT_EQ(o.plans, 1);
+  EXPECT_LT(o.max_error, 1e-3);
+}
+
+TEST(CompiledOnChip, ScheduledMlpPerOpMatchesReferenceOnTrn2) {
+  Outcome o = run_on_chip(graph(kMlp), "trn2", GroupPolicy::per_op, {}, scheduled());
+  EXPECT_LT(o.max_error, 1e-3);
+}
+
 TEST(CompiledOnChip, TransformerBlockPerOpMatchesReference) {
   Outcome o = run_on_chip(transformer(true), "trn2", GroupPolicy::per_op);
   EXPECT_GT(o.plans, 20);

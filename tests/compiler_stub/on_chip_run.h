@@ -65,12 +65,13 @@ inline void set_ints(sim::Device& device, std::map<std::string, HostTensor>& inp
 using Adjust = std::function<void(sim::Device&, std::map<std::string, HostTensor>&)>;
 
 // Compiles `g`, runs it functionally on `config`, and compares every output with the reference.
-// `adjust` may replace input values (ids that must be in range) before the run.
+// `adjust` may replace input values (ids that must be in range) before the run; `options` are the
+// lowering's (the defaults unless a test sets one).
 inline Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolicy policy,
-                           const Adjust& adjust = {}) {
+                           const Adjust& adjust = {}, const LoweringOptions& options = {}) {
   Outcome o;
   runtime::Config cfg = load(config);
-  auto compiled = compile_graph(g, cfg.chip.arch, policy);
+  auto compiled = compile_graph(g, cfg.chip.arch, policy, {}, options);
   if (auto* err = std::get_if<CompileError>(&compiled)) {
     ADD_FAILURE() << err->message();
     return o;

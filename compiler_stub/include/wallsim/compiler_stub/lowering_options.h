@@ -25,7 +25,7 @@ struct LoweringOptions {
   int64_t attention_pipeline_percent = 50;        // of SBUF: 3 sequences in flight if they fit
   int64_t decode_splice_min_keys = 512;           // a decode attention splices its appended row
   int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
-  int64_t schedule_across_ops = 1;                // 1: streams list-scheduled (lowering/schedule.h)
+  int64_t schedule_across_ops = 0;                // 1: streams list-scheduled (lowering/schedule.h)
 };
 
 template <class V>
