@@ -2,7 +2,7 @@
 """Regenerates the measured part of docs/studies/NAME.md from fresh study runs.
 
     scripts/update_study_docs.py [--wallsim build/bin/wallsim] [--large] [NAME ...]
-        (default: decode mask granularity fallback serving open-questions)
+        (default: wall decode mask granularity fallback serving open-questions)
 
 Each doc holds generated text between the markers <!-- study NAME: begin --> and
 <!-- study NAME: end -->; everything else in it names no figure. For a study, this runs
@@ -32,12 +32,13 @@ sys.path.insert(0, ROOT)
 import open_questions  # noqa: E402
 
 ROOT = os.path.dirname(ROOT)
-STUDIES = ["decode", "mask", "granularity", "fallback", "serving"]
+STUDIES = ["wall", "decode", "mask", "granularity", "fallback", "serving"]
 
 
 def block(md):
-    """The table and findings of a study's NAME.md: from the header row to the end."""
-    at = md.index("\n| run |")
+    """The table and findings of a study's NAME.md: from the header row to the end (wall.md:
+    from its column definitions, which precede its per-workload tables)."""
+    at = md.index("\nConfig `") if "\n| run |" not in md else md.index("\n| run |")
     return md[at + 1:].rstrip() + "\n"
 
 
