@@ -2,7 +2,7 @@
 """Regenerates the measured part of docs/studies/NAME.md from fresh study runs.
 
     scripts/update_study_docs.py [--wallsim build/bin/wallsim] [--large] [NAME ...]
-        (default: wall decode mask granularity fallback serving open-questions)
+        (default: wall decode mask granularity fallback serving open-questions validate)
 
 Each doc holds generated text between the markers <!-- study NAME: begin --> and
 <!-- study NAME: end -->; everything else in it names no figure. For a study, this runs
@@ -17,10 +17,13 @@ granularity's block also holds a captured model with repeated layers: torchvisio
 out/captures/vit_b_16.json and passed as `--model`; --no-capture leaves it out (GPT-2 only).
 --large also runs configs/studies/serving-large.json (static serving at batches 8 and 32) into
 serving.md's `serving-large` block, and open-questions then counts its static/continuous pairs.
+`validate` runs `wallsim validate` on configs/{trn2,trn1,tiny}.json and puts each validation.md
+(headings one level down) between docs/VALIDATION.md's <!-- validate CONFIG: begin/end --> markers.
 Each study's real run time is printed.
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,10 +45,10 @@ def block(md):
     return md[at + 1:].rstrip() + "\n"
 
 
-def replace_block(doc, name, new):
+def replace_block(doc, name, new, kind="study"):
     with open(doc) as f:
         text = f.read()
-    begin, end = f"<!-- study {name}: begin -->\n", f"<!-- study {name}: end -->"
+    begin, end = f"<!-- {kind} {name}: begin -->\n", f"<!-- {kind} {name}: end -->"
     if begin not in text or end not in text:
         print(f"{doc}: no '{begin.strip()}' ... '{end}' markers", file=sys.stderr)
         sys.exit(2)
@@ -76,7 +79,7 @@ def main():
     ap.add_argument("--large", action="store_true", help="also run serving-large.json")
     ap.add_argument("--no-capture", action="store_true",
                     help="granularity without the captured ViT-B/16 (no PyTorch needed)")
-    ap.add_argument("names", nargs="*", default=STUDIES + ["open-questions"])
+    ap.add_argument("names", nargs="*", default=STUDIES + ["open-questions", "validate"])
     a = ap.parse_args()
     # The source the runs come from, written under each block: the commit, "+dirty" for a work tree
     # with uncommitted changes.
@@ -98,7 +101,7 @@ def main():
             return out
 
         for name in a.names:
-            if name == "open-questions":
+            if name in ("open-questions", "validate"):
                 continue
             if name not in STUDIES:
                 print(f"unknown study '{name}'", file=sys.stderr)
@@ -141,6 +144,22 @@ def main():
                 f"{k} {v:.0f} s" for k, v in took.items()) + ".\n"
             replace_block(os.path.join(ROOT, "docs", "studies", "open-questions.md"),
                           "open-questions", md)
+        if "validate" in a.names:
+            for config in ("trn2", "trn1", "tiny"):
+                out = os.path.join(tmp, "validate-" + config)
+                t = time.time()
+                # Exit code 1 means a check failed: the table says which, so it is still copied.
+                r = subprocess.run([a.wallsim, "validate", "-c",
+                                    os.path.join("configs", config + ".json"), "--out", out],
+                                   cwd=ROOT, stdout=subprocess.DEVNULL)
+                if r.returncode not in (0, 1):
+                    print(f"validate {config}: exit code {r.returncode}", file=sys.stderr)
+                    return 2
+                print(f"validate {config}: {time.time() - t:.0f} s real", flush=True)
+                with open(os.path.join(out, "validation.md")) as f:
+                    md = re.sub(r"(?m)^#", "##", f.read()).rstrip() + "\n"
+                replace_block(os.path.join(ROOT, "docs", "VALIDATION.md"), config,
+                              md + f"\n(At {rev}.)\n", kind="validate")
     return 0
 
 
