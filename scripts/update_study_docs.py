@@ -2,7 +2,7 @@
 """Regenerates the measured part of docs/studies/NAME.md from fresh study runs.
 
     scripts/update_study_docs.py [--wallsim build/bin/wallsim] [--large] [NAME ...]
-        (default: wall decode mask granularity fallback serving open-questions validate)
+        (default: wall decode mask granularity fallback serving open-questions validate compiler)
 
 Each doc holds generated text between the markers <!-- study NAME: begin --> and
 <!-- study NAME: end -->; everything else in it names no figure. For a study, this runs
@@ -19,9 +19,13 @@ out/captures/vit_b_16.json and passed as `--model`; --no-capture leaves it out (
 serving.md's `serving-large` block, and open-questions then counts its static/continuous pairs.
 `validate` runs `wallsim validate` on configs/{trn2,trn1,tiny}.json and puts each validation.md
 (headings one level down) between docs/VALIDATION.md's <!-- validate CONFIG: begin/end --> markers.
+`compiler` compiles and runs examples/graphs/transformer_block.json (seq 512 and 1024, whole
+graph and one op per plan) and examples/graphs/mlp.json on trn2 and writes docs/COMPILER.md's
+<!-- measure transformer-block --> table and <!-- measure mlp-compile --> sentence.
 Each study's real run time is printed.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -59,6 +63,54 @@ def replace_block(doc, name, new, kind="study"):
     print(f"{doc}: {name} regenerated")
 
 
+def compiler_measurements(wallsim, tmp, rev):
+    """docs/COMPILER.md's measured blocks: the transformer block's plans on the chip, and the
+    MLP example's modelled compile latency under both profiles."""
+    cfg = os.path.join("configs", "trn2.json")
+
+    def compile_(graph, out, group):
+        r = subprocess.run([wallsim, "compile", graph, "-c", cfg, "--group", group, "--out", out],
+                           cwd=ROOT, check=True, capture_output=True, text=True).stdout
+        lat = dict(re.findall(r"compile latency \((\w+) profile\): ([0-9.]+) ms", r))
+        plans, instructions = re.search(r"(\d+) plan\(s\), (\d+) instructions", r).groups()
+        return int(plans), int(instructions), {k: float(v) for k, v in lat.items()}
+
+    rows = ["| grouping | plans | instructions | HBM read + written | device time | "
+            "tensor engine busy | busiest resource (its share of device time) |",
+            "|---|---|---|---|---|---|---|"]
+    with open(os.path.join(ROOT, "examples", "graphs", "transformer_block.json")) as f:
+        graph512 = f.read()
+    for seq in (512, 1024):
+        graph = os.path.join(tmp, f"tb{seq}.json")
+        with open(graph, "w") as f:
+            f.write(graph512.replace("512", str(seq)))
+        for group, label in (("all", "whole graph"), ("per-op", "one op per plan")):
+            plan = os.path.join(tmp, f"tb{seq}-{group}.plan.json")
+            plans, instructions, _ = compile_(graph, plan, group)
+            out = os.path.join(tmp, f"tb{seq}-{group}")
+            subprocess.run([wallsim, "exec", plan, "-c", cfg, "--trace-level", "none", "--out",
+                            out], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+            with open(os.path.join(out, "stats.json")) as f:
+                d = json.load(f)["device"]
+            rows.append(
+                f"| seq {seq}, {label} | {plans} | {instructions:,} | "
+                f"{d['hbm']['read_bytes'] / 1e6:.1f} + {d['hbm']['write_bytes'] / 1e6:.1f} MB | "
+                f"{d['time_ns'] / 1e6:.3f} ms | "
+                f"{100 * d['engines']['tensor']['utilization']:.0f} % | "
+                f"{d['bound']['resource']} ({100 * d['bound']['fraction']:.0f} %) |")
+    table = "\n".join(rows) + f"\n\n(At {rev}.)\n"
+    mlp = os.path.join("examples", "graphs", "mlp.json")
+    _, whole_n, whole = compile_(mlp, os.path.join(tmp, "mlp-all.json"), "all")
+    plans, _, per_op = compile_(mlp, os.path.join(tmp, "mlp-per-op.json"), "per-op")
+    sentence = (f"For the MLP example ({whole_n:,} instructions whole) this is "
+                f"{whole['neuron'] / 1e3:.2f} s (neuron) against {whole['xla']:.1f} ms (xla); "
+                f"compiled one op per plan, {per_op['neuron'] / 1e3:.1f} s (neuron: {plans} "
+                f"compiler runs) against {per_op['xla']:.1f} ms (xla), at {rev}.\n")
+    doc = os.path.join(ROOT, "docs", "COMPILER.md")
+    replace_block(doc, "transformer-block", table, kind="measure")
+    replace_block(doc, "mlp-compile", sentence, kind="measure")
+
+
 def capture_vit(wallsim):
     """Captures examples/torch/vision.py's ViT-B/16 (one eval forward); its path from ROOT."""
     rel = os.path.join("out", "captures", "vit_b_16.json")
@@ -79,7 +131,8 @@ def main():
     ap.add_argument("--large", action="store_true", help="also run serving-large.json")
     ap.add_argument("--no-capture", action="store_true",
                     help="granularity without the captured ViT-B/16 (no PyTorch needed)")
-    ap.add_argument("names", nargs="*", default=STUDIES + ["open-questions", "validate"])
+    ap.add_argument("names", nargs="*",
+                    default=STUDIES + ["open-questions", "validate", "compiler"])
     a = ap.parse_args()
     # The source the runs come from, written under each block: the commit, "+dirty" for a work tree
     # with uncommitted changes.
@@ -101,7 +154,7 @@ def main():
             return out
 
         for name in a.names:
-            if name in ("open-questions", "validate"):
+            if name in ("open-questions", "validate", "compiler"):
                 continue
             if name not in STUDIES:
                 print(f"unknown study '{name}'", file=sys.stderr)
@@ -144,6 +197,8 @@ def main():
                 f"{k} {v:.0f} s" for k, v in took.items()) + ".\n"
             replace_block(os.path.join(ROOT, "docs", "studies", "open-questions.md"),
                           "open-questions", md)
+        if "compiler" in a.names:
+            compiler_measurements(a.wallsim, tmp, rev)
         if "validate" in a.names:
             for config in ("trn2", "trn1", "tiny"):
                 out = os.path.join(tmp, "validate-" + config)
