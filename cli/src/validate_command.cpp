@@ -255,7 +255,7 @@ void run_validate(const ValidateArgs& a) {
   const int32_t rows = chip.arch.tensor.rows, cols = chip.arch.tensor.cols;
   const int64_t moving = std::min<int64_t>(chip.arch.tensor.moving_free_max, 512);
   const int engines_n = chip.arch.dma.engines;
-  const int queues_max = std::min(chip.arch.dma.queues_max, engines_n);
+  const int queues_max = std::min(chip.arch.dma.queues_max(), engines_n);
   std::vector<Kernel> kernels;
   auto add_kernel = [&](const std::string& kind, isa::Plan p) {
     for (const auto& d : isa::verify(p, chip.arch)) {

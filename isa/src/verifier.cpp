@@ -82,8 +82,9 @@ class Verifier {
         report("decl", "two streams for the " + std::string(name_of(s.engine)) + " engine");
       }
     }
-    if (queues > m_arch.dma.queues_max) {
-      report("decl", str(queues) + " DMA queues but a plan may use " + str(m_arch.dma.queues_max));
+    if (queues > m_arch.dma.queues_max()) {
+      report("decl", str(queues) + " DMA queues but a plan may use " +
+                         str(m_arch.dma.queues_max()) + " (arch.dma.engines x queues_per_engine)");
     }
   }
 

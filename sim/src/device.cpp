@@ -97,7 +97,7 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
         engine.c_str(), c.engine, *m_units.back(), *m_signals,
         outputs("device.engines." + engine, tid++, engine + " engine")));
   }
-  for (int q = 0; q < arch.dma.queues_max; ++q) {
+  for (int q = 0; q < arch.dma.queues_max(); ++q) {
     const std::string queue = "q" + std::to_string(q);
     m_units.push_back(std::make_unique<DmaQueueUnit>(*m_dma));
     m_queues.push_back(std::make_unique<StreamProcessor>(
@@ -122,9 +122,10 @@ Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
   int dma_streams = 0;
   for (const isa::Stream& s : plan.streams) dma_streams += s.engine == isa::Engine::dma;
   if (dma_streams > static_cast<int>(m_queues.size())) {
-    throw base::InputError("plan '" + plan.name + "'", "uses " + std::to_string(dma_streams) +
-                                                           " DMA queues; arch.dma.queues_max is " +
-                                                           std::to_string(m_queues.size()));
+    throw base::InputError("plan '" + plan.name + "'",
+                           "uses " + std::to_string(dma_streams) +
+                               " DMA queues; arch.dma.engines x queues_per_engine is " +
+                               std::to_string(m_queues.size()));
   }
   Launch& l = m_launches.emplace_back(plan, static_cast<int>(launch_count()), std::move(scalars));
   l.functional = m_options.functional;

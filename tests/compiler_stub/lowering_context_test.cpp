@@ -3,6 +3,10 @@
 // steer them. No SystemC.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <string>
+
 #include "graph_test_util.h"
 #include "plan_check.h"
 
@@ -62,30 +66,48 @@ TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOrRowsOverTheQueues)
 }
 
 TEST(LoweringContext, QueueCountsFollowTheOptionsAndTheChip) {
-  // Two load queues on 16 engines: too few for a class of plan-input loads and one of loads
-  // of values the plan writes that each reach every engine, so both take either (the four
-  // input loads alternate); one store queue.
-  LoweringOptions two_loads;
-  two_loads.load_queues_max = 2;
-  two_loads.store_queues_max = 1;
-  const auto p = print_plan(relu_chain(512, 64, 1), {}, GroupPolicy::whole, two_loads);
+  // One load queue per engine: too few for a class of plan-input loads and one of loads of
+  // values the plan writes that each reach every engine, so both take either (on two engines,
+  // the four input loads alternate); one store queue per engine.
+  isa::ArchSpec two_engines;
+  two_engines.dma.engines = 2;
+  LoweringOptions one_load;
+  one_load.load_queues_per_engine = 1;
+  const auto p = print_plan(relu_chain(512, 64, 1), two_engines, GroupPolicy::whole, one_load);
   EXPECT_EQ(stream_summary(p.text),
             "ld0: dma_copy x2\n"
             "ld1: dma_copy x2\n"
-            "st0: dma_copy x4\n"
-            "scalar: activation.relu x4\n");
-  // Two engines: the four loads alternate between them, and so do the stores.
-  isa::ArchSpec few_engines;
-  few_engines.dma.engines = 2;
-  const auto q = print_plan(relu_chain(512, 64, 1), few_engines);
-  EXPECT_EQ(stream_summary(q.text),
-            "ld0: dma_copy x1\n"
-            "ld1: dma_copy x1\n"
-            "ld2: dma_copy x1\n"
-            "ld3: dma_copy x1\n"
             "st0: dma_copy x2\n"
             "st1: dma_copy x2\n"
             "scalar: activation.relu x4\n");
+  // The default two load queues per engine: on two engines the input loads take the first
+  // class (ld0, ld1), and the stores alternate between the engines.
+  const auto q = print_plan(relu_chain(512, 64, 1), two_engines);
+  EXPECT_EQ(stream_summary(q.text),
+            "ld0: dma_copy x2\n"
+            "ld1: dma_copy x2\n"
+            "st0: dma_copy x2\n"
+            "st1: dma_copy x2\n"
+            "scalar: activation.relu x4\n");
+}
+
+TEST(LoweringContext, QueuesScaleWithTheDmaEngines) {
+  // The queue counts are per engine: 20 engines (not the 16 the defaults were tuned on) get 40
+  // load queues, of which each class (plan-input loads, ld0-ld19; loads of values the plan
+  // writes, ld20-ld39) reaches every engine, and 20 store queues. A fixed count (32 load
+  // queues) gave one shared class, and a KV-cache reload queued behind weight prefetch.
+  isa::ArchSpec twenty;
+  twenty.dma.engines = 20;
+  const auto p = print_plan(relu_chain(512, 64, 1), twenty);
+  std::map<std::string, std::set<int32_t>> engines;  // by queue class
+  for (const isa::Stream& s : p.plan().streams) {
+    if (s.engine != isa::Engine::dma) continue;
+    const bool load = s.name.rfind("ld", 0) == 0;
+    const int n = std::stoi(s.name.substr(2));
+    engines[load ? (n < 20 ? "inputs" : "dependent") : "stores"].insert(s.dma_engine);
+  }
+  ASSERT_EQ(engines.size(), 3u);
+  for (const auto& [cls, e] : engines) EXPECT_EQ(e.size(), 20u) << cls;
 }
 
 TEST(LoweringContext, DeadBuffersAreReusedAndTheReuseWaitsForTheirReaders) {

@@ -59,12 +59,13 @@ LoweringContext::LoweringContext(const Graph& graph, const std::vector<int32_t>&
   // one queue's descriptor issue overlaps another's transfer); each transfer goes to the least
   // loaded engine (next_load_queue).
   const int64_t engines = arch.dma.engines;
-  const int64_t queues_max = arch.dma.queues_max;
-  const int64_t stores = std::max<int64_t>(
-      1, std::min({options.store_queues_max, engines / options.dma_engines_per_store_queue,
-                   queues_max - 1}));
+  // Counts per engine, so that a chip with more (or fewer) DMA engines keeps the same queues on
+  // each: a fixed count would leave the two load classes below sharing queues on some engines.
+  const int64_t queues_max = arch.dma.queues_max();
+  const int64_t stores =
+      std::max<int64_t>(1, std::min(options.store_queues_per_engine * engines, queues_max - 1));
   const int64_t loads =
-      std::max<int64_t>(1, std::min(options.load_queues_max, queues_max - stores));
+      std::max<int64_t>(1, std::min(options.load_queues_per_engine * engines, queues_max - stores));
   m_engine_bytes.assign(static_cast<size_t>(engines), 0);
   auto add_queue = [&](const std::string& name, int64_t engine) {
     const int q = m_builder.add_queue(name, static_cast<int32_t>(engine));

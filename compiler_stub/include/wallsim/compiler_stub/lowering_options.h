@@ -10,11 +10,10 @@
 namespace wallsim::compiler_stub {
 
 struct LoweringOptions {
-  int64_t dma_split_bytes = 256 * 1024;  // a row-block transfer above this is split
-  int64_t dma_min_chunk_bytes = 4096;    // a split never cuts rows below this
-  int64_t load_queues_max = 32;          // DMA queues for loads (two per engine on trn2)
-  int64_t store_queues_max = 16;         // DMA queues for stores
-  int64_t dma_engines_per_store_queue = 1;
+  int64_t dma_split_bytes = 256 * 1024;           // a row-block transfer above this is split
+  int64_t dma_min_chunk_bytes = 4096;             // a split never cuts rows below this
+  int64_t load_queues_per_engine = 2;             // DMA queues for loads, per DMA engine
+  int64_t store_queues_per_engine = 1;            // DMA queues for stores, per DMA engine
   int64_t dma_dependent_split_bytes = 32 * 1024;  // a load that waits for compute is split finer
   int64_t prefetch_ops = 16;                      // matmul weights loaded up to this many ops ahead
   int64_t prefetch_reserve_percent = 25;          // of SBUF: kept free of prefetched weights
@@ -39,16 +38,16 @@ void describe(V& v, LoweringOptions& o) {
           "least this long (else by partitions), and an HBM-to-HBM view copy (one piece per "
           "store queue) never cuts a piece below this much DMA-engine work, since the DMA cost "
           "model charges every contiguous chunk (timing.dma.chunk_overhead_bytes)");
-  v.field("load_queues_max", o.load_queues_max, {1, 1024}, "queues",
-          "design choice: DMA queues a plan loads through (at most arch.dma.queues_max - store "
-          "queues), spread round the DMA engines so that several share an engine and one's "
-          "descriptor issue overlaps another's transfer; each transfer takes the queue of the "
-          "engine with the fewest bytes so far");
-  v.field("store_queues_max", o.store_queues_max, {1, 1024}, "queues",
-          "design choice: DMA queues a plan stores through, apart from the loads so a store "
-          "waiting for a result never holds up the prefetch behind it");
-  v.field("dma_engines_per_store_queue", o.dma_engines_per_store_queue, {1, 1024}, "engines",
-          "design choice: one store queue per this many DMA engines (at least one)");
+  v.field("load_queues_per_engine", o.load_queues_per_engine, {1, 16}, "queues",
+          "design choice: DMA queues a plan loads through, per DMA engine (at most "
+          "arch.dma.engines x queues_per_engine less the store queues in all), so that several "
+          "share an engine and one's descriptor issue overlaps another's transfer; with two or "
+          "more per engine, loads of plan inputs and loads of values the plan writes take "
+          "separate queues; each transfer takes the queue of the engine with the fewest bytes "
+          "so far");
+  v.field("store_queues_per_engine", o.store_queues_per_engine, {1, 16}, "queues",
+          "design choice: DMA queues a plan stores through, per DMA engine, apart from the "
+          "loads so a store waiting for a result never holds up the prefetch behind it");
   v.field("dma_dependent_split_bytes", o.dma_dependent_split_bytes, {1, INT64_MAX}, "bytes",
           "design choice: a load of a value the plan writes (it waits for compute, and compute "
           "waits for it: a KV cache row block after its update) is split into pieces of at "

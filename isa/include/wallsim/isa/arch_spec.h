@@ -35,7 +35,10 @@ struct LaneEngineSpec {
 
 struct DmaSpec {
   int32_t engines = 16;
-  int32_t queues_max = 64;  // DMA instruction streams one plan may declare
+  int32_t queues_per_engine = 4;  // DMA instruction streams one plan may declare, per engine
+  // The DMA queues one plan may declare: the queues scale with the engines, so a config that
+  // changes arch.dma.engines keeps the same queues per engine.
+  int32_t queues_max() const { return engines * queues_per_engine; }
   // The DMA engines transpose 2-byte elements in hardware (a copy whose source is read element
   // by element). Off by default, unlike the rest of these trn2 defaults: a compiler emits DMA
   // transposes only for a chip whose config says it has them (configs/trn2.json does).
@@ -138,7 +141,9 @@ void describe(V& v, LaneEngineSpec& s) {
 template <class V>
 void describe(V& v, DmaSpec& s) {
   v.field("engines", s.engines, {1, 256}, "", "DMA engines serving the core");
-  v.field("queues_max", s.queues_max, {1, 4096}, "", "DMA queues one plan may declare");
+  v.field("queues_per_engine", s.queues_per_engine, {1, 16}, "",
+          "DMA queues (instruction streams) one plan may declare per DMA engine: a plan "
+          "declares at most engines x this many");
   v.field("hardware_transpose", s.hardware_transpose,
           "the DMA engines transpose 2-byte elements in hardware, so the compiler may load a "
           "transposed operand by DMA (needs timing.dma.transpose_chunk_bytes > 0)");
