@@ -137,8 +137,8 @@ LowerResult transpose_on_chip(LoweringContext& ctx, const Node& n) {
 
 // `u` ([batch, N, K] rows, the untransposed view `n` reads) transposed into `n`'s HBM tensor
 // [batch, K, N] by the array, `kb` output rows at a time: per block, each input row tile's
-// [rows x kb] columns are loaded, transposed into the block's tiles through PSUM and released;
-// the block is then stored and released.
+// [rows x kb] columns are loaded (two tiles held, so loads overlap transposes), transposed into
+// the block's tiles through PSUM and released; the block is then stored and released.
 bool transpose_blocks_to_hbm(LoweringContext& ctx, const Node& n, const ViewDesc& u, int64_t kb) {
   const DType dt = n.type.dtype;
   const int64_t batches = u.groups[0][0].size, N = u.groups[1][0].size, K = u.groups[2][0].size;
@@ -151,6 +151,9 @@ bool transpose_blocks_to_hbm(LoweringContext& ctx, const Node& n, const ViewDesc
       const int64_t kw = std::min(kb, K - k0);
       auto block = ctx.new_tiles(kw, N, dt, "tT");
       if (!block) return false;
+      // The previous row tile is released only once the next is allocated: the next load lands
+      // in other bytes and overlaps the previous tile's transposes.
+      std::optional<Tiles> prev;
       for (int64_t r0 = 0; r0 < N; r0 += T) {
         const int64_t rows = std::min(T, N - r0);
         ViewDesc piece = u;  // rows [r0, r0 + rows) of entry e, columns [k0, k0 + kw)
@@ -159,6 +162,7 @@ bool transpose_blocks_to_hbm(LoweringContext& ctx, const Node& n, const ViewDesc
         piece.groups[1][0].size = rows;
         piece.groups[2][0].size = kw;
         auto in = ctx.load_view(piece, dt);
+        if (prev) ctx.release(*prev);
         if (!in) {
           ctx.release(*block);
           return false;
@@ -169,8 +173,9 @@ bool transpose_blocks_to_hbm(LoweringContext& ctx, const Node& n, const ViewDesc
           ctx.emit_transpose(tp, ctx.tile_ap(*in, 0, block->row0(j), kc));
           ctx.evacuate(LoweringContext::tile_ap(*block, j, r0, in->rows_in(0)), tp);
         }
-        ctx.release(*in);
+        prev = std::move(in);
       }
+      if (prev) ctx.release(*prev);
       for (int64_t j = 0; j < block->count(); ++j) {
         ctx.copy_rows(false,
                       LoweringContext::hbm_ap(dst, dt, out_view, e * K + k0 + block->row0(j),
