@@ -135,32 +135,32 @@ Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtyp
   return upload(shape, dtype, memory::to_floats(tmp), layout);
 }
 
+namespace {
+
+// A view's node in the reference graph: the logical op it stands for.
+int32_t add_ref_node(compiler_stub::Graph& ref, OpKind op, int32_t input, const char* key,
+                     const std::vector<int64_t>& ints, const TensorType& type) {
+  Node r;
+  r.id = static_cast<int32_t>(ref.nodes.size());
+  r.op = op;
+  r.inputs = {input};
+  r.attrs[key] = ints;
+  r.type = type;
+  ref.nodes.push_back(std::move(r));
+  return ref.nodes.back().id;
+}
+
+}  // namespace
+
 Tensor Session::stored_view(const Tensor& t) {
   const auto& p = t.impl();
+  if (!p->layout.reshape.empty()) return stored_view(reshaped_view(t));
   auto v = new_tensor();
   v->type = compiler_stub::stored_type(p->type, p->layout);
   v->alias_of = p->alias_of ? p->alias_of : p;  // the tensor that owns the storage
   v->producer = p->producer;
   if (m_options.keep_reference && !m_tracing) {
-    int32_t from = p->ref;
-    if (!p->layout.reshape.empty()) {
-      Node r;
-      r.id = static_cast<int32_t>(m_ref.nodes.size());
-      r.op = OpKind::reshape;
-      r.inputs = {from};
-      r.attrs["shape"] = p->layout.reshape;
-      r.type = compiler_stub::reshaped_type(p->type, p->layout);
-      from = r.id;
-      m_ref.nodes.push_back(std::move(r));
-    }
-    Node r;
-    r.id = static_cast<int32_t>(m_ref.nodes.size());
-    r.op = OpKind::transpose;
-    r.inputs = {from};
-    r.attrs["perm"] = p->layout.perm;
-    r.type = v->type;
-    v->ref = r.id;
-    m_ref.nodes.push_back(std::move(r));
+    v->ref = add_ref_node(m_ref, OpKind::transpose, p->ref, "perm", p->layout.perm, v->type);
   }
   return Tensor(v);
 }
@@ -173,14 +173,7 @@ Tensor Session::reshaped_view(const Tensor& t) {
   v->alias_of = p->alias_of ? p->alias_of : p;  // the tensor that owns the storage
   v->producer = p->producer;
   if (m_options.keep_reference && !m_tracing) {
-    Node r;
-    r.id = static_cast<int32_t>(m_ref.nodes.size());
-    r.op = OpKind::reshape;
-    r.inputs = {p->ref};
-    r.attrs["shape"] = p->layout.reshape;
-    r.type = v->type;
-    v->ref = r.id;
-    m_ref.nodes.push_back(std::move(r));
+    v->ref = add_ref_node(m_ref, OpKind::reshape, p->ref, "shape", p->layout.reshape, v->type);
   }
   return Tensor(v);
 }
