@@ -79,7 +79,8 @@ PlanBuilder::PlanBuilder(std::string name) {
   // adding them does not move the streams (and their names) repeatedly.
   constexpr size_t kStreams = 64;
   m_plan.streams.reserve(kStreams);
-  m_deps.reserve(kStreams);
+  m_waits.reserve(kStreams);
+  m_waited.reserve(kStreams);
   m_chunks.reserve(kStreams);
   m_counts.reserve(kStreams);
 }
@@ -146,7 +147,8 @@ void PlanBuilder::add_node(int32_t id, const std::string& name, const std::strin
 
 int PlanBuilder::add_queue(const std::string& name, int32_t dma_engine) {
   m_plan.streams.push_back({isa::Engine::dma, name, dma_engine, {}});
-  m_deps.emplace_back();
+  m_waits.emplace_back();
+  m_waited.emplace_back();
   m_chunks.emplace_back();
   m_counts.push_back(0);
   return static_cast<int>(m_plan.streams.size() - 1);
@@ -156,7 +158,8 @@ int PlanBuilder::stream(isa::Engine engine) {
   auto it = m_compute_streams.find(engine);
   if (it != m_compute_streams.end()) return it->second;
   m_plan.streams.push_back({engine, std::string(isa::name_of(engine)), -1, {}});
-  m_deps.emplace_back();
+  m_waits.emplace_back();
+  m_waited.emplace_back();
   m_chunks.emplace_back();
   m_counts.push_back(0);
   const int key = static_cast<int>(m_plan.streams.size() - 1);
@@ -247,8 +250,8 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   // A stream issues in order, so a wait its earlier instruction already made (on the same
   // producer, as far or further) is met before this one can issue: it is dropped, and so is the
   // signal only it needed.
-  Deps& deps = m_deps[key];
-  std::vector<int64_t>& waited = deps.waited;
+  StreamWaits& deps = m_waits[key];
+  std::vector<int64_t>& waited = m_waited[key];
   for (const isa::SemWait& w : m_need) {
     if (waited.size() <= static_cast<size_t>(w.sem))
       waited.resize(static_cast<size_t>(w.sem) + 1, -1);
@@ -269,21 +272,13 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   chunks.back().push_back(std::move(in));
 }
 
-isa::Plan PlanBuilder::build() {
-  const size_t n = m_plan.streams.size();
-  for (size_t s = 0; s < n; ++s) {
-    auto& instrs = m_plan.streams[s].instructions;
-    instrs.reserve(static_cast<size_t>(m_counts[s]));
-    for (auto& chunk : m_chunks[s]) {
-      std::move(chunk.begin(), chunk.end(), std::back_inserter(instrs));
-      std::vector<isa::Instruction>().swap(chunk);
-    }
-  }
+void derive_semaphores(isa::Plan& plan, std::vector<StreamWaits>& waits) {
+  const size_t n = plan.streams.size();
   // Which instructions others wait for, per stream, in order: their signal counts.
   // Sorted and unique: an instruction's signal count is its rank among its stream's producers.
   std::vector<std::vector<int64_t>> producers(n);
   for (size_t s = 0; s < n; ++s) {
-    for (const isa::SemWait& w : m_deps[s].waits) producers[w.sem].push_back(w.value);
+    for (const isa::SemWait& w : waits[s].waits) producers[w.sem].push_back(w.value);
   }
   std::vector<int32_t> sem(n, -1);
   for (size_t s = 0; s < n; ++s) {
@@ -291,13 +286,13 @@ isa::Plan PlanBuilder::build() {
     if (p.empty()) continue;
     std::sort(p.begin(), p.end());
     p.erase(std::unique(p.begin(), p.end()), p.end());
-    sem[s] = static_cast<int32_t>(m_plan.semaphores.size());
-    m_plan.semaphores.push_back("done_" + m_plan.streams[s].name);
-    for (int64_t i : p) m_plan.streams[s].instructions[i].signals.push_back({sem[s], 1});
+    sem[s] = static_cast<int32_t>(plan.semaphores.size());
+    plan.semaphores.push_back("done_" + plan.streams[s].name);
+    for (int64_t i : p) plan.streams[s].instructions[i].signals.push_back({sem[s], 1});
   }
   for (size_t s = 0; s < n; ++s) {
-    auto& instrs = m_plan.streams[s].instructions;
-    Deps& deps = m_deps[s];
+    auto& instrs = plan.streams[s].instructions;
+    StreamWaits& deps = waits[s];
     for (size_t i = 0; i < instrs.size(); ++i) {
       const auto b = deps.waits.begin() + (i ? deps.end[i - 1] : 0);
       const auto e = deps.waits.begin() + deps.end[i];
@@ -308,13 +303,26 @@ isa::Plan PlanBuilder::build() {
         *w = {sem[w->sem], count};
       }
       // Allocated at its exact size: the plan keeps every list for as long as it is cached.
-      auto& waits = instrs[i].waits;
-      waits.insert(waits.end(), b, e);
+      auto& dst = instrs[i].waits;
+      dst.insert(dst.end(), b, e);
     }
     std::vector<isa::SemWait>().swap(deps.waits);
     std::vector<int64_t>().swap(deps.end);
-    std::vector<int64_t>().swap(deps.waited);
   }
+}
+
+isa::Plan PlanBuilder::build() {
+  const size_t n = m_plan.streams.size();
+  for (size_t s = 0; s < n; ++s) {
+    auto& instrs = m_plan.streams[s].instructions;
+    instrs.reserve(static_cast<size_t>(m_counts[s]));
+    for (auto& chunk : m_chunks[s]) {
+      std::move(chunk.begin(), chunk.end(), std::back_inserter(instrs));
+      std::vector<isa::Instruction>().swap(chunk);
+    }
+  }
+  derive_semaphores(m_plan, m_waits);
+  for (auto& w : m_waited) std::vector<int64_t>().swap(w);
   return std::move(m_plan);
 }
 

@@ -168,20 +168,22 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
   // A pre-laid weight (upload's layout): the transpose it was laid out for is a view of its
   // storage, dispatched by the framework but recorded as no op; any other read goes through
   // the transpose that undoes the layout.
-  const bool view =
-      kind == OpKind::transpose && given.size() == 1 && !given[0].impl()->layout.as_given() &&
-      attrs.count("perm") && std::get_if<std::vector<int64_t>>(&attrs.at("perm")) &&
-      std::get<std::vector<int64_t>>(attrs.at("perm")) == given[0].impl()->layout.perm;
+  // With a reshape in the layout, the reshape is a view first, leaving the transpose.
+  const compiler_stub::WeightLayout* lay = given.size() == 1 ? &given[0].impl()->layout : nullptr;
+  const auto ints = [&](const char* key) -> const std::vector<int64_t>* {
+    auto it = attrs.find(key);
+    return it == attrs.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
+  };
+  const bool step = lay && !lay->as_given() && kind == OpKind::reshape && !lay->reshape.empty() &&
+                    ints("shape") && *ints("shape") == lay->reshape;
+  const bool view = step || (lay && !lay->as_given() && kind == OpKind::transpose &&
+                             lay->reshape.empty() && ints("perm") && *ints("perm") == lay->perm);
   bool laid = false;
   for (const Tensor& t : given) laid = laid || !t.impl()->layout.as_given();
   std::vector<Tensor> undone;
   if (laid && !view) {
-    for (const Tensor& t : given) {
-      undone.push_back(t.impl()->layout.as_given()
-                           ? t
-                           : op(OpKind::transpose, {stored_view(t)},
-                                {{"perm", compiler_stub::inverse(t.impl()->layout)}}));
-    }
+    for (const Tensor& t : given)
+      undone.push_back(t.impl()->layout.as_given() ? t : undo_layout(t));
   }
   const std::vector<Tensor>& inputs = laid && !view ? undone : given;
   if (!m_tracing) {
@@ -192,7 +194,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
     m_host_ns_by_op[std::string(compiler_stub::name_of(kind))] +=
         cost.dispatch_ns + (view ? 0 : cost.record_ns);
   }
-  if (view) return stored_view(given[0]);
+  if (view) return step ? reshaped_view(given[0]) : stored_view(given[0]);
   Node n;
   n.id = m_next_node++;
   n.op = kind;

@@ -51,9 +51,10 @@ sim::LaunchHandle Session::launch_transfer(const std::string& src, isa::MemSpace
 }
 
 compiler_stub::WeightLayout Session::weight_layout(
-    const TensorType& type, const std::vector<const Node*>& consumers) const {
+    const TensorType& type, const std::vector<const Node*>& consumers,
+    const compiler_stub::ReadersOf& readers_of) const {
   if (!m_options.mode->pre_lays_constants()) return {};
-  return compiler_stub::choose_weight_layout(type, consumers);
+  return compiler_stub::choose_weight_layout(type, consumers, readers_of);
 }
 
 Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
@@ -134,29 +135,59 @@ Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtyp
   return upload(shape, dtype, memory::to_floats(tmp), layout);
 }
 
+namespace {
+
+// A view's node in the reference graph: the logical op it stands for.
+int32_t add_ref_node(compiler_stub::Graph& ref, OpKind op, int32_t input, const char* key,
+                     const std::vector<int64_t>& ints, const TensorType& type) {
+  Node r;
+  r.id = static_cast<int32_t>(ref.nodes.size());
+  r.op = op;
+  r.inputs = {input};
+  r.attrs[key] = ints;
+  r.type = type;
+  ref.nodes.push_back(std::move(r));
+  return ref.nodes.back().id;
+}
+
+}  // namespace
+
 Tensor Session::stored_view(const Tensor& t) {
   const auto& p = t.impl();
+  if (!p->layout.reshape.empty()) return stored_view(reshaped_view(t));
   auto v = new_tensor();
   v->type = compiler_stub::stored_type(p->type, p->layout);
-  v->alias_of = p;
+  v->alias_of = p->alias_of ? p->alias_of : p;  // the tensor that owns the storage
   v->producer = p->producer;
   if (m_options.keep_reference && !m_tracing) {
-    Node r;
-    r.id = static_cast<int32_t>(m_ref.nodes.size());
-    r.op = OpKind::transpose;
-    r.inputs = {p->ref};
-    r.attrs["perm"] = p->layout.perm;
-    r.type = v->type;
-    v->ref = r.id;
-    m_ref.nodes.push_back(std::move(r));
+    v->ref = add_ref_node(m_ref, OpKind::transpose, p->ref, "perm", p->layout.perm, v->type);
   }
   return Tensor(v);
 }
 
+Tensor Session::reshaped_view(const Tensor& t) {
+  const auto& p = t.impl();
+  auto v = new_tensor();
+  v->type = compiler_stub::reshaped_type(p->type, p->layout);
+  v->layout = {p->layout.perm, {}};
+  v->alias_of = p->alias_of ? p->alias_of : p;  // the tensor that owns the storage
+  v->producer = p->producer;
+  if (m_options.keep_reference && !m_tracing) {
+    v->ref = add_ref_node(m_ref, OpKind::reshape, p->ref, "shape", p->layout.reshape, v->type);
+  }
+  return Tensor(v);
+}
+
+Tensor Session::undo_layout(const Tensor& t) {
+  const compiler_stub::WeightLayout& l = t.impl()->layout;
+  Tensor u = op(OpKind::transpose, {stored_view(t)}, {{"perm", compiler_stub::inverse(l)}});
+  if (l.reshape.empty()) return u;
+  return op(OpKind::reshape, {u}, {{"shape", dims_of(t.impl()->type)}});
+}
+
 compiler_stub::HostTensor Session::to_host(const Tensor& t) {
   if (!t.impl()->layout.as_given()) {
-    return to_host(op(OpKind::transpose, {stored_view(t)},
-                      {{"perm", compiler_stub::inverse(t.impl()->layout)}}));
+    return to_host(undo_layout(t));
   }
   const auto& p = t.impl();
   compiler_stub::HostTensor out;

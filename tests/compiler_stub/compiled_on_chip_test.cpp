@@ -529,6 +529,25 @@ TEST(CompiledOnChip, TransposesLeavingTheirPlanMatchTheReferenceOnTiny) {
   EXPECT_EQ(o.max_error, 0);
 }
 
+// Leaving transposes whose output and rows do not fit half of tiny's SBUF together ([150, 600]
+// fp32 is 5 tiles of 2400 bytes a partition against 8 KiB): by the array a block of output
+// rows at a time (3 tiles, then 2), each block's input columns loaded a row tile at a time;
+// and K^T of [600, 2, 40] (2 entries, one block each). Not strided element by element.
+TEST(CompiledOnChip, LeavingTransposesTooLargeForHalfOfSbufGoByTheArrayInBlocksOnTiny) {
+  Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "t", "nodes": [
+    {"id": 0, "op": "input", "name": "m", "dtype": "fp32", "shape": [600, 150], "role": "input"},
+    {"id": 1, "op": "transpose", "inputs": [0], "name": "m_t", "perm": [1, 0]},
+    {"id": 2, "op": "input", "name": "k", "dtype": "fp32", "shape": [600, 2, 40], "role": "input"},
+    {"id": 3, "op": "transpose", "inputs": [2], "name": "k_t", "perm": [1, 2, 0]}],
+    "outputs": [1, 3]})");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::per_op);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  // m_t: 19 input row tiles of 600 x 5 output tiles of 150; k_t: 2 entries x 19 x 2 (32 + 8).
+  EXPECT_EQ(count_op(std::get<CompiledGraph>(r), isa::Opcode::transpose), 19 * 5 + 2 * 19 * 2);
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::per_op);
+  EXPECT_EQ(o.max_error, 0);
+}
+
 TEST(CompiledOnChip, MatmulWhoseStationariesCannotFitIsACompileErrorWithItsSizes) {
   Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "k", "nodes": [
     {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [32, 8192], "role": "input"},

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "slot_instructions.h"
 #include "wallsim/isa/verifier.h"
 
 namespace wallsim::compiler_stub {
@@ -14,32 +15,9 @@ using isa::Engine;
 using isa::Instruction;
 using isa::Opcode;
 
-isa::AccessPattern ap(Slot s, int64_t cols = 16) {
-  isa::AccessPattern a;
-  a.space = s.space;
-  a.buffer = s.index;
-  a.partitions = 32;
-  a.num_free = 1;
-  a.free[0] = {cols, 1};
-  return a;
-}
-
-Instruction copy(Slot dst, Slot src) {
-  Instruction in;
-  in.op = Opcode::tensor_copy;
-  in.dst = ap(dst);
-  in.src[0] = ap(src);
-  return in;
-}
-
-Instruction act(Slot dst, Slot src) {
-  Instruction in;
-  in.op = Opcode::activation;
-  in.act = isa::ActFn::exp;
-  in.dst = ap(dst);
-  in.src[0] = ap(src);
-  return in;
-}
+using test::act;
+using test::ap;
+using test::copy;
 
 TEST(PlanBuilder, ReadAfterWriteAcrossEnginesWaits) {
   PlanBuilder b("p");

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "slot_instructions.h"
 #include "wallsim/compiler_stub/plan_builder.h"
 #include "wallsim/isa/verifier.h"
 
@@ -13,32 +14,9 @@ using isa::Engine;
 using isa::Instruction;
 using isa::Opcode;
 
-isa::AccessPattern ap(Slot s, int64_t cols) {
-  isa::AccessPattern a;
-  a.space = s.space;
-  a.buffer = s.index;
-  a.partitions = 32;
-  a.num_free = 1;
-  a.free[0] = {cols, 1};
-  return a;
-}
-
-Instruction copy(Slot dst, Slot src, int64_t cols = 16) {
-  Instruction in;
-  in.op = Opcode::tensor_copy;
-  in.dst = ap(dst, cols);
-  in.src[0] = ap(src, cols);
-  return in;
-}
-
-Instruction act(Slot dst, Slot src, int64_t cols) {
-  Instruction in;
-  in.op = Opcode::activation;
-  in.act = isa::ActFn::exp;
-  in.dst = ap(dst, cols);
-  in.src[0] = ap(src, cols);
-  return in;
-}
+using test::act;
+using test::ap;
+using test::copy;
 
 // A long scalar-engine result y = exp(x) and two small buffers z, v after it.
 struct LongProducer {

@@ -336,6 +336,63 @@ TEST(Runtime, PreLaidWeightUnderFusedMatchesReference) {
 }
 TEST(Runtime, WeightUnderEagerIsUploadedAsGiven) { check_pre_laid_weight(mode_named("eager")); }
 
+// A convolution's weight [8, 2, 3, 3], read only as transpose(reshape(w, [8, 18]), [1, 0]), is
+// stored as that chain's result where the mode pre-lays constants: both ops are views and the
+// matmul alone runs. Reads of it as given go through the ops that undo the layout. Values match
+// the reference either way.
+void check_pre_laid_reshaped_weight(const ExecutionMode& mode) {
+  Rig rig(load("trn2"), mode);
+  rig.run([&](Session& s) {
+    compiler_stub::Node r, t;
+    r.id = 1;
+    r.op = OpKind::reshape;
+    r.inputs = {0};
+    r.attrs["shape"] = std::vector<int64_t>{8, 18};
+    t.op = OpKind::transpose;
+    t.inputs = {1};
+    t.attrs["perm"] = std::vector<int64_t>{1, 0};
+    const std::vector<const compiler_stub::Node*> of_r = {&t};
+    compiler_stub::TensorType type;
+    for (int64_t d : {8, 2, 3, 3}) type.dims.push_back(compiler_stub::Dim::of(d));
+    const compiler_stub::WeightLayout layout =
+        s.weight_layout(type, {&r}, [&](int32_t id) { return id == 1 ? &of_r : nullptr; });
+    EXPECT_EQ(layout.as_given(), !mode.pre_lays_constants());
+    if (!layout.as_given()) {
+      EXPECT_EQ(layout.reshape, (std::vector<int64_t>{8, 18}));
+      EXPECT_EQ(layout.perm, (std::vector<int64_t>{1, 0}));
+    }
+    const Tensor w = s.upload_random({8, 2, 3, 3}, isa::DType::fp32, 7, layout);
+    const Tensor x = s.upload_random({16, 18}, isa::DType::fp32, 8);
+    const int64_t before = s.totals().plans_launched;
+    const Tensor y = matmul(x, transpose(reshape(w, {8, 18}), {1, 0}));
+    const compiler_stub::HostTensor got = s.to_host(y);
+    if (!mode.compiles_ahead() && mode.name() != "fused") {
+      const int64_t launched = s.totals().plans_launched - before;
+      if (mode.pre_lays_constants()) {
+        EXPECT_EQ(launched, 1);
+      } else {
+        EXPECT_GT(launched, 1);
+      }
+    }
+    EXPECT_LT(error(got, s.reference(y)), 1e-5);
+    // The reshape alone (its transpose not taken), the weight as given, and a copy to the host.
+    const Tensor r2 = add(reshape(w, {8, 18}), reshape(w, {8, 18}));
+    EXPECT_LT(error(s.to_host(r2), s.reference(r2)), 1e-6);
+    const Tensor z = add(w, w);
+    EXPECT_LT(error(s.to_host(z), s.reference(z)), 1e-6);
+    EXPECT_LT(error(s.to_host(w), s.reference(w)), 1e-6);
+  });
+}
+TEST(Runtime, PreLaidReshapedWeightUnderNativeMatchesReference) {
+  check_pre_laid_reshaped_weight(mode_named("native"));
+}
+TEST(Runtime, PreLaidReshapedWeightUnderFusedMatchesReference) {
+  check_pre_laid_reshaped_weight(mode_named("fused"));
+}
+TEST(Runtime, ReshapedWeightUnderEagerIsUploadedAsGiven) {
+  check_pre_laid_reshaped_weight(mode_named("eager"));
+}
+
 // AOT traces and compiles before the first step: the cost is under `startup`, and steps only
 // look up and launch.
 TEST(Runtime, AotCompilesUnderStartupOnly) {

@@ -62,11 +62,19 @@ class GraphFile final : public Workload {
     for (const cs::Node& n : m_graph.nodes) {
       for (int32_t id : n.inputs) readers[id].push_back(&n);
     }
+    // A value between a weight and its transpose (a conv weight's reshape) is followed only
+    // when it is not a graph output.
+    const cs::ReadersOf readers_of = [&](int32_t id) -> const std::vector<const cs::Node*>* {
+      for (int32_t o : m_graph.outputs) {
+        if (o == id) return nullptr;
+      }
+      return &readers[id];
+    };
     uint64_t k = 1;
     for (const cs::Node& n : m_graph.nodes) {
       if (n.op != cs::OpKind::input || n.role != cs::InputRole::weight) continue;
       const std::string npy = m_weights + "/" + n.name + ".npy";
-      const cs::WeightLayout layout = s.weight_layout(n.type, readers[n.id]);
+      const cs::WeightLayout layout = s.weight_layout(n.type, readers[n.id], readers_of);
       m_values[n.id] = std::filesystem::exists(npy)
                            ? s.upload_npy(npy, n.type.dtype, layout)
                            : s.upload_random(sizes(n.type), n.type.dtype, seed(s, k), layout);

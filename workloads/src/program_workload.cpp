@@ -153,13 +153,21 @@ class ProgramReplay final : public Workload {
       }
       if (e.kind == EventKind::read) host_reads[e.out.id] = true;
     }
+    // A value between the weight and its transpose (a conv weight's reshape) is followed only
+    // when the host does not read it.
+    const cs::ReadersOf readers_of = [&](int32_t id) -> const std::vector<const cs::Node*>* {
+      if (host_reads.count(id)) return nullptr;
+      auto it = readers.find(id);
+      static const std::vector<const cs::Node*> none;
+      return it == readers.end() ? &none : &it->second;
+    };
     uint64_t k = 1;
     s.clear_origin();
     for (const pt::Event& e : m_program.events) {
       if (e.kind != EventKind::weight) continue;
-      const cs::WeightLayout layout = host_reads[e.out.id]
-                                          ? cs::WeightLayout{}
-                                          : s.weight_layout(e.out.type(), readers[e.out.id]);
+      const cs::WeightLayout layout =
+          host_reads[e.out.id] ? cs::WeightLayout{}
+                               : s.weight_layout(e.out.type(), readers[e.out.id], readers_of);
       m_weights[e.out.id] = upload(
           s, e.out, m_values ? pt::value_file(m_program, 'w', e.out.id) : "", seed(s, k++), layout);
     }

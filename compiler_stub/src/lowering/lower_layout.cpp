@@ -135,11 +135,67 @@ LowerResult transpose_on_chip(LoweringContext& ctx, const Node& n) {
   return std::nullopt;
 }
 
+// `u` ([batch, N, K] rows, the untransposed view `n` reads) transposed into `n`'s HBM tensor
+// [batch, K, N] by the array, `kb` output rows at a time: per block, each input row tile's
+// [rows x kb] columns are loaded (two tiles held, so loads overlap transposes), transposed into
+// the block's tiles through PSUM and released; the block is then stored and released.
+bool transpose_blocks_to_hbm(LoweringContext& ctx, const Node& n, const ViewDesc& u, int64_t kb) {
+  const DType dt = n.type.dtype;
+  const int64_t batches = u.groups[0][0].size, N = u.groups[1][0].size, K = u.groups[2][0].size;
+  const int64_t T = ctx.tile_rows();
+  const Slot dst = ctx.hbm_tensor(
+      n.id, ctx.needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch);
+  const View out_view{batches * K, N};
+  for (int64_t e = 0; e < batches; ++e) {
+    for (int64_t k0 = 0; k0 < K; k0 += kb) {
+      const int64_t kw = std::min(kb, K - k0);
+      auto block = ctx.new_tiles(kw, N, dt, "tT");
+      if (!block) return false;
+      // The previous row tile is released only once the next is allocated: the next load lands
+      // in other bytes and overlaps the previous tile's transposes.
+      std::optional<Tiles> prev;
+      for (int64_t r0 = 0; r0 < N; r0 += T) {
+        const int64_t rows = std::min(T, N - r0);
+        ViewDesc piece = u;  // rows [r0, r0 + rows) of entry e, columns [k0, k0 + kw)
+        piece.offset += e * u.groups[0][0].stride + r0 * u.groups[1][0].stride + k0;
+        piece.groups[0][0].size = 1;
+        piece.groups[1][0].size = rows;
+        piece.groups[2][0].size = kw;
+        auto in = ctx.load_view(piece, dt);
+        if (prev) ctx.release(*prev);
+        if (!in) {
+          ctx.release(*block);
+          return false;
+        }
+        for (int64_t j = 0; j < block->count(); ++j) {
+          const int32_t kc = block->rows_in(j);
+          const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), kc, in->rows_in(0));
+          ctx.emit_transpose(tp, ctx.tile_ap(*in, 0, block->row0(j), kc));
+          ctx.evacuate(LoweringContext::tile_ap(*block, j, r0, in->rows_in(0)), tp);
+        }
+        prev = std::move(in);
+      }
+      if (prev) ctx.release(*prev);
+      for (int64_t j = 0; j < block->count(); ++j) {
+        ctx.copy_rows(false,
+                      LoweringContext::hbm_ap(dst, dt, out_view, e * K + k0 + block->row0(j),
+                                              block->rows_in(j), 0, N),
+                      LoweringContext::tile_ap(*block, j, 0, N));
+      }
+      ctx.count_bytes_out(kw * N * isa::dtype_bytes(dt));
+      ctx.release(*block);
+    }
+  }
+  ctx.alias_hbm(n.id, dst);
+  return true;
+}
+
 // A transpose in HBM whose result only leaves the plan (no consumer in the group: one op per
 // plan) is copied HBM to HBM through its strided view, a chunk per element where the chip has
 // no DMA transpose (K^T of attention, 7 ms of DMA on trn1). Swapping the last two dims per
-// entry, and fitting half of SBUF, it goes by the array instead where the modelled cost is
-// lower: rows loaded contiguous, transposed, stored (the group stores its output tiles).
+// entry, it goes by the array instead where the modelled cost is lower: rows loaded contiguous,
+// transposed, stored (the group stores its output tiles); where the output and an entry's rows
+// do not fit half of SBUF together, by blocks of output rows (transpose_blocks_to_hbm).
 LowerResult transpose_leaving_by_array(LoweringContext& ctx, const Node& n, bool& done) {
   done = false;
   if (ctx.on_chip(n.inputs[0]) || ctx.in_window() || !ctx.needed_outside(n.id) ||
@@ -155,14 +211,25 @@ LowerResult transpose_leaving_by_array(LoweringContext& ctx, const Node& n, bool
   const int64_t row = SbufAllocator::aligned(N * isa::dtype_bytes(n.type.dtype));
   const int64_t entry =
       (N + T - 1) / T * SbufAllocator::aligned(K * isa::dtype_bytes(n.type.dtype));
-  if (shape.count() * row + entry > ctx.sbuf_share(50)) return std::nullopt;
+  // Too large for half of SBUF at once: by blocks of `kb` output rows (a multiple of the tile
+  // rows), each with one input row tile of its columns at a time (two, so a load overlaps the
+  // transposes of the last).
+  const bool whole = shape.count() * row + entry <= ctx.sbuf_share(50);
+  const int64_t per_tile = row + 2 * SbufAllocator::aligned(T * isa::dtype_bytes(n.type.dtype));
+  const int64_t kb = whole ? K : std::min(K, ctx.sbuf_share(50) / per_tile * T);
+  if (kb < std::min(K, T)) return std::nullopt;
   ResourceNs base;  // the store of the block, either way
-  base.dma = double(std::min(T, N)) * double(K) * isa::dtype_bytes(n.type.dtype) /
+  base.dma = double(std::min(T, N)) * double(kb) * isa::dtype_bytes(n.type.dtype) /
              (ctx.arch().costs.dma_gb_per_s * ctx.arch().dma.engines);
-  if (cheapest_transpose(ctx, std::min(T, N), K, n.type.dtype, ctx.arch().tensor.rows, base) !=
+  if (cheapest_transpose(ctx, std::min(T, N), kb, n.type.dtype, ctx.arch().tensor.rows, base) !=
       TransposeRoute::array)
     return std::nullopt;
   ctx.forget_view(n.id);
+  if (!whole) {
+    if (!transpose_blocks_to_hbm(ctx, n, *u, kb)) return ctx.no_room();
+    done = true;
+    return std::nullopt;
+  }
   auto out = ctx.output_tiles(n);
   if (!out) return ctx.no_room();
   if (!transpose_rows_into(ctx, v, n.type.dtype, *out)) return ctx.no_room();

@@ -3,6 +3,8 @@
 // engine's time, and the semaphores derived again for the new order.
 #include "wallsim/compiler_stub/schedule.h"
 
+#include "wallsim/compiler_stub/plan_builder.h"
+
 #include <algorithm>
 #include <limits>
 #include <queue>
@@ -305,13 +307,13 @@ isa::Plan schedule_plan(isa::Plan plan, const isa::CostHints& costs) {
   }
   // Waits, per consumer: for each other stream, the furthest producer it needs, unless an
   // earlier instruction of its own stream already waited as far (streams issue in order).
-  std::vector<std::vector<std::vector<isa::SemWait>>> waits(streams);
-  std::vector<std::vector<int64_t>> producers(streams);
+  std::vector<StreamWaits> waits(streams);
+  std::vector<isa::SemWait> w;
   for (size_t s = 0; s < streams; ++s) {
     std::vector<int64_t> waited(streams, -1);
-    waits[s].resize(issue[s].size());
+    waits[s].end.reserve(issue[s].size());
     for (size_t k = 0; k < issue[s].size(); ++k) {
-      auto& w = waits[s][k];
+      w.clear();
       for (int32_t p : preds[issue[s][k]]) {
         const auto ps = static_cast<size_t>(order[p].stream);
         if (ps == s) continue;
@@ -329,10 +331,9 @@ isa::Plan schedule_plan(isa::Plan plan, const isa::CostHints& costs) {
               w.end());
       std::sort(w.begin(), w.end(),
                 [](const isa::SemWait& a, const isa::SemWait& b) { return a.sem < b.sem; });
-      for (const isa::SemWait& x : w) {
-        waited[x.sem] = x.value;
-        producers[x.sem].push_back(x.value);
-      }
+      for (const isa::SemWait& x : w) waited[x.sem] = x.value;
+      waits[s].waits.insert(waits[s].waits.end(), w.begin(), w.end());
+      waits[s].end.push_back(static_cast<int64_t>(waits[s].waits.size()));
     }
   }
   // The streams in their new order, without the old semaphores.
@@ -347,28 +348,8 @@ isa::Plan schedule_plan(isa::Plan plan, const isa::CostHints& costs) {
     }
     old = std::move(now);
   }
-  // A semaphore per stream others wait on; a producer's signal count is its rank among them.
   plan.semaphores.clear();
-  std::vector<int32_t> sem(streams, -1);
-  for (size_t s = 0; s < streams; ++s) {
-    auto& p = producers[s];
-    if (p.empty()) continue;
-    std::sort(p.begin(), p.end());
-    p.erase(std::unique(p.begin(), p.end()), p.end());
-    sem[s] = static_cast<int32_t>(plan.semaphores.size());
-    plan.semaphores.push_back("done_" + plan.streams[s].name);
-    for (int64_t i : p) plan.streams[s].instructions[i].signals.push_back({sem[s], 1});
-  }
-  for (size_t s = 0; s < streams; ++s) {
-    for (size_t k = 0; k < waits[s].size(); ++k) {
-      auto& dst = plan.streams[s].instructions[k].waits;
-      for (const isa::SemWait& w : waits[s][k]) {
-        const auto& p = producers[w.sem];
-        const int64_t count = std::lower_bound(p.begin(), p.end(), w.value) - p.begin() + 1;
-        dst.push_back({sem[w.sem], count});
-      }
-    }
-  }
+  derive_semaphores(plan, waits);
   return plan;
 }
 

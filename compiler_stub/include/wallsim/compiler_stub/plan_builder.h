@@ -46,6 +46,22 @@ struct AccessHistory {
   void collapse();  // one whole-range entry per stream (its latest), in stream order
 };
 
+// One stream's semaphore waits before they are semaphores, flat: every entry a SemWait holding
+// (producer stream, producer instruction index) rather than (semaphore, count); `end[i]` is the
+// end of instruction i's entries. A stream has one entry per instruction it holds.
+struct StreamWaits {
+  std::vector<isa::SemWait> waits;
+  std::vector<int64_t> end;
+};
+
+// Derives `plan`'s sync from every stream's waits (`waits[s]` for plan.streams[s]): a semaphore
+// `done_<stream>` per stream others wait on, appended to plan.semaphores; a signal on each
+// instruction something waits for, whose count is its rank among its stream's waited-for
+// instructions; and each wait, in its given order, appended to its instruction as (semaphore,
+// that count). Used by PlanBuilder::build and by schedule_plan, which derives the sync again for
+// its new order. `waits` is spent (its lists are released).
+void derive_semaphores(isa::Plan& plan, std::vector<StreamWaits>& waits);
+
 class PlanBuilder {
  public:
   explicit PlanBuilder(std::string name);
@@ -95,17 +111,13 @@ class PlanBuilder {
   // references emit() holds to other entries valid.
   std::deque<AccessHistory> m_access[2];
   AccessHistory& access(bool on_chip, int32_t index);
-  // Per stream, every instruction's waits, flat: for each producer stream, the latest producer
-  // index it waits for, as a SemWait holding (producer stream, producer index) until build()
-  // turns it into (semaphore, count) and copies it into the instruction. `end[i]`: the end of
-  // instruction i's entries. An instruction's list is complete once emit() returns (only the
-  // instruction being emitted gains dependencies), so it is gathered in m_need first.
-  struct Deps {
-    std::vector<isa::SemWait> waits;
-    std::vector<int64_t> end;
-    std::vector<int64_t> waited;  // by producer stream: the furthest index already waited for
-  };
-  std::vector<Deps> m_deps;
+  // Per stream, every instruction's waits: for each producer stream, the latest producer index
+  // it waits for, until build() turns them into semaphores (derive_semaphores). An
+  // instruction's list is complete once emit() returns (only the instruction being emitted
+  // gains dependencies), so it is gathered in m_need first.
+  std::vector<StreamWaits> m_waits;
+  // Per stream, by producer stream: the furthest index already waited for.
+  std::vector<std::vector<int64_t>> m_waited;
   std::vector<isa::SemWait> m_need;  // the instruction being emitted; one entry per stream
   std::vector<int> m_need_slot;      // by producer stream: its entry in m_need, or -1
   // Per stream, the emitted instructions in fixed-size chunks, moved into the plan once at

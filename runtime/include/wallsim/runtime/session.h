@@ -102,8 +102,8 @@ struct TensorImpl {
   bool queued = false;         // its launch waits for a background compile
   std::shared_ptr<TensorImpl> alias_of;  // shares that tensor's storage (a KV append)
   int32_t ref = -1;                      // node in the session's reference graph (functional runs)
-  // How the storage holds the value: as given, or (a pre-laid weight) permuted; `type` is always
-  // the value as the workload sees it.
+  // How the storage holds the value: as given, or (a pre-laid weight) permuted, possibly after
+  // a reshape; `type` is always the value as the workload sees it.
   compiler_stub::WeightLayout layout;
   ~TensorImpl();
   // The HBM tensor holding the value (its own, or the one it aliases).
@@ -179,14 +179,18 @@ class Session {
   // program that reads it), asked once before its upload: the compiler's choice
   // (compiler_stub::choose_weight_layout) when the mode pre-lays constants
   // (ExecutionMode::pre_lays_constants), otherwise as given.
+  // `readers_of` (optional) gives the readers of the consumers' values, so a chain of
+  // layout-only ops (a reshape, then a transpose) can be pre-laid too.
   compiler_stub::WeightLayout weight_layout(
       const compiler_stub::TensorType& type,
-      const std::vector<const compiler_stub::Node*>& consumers) const;
+      const std::vector<const compiler_stub::Node*>& consumers,
+      const compiler_stub::ReadersOf& readers_of = {}) const;
   // Uploads below take the layout the value is stored in (as given by default). A pre-laid
   // tensor's values are permuted on the host as they are uploaded (its bytes read and written at
-  // runtime.host_cpu.memory_gb_per_s, once); a transpose recorded on it with the layout's
-  // permutation is then a view of the stored tensor, with no op, and any other read of it
-  // goes through the transpose that undoes the layout.
+  // runtime.host_cpu.memory_gb_per_s, once); the ops of its layout recorded on it in order (the
+  // reshape, if any, then the transpose with the layout's permutation) are then views of the
+  // stored tensor, with no op, and any other read of it goes through the ops that undo the
+  // layout.
   // A device tensor with seeded random values, uploaded from the host (a transfer).
   Tensor upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed,
                        const compiler_stub::WeightLayout& layout = {});
@@ -316,6 +320,11 @@ class Session {
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
   // A pre-laid tensor's storage as a tensor of its own (the stored type, no layout).
   Tensor stored_view(const Tensor& t);
+  // A pre-laid tensor with a reshape in its layout, reshaped: a view of the same storage whose
+  // layout is the transpose left.
+  Tensor reshaped_view(const Tensor& t);
+  // A pre-laid tensor's value as given: the ops that undo its layout, on its storage.
+  Tensor undo_layout(const Tensor& t);
   StepRecord& record() { return m_in_step ? m_current : m_startup; }
 
   Config m_config;
