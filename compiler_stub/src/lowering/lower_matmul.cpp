@@ -138,6 +138,29 @@ bool streams_b(const LoweringContext& ctx, const Node& n) {
          bytes > ctx.sbuf_share(ctx.options().streamed_operand_percent);
 }
 
+// K interleave. A weight B [K x N] (row-major in HBM) loaded by row tiles moves one DMA chunk
+// per row: a 768-wide bf16 row is 1536 B, which timing.dma.chunk_overhead_bytes (512 B) charges
+// a third more, so sixteen engines move less than HBM gives. Loaded instead as its bytes
+// reshaped [tile rows x KT * N] (KT = K / tile rows), partition p holds rows p * KT ... p * KT +
+// KT - 1, one contiguous run; K chunk k is rows {p * KT + k}, contracted against A's columns
+// k, k + KT, ... (a strided read of A's row tile by the transpose that makes the stationary).
+// For a matmul with one row tile of A whose B is a graph input read by it alone, loaded whole.
+int64_t k_interleave(const LoweringContext& ctx, const Node& n) {
+  if (!ctx.options().matmul_k_interleave || n.op != OpKind::matmul || n.inputs.size() < 2) return 0;
+  const int32_t b = n.inputs[1];
+  const Node& bn = ctx.node(b);
+  if (bn.op != OpKind::input || bn.type.dims.size() != 2 || ctx.is_view(b) || ctx.on_chip(b) ||
+      ctx.use_count(b) != 1)
+    return 0;
+  const View bv = view_of(bn.type), av = view_of(ctx.type_of(n.inputs[0]));
+  const int64_t rows = ctx.tile_rows();
+  if (av.rows > rows || bv.rows % rows != 0 || bv.rows / rows < 2) return 0;
+  if (bv.cols * isa::dtype_bytes(bn.type.dtype) >= ctx.options().dma_min_chunk_bytes) return 0;
+  if (ctx.window_col0(b) != 0 || ctx.window_cols(b, bv.cols) != bv.cols) return 0;
+  if (streams_b(ctx, n) || narrow_matmul(ctx, n)) return 0;
+  return bv.rows / rows;
+}
+
 namespace {
 
 bool transposes_b(const Node& n) {
@@ -335,7 +358,15 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
                          const Tiles& out, const Narrow* narrow = nullptr,
                          const Bias* bias = nullptr, const Epilogue* epilogue = nullptr,
                          const HbmStationaries* a_t = nullptr) {
-  const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols(ctx);
+  // K chunk k of a K-interleaved B (Tiles::k_group G > 1): column block k % G of row tile k / G,
+  // B's rows (k / G) * G * tile rows + k % G + G * p; A's columns with stride G from there.
+  const int64_t G = b.streamed ? 1 : b.tiles.k_group;
+  const int64_t N = b.tiles.cols / G;
+  const int64_t nmax = b.streamed ? b.block_cols : moving_cols(ctx);
+  auto k_rows = [&](int64_t k) { return b.tiles.rows_in(k / G); };
+  auto b_tile = [&](int64_t k, int64_t n0, int64_t ns) {
+    return ctx.tile_ap(b.tiles, k / G, k % G * N + n0, ns);
+  };
   const DType dt = b.tiles.dtype;
   const View bv{b.tiles.rows, N};
   auto load_panel = [&](int64_t n0) -> std::optional<Slot> {
@@ -405,8 +436,9 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     const int64_t t = ts[i];
     const int32_t rows = a.rows_in(t);
     for (int64_t k : kc) {
-      const int64_t ks = b.tiles.rows_in(k);
-      const int64_t col = b.tiles.row0(k) - k_base;
+      const int64_t ks = k_rows(k);
+      const int64_t col =
+          G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
       if (a_t) {  // A^T straight from HBM, no PSUM or evacuation, into long-free bytes
         auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at", true);
         if (!s) return ctx.no_room();
@@ -429,6 +461,10 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
         ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
         ctx.emit_transpose(tp, p);
         ctx.release(*piece);
+      } else if (G > 1) {  // A's columns col, col + G, ...
+        AccessPattern ap = ctx.tile_ap(a, t, col, 1);
+        ap.free[0] = {ks, G};
+        ctx.emit_transpose(tp, ap);
       } else {
         ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
       }
@@ -459,11 +495,10 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       Slot bank = ctx.next_bank();
       const bool bias_by_array = bias && bias->ones;
       for (size_t k = 0; k < kc.size(); ++k) {
-        const int32_t ks = b.tiles.rows_in(kc[k]);
-        ctx.emit_matmul(
-            ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
-            b.streamed ? panel_ap(*panel, dt, k, ks, ns) : ctx.tile_ap(b.tiles, kc[k], n0, ns),
-            k == 0, k + 1 == kc.size() && !bias_by_array);
+        const int32_t ks = k_rows(kc[k]);
+        ctx.emit_matmul(ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
+                        b.streamed ? panel_ap(*panel, dt, k, ks, ns) : b_tile(kc[k], n0, ns),
+                        k == 0, k + 1 == kc.size() && !bias_by_array);
       }
       std::optional<AccessPattern> add;
       if (bias_by_array) {
@@ -526,7 +561,12 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   Narrow nw;
   std::optional<Tiles> a;
   std::optional<HbmStationaries> a_t;
-  if (!narrow && stationary_route(ctx, n) != TransposeRoute::array) {
+  // A K-interleaved B (loaded now, or prefetched so) takes A^T from the array, whose
+  // transposes read A's columns strided.
+  const int32_t bid = n.inputs[1];
+  const int64_t kt = k_interleave(ctx, n);
+  const bool interleaved = kt > 0 || (ctx.on_chip(bid) && ctx.tiles_of(bid)->k_group > 1);
+  if (!narrow && !interleaved && stationary_route(ctx, n) != TransposeRoute::array) {
     if (!ctx.ensure_hbm(aid)) return ctx.no_room();
     const TensorType& at = ctx.type_of(aid);
     a_t = HbmStationaries{ctx.hbm_tensor(aid, isa::TensorRole::input), view_of(at), at.dtype};
@@ -553,7 +593,6 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
           " and one output column block) but SBUF has " + std::to_string(ctx.sbuf_capacity()));
     }
   }
-  const int32_t bid = n.inputs[1];
   const TensorType& bt = ctx.type_of(bid);
   const View bv = view_of(bt);
   Moving b;
@@ -574,11 +613,12 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     }
     b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
   } else {
-    auto tiles = ctx.tiles_of(bid);
+    auto tiles = kt ? ctx.interleaved_tiles_of(bid, kt) : ctx.tiles_of(bid);
     if (!tiles) return ctx.no_room();
     b.tiles = *tiles;
   }
-  std::vector<int64_t> ts(static_cast<size_t>(a->count())), kc(b.tiles.starts.size());
+  std::vector<int64_t> ts(static_cast<size_t>(a->count())),
+      kc(b.tiles.starts.size() * static_cast<size_t>(b.streamed ? 1 : b.tiles.k_group));
   for (size_t t = 0; t < ts.size(); ++t) ts[t] = static_cast<int64_t>(t);
   for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
   Bias bias;
