@@ -353,6 +353,8 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
 // DMA, the first panel of a streamed B right after the first tile's); then, per column block of B
 // (one PSUM bank wide), each output tile accumulates its K chunks in a bank and is evacuated to
 // SBUF. A streamed B is loaded a panel at a time, the next panel while the current one is used.
+constexpr size_t kStationaryLead = 3;  // stationaries made ahead of their matmuls
+
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
                          const Tiles& out, const Narrow* narrow = nullptr,
@@ -432,14 +434,54 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   };
   std::optional<Slot> panel, next;
   std::vector<std::vector<Slot>> at(ts.size());
+  // A^T of row tile ts[i], K chunk kc[j], through the array: transposed into a PSUM bank (not
+  // `busy`, a bank accumulating now) and evacuated into its stationary buffer.
+  auto stationary = [&](size_t i, size_t j, std::optional<Slot> busy) -> LowerResult {
+    const int64_t t = ts[i], k = kc[j];
+    const int32_t rows = a.rows_in(t);
+    const int64_t ks = k_rows(k);
+    const int64_t col = G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
+    Slot tb = ctx.next_bank();
+    if (busy && tb.index == busy->index) tb = ctx.next_bank();
+    const AccessPattern tp = ctx.psum_ap(tb, static_cast<int32_t>(ks), rows);
+    if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
+      const DType adt = narrow->a_dtype;
+      auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
+      if (!piece) return ctx.no_room();
+      const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
+      ctx.copy_rows(true, p, ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
+      ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
+      ctx.emit_transpose(tp, p);
+      ctx.release(*piece);
+    } else if (G > 1) {  // A's columns col, col + G, ...
+      AccessPattern ap = ctx.tile_ap(a, t, col, 1);
+      ap.free[0] = {ks, G};
+      ctx.emit_transpose(tp, ap);
+    } else {
+      ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
+    }
+    auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
+    if (!s) return ctx.no_room();
+    at[i].push_back(*s);
+    ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+    return std::nullopt;
+  };
+  // One row tile of A (a decode step's row, a prompt's tile): its stationaries are made a few
+  // K chunks ahead of the first column block's matmuls instead of all before them, so the
+  // array starts multiplying once the first is evacuated, and each later transpose and its
+  // evacuation overlap the matmuls before it (fc2 of a decode step: 24 of them).
+  const size_t lead = !a_t && ts.size() == 1 && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm)
+                          ? std::min(kStationaryLead, kc.size())
+                          : kc.size();
   for (size_t i = 0; i < ts.size(); ++i) {
     const int64_t t = ts[i];
     const int32_t rows = a.rows_in(t);
-    for (int64_t k : kc) {
-      const int64_t ks = k_rows(k);
-      const int64_t col =
-          G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
+    for (size_t j = 0; j < kc.size(); ++j) {
+      const int64_t k = kc[j];
       if (a_t) {  // A^T straight from HBM, no PSUM or evacuation, into long-free bytes
+        const int64_t ks = k_rows(k);
+        const int64_t col =
+            G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
         auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at", true);
         if (!s) return ctx.no_room();
         load_transposed(ctx, *s, a_t->a, dt, a_t->view, a.row0(t), rows, col,
@@ -450,28 +492,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
           return ctx.no_room();
         continue;
       }
-      const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), static_cast<int32_t>(ks), rows);
-      if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
-        const DType adt = narrow->a_dtype;
-        auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
-        if (!piece) return ctx.no_room();
-        const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
-        ctx.copy_rows(true, p,
-                      ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
-        ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
-        ctx.emit_transpose(tp, p);
-        ctx.release(*piece);
-      } else if (G > 1) {  // A's columns col, col + G, ...
-        AccessPattern ap = ctx.tile_ap(a, t, col, 1);
-        ap.free[0] = {ks, G};
-        ctx.emit_transpose(tp, ap);
-      } else {
-        ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
-      }
-      auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
-      if (!s) return ctx.no_room();
-      at[i].push_back(*s);
-      ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+      if (j >= lead) break;
+      if (auto e = stationary(i, j, std::nullopt)) return e;
     }
   }
   if (a_t) ctx.release_held();  // the previous window's A^T, now that this one's is placed
@@ -482,6 +504,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     return std::nullopt;
   }
   if (b.streamed && !panel && !(panel = load_panel(0))) return ctx.no_room();
+  std::optional<Slot> prev_bank;
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
     if (ctx.too_large()) return ctx.too_large_error();
@@ -493,8 +516,15 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       const int64_t t = ts[i];
       const int32_t rows = a.rows_in(t);
       Slot bank = ctx.next_bank();
+      // The stationaries made between two blocks moved the banks on: the previous block's
+      // bank may come round again, and its evacuation would hold this block's first matmul.
+      if (prev_bank && bank.index == prev_bank->index) bank = ctx.next_bank();
+      if (lead < kc.size()) prev_bank = bank;
       const bool bias_by_array = bias && bias->ones;
       for (size_t k = 0; k < kc.size(); ++k) {
+        if (k + lead < kc.size() && at[i].size() == k + lead) {
+          if (auto e = stationary(i, k + lead, bank)) return e;
+        }
         const int32_t ks = k_rows(kc[k]);
         ctx.emit_matmul(ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
                         b.streamed ? panel_ap(*panel, dt, k, ks, ns) : b_tile(kc[k], n0, ns),
