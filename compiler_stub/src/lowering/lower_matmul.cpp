@@ -353,7 +353,7 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
 // DMA, the first panel of a streamed B right after the first tile's); then, per column block of B
 // (one PSUM bank wide), each output tile accumulates its K chunks in a bank and is evacuated to
 // SBUF. A streamed B is loaded a panel at a time, the next panel while the current one is used.
-constexpr size_t kStationaryLead = 3;  // stationaries made ahead of their matmuls
+constexpr size_t kStationaryLead = 4;  // stationaries made ahead of their matmuls
 
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
