@@ -384,9 +384,20 @@ std::optional<Tiles> LoweringContext::interleaved_tiles_of(int32_t id, int64_t k
   if (!tiles) return std::nullopt;
   tiles->k_group = g;
   const Slot src = hbm_tensor(id, isa::TensorRole::input);
+  // Each tile by g blocks of partitions: as many descriptors, over as many queues, as plain row
+  // tiles would take, each chunk g rows long.
   for (int64_t t = 0; t < tiles->count(); ++t) {
-    copy_rows(true, tile_ap(*tiles, t, 0, packed.cols),
-              hbm_ap(src, n.type.dtype, packed, tiles->row0(t), tiles->rows_in(t), 0, packed.cols));
+    const int32_t rows = tiles->rows_in(t);
+    const int64_t pieces = std::min<int64_t>(g, rows);
+    for (int64_t p = 0; p < pieces; ++p) {
+      const auto r0 = static_cast<int32_t>(rows * p / pieces);
+      const auto r1 = static_cast<int32_t>(rows * (p + 1) / pieces);
+      AccessPattern dst = tile_ap(*tiles, t, 0, packed.cols);
+      dst.partition_start += r0;
+      dst.partitions = r1 - r0;
+      copy_rows(true, dst,
+                hbm_ap(src, n.type.dtype, packed, tiles->row0(t) + r0, r1 - r0, 0, packed.cols));
+    }
   }
   m_bytes_in += v.rows * row_bytes;
   m_tiles[id] = *tiles;
