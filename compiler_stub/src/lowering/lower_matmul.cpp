@@ -141,10 +141,11 @@ bool streams_b(const LoweringContext& ctx, const Node& n) {
 // K interleave. A weight B [K x N] (row-major in HBM) loaded by row tiles moves one DMA chunk
 // per row: a 768-wide bf16 row is 1536 B, which timing.dma.chunk_overhead_bytes (512 B) charges
 // a third more, so sixteen engines move less than HBM gives. Loaded instead as its bytes
-// reshaped [tile rows x KT * N] (KT = K / tile rows), partition p holds rows p * KT ... p * KT +
-// KT - 1, one contiguous run; K chunk k is rows {p * KT + k}, contracted against A's columns
-// k, k + KT, ... (a strided read of A's row tile by the transpose that makes the stationary).
-// For a matmul with one row tile of A whose B is a graph input read by it alone, loaded whole.
+// [K / g x g * N] (LoweringContext::interleaved_tiles_of picks g), partition p of tile t holds
+// B's rows t * 128g + p * g ... + g - 1, one contiguous run; K chunk k is column block k % g of
+// tile k / g, contracted against A's columns (k / g) * 128g + k % g, + g, ... (a strided read of
+// A's row tile by the transpose that makes the stationary). Returns K / tile rows, or 0: for a
+// matmul with one row tile of A whose B is a graph input read by it alone, loaded whole.
 int64_t k_interleave(const LoweringContext& ctx, const Node& n) {
   if (!ctx.options().matmul_k_interleave || n.op != OpKind::matmul || n.inputs.size() < 2) return 0;
   const int32_t b = n.inputs[1];
@@ -349,10 +350,12 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
 
 // Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
 // (the K chunks; A's columns start at row0 - k_base). A's tiles are transposed through the
-// array into stationary tiles, all of them first (or, `a_t`, loaded transposed from HBM by
-// DMA, the first panel of a streamed B right after the first tile's); then, per column block of B
-// (one PSUM bank wide), each output tile accumulates its K chunks in a bank and is evacuated to
-// SBUF. A streamed B is loaded a panel at a time, the next panel while the current one is used.
+// array into stationary tiles, all of them first (one row tile: kStationaryLead K chunks ahead
+// of the first column block's matmuls; or, `a_t`, loaded transposed from HBM by DMA, the first
+// panel of a streamed B right after the first tile's); then, per column block of B (one PSUM
+// bank wide), each output tile accumulates its K chunks in a bank and is evacuated to SBUF. A
+// streamed B is loaded a panel at a time, the next panel while the current one is used. A
+// K-interleaved B (Tiles::k_group) is read by k_rows / b_tile.
 constexpr size_t kStationaryLead = 4;  // stationaries made ahead of their matmuls
 
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
