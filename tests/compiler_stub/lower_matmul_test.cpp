@@ -209,5 +209,62 @@ TEST(LowerMatmul, EvacuationsGoToTheLaneEngineWithLessModelledBusyTimeInTheOp) {
             6);
 }
 
+// A decode step's projection: one row of A times a bf16 weight whose rows are 1536 B. Loaded by
+// row tiles, each weight row is a DMA chunk of its own; K-interleaved
+// (compiler.matmul_k_interleave), a partition holds consecutive rows, so every chunk of the
+// weight's loads is at least compiler.dma_min_chunk_bytes.
+int64_t shortest_weight_run(const isa::Plan& plan) {
+  const int w = plan.find_tensor("b");
+  int64_t shortest = INT64_MAX;
+  for (const auto& st : plan.streams) {
+    for (const auto& in : st.instructions) {
+      if (in.op != isa::Opcode::dma_copy || in.src[0].space != isa::MemSpace::hbm ||
+          in.src[0].buffer != w)
+        continue;
+      EXPECT_EQ(in.dst.num_free, 1);
+      shortest = std::min(shortest, in.dst.free[0].size * isa::dtype_bytes(in.dst.dtype));
+    }
+  }
+  return shortest;
+}
+
+TEST(LowerMatmul, OneRowMatmulLoadsItsWeightInChunksOfAtLeastTheMinimum) {
+  const LoweringOptions on;
+  LoweringOptions off;
+  off.matmul_k_interleave = 0;
+  const auto p = print_plan(matmul_graph(1, 768, 768), {}, GroupPolicy::whole, on);
+  const auto q = print_plan(matmul_graph(1, 768, 768), {}, GroupPolicy::whole, off);
+  EXPECT_GE(shortest_weight_run(p.plan()), on.dma_min_chunk_bytes);
+  EXPECT_EQ(shortest_weight_run(q.plan()), 768 * 2);  // one weight row per chunk
+  // Several row tiles of A keep plain row tiles of B.
+  const auto r = print_plan(matmul_graph(256, 768, 768), {}, GroupPolicy::whole, on);
+  EXPECT_EQ(shortest_weight_run(r.plan()), 768 * 2);
+}
+
+// One row tile of A: the array multiplies once the first stationaries are made, and makes the
+// rest between the first column block's matmuls (24 K chunks for a decode step's fc2), instead
+// of transposing every K chunk first.
+TEST(LowerMatmul, OneRowTileMultipliesBeforeItsLastStationaryIsMade) {
+  for (int64_t rows : {1, 128, 256}) {
+    const auto p =
+        print_plan(matmul_graph(rows, 3072, 768), {}, GroupPolicy::whole, emission_order());
+    int64_t first_matmul = -1, last_transpose = -1, i = 0;
+    for (const auto& st : p.plan().streams) {
+      if (st.engine != isa::Engine::tensor) continue;
+      for (const auto& in : st.instructions) {
+        if (in.op == isa::Opcode::matmul && first_matmul < 0) first_matmul = i;
+        if (in.op == isa::Opcode::transpose) last_transpose = i;
+        ++i;
+      }
+    }
+    ASSERT_GE(first_matmul, 0);
+    if (rows <= 128) {
+      EXPECT_LT(first_matmul, last_transpose) << rows;
+    } else {  // two row tiles: every stationary first, as before
+      EXPECT_GT(first_matmul, last_transpose) << rows;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wallsim::compiler_stub::test

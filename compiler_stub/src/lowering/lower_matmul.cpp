@@ -138,6 +138,30 @@ bool streams_b(const LoweringContext& ctx, const Node& n) {
          bytes > ctx.sbuf_share(ctx.options().streamed_operand_percent);
 }
 
+// K interleave. A weight B [K x N] (row-major in HBM) loaded by row tiles moves one DMA chunk
+// per row: a 768-wide bf16 row is 1536 B, which timing.dma.chunk_overhead_bytes (512 B) charges
+// a third more, so sixteen engines move less than HBM gives. Loaded instead as its bytes
+// [K / g x g * N] (LoweringContext::interleaved_tiles_of picks g), partition p of tile t holds
+// B's rows t * 128g + p * g ... + g - 1, one contiguous run; K chunk k is column block k % g of
+// tile k / g, contracted against A's columns (k / g) * 128g + k % g, + g, ... (a strided read of
+// A's row tile by the transpose that makes the stationary). Returns K / tile rows, or 0: for a
+// matmul with one row tile of A whose B is a graph input read by it alone, loaded whole.
+int64_t k_interleave(const LoweringContext& ctx, const Node& n) {
+  if (!ctx.options().matmul_k_interleave || n.op != OpKind::matmul || n.inputs.size() < 2) return 0;
+  const int32_t b = n.inputs[1];
+  const Node& bn = ctx.node(b);
+  if (bn.op != OpKind::input || bn.type.dims.size() != 2 || ctx.is_view(b) || ctx.on_chip(b) ||
+      ctx.use_count(b) != 1)
+    return 0;
+  const View bv = view_of(bn.type), av = view_of(ctx.type_of(n.inputs[0]));
+  const int64_t rows = ctx.tile_rows();
+  if (av.rows > rows || bv.rows % rows != 0 || bv.rows / rows < 2) return 0;
+  if (bv.cols * isa::dtype_bytes(bn.type.dtype) >= ctx.options().dma_min_chunk_bytes) return 0;
+  if (ctx.window_col0(b) != 0 || ctx.window_cols(b, bv.cols) != bv.cols) return 0;
+  if (streams_b(ctx, n) || narrow_matmul(ctx, n)) return 0;
+  return bv.rows / rows;
+}
+
 namespace {
 
 bool transposes_b(const Node& n) {
@@ -326,16 +350,28 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
 
 // Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
 // (the K chunks; A's columns start at row0 - k_base). A's tiles are transposed through the
-// array into stationary tiles, all of them first (or, `a_t`, loaded transposed from HBM by
-// DMA, the first panel of a streamed B right after the first tile's); then, per column block of B
-// (one PSUM bank wide), each output tile accumulates its K chunks in a bank and is evacuated to
-// SBUF. A streamed B is loaded a panel at a time, the next panel while the current one is used.
+// array into stationary tiles, all of them first (one row tile: kStationaryLead K chunks ahead
+// of the first column block's matmuls; or, `a_t`, loaded transposed from HBM by DMA, the first
+// panel of a streamed B right after the first tile's); then, per column block of B (one PSUM
+// bank wide), each output tile accumulates its K chunks in a bank and is evacuated to SBUF. A
+// streamed B is loaded a panel at a time, the next panel while the current one is used. A
+// K-interleaved B (Tiles::k_group) is read by k_rows / b_tile.
+constexpr size_t kStationaryLead = 4;  // stationaries made ahead of their matmuls
+
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
                          const Tiles& out, const Narrow* narrow = nullptr,
                          const Bias* bias = nullptr, const Epilogue* epilogue = nullptr,
                          const HbmStationaries* a_t = nullptr) {
-  const int64_t N = b.tiles.cols, nmax = b.streamed ? b.block_cols : moving_cols(ctx);
+  // K chunk k of a K-interleaved B (Tiles::k_group G > 1): column block k % G of row tile k / G,
+  // B's rows (k / G) * G * tile rows + k % G + G * p; A's columns with stride G from there.
+  const int64_t G = b.streamed ? 1 : b.tiles.k_group;
+  const int64_t N = b.tiles.cols / G;
+  const int64_t nmax = b.streamed ? b.block_cols : moving_cols(ctx);
+  auto k_rows = [&](int64_t k) { return b.tiles.rows_in(k / G); };
+  auto b_tile = [&](int64_t k, int64_t n0, int64_t ns) {
+    return ctx.tile_ap(b.tiles, k / G, k % G * N + n0, ns);
+  };
   const DType dt = b.tiles.dtype;
   const View bv{b.tiles.rows, N};
   auto load_panel = [&](int64_t n0) -> std::optional<Slot> {
@@ -401,13 +437,54 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   };
   std::optional<Slot> panel, next;
   std::vector<std::vector<Slot>> at(ts.size());
+  // A^T of row tile ts[i], K chunk kc[j], through the array: transposed into a PSUM bank (not
+  // `busy`, a bank accumulating now) and evacuated into its stationary buffer.
+  auto stationary = [&](size_t i, size_t j, std::optional<Slot> busy) -> LowerResult {
+    const int64_t t = ts[i], k = kc[j];
+    const int32_t rows = a.rows_in(t);
+    const int64_t ks = k_rows(k);
+    const int64_t col = G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
+    Slot tb = ctx.next_bank();
+    if (busy && tb.index == busy->index) tb = ctx.next_bank();
+    const AccessPattern tp = ctx.psum_ap(tb, static_cast<int32_t>(ks), rows);
+    if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
+      const DType adt = narrow->a_dtype;
+      auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
+      if (!piece) return ctx.no_room();
+      const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
+      ctx.copy_rows(true, p, ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
+      ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
+      ctx.emit_transpose(tp, p);
+      ctx.release(*piece);
+    } else if (G > 1) {  // A's columns col, col + G, ...
+      AccessPattern ap = ctx.tile_ap(a, t, col, 1);
+      ap.free[0] = {ks, G};
+      ctx.emit_transpose(tp, ap);
+    } else {
+      ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
+    }
+    auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
+    if (!s) return ctx.no_room();
+    at[i].push_back(*s);
+    ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+    return std::nullopt;
+  };
+  // One row tile of A (a decode step's row, a prompt's tile): its stationaries are made a few
+  // K chunks ahead of the first column block's matmuls instead of all before them, so the
+  // array starts multiplying once the first is evacuated, and each later transpose and its
+  // evacuation overlap the matmuls before it (fc2 of a decode step: 24 of them).
+  const size_t lead = !a_t && ts.size() == 1 && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm)
+                          ? std::min(kStationaryLead, kc.size())
+                          : kc.size();
   for (size_t i = 0; i < ts.size(); ++i) {
     const int64_t t = ts[i];
     const int32_t rows = a.rows_in(t);
-    for (int64_t k : kc) {
-      const int64_t ks = b.tiles.rows_in(k);
-      const int64_t col = b.tiles.row0(k) - k_base;
+    for (size_t j = 0; j < kc.size(); ++j) {
+      const int64_t k = kc[j];
       if (a_t) {  // A^T straight from HBM, no PSUM or evacuation, into long-free bytes
+        const int64_t ks = k_rows(k);
+        const int64_t col =
+            G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
         auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at", true);
         if (!s) return ctx.no_room();
         load_transposed(ctx, *s, a_t->a, dt, a_t->view, a.row0(t), rows, col,
@@ -418,24 +495,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
           return ctx.no_room();
         continue;
       }
-      const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), static_cast<int32_t>(ks), rows);
-      if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
-        const DType adt = narrow->a_dtype;
-        auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
-        if (!piece) return ctx.no_room();
-        const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
-        ctx.copy_rows(true, p,
-                      ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
-        ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
-        ctx.emit_transpose(tp, p);
-        ctx.release(*piece);
-      } else {
-        ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
-      }
-      auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
-      if (!s) return ctx.no_room();
-      at[i].push_back(*s);
-      ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+      if (j >= lead) break;
+      if (auto e = stationary(i, j, std::nullopt)) return e;
     }
   }
   if (a_t) ctx.release_held();  // the previous window's A^T, now that this one's is placed
@@ -446,6 +507,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     return std::nullopt;
   }
   if (b.streamed && !panel && !(panel = load_panel(0))) return ctx.no_room();
+  std::optional<Slot> prev_bank;
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
     if (ctx.too_large()) return ctx.too_large_error();
@@ -457,13 +519,19 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       const int64_t t = ts[i];
       const int32_t rows = a.rows_in(t);
       Slot bank = ctx.next_bank();
+      // The stationaries made between two blocks moved the banks on: the previous block's
+      // bank may come round again, and its evacuation would hold this block's first matmul.
+      if (prev_bank && bank.index == prev_bank->index) bank = ctx.next_bank();
+      if (lead < kc.size()) prev_bank = bank;
       const bool bias_by_array = bias && bias->ones;
       for (size_t k = 0; k < kc.size(); ++k) {
-        const int32_t ks = b.tiles.rows_in(kc[k]);
-        ctx.emit_matmul(
-            ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
-            b.streamed ? panel_ap(*panel, dt, k, ks, ns) : ctx.tile_ap(b.tiles, kc[k], n0, ns),
-            k == 0, k + 1 == kc.size() && !bias_by_array);
+        if (k + lead < kc.size() && at[i].size() == k + lead) {
+          if (auto e = stationary(i, k + lead, bank)) return e;
+        }
+        const int32_t ks = k_rows(kc[k]);
+        ctx.emit_matmul(ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
+                        b.streamed ? panel_ap(*panel, dt, k, ks, ns) : b_tile(kc[k], n0, ns),
+                        k == 0, k + 1 == kc.size() && !bias_by_array);
       }
       std::optional<AccessPattern> add;
       if (bias_by_array) {
@@ -526,7 +594,12 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   Narrow nw;
   std::optional<Tiles> a;
   std::optional<HbmStationaries> a_t;
-  if (!narrow && stationary_route(ctx, n) != TransposeRoute::array) {
+  // A K-interleaved B (loaded now, or prefetched so) takes A^T from the array, whose
+  // transposes read A's columns strided.
+  const int32_t bid = n.inputs[1];
+  const int64_t kt = k_interleave(ctx, n);
+  const bool interleaved = kt > 0 || (ctx.on_chip(bid) && ctx.tiles_of(bid)->k_group > 1);
+  if (!narrow && !interleaved && stationary_route(ctx, n) != TransposeRoute::array) {
     if (!ctx.ensure_hbm(aid)) return ctx.no_room();
     const TensorType& at = ctx.type_of(aid);
     a_t = HbmStationaries{ctx.hbm_tensor(aid, isa::TensorRole::input), view_of(at), at.dtype};
@@ -553,7 +626,6 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
           " and one output column block) but SBUF has " + std::to_string(ctx.sbuf_capacity()));
     }
   }
-  const int32_t bid = n.inputs[1];
   const TensorType& bt = ctx.type_of(bid);
   const View bv = view_of(bt);
   Moving b;
@@ -574,11 +646,12 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     }
     b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
   } else {
-    auto tiles = ctx.tiles_of(bid);
+    auto tiles = kt ? ctx.interleaved_tiles_of(bid, kt) : ctx.tiles_of(bid);
     if (!tiles) return ctx.no_room();
     b.tiles = *tiles;
   }
-  std::vector<int64_t> ts(static_cast<size_t>(a->count())), kc(b.tiles.starts.size());
+  std::vector<int64_t> ts(static_cast<size_t>(a->count())),
+      kc(b.tiles.starts.size() * static_cast<size_t>(b.streamed ? 1 : b.tiles.k_group));
   for (size_t t = 0; t < ts.size(); ++t) ts[t] = static_cast<int64_t>(t);
   for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
   Bias bias;

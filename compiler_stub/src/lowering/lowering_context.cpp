@@ -369,6 +369,42 @@ std::optional<Tiles> LoweringContext::tiles_of(int32_t id) {
   return tiles;
 }
 
+std::optional<Tiles> LoweringContext::interleaved_tiles_of(int32_t id, int64_t kt) {
+  auto it = m_tiles.find(id);
+  if (it != m_tiles.end()) return it->second;
+  const Node& n = node(id);
+  const View v = view_of(n.type);
+  const int64_t row_bytes = v.cols * isa::dtype_bytes(n.type.dtype);
+  // Rows per partition: the fewest that make a chunk of dma_min_chunk_bytes, so that a K chunk
+  // of B needs the fewest of A's columns (the matmul that makes A can still be finishing).
+  int64_t g = 1;
+  while (g < kt && (kt % g != 0 || g * row_bytes < m_options.dma_min_chunk_bytes)) ++g;
+  // B's bytes as [K / g x g * N]: row tiles of that, loaded as any row tiles are.
+  const View packed{v.rows / g, g * v.cols};
+  auto tiles = new_tiles(packed.rows, packed.cols, n.type.dtype, "in");
+  if (!tiles) return std::nullopt;
+  tiles->k_group = g;
+  const Slot src = hbm_tensor(id, isa::TensorRole::input);
+  // Each tile by g blocks of partitions: as many descriptors, over as many queues, as plain row
+  // tiles would take, each chunk g rows long.
+  for (int64_t t = 0; t < tiles->count(); ++t) {
+    const int32_t rows = tiles->rows_in(t);
+    const int64_t pieces = std::min<int64_t>(g, rows);
+    for (int64_t p = 0; p < pieces; ++p) {
+      const auto r0 = static_cast<int32_t>(rows * p / pieces);
+      const auto r1 = static_cast<int32_t>(rows * (p + 1) / pieces);
+      AccessPattern dst = tile_ap(*tiles, t, 0, packed.cols);
+      dst.partition_start += r0;
+      dst.partitions = r1 - r0;
+      copy_rows(true, dst,
+                hbm_ap(src, n.type.dtype, packed, tiles->row0(t) + r0, r1 - r0, 0, packed.cols));
+    }
+  }
+  m_bytes_in += v.rows * row_bytes;
+  m_tiles[id] = *tiles;
+  return tiles;
+}
+
 std::optional<Tiles> LoweringContext::load_tiles(int32_t id, int64_t t0, int64_t t1) {
   const std::optional<Window> outer = m_window;
   m_window = Window{{id}, t0, t1, {}, {}, 0, 0};
@@ -650,7 +686,8 @@ void LoweringContext::prefetch_weights(int position) {
     m_current_node = n.id;
     m_prefetch_position = k;
     m_prefetching = true;
-    const bool ok = tiles_of(b).has_value();
+    const int64_t kt = k_interleave(*this, n);
+    const bool ok = (kt > 0 ? interleaved_tiles_of(b, kt) : tiles_of(b)).has_value();
     m_prefetching = false;
     m_prefetched = true;
     m_current_node = current;

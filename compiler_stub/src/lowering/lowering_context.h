@@ -54,6 +54,11 @@ struct Tiles {
   std::vector<int32_t> counts;
   std::vector<Slot> tiles;
   int64_t col_base = 0;  // a column window of tiles wider than `cols`: where it starts
+  // A matmul's B [K x N] stored K-interleaved (k_interleave(), lower_matmul.cpp): its
+  // row-major bytes as [K / k_group x k_group * N] in plain row tiles, so partition p of tile t
+  // holds B's rows t * tile_rows * k_group + p * k_group + j at columns [j * N, (j + 1) * N).
+  // 1: plain row tiles of B.
+  int64_t k_group = 1;
   int64_t count() const { return static_cast<int64_t>(starts.size()); }
   int64_t stored_rows() const {
     int64_t r = 0;
@@ -180,6 +185,14 @@ class LoweringContext {
   const Tiles* like_of(const Node& n);
   // The on-chip tiles of value `id`, loading them from HBM when the group did not produce it.
   std::optional<Tiles> tiles_of(int32_t id);
+  // A graph input [KT * tile_rows() x N] loaded K-interleaved (Tiles::k_group, a divisor of
+  // KT): runs of k_group rows per partition. Tiles already on chip are returned as they are.
+  std::optional<Tiles> interleaved_tiles_of(int32_t id, int64_t kt);
+  // How many ops of the group read value `id`.
+  size_t use_count(int32_t id) const {
+    auto it = m_uses.find(id);
+    return it == m_uses.end() ? 0 : it->second.size();
+  }
   // Row tiles [t0, t1) of value `id` (not on chip), loaded from HBM or its view; the caller
   // releases them.
   std::optional<Tiles> load_tiles(int32_t id, int64_t t0, int64_t t1);
@@ -424,6 +437,8 @@ bool streams_b(const LoweringContext& ctx, const Node& n);
 int64_t panel_cols(const LoweringContext& ctx, const Node& n);
 // Whether a matmul's output row tile is too wide for SBUF: it then runs by column blocks.
 bool narrow_matmul(const LoweringContext& ctx, const Node& n);
+// KT (K / tile rows) when a matmul's B is loaded K-interleaved (Tiles::k_group), else 0.
+int64_t k_interleave(const LoweringContext& ctx, const Node& n);
 // Bytes per partition one output row tile of a matmul needs besides B.
 int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
 // Bytes per partition of one row tile's A^T stationaries (a buffer per K chunk).

@@ -25,6 +25,7 @@ struct LoweringOptions {
   int64_t decode_splice_min_keys = 512;           // a decode attention splices its appended row
   int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
   int64_t schedule_across_ops = 0;                // 1: streams list-scheduled (lowering/schedule.h)
+  int64_t matmul_k_interleave = 1;  // 1: a one-row-tile matmul's weight loads K-interleaved
 };
 
 template <class V>
@@ -90,6 +91,12 @@ void describe(V& v, LoweringOptions& o) {
           "engine whose next instruction waits on another takes independent later work, e.g. "
           "the next op's, first; accesses to the same bytes keep their order); 0 keeps the "
           "order the ops were lowered in");
+  v.field("matmul_k_interleave", o.matmul_k_interleave, {0, 1}, "flag",
+          "design choice: 1 loads the weight B [K x N] of a matmul with one row tile of A (a "
+          "decode step's) as its row-major bytes on tile-rows partitions, each partition K / "
+          "tile-rows consecutive rows (one long DMA chunk instead of one per row, which "
+          "timing.dma.chunk_overhead_bytes charges), and contracts K chunk k against A's "
+          "columns k, k + K / tile-rows, ...; 0 loads B by plain row tiles");
 }
 
 }  // namespace wallsim::compiler_stub
