@@ -21,7 +21,8 @@ namespace {
 //     makes dearer than the array's transposes (see docs/COMPILER.md);
 //  2. a softmax along each head's row of S; P's key tiles transposed back (P^T [keys, H]);
 //  3. O [H, cols] accumulates P^T_j^T . V_j per column block in a bank; a 0/1 mask keeps
-//     head h's columns of row h and a ones-vector matmul sums the H rows into the output row,
+//     head h's columns of row h and a matmul by the column of 1 / (softmax sums) sums the H
+//     rows into the output row, normalised on the way (P itself is left unnormalised),
 //     which an SBUF-to-SBUF DMA moves to its partition of the output tile.
 // Engines run their streams in order, so the stages are software-pipelined: stage 1 of
 // sequence b is emitted with stage 2 of b - 1 and stage 3 of b - 2, each sequence in flight
@@ -75,19 +76,17 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     ctx.emit(ctx.stream(Engine::vector), in);
   };
 
-  // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd); a ones column.
+  // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd).
   const int32_t Hp = static_cast<int32_t>(H);
   auto diff = alloc(D, DType::fp32, "attn_mask");
-  auto mask = alloc(D, kvdt, "attn_mask");
-  auto ones = alloc(1, kvdt, "ones");
-  if (!diff || !mask || !ones) return ctx.no_room();
+  auto mask = alloc(D, DType::fp32, "attn_mask");
+  if (!diff || !mask) return ctx.no_room();
   const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
-  const AccessPattern map = ctx.sbuf_ap(*mask, kvdt, Hp, 0, D);
+  const AccessPattern map = ctx.sbuf_ap(*mask, DType::fp32, Hp, 0, D);
   vector_op(Opcode::iota, dap, 0, -double(hd), 1);
   ctx.tensor_scalar(AluOp::lt, map, dap, double(hd));
   ctx.tensor_scalar(AluOp::ge, dap, dap, 0.0);
   ctx.tensor_tensor(AluOp::mul, map, map, dap);
-  vector_op(Opcode::memset, ctx.sbuf_ap(*ones, kvdt, Hp, 0, 1), 1, 0, 0);
   ctx.release(*diff);
   // The transposed head mask maskT[d, c, h] = (c T + d in head h), from c T + d - hd h per
   // chunk: Qbd = q^T x scale x maskT.
@@ -261,11 +260,19 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     return std::nullopt;
   };
 
-  // Stage 2: softmax, then P^T per key tile, a bank of them at a time.
-  auto stage2 = [&](int64_t b) {
+  // Stage 2: softmax (2a), then P^T per key tile, a bank of them at a time (2b).
+  auto stage2a = [&](int64_t b) {
     const Seq& q = live.at(b);
     const AccessPattern sall = ctx.sbuf_ap(q.s, DType::fp32, Hp, 0, L);
-    emit_softmax_rows(ctx, sall, sall, sall, q.stats, false);
+    auto col = [&](int64_t c) { return ctx.sbuf_ap(q.stats, DType::fp32, Hp, c, 1); };
+    ctx.reduce(AluOp::max, col(0), sall);
+    ctx.tensor_tensor(AluOp::sub, sall, sall, LoweringContext::broadcast_column(col(0), L));
+    AccessPattern sum = col(1);
+    ctx.activation(ActFn::exp, sall, sall, 1, 0, &sum);
+    ctx.tensor_scalar(AluOp::div, col(2), col(1), 1.0, /*reverse=*/true);  // stage 3's scale
+  };
+  auto stage2b = [&](int64_t b) {
+    const Seq& q = live.at(b);
     const Slot bank = ctx.psum_bank(static_cast<size_t>(b % 3));
     const int64_t per_bank = bank_cols / H;
     for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
@@ -307,13 +314,13 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
       }
       for (int64_t off = 0; off < width; off += C) {
         const int64_t nc = std::min(C, width - off);
-        auto masked = alloc(nc, kvdt, "masked");
+        auto masked = alloc(nc, DType::fp32, "masked");
         if (!masked) return ctx.no_room();
-        ctx.tensor_tensor(AluOp::mul, ctx.sbuf_ap(*masked, kvdt, Hp, 0, nc),
+        ctx.tensor_tensor(AluOp::mul, ctx.sbuf_ap(*masked, DType::fp32, Hp, 0, nc),
                           ctx.psum_ap(ctx.psum_bank(set + static_cast<size_t>(off / C)), Hp, nc),
-                          ctx.sbuf_ap(*mask, kvdt, Hp, c0 + off, nc));
-        ctx.emit_matmul(ctx.psum_ap(sum_bank, 1, nc), ctx.sbuf_ap(*ones, kvdt, Hp, 0, 1),
-                        ctx.sbuf_ap(*masked, kvdt, Hp, 0, nc), true, true);
+                          ctx.sbuf_ap(*mask, DType::fp32, Hp, c0 + off, nc));
+        ctx.emit_matmul(ctx.psum_ap(sum_bank, 1, nc), ctx.sbuf_ap(q.stats, DType::fp32, Hp, 2, 1),
+                        ctx.sbuf_ap(*masked, DType::fp32, Hp, 0, nc), true, true);
         ctx.evacuate(ctx.sbuf_ap(*row, odt, 1, c0 + off, nc), ctx.psum_ap(sum_bank, 1, nc));
         ctx.release(*masked);
       }
@@ -339,18 +346,23 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
               ctx.sbuf_share(ctx.options().attention_pipeline_percent)
           ? 1
           : 0;
+  // Per step: the softmax of sequence i - lag first, so the lane engines run it while the
+  // array works on sequence i's scores (the streams are in order), then i's stage 1, then the
+  // softmax's transposes and sequence i - 2 lag's stage 3.
   for (int64_t i = 0; i < B + 2 * lag; ++i) {
+    const bool two = i - lag >= 0 && i - lag < B;
+    if (two && lag) stage2a(i - lag);
     if (i < B) {
       if (auto e = stage1(i)) return e;
     }
-    if (i - lag >= 0 && i - lag < B) stage2(i - lag);
+    if (two && !lag) stage2a(i - lag);
+    if (two) stage2b(i - lag);
     if (i - 2 * lag >= 0 && i - 2 * lag < B) {
       if (auto e = stage3(i - 2 * lag)) return e;
     }
   }
   ctx.release(*mask);
   ctx.release(*mask_t);
-  ctx.release(*ones);
   for (Slot s : k_ring) ctx.release(s);
   for (Slot s : kt_ring) ctx.release(s);
   return std::nullopt;
