@@ -120,7 +120,7 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
   // the K tiles' transposes in turn; the rest hold output column blocks for stage 3, in sets
   // that alternate between sequences.
   const int64_t C = moving_cols(ctx);
-  const int64_t kt_banks = banks >= 7 ? 2 : 1, first_set = 3 + kt_banks;
+  const int64_t kt_banks = std::clamp<int64_t>(banks - 5, 1, 3), first_set = 3 + kt_banks;
   const int64_t at_once = std::max<int64_t>(1, std::min((D + C - 1) / C, (banks - first_set) / 2));
   const int64_t sets = (banks - first_set) / at_once;
   int64_t kt_turn = 0;
@@ -165,7 +165,7 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
   };
   // K tiles and their transposes in rings (per op), so a tile's gather starts while the tiles
   // before it are still in use.
-  constexpr int64_t kKRing = 4, kKtRing = 2;
+  constexpr int64_t kKRing = 4, kKtRing = 3;
   std::vector<Slot> k_ring, kt_ring;
   for (int64_t i = 0; i < kKRing + kKtRing; ++i) {
     auto s = i < kKRing ? alloc(D, kvdt, "k") : alloc(C_d * T, kvdt, "k_t");
@@ -214,38 +214,47 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
       ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*bias, bdt, Hp, 0, L),
               ctx.hbm_ap(*bias_hbm, bdt, View{B * H, L}, b * H, Hp, 0, L));
     }
-    const int64_t per_bank = bank_cols / T;
-    for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
-      const int64_t g1 = std::min(tiles, g0 + per_bank);
-      for (int64_t j = g0; j < g1; ++j) {
-        const int32_t rows = rows_of(j);
-        const Slot* k = &k_ring[static_cast<size_t>(k_turn % kKRing)];
-        const Slot* kt = &kt_ring[static_cast<size_t>(k_turn++ % kKtRing)];
-        gather(ctx.sbuf_ap(*k, kvdt, rows, 0, D), b, j, k_hbm, 0, D);
-        // K^T_c [width, rows] for every chunk, as many to a bank as fit, a copy out per bank
-        // (a short last chunk, on fewer partitions, on its own).
-        const int64_t fit = bank_cols / rows;
-        for (int64_t c0 = 0; c0 < C_d;) {
-          const int32_t w = width_of(c0);
-          int64_t c1 = c0 + 1;
-          while (c1 < C_d && c1 - c0 < fit && width_of(c1) == w) ++c1;
-          const Slot kb = ctx.psum_bank(static_cast<size_t>(3 + kt_turn++ % kt_banks));
-          for (int64_t c = c0; c < c1; ++c) {
-            ctx.emit_transpose(ctx.psum_ap(kb, w, rows, (c - c0) * rows),
-                               ctx.sbuf_ap(*k, kvdt, rows, c * T, w));
-          }
-          ctx.evacuate(ctx.sbuf_ap(*kt, kvdt, w, c0 * rows, (c1 - c0) * rows),
-                       ctx.psum_ap(kb, w, (c1 - c0) * rows));
-          c0 = c1;
+    // K^T of tile j: gathered, each chunk transposed, as many to a bank as fit, a copy out per
+    // bank (a short last chunk, on fewer partitions, on its own). Made one tile ahead of the
+    // tile's score matmuls, so the array transposes tile j + 1 while tile j's copy runs.
+    std::vector<Slot> kts(static_cast<size_t>(tiles));
+    auto prepare = [&](int64_t j) {
+      const int32_t rows = rows_of(j);
+      const Slot k = k_ring[static_cast<size_t>(k_turn % kKRing)];
+      const Slot kt = kt_ring[static_cast<size_t>(k_turn++ % kKtRing)];
+      kts[static_cast<size_t>(j)] = kt;
+      gather(ctx.sbuf_ap(k, kvdt, rows, 0, D), b, j, k_hbm, 0, D);
+      const int64_t fit = bank_cols / rows;
+      for (int64_t c0 = 0; c0 < C_d;) {
+        const int32_t w = width_of(c0);
+        int64_t c1 = c0 + 1;
+        while (c1 < C_d && c1 - c0 < fit && width_of(c1) == w) ++c1;
+        const Slot kb = ctx.psum_bank(static_cast<size_t>(3 + kt_turn++ % kt_banks));
+        for (int64_t c = c0; c < c1; ++c) {
+          ctx.emit_transpose(ctx.psum_ap(kb, w, rows, (c - c0) * rows),
+                             ctx.sbuf_ap(k, kvdt, rows, c * T, w));
         }
-        for (int64_t c = 0; c < C_d; ++c) {
-          ctx.emit_matmul(ctx.psum_ap(bank, Hp, rows, (j - g0) * T),
-                          ctx.sbuf_ap(*qbd, kvdt, width_of(c), c * H, H),
-                          ctx.sbuf_ap(*kt, kvdt, width_of(c), c * rows, rows), c == 0,
-                          c + 1 == C_d);
-        }
+        ctx.evacuate(ctx.sbuf_ap(kt, kvdt, w, c0 * rows, (c1 - c0) * rows),
+                     ctx.psum_ap(kb, w, (c1 - c0) * rows));
+        c0 = c1;
       }
-      const int64_t c0 = g0 * T, nc = std::min(L, g1 * T) - c0;
+    };
+    // S_j = sum over chunks Qbd_c^T . K^T_c, per_bank tiles to a bank, each bank copied out
+    // (+ bias) when its last tile is in.
+    const int64_t per_bank = bank_cols / T;
+    prepare(0);
+    for (int64_t j = 0; j < tiles; ++j) {
+      if (j + 1 < tiles) prepare(j + 1);
+      const int32_t rows = rows_of(j);
+      const int64_t g0 = j / per_bank * per_bank;
+      const Slot kt = kts[static_cast<size_t>(j)];
+      for (int64_t c = 0; c < C_d; ++c) {
+        ctx.emit_matmul(ctx.psum_ap(bank, Hp, rows, (j - g0) * T),
+                        ctx.sbuf_ap(*qbd, kvdt, width_of(c), c * H, H),
+                        ctx.sbuf_ap(kt, kvdt, width_of(c), c * rows, rows), c == 0, c + 1 == C_d);
+      }
+      if (j + 1 < tiles && (j + 1) % per_bank != 0) continue;
+      const int64_t c0 = g0 * T, nc = std::min(L, (j + 1) * T) - c0;
       const AccessPattern sdst = ctx.sbuf_ap(*s, DType::fp32, Hp, c0, nc);
       if (bias) {
         ctx.tensor_tensor(AluOp::add, sdst, ctx.psum_ap(bank, Hp, nc),
