@@ -164,8 +164,12 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     ctx.count_bytes_in(rows * (4 + nc * isa::dtype_bytes(kvdt)));
   };
   // K tiles and their transposes in rings (per op), so a tile's gather starts while the tiles
-  // before it are still in use.
-  constexpr int64_t kKRing = 4, kKtRing = 3;
+  // before it are still in use: four and three where they take at most an eighth of SBUF, else
+  // two of each.
+  const bool deep = 4 * SbufAllocator::aligned(D * isa::dtype_bytes(kvdt)) +
+                        3 * SbufAllocator::aligned(C_d * T * isa::dtype_bytes(kvdt)) <=
+                    ctx.sbuf_capacity() / 8;
+  const int64_t kKRing = deep ? 4 : 2, kKtRing = deep ? 3 : 2;
   std::vector<Slot> k_ring, kt_ring;
   for (int64_t i = 0; i < kKRing + kKtRing; ++i) {
     auto s = i < kKRing ? alloc(D, kvdt, "k") : alloc(C_d * T, kvdt, "k_t");
