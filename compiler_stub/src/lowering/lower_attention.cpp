@@ -528,8 +528,8 @@ class DecodeAttention {
       }
     }
     auto q = m_ctx.tiles_of(m_n.inputs[0]);
-    const auto ks = cache_splice(m_ctx, m_n.inputs[1]);
-    const auto vs = cache_splice(m_ctx, m_n.inputs[2]);
+    const auto ks = cache_splice(m_ctx, m_n, 1);
+    const auto vs = cache_splice(m_ctx, m_n, 2);
     auto k = m_ctx.tiles_of(ks ? ks->cache : m_n.inputs[1]);
     auto v = m_ctx.tiles_of(vs ? vs->cache : m_n.inputs[2]);
     if (!q || !k || !v) return m_ctx.no_room();
@@ -739,7 +739,49 @@ bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n) {
   return DecodeAttention::applies(ctx, n);
 }
 
-std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id) {
+namespace {
+
+// The weight bytes and rows of the matmul that makes value `id` (through one-input ops), or
+// {0, 0}: the Q projection a decode step runs between its KV appends and its attention.
+std::pair<int64_t, int64_t> producer_weight(const LoweringContext& ctx, int32_t id) {
+  for (const Node* n = &ctx.node(id);; n = &ctx.node(n->inputs[0])) {
+    if (n->op == OpKind::matmul && n->inputs.size() >= 2) {
+      const TensorType& w = ctx.type_of(n->inputs[1]);
+      return {w.elements() * isa::dtype_bytes(w.dtype), view_of(w).rows};
+    }
+    if (n->inputs.size() != 1 || n->op == OpKind::input) return {0, 0};
+  }
+}
+
+}  // namespace
+
+bool splice_pays(const LoweringContext& ctx, const Node& n) {
+  const int64_t mode = ctx.options().decode_splice;
+  if (mode != 1) return mode == 2;
+  const isa::CostHints& h = ctx.arch().costs;
+  const TensorType& kt = ctx.type_of(n.inputs[1]);
+  const View kv = view_of(kt);
+  const int64_t T = ctx.tile_rows(), eb = isa::dtype_bytes(kt.dtype);
+  const int64_t tiles = (kv.rows + T - 1) / T, chunks = (kv.cols + T - 1) / T;
+  const double heads = double(*n.int_attr("heads"));
+  const double dma_bytes_per_ns = double(ctx.arch().dma.engines) * h.dma_gb_per_s;
+  const double reload =
+      h.dma_engine_bytes<double>(2.0 * double(kv.rows * kv.cols * eb), 2.0 * double(kv.rows)) /
+      dma_bytes_per_ns;
+  const auto [wbytes, wrows] = producer_weight(ctx, n.inputs[0]);
+  const double hidden =
+      h.dma_engine_bytes<double>(double(wbytes), double(wrows)) / dma_bytes_per_ns;
+  const double matmul_ns = double(h.moving_min_cycles) * 1e3 / h.tensor_freq_mhz;
+  const double splice =
+      double(tiles * chunks + tiles + chunks) * matmul_ns +
+      double(tiles) * (double(h.vector_fixed_ns) + 2.0 * heads / h.vector_elements_per_ns);
+  return splice < reload - hidden;
+}
+
+std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, const Node& attention,
+                                        size_t input) {
+  if (!splice_pays(ctx, attention)) return std::nullopt;
+  int32_t id = attention.inputs[input];
   // Through slices that keep every row (a decode step's K = cache[:kv_max]).
   for (const Node* n = &ctx.node(id); n->op == OpKind::slice && n->inputs.size() == 1;
        n = &ctx.node(id)) {
@@ -761,8 +803,7 @@ std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id) 
   }
   const ScalarParam* p = ctx.graph().find_scalar(*scalar);
   const View uv = view_of(ctx.type_of(d.inputs[1]));
-  if (!p || p->min < 0 || p->max >= cache.type.dims[0].size ||
-      cache.type.dims[0].size < ctx.options().decode_splice_min_keys || uv.rows != 1 ||
+  if (!p || p->min < 0 || p->max >= cache.type.dims[0].size || uv.rows != 1 ||
       uv.cols != cache.type.dims[1].size || ctx.type_of(d.inputs[1]).dtype != cache.type.dtype) {
     return std::nullopt;
   }
@@ -779,17 +820,17 @@ std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n) {
   std::vector<int32_t> ids;
   if (n.op != OpKind::attention || !decode_row_attention_applies(ctx, n)) return ids;
   for (size_t i : {size_t{1}, size_t{2}}) {
-    if (auto s = cache_splice(ctx, n.inputs[i])) ids.insert(ids.end(), {s->cache, s->update});
+    if (auto s = cache_splice(ctx, n, i)) ids.insert(ids.end(), {s->cache, s->update});
   }
   return ids;
 }
 
 bool spliced_by_attention(const LoweringContext& ctx, const Node& dus) {
-  if (!cache_splice(ctx, dus.id)) return false;
+  if (dus.op != OpKind::dynamic_update_slice) return false;
   for (const Node& a : ctx.graph().nodes) {
     if (a.op != OpKind::attention || !ctx.in_group(a.id) || a.inputs.size() < 3) continue;
     for (size_t i : {size_t{1}, size_t{2}}) {
-      auto s = cache_splice(ctx, a.inputs[i]);
+      auto s = cache_splice(ctx, a, i);
       if (s && s->append == dus.id && decode_row_attention_applies(ctx, a)) return true;
     }
   }
