@@ -741,20 +741,27 @@ bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n) {
 
 namespace {
 
-// The weight bytes and rows of the matmul that makes value `id` (through one-input ops), or
-// {0, 0}: the Q projection a decode step runs between its KV appends and its attention.
-std::pair<int64_t, int64_t> producer_weight(const LoweringContext& ctx, int32_t id) {
+// The weight bytes of the matmul that makes value `id` (through one-input ops), or 0: the Q
+// projection a decode step runs between its KV appends and its attention.
+int64_t producer_weight_bytes(const LoweringContext& ctx, int32_t id) {
   for (const Node* n = &ctx.node(id);; n = &ctx.node(n->inputs[0])) {
     if (n->op == OpKind::matmul && n->inputs.size() >= 2) {
       const TensorType& w = ctx.type_of(n->inputs[1]);
-      return {w.elements() * isa::dtype_bytes(w.dtype), view_of(w).rows};
+      return w.elements() * isa::dtype_bytes(w.dtype);
     }
-    if (n->inputs.size() != 1 || n->op == OpKind::input) return {0, 0};
+    if (n->inputs.size() != 1 || n->op == OpKind::input) return 0;
   }
 }
 
 }  // namespace
 
+// The two variants' estimated cost to the step (isa::CostHints, at all the engines' DMA rate):
+//  reload: both caches loaded after the writes, a chunk a row (in short pieces on the
+//    dependent queues), less the Q projection's weight stream, which runs meanwhile;
+//  splice: a one-row matmul per key tile and D/T chunk into K^T, p_pos's matmul and P^T's
+//    row zeroed (vector) per key tile, v_new's matmul per chunk.
+// On trn2 at d_model 768 (bf16) this reloads 160- and 256-row caches and splices 512 and 1024
+// rows: the choices the 12-layer decode step measured best (issue 17u).
 bool splice_pays(const LoweringContext& ctx, const Node& n) {
   const int64_t mode = ctx.options().decode_splice;
   if (mode != 1) return mode == 2;
@@ -768,9 +775,7 @@ bool splice_pays(const LoweringContext& ctx, const Node& n) {
   const double reload =
       h.dma_engine_bytes<double>(2.0 * double(kv.rows * kv.cols * eb), 2.0 * double(kv.rows)) /
       dma_bytes_per_ns;
-  const auto [wbytes, wrows] = producer_weight(ctx, n.inputs[0]);
-  const double hidden =
-      h.dma_engine_bytes<double>(double(wbytes), double(wrows)) / dma_bytes_per_ns;
+  const double hidden = double(producer_weight_bytes(ctx, n.inputs[0])) / dma_bytes_per_ns;
   const double matmul_ns = double(h.moving_min_cycles) * 1e3 / h.tensor_freq_mhz;
   const double splice =
       double(tiles * chunks + tiles + chunks) * matmul_ns +
