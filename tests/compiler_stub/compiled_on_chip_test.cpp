@@ -1055,6 +1055,14 @@ TEST(CompiledOnChip, DecodeAttentionBf16MatchesReferenceWithinRounding) {
   EXPECT_LT(o.max_error, 2e-2);
 }
 
+// Two whole D/T chunks of K^T per key tile on the array, the K tiles' transposes four and
+// three deep, six sequences pipelined three at a time.
+TEST(CompiledOnChip, DecodeAttentionWithWholeChunksMatchesReferenceOnTrn2) {
+  Outcome o = run_on_chip(attention_graph("bf16", 6, 300, 400, 256, 4, true), "trn2",
+                          GroupPolicy::whole, attention_inputs(6, 300, 400, 4, true));
+  EXPECT_LT(o.max_error, 2e-2);
+}
+
 TEST(CompiledOnChip, DecodeAttentionMatchesReferenceOnTiny) {
   // 40 sequences span two output tiles; 200 columns, three moving blocks; 70 keys, a short tile.
   Outcome o = run_on_chip(attention_graph("fp32", 40, 70, 90, 200, 5, true), "tiny",
