@@ -14,9 +14,11 @@ namespace {
 //  1. S [H, L] on the array: the query's D/T chunks transposed through the array, scaled and
 //     spread block-diagonally over the heads (Qbd[d, c, h] = q[c T + d] x scale where that is
 //     head h's, 0 elsewhere: a multiply by a 0/1 head mask made once); each gathered K tile's
-//     chunks transposed through the array (K^T_c [T, keys], copied out of PSUM two banks in
-//     rotation), then S_j = sum over chunks Qbd_c^T . K^T_c into a PSUM bank, 512 keys a
-//     bank, the bias added on the way to SBUF. The pools stay in rows: a transposed paged pool
+//     chunks transposed through the array (K^T_c [T, keys], copied out of PSUM by up to three
+//     banks in rotation, one tile ahead of its matmuls), then S_j = sum over chunks
+//     Qbd_c^T . K^T_c into a PSUM bank, 512 keys a bank, the bias added on the way to SBUF.
+//     Key tiles are gathered in pieces on several queues, the ids read from HBM by the
+//     gathers themselves. The pools stay in rows: a transposed paged pool
 //     would gather block_size x 2-byte runs per head dimension, which the DMA's per-chunk cost
 //     makes dearer than the array's transposes (see docs/COMPILER.md);
 //  2. a softmax along each head's row of S; P's key tiles transposed back (P^T [keys, H]);
@@ -25,7 +27,8 @@ namespace {
 //     rows into the output row, normalised on the way (P itself is left unnormalised),
 //     which an SBUF-to-SBUF DMA moves to its partition of the output tile.
 // Engines run their streams in order, so the stages are software-pipelined: stage 1 of
-// sequence b is emitted with stage 2 of b - 1 and stage 3 of b - 2, each sequence in flight
+// sequence b is emitted after the softmax of b - 1 and before its transposes and stage 3 of
+// b - 2, each sequence in flight
 // on its own PSUM banks, so no engine waits on a sequence's whole chain (unless three
 // sequences' state would crowd SBUF: then one at a time). Instructions grow
 // with sequences x key tiles, not with heads: all heads share each one.
@@ -116,8 +119,8 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
   const int32_t TP = static_cast<int32_t>(std::min<int64_t>(T, L));
   auto rows_of = [&](int64_t j) { return static_cast<int32_t>(std::min<int64_t>(T, L - j * T)); };
   const double scale = attention_scale(n);
-  // PSUM: three banks rotate through stages 1-2 (one per sequence in flight); one or two take
-  // the K tiles' transposes in turn; the rest hold output column blocks for stage 3, in sets
+  // PSUM: three banks rotate through stages 1-2 (one per sequence in flight); one to three
+  // take the K tiles' transposes in turn; the rest hold output column blocks for stage 3, in sets
   // that alternate between sequences.
   const int64_t C = moving_cols(ctx);
   const int64_t kt_banks = std::clamp<int64_t>(banks - 5, 1, 3), first_set = 3 + kt_banks;
