@@ -827,12 +827,14 @@ TEST(CompiledOnChip, OneRowNormsSharingTheirConstantsMatchReferenceOnTrn2) {
 }
 
 // A decode step's attention over KV caches appended in the plan (K = cache[:L] after a one-row
-// dynamic_update_slice): spliced (compiler.decode_splice_min_keys at most L) it reads the
+// dynamic_update_slice): spliced (compiler.decode_splice 2, or 1 where it pays) it reads the
 // caches' old rows loaded before the appends and splices the new rows in on chip, so the
 // attention node loads nothing from the caches; not spliced, it reloads them after the writes.
 // Either way the output and both caches match the reference at positions inside, at and past
 // a tile boundary.
-Graph splice_graph(const char* dtype, int64_t L, int64_t D, int64_t H, bool bias) {
+// With `q_proj`, q is a matmul by a [D, D] weight (a decode step's Q projection) instead of a relu.
+Graph splice_graph(const char* dtype, int64_t L, int64_t D, int64_t H, bool bias,
+                   bool q_proj = false) {
   const std::string dt = dtype, s = std::to_string(L), d = std::to_string(D);
   auto input = [&](int id, const std::string& name, const std::string& t, const std::string& sh) {
     return "{\"id\": " + std::to_string(id) + ", \"op\": \"input\", \"name\": \"" + name +
@@ -843,7 +845,10 @@ Graph splice_graph(const char* dtype, int64_t L, int64_t D, int64_t H, bool bias
                      std::to_string(L - 1) + R"(}], "nodes": [)";
   text += input(0, "x", dt, "[1, " + d + "]") + input(1, "kc", dt, "[" + s + ", " + d + "]") +
           input(2, "vc", dt, "[" + s + ", " + d + "]") + input(3, "bias", dt, "[1, " + s + "]");
-  text += R"({"id": 4, "op": "relu", "inputs": [0]},
+  if (q_proj) text += input(11, "wq", dt, "[" + d + ", " + d + "]");
+  text += q_proj ? R"({"id": 4, "op": "matmul", "inputs": [0, 11]},)"
+                 : R"({"id": 4, "op": "relu", "inputs": [0]},)";
+  text += R"(
     {"id": 5, "op": "tanh", "inputs": [0]},
     {"id": 6, "op": "sigmoid", "inputs": [0]},
     {"id": 7, "op": "dynamic_update_slice", "inputs": [1, 5], "scalar": "pos"},
@@ -861,12 +866,12 @@ struct SpliceRun {
   int64_t attention_cache_loads = 0;  // DMAs of the attention node that read kc or vc
 };
 
-SpliceRun run_splice(const Graph& g, const std::string& config, int64_t pos, int64_t min_keys,
+SpliceRun run_splice(const Graph& g, const std::string& config, int64_t pos, int64_t mode,
                      bool simulate = true) {
   SpliceRun out;
   runtime::Config cfg = load(config);
   LoweringOptions opts;
-  opts.decode_splice_min_keys = min_keys;
+  opts.decode_splice = mode;
   auto compiled = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, opts);
   if (auto* err = std::get_if<CompileError>(&compiled)) {
     ADD_FAILURE() << err->message();
@@ -909,33 +914,49 @@ SpliceRun run_splice(const Graph& g, const std::string& config, int64_t pos, int
 
 TEST(CompiledOnChip, DecodeAttentionSplicesAppendedRowsInsteadOfReloadingTheCaches) {
   const Graph g = splice_graph("fp32", 256, 256, 4, true);
-  EXPECT_EQ(run_splice(g, "trn2", 0, 256, false).attention_cache_loads, 0);
-  EXPECT_GT(run_splice(g, "trn2", 0, 257, false).attention_cache_loads, 0);
+  EXPECT_EQ(run_splice(g, "trn2", 0, 2, false).attention_cache_loads, 0);
+  EXPECT_GT(run_splice(g, "trn2", 0, 0, false).attention_cache_loads, 0);
   const Graph small = splice_graph("fp32", 100, 128, 4, false);
-  EXPECT_EQ(run_splice(small, "tiny", 0, 1, false).attention_cache_loads, 0);
+  EXPECT_EQ(run_splice(small, "tiny", 0, 2, false).attention_cache_loads, 0);
   // On tiny 160-row caches would take more than a quarter of SBUF from the appends on.
-  EXPECT_GT(run_splice(splice_graph("fp32", 160, 128, 4, false), "tiny", 0, 1, false)
+  EXPECT_GT(run_splice(splice_graph("fp32", 160, 128, 4, false), "tiny", 0, 2, false)
                 .attention_cache_loads,
             0);
 }
+// compiler.decode_splice 1: the splice where its extra array and vector work is estimated below
+// the cache reload that the Q projection's weight stream leaves exposed (isa::CostHints): a
+// d_model-768 step on trn2 reloads 256-row caches and splices 1024-row ones; without a Q
+// projection to hide behind, 256 rows splice too.
+TEST(CompiledOnChip, DecodeAttentionSplicesWhereTheCostEstimateSaysItPays) {
+  EXPECT_GT(run_splice(splice_graph("bf16", 256, 768, 12, false, true), "trn2", 0, 1, false)
+                .attention_cache_loads,
+            0);
+  EXPECT_EQ(run_splice(splice_graph("bf16", 1024, 768, 12, false, true), "trn2", 0, 1, false)
+                .attention_cache_loads,
+            0);
+  EXPECT_EQ(run_splice(splice_graph("bf16", 256, 768, 12, false), "trn2", 0, 1, false)
+                .attention_cache_loads,
+            0);
+}
+
 TEST(CompiledOnChip, DecodeAttentionSplicedAtATileEndMatchesReferenceOnTrn2) {
-  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 127, 1).max_error, 1e-4);
+  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 127, 2).max_error, 1e-4);
 }
 TEST(CompiledOnChip, DecodeAttentionSplicedAtATileStartMatchesReferenceOnTrn2) {
-  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 128, 1).max_error, 1e-4);
+  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 128, 2).max_error, 1e-4);
 }
 TEST(CompiledOnChip, DecodeAttentionReloadingTheCachesMatchesReferenceOnTrn2) {
-  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 128, 257).max_error, 1e-4);
+  EXPECT_LT(run_splice(splice_graph("fp32", 256, 256, 4, true), "trn2", 128, 0).max_error, 1e-4);
 }
 TEST(CompiledOnChip, DecodeAttentionSplicedInBf16OffTheTileMatchesReferenceOnTrn2) {
   // 200 keys (a short second key tile), the last row; 12 heads of 64, two per array row tile.
-  EXPECT_LT(run_splice(splice_graph("bf16", 200, 768, 12, true), "trn2", 199, 1).max_error, 3e-2);
+  EXPECT_LT(run_splice(splice_graph("bf16", 200, 768, 12, true), "trn2", 199, 2).max_error, 3e-2);
 }
 TEST(CompiledOnChip, DecodeAttentionSplicedFirstRowMatchesReferenceOnTiny) {
-  EXPECT_LT(run_splice(splice_graph("fp32", 100, 128, 4, false), "tiny", 0, 1).max_error, 1e-4);
+  EXPECT_LT(run_splice(splice_graph("fp32", 100, 128, 4, false), "tiny", 0, 2).max_error, 1e-4);
 }
 TEST(CompiledOnChip, DecodeAttentionSplicedOffTheTileMatchesReferenceOnTiny) {
-  EXPECT_LT(run_splice(splice_graph("fp32", 100, 128, 4, false), "tiny", 64, 1).max_error, 1e-4);
+  EXPECT_LT(run_splice(splice_graph("fp32", 100, 128, 4, false), "tiny", 64, 2).max_error, 1e-4);
 }
 
 // A paged KV write: 140 rows (two row tiles) scattered into a pool in place, then gathered
@@ -1080,6 +1101,14 @@ TEST(CompiledOnChip, DecodeAttentionWithoutBiasMatchesReference) {
 TEST(CompiledOnChip, DecodeAttentionBf16MatchesReferenceWithinRounding) {
   Outcome o = run_on_chip(attention_graph("bf16", 5, 300, 400, 96, 4, true), "trn2",
                           GroupPolicy::per_op, attention_inputs(5, 300, 400, 4, true));
+  EXPECT_LT(o.max_error, 2e-2);
+}
+
+// Two whole D/T chunks of K^T per key tile on the array, the K tiles' transposes four and
+// three deep, six sequences pipelined three at a time.
+TEST(CompiledOnChip, DecodeAttentionWithWholeChunksMatchesReferenceOnTrn2) {
+  Outcome o = run_on_chip(attention_graph("bf16", 6, 300, 400, 256, 4, true), "trn2",
+                          GroupPolicy::whole, attention_inputs(6, 300, 400, 4, true));
   EXPECT_LT(o.max_error, 2e-2);
 }
 

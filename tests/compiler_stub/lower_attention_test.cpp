@@ -1,5 +1,5 @@
 // Printed-plan tests of the attention family (lower_attention.cpp): decode_attention's
-// gathers, per-head scores, softmax and P.V, software-pipelined over sequences. No SystemC.
+// gathers, scores on the array, softmax and P.V, software-pipelined over sequences. No SystemC.
 #include <gtest/gtest.h>
 
 #include "graph_test_util.h"
@@ -23,14 +23,17 @@ Graph attention(int64_t B, int64_t L) {
 
 TEST(LowerAttention, EachSequenceGathersItsKeyAndValueTilesByIds) {
   const auto p = print_plan(attention(3, 200));
-  // 200 keys: two key tiles; per sequence a K and a V gather per tile.
-  EXPECT_EQ(count_of(p.text, "dma_gather"), 3 * 2 * 2);
-  EXPECT_EQ(count_of(p.text, "table=k<bf16>"), 3 * 2);
-  EXPECT_EQ(count_of(p.text, "table=v<bf16>"), 3 * 2);
-  // Scores: per key tile a transpose into S, per sequence the two P^T tiles back: 4 each.
-  EXPECT_EQ(count_of(p.text, " transpose dst="), 3 * 4);
-  // P.V: one matmul per key tile (64 columns fit one bank), then the ones-vector head sum.
-  EXPECT_EQ(count_of(p.text, " matmul dst="), 3 * 3);
+  // 200 keys: two key tiles (128 and 72 rows); per sequence a K and a V gather per tile, in
+  // pieces of at least 32 rows on queues of their own (4 and 3 pieces).
+  EXPECT_EQ(count_of(p.text, "dma_gather"), 3 * 2 * 7);
+  EXPECT_EQ(count_of(p.text, "table=k<bf16>"), 3 * 7);
+  EXPECT_EQ(count_of(p.text, "table=v<bf16>"), 3 * 7);
+  // Per sequence: the query's one chunk and each K tile's chunk transposed through the array,
+  // the two P^T tiles back: 5.
+  EXPECT_EQ(count_of(p.text, " transpose dst="), 3 * 5);
+  // Per sequence: a score matmul per key tile (one chunk), a P.V matmul per key tile (64
+  // columns fit one bank), then the head sum by the reciprocal sums: 5.
+  EXPECT_EQ(count_of(p.text, " matmul dst="), 3 * 5);
   // Softmax once per sequence over all heads at once.
   EXPECT_EQ(count_of(p.text, "activation_reduce.exp"), 3);
   // The output rows go to their partitions by SBUF-to-SBUF copies on the store queues.
@@ -44,13 +47,13 @@ TEST(LowerAttention, SequencesArePipelinedUnlessTheirStateCrowdsSbuf) {
   const auto pipelined = print_plan(attention(3, 200), {}, GroupPolicy::whole, emission_order());
   const auto serial = print_plan(attention(3, 200), {}, GroupPolicy::whole, one_at_a_time);
   EXPECT_EQ(pipelined.plan().instruction_count(), serial.plan().instruction_count());
-  // On the vector engine, sequence 1's query scaling comes before sequence 0's softmax when
-  // pipelined, after it when not.
+  // On the vector engine, sequence 1's block-diagonal query comes before sequence 0's stage 3
+  // (its head mask) when pipelined, after it when not.
   auto order = [](const std::string& text) {
-    const size_t softmax = text.find("tensor_reduce.max");
-    const size_t first_q = text.find("tensor_scalar.mul");
-    const size_t second_q = text.find("tensor_scalar.mul", first_q + 1);
-    return second_q < softmax;
+    const size_t stage3 = text.find("dst=masked");
+    const size_t first_q = text.find("dst=q_bd");
+    const size_t second_q = text.find("dst=q_bd", first_q + 1);
+    return second_q < stage3;
   };
   EXPECT_TRUE(order(pipelined.text));
   EXPECT_FALSE(order(serial.text));

@@ -11,16 +11,24 @@ namespace {
 
 // decode_attention: one query row per sequence against its keys and values, gathered from the
 // pools by row ids. Per sequence, in key tiles of T rows (keys on partitions), three stages:
-//  1. scores^T [keys, H]: the query, broadcast to every partition by DMA and pre-scaled, times
-//     the gathered K tile, summed per head (one multiply and one grouped reduce on the vector
-//     engine, every head at once); transposed through the array into S [H, L] a PSUM bank at
-//     a time, the bias added on the way to SBUF;
+//  1. S [H, L] on the array: the query's D/T chunks transposed through the array, scaled and
+//     spread block-diagonally over the heads (Qbd[d, c, h] = q[c T + d] x scale where that is
+//     head h's, 0 elsewhere: a multiply by a 0/1 head mask made once); each gathered K tile's
+//     chunks transposed through the array (K^T_c [T, keys], copied out of PSUM by up to three
+//     banks in rotation, one tile ahead of its matmuls), then S_j = sum over chunks
+//     Qbd_c^T . K^T_c into a PSUM bank, 512 keys a bank, the bias added on the way to SBUF.
+//     Key tiles are gathered in pieces on several queues, the ids read from HBM by the
+//     gathers themselves. The pools stay in rows: a transposed paged pool
+//     would gather block_size x 2-byte runs per head dimension, which the DMA's per-chunk cost
+//     makes dearer than the array's transposes (see docs/COMPILER.md);
 //  2. a softmax along each head's row of S; P's key tiles transposed back (P^T [keys, H]);
 //  3. O [H, cols] accumulates P^T_j^T . V_j per column block in a bank; a 0/1 mask keeps
-//     head h's columns of row h and a ones-vector matmul sums the H rows into the output row,
+//     head h's columns of row h and a matmul by the column of 1 / (softmax sums) sums the H
+//     rows into the output row, normalised on the way (P itself is left unnormalised),
 //     which an SBUF-to-SBUF DMA moves to its partition of the output tile.
 // Engines run their streams in order, so the stages are software-pipelined: stage 1 of
-// sequence b is emitted with stage 2 of b - 1 and stage 3 of b - 2, each sequence in flight
+// sequence b is emitted after the softmax of b - 1 and before its transposes and stage 3 of
+// b - 2, each sequence in flight
 // on its own PSUM banks, so no engine waits on a sequence's whole chain (unless three
 // sequences' state would crowd SBUF: then one at a time). Instructions grow
 // with sequences x key tiles, not with heads: all heads share each one.
@@ -42,7 +50,7 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
                      " columns of the array");
   }
   if (bank_cols < T || bank_cols < H) return ctx.error("a PSUM bank is narrower than a key tile");
-  if (banks < 4) return ctx.error("needs at least 4 PSUM banks");
+  if (banks < 5) return ctx.error("needs at least 5 PSUM banks");
   if (auto e = ctx.needs_one_chunk(std::max(D, L))) return e;
   if (ctx.in_group(iid) || ctx.is_view(iid)) {
     return ctx.error("decode_attention ids computed on the chip are not supported yet");
@@ -71,34 +79,58 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     ctx.emit(ctx.stream(Engine::vector), in);
   };
 
-  // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd); a ones column.
+  // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd).
   const int32_t Hp = static_cast<int32_t>(H);
   auto diff = alloc(D, DType::fp32, "attn_mask");
-  auto mask = alloc(D, kvdt, "attn_mask");
-  auto ones = alloc(1, kvdt, "ones");
-  if (!diff || !mask || !ones) return ctx.no_room();
+  auto mask = alloc(D, DType::fp32, "attn_mask");
+  if (!diff || !mask) return ctx.no_room();
   const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
-  const AccessPattern map = ctx.sbuf_ap(*mask, kvdt, Hp, 0, D);
+  const AccessPattern map = ctx.sbuf_ap(*mask, DType::fp32, Hp, 0, D);
   vector_op(Opcode::iota, dap, 0, -double(hd), 1);
   ctx.tensor_scalar(AluOp::lt, map, dap, double(hd));
   ctx.tensor_scalar(AluOp::ge, dap, dap, 0.0);
   ctx.tensor_tensor(AluOp::mul, map, map, dap);
-  vector_op(Opcode::memset, ctx.sbuf_ap(*ones, kvdt, Hp, 0, 1), 1, 0, 0);
   ctx.release(*diff);
+  // The transposed head mask maskT[d, c, h] = (c T + d in head h), from c T + d - hd h per
+  // chunk: Qbd = q^T x scale x maskT.
+  const int64_t C_d = (D + T - 1) / T;
+  auto width_of = [&](int64_t c) { return static_cast<int32_t>(std::min<int64_t>(T, D - c * T)); };
+  auto tdiff = alloc(C_d * H, DType::fp32, "attn_mask_t");
+  auto mask_t = alloc(C_d * H, DType::fp32, "attn_mask_t");
+  if (!tdiff || !mask_t) return ctx.no_room();
+  if (D % T != 0) {  // a short last chunk: its partitions past the width hold no head
+    vector_op(Opcode::memset, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(0), 0, C_d * H), -1, 0, 0);
+  }
+  for (int64_t c = 0; c < C_d; ++c) {
+    vector_op(Opcode::iota, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(c), c * H, H), double(c * T),
+              1, -double(hd));
+  }
+  {
+    const int32_t W = width_of(0);  // a short last chunk's extra partitions are never read
+    const AccessPattern td = ctx.sbuf_ap(*tdiff, DType::fp32, W, 0, C_d * H);
+    const AccessPattern mt = ctx.sbuf_ap(*mask_t, DType::fp32, W, 0, C_d * H);
+    ctx.tensor_scalar(AluOp::lt, mt, td, double(hd));
+    ctx.tensor_scalar(AluOp::ge, td, td, 0.0);
+    ctx.tensor_tensor(AluOp::mul, mt, mt, td);
+  }
+  ctx.release(*tdiff);
 
   const int64_t tiles = (L + T - 1) / T;
   const int32_t TP = static_cast<int32_t>(std::min<int64_t>(T, L));
   auto rows_of = [&](int64_t j) { return static_cast<int32_t>(std::min<int64_t>(T, L - j * T)); };
   const double scale = attention_scale(n);
-  // PSUM: three banks rotate through stages 1-2 (one per sequence in flight); the rest hold
-  // output column blocks for stage 3, in sets that alternate between sequences.
+  // PSUM: three banks rotate through stages 1-2 (one per sequence in flight); one to three
+  // take the K tiles' transposes in turn; the rest hold output column blocks for stage 3, in sets
+  // that alternate between sequences.
   const int64_t C = moving_cols(ctx);
-  const int64_t at_once = std::max<int64_t>(1, std::min((D + C - 1) / C, (banks - 3) / 2));
-  const int64_t sets = (banks - 3) / at_once;
+  const int64_t kt_banks = std::clamp<int64_t>(banks - 5, 1, 3), first_set = 3 + kt_banks;
+  const int64_t at_once = std::max<int64_t>(1, std::min((D + C - 1) / C, (banks - first_set) / 2));
+  const int64_t sets = (banks - first_set) / at_once;
+  int64_t kt_turn = 0;
 
   struct Seq {  // one sequence's on-chip state between stages
     std::vector<Slot> held;
-    Slot idx, v, s, pt, stats;
+    Slot v, s, pt, stats;
   };
   std::map<int64_t, Seq> live;
   auto take = [&](Seq& q, int64_t elems, DType dt, const char* hint) -> std::optional<Slot> {
@@ -106,85 +138,130 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     if (s) q.held.push_back(*s);
     return s;
   };
-  auto ids_col = [&](const Seq& q, int64_t j) {
-    return ctx.sbuf_ap(q.idx, DType::int32, rows_of(j), j, 1);
+  // Key tile j's ids, read by the gather from HBM: one id per destination partition.
+  auto ids_col = [&](int64_t b, int64_t j, int32_t p0, int32_t parts) {
+    AccessPattern a = ctx.hbm_ap(ids_hbm, DType::int32, View{B, L}, b, parts, j * T + p0, 1);
+    a.partition_stride = 1;
+    return a;
   };
-  auto gather = [&](const AccessPattern& dst, const Seq& q, int64_t j, Slot table, int64_t c0,
+  // A key tile's rows gathered in pieces of at least kGatherRows rows on queues of their own,
+  // so a tile arrives in a fraction of one engine's time.
+  constexpr int64_t kGatherRows = 32, kGatherPieces = 4;
+  auto gather = [&](const AccessPattern& dst, int64_t b, int64_t j, Slot table, int64_t c0,
                     int64_t nc) {
-    Instruction g;
-    g.op = Opcode::dma_gather;
-    g.dst = dst;
-    g.src[0] = ctx.hbm_ap(table, kvdt, pool, 0, static_cast<int32_t>(N), c0, nc);
-    g.src[1] = ids_col(q, j);
-    ctx.emit(ctx.next_load_queue(), g);
-    ctx.count_bytes_in(rows_of(j) * (4 + nc * isa::dtype_bytes(kvdt)));
+    const int32_t rows = rows_of(j);
+    const int64_t pieces =
+        std::clamp<int64_t>((rows + kGatherRows - 1) / kGatherRows, 1, kGatherPieces);
+    for (int64_t i = 0; i < pieces; ++i) {
+      const auto p0 = static_cast<int32_t>(rows * i / pieces);
+      const auto p1 = static_cast<int32_t>(rows * (i + 1) / pieces);
+      Instruction g;
+      g.op = Opcode::dma_gather;
+      g.dst = dst;
+      g.dst.partition_start += p0;
+      g.dst.partitions = p1 - p0;
+      g.src[0] = ctx.hbm_ap(table, kvdt, pool, 0, static_cast<int32_t>(N), c0, nc);
+      g.src[1] = ids_col(b, j, p0, p1 - p0);
+      ctx.emit(ctx.next_load_queue(), g);
+    }
+    ctx.count_bytes_in(rows * (4 + nc * isa::dtype_bytes(kvdt)));
   };
+  // K tiles and their transposes in rings (per op), so a tile's gather starts while the tiles
+  // before it are still in use: four and three where they take at most an eighth of SBUF, else
+  // two of each.
+  const bool deep = 4 * SbufAllocator::aligned(D * isa::dtype_bytes(kvdt)) +
+                        3 * SbufAllocator::aligned(C_d * T * isa::dtype_bytes(kvdt)) <=
+                    ctx.sbuf_capacity() / 8;
+  const int64_t kKRing = deep ? 4 : 2, kKtRing = deep ? 3 : 2;
+  std::vector<Slot> k_ring, kt_ring;
+  for (int64_t i = 0; i < kKRing + kKtRing; ++i) {
+    auto s = i < kKRing ? alloc(D, kvdt, "k") : alloc(C_d * T, kvdt, "k_t");
+    if (!s) return ctx.no_room();
+    (i < kKRing ? k_ring : kt_ring).push_back(*s);
+  }
+  int64_t k_turn = 0;
 
   // Stage 1: loads, scores into S (+ bias), V gathered for stage 3.
   auto stage1 = [&](int64_t b) -> LowerResult {
     Seq& q = live[b];
     auto qb = alloc(D, qdt, "q");
-    auto qs = take(q, D, DType::fp32, "q");
-    auto idx = take(q, tiles, DType::int32, "ids");
+    auto qs = alloc(C_d, DType::fp32, "q_t");
+    auto qbd = take(q, C_d * H, kvdt, "q_bd");
     auto s = take(q, L, DType::fp32, "scores");
-    auto st = take(q, tiles * H, DType::fp32, "scores_t");
     auto pt = take(q, tiles * H, kvdt, "p_t");
     auto stats = take(q, 3, DType::fp32, "stats");
     auto v = take(q, tiles * D, kvdt, "v");
     std::optional<Slot> bias;
     if (bid >= 0) bias = take(q, L, bdt, "bias");
-    if (!qb || !qs || !idx || !s || !st || !pt || !stats || !v || (bid >= 0 && !bias)) {
+    if (!qb || !qs || !qbd || !s || !pt || !stats || !v || (bid >= 0 && !bias)) {
       return ctx.no_room();
     }
-    q.idx = *idx;
     q.v = *v;
     q.s = *s;
     q.pt = *pt;
     q.stats = *stats;
-    // The sequence's ids, a column per key tile: the whole tiles in one DMA, then the short.
-    for (int64_t j0 = 0, full = L / T; j0 < tiles;) {
-      const int64_t count = j0 < full ? full : 1;
-      const int32_t rows = rows_of(j0);
-      AccessPattern src = ctx.hbm_ap(ids_hbm, DType::int32, View{B, L}, b, rows, j0 * T, 1);
-      src.partition_stride = 1;
-      src.free[0] = {count, T};
-      ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*idx, DType::int32, rows, j0, count), src);
-      j0 += count;
+    const Slot bank = ctx.psum_bank(static_cast<size_t>(b % 3));
+    // Qbd: the query row's chunks transposed into the sequence's bank, scaled on the way out,
+    // then spread over the heads by the mask.
+    ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*qb, qdt, 1, 0, D),
+            ctx.hbm_ap(q_hbm, qdt, View{B, D}, b, 1, 0, D));
+    for (int64_t c = 0; c < C_d; ++c) {
+      ctx.emit_transpose(ctx.psum_ap(bank, width_of(c), 1, c),
+                         ctx.sbuf_ap(*qb, qdt, 1, c * T, width_of(c)));
     }
-    // The query on every partition, scaled.
-    AccessPattern qsrc = ctx.hbm_ap(q_hbm, qdt, View{B, D}, b, TP, 0, D);
-    qsrc.partition_stride = 0;
-    ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*qb, qdt, TP, 0, D), qsrc);
-    ctx.tensor_scalar(AluOp::mul, ctx.sbuf_ap(*qs, DType::fp32, TP, 0, D),
-                      ctx.sbuf_ap(*qb, qdt, TP, 0, D), scale);
+    const int32_t W = width_of(0);
+    ctx.activation(ActFn::identity, ctx.sbuf_ap(*qs, DType::fp32, W, 0, C_d),
+                   ctx.psum_ap(bank, W, C_d), scale);
+    ctx.tensor_tensor(AluOp::mul, blocks(ctx.sbuf_ap(*qbd, kvdt, W, 0, C_d * H), C_d, H, H),
+                      blocks(ctx.sbuf_ap(*qs, DType::fp32, W, 0, C_d * H), C_d, 1, H, 0),
+                      blocks(ctx.sbuf_ap(*mask_t, DType::fp32, W, 0, C_d * H), C_d, H, H));
     ctx.release(*qb);
+    ctx.release(*qs);
     if (bias) {
       ctx.dma(ctx.next_load_queue(), ctx.sbuf_ap(*bias, bdt, Hp, 0, L),
               ctx.hbm_ap(*bias_hbm, bdt, View{B * H, L}, b * H, Hp, 0, L));
     }
-    const Slot bank = ctx.psum_bank(static_cast<size_t>(b % 3));
-    const int64_t per_bank = bank_cols / T;
-    for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
-      const int64_t g1 = std::min(tiles, g0 + per_bank);
-      for (int64_t j = g0; j < g1; ++j) {
-        const int32_t rows = rows_of(j);
-        auto k = alloc(D, kvdt, "k"), prod = alloc(D, DType::fp32, "qk");
-        if (!k || !prod) return ctx.no_room();
-        gather(ctx.sbuf_ap(*k, kvdt, rows, 0, D), q, j, k_hbm, 0, D);
-        const AccessPattern pap = ctx.sbuf_ap(*prod, DType::fp32, rows, 0, D);
-        ctx.tensor_tensor(AluOp::mul, pap, ctx.sbuf_ap(*k, kvdt, rows, 0, D),
-                          ctx.sbuf_ap(*qs, DType::fp32, rows, 0, D));
-        AccessPattern heads = pap;
-        heads.num_free = 2;
-        heads.free[0] = {H, hd};
-        heads.free[1] = {hd, 1};
-        const AccessPattern sj = ctx.sbuf_ap(*st, DType::fp32, rows, j * H, H);
-        ctx.reduce(AluOp::add, sj, heads);
-        ctx.emit_transpose(ctx.psum_ap(bank, Hp, rows, (j - g0) * T), sj);
-        ctx.release(*k);
-        ctx.release(*prod);
+    // K^T of tile j: gathered, each chunk transposed, as many to a bank as fit, a copy out per
+    // bank (a short last chunk, on fewer partitions, on its own). Made one tile ahead of the
+    // tile's score matmuls, so the array transposes tile j + 1 while tile j's copy runs.
+    std::vector<Slot> kts(static_cast<size_t>(tiles));
+    auto prepare = [&](int64_t j) {
+      const int32_t rows = rows_of(j);
+      const Slot k = k_ring[static_cast<size_t>(k_turn % kKRing)];
+      const Slot kt = kt_ring[static_cast<size_t>(k_turn++ % kKtRing)];
+      kts[static_cast<size_t>(j)] = kt;
+      gather(ctx.sbuf_ap(k, kvdt, rows, 0, D), b, j, k_hbm, 0, D);
+      const int64_t fit = bank_cols / rows;
+      for (int64_t c0 = 0; c0 < C_d;) {
+        const int32_t w = width_of(c0);
+        int64_t c1 = c0 + 1;
+        while (c1 < C_d && c1 - c0 < fit && width_of(c1) == w) ++c1;
+        const Slot kb = ctx.psum_bank(static_cast<size_t>(3 + kt_turn++ % kt_banks));
+        for (int64_t c = c0; c < c1; ++c) {
+          ctx.emit_transpose(ctx.psum_ap(kb, w, rows, (c - c0) * rows),
+                             ctx.sbuf_ap(k, kvdt, rows, c * T, w));
+        }
+        ctx.evacuate(ctx.sbuf_ap(kt, kvdt, w, c0 * rows, (c1 - c0) * rows),
+                     ctx.psum_ap(kb, w, (c1 - c0) * rows));
+        c0 = c1;
       }
-      const int64_t c0 = g0 * T, nc = std::min(L, g1 * T) - c0;
+    };
+    // S_j = sum over chunks Qbd_c^T . K^T_c, per_bank tiles to a bank, each bank copied out
+    // (+ bias) when its last tile is in.
+    const int64_t per_bank = bank_cols / T;
+    prepare(0);
+    for (int64_t j = 0; j < tiles; ++j) {
+      if (j + 1 < tiles) prepare(j + 1);
+      const int32_t rows = rows_of(j);
+      const int64_t g0 = j / per_bank * per_bank;
+      const Slot kt = kts[static_cast<size_t>(j)];
+      for (int64_t c = 0; c < C_d; ++c) {
+        ctx.emit_matmul(ctx.psum_ap(bank, Hp, rows, (j - g0) * T),
+                        ctx.sbuf_ap(*qbd, kvdt, width_of(c), c * H, H),
+                        ctx.sbuf_ap(kt, kvdt, width_of(c), c * rows, rows), c == 0, c + 1 == C_d);
+      }
+      if (j + 1 < tiles && (j + 1) % per_bank != 0) continue;
+      const int64_t c0 = g0 * T, nc = std::min(L, (j + 1) * T) - c0;
       const AccessPattern sdst = ctx.sbuf_ap(*s, DType::fp32, Hp, c0, nc);
       if (bias) {
         ctx.tensor_tensor(AluOp::add, sdst, ctx.psum_ap(bank, Hp, nc),
@@ -194,16 +271,24 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
       }
     }
     for (int64_t j = 0; j < tiles; ++j) {  // V, for stage 3, while the scores are computed
-      gather(ctx.sbuf_ap(*v, kvdt, rows_of(j), j * D, D), q, j, v_hbm, 0, D);
+      gather(ctx.sbuf_ap(*v, kvdt, rows_of(j), j * D, D), b, j, v_hbm, 0, D);
     }
     return std::nullopt;
   };
 
-  // Stage 2: softmax, then P^T per key tile, a bank of them at a time.
-  auto stage2 = [&](int64_t b) {
+  // Stage 2: softmax (2a), then P^T per key tile, a bank of them at a time (2b).
+  auto stage2a = [&](int64_t b) {
     const Seq& q = live.at(b);
     const AccessPattern sall = ctx.sbuf_ap(q.s, DType::fp32, Hp, 0, L);
-    emit_softmax_rows(ctx, sall, sall, sall, q.stats, false);
+    auto col = [&](int64_t c) { return ctx.sbuf_ap(q.stats, DType::fp32, Hp, c, 1); };
+    ctx.reduce(AluOp::max, col(0), sall);
+    ctx.tensor_tensor(AluOp::sub, sall, sall, LoweringContext::broadcast_column(col(0), L));
+    AccessPattern sum = col(1);
+    ctx.activation(ActFn::exp, sall, sall, 1, 0, &sum);
+    ctx.tensor_scalar(AluOp::div, col(2), col(1), 1.0, /*reverse=*/true);  // stage 3's scale
+  };
+  auto stage2b = [&](int64_t b) {
+    const Seq& q = live.at(b);
     const Slot bank = ctx.psum_bank(static_cast<size_t>(b % 3));
     const int64_t per_bank = bank_cols / H;
     for (int64_t g0 = 0; g0 < tiles; g0 += per_bank) {
@@ -231,7 +316,7 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     auto row = take(q, D, odt, "row");
     if (!row) return ctx.no_room();
     const Slot sum_bank = ctx.psum_bank(static_cast<size_t>(b % 3));
-    const size_t set = static_cast<size_t>(3 + (b % sets) * at_once);
+    const size_t set = static_cast<size_t>(first_set + (b % sets) * at_once);
     for (int64_t c0 = 0; c0 < D; c0 += C * at_once) {
       const int64_t width = std::min(C * at_once, D - c0);
       for (int64_t j = 0; j < tiles; ++j) {
@@ -245,13 +330,13 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
       }
       for (int64_t off = 0; off < width; off += C) {
         const int64_t nc = std::min(C, width - off);
-        auto masked = alloc(nc, kvdt, "masked");
+        auto masked = alloc(nc, DType::fp32, "masked");
         if (!masked) return ctx.no_room();
-        ctx.tensor_tensor(AluOp::mul, ctx.sbuf_ap(*masked, kvdt, Hp, 0, nc),
+        ctx.tensor_tensor(AluOp::mul, ctx.sbuf_ap(*masked, DType::fp32, Hp, 0, nc),
                           ctx.psum_ap(ctx.psum_bank(set + static_cast<size_t>(off / C)), Hp, nc),
-                          ctx.sbuf_ap(*mask, kvdt, Hp, c0 + off, nc));
-        ctx.emit_matmul(ctx.psum_ap(sum_bank, 1, nc), ctx.sbuf_ap(*ones, kvdt, Hp, 0, 1),
-                        ctx.sbuf_ap(*masked, kvdt, Hp, 0, nc), true, true);
+                          ctx.sbuf_ap(*mask, DType::fp32, Hp, c0 + off, nc));
+        ctx.emit_matmul(ctx.psum_ap(sum_bank, 1, nc), ctx.sbuf_ap(q.stats, DType::fp32, Hp, 2, 1),
+                        ctx.sbuf_ap(*masked, DType::fp32, Hp, 0, nc), true, true);
         ctx.evacuate(ctx.sbuf_ap(*row, odt, 1, c0 + off, nc), ctx.psum_ap(sum_bank, 1, nc));
         ctx.release(*masked);
       }
@@ -270,21 +355,32 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
 
   // Three sequences in flight when their state takes at most half of SBUF, else one.
   const int64_t kvb = isa::dtype_bytes(kvdt);
-  const int64_t state = D * (4 + isa::dtype_bytes(odt)) + tiles * (4 + H * (4 + kvb) + D * kvb) +
+  const int64_t state = C_d * H * kvb + D * isa::dtype_bytes(odt) + tiles * (H * kvb + D * kvb) +
                         L * (4 + (bid >= 0 ? isa::dtype_bytes(bdt) : 0)) + 3 * 4;
   const int64_t lag =
-      3 * state + D * (4 + kvb) <= ctx.sbuf_share(ctx.options().attention_pipeline_percent) ? 1 : 0;
+      3 * state + D * isa::dtype_bytes(qdt) + C_d * 4 + (kKRing * D + kKtRing * C_d * T) * kvb <=
+              ctx.sbuf_share(ctx.options().attention_pipeline_percent)
+          ? 1
+          : 0;
+  // Per step: the softmax of sequence i - lag first, so the lane engines run it while the
+  // array works on sequence i's scores (the streams are in order), then i's stage 1, then the
+  // softmax's transposes and sequence i - 2 lag's stage 3.
   for (int64_t i = 0; i < B + 2 * lag; ++i) {
+    const bool two = i - lag >= 0 && i - lag < B;
+    if (two && lag) stage2a(i - lag);
     if (i < B) {
       if (auto e = stage1(i)) return e;
     }
-    if (i - lag >= 0 && i - lag < B) stage2(i - lag);
+    if (two && !lag) stage2a(i - lag);
+    if (two) stage2b(i - lag);
     if (i - 2 * lag >= 0 && i - 2 * lag < B) {
       if (auto e = stage3(i - 2 * lag)) return e;
     }
   }
   ctx.release(*mask);
-  ctx.release(*ones);
+  ctx.release(*mask_t);
+  for (Slot s : k_ring) ctx.release(s);
+  for (Slot s : kt_ring) ctx.release(s);
   return std::nullopt;
 }
 
@@ -435,8 +531,8 @@ class DecodeAttention {
       }
     }
     auto q = m_ctx.tiles_of(m_n.inputs[0]);
-    const auto ks = cache_splice(m_ctx, m_n.inputs[1]);
-    const auto vs = cache_splice(m_ctx, m_n.inputs[2]);
+    const auto ks = cache_splice(m_ctx, m_n, 1);
+    const auto vs = cache_splice(m_ctx, m_n, 2);
     auto k = m_ctx.tiles_of(ks ? ks->cache : m_n.inputs[1]);
     auto v = m_ctx.tiles_of(vs ? vs->cache : m_n.inputs[2]);
     if (!q || !k || !v) return m_ctx.no_room();
@@ -646,7 +742,54 @@ bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n) {
   return DecodeAttention::applies(ctx, n);
 }
 
-std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id) {
+namespace {
+
+// The weight bytes of the matmul that makes value `id` (through one-input ops), or 0: the Q
+// projection a decode step runs between its KV appends and its attention.
+int64_t producer_weight_bytes(const LoweringContext& ctx, int32_t id) {
+  for (const Node* n = &ctx.node(id);; n = &ctx.node(n->inputs[0])) {
+    if (n->op == OpKind::matmul && n->inputs.size() >= 2) {
+      const TensorType& w = ctx.type_of(n->inputs[1]);
+      return w.elements() * isa::dtype_bytes(w.dtype);
+    }
+    if (n->inputs.size() != 1 || n->op == OpKind::input) return 0;
+  }
+}
+
+}  // namespace
+
+// The two variants' estimated cost to the step (isa::CostHints, at all the engines' DMA rate):
+//  reload: both caches loaded after the writes, a chunk a row (in short pieces on the
+//    dependent queues), less the Q projection's weight stream, which runs meanwhile;
+//  splice: a one-row matmul per key tile and D/T chunk into K^T, p_pos's matmul and P^T's
+//    row zeroed (vector) per key tile, v_new's matmul per chunk.
+// On trn2 at d_model 768 (bf16) this reloads 160- and 256-row caches and splices 512 and 1024
+// rows: the choices the 12-layer decode step measured best (issue 17u).
+bool splice_pays(const LoweringContext& ctx, const Node& n) {
+  const int64_t mode = ctx.options().decode_splice;
+  if (mode != 1) return mode == 2;
+  const isa::CostHints& h = ctx.arch().costs;
+  const TensorType& kt = ctx.type_of(n.inputs[1]);
+  const View kv = view_of(kt);
+  const int64_t T = ctx.tile_rows(), eb = isa::dtype_bytes(kt.dtype);
+  const int64_t tiles = (kv.rows + T - 1) / T, chunks = (kv.cols + T - 1) / T;
+  const double heads = double(*n.int_attr("heads"));
+  const double dma_bytes_per_ns = double(ctx.arch().dma.engines) * h.dma_gb_per_s;
+  const double reload =
+      h.dma_engine_bytes<double>(2.0 * double(kv.rows * kv.cols * eb), 2.0 * double(kv.rows)) /
+      dma_bytes_per_ns;
+  const double hidden = double(producer_weight_bytes(ctx, n.inputs[0])) / dma_bytes_per_ns;
+  const double matmul_ns = double(h.moving_min_cycles) * 1e3 / h.tensor_freq_mhz;
+  const double splice =
+      double(tiles * chunks + tiles + chunks) * matmul_ns +
+      double(tiles) * (double(h.vector_fixed_ns) + 2.0 * heads / h.vector_elements_per_ns);
+  return splice < reload - hidden;
+}
+
+std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, const Node& attention,
+                                        size_t input) {
+  if (!splice_pays(ctx, attention)) return std::nullopt;
+  int32_t id = attention.inputs[input];
   // Through slices that keep every row (a decode step's K = cache[:kv_max]).
   for (const Node* n = &ctx.node(id); n->op == OpKind::slice && n->inputs.size() == 1;
        n = &ctx.node(id)) {
@@ -668,8 +811,7 @@ std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id) 
   }
   const ScalarParam* p = ctx.graph().find_scalar(*scalar);
   const View uv = view_of(ctx.type_of(d.inputs[1]));
-  if (!p || p->min < 0 || p->max >= cache.type.dims[0].size ||
-      cache.type.dims[0].size < ctx.options().decode_splice_min_keys || uv.rows != 1 ||
+  if (!p || p->min < 0 || p->max >= cache.type.dims[0].size || uv.rows != 1 ||
       uv.cols != cache.type.dims[1].size || ctx.type_of(d.inputs[1]).dtype != cache.type.dtype) {
     return std::nullopt;
   }
@@ -686,17 +828,17 @@ std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n) {
   std::vector<int32_t> ids;
   if (n.op != OpKind::attention || !decode_row_attention_applies(ctx, n)) return ids;
   for (size_t i : {size_t{1}, size_t{2}}) {
-    if (auto s = cache_splice(ctx, n.inputs[i])) ids.insert(ids.end(), {s->cache, s->update});
+    if (auto s = cache_splice(ctx, n, i)) ids.insert(ids.end(), {s->cache, s->update});
   }
   return ids;
 }
 
 bool spliced_by_attention(const LoweringContext& ctx, const Node& dus) {
-  if (!cache_splice(ctx, dus.id)) return false;
+  if (dus.op != OpKind::dynamic_update_slice) return false;
   for (const Node& a : ctx.graph().nodes) {
     if (a.op != OpKind::attention || !ctx.in_group(a.id) || a.inputs.size() < 3) continue;
     for (size_t i : {size_t{1}, size_t{2}}) {
-      auto s = cache_splice(ctx, a.inputs[i]);
+      auto s = cache_splice(ctx, a, i);
       if (s && s->append == dus.id && decode_row_attention_applies(ctx, a)) return true;
     }
   }

@@ -497,14 +497,18 @@ int32_t cache_root(const Graph& g, int32_t id);
 // the other attentions are lower_fused_attention.cpp's).
 bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n);
 LowerResult lower_decode_row_attention(LoweringContext& ctx, const Node& n);
-// A one-row KV append the decode attention splices on chip (lower_attention.cpp): value `id`
-// is `append` = dynamic_update_slice(cache, update) at a run-time row (or a slice of all its
-// rows), `cache` a graph input.
+// A one-row KV append the decode attention splices on chip (lower_attention.cpp): input
+// `input` (1: K, 2: V) of `attention` is `append` = dynamic_update_slice(cache, update) at a
+// run-time row (or a slice of all its rows), `cache` a graph input, and splice_pays.
 struct CacheSplice {
   int32_t append = -1, cache = -1, update = -1;
   std::string scalar;
 };
-std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, int32_t id);
+std::optional<CacheSplice> cache_splice(const LoweringContext& ctx, const Node& attention,
+                                        size_t input);
+// Whether one-row attention `n` splices its appended rows rather than reload its caches after
+// the writes (compiler.decode_splice; 1: by the isa::CostHints estimates of both variants).
+bool splice_pays(const LoweringContext& ctx, const Node& n);
 // What attention `n` reads through the appends it splices: their caches' old values and their
 // updates (index_uses keeps them live until the attention).
 std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n);

@@ -22,7 +22,7 @@ struct LoweringOptions {
   int64_t streamed_operand_percent = 25;          // of SBUF: a larger matmul B streams in parts
   int64_t panel_pair_percent = 50;                // of SBUF: two panels of a streamed B at most
   int64_t attention_pipeline_percent = 50;        // of SBUF: 3 sequences in flight if they fit
-  int64_t decode_splice_min_keys = 512;           // a decode attention splices its appended row
+  int64_t decode_splice = 1;                      // 0 never, 1 by cost estimate, 2 always
   int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
   int64_t schedule_across_ops = 0;                // 1: streams list-scheduled (lowering/schedule.h)
   int64_t matmul_k_interleave = 1;  // 1: a one-row-tile matmul's weight loads K-interleaved
@@ -75,13 +75,14 @@ void describe(V& v, LoweringOptions& o) {
   v.field("attention_pipeline_percent", o.attention_pipeline_percent, {1, 100}, "%",
           "design choice: decode_attention keeps three sequences in flight (software "
           "pipelining) when their state takes at most this share of SBUF, else one");
-  v.field("decode_splice_min_keys", o.decode_splice_min_keys, {1, INT64_MAX}, "rows",
-          "design choice: a one-row attention over KV caches of at least this many rows, each "
-          "appended one row at a run-time position in the plan, loads the caches' old rows "
-          "before the appends and splices the new rows in on chip instead of reloading the "
-          "caches after the writes (the reload runs beside the Q projection, so it costs the "
-          "step only once it outlasts it: 12-layer decode on trn2, 256 rows +10 us a step, "
-          "512 -14 us, 1024 -34 us)");
+  v.field("decode_splice", o.decode_splice, {0, 2}, "mode",
+          "design choice: whether a one-row attention over KV caches, each appended one row at a "
+          "run-time position in the plan, loads the caches' old rows before the appends and "
+          "splices the new rows in on chip instead of reloading the caches after the writes: "
+          "0 never, 2 always, 1 when the compiler's estimate (isa::CostHints) of the splice's "
+          "extra array and vector work is below that of the reload the Q projection's weight "
+          "stream does not hide (on trn2 at d_model 768: reload up to 256 rows, splice from "
+          "512)");
   v.field("max_plan_instructions", o.max_plan_instructions, {1, INT64_MAX}, "instructions",
           "design choice: lowering stops with a compile error once a plan has this many "
           "instructions (an op tiled to fit a small chip can need millions, and compiling "
