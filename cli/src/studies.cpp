@@ -581,15 +581,11 @@ void run_study(const std::string& name, const std::string& config, const std::st
   }
   base::write_file_atomically(dir->file(name + ".md"), md.str());
   base::write_file_atomically(dir->file(name + ".csv"), csv.str());
-  {
-    std::ofstream f(dir->file("study.json"));
-    f << Json{{"study", name},
-              {"title", spec.title},
-              {"overrides", extra_overrides},
-              {"runs", rows}}
-             .dump(1)
-      << "\n";
-  }
+  base::write_file_atomically(
+      dir->file("study.json"),
+      Json{{"study", name}, {"title", spec.title}, {"overrides", extra_overrides}, {"runs", rows}}
+              .dump(1) +
+          "\n");
   // The plots, drawn by the study's script from study.json and the runs' stats.
   const std::string staging = fs::path(dir->file("study.json")).parent_path().string();
   const std::string cmd = "/usr/bin/python3 '" + project_file("tools/plot_study.py") + "' '" +
