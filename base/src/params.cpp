@@ -2,6 +2,7 @@
 #include "wallsim/base/params.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -10,6 +11,23 @@ namespace wallsim::base {
 
 InputError::InputError(std::string path, const std::string& problem)
     : std::runtime_error(path + ": " + problem), m_path(std::move(path)) {}
+
+bool InputError::mentions(const std::string& key) const {
+  if (key.empty()) return false;
+  const std::string_view problem = std::string_view(what()).substr(m_path.size() + 2);
+  auto key_char = [&](size_t i) {  // a character of a dotted key ("a.b_c"; a final '.' is not)
+    const char c = problem[i];
+    if (c == '.')
+      return i + 1 < problem.size() && std::isalnum(static_cast<unsigned char>(problem[i + 1]));
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (size_t at = problem.find(key); at != std::string_view::npos;
+       at = problem.find(key, at + 1)) {
+    const size_t end = at + key.size();
+    if ((at == 0 || !key_char(at - 1)) && (end == problem.size() || !key_char(end))) return true;
+  }
+  return false;
+}
 
 std::string abbreviate(const Json& value) {
   std::string s = value.dump(-1, ' ', false, Json::error_handler_t::replace);

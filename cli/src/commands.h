@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,10 +16,19 @@ namespace wallsim::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInternal = 1;  // a bug: please report
 inline constexpr int kExitBadInput = 2;  // bad config, plan file, arguments or parameters
+// The command ran, but some of what it ran failed: sweep points, a study's runs, validate
+// checks (each failure has its own line). Distinct from 1, so a script can tell a bug from a
+// failed point.
+inline constexpr int kExitFailed = 3;
 
 // Ends the command with `code` after it has already printed its own diagnostics.
 struct Exit {
   int code;
+};
+
+// Ends the command with kExitFailed and the one-line message "wallsim: what()".
+struct Failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 void add_config_commands(CLI::App& app);

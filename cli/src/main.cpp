@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
   } catch (const wallsim::base::InputError& e) {
     std::cerr << "wallsim: " << e.what() << "\n";
     return kExitBadInput;
+  } catch (const Failed& e) {
+    std::cerr << "wallsim: " << e.what() << "\n";
+    return kExitFailed;
   } catch (const std::exception& e) {
     std::cerr << "wallsim: internal error: " << e.what() << "\n";
     return kExitInternal;

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "subprocess.h"
 #include "sweep.h"
+#include "wallsim/base/file_write.h"
 #include "wallsim/base/json_object.h"
 #include "wallsim/compiler_stub/cost_model.h"
 #include "wallsim/runtime/config.h"
@@ -521,8 +522,8 @@ void run_study(const std::string& name, const std::string& config, const std::st
     if (codes[i] != 0) {
       const std::string last = last_line(logs[i]);
       if (!r.may_fail) {
-        throw InputError("study " + name, "the run '" + r.label + "' failed (exit code " +
-                                              std::to_string(codes[i]) + "): " + last);
+        throw Failed("study " + name + ": the run '" + r.label + "' failed (exit code " +
+                     std::to_string(codes[i]) + "): " + last);
       }
       row["status"] = "stopped";
       row["error"] = last;
@@ -578,23 +579,13 @@ void run_study(const std::string& name, const std::string& config, const std::st
     md << "\nFindings (generated from the table's runs):\n\n";
     for (const std::string& line : found) md << "- " << line << "\n";
   }
-  {
-    std::ofstream f(dir->file(name + ".md"));
-    f << md.str();
-  }
-  {
-    std::ofstream f(dir->file(name + ".csv"));
-    f << csv.str();
-  }
-  {
-    std::ofstream f(dir->file("study.json"));
-    f << Json{{"study", name},
-              {"title", spec.title},
-              {"overrides", extra_overrides},
-              {"runs", rows}}
-             .dump(1)
-      << "\n";
-  }
+  base::write_file_atomically(dir->file(name + ".md"), md.str());
+  base::write_file_atomically(dir->file(name + ".csv"), csv.str());
+  base::write_file_atomically(
+      dir->file("study.json"),
+      Json{{"study", name}, {"title", spec.title}, {"overrides", extra_overrides}, {"runs", rows}}
+              .dump(1) +
+          "\n");
   // The plots, drawn by the study's script from study.json and the runs' stats.
   const std::string staging = fs::path(dir->file("study.json")).parent_path().string();
   const std::string cmd = "/usr/bin/python3 '" + project_file("tools/plot_study.py") + "' '" +

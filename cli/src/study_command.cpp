@@ -10,12 +10,14 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "subprocess.h"
+#include "wallsim/base/file_write.h"
 #include "wallsim/base/json_object.h"
 #include "wallsim/base/params.h"
 #include "wallsim/driver/run_report.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
+#include "wallsim/workloads/workload.h"
 
 namespace wallsim::cli {
 namespace {
@@ -45,6 +47,14 @@ WallSpec read_spec(const std::string& file) {
     if (!key.empty() && key[0] == '_') continue;
     if (key == "workloads") {
       s.workloads = string_list(value, path);
+      for (size_t i = 0; i < s.workloads.size(); ++i) {  // checked before anything runs
+        try {
+          workloads::make_workload(workloads::parse_spec(s.workloads[i]));
+        } catch (const base::InputError& e) {
+          throw base::InputError(path + "[" + std::to_string(i) + "] (" + s.workloads[i] + ")",
+                                 e.what());
+        }
+      }
     } else if (key == "modes") {
       s.modes = string_list(value, path);
       for (size_t i = 0; i < s.modes.size(); ++i) {
@@ -220,10 +230,9 @@ void add_study_command(CLI::App& app) {
             const std::string log = runs + "/" + name + ".log";
             const int rc = run_self(args, log);
             if (rc != 0) {
-              throw base::InputError("study wall", "the run of " + workload + " under " + mode +
-                                                       " (" + profile +
-                                                       " profile) failed with exit code " +
-                                                       std::to_string(rc) + ": " + last_line(log));
+              throw Failed("study wall: the run of " + workload + " under " + mode + " (" +
+                           profile + " profile) failed with exit code " + std::to_string(rc) +
+                           ": " + last_line(log));
             }
             Point p;
             p.report = driver::RunReport::read(runs + "/" + name);
@@ -309,14 +318,8 @@ void add_study_command(CLI::App& app) {
       }
     }
     md << sensitivity_table(points, spec, baselines);
-    {
-      std::ofstream f(dir->file("wall.md"));
-      f << md.str();
-    }
-    {
-      std::ofstream f(dir->file("wall.csv"));
-      f << csv.str();
-    }
+    base::write_file_atomically(dir->file("wall.md"), md.str());
+    base::write_file_atomically(dir->file("wall.csv"), csv.str());
     dir->commit();
     std::cout << md.str() << "\n"
               << a->out << ": wall.md, wall.csv, runs/<workload>_<profile>_<mode>/ "

@@ -37,6 +37,24 @@ pid_t spawn_self(const std::vector<std::string>& args, const std::string& log) {
   _exit(127);
 }
 
+namespace {
+// Stops a child: SIGTERM first, so a `wallsim run` removes its staging directory, then SIGKILL
+// when it has not exited within a second.
+void stop_children(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids) kill(p, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  std::vector<pid_t> left = pids;
+  while (!left.empty() && std::chrono::steady_clock::now() < deadline) {
+    left.erase(std::remove_if(left.begin(), left.end(),
+                              [](pid_t p) { return waitpid(p, nullptr, WNOHANG) == p; }),
+               left.end());
+    if (!left.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (pid_t p : left) kill(p, SIGKILL);
+  for (pid_t p : left) waitpid(p, nullptr, 0);
+}
+}  // namespace
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -85,16 +103,14 @@ std::vector<int> run_all(const std::vector<std::vector<std::string>>& commands,
       for (const auto& [p, r] : running) {
         if (seconds(r) > options.timeout_s) late.push_back(p);
       }
-      for (pid_t p : late) {
-        kill(p, SIGKILL);
-        waitpid(p, &status, 0);
-        finish(p, kTimedOut);
-      }
+      stop_children(late);
+      for (pid_t p : late) finish(p, kTimedOut);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  for (const auto& [p, r] : running) kill(p, SIGKILL);  // stopped: nothing outlives the pool
-  for (const auto& [p, r] : running) waitpid(p, nullptr, 0);
+  std::vector<pid_t> left;  // stopped: nothing outlives the pool
+  for (const auto& [p, r] : running) left.push_back(p);
+  stop_children(left);
   return codes;
 }
 

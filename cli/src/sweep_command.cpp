@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "subprocess.h"
 #include "sweep.h"
+#include "wallsim/base/file_write.h"
 
 namespace wallsim::cli {
 namespace {
@@ -67,16 +68,6 @@ void append_line(const std::string& path, const std::string& line) {
   fsync(fd);
   close(fd);
   if (n != static_cast<ssize_t>(text.size())) throw std::runtime_error("short write to " + path);
-}
-
-// Writes `text` to `path` atomically (a temporary file renamed over it).
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream f(tmp);
-    f << text;
-  }
-  fs::rename(tmp, path);
 }
 
 Json result_line(const SweepPoint& p, const std::string& status, const std::string& error,
@@ -225,7 +216,7 @@ int run_sweep(const SweepArgs& a) {
   }
   fs::create_directories(a.out + "/points");
   fs::create_directories(a.out + "/logs");
-  write_atomically(spec_file, spec_json.dump(2) + "\n");
+  base::write_file_atomically(spec_file, spec_json.dump(2) + "\n");
   const std::string results = a.out + "/results.jsonl";
 
   std::vector<const SweepPoint*> todo;
@@ -255,7 +246,7 @@ int run_sweep(const SweepArgs& a) {
   auto record = [&](const Json& line, const SweepPoint& p) {
     if (single) {
       fs::create_directories(a.out + "/points/" + p.id);
-      write_atomically(a.out + "/points/" + p.id + "/result.json", line.dump() + "\n");
+      base::write_file_atomically(a.out + "/points/" + p.id + "/result.json", line.dump() + "\n");
     } else {
       append_line(results, line.dump());
     }
@@ -286,7 +277,7 @@ int run_sweep(const SweepArgs& a) {
   std::cerr << "sweep: " << a.out << ": " << (single ? "points/<id>/result.json" : "results.jsonl")
             << ", points/<id>/, logs/<id>.log" << (progress.failed() ? " (some points failed)" : "")
             << "\n";
-  return progress.failed() ? kExitInternal : kExitOk;
+  return progress.failed() ? kExitFailed : kExitOk;
 }
 
 // CSV: one row per point; the axes and figures as columns (their union, first seen first).
@@ -352,7 +343,7 @@ void add_sweep_commands(CLI::App& app) {
     if (csv->empty()) {
       std::cout << text;
     } else {
-      write_atomically(*csv, text);
+      base::write_file_atomically(*csv, text);
       std::cerr << *csv << ": " << std::count(text.begin(), text.end(), '\n') - 1 << " point(s)\n";
     }
   });

@@ -16,6 +16,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "wallsim/base/file_write.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph_io.h"
 #include "wallsim/compiler_stub/validate.h"
@@ -505,14 +506,8 @@ void run_validate(const ValidateArgs& a) {
         << "," << k.kind << "," << (ok ? 1 : 0) << "\n";
   }
   md << "\n" << failures << " check(s) failed.\n";
-  {
-    std::ofstream f(dir->file("validation.md"));
-    f << md.str();
-  }
-  {
-    std::ofstream f(dir->file("validation.csv"));
-    f << csv.str();
-  }
+  base::write_file_atomically(dir->file("validation.md"), md.str());
+  base::write_file_atomically(dir->file("validation.csv"), csv.str());
   // stats.json (the whole validation run's device stats), stats.txt, config.resolved.json.
   device->finalize();
   sim::write_run_files(
@@ -530,7 +525,7 @@ void run_validate(const ValidateArgs& a) {
   dir->commit();
   std::cout << a.out << ": validation.md, validation.csv, *.png: " << rows_out.size()
             << " figures, " << kernels.size() << " kernels, " << failures << " check(s) failed\n";
-  if (failures > 0) throw Exit{kExitInternal};
+  if (failures > 0) throw Exit{kExitFailed};
 }
 
 }  // namespace

@@ -193,13 +193,15 @@ void append_report_text(const traces::RunDirectory& dir, const ordered_json& rep
 
 }  // namespace
 
-std::optional<std::string> large_trace_warning(const std::string& path) {
+std::optional<std::string> large_trace_warning(const std::string& path, engines::TraceLevel level) {
   std::error_code ec;
   const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
   if (ec || bytes <= kLargeTraceBytes) return std::nullopt;
+  const char* lower =
+      level == engines::TraceLevel::instructions ? "--trace-level plans, " : "--trace-level none, ";
   return "wallsim: warning: trace.json is " + std::to_string(bytes >> 20) +
-         " MiB, more than a trace viewer opens comfortably; keep it smaller with "
-         "--trace-level plans, --trace-window FROM_NS:TO_NS or fewer steps "
+         " MiB, more than a trace viewer opens comfortably; keep it smaller with " + lower +
+         "--trace-window FROM_NS:TO_NS or fewer steps "
          "(--instruction-csv logs every instruction without a trace)";
 }
 
@@ -318,7 +320,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   append_report_text(*dir, extra, step_stream);
   if (trace) {
     trace->finish();
-    if (auto warning = large_trace_warning(dir->file("trace.json"))) std::cerr << *warning << "\n";
+    if (auto warning = large_trace_warning(dir->file("trace.json"), options.trace_level))
+      std::cerr << *warning << "\n";
   }
   if (csv) csv->finish();
   dir->commit();

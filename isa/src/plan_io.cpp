@@ -1,6 +1,7 @@
 // Reading and writing plan files: strict JSON with paths in every error, exact round trips.
 #include "wallsim/isa/plan_io.h"
 
+#include "wallsim/base/file_write.h"
 #include "wallsim/base/json_object.h"
 
 #include <cstdio>
@@ -515,17 +516,7 @@ PlanSequence read_plan_file(const std::string& path) {
 }
 
 void write_plan_file(const PlanSequence& seq, const std::string& path) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "cannot write file");
-    out << format_json(to_json(seq));
-    if (!out.flush()) throw InputError(path, "cannot write file");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot rename temporary file into place");
-  }
+  base::write_file_atomically(path, format_json(to_json(seq)));
 }
 
 }  // namespace wallsim::isa

@@ -72,7 +72,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
       // An override blamed for its own path or one inside it, and for a parent that only the
       // override created (`--set arch.sbufx.partitions=1`: "arch.sbufx: unknown key").
       bool created = key.rfind(e.path() + ".", 0) == 0 && !has_path(file, e.path());
-      if (e.path() == key || e.path().rfind(key + ".", 0) == 0 || created) {
+      if (e.path() == key || e.path().rfind(key + ".", 0) == 0 || created || e.mentions(key)) {
         throw base::InputError("--set " + *it, e.what());
       }
     }

@@ -3,9 +3,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_test_util.h"
 
@@ -94,6 +99,83 @@ TEST(BadInput, SweepDirectoryOfAnotherSpecIsRefused) {
   // The same spec goes on.
   EXPECT_EQ(run_wallsim("sweep configs/sweeps/smoke.json --index 1 --out " + out, &err), 0) << err;
   fs::remove(spec);
+}
+
+// Review F9: `collect --csv` to a path that cannot be written was an internal error (exit 1)
+// and left `FILE.tmpPID` behind.
+TEST(BadInput, CollectCsvToABadPathIsExit2AndLeavesNoTemporaryFile) {
+  const std::string d = fresh_dir("bi", "collect");
+  std::string err;
+  ASSERT_EQ(run_wallsim("sweep configs/sweeps/smoke.json --index 0 --out " + d, &err), 0) << err;
+  fs::create_directories(d + "/full/x");
+  std::ofstream(d + "/afile") << "x";
+  for (const std::string& csv : {d + "/nodir/x.csv", d + "/afile/x.csv", d + "/full"}) {
+    EXPECT_EQ(run_wallsim("collect " + d + " --csv " + csv, &err), 2) << csv;
+    EXPECT_EQ(err.rfind("wallsim: " + csv + ": cannot write file", 0), 0u) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+  for (const auto& e : fs::directory_iterator(d)) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
+  ASSERT_EQ(run_wallsim("collect " + d + " --csv " + d + "/ok.csv", &err), 0) << err;
+  EXPECT_TRUE(fs::exists(d + "/ok.csv"));
+}
+
+// Review F15: an override that fails a cross-key check was blamed on the config file and the
+// other key; like `--set arch.psum.bank_bytes=65536`, the override is named.
+TEST(BadInput, OverrideFailingACrossKeyCheckIsBlamedOnTheOverride) {
+  std::string err;
+  for (const std::string& set : {std::string("runtime.aot.bucket_min=2048"),
+                                 std::string("runtime.lazy.repeat_min_ops=200")}) {
+    EXPECT_EQ(run_wallsim("config summary -c configs/trn2.json --set " + set, &err), 2) << set;
+    EXPECT_EQ(err.rfind("wallsim: --set " + set + ": ", 0), 0u) << err;
+  }
+}
+
+// Review F16: `study wall` ran points before it found a bad workload in its spec.
+TEST(BadInput, StudyWallChecksEveryWorkloadBeforeAnyRun) {
+  const std::string out = fresh_dir("bi", "wall"), spec = out + ".spec.json";
+  std::ofstream(spec) << R"({"workloads": ["gemm:m=64,k=64,n=64", "gemm:m=0"],
+    "modes": ["native"], "profiles": ["neuron"], "steps": 2})";
+  std::string err;
+  EXPECT_EQ(run_wallsim("study wall -c configs/tiny.json --spec " + spec + " --out " + out, &err),
+            2);
+  EXPECT_EQ(err.rfind("wallsim: " + spec + ": workloads[1] (gemm:m=0): ", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove(spec);
+}
+
+// Review F13: a run killed by SIGTERM or SIGINT left its `.NAME.partial-PID` staging directory
+// (27 MB of spooled steps and trace); it is removed before the process dies of the signal.
+TEST(BadInput, RunKilledBySigtermOrSigintRemovesItsStagingDirectory) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    const std::string parent = fresh_dir("bi", "killed" + std::to_string(sig));
+    fs::create_directories(parent);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string cmd = "cd " + std::string(WALLSIM_SOURCE_DIR) + " && exec " + WALLSIM_BIN +
+                              " run -c configs/tiny.json -w mlp:batch=1024,d_model=256,d_ff=1024,"
+                              "layers=8 --mode native --steps 400 --out " +
+                              parent + "/o >/dev/null 2>&1";
+      signal(SIGINT, SIG_DFL);
+      execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+      _exit(127);
+    }
+    ASSERT_GT(pid, 0);
+    const std::string staging = parent + "/.o.partial-" + std::to_string(pid);
+    // Until the run has written some steps into its staging directory (about 28 s in all).
+    for (int i = 0; i < 600 && !fs::exists(staging + "/.steps.jsonl"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(fs::exists(staging)) << staging;
+    kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
+    EXPECT_FALSE(fs::exists(staging));
+    EXPECT_TRUE(fs::is_empty(parent));
+  }
 }
 
 }  // namespace

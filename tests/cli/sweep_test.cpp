@@ -64,6 +64,12 @@ TEST(Sweep, SmokeRunsEveryPointOnceAndResumes) {
     EXPECT_TRUE(fs::exists(d + "/points/" + r["id"].get<std::string>() + "/stats.json"));
     EXPECT_GT(r["figures"]["total_ns"].get<int64_t>(), 0);
     EXPECT_EQ(r["axes"].size(), 3u);
+    // Review F8: the fractions are over the device's busy time, not the run's span.
+    const Json st = Json::parse(slurp(d + "/points/" + r["id"].get<std::string>() + "/stats.json"));
+    EXPECT_EQ(r["figures"]["tensor_peak_fraction"],
+              st["device_busy"]["engines"]["tensor"]["peak_fraction"]);
+    EXPECT_EQ(r["figures"]["bound_fraction"], st["device_busy"]["bound_fraction"]);
+    EXPECT_GT(r["figures"]["bound_fraction"].get<double>(), 0.01) << r.dump();
   }
   EXPECT_EQ(ids.size(), 12u);
   // A larger array is faster for the same GEMM (same mode, same bandwidth).
@@ -221,7 +227,8 @@ TEST(Sweep, TimedOutPointIsAnErrorAndTheSweepGoesOn) {
   // to ~0.6 s (ASan) of CPU, the mlp point ~28 s even in a release build.
   const std::string d = out_dir("timeout");
   std::string out;
-  EXPECT_EQ(sh(wallsim() + " sweep " + spec + " --out " + d, &out), 1) << out;
+  // Review F14: failed points exit 3, not 1 (an internal error).
+  EXPECT_EQ(sh(wallsim() + " sweep " + spec + " --out " + d, &out), 3) << out;
   const auto rows = lines(d + "/results.jsonl");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0]["status"], "ok");

@@ -105,6 +105,19 @@ TEST(JsonRead, OverridesAreCheckedAndBlamed) {
             "--set arch.sbufx.partitions=1: arch.sbufx: unknown key (did you mean \"sbuf\"?)");
 }
 
+// Review F15: a cross-key check's message names the other key; an override of that key is
+// blamed for it, and a key named only as part of a longer one is not.
+TEST(JsonRead, InputErrorMentionsWholeKeysOnly) {
+  const InputError e("runtime.aot.bucket_max", "is smaller than runtime.aot.bucket_min");
+  EXPECT_TRUE(e.mentions("runtime.aot.bucket_min"));
+  EXPECT_FALSE(e.mentions("runtime.aot.bucket_max"));  // the path, not the problem
+  EXPECT_FALSE(e.mentions("runtime.aot.bucket"));
+  EXPECT_FALSE(e.mentions("aot.bucket_min"));
+  EXPECT_FALSE(e.mentions(""));
+  EXPECT_TRUE(InputError("a", "b.c.").mentions("b.c"));
+  EXPECT_FALSE(InputError("a", "b.c.d").mentions("b.c"));
+}
+
 TEST(HostMemory, EstimateBeyondTheHostIsAnInputError) {
   const int64_t avail = host_memory_available();
   if (avail < 0) GTEST_SKIP() << "no MemAvailable or cgroup limit on this host";

@@ -115,21 +115,28 @@ TEST(LargeTrace, WarnsPastOneHundredMiB) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("wallsim_large_trace_" + std::to_string(::getpid()) + ".json"))
                                .string();
-  EXPECT_FALSE(large_trace_warning(path));  // absent
+  EXPECT_FALSE(large_trace_warning(path, engines::TraceLevel::plans));  // absent
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
     std::fclose(f);
   }
   std::filesystem::resize_file(path, kLargeTraceBytes);
-  EXPECT_FALSE(large_trace_warning(path));
+  EXPECT_FALSE(large_trace_warning(path, engines::TraceLevel::plans));
   std::filesystem::resize_file(path, kLargeTraceBytes + (std::uintmax_t{79} << 20));
-  const auto w = large_trace_warning(path);
-  std::filesystem::remove(path);
+  const auto w = large_trace_warning(path, engines::TraceLevel::plans);
   ASSERT_TRUE(w);
   EXPECT_EQ(w->find('\n'), std::string::npos);
   EXPECT_EQ(w->rfind("wallsim: warning: trace.json is 179 MiB", 0), 0u) << *w;
   EXPECT_NE(w->find("--trace-window"), std::string::npos);
+  // Review F17: only levels below the one in use are suggested.
+  EXPECT_EQ(w->find("--trace-level plans"), std::string::npos) << *w;
+  EXPECT_NE(w->find("--trace-level none"), std::string::npos) << *w;
+  std::filesystem::resize_file(path, kLargeTraceBytes + 1);
+  const auto wi = large_trace_warning(path, engines::TraceLevel::instructions);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(wi);
+  EXPECT_NE(wi->find("--trace-level plans"), std::string::npos) << *wi;
 }
 
 TEST(RunReport, PeakTensorFlopsIsTwoFlopPerMacPerCycle) {

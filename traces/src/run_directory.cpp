@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "staging_cleanup.h"
+
 namespace wallsim::traces {
 
 namespace fs = std::filesystem;
@@ -60,6 +62,7 @@ RunDirectory::RunDirectory(std::string path) : m_path(std::move(path)) {
   if (!fs::create_directory(m_staging, ec)) {
     throw std::runtime_error(m_path + ": cannot create output directory (" + ec.message() + ")");
   }
+  m_signal_slot = arm_staging(m_staging);
 }
 
 RunDirectory::~RunDirectory() {
@@ -67,6 +70,7 @@ RunDirectory::~RunDirectory() {
     std::error_code ec;
     fs::remove_all(m_staging, ec);
   }
+  disarm_staging(m_signal_slot);
 }
 
 std::string RunDirectory::file(const std::string& name) const { return m_staging + "/" + name; }
@@ -99,6 +103,8 @@ void RunDirectory::commit() {
   }
   if (ec) throw std::runtime_error(m_path + ": cannot create (" + ec.message() + ")");
   m_committed = true;
+  disarm_staging(m_signal_slot);  // after the rename: the handler finds nothing at m_staging
+  m_signal_slot = -1;
 }
 
 }  // namespace wallsim::traces

@@ -436,6 +436,15 @@ class Command(Base):
         self.assertEqual(self.load("m.json")["source"]["argv"],
                          ["--width", "8", "--batch", "2", "--steps", "1"])
 
+    def test_reported_steps_are_the_replayed_steps(self):
+        # Review F20: two wallsim.step() calls make two steps; the last marker ends the program,
+        # so the file holds one "step" event (a boundary) and the replay runs 2 steps.
+        r = self.wallsim(os.path.join(ROOT, "examples", "torch", "mlp.py"), "--out",
+                         self.path("m2.json"), "--", "--width", "8", "--batch", "2", "--steps", "2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(" 2 steps)", r.stdout)
+        self.assertEqual(sum(1 for ev in self.load("m2.json")["events"] if ev["ev"] == "step"), 1)
+
     def test_bad_input_exits_2_with_one_line_and_no_file(self):
         bad = self.path("bad.py")
         with open(bad, "w") as f:

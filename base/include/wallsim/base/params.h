@@ -25,6 +25,10 @@ class InputError : public std::runtime_error {
  public:
   InputError(std::string path, const std::string& problem);
   const std::string& path() const { return m_path; }
+  // Whether the problem names the dotted key `key` too (a cross-key check: "runtime.aot.bucket_max:
+  // is smaller than runtime.aot.bucket_min" names bucket_min), whole and not as part of a longer
+  // key.
+  bool mentions(const std::string& key) const;
 
  private:
   std::string m_path;

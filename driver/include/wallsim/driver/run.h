@@ -39,9 +39,10 @@ struct RunSummary {
 
 // Viewers load a whole trace into memory: past this size Perfetto UI and speedscope struggle.
 constexpr std::uintmax_t kLargeTraceBytes = std::uintmax_t{100} << 20;
-// The one-line warning `run` prints on stderr when the trace at `path` is larger than
-// kLargeTraceBytes; nothing when it is not (or is absent).
-std::optional<std::string> large_trace_warning(const std::string& path);
+// The one-line warning `run` prints on stderr when the trace at `path` (written at `level`) is
+// larger than kLargeTraceBytes; nothing when it is not (or is absent). It suggests only trace
+// levels below `level`.
+std::optional<std::string> large_trace_warning(const std::string& path, engines::TraceLevel level);
 
 // Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json,
 // instructions.csv with `instruction_csv`):

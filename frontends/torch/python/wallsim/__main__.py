@@ -93,7 +93,7 @@ def main(argv):
         return sum(1 for ev in evs if ev["ev"] == kind)
 
     print("wallsim capture: wrote %s (%d events: %d ops, %d host ops, %d reads, %d steps)" % (
-        out, len(evs), count("op"), count("host_op"), count("read"), count("step")))
+        out, len(evs), count("op"), count("host_op"), count("read"), count("step") + 1))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ class RunDirectory {
   // Throws std::runtime_error when `path` is empty, exists and is not a directory, or is a
   // non-empty directory that does not look like an earlier run's output (no stats.json): wallsim
   // never deletes a directory it did not write. Staging directories of dead runs for the same
-  // `path` (left by kill -9) are removed first.
+  // `path` (left by kill -9) are removed first. SIGINT, SIGTERM or SIGHUP before commit() removes
+  // the staging directory and kills the process with that signal (when the program has no
+  // handler of its own for it).
   explicit RunDirectory(std::string path);
   ~RunDirectory();  // without commit(), the staging directory is removed
   RunDirectory(const RunDirectory&) = delete;
@@ -28,6 +30,7 @@ class RunDirectory {
   std::string m_path;
   std::string m_staging;
   bool m_committed = false;
+  int m_signal_slot = -1;  // the staging directory's slot in the signal handler's list
 };
 
 }  // namespace wallsim::traces
