@@ -384,6 +384,37 @@ TEST(Study, DocsHoldTheGeneratedTableAndFindings) {
   }
 }
 
+// The other generated pages: wall.md holds `study wall`'s own tables, VALIDATION.md each
+// shipped config's `validate` output, COMPILER.md its measured transformer-block table and MLP
+// compile latency, each between its markers and naming the commit it ran at.
+TEST(Study, GeneratedBlocksOfWallValidationAndCompilerDocs) {
+  struct Block {
+    std::string doc, marker, starts;
+  };
+  const std::vector<Block> blocks = {
+      {"docs/studies/wall.md", "study wall", "Config `configs/trn2.json`, spec "},
+      {"docs/VALIDATION.md", "validate trn2", "## wallsim validate: trn2\n"},
+      {"docs/VALIDATION.md", "validate trn1", "## wallsim validate: trn1\n"},
+      {"docs/VALIDATION.md", "validate tiny", "## wallsim validate: tiny\n"},
+      {"docs/COMPILER.md", "measure transformer-block", "| grouping | plans | instructions |"},
+      {"docs/COMPILER.md", "measure mlp-compile", "For the MLP example ("}};
+  for (const Block& b : blocks) {
+    const std::string doc = test::slurp(std::string(WALLSIM_SOURCE_DIR) + "/" + b.doc);
+    const size_t begin = doc.find("<!-- " + b.marker + ": begin -->\n" + b.starts);
+    const size_t end = doc.find("<!-- " + b.marker + ": end -->");
+    ASSERT_NE(begin, std::string::npos) << b.doc << ": " << b.marker;
+    ASSERT_NE(end, std::string::npos) << b.doc << ": " << b.marker;
+    EXPECT_LT(doc.find("commit ", begin), end) << b.doc << ": " << b.marker;
+  }
+  // wall.md's tables: every workload and profile of configs/studies/wall.json, and the band.
+  const std::string wall = test::slurp(std::string(WALLSIM_SOURCE_DIR) + "/docs/studies/wall.md");
+  for (const char* h : {"## transformer:layers=12,seq=512 (neuron compile profile)",
+                        "## decode:layers=12,prompt=128,new_tokens=32 (xla compile profile)",
+                        "## Overtake points with a sensitivity band"}) {
+    EXPECT_NE(wall.find(h), std::string::npos) << h;
+  }
+}
+
 // docs/studies/open-questions.md answers the five questions and the three case claims inside
 // its generated block, each claim with a verdict (scripts/open_questions.py writes them).
 TEST(Study, OpenQuestionsDocAnswersEveryQuestionAndClaimInItsGeneratedBlock) {
