@@ -282,7 +282,11 @@ def claims(dirs):
             "sequences and, where the pool binds, the padded context static reserves per "
             "sequence, which caps its batch below max_batch. Profile sensitivity: none; both "
             "sides run AOT, whose compiles are at start-up, before the first arrival, outside "
-            "the measured span (docs/studies/serving.md).\n")
+            "the measured span (docs/studies/serving.md). Model sensitivity: the ratio also "
+            "rests on how a decode step's cost grows with its batch, which the batched decode "
+            "attention kernel sets (it runs at about twice its bound: docs/PERFORMANCE.md); a "
+            "kernel nearer its bound makes large batches cheaper, which favours continuous "
+            "batching, whose batches are the larger (the mean decode batches above).\n")
     md.append("![serving](../img/oq_serving.png)\n")
     # C: on-device mask 600 ms -> < 1 ms
     mk = by_label(load(dirs["mask"]))
