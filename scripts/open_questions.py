@@ -192,7 +192,9 @@ def generate(dirs, img_dir):
               ("serving", "serving_latency.png", "oq_serving.png"),
               ("mask", "mask_seq.png", "oq_mask.png")]
     for study, png, dst in copies:
-        d = dirs[study] if study in dirs else dirs[key(study, "neuron", 1.0)]
+        # The runs the answers read (GPT-2 only for granularity), whichever studies were named.
+        k = key(study, "neuron", 1.0)
+        d = dirs[k] if k in dirs else dirs[study]
         src = os.path.join(d, png)
         if os.path.exists(src):
             shutil.copyfile(src, os.path.join(img_dir, dst))
