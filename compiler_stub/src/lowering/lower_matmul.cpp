@@ -355,14 +355,16 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
 // panel of a streamed B right after the first tile's); then, per column block of B (one PSUM
 // bank wide), each output tile accumulates its K chunks in a bank and is evacuated to SBUF. A
 // streamed B is loaded a panel at a time, the next panel while the current one is used. A
-// K-interleaved B (Tiles::k_group) is read by k_rows / b_tile.
+// K-interleaved B (Tiles::k_group) is read by k_rows / b_tile. With `a_id` (A is that value's
+// tiles), A^T made through the array is kept as a derived form of the value when a later
+// matmul reads the same A, and taken from there when an earlier one left it.
 constexpr size_t kStationaryLead = 4;  // stationaries made ahead of their matmuls
 
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
                          const Tiles& out, const Narrow* narrow = nullptr,
                          const Bias* bias = nullptr, const Epilogue* epilogue = nullptr,
-                         const HbmStationaries* a_t = nullptr) {
+                         const HbmStationaries* a_t = nullptr, int32_t a_id = -1) {
   // K chunk k of a K-interleaved B (Tiles::k_group G > 1): column block k % G of row tile k / G,
   // B's rows (k / G) * G * tile rows + k % G + G * p; A's columns with stride G from there.
   const int64_t G = b.streamed ? 1 : b.tiles.k_group;
@@ -437,13 +439,38 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   };
   std::optional<Slot> panel, next;
   std::vector<std::vector<Slot>> at(ts.size());
+  // A's first column in K chunk k (its columns col, col + G, ... when B is K-interleaved).
+  auto a_col = [&](int64_t k) {
+    return G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
+  };
+  // A^T shared with other matmuls of A (derived forms): kept for a later one, or taken.
+  const bool by_array = a_id >= 0 && !a_t && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm);
+  const bool keep = by_array && ctx.matmul_reads_a_later(a_id);
+  std::vector<bool> taken(ts.size(), false);  // rows of `at` an earlier matmul made
+  auto form_key = [&](size_t i, size_t j) {
+    const int64_t k = kc[j];
+    return LoweringContext::FormKey{
+        a.row0(ts[i]), a.rows_in(ts[i]), a_col(k), k_rows(k), G, static_cast<int64_t>(dt)};
+  };
+  for (size_t i = 0; by_array && i < ts.size(); ++i) {
+    std::vector<Slot> found;
+    for (size_t j = 0; j < kc.size(); ++j) {
+      auto s = ctx.derived_form(a_id, form_key(i, j));
+      if (!s) break;
+      found.push_back(*s);
+    }
+    if (found.size() == kc.size()) {
+      at[i] = std::move(found);
+      taken[i] = true;
+    }
+  }
   // A^T of row tile ts[i], K chunk kc[j], through the array: transposed into a PSUM bank (not
   // `busy`, a bank accumulating now) and evacuated into its stationary buffer.
   auto stationary = [&](size_t i, size_t j, std::optional<Slot> busy) -> LowerResult {
     const int64_t t = ts[i], k = kc[j];
     const int32_t rows = a.rows_in(t);
     const int64_t ks = k_rows(k);
-    const int64_t col = G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
+    const int64_t col = a_col(k);
     Slot tb = ctx.next_bank();
     if (busy && tb.index == busy->index) tb = ctx.next_bank();
     const AccessPattern tp = ctx.psum_ap(tb, static_cast<int32_t>(ks), rows);
@@ -467,6 +494,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     if (!s) return ctx.no_room();
     at[i].push_back(*s);
     ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+    if (keep) ctx.keep_derived_form(a_id, form_key(i, j), *s);
     return std::nullopt;
   };
   // One row tile of A (a decode step's row, a prompt's tile): its stationaries are made a few
@@ -495,7 +523,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
           return ctx.no_room();
         continue;
       }
-      if (j >= lead) break;
+      if (j >= lead || taken[i]) break;
       if (auto e = stationary(i, j, std::nullopt)) return e;
     }
   }
@@ -578,8 +606,9 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       panel = next;
     }
   }
-  for (const auto& row : at) {
-    for (Slot s : row) a_t&& ctx.in_window() ? ctx.release_later(s) : ctx.release(s);
+  for (size_t i = 0; i < at.size(); ++i) {
+    if (taken[i] || keep) continue;  // the value's derived forms
+    for (Slot s : at[i]) a_t&& ctx.in_window() ? ctx.release_later(s) : ctx.release(s);
   }
   return std::nullopt;
 }
@@ -694,13 +723,17 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     out.cols = nw.out_view.cols;
     out.dtype = n.type.dtype;
     out.tiles.clear();
-    if (auto e = matmul_block(ctx, *a, ts, b, kc, 0, out, &nw, fused, epilogue)) return e;
+    if (auto e = matmul_block(ctx, *a, ts, b, kc, 0, out, &nw, fused, epilogue, nullptr,
+                              nw.a_in_hbm ? -1 : aid)) {
+      return e;
+    }
     ctx.alias_hbm(n.id, nw.out);
     return std::nullopt;
   }
   auto out = ctx.output_tiles(n, &*a);
   if (!out) return ctx.no_room();
-  return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused, epilogue, a_t ? &*a_t : nullptr);
+  return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused, epilogue, a_t ? &*a_t : nullptr,
+                      aid);
 }
 
 // batch_matmul with B streamed: for A's batches in order, B's entries are loaded a chunk at a

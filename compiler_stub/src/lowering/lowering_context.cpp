@@ -159,6 +159,15 @@ void LoweringContext::release_dead(int position) {
       ++it;
     }
   }
+  for (auto it = m_forms.begin(); it != m_forms.end();) {  // derived_forms.cpp
+    auto lu = m_last_use.find(it->first.first);
+    if (lu == m_last_use.end() || lu->second <= position) {
+      m_sbuf.release(it->second.slot);
+      it = m_forms.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 LowerStats LoweringContext::stats() const {

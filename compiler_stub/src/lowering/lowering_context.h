@@ -227,6 +227,18 @@ class LoweringContext {
   bool drop_constants();
   // The [parts x parts] identity in `dt` (a plan constant).
   std::optional<Slot> identity(int32_t parts, DType dt);
+  // Derived forms (derived_forms.cpp): buffers an op builds from value `id` on chip (a
+  // matmul's A^T stationaries) and keeps for a later op that needs the same form, named by
+  // `key` within the value (the builder's encoding of its shape), instead of building it
+  // again (a layernorm's output read by the q, k and v projections). Kept while `id` is live,
+  // freed when it dies (release_dead); under SBUF pressure before any value spills (a form is
+  // rebuilt on chip, a spilled value reloaded), except those the current op asked for.
+  using FormKey = std::array<int64_t, 6>;
+  std::optional<Slot> derived_form(int32_t id, const FormKey& key);
+  void keep_derived_form(int32_t id, const FormKey& key, Slot s);
+  // Whether an op after the current one reads `id` as a matmul's A (so its A^T may be reused).
+  bool matmul_reads_a_later(int32_t id) const;
+  bool drop_derived_forms();
 
   // ---- row windows (row_windows.cpp) ----
   // Whether `n` is too large for SBUF and runs a window of row tiles at a time.
@@ -424,6 +436,11 @@ class LoweringContext {
     int32_t user = -1;  // the last node that asked for it
   };
   std::map<std::string, Constant> m_constants;  // plan_constant
+  struct Form {
+    Slot slot;
+    int32_t user = -1;  // the last node that asked for it
+  };
+  std::map<std::pair<int32_t, FormKey>, Form> m_forms;  // derived_form
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
   int64_t m_emitted = 0;  // instructions

@@ -16,7 +16,7 @@ std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string
     // the windows are a ring: small enough that the oldest-freed bytes are two windows back).
     if (auto s = m_sbuf.alloc(bytes, hint, !m_window || oldest_first || m_window->ring)) return s;
     if (m_prefetching) return std::nullopt;  // a prefetch never spills
-    if (!spill_one() && !drop_constants()) return std::nullopt;
+    if (!drop_derived_forms() && !spill_one() && !drop_constants()) return std::nullopt;
   }
 }
 
