@@ -230,6 +230,12 @@ struct Bias {
   std::optional<Tiles> tiles;
   Bcast how = Bcast::row;
   std::optional<Slot> ones;  // [1 x tile rows] of the bias's dtype: the bias goes by the array
+  // Or, for an addend of the output's shape (a one-row matmul's bias, or its residual in the
+  // bias's slot) and one row tile of A: the identity (a plan constant) the addend's tile is
+  // multiplied by into the bank, so the evacuation is a copy either lane engine can take, not
+  // a two-input add on the vector engine (a decode step's adds, on the token's chain, took
+  // twice a copy's time).
+  std::optional<Slot> ident;
   AccessPattern ap(const LoweringContext& ctx, int64_t t, int64_t n0, int64_t ns,
                    int32_t rows) const {
     return ctx.operand_ap(*tiles, how, t, n0, ns, rows);
@@ -445,7 +451,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   };
   // A^T shared with other matmuls of A (derived forms): kept for a later one, or taken.
   const bool by_array = a_id >= 0 && !a_t && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm);
-  const bool keep = by_array && ctx.matmul_reads_a_later(a_id);
+  // Not in row windows: each window's A^T would stay beside the next window's.
+  const bool keep = by_array && !ctx.in_window() && ctx.matmul_reads_a_later(a_id);
   std::vector<bool> taken(ts.size(), false);  // rows of `at` an earlier matmul made
   auto form_key = [&](size_t i, size_t j) {
     const int64_t k = kc[j];
@@ -551,7 +558,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       // bank may come round again, and its evacuation would hold this block's first matmul.
       if (prev_bank && bank.index == prev_bank->index) bank = ctx.next_bank();
       if (lead < kc.size()) prev_bank = bank;
-      const bool bias_by_array = bias && bias->ones;
+      const bool bias_by_array = bias && (bias->ones || bias->ident);
       for (size_t k = 0; k < kc.size(); ++k) {
         if (k + lead < kc.size() && at[i].size() == k + lead) {
           if (auto e = stationary(i, k + lead, bank)) return e;
@@ -562,10 +569,14 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
                         k == 0, k + 1 == kc.size() && !bias_by_array);
       }
       std::optional<AccessPattern> add;
-      if (bias_by_array) {
+      if (bias_by_array && bias->ones) {
         ctx.emit_matmul(ctx.psum_ap(bank, rows, ns),
                         LoweringContext::sbuf_ap(*bias->ones, bias->tiles->dtype, 1, 0, rows),
                         bias->ap(ctx, t, n0, ns, 1), false, true);
+      } else if (bias_by_array) {
+        ctx.emit_matmul(ctx.psum_ap(bank, rows, ns),
+                        LoweringContext::sbuf_ap(*bias->ident, bias->tiles->dtype, rows, 0, rows),
+                        bias->ap(ctx, t, n0, ns, rows), false, true);
       } else if (bias) {
         add = bias->ap(ctx, t, n0, ns, rows);
       }
@@ -697,6 +708,10 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
           LoweringContext::vec(Opcode::memset, ctx.sbuf_ap(*bias.ones, bdt, 1, 0, ctx.tile_rows()));
       fill.value = 1.0;
       ctx.emit(ctx.stream(Engine::vector), fill);
+    } else if (bias.how == Bcast::none && a->count() == 1 && isa::is_float(bias.tiles->dtype) &&
+               bias.tiles->dtype == b.tiles.dtype) {
+      bias.ident = ctx.identity(a->rows_in(0), bias.tiles->dtype);
+      if (!bias.ident) return ctx.no_room();
     }
   }
   const Bias* fused = n.inputs.size() > 2 ? &bias : nullptr;
