@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "wallsim/base/params.h"
+#include "wallsim/compiler_stub/compile.h"
 #include "wallsim/memory/memory_error.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
@@ -70,7 +71,8 @@ int main(int argc, char** argv) {
   CLI::App app{"wallsim: cycle-level simulator of a dataflow AI accelerator and its runtime"};
   app.require_subcommand(1);
   app.option_defaults()->always_capture_default();  // --help shows every default
-  app.set_version_flag("--version", "wallsim 0.1.0");
+  app.set_version_flag("--version", std::string("wallsim 0.1.0 (compiler ") +
+                                        wallsim::compiler_stub::build_id() + ")");
   add_config_commands(app);
   add_plan_commands(app);
   add_exec_command(app);

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "session_util.h"
+#include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/signature.h"
 #include "wallsim/compiler_stub/validate.h"
 
@@ -50,7 +51,7 @@ Session::Session(const Config& config, sim::Device& device, SessionOptions optio
       m_trace(trace),
       m_cache(config.runtime.cache_capacity, options.plan_memory_bytes),
       m_disk(options.mode->uses_disk_cache() ? config.runtime.aot.disk_cache : std::string(),
-             base::write_params(config.compiler).dump()),
+             base::write_params(config.compiler).dump() + "\nbuild " + compiler_stub::build_id()),
       m_memory(config.chip.arch.hbm.bytes) {
   m_arch_fp = compiler_stub::arch_fingerprint(config.chip.arch);
   m_pending.name = "pending";

@@ -307,6 +307,26 @@ TEST(Run, AotDiskCacheLoadsOnTheSecondRun) {
   EXPECT_EQ(second["cache_hits"], 1);
   EXPECT_EQ(second["compile_ns"], 0);
   EXPECT_LT(second["wall_ns"].get<int64_t>(), first["wall_ns"].get<int64_t>());
+
+  // An entry written by another build of the compiler (its key names another build id) is
+  // compiled again, not taken for this build's plan.
+  int entries = 0;
+  for (const auto& f : fs::directory_iterator(cache)) {
+    Json entry = Json::parse(slurp(f.path().string()));
+    std::string key = entry["key"].get<std::string>();
+    const size_t at = key.find("\nbuild ");
+    ASSERT_NE(at, std::string::npos) << key;
+    key.replace(at + 7, 16, "0000000000000000");
+    entry["key"] = key;
+    std::ofstream(f.path()) << entry.dump() << "\n";
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+  const std::string c = out_dir("disk_c");
+  ASSERT_EQ(run(cmd + c, &err), 0) << err;
+  Json third = Json::parse(slurp(c + "/stats.json"))["startup"];
+  EXPECT_EQ(third["compiles"], 1);
+  EXPECT_EQ(third["disk_hits"], 0);
 }
 
 // A shape beyond every AOT bucket stops the run with a clear error (beyond = error).

@@ -102,7 +102,8 @@ class CompileCache {
 // entry rewritten).
 class DiskPlanCache {
  public:
-  // `fingerprint`: what else the plans depend on (the compiler options), as text. Throws
+  // `fingerprint`: what else the plans depend on (the compiler options and
+  // compiler_stub::build_id()), as text. Throws
   // base::InputError when `dir` exists and is not a directory.
   DiskPlanCache(std::string dir, std::string fingerprint);
   bool enabled() const { return !m_dir.empty(); }
