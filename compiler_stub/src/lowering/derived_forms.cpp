@@ -31,19 +31,6 @@ bool LoweringContext::matmul_reads_a_later(int32_t id) const {
   return false;
 }
 
-// Frees the forms the current op has not asked for; whether any were.
-bool LoweringContext::drop_derived_forms() {
-  bool dropped = false;
-  for (auto it = m_forms.begin(); it != m_forms.end();) {
-    if (it->second.user == m_current_node) {
-      ++it;
-      continue;
-    }
-    release(it->second.slot);
-    it = m_forms.erase(it);
-    dropped = true;
-  }
-  return dropped;
-}
+bool LoweringContext::drop_derived_forms() { return drop_unasked(m_forms); }
 
 }  // namespace wallsim::compiler_stub::lowering

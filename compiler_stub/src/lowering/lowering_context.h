@@ -431,16 +431,27 @@ class LoweringContext {
   std::optional<Window> m_window;
   std::vector<Slot> m_held;                      // release_later
   std::vector<std::pair<Slot, int64_t>> m_kept;  // keep_for_next
-  struct Constant {
+  struct Kept {                                  // a plan constant or a derived form
     Slot slot;
     int32_t user = -1;  // the last node that asked for it
   };
-  std::map<std::string, Constant> m_constants;  // plan_constant
-  struct Form {
-    Slot slot;
-    int32_t user = -1;  // the last node that asked for it
-  };
-  std::map<std::pair<int32_t, FormKey>, Form> m_forms;  // derived_form
+  std::map<std::string, Kept> m_constants;              // plan_constant
+  std::map<std::pair<int32_t, FormKey>, Kept> m_forms;  // derived_form
+  // Frees the entries of `kept` the current op has not asked for; whether there were any.
+  template <class Key>
+  bool drop_unasked(std::map<Key, Kept>& kept) {
+    bool dropped = false;
+    for (auto it = kept.begin(); it != kept.end();) {
+      if (it->second.user == m_current_node) {
+        ++it;
+        continue;
+      }
+      release(it->second.slot);
+      it = kept.erase(it);
+      dropped = true;
+    }
+    return dropped;
+  }
   int64_t m_bytes_in = 0;
   int64_t m_bytes_out = 0;
   int64_t m_emitted = 0;  // instructions

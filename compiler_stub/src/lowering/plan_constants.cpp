@@ -43,18 +43,6 @@ std::optional<Slot> LoweringContext::identity(int32_t parts, DType dt) {
 
 // When SBUF is full even with every value spilled: the constants the current op has not
 // asked for are freed (a later op rebuilds them), so they never make a plan not fit.
-bool LoweringContext::drop_constants() {
-  bool dropped = false;
-  for (auto it = m_constants.begin(); it != m_constants.end();) {
-    if (it->second.user == m_current_node) {
-      ++it;
-      continue;
-    }
-    release(it->second.slot);
-    it = m_constants.erase(it);
-    dropped = true;
-  }
-  return dropped;
-}
+bool LoweringContext::drop_constants() { return drop_unasked(m_constants); }
 
 }  // namespace wallsim::compiler_stub::lowering
