@@ -79,41 +79,48 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     ctx.emit(ctx.stream(Engine::vector), in);
   };
 
-  // Once per op: mask[h, c] = (c / hd == h), from c - hd * h in [0, hd).
+  // Plan constants (every layer's attention in a plan shares them): mask[h, c] = (c / hd ==
+  // h), from c - hd * h in [0, hd).
   const int32_t Hp = static_cast<int32_t>(H);
-  auto diff = alloc(D, DType::fp32, "attn_mask");
-  auto mask = alloc(D, DType::fp32, "attn_mask");
-  if (!diff || !mask) return ctx.no_room();
-  const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
-  const AccessPattern map = ctx.sbuf_ap(*mask, DType::fp32, Hp, 0, D);
-  vector_op(Opcode::iota, dap, 0, -double(hd), 1);
-  ctx.tensor_scalar(AluOp::lt, map, dap, double(hd));
-  ctx.tensor_scalar(AluOp::ge, dap, dap, 0.0);
-  ctx.tensor_tensor(AluOp::mul, map, map, dap);
-  ctx.release(*diff);
+  const std::string shape = std::to_string(D) + " " + std::to_string(H) + " " + std::to_string(T);
+  auto mask = ctx.plan_constant("attn_head_mask " + shape, D * 4, [&](Slot m) {
+    auto diff = alloc(D, DType::fp32, "attn_mask");
+    if (!diff) return false;
+    const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
+    const AccessPattern map = ctx.sbuf_ap(m, DType::fp32, Hp, 0, D);
+    vector_op(Opcode::iota, dap, 0, -double(hd), 1);
+    ctx.tensor_scalar(AluOp::lt, map, dap, double(hd));
+    ctx.tensor_scalar(AluOp::ge, dap, dap, 0.0);
+    ctx.tensor_tensor(AluOp::mul, map, map, dap);
+    ctx.release(*diff);
+    return true;
+  });
+  if (!mask) return ctx.no_room();
   // The transposed head mask maskT[d, c, h] = (c T + d in head h), from c T + d - hd h per
   // chunk: Qbd = q^T x scale x maskT.
   const int64_t C_d = (D + T - 1) / T;
   auto width_of = [&](int64_t c) { return static_cast<int32_t>(std::min<int64_t>(T, D - c * T)); };
-  auto tdiff = alloc(C_d * H, DType::fp32, "attn_mask_t");
-  auto mask_t = alloc(C_d * H, DType::fp32, "attn_mask_t");
-  if (!tdiff || !mask_t) return ctx.no_room();
-  if (D % T != 0) {  // a short last chunk: its partitions past the width hold no head
-    vector_op(Opcode::memset, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(0), 0, C_d * H), -1, 0, 0);
-  }
-  for (int64_t c = 0; c < C_d; ++c) {
-    vector_op(Opcode::iota, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(c), c * H, H), double(c * T),
-              1, -double(hd));
-  }
-  {
+  auto mask_t = ctx.plan_constant("attn_head_mask_t " + shape, C_d * H * 4, [&](Slot mt_slot) {
+    auto tdiff = alloc(C_d * H, DType::fp32, "attn_mask_t");
+    if (!tdiff) return false;
+    if (D % T != 0) {  // a short last chunk: its partitions past the width hold no head
+      vector_op(Opcode::memset, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(0), 0, C_d * H), -1, 0,
+                0);
+    }
+    for (int64_t c = 0; c < C_d; ++c) {
+      vector_op(Opcode::iota, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(c), c * H, H),
+                double(c * T), 1, -double(hd));
+    }
     const int32_t W = width_of(0);  // a short last chunk's extra partitions are never read
     const AccessPattern td = ctx.sbuf_ap(*tdiff, DType::fp32, W, 0, C_d * H);
-    const AccessPattern mt = ctx.sbuf_ap(*mask_t, DType::fp32, W, 0, C_d * H);
+    const AccessPattern mt = ctx.sbuf_ap(mt_slot, DType::fp32, W, 0, C_d * H);
     ctx.tensor_scalar(AluOp::lt, mt, td, double(hd));
     ctx.tensor_scalar(AluOp::ge, td, td, 0.0);
     ctx.tensor_tensor(AluOp::mul, mt, mt, td);
-  }
-  ctx.release(*tdiff);
+    ctx.release(*tdiff);
+    return true;
+  });
+  if (!mask_t) return ctx.no_room();
 
   const int64_t tiles = (L + T - 1) / T;
   const int32_t TP = static_cast<int32_t>(std::min<int64_t>(T, L));
@@ -377,8 +384,6 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
       if (auto e = stage3(i - 2 * lag)) return e;
     }
   }
-  ctx.release(*mask);
-  ctx.release(*mask_t);
   for (Slot s : k_ring) ctx.release(s);
   for (Slot s : kt_ring) ctx.release(s);
   return std::nullopt;
@@ -515,21 +520,27 @@ class DecodeAttention {
     const int64_t block = std::min<int64_t>(moving_cols(m_ctx), bank_cols);
     const auto H = static_cast<int32_t>(m_H);
 
-    // The 0/1 head mask M[d, c, h] (fp32), d = c x T + partition: 1 where d is head h's.
-    auto mask = alloc(m_C * m_H, DType::fp32, "dec_mask");
-    if (!mask) return m_ctx.no_room();
-    vector_op(Opcode::memset, ap(*mask, DType::fp32, T, 0, m_C * m_H), 0.0);
-    for (int64_t h = 0; h < m_H; ++h) {
-      for (int64_t d0 = h * m_hd; d0 < (h + 1) * m_hd;) {
-        const int64_t c = d0 / T, p0 = d0 % T;
-        const int64_t p1 = std::min<int64_t>(T, p0 + (h + 1) * m_hd - d0);
-        vector_op(Opcode::memset,
-                  ap(*mask, DType::fp32, static_cast<int32_t>(p1 - p0), c * m_H + h, 1,
-                     static_cast<int32_t>(p0)),
-                  1.0);
-        d0 += p1 - p0;
+    // The 0/1 head mask M[d, c, h] (fp32), d = c x T + partition: 1 where d is head h's. A
+    // plan constant: a decode step's layers share it (built per layer, its memsets queued on
+    // the vector engine ahead of each attention's work).
+    const std::string key = "decode_head_mask " + std::to_string(m_D) + " " + std::to_string(m_H) +
+                            " " + std::to_string(T);
+    auto mask = m_ctx.plan_constant(key, m_C * m_H * 4, [&](Slot s) {
+      vector_op(Opcode::memset, ap(s, DType::fp32, T, 0, m_C * m_H), 0.0);
+      for (int64_t h = 0; h < m_H; ++h) {
+        for (int64_t d0 = h * m_hd; d0 < (h + 1) * m_hd;) {
+          const int64_t c = d0 / T, p0 = d0 % T;
+          const int64_t p1 = std::min<int64_t>(T, p0 + (h + 1) * m_hd - d0);
+          vector_op(Opcode::memset,
+                    ap(s, DType::fp32, static_cast<int32_t>(p1 - p0), c * m_H + h, 1,
+                       static_cast<int32_t>(p0)),
+                    1.0);
+          d0 += p1 - p0;
+        }
       }
-    }
+      return true;
+    });
+    if (!mask) return m_ctx.no_room();
     auto q = m_ctx.tiles_of(m_n.inputs[0]);
     const auto ks = cache_splice(m_ctx, m_n, 1);
     const auto vs = cache_splice(m_ctx, m_n, 2);
@@ -702,7 +713,6 @@ class DecodeAttention {
                         ap(*mask, DType::fp32, T, 0, m_C * m_H));
     m_ctx.reduce(AluOp::add, ap(*yt, m_dt, T, 0, m_C), blocks(wa, m_C, m_H, m_H));
     m_ctx.release(*w);
-    m_ctx.release(*mask);
     m_ctx.release(*pt);
     // y [1 x D]: a transpose per chunk, banks of bank_cols columns copied into the output row.
     const int64_t per_bank = std::max<int64_t>(1, bank_cols / T);
