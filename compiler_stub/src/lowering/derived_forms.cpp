@@ -17,7 +17,9 @@ std::optional<Slot> LoweringContext::derived_form(int32_t id, const FormKey& key
 }
 
 void LoweringContext::keep_derived_form(int32_t id, const FormKey& key, Slot s) {
-  m_forms[{id, key}] = {s, m_current_node};
+  Kept& k = m_forms[{id, key}];
+  if (k.slot.valid() && k.slot.index != s.index) release(k.slot);  // rebuilt: the old one goes
+  k = {s, m_current_node};
 }
 
 bool LoweringContext::matmul_reads_a_later(int32_t id) const {
