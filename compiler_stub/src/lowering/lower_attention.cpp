@@ -83,15 +83,17 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
   // h), from c - hd * h in [0, hd).
   const int32_t Hp = static_cast<int32_t>(H);
   const std::string shape = std::to_string(D) + " " + std::to_string(H) + " " + std::to_string(T);
+  auto in_head = [&](const AccessPattern& dst, const AccessPattern& diff) {  // 0 <= diff < hd
+    ctx.tensor_scalar(AluOp::lt, dst, diff, double(hd));
+    ctx.tensor_scalar(AluOp::ge, diff, diff, 0.0);
+    ctx.tensor_tensor(AluOp::mul, dst, dst, diff);
+  };
   auto mask = ctx.plan_constant("attn_head_mask " + shape, D * 4, [&](Slot m) {
     auto diff = alloc(D, DType::fp32, "attn_mask");
     if (!diff) return false;
     const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
-    const AccessPattern map = ctx.sbuf_ap(m, DType::fp32, Hp, 0, D);
     vector_op(Opcode::iota, dap, 0, -double(hd), 1);
-    ctx.tensor_scalar(AluOp::lt, map, dap, double(hd));
-    ctx.tensor_scalar(AluOp::ge, dap, dap, 0.0);
-    ctx.tensor_tensor(AluOp::mul, map, map, dap);
+    in_head(ctx.sbuf_ap(m, DType::fp32, Hp, 0, D), dap);
     ctx.release(*diff);
     return true;
   });
@@ -112,11 +114,8 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
                 double(c * T), 1, -double(hd));
     }
     const int32_t W = width_of(0);  // a short last chunk's extra partitions are never read
-    const AccessPattern td = ctx.sbuf_ap(*tdiff, DType::fp32, W, 0, C_d * H);
-    const AccessPattern mt = ctx.sbuf_ap(mt_slot, DType::fp32, W, 0, C_d * H);
-    ctx.tensor_scalar(AluOp::lt, mt, td, double(hd));
-    ctx.tensor_scalar(AluOp::ge, td, td, 0.0);
-    ctx.tensor_tensor(AluOp::mul, mt, mt, td);
+    in_head(ctx.sbuf_ap(mt_slot, DType::fp32, W, 0, C_d * H),
+            ctx.sbuf_ap(*tdiff, DType::fp32, W, 0, C_d * H));
     ctx.release(*tdiff);
     return true;
   });
