@@ -329,6 +329,23 @@ TEST(Run, AotDiskCacheLoadsOnTheSecondRun) {
   EXPECT_EQ(third["disk_hits"], 0);
 }
 
+// GPT-2-small's 12 layers at seq 4096 compile as one AOT plan and run (issue 17's acceptance).
+// By the tenth layer the q, k and v row tiles (96 of 1.5 KB) fragment SBUF so that no 16 KB run
+// is left with 76 KB free: the attention keeps V for a head group a buffer per key tile.
+TEST(Run, TwelveLayerTransformerAtSeq4096CompilesUnderAot) {
+  const std::string d = out_dir("run_seq4096");
+  std::string err;
+  ASSERT_EQ(run("run -c configs/trn2.json -w transformer:layers=12,seq=4096 --mode aot --steps 1"
+                " --trace-level none --out " +
+                    d,
+                &err),
+            0)
+      << err;
+  const Json s = Json::parse(slurp(d + "/stats.json"));
+  EXPECT_EQ(s["startup"]["compiles"], 1);
+  EXPECT_EQ(s["startup"]["compile_failures"], 0);
+}
+
 // A shape beyond every AOT bucket stops the run with a clear error (beyond = error).
 TEST(Run, ShapeBeyondTheLastAotBucketIsAnError) {
   std::string err;

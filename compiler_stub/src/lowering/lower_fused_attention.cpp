@@ -169,7 +169,10 @@ class FusedAttention {
   // K^T and V of one sequence for one head group.
   struct Keys {
     std::optional<Slot> kt;  // K^T, unless made per step
-    std::optional<Slot> v;   // V's tiles when V is not on chip
+    // V's key tiles when V is not on chip, a buffer each: one buffer for them all needs a run
+    // of SBUF that long, which the operands' row tiles may not leave (a 12-layer seq-4096
+    // step's q, k and v, 96 tiles of 1.5 KB over SBUF, left no 16 KB run with 76 KB free).
+    std::vector<Slot> v;
     int64_t steps_left = 0;
   };
   // A value read by row tiles: on chip in the op's tiling, or loaded from HBM per use.
@@ -483,8 +486,11 @@ class FusedAttention {
     }
     const int64_t cols = heads_in(g) * m_hd;
     if (!m_v.tiles) {
-      k.v = alloc(int64_t(tiles.size()) * cols, m_kvdt, "attn_v");
-      if (!k.v) return m_ctx.no_room();
+      for (size_t x = 0; x < tiles.size(); ++x) {
+        auto one = alloc(cols, m_kvdt, "attn_v");
+        if (!one) return m_ctx.no_room();
+        k.v.push_back(*one);
+      }
     }
     // K^T: the key tiles that fill a PSUM bank side by side go through the array into one
     // bank per stack of heads and leave it in one copy.
@@ -518,9 +524,9 @@ class FusedAttention {
     }
     for (size_t x = 0; x < tiles.size(); ++x) {
       const int64_t j = tiles[x];
-      if (k.v) {
-        std::optional<Slot> vs = k.v;
-        rows_of(m_v, m_ktiles, j, g * m_G * m_hd, cols, vs, int64_t(x) * cols);
+      if (!k.v.empty()) {
+        std::optional<Slot> vs = k.v[x];
+        rows_of(m_v, m_ktiles, j, g * m_G * m_hd, cols, vs);
       }
     }
     for (int64_t i : m_qt_of_seq[static_cast<size_t>(s)]) {
@@ -816,7 +822,7 @@ class FusedAttention {
     for (int64_t h = 0; h < ng; ++h) {
       const AccessPattern v =
           m_v.tiles ? LoweringContext::tile_ap(*m_v.tiles, st.j, (st.g * m_G + h) * m_hd, m_hd)
-                    : ap(*ks.v, m_kvdt, kc, x * cols + h * m_hd, m_hd);
+                    : ap(ks.v[static_cast<size_t>(x)], m_kvdt, kc, h * m_hd, m_hd);
       m_ctx.emit_matmul(LoweringContext::psum_ap(ob, rows, m_hd, h * m_hd),
                         ap(PT, m_kvdt, kc, h * rows, rows), v, st.pass == 0 || st.first,
                         st.pass == 0 || st.last);
@@ -894,7 +900,7 @@ class FusedAttention {
   LowerResult keys_done(const Step& st, Keys& ks) {
     if (--ks.steps_left == 0) {
       if (ks.kt) m_ctx.release(*ks.kt);
-      if (ks.v) m_ctx.release(*ks.v);
+      for (Slot v : ks.v) m_ctx.release(v);
       m_keys.erase({st.g, st.s});
     }
     return std::nullopt;
