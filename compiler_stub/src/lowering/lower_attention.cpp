@@ -88,37 +88,39 @@ LowerResult lower_decode_attention(LoweringContext& ctx, const Node& n) {
     ctx.tensor_scalar(AluOp::ge, diff, diff, 0.0);
     ctx.tensor_tensor(AluOp::mul, dst, dst, diff);
   };
-  auto mask = ctx.plan_constant("attn_head_mask " + shape, D * 4, [&](Slot m) {
-    auto diff = alloc(D, DType::fp32, "attn_mask");
-    if (!diff) return false;
-    const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
-    vector_op(Opcode::iota, dap, 0, -double(hd), 1);
-    in_head(ctx.sbuf_ap(m, DType::fp32, Hp, 0, D), dap);
-    ctx.release(*diff);
-    return true;
-  });
+  auto mask =
+      ctx.plan_constant("attn_head_mask " + shape, D * isa::dtype_bytes(DType::fp32), [&](Slot m) {
+        auto diff = alloc(D, DType::fp32, "attn_mask");
+        if (!diff) return false;
+        const AccessPattern dap = ctx.sbuf_ap(*diff, DType::fp32, Hp, 0, D);
+        vector_op(Opcode::iota, dap, 0, -double(hd), 1);
+        in_head(ctx.sbuf_ap(m, DType::fp32, Hp, 0, D), dap);
+        ctx.release(*diff);
+        return true;
+      });
   if (!mask) return ctx.no_room();
   // The transposed head mask maskT[d, c, h] = (c T + d in head h), from c T + d - hd h per
   // chunk: Qbd = q^T x scale x maskT.
   const int64_t C_d = (D + T - 1) / T;
   auto width_of = [&](int64_t c) { return static_cast<int32_t>(std::min<int64_t>(T, D - c * T)); };
-  auto mask_t = ctx.plan_constant("attn_head_mask_t " + shape, C_d * H * 4, [&](Slot mt_slot) {
-    auto tdiff = alloc(C_d * H, DType::fp32, "attn_mask_t");
-    if (!tdiff) return false;
-    if (D % T != 0) {  // a short last chunk: its partitions past the width hold no head
-      vector_op(Opcode::memset, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(0), 0, C_d * H), -1, 0,
-                0);
-    }
-    for (int64_t c = 0; c < C_d; ++c) {
-      vector_op(Opcode::iota, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(c), c * H, H),
-                double(c * T), 1, -double(hd));
-    }
-    const int32_t W = width_of(0);  // a short last chunk's extra partitions are never read
-    in_head(ctx.sbuf_ap(mt_slot, DType::fp32, W, 0, C_d * H),
-            ctx.sbuf_ap(*tdiff, DType::fp32, W, 0, C_d * H));
-    ctx.release(*tdiff);
-    return true;
-  });
+  auto mask_t = ctx.plan_constant(
+      "attn_head_mask_t " + shape, C_d * H * isa::dtype_bytes(DType::fp32), [&](Slot mt_slot) {
+        auto tdiff = alloc(C_d * H, DType::fp32, "attn_mask_t");
+        if (!tdiff) return false;
+        if (D % T != 0) {  // a short last chunk: its partitions past the width hold no head
+          vector_op(Opcode::memset, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(0), 0, C_d * H), -1,
+                    0, 0);
+        }
+        for (int64_t c = 0; c < C_d; ++c) {
+          vector_op(Opcode::iota, ctx.sbuf_ap(*tdiff, DType::fp32, width_of(c), c * H, H),
+                    double(c * T), 1, -double(hd));
+        }
+        const int32_t W = width_of(0);  // a short last chunk's extra partitions are never read
+        in_head(ctx.sbuf_ap(mt_slot, DType::fp32, W, 0, C_d * H),
+                ctx.sbuf_ap(*tdiff, DType::fp32, W, 0, C_d * H));
+        ctx.release(*tdiff);
+        return true;
+      });
   if (!mask_t) return ctx.no_room();
 
   const int64_t tiles = (L + T - 1) / T;
@@ -524,7 +526,7 @@ class DecodeAttention {
     // the vector engine ahead of each attention's work).
     const std::string key = "decode_head_mask " + std::to_string(m_D) + " " + std::to_string(m_H) +
                             " " + std::to_string(T);
-    auto mask = m_ctx.plan_constant(key, m_C * m_H * 4, [&](Slot s) {
+    auto mask = m_ctx.plan_constant(key, m_C * m_H * isa::dtype_bytes(DType::fp32), [&](Slot s) {
       vector_op(Opcode::memset, ap(s, DType::fp32, T, 0, m_C * m_H), 0.0);
       for (int64_t h = 0; h < m_H; ++h) {
         for (int64_t d0 = h * m_hd; d0 < (h + 1) * m_hd;) {

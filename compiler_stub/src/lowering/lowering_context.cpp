@@ -127,11 +127,14 @@ void LoweringContext::begin_node(const Node& n, int position) {
 }
 
 void LoweringContext::release_dead(int position) {
+  // Read by no op after `position` (the value itself; views are tracked by their own ids).
+  auto dead_after = [&](int32_t id) {
+    auto lu = m_last_use.find(id);
+    return lu == m_last_use.end() || lu->second <= position;
+  };
   std::vector<int32_t> dead;
   for (const auto& [id, tiles] : m_tiles) {
-    auto lu = m_last_use.find(id);
-    const int last = lu == m_last_use.end() ? -1 : lu->second;
-    if (last <= position) dead.push_back(id);
+    if (dead_after(id)) dead.push_back(id);
   }
   for (int32_t id : dead) {
     for (Slot s : m_tiles[id].tiles) m_sbuf.release(s);
@@ -151,22 +154,20 @@ void LoweringContext::release_dead(int position) {
     it = m_scratch_owners.erase(it);
   }
   for (auto it = m_replicated.begin(); it != m_replicated.end();) {
-    auto lu = m_last_use.find(it->first);
-    if (lu == m_last_use.end() || lu->second <= position) {
-      for (Slot s : it->second.tiles) m_sbuf.release(s);
-      it = m_replicated.erase(it);
-    } else {
+    if (!dead_after(it->first)) {
       ++it;
+      continue;
     }
+    for (Slot s : it->second.tiles) m_sbuf.release(s);
+    it = m_replicated.erase(it);
   }
   for (auto it = m_forms.begin(); it != m_forms.end();) {  // derived_forms.cpp
-    auto lu = m_last_use.find(it->first.first);
-    if (lu == m_last_use.end() || lu->second <= position) {
-      m_sbuf.release(it->second.slot);
-      it = m_forms.erase(it);
-    } else {
+    if (!dead_after(it->first.first)) {
       ++it;
+      continue;
     }
+    m_sbuf.release(it->second.slot);
+    it = m_forms.erase(it);
   }
 }
 
