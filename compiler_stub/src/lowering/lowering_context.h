@@ -521,11 +521,11 @@ std::optional<ActFn> unary_act(OpKind op);
 inline constexpr const char* kEpilogueAct = "epilogue_act";
 // In-place writes chain: a cache is the graph input at the root of its appends and copies.
 int32_t cache_root(const Graph& g, int32_t id);
-// An `attention` of one query row lowered with the heads on partitions (lower_attention.cpp;
+// An `attention` of one query row lowered with the heads on partitions (decode_row_attention.cpp;
 // the other attentions are lower_fused_attention.cpp's).
 bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n);
 LowerResult lower_decode_row_attention(LoweringContext& ctx, const Node& n);
-// A one-row KV append the decode attention splices on chip (lower_attention.cpp): input
+// A one-row KV append the decode attention splices on chip (decode_row_attention.cpp): input
 // `input` (1: K, 2: V) of `attention` is `append` = dynamic_update_slice(cache, update) at a
 // run-time row (or a slice of all its rows), `cache` a graph input, and splice_pays.
 struct CacheSplice {
