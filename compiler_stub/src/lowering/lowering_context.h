@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lowering/emitter.h"
+#include "lowering/matmul_blocking.h"
 #include "lowering/sbuf_allocator.h"
 #include "lowering/value_store.h"
 #include "wallsim/compiler_stub/graph.h"
@@ -225,25 +226,7 @@ class LoweringContext : public Emitter, public ValueStore {
   std::optional<Window> m_window;
 };
 
-// ---- what families share, and what the row-window footprint asks of the matmul family ----
-// Columns per moving operand: the array's limit and one PSUM bank of fp32 (lower_matmul.cpp).
-int64_t moving_cols(const LoweringContext& ctx);
-// Whether a matmul streams B by panels, the panel width, and one panel's bytes per partition.
-bool streams_b(const LoweringContext& ctx, const Node& n);
-int64_t panel_cols(const LoweringContext& ctx, const Node& n);
-// Whether a matmul's output row tile is too wide for SBUF: it then runs by column blocks.
-bool narrow_matmul(const LoweringContext& ctx, const Node& n);
-// KT (K / tile rows) when a matmul's B is loaded K-interleaved (Tiles::k_group), else 0.
-int64_t k_interleave(const LoweringContext& ctx, const Node& n);
-// Bytes per partition one output row tile of a matmul needs besides B.
-int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
-// Bytes per partition of one row tile's A^T stationaries (a buffer per K chunk).
-int64_t stationary_bytes(const LoweringContext& ctx, const Node& n);
-int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
-// A narrow matmul whose full-K panels would be narrower than the moving width streams B by
-// slabs of one K chunk: their columns (0 otherwise), and the bytes of their ring.
-int64_t slab_cols(const LoweringContext& ctx, const Node& n);
-int64_t slab_ring_bytes(const LoweringContext& ctx, const Node& n);
+// ---- what families share (the matmul family's blocking: matmul_blocking.h) ----
 // Where a transpose runs (lower_layout.cpp): through the array (PSUM, then an evacuation), by
 // the DMA engines' hardware transpose of 2-byte elements, or by a DMA reading the source
 // element by element.
@@ -273,8 +256,6 @@ void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const V
 // transpose where the chip has one), priced per N row tile beside the op's own work.
 TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const ViewDesc& v);
 std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc& v, DType dt);
-// Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
-int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
 // y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)
 // and three fp32 columns of `stats` on the same partitions (lower_elementwise.cpp).
 void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const AccessPattern& y,

@@ -43,7 +43,7 @@ struct Tiles {
   std::vector<int32_t> counts;
   std::vector<Slot> tiles;
   int64_t col_base = 0;  // a column window of tiles wider than `cols`: where it starts
-  // A matmul's B [K x N] stored K-interleaved (k_interleave(), lower_matmul.cpp): its
+  // A matmul's B [K x N] stored K-interleaved (k_interleave(), matmul_blocking.cpp): its
   // row-major bytes as [K / k_group x k_group * N] in plain row tiles, so partition p of tile t
   // holds B's rows t * tile_rows * k_group + p * k_group + j at columns [j * N, (j + 1) * N).
   // 1: plain row tiles of B.
