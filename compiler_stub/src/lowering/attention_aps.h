@@ -1,4 +1,4 @@
-// Access patterns the attention lowerings share (lower_attention.cpp,
+// Access patterns the attention lowerings share (lower_attention.cpp, decode_row_attention.cpp,
 // lower_fused_attention.cpp).
 #pragma once
 

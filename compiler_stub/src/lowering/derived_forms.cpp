@@ -12,20 +12,20 @@ namespace wallsim::compiler_stub::lowering {
 std::optional<Slot> LoweringContext::derived_form(int32_t id, const FormKey& key) {
   auto it = m_forms.find({id, key});
   if (it == m_forms.end()) return std::nullopt;
-  it->second.user = m_current_node;
+  it->second.user = current_node();
   return it->second.slot;
 }
 
 void LoweringContext::keep_derived_form(int32_t id, const FormKey& key, Slot s) {
   Kept& k = m_forms[{id, key}];
   if (k.slot.valid() && k.slot.index != s.index) release(k.slot);  // rebuilt: the old one goes
-  k = {s, m_current_node};
+  k = {s, current_node()};
 }
 
 bool LoweringContext::matmul_reads_a_later(int32_t id) const {
   auto it = m_uses.find(id);
   if (it == m_uses.end()) return false;
-  for (auto p = std::upper_bound(it->second.begin(), it->second.end(), m_position);
+  for (auto p = std::upper_bound(it->second.begin(), it->second.end(), position());
        p != it->second.end(); ++p) {
     const Node& n = node(m_order[static_cast<size_t>(*p)]);
     if (n.op == OpKind::matmul && !n.inputs.empty() && n.inputs[0] == id) return true;

@@ -1,6 +1,7 @@
-// The state and shared machinery of lowering one group: storage and row tiling of values,
-// row windows, access patterns, DMA and strided views, emit helpers. Op-family files
-// (lower_*.cpp) build on it and register their lowerings in a LoweringTable.
+// The state and shared machinery of lowering one group: LoweringContext, made of the values'
+// store (value_store.h) and the emitter (emitter.h, with its DMA-queue planner), and what the
+// op families share. Op-family files (lower_*.cpp) build on it and register their lowerings in
+// a LoweringTable.
 #pragma once
 
 #include <array>
@@ -13,7 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "lowering/emitter.h"
+#include "lowering/matmul_blocking.h"
 #include "lowering/sbuf_allocator.h"
+#include "lowering/value_store.h"
 #include "wallsim/compiler_stub/graph.h"
 #include "wallsim/compiler_stub/lower.h"
 #include "wallsim/compiler_stub/lowering_options.h"
@@ -33,66 +37,6 @@ using isa::Opcode;
 
 // A failure of one op's lowering, or nothing.
 using LowerResult = std::optional<CompileError>;
-
-// A value viewed as a matrix: the last dim is the columns, the others the rows.
-struct View {
-  int64_t rows = 1;
-  int64_t cols = 1;
-};
-View view_of(const TensorType& t);
-// Row tiles of a batched value never cross its innermost leading dim (the run); 0 if unbatched.
-int64_t run_of(const TensorType& t);
-
-// An on-chip value viewed as [rows x cols]: row tiles, tile t holding rows
-// [starts[t], starts[t] + counts[t]) on partitions 0.. of its own SBUF buffer. Tiles never
-// cross a multiple of the tiling's run (the innermost leading dim of a batched value).
-struct Tiles {
-  int64_t rows = 0;
-  int64_t cols = 0;
-  DType dtype = DType::fp32;
-  std::vector<int64_t> starts;
-  std::vector<int32_t> counts;
-  std::vector<Slot> tiles;
-  int64_t col_base = 0;  // a column window of tiles wider than `cols`: where it starts
-  // A matmul's B [K x N] stored K-interleaved (k_interleave(), lower_matmul.cpp): its
-  // row-major bytes as [K / k_group x k_group * N] in plain row tiles, so partition p of tile t
-  // holds B's rows t * tile_rows * k_group + p * k_group + j at columns [j * N, (j + 1) * N).
-  // 1: plain row tiles of B.
-  int64_t k_group = 1;
-  int64_t count() const { return static_cast<int64_t>(starts.size()); }
-  int64_t stored_rows() const {
-    int64_t r = 0;
-    for (int32_t c : counts) r += c;
-    return r;
-  }
-  // Tiles [t0, t1) alone: a window of the value.
-  Tiles window(int64_t t0, int64_t t1) const;
-  int32_t rows_in(int64_t t) const { return counts[t]; }
-  int64_t row0(int64_t t) const { return starts[t]; }
-  bool same_tiling(const Tiles& o) const { return starts == o.starts && counts == o.counts; }
-};
-
-// A strided view of a row-major tensor in HBM (what reshape and transpose produce): one group
-// of (size, stride) sub-dims, outermost first, per logical dim.
-struct SubDim {
-  int64_t size;
-  int64_t stride;
-};
-struct ViewDesc {
-  int32_t base = -1;
-  int64_t offset = 0;  // elements, where a slice starts
-  std::vector<std::vector<SubDim>> groups;
-};
-// Elements one step of a merged dim's outermost sub-dim covers: the product of the others.
-int64_t inner_size(const std::vector<SubDim>& group);
-
-// A view as DMA rows: the leading sub-dims number the rows (the innermost is one DMA's row
-// stride), the last dim's sub-dims are one row's free pattern.
-struct ViewRows {
-  std::vector<SubDim> lead, free;
-  int64_t rows = 1, cols = 1;
-  const SubDim& run() const { return lead.back(); }
-};
 
 // How an operand meets the output's [rows x cols] iteration space.
 enum class Bcast { none, row, column, scalar, batch };
@@ -114,29 +58,17 @@ class LoweringTable {
   std::array<LowerFn, kNumOps> m_fns;
 };
 
-class LoweringContext {
+// One group's lowering: the values' store (ValueStore: storage, tiling, liveness) and the
+// emitter (Emitter: instructions, DMA queues by DmaQueuePlanner, access patterns), tied
+// together by what needs both: loading and storing values, SBUF allocation with spilling,
+// row windows, strided views, plan constants and derived forms.
+class LoweringContext : public Emitter, public ValueStore {
  public:
   LoweringContext(const Graph& graph, const std::vector<int32_t>& group, const GraphUses& uses,
                   const isa::ArchSpec& arch, const LoweringOptions& options,
                   const std::string& plan_name);
 
   // ---- what is lowered, and where ----
-  const Graph& graph() const { return m_graph; }
-  const Node& node(int32_t id) const { return *m_graph.find(id); }
-  const TensorType& type_of(int32_t id) const { return m_graph.find(id)->type; }
-  const isa::ArchSpec& arch() const { return m_arch; }
-  const LoweringOptions& options() const { return m_options; }
-  PlanBuilder& builder() { return m_builder; }
-  int32_t tile_rows() const { return m_tile_rows; }  // partitions a row tile spans
-  int64_t sbuf_capacity() const { return m_sbuf.capacity(); }
-  // `percent` % of SBUF per partition (an option's share).
-  int64_t sbuf_share(int64_t percent) const { return m_sbuf.capacity() * percent / 100; }
-  bool in_group(int32_t id) const { return m_group_ids.count(id) != 0; }
-  // Whether value `id`, produced by the group, is read after it (by a node outside the group,
-  // or as a graph output).
-  bool needed_outside(int32_t id) const { return m_used_outside.count(id) != 0; }
-  bool on_chip(int32_t id) const { return m_tiles.count(id) != 0; }
-  bool is_view(int32_t id) const { return m_views.count(id) != 0; }
   bool in_window() const { return m_window.has_value(); }
   // Columns of value `id` the current window covers (`cols`, all of them, outside a column
   // window), and the first of them.
@@ -148,17 +80,8 @@ class LoweringContext {
   void index_uses(const std::vector<int32_t>& order);
   // Makes `n`, at `position` in the group, the op being lowered: its operands are pinned.
   void begin_node(const Node& n, int position);
-  bool stored_to_hbm(int32_t id) const { return m_in_hbm.count(id) != 0; }
-  // Frees the tiles of values with no use after `position`.
-  void release_dead(int position);
   // Loads the weights of the matmuls after `position` ahead of their ops, while SBUF has room.
   void prefetch_weights(int position);
-  // Whether value `id` is read at or after `position` (itself or a view of it).
-  bool live_after(int32_t id, int position) const;
-  LowerStats stats() const;
-
-  // Whether the plan has outgrown compiler.max_plan_instructions (lowering then stops).
-  bool too_large() const { return m_emitted > m_options.max_plan_instructions; }
   CompileError too_large_error() const;
 
   // ---- errors ----
@@ -166,9 +89,6 @@ class LoweringContext {
   CompileError no_room() const;  // the working set does not fit (or a view cannot load)
 
   // ---- storage and tiling ----
-  Slot hbm_tensor(int32_t id, isa::TensorRole role);
-  // Value `id` is (already) the HBM tensor `tensor`: an in-place write's result.
-  void alias_hbm(int32_t id, Slot tensor);
   // Tiles of `rows` rows in chunks of at most tile_rows() that never cross a multiple of `run`.
   // Value `id`, when given and inside the current row window, gets the window's tiles only.
   std::optional<Tiles> new_tiles(int64_t rows, int64_t cols, DType dt, const std::string& hint,
@@ -188,11 +108,6 @@ class LoweringContext {
   // A graph input [KT * tile_rows() x N] loaded K-interleaved (Tiles::k_group, a divisor of
   // KT): runs of k_group rows per partition. Tiles already on chip are returned as they are.
   std::optional<Tiles> interleaved_tiles_of(int32_t id, int64_t kt);
-  // How many ops of the group read value `id`.
-  size_t use_count(int32_t id) const {
-    auto it = m_uses.find(id);
-    return it == m_uses.end() ? 0 : it->second.size();
-  }
   // Row tiles [t0, t1) of value `id` (not on chip), loaded from HBM or its view; the caller
   // releases them.
   std::optional<Tiles> load_tiles(int32_t id, int64_t t0, int64_t t1);
@@ -203,17 +118,6 @@ class LoweringContext {
   bool store(int32_t id, isa::TensorRole role = isa::TensorRole::output);
   // Makes sure value `id` is in HBM (group inputs are; produced values are stored as scratch).
   bool ensure_hbm(int32_t id);
-  void release(const Tiles& t);
-  void release(Slot s) { m_sbuf.release(s); }
-  // Slots freed only after the next window's have been allocated (release_held): a window's
-  // DMA-loaded stationaries then land in other bytes, so they load while the previous window
-  // still multiplies instead of waiting for its last reader.
-  void release_later(Slot s) { m_held.push_back(s); }
-  // A slot of `bytes` kept whole for the next window's same-sized buffer (take_kept), which then
-  // waits only for this one's readers; release_held frees one that was never taken.
-  void keep_for_next(Slot s, int64_t bytes) { m_kept.emplace_back(s, bytes); }
-  std::optional<Slot> take_kept(int64_t bytes);
-  void release_held();
   // SBUF for `bytes` per partition, spilling other values when full (spilling.cpp). In a row
   // window, the bytes never used, then the lowest address, unless `oldest_first` (the bytes
   // freed longest ago, as outside windows: for a load that should not wait on recent readers).
@@ -233,7 +137,6 @@ class LoweringContext {
   // again (a layernorm's output read by the q, k and v projections). Kept while `id` is live,
   // freed when it dies (release_dead); under SBUF pressure before any value spills (a form is
   // rebuilt on chip, a spilled value reloaded), except those the current op asked for.
-  using FormKey = std::array<int64_t, 6>;
   std::optional<Slot> derived_form(int32_t id, const FormKey& key);
   void keep_derived_form(int32_t id, const FormKey& key, Slot s);
   // Whether an op after the current one reads `id` as a matmul's A (so its A^T may be reused).
@@ -248,8 +151,6 @@ class LoweringContext {
   // ---- strided views in HBM (views.cpp) ----
   // The view value `id` is, or the plain row-major view of its own tensor.
   ViewDesc view_of_value(int32_t id) const;
-  void set_view(int32_t id, ViewDesc v) { m_views[id] = std::move(v); }
-  void forget_view(int32_t id) { m_views.erase(id); }
   // `merge` joins adjacent contiguous sub-dims (a plain reshape becomes one run).
   static ViewRows view_rows(const ViewDesc& v, bool merge);
   // Rows [row, row + n) of a view in HBM (within one run), as a DMA access pattern.
@@ -260,93 +161,18 @@ class LoweringContext {
   // A view that is not on chip, stored by DMA from HBM to HBM.
   bool copy_view(int32_t id, isa::TensorRole role);
 
-  // ---- access patterns ----
-  // `cols` elements from `offset` on partitions 0..parts of buffer `s`.
-  static AccessPattern sbuf_ap(Slot s, DType dt, int32_t parts, int64_t offset, int64_t cols);
-  static AccessPattern tile_ap(const Tiles& v, int64_t t, int64_t col0, int64_t ncols) {
-    return sbuf_ap(v.tiles[t], v.dtype, v.rows_in(t), v.col_base + col0, ncols);
-  }
-  static AccessPattern hbm_ap(Slot s, DType dt, const View& view, int64_t row0, int32_t rows,
-                              int64_t col0, int64_t ncols);
-  static AccessPattern psum_ap(Slot bank, int32_t partitions, int64_t cols, int64_t offset = 0);
-  // Column c of a [rows x k] buffer, broadcast along `ncols` free elements.
-  static AccessPattern broadcast_column(AccessPattern col, int64_t ncols);
-  // The int32 ids (a 1-D tensor in HBM) of row tile `t` of `rows`: one per partition.
-  static AccessPattern ids_ap(Slot ids, const Tiles& rows, int64_t t);
+  // ---- operands ----
   // How operand `id` broadcasts against `out` [rows x cols], and its tiles.
   LowerResult operand(int32_t id, const Tiles& out, Bcast& how, std::optional<Tiles>& tiles);
   AccessPattern operand_ap(const Tiles& v, Bcast how, int64_t t, int64_t c0, int64_t nc,
                            int32_t rows) const;
-
-  // ---- DMA ----
-  // The load (store) queue for the next transfer: one on the DMA engine with the fewest bytes
-  // so far, loads and stores together, so every engine carries an even share. A load's queue is
-  // settled in emit(): loads of plan inputs (weights: they wait for nothing but SBUF room) and
-  // loads of values the plan writes (they wait for compute) take separate queues, so a reload
-  // waiting for a result never holds up the weight prefetch queued behind it.
-  int next_load_queue() { return least_loaded(m_load_queues); }
-  int next_store_queue() { return least_loaded(m_store_queues); }
-  // A queue beside the input prefetch queues (the dependent loads'): a plan input loaded for a
-  // later phase (the next window's stationaries) shares the engines with the prefetch behind
-  // it instead of queueing in front of it.
-  int next_side_load_queue() { return least_loaded(m_dependent_load_queues); }
-  // A row-block copy between a tile and HBM, split by columns over several queues when it is
-  // large, so one big transfer is not serialised on one DMA engine.
-  void copy_rows(bool load, AccessPattern dst, AccessPattern src);
-  void dma(int queue, const AccessPattern& dst, const AccessPattern& src);
-  void count_bytes_in(int64_t bytes) { m_bytes_in += bytes; }
-  void count_bytes_out(int64_t bytes) { m_bytes_out += bytes; }
-
-  // ---- emit helpers ----
-  void emit(int stream, Instruction in);
-  int stream(Engine engine) { return m_builder.stream(engine); }
-  static Instruction vec(Opcode op, const AccessPattern& dst);
-  void tensor_tensor(AluOp alu, const AccessPattern& dst, const AccessPattern& a,
-                     const AccessPattern& b);
-  void tensor_scalar(AluOp alu, const AccessPattern& dst, const AccessPattern& a, double s,
-                     bool reverse = false);
-  void reduce(AluOp alu, const AccessPattern& dst, const AccessPattern& src);
-  void activation(ActFn fn, const AccessPattern& dst, const AccessPattern& src, double scale = 1,
-                  double bias = 0, const AccessPattern* accum = nullptr);
-  // PSUM -> SBUF on whichever of the vector and scalar engines has the less modelled busy
-  // time in this op so far (lane_cost summed over what each was given, the vector engine's weighted
-  // by vector_cost_percent(); the vector engine on a tie). With `add`, dst = psum + add (a
-  // matmul's bias): on the vector engine, the only one that adds a tensor operand.
-  void evacuate(const AccessPattern& dst, const AccessPattern& psum,
-                const AccessPattern* add = nullptr);
-  static int64_t lane_cost(const Instruction& in);
-  // The vector engine's time per element-cycle as a share of the scalar engine's, in percent:
-  // the scalar engine's element rate over the vector engine's (isa::CostHints; 125 on trn2's
-  // 1.2 and 0.96 GHz).
-  static int64_t vector_cost_percent(const isa::CostHints& costs);
-  void emit_transpose(const AccessPattern& dst, const AccessPattern& src);
-  void emit_matmul(const AccessPattern& dst, const AccessPattern& stationary,
-                   const AccessPattern& moving, bool start, bool stop);
-  // PSUM banks: the next in rotation, or bank k.
-  Slot next_bank() { return m_psum_banks[m_next_bank++ % m_psum_banks.size()]; }
-  Slot psum_bank(size_t k) const { return m_psum_banks[k]; }
-  int64_t psum_bank_count() const { return static_cast<int64_t>(m_psum_banks.size()); }
-  // Elements one vector or scalar instruction may span along the free axis.
-  int64_t free_chunk() const { return std::min(m_arch.vector.free_max, m_arch.scalar.free_max); }
   // An error when a last axis of `cols` does not fit one vector instruction.
   LowerResult needs_one_chunk(int64_t cols) const;
-  // Calls f(t, rows, c0, nc) for every row tile t of `v` and every run of its columns short
-  // enough for one vector or scalar instruction.
-  template <class F>
-  void for_each_chunk(const Tiles& v, F&& f) const {
-    for (int64_t t = 0; t < v.count(); ++t) {
-      for (int64_t c0 = 0; c0 < v.cols; c0 += free_chunk()) {
-        f(t, v.rows_in(t), c0, std::min(free_chunk(), v.cols - c0));
-      }
-    }
-  }
   // The plan's index of run-time scalar `name`, declaring it on first use.
   std::optional<int32_t> plan_scalar(const std::string& name);
 
  private:
   std::optional<Tiles> allocate(Tiles v, const std::string& hint);
-  int least_loaded(const std::vector<int>& queues) const;
-  int spread(const std::vector<int>& queues);  // a dependent load's queue (see the .cpp)
   // Spilling (spilling.cpp): frees SBUF by storing the value needed furthest ahead.
   int next_use(int32_t id) const;
   bool spill_one();
@@ -365,56 +191,25 @@ class LoweringContext {
   // Whether one row tile needing `one_tile` bytes per partition cannot fit beside the
   // resident operands even with everything else spilled.
   bool too_wide(const Node& n, int64_t one_tile) const;
+  // Frees the entries of `kept` the current op has not asked for; whether there were any.
+  template <class Key>
+  bool drop_unasked(std::map<Key, Kept>& kept) {
+    bool dropped = false;
+    for (auto it = kept.begin(); it != kept.end();) {
+      if (it->second.user == current_node()) {
+        ++it;
+        continue;
+      }
+      release(it->second.slot);
+      it = kept.erase(it);
+      dropped = true;
+    }
+    return dropped;
+  }
 
-  const Graph& m_graph;
   const isa::ArchSpec& m_arch;
   const LoweringOptions& m_options;
-  std::set<int32_t> m_group_ids;
-  std::set<int32_t> m_used_outside;  // the group's values read after it
-  PlanBuilder m_builder;
-  SbufAllocator m_sbuf;
-  int32_t m_tile_rows = 128;
-  int32_t m_current_node = -1;
-  int m_position = 0;  // of the current op in the group
-  // By stream key, looked up for every transfer placed (vectors, not maps): the queues' engines
-  // (-1 for compute streams), bytes and, in m_queue_serves, the op each last loaded for.
-  bool is_queue(int stream) const {
-    return static_cast<size_t>(stream) < m_queue_engine.size() &&
-           m_queue_engine[static_cast<size_t>(stream)] >= 0;
-  }
-  static constexpr int kNoLoad = std::numeric_limits<int>::min();  // m_queue_serves: none yet
-  std::vector<int> m_load_queues;
-  std::vector<int> m_store_queues;
-  std::vector<int> m_dependent_load_queues;  // loads of values the plan writes
-  std::vector<int> m_queue_engine;           // DMA queue stream -> its engine (-1: compute)
-  std::vector<int64_t> m_queue_bytes;        // bytes emitted on each DMA queue
-  std::vector<int64_t> m_engine_bytes;       // bytes emitted on each DMA engine
-  std::vector<Slot> m_psum_banks;
-  size_t m_next_bank = 0;
-  int64_t m_vector_cost_percent = 100;
-  int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
-  std::map<int32_t, Slot> m_hbm_tensors;
-  // Scratch reuse by liveness (hbm_tensor, release_dead): the values each scratch tensor in
-  // use holds, and the free ones by dtype.
-  std::map<int32_t, std::set<int32_t>> m_scratch_owners;
-  std::map<DType, std::vector<Slot>> m_free_scratch;
-  std::map<int32_t, Tiles> m_tiles;       // values on chip
-  std::map<int32_t, Tiles> m_replicated;  // row vectors broadcast to every partition
-  std::map<int32_t, int> m_last_use;
-  std::vector<int32_t> m_order;         // the group's nodes in lowering order
-  bool m_prefetching = false;           // loads emitted now are prefetches (prefetch_weights)
-  bool m_prefetched = false;            // the plan has prefetched weights
-  int m_prefetch_position = 0;          // while prefetching: the position of the op loaded for
-  std::vector<int> m_queue_serves;      // DMA queue -> position of the op its last load is for
-  int32_t m_spread_node = -1;           // the op whose dependent loads m_spread_bytes counts
-  std::vector<int64_t> m_spread_bytes;  // per DMA engine
-  std::map<int32_t, std::vector<int>> m_uses;  // value -> positions of its consumers
-  std::set<int32_t> m_pinned;                  // values the current op holds: never spilled
-  int64_t m_spills = 0;
-  int64_t m_spill_bytes = 0;
   std::map<std::string, int32_t> m_scalars;
-  std::map<int32_t, ViewDesc> m_views;
-  std::set<int32_t> m_in_hbm;
   std::optional<std::string> m_load_error;
   struct Need {  // the current op's footprint as it started (bytes per partition)
     int64_t per_tile, fixed, pinned;
@@ -429,53 +224,9 @@ class LoweringContext {
     bool ring = false;          // windows of a streaming ring (lower_in_windows)
   };
   std::optional<Window> m_window;
-  std::vector<Slot> m_held;                      // release_later
-  std::vector<std::pair<Slot, int64_t>> m_kept;  // keep_for_next
-  struct Kept {                                  // a plan constant or a derived form
-    Slot slot;
-    int32_t user = -1;  // the last node that asked for it
-  };
-  std::map<std::string, Kept> m_constants;              // plan_constant
-  std::map<std::pair<int32_t, FormKey>, Kept> m_forms;  // derived_form
-  // Frees the entries of `kept` the current op has not asked for; whether there were any.
-  template <class Key>
-  bool drop_unasked(std::map<Key, Kept>& kept) {
-    bool dropped = false;
-    for (auto it = kept.begin(); it != kept.end();) {
-      if (it->second.user == m_current_node) {
-        ++it;
-        continue;
-      }
-      release(it->second.slot);
-      it = kept.erase(it);
-      dropped = true;
-    }
-    return dropped;
-  }
-  int64_t m_bytes_in = 0;
-  int64_t m_bytes_out = 0;
-  int64_t m_emitted = 0;  // instructions
 };
 
-// ---- what families share, and what the row-window footprint asks of the matmul family ----
-// Columns per moving operand: the array's limit and one PSUM bank of fp32 (lower_matmul.cpp).
-int64_t moving_cols(const LoweringContext& ctx);
-// Whether a matmul streams B by panels, the panel width, and one panel's bytes per partition.
-bool streams_b(const LoweringContext& ctx, const Node& n);
-int64_t panel_cols(const LoweringContext& ctx, const Node& n);
-// Whether a matmul's output row tile is too wide for SBUF: it then runs by column blocks.
-bool narrow_matmul(const LoweringContext& ctx, const Node& n);
-// KT (K / tile rows) when a matmul's B is loaded K-interleaved (Tiles::k_group), else 0.
-int64_t k_interleave(const LoweringContext& ctx, const Node& n);
-// Bytes per partition one output row tile of a matmul needs besides B.
-int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow);
-// Bytes per partition of one row tile's A^T stationaries (a buffer per K chunk).
-int64_t stationary_bytes(const LoweringContext& ctx, const Node& n);
-int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
-// A narrow matmul whose full-K panels would be narrower than the moving width streams B by
-// slabs of one K chunk: their columns (0 otherwise), and the bytes of their ring.
-int64_t slab_cols(const LoweringContext& ctx, const Node& n);
-int64_t slab_ring_bytes(const LoweringContext& ctx, const Node& n);
+// ---- what families share (the matmul family's blocking: matmul_blocking.h) ----
 // Where a transpose runs (lower_layout.cpp): through the array (PSUM, then an evacuation), by
 // the DMA engines' hardware transpose of 2-byte elements, or by a DMA reading the source
 // element by element.
@@ -505,8 +256,6 @@ void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const V
 // transpose where the chip has one), priced per N row tile beside the op's own work.
 TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const ViewDesc& v);
 std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc& v, DType dt);
-// Batch entries of B a batch_matmul loads at a time; 0 when it is loaded whole.
-int64_t bmm_chunk_entries(const LoweringContext& ctx, const Node& n);
 // y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)
 // and three fp32 columns of `stats` on the same partitions (lower_elementwise.cpp).
 void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const AccessPattern& y,
@@ -521,11 +270,11 @@ std::optional<ActFn> unary_act(OpKind op);
 inline constexpr const char* kEpilogueAct = "epilogue_act";
 // In-place writes chain: a cache is the graph input at the root of its appends and copies.
 int32_t cache_root(const Graph& g, int32_t id);
-// An `attention` of one query row lowered with the heads on partitions (lower_attention.cpp;
+// An `attention` of one query row lowered with the heads on partitions (decode_row_attention.cpp;
 // the other attentions are lower_fused_attention.cpp's).
 bool decode_row_attention_applies(const LoweringContext& ctx, const Node& n);
 LowerResult lower_decode_row_attention(LoweringContext& ctx, const Node& n);
-// A one-row KV append the decode attention splices on chip (lower_attention.cpp): input
+// A one-row KV append the decode attention splices on chip (decode_row_attention.cpp): input
 // `input` (1: K, 2: V) of `attention` is `append` = dynamic_update_slice(cache, update) at a
 // run-time row (or a slice of all its rows), `cache` a graph input, and splice_pays.
 struct CacheSplice {

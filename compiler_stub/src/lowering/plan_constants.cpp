@@ -12,7 +12,7 @@ std::optional<Slot> LoweringContext::plan_constant(const std::string& key, int64
                                                    const std::function<bool(Slot)>& build) {
   auto it = m_constants.find(key);
   if (it != m_constants.end()) {
-    it->second.user = m_current_node;
+    it->second.user = current_node();
     return it->second.slot;
   }
   auto s = sbuf_alloc(bytes, key);
@@ -21,7 +21,7 @@ std::optional<Slot> LoweringContext::plan_constant(const std::string& key, int64
     release(*s);
     return std::nullopt;
   }
-  m_constants[key] = {*s, m_current_node};
+  m_constants[key] = {*s, current_node()};
   return s;
 }
 

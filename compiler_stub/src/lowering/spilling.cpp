@@ -15,7 +15,7 @@ std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string
     // window's loads wait for the previous window's stores (unless the caller knows better, or
     // the windows are a ring: small enough that the oldest-freed bytes are two windows back).
     if (auto s = m_sbuf.alloc(bytes, hint, !m_window || oldest_first || m_window->ring)) return s;
-    if (m_prefetching) return std::nullopt;  // a prefetch never spills
+    if (prefetching()) return std::nullopt;  // a prefetch never spills
     if (!drop_derived_forms() && !spill_one() && !drop_constants()) return std::nullopt;
   }
 }
@@ -23,7 +23,7 @@ std::optional<Slot> LoweringContext::sbuf_alloc(int64_t bytes, const std::string
 int LoweringContext::next_use(int32_t id) const {
   auto it = m_uses.find(id);
   if (it == m_uses.end()) return std::numeric_limits<int>::max();
-  auto u = std::lower_bound(it->second.begin(), it->second.end(), m_position);
+  auto u = std::lower_bound(it->second.begin(), it->second.end(), position());
   return u == it->second.end() ? std::numeric_limits<int>::max() : *u;
 }
 

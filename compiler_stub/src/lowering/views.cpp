@@ -174,7 +174,7 @@ bool LoweringContext::copy_view(int32_t id, isa::TensorRole role) {
   // A view copy is usually its op's whole work, on the critical path: it spreads over every
   // store queue, one piece of equal engine work each (descriptors issue in parallel), but no
   // piece is cut below dma_min_chunk_bytes of engine work (cutting a run adds a chunk).
-  const int64_t queues = static_cast<int64_t>(m_store_queues.size());
+  const int64_t queues = this->queues().store_queue_count();
   const int64_t split = std::max<int64_t>(
       {int64_t{1}, m_options.dma_min_chunk_bytes, (engine_bytes(0) + queues - 1) / queues});
   size_t l = k > size_t{isa::kMaxFreeDims} + 1 ? k - isa::kMaxFreeDims - 1 : 0;
