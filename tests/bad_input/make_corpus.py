@@ -351,6 +351,55 @@ case("onnx.dev_zero", "not a regular file", "import onnx /dev/zero --out $T/g.js
 case("onnx.graph_workload_missing", "file",
      "run -c $C --workload graph:file=$D/no_such_graph.json --out $T/r")
 
+# ---- issue 40: ONNX models whose windows cannot be imported ------------------------------------------
+def onnx_graph(nodes, inputs, inits=(), opset=13):
+    """A float model of `nodes` with `inputs` [(name, dims)] and initializers `inits`."""
+    import onnx
+    from onnx import TensorProto, helper
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(d)) for n, d in inputs]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph(nodes, "g", ins, [y], initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    return m.SerializeToString()
+
+
+def onnx_ints(name, values):
+    from onnx import TensorProto, helper
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], list(values))
+
+
+def onnx_case(name, expected, data, extra=""):
+    write(f"onnx_{name}.onnx", data)
+    case(f"onnx.{name}", expected, f"import onnx $D/onnx_{name}.onnx --out $T/g.json{extra}")
+
+
+from onnx import TensorProto, helper  # noqa: E402
+for op in ["Conv", "MaxPool", "AveragePool"]:
+    attrs = dict(kernel_shape=[2, 2], strides=[0, 0])
+    ins, inits = ["x"], []
+    if op == "Conv":
+        ins.append("w")
+        inits.append(helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 2, 2], [1.0] * 4))
+    onnx_case(f"{op.lower()}_strides_zero", "strides and dilations must be in 1..2^31, not 0",
+              onnx_graph([helper.make_node(op, ins, ["y"], name="n0", **attrs)],
+                         [("x", (1, 1, 4, 4))], inits))
+
+# ---- issue 40: outputs that are not regular files (the runner makes $T/fifo) -------------------
+write("onnx_relu.onnx", good)
+for name, args in [
+        ("import_fifo", "import onnx $D/onnx_relu.onnx --out $T/fifo"),
+        ("compile_fifo", "compile examples/graphs/mlp.json -c $C -o $T/fifo"),
+        ("plan_format_fifo", "plan format examples/plans/vector_add.json -o $T/fifo"),
+        ("collect_fifo", "collect $D/sweep_dir --csv $T/fifo"),
+        ("collect_directory", "collect $D/sweep_dir --csv $D")]:
+    case(f"output.{name}", "not a regular file; refusing to replace it", args)
+case("output.run_fifo", "exists and is not a directory",
+     "run -c $C -w gemm:m=64,k=64,n=64 --out $T/fifo")
+os.makedirs(os.path.join(FILES, "sweep_dir"), exist_ok=True)
+write("sweep_dir/results.jsonl", json.dumps(
+    {"index": 0, "id": "0123456789abcdef", "status": "ok", "workload": "w", "mode": "native",
+     "axes": {}, "figures": {}, "seconds": 1.0}) + "\n")
+
 # ---- special files: directories, FIFOs, devices --------------------------------------------------
 for reader, cmd in [("config", "config validate {f}"), ("plan", "plan check {f} -c $C"),
                     ("graph", "compile {f} -c $C -o $T/out.plan.json"),

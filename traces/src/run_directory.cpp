@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "staging_cleanup.h"
@@ -16,6 +17,15 @@ namespace wallsim::traces {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The marker every run directory holds: only a directory with it is replaced by a later run.
+constexpr const char* kMarkerText =
+    "wallsim output directory: the next wallsim run with --out here replaces it\n";
+
+bool has_marker(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::symlink_status(dir / kRunDirectoryMarker, ec));
+}
 
 // Removes `.NAME.partial-PID` and `.NAME.old-PID` left in `parent` by runs that died (kill -9)
 // before committing or cleaning up: those whose process no longer exists.
@@ -47,9 +57,9 @@ RunDirectory::RunDirectory(std::string path) : m_path(std::move(path)) {
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target, ec))
       throw std::runtime_error(m_path + ": exists and is not a directory");
-    if (!fs::is_empty(target, ec) && !fs::exists(target / "stats.json", ec)) {
-      throw std::runtime_error(
-          m_path + ": not empty and not an earlier wallsim output; refusing to replace it");
+    if (!fs::is_empty(target, ec) && !has_marker(target)) {
+      throw std::runtime_error(m_path + ": not empty and not an earlier wallsim output (no " +
+                               kRunDirectoryMarker + " in it); refusing to replace it");
     }
   }
   fs::path parent = target.parent_path();
@@ -61,6 +71,15 @@ RunDirectory::RunDirectory(std::string path) : m_path(std::move(path)) {
   fs::remove_all(m_staging, ec);
   if (!fs::create_directory(m_staging, ec)) {
     throw std::runtime_error(m_path + ": cannot create output directory (" + ec.message() + ")");
+  }
+  {
+    std::ofstream marker(file(kRunDirectoryMarker), std::ios::binary);
+    marker << kMarkerText;
+    if (!marker.flush()) {
+      marker.close();
+      fs::remove_all(m_staging, ec);
+      throw std::runtime_error(m_path + ": cannot write in the output directory's parent");
+    }
   }
   m_signal_slot = arm_staging(m_staging);
 }

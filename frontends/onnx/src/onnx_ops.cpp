@@ -1085,6 +1085,16 @@ Window window(I& m, const Shape& in, Ints kernel, bool ceil_mode) {
       pads.size() != 2 * r) {
     m.fail("kernel_shape, strides, dilations and pads do not match the spatial rank");
   }
+  constexpr int64_t kMaxWindow = int64_t{1} << 31;
+  for (size_t a = 0; a < r; ++a) {
+    for (int64_t v : {w.kernel[a], w.strides[a], w.dilations[a]}) {
+      if (v < 1 || v > kMaxWindow)
+        m.fail("kernel_shape, strides and dilations must be in 1..2^31, not " + std::to_string(v));
+    }
+    for (int64_t v : {pads[a], pads[r + a]}) {
+      if (v < 0 || v > kMaxWindow) m.fail("pads must be in 0..2^31, not " + std::to_string(v));
+    }
+  }
   const std::string auto_pad = m.attr_str("auto_pad", "NOTSET");
   for (size_t a = 0; a < r; ++a) {
     const int64_t span = w.dilations[a] * (w.kernel[a] - 1) + 1;
