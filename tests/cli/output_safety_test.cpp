@@ -1,5 +1,6 @@
 // Issue 40 regressions: outputs never delete or replace what wallsim did not write (a folder with
-// a stats.json of the user's, a FIFO, a device node).
+// a stats.json of the user's, a FIFO, a device node), and a full disk, an address-space limit or
+// an unwritable sweep folder is one line with exit code 2.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -17,6 +18,16 @@ namespace fs = std::filesystem;
 
 int lines_of(const std::string& s) {
   return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// `wallsim ARGS` run by sh after `limits` (shell commands: ulimit, trap); stderr into `err`.
+int run_limited(const std::string& limits, const std::string& args, std::string* err) {
+  const std::string errfile = ::testing::TempDir() + "/wallsim_err_" + std::to_string(::getpid());
+  const std::string cmd = std::string("cd ") + WALLSIM_SOURCE_DIR + " && (" + limits + "; exec " +
+                          WALLSIM_BIN + " " + args + ") >/dev/null 2>" + errfile;
+  const int status = std::system(cmd.c_str());
+  *err = slurp(errfile);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 bool is_fifo(const std::string& p) { return fs::is_fifo(fs::symlink_status(p)); }
@@ -89,6 +100,81 @@ TEST(OutputSafety, ImportWeightsIntoAFileWritesNothing) {
   EXPECT_EQ(lines_of(err), 1) << err;
   EXPECT_FALSE(fs::exists(d + "/g.json"));
   EXPECT_EQ(slurp(d + "/g.weights"), "keep");
+}
+
+// A full disk (here a file size limit, which fails writes the same way) while writing the trace:
+// one line and exit 2, not "writing trace file ... failed" (exit 1) or SystemC's three-line E549,
+// and an earlier run in the target stays as it was.
+TEST(OutputSafety, FullDiskWhileTracingIsOneLineAndKeepsTheEarlierRun) {
+  const std::string d = fresh_dir("os", "full");
+  const std::string run =
+      "run -c configs/tiny.json -w mlp:batch=64,d_model=64,d_ff=128,layers=2 "
+      "--steps 2 --out " +
+      d + " --trace-level ";
+  std::string err;
+  ASSERT_EQ(run_wallsim(run + "none", &err), 0) << err;
+  const std::string before = slurp(d + "/stats.json");
+  // 64 blocks at most per file (the trace needs more); SIGXFSZ ignored, so the write past the
+  // limit fails with EFBIG.
+  EXPECT_EQ(run_limited("ulimit -f 64; trap '' XFSZ", run + "instructions", &err), 2);
+  EXPECT_EQ(lines_of(err), 1) << err;
+  EXPECT_NE(err.find("trace.json: cannot write file (File too large)"), std::string::npos) << err;
+  EXPECT_EQ(slurp(d + "/stats.json"), before);
+  const std::string staging = "." + fs::path(d).filename().string() + ".partial-";
+  for (const auto& e : fs::directory_iterator(fs::path(d).parent_path())) {
+    EXPECT_NE(e.path().filename().string().rfind(staging, 0), 0u) << e.path();
+  }
+}
+
+// `ulimit -v`: the host-memory estimate counts the address-space limit (refused before any
+// work), and a bad_alloc that escapes anyway is "out of host memory" with the figures, exit 2.
+TEST(OutputSafety, AddressSpaceLimitIsOneLineWithExit2) {
+  const std::string d = fresh_dir("os", "as");
+  std::string err;
+  EXPECT_EQ(run_limited("ulimit -v 1500000",
+                        "run -c configs/trn2.json -w gemm:m=524288,k=4096,n=4096 --mode native "
+                        "--steps 1 --trace-level none --out " +
+                            d,
+                        &err),
+            2)
+      << err;
+  EXPECT_NE(err.find("of host memory but"), std::string::npos) << err;
+  EXPECT_EQ(lines_of(err), 1) << err;
+  // A program's host op with a 2^39-element output, replayed with values: the allocation fails.
+  EXPECT_EQ(run_limited("ulimit -v 4000000",
+                        "run -c configs/trn2.json --functional --trace-level none "
+                        "-w program:file=tests/bad_input/files/program_host_op_huge.json --out " +
+                            d,
+                        &err),
+            2)
+      << err;
+  EXPECT_EQ(err.rfind("wallsim: out of host memory: an allocation failed (", 0), 0u) << err;
+  EXPECT_NE(err.find("(ulimit -v)"), std::string::npos) << err;
+  EXPECT_EQ(lines_of(err), 1) << err;
+  EXPECT_FALSE(fs::exists(d));
+}
+
+// `sweep` appended through a results.jsonl symlink, and was exit 1 when results.jsonl was a
+// folder or --out could not be created.
+TEST(OutputSafety, SweepResultsMustBeARegularFile) {
+  const std::string d = fresh_dir("os", "sweep");
+  fs::create_directories(d);
+  std::ofstream(d + "/elsewhere.txt") << "keep\n";
+  std::string err;
+  for (const std::string kind : {"symlink", "folder"}) {
+    const std::string out = d + "/" + kind;
+    fs::create_directories(out);
+    if (std::string(kind) == "symlink") {
+      fs::create_symlink(d + "/elsewhere.txt", out + "/results.jsonl");
+    } else {
+      fs::create_directories(out + "/results.jsonl");
+    }
+    EXPECT_EQ(run_wallsim("sweep configs/sweeps/smoke.json --out " + out, &err), 2) << kind;
+    EXPECT_NE(err.find("refusing to append to it"), std::string::npos) << err;
+    EXPECT_EQ(lines_of(err), 1) << err;
+    EXPECT_FALSE(fs::exists(out + "/points")) << kind;
+  }
+  EXPECT_EQ(slurp(d + "/elsewhere.txt"), "keep\n");
 }
 
 }  // namespace

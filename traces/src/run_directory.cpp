@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "staging_cleanup.h"
+#include "wallsim/traces/write_error.h"
 
 namespace wallsim::traces {
 
@@ -108,19 +109,19 @@ void RunDirectory::commit() {
     fs::path old = target.parent_path() /
                    ("." + target.filename().string() + ".old-" + std::to_string(::getpid()));
     fs::rename(target, old, ec);
-    if (ec) throw std::runtime_error(m_path + ": cannot replace (" + ec.message() + ")");
+    if (ec) throw WriteError(m_path, ec.message());
     fs::rename(m_staging, target, ec);
     if (ec) {
       std::error_code restore;
       fs::rename(old, target, restore);  // put the earlier output back
-      throw std::runtime_error(m_path + ": cannot create (" + ec.message() + ")");
+      throw WriteError(m_path, ec.message());
     }
     fs::remove_all(old, ec);
     ec.clear();
   } else {
     fs::rename(m_staging, target, ec);
   }
-  if (ec) throw std::runtime_error(m_path + ": cannot create (" + ec.message() + ")");
+  if (ec) throw WriteError(m_path, ec.message());
   m_committed = true;
   disarm_staging(m_signal_slot);  // after the rename: the handler finds nothing at m_staging
   m_signal_slot = -1;
