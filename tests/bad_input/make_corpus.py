@@ -444,6 +444,12 @@ write("program_host_op_huge.json", program([
     {"ev": "read", "id": 1, "reason": "item"}]))
 case("program.host_op_huge", "device memory exhausted",
      "run -c $C -w program:file=$D/program_host_op_huge.json --out $T/o")
+for name, values in [("values_absolute", "/tmp"), ("values_dotdot", "../bad_input/files"),
+                     ("values_inner_dotdot", "a/../../files")]:
+    write(f"program_{name}.json", program([x_in, {"ev": "read", "id": 0, "reason": "item"}],
+                                          values=values))
+    case(f"program.{name}", "is not a folder inside the program file's folder",
+         f"run -c $C -w program:file=$D/program_{name}.json --functional --out $T/o")
 
 # ---- special files: directories, FIFOs, devices --------------------------------------------------
 for reader, cmd in [("config", "config validate {f}"), ("plan", "plan check {f} -c $C"),

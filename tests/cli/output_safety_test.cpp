@@ -55,6 +55,20 @@ TEST(OutputSafety, RunOutReplacesOnlyAFolderWallsimWrote) {
   EXPECT_TRUE(fs::exists(own + "/stats.json"));
 }
 
+// `study wall` could not rerun into its own output folder (it holds no stats.json).
+TEST(OutputSafety, StudyWallRerunsIntoItsOwnFolder) {
+  const std::string out = fresh_dir("os", "wall"), spec = out + ".spec.json";
+  std::ofstream(spec) << R"({"workloads": ["gemm:m=64,k=64,n=64"], "modes": ["native"],
+    "profiles": ["neuron"], "steps": 2})";
+  const std::string cmd = "study wall -c configs/tiny.json --spec " + spec + " --out " + out;
+  std::string err;
+  ASSERT_EQ(run_wallsim(cmd, &err), 0) << err;
+  ASSERT_EQ(run_wallsim(cmd, &err), 0) << err;
+  EXPECT_TRUE(fs::exists(out + "/wall.md"));
+  EXPECT_TRUE(fs::exists(out + "/.wallsim-output"));
+  fs::remove(spec);
+}
+
 // Outputs overwrote FIFOs and device nodes: each writer refuses anything that is not a regular
 // file or absent. The device node is made here (a copy of /dev/null's numbers, harmless to
 // write); where mknod is not allowed only the FIFO is tried.
@@ -175,6 +189,23 @@ TEST(OutputSafety, SweepResultsMustBeARegularFile) {
     EXPECT_FALSE(fs::exists(out + "/points")) << kind;
   }
   EXPECT_EQ(slurp(d + "/elsewhere.txt"), "keep\n");
+}
+
+// `collect` turned a forged line with index 1e300 and id ../../.. into one row too many.
+TEST(OutputSafety, CollectSkipsLinesThatAreNotResults) {
+  const std::string d = fresh_dir("os", "collect");
+  std::string err;
+  ASSERT_EQ(run_wallsim("sweep configs/sweeps/smoke.json --index 0 --out " + d, &err), 0) << err;
+  ASSERT_EQ(run_wallsim("collect " + d + " --csv " + d + "/a.csv", &err), 0) << err;
+  std::ofstream(d + "/results.jsonl", std::ios::app)
+      << R"({"id":"../../..","status":"ok","index":1e300})"
+      << "\n"
+      << R"({"id":"0123456789abcdef","status":"ok","index":1e300})"
+      << "\n"
+      << R"({"id":"0123456789abcdef","status":"ok","index":-1})"
+      << "\n";
+  ASSERT_EQ(run_wallsim("collect " + d + " --csv " + d + "/b.csv", &err), 0) << err;
+  EXPECT_EQ(slurp(d + "/b.csv"), slurp(d + "/a.csv"));
 }
 
 }  // namespace
