@@ -508,19 +508,19 @@ class Command(Base):
         self.assertEqual([f for f in os.listdir(self.tmp.name) if f.startswith(".")], [])
 
     def test_a_failed_write_leaves_no_temporary_file(self):
-        from wallsim import recorder
+        from wallsim import program_file
         doc = {"format": "wallsim-program", "version": 1, "name": "p", "events": []}
         real = os.replace
 
         def full_disk(*a):
             raise OSError(28, "No space left on device", a[1])
-        recorder.os.replace = full_disk
+        program_file.os.replace = full_disk
         try:
-            with self.assertRaises(recorder.OutputError) as e:
-                recorder.write_program(self.path("p.json"), doc, "p.values",
+            with self.assertRaises(program_file.OutputError) as e:
+                program_file.write_program(self.path("p.json"), doc, "p.values",
                                        {"w0": __import__("numpy").zeros(2)})
         finally:
-            recorder.os.replace = real
+            program_file.os.replace = real
         self.assertIn("No space left on device", str(e.exception))
         self.assertEqual(os.listdir(self.tmp.name), [])  # the values too are taken back
 

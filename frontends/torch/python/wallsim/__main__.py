@@ -63,7 +63,8 @@ def main(argv):
         import torch  # noqa: F401
     except ImportError as e:
         fail("PyTorch is not importable by %s (%s); install python3-torch" % (sys.executable, e))
-    from .recorder import Capture, OutputError, check_outputs
+    from .program_file import OutputError, check_outputs
+    from .recorder import Capture
     vdir = os.path.splitext(os.path.basename(out))[0] + ".values" if opts["values"] else None
     try:
         check_outputs(out, vdir)  # before the script runs: refused now, not after its work
