@@ -518,7 +518,9 @@ void add_validate_command(CLI::App& app) {
       "validate", "microbenchmarks of the chip model against outside references and rooflines");
   cmd->add_option("--config,-c", a->config, "chip config (JSON; default: the built-in trn2)");
   cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
-  cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+  cmd->add_option(
+      "--out,-o", a->out,
+      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
   cmd->add_flag("--quick", a->quick, "fewer points (the test suite's version)");
   cmd->callback([a] { run_validate(*a); });
 }
