@@ -75,6 +75,16 @@ std::vector<NkiKernel::TilePool> tiles(NkiKernel& kk, const std::string& name, i
   return v;
 }
 
+// The kernel's HBM tensors: lhsT [K, M] and rhs [K, N] in, result [M, N] out.
+struct Operands {
+  HbmTensor lhsT, rhs, out;
+};
+Operands operands(NkiKernel& kk, const NkiMatmulShape& s) {
+  return {kk.hbm_tensor("lhsT", s.dtype, s.k, s.m, isa::TensorRole::input),
+          kk.hbm_tensor("rhs", s.dtype, s.k, s.n, isa::TensorRole::input),
+          kk.hbm_tensor("result", s.dtype, s.m, s.n, isa::TensorRole::output)};
+}
+
 isa::Plan tiled(const NkiMatmulShape& s, const isa::ArchSpec& arch, int most) {
   const isa::DType d = s.dtype;
   Budget b;
@@ -83,9 +93,7 @@ isa::Plan tiled(const NkiMatmulShape& s, const isa::ArchSpec& arch, int most) {
                r_i = b.add(MemSpace::sbuf, bytes(d, kTileN)), p_i = b.add(MemSpace::psum, kPsumTile);
   b.solve(arch, most);
   NkiKernel kk("nki_matmul_tiled_", arch);
-  const HbmTensor lhsT = kk.hbm_tensor("lhsT", d, s.k, s.m, isa::TensorRole::input);
-  const HbmTensor rhs = kk.hbm_tensor("rhs", d, s.k, s.n, isa::TensorRole::input);
-  const HbmTensor out = kk.hbm_tensor("result", d, s.m, s.n, isa::TensorRole::output);
+  const auto [lhsT, rhs, out] = operands(kk, s);
   auto a_pool = kk.pool("lhsT_tile", MemSpace::sbuf, d, kTileK, kTileM, b.copies(a_i));
   auto b_pool = kk.pool("rhs_tile", MemSpace::sbuf, d, kTileK, kTileN, b.copies(b_i));
   auto r_pool = kk.pool("res_sb", MemSpace::sbuf, d, kTileM, kTileN, b.copies(r_i));
@@ -118,9 +126,7 @@ isa::Plan hoisted(const NkiMatmulShape& s, const isa::ArchSpec& arch, int most) 
                a_i = b.add(MemSpace::sbuf, ks * bytes(d, kTileM)), p_i = b.add(MemSpace::psum, kPsumTile);
   b.solve(arch, most);
   NkiKernel kk("nki_matmul_hoist_load_", arch);
-  const HbmTensor lhsT = kk.hbm_tensor("lhsT", d, s.k, s.m, isa::TensorRole::input);
-  const HbmTensor rhs = kk.hbm_tensor("rhs", d, s.k, s.n, isa::TensorRole::input);
-  const HbmTensor out = kk.hbm_tensor("result", d, s.m, s.n, isa::TensorRole::output);
+  const auto [lhsT, rhs, out] = operands(kk, s);
   auto a_tiles = tiles(kk, "lhsT_tiles", ks, d, kTileM, b.copies(a_i));
   auto b_tiles = tiles(kk, "rhs_tiles", ks, d, kTileN, b.copies(b_i));
   auto r_pool = kk.pool("res_sb", MemSpace::sbuf, d, kTileM, kTileN, b.copies(r_i));
@@ -160,9 +166,7 @@ isa::Plan blocked_free(const NkiMatmulShape& s, const isa::ArchSpec& arch, int m
                p_i = b.add(MemSpace::psum, kPsumTile);
   b.solve(arch, most);
   NkiKernel kk("nki_matmul_block_free_dimension_", arch);
-  const HbmTensor lhsT = kk.hbm_tensor("lhsT", d, s.k, s.m, isa::TensorRole::input);
-  const HbmTensor rhs = kk.hbm_tensor("rhs", d, s.k, s.n, isa::TensorRole::input);
-  const HbmTensor out = kk.hbm_tensor("result", d, s.m, s.n, isa::TensorRole::output);
+  const auto [lhsT, rhs, out] = operands(kk, s);
   auto a_tiles = tiles(kk, "lhsT_tiles", kBm * ks, d, kTileM, b.copies(a_i));
   auto b_tiles = tiles(kk, "rhs_tiles", kBn * ks, d, kTileN, b.copies(b_i));
   auto r_pool = kk.pool("res_sb", MemSpace::sbuf, d, kTileM, kTileN, b.copies(r_i));
@@ -214,9 +218,7 @@ isa::Plan fully_blocked(const NkiMatmulShape& s, const isa::ArchSpec& arch, int 
                p_i = b.add(MemSpace::psum, kPsumTile);
   b.solve(arch, most);
   NkiKernel kk("nki_matmul_fully_optimized_", arch);
-  const HbmTensor lhsT = kk.hbm_tensor("lhsT", d, s.k, s.m, isa::TensorRole::input);
-  const HbmTensor rhs = kk.hbm_tensor("rhs", d, s.k, s.n, isa::TensorRole::input);
-  const HbmTensor out = kk.hbm_tensor("result", d, s.m, s.n, isa::TensorRole::output);
+  const auto [lhsT, rhs, out] = operands(kk, s);
   auto res_tiles = tiles(kk, "result_tiles", blocks_m * kBm * kBn, d, kTileN, b.copies(res_i));
   auto b_tiles = tiles(kk, "rhs_tiles", kBk, d, block_n, b.copies(b_i));
   auto a_tiles = tiles(kk, "lhsT_tiles", kBk, d, block_m, b.copies(a_i));
