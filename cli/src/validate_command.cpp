@@ -538,7 +538,10 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
   cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
   cmd->add_flag("--quick", a->quick, "fewer points (the test suite's version)");
-  cmd->callback([a] { run_validate(*a); });
+  add_validate_shapes_command(*cmd);
+  cmd->callback([a, cmd] {
+    if (!cmd->got_subcommand("shapes")) run_validate(*a);
+  });
 }
 
 }  // namespace wallsim::cli
