@@ -11,6 +11,7 @@ set -euo pipefail
 # Folder -> the folders it may use (besides itself). Dependencies point one way:
 # base <- isa <- memory <- dma, engines <- sim <- runtime <- workloads <- driver <- cli;
 # isa <- compiler_stub <- runtime; compiler_stub <- frontends (wallsim_onnx, wallsim_torch) <- cli;
+# compiler_stub's PlanBuilder <- validation (published kernels as plans) <- cli;
 # frontends/torch's program reader <- workloads (the program replay); traces is
 # used by whatever observes.
 declare -A ALLOWED=(
@@ -26,7 +27,8 @@ declare -A ALLOWED=(
   [workloads]="base isa compiler_stub runtime traces torch"  # torch: the program reader
   [driver]="base isa memory engines sim compiler_stub runtime workloads traces"
   [frontends]="base isa memory compiler_stub onnx torch"  # wallsim_onnx, wallsim_torch
-  [cli]="base isa memory dma engines sim compiler_stub runtime workloads driver traces frontends onnx"
+  [validation]="base isa compiler_stub"
+  [cli]="base isa memory dma engines sim compiler_stub validation runtime workloads driver traces frontends onnx"
 )
 
 check_tree() {

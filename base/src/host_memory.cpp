@@ -1,7 +1,10 @@
 // Host memory available to this process, from /proc and cgroup v2.
 #include "wallsim/base/host_memory.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -37,17 +40,59 @@ int64_t mem_available() {
   return -1;
 }
 
+// A field of /proc/self/status in bytes ("VmSize:  1234 kB"); -1 when absent.
+int64_t status_bytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string key = std::string(field) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      std::istringstream fields(line.substr(key.size()));
+      int64_t kib = -1;
+      if (fields >> kib) return kib * 1024;
+    }
+  }
+  return -1;
+}
+
+// The address-space limit (ulimit -v); -1 when unlimited.
+int64_t address_space_limit() {
+  struct rlimit r {};
+  if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return -1;
+  return static_cast<int64_t>(std::min<rlim_t>(r.rlim_cur, INT64_MAX));
+}
+
 }  // namespace
 
 int64_t host_memory_available() {
   int64_t avail = mem_available();
+  auto take = [&avail](int64_t left) {
+    left = std::max<int64_t>(0, left);
+    avail = avail < 0 ? left : std::min(avail, left);
+  };
   const int64_t limit = read_number("/sys/fs/cgroup/memory.max");
   const int64_t used = read_number("/sys/fs/cgroup/memory.current");
-  if (limit > 0 && used >= 0) {
-    const int64_t left = std::max<int64_t>(0, limit - used);
-    avail = avail < 0 ? left : std::min(avail, left);
-  }
+  if (limit > 0 && used >= 0) take(limit - used);
+  const int64_t as_limit = address_space_limit();
+  const int64_t vm_size = status_bytes("VmSize");
+  if (as_limit >= 0 && vm_size >= 0) take(as_limit - vm_size);
   return avail;
+}
+
+std::string host_memory_limit_text() {
+  std::string s;
+  auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
+  // Peaks: by the time the failure is reported, unwinding has freed much of what was held.
+  const int64_t peak_rss = status_bytes("VmHWM"), peak_vm = status_bytes("VmPeak");
+  if (peak_rss >= 0) add("peak resident " + human_bytes(peak_rss));
+  if (const int64_t as = address_space_limit(); as >= 0) {
+    add("peak address space " + human_bytes(std::max<int64_t>(peak_vm, 0)) + " of its limit " +
+        human_bytes(as) + " (ulimit -v)");
+  }
+  const int64_t limit = read_number("/sys/fs/cgroup/memory.max");
+  if (limit > 0) add("cgroup limit " + human_bytes(limit));
+  if (const int64_t avail = mem_available(); avail >= 0) add(human_bytes(avail) + " available");
+  return s;
 }
 
 std::string human_bytes(int64_t bytes) {

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "wallsim/base/file_write.h"
 #include "wallsim/base/host_memory.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/estimate.h"
@@ -35,6 +36,7 @@ void add_compile_command(CLI::App& app) {
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     compiler_stub::Graph g = compiler_stub::read_graph_file(a->graph);
+    base::check_output_file(a->out);  // a folder or a FIFO is refused before the compile
     try {
       compiler_stub::infer_types(g);
     } catch (const base::InputError& e) {

@@ -62,7 +62,11 @@ void print_summary(const runtime::Config& c) {
             << "  DMA            " << a.dma.engines << " engines x "
             << fixed(t.dma.bandwidth_gb_per_s, 2) << " GB/s = " << fixed(dma_total, 1)
             << " GB/s aggregate" << (dma_total > t.hbm.bandwidth_gb_per_s ? " (HBM-bound)" : "")
-            << "; " << t.dma.descriptor_issue_ns << " ns per descriptor\n"
+            << "; " << t.dma.descriptor_issue_ns << " ns per descriptor"
+            << (t.dma.issue_overlaps_transfer && t.dma.descriptor_issue_ns > 0
+                    ? ", generated during the previous transfer"
+                    : "")
+            << "\n"
             << "  host link      " << fixed(t.host_link.bandwidth_gb_per_s, 1) << " GB/s, "
             << t.host_link.latency_ns << " ns\n"
             << "  plan launch    " << t.launch.switch_ns << " ns switch + "

@@ -78,7 +78,9 @@ void add_exec_command(CLI::App& app) {
   cmd->add_option("--inputs", a->inputs,
                   "directory of <tensor>.npy inputs (default: seeded random)");
   cmd->add_option("--scalar", a->scalars, "bind a run-time scalar: name=value (repeatable)");
-  cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+  cmd->add_option(
+      "--out,-o", a->out,
+      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
       ->check(CLI::IsMember({"none", "plans", "instructions"}));
   add_trace_limits(cmd, &a->trace_window, &a->csv);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "wallsim/base/file_write.h"
 #include "wallsim/compiler_stub/graph_io.h"
 #include "wallsim/frontends/onnx.h"
 
@@ -47,15 +48,26 @@ void add_import_command(CLI::App& app) {
       }
       o.dims[d.substr(0, eq)] = n;
     }
+    // Both outputs are checked before any is written: a G.weights that is a file, or a G.json
+    // that is a folder or a FIFO, leaves neither written.
+    base::check_output_file(a->out);
+    const std::string dir = a->weights ? weights_dir_of(a->out) : "";
+    std::error_code ec;
+    if (!dir.empty() && std::filesystem::exists(dir, ec) &&
+        !std::filesystem::is_directory(dir, ec)) {
+      throw base::InputError(dir,
+                             "exists and is not a folder; refusing to replace it (--weights "
+                             "writes the weights there)");
+    }
     frontends::onnx::Imported m = frontends::onnx::import_file(a->model, o);
-    compiler_stub::write_graph_file(m.graph, a->out);
     std::string where;
-    if (a->weights) {
-      const std::string dir = weights_dir_of(a->out);
-      std::filesystem::create_directories(dir);
+    if (!dir.empty()) {
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw base::InputError(dir, "cannot create folder (" + ec.message() + ")");
       frontends::onnx::write_weights(m, dir);
       where = " (values in " + dir + ")";
     }
+    compiler_stub::write_graph_file(m.graph, a->out);
     int64_t inputs = 0;
     for (const auto& n : m.graph.nodes) inputs += n.op == compiler_stub::OpKind::input;
     std::cout << a->out << ": " << m.graph.nodes.size() - inputs << " ops, " << m.inputs.size()

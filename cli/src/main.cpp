@@ -1,15 +1,18 @@
 // The wallsim command: argument parsing and exit codes; the work lives in the libraries.
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "wallsim/base/host_memory.h"
 #include "wallsim/base/params.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/memory/memory_error.h"
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/traces/write_error.h"
 
 namespace {
 
@@ -108,6 +111,14 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   } catch (const wallsim::base::InputError& e) {
     std::cerr << "wallsim: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const wallsim::traces::WriteError& e) {
+    std::cerr << "wallsim: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "wallsim: out of host memory: an allocation failed ("
+              << wallsim::base::host_memory_limit_text()
+              << "); try a smaller workload or raise the limit\n";
     return kExitBadInput;
   } catch (const Failed& e) {
     std::cerr << "wallsim: " << e.what() << "\n";

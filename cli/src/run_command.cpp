@@ -60,7 +60,9 @@ void add_run_command(CLI::App& app) {
   CLI::Option* steps =
       cmd->add_option("--steps", a->steps, "steps to run (default: the workload's)");
   cmd->add_flag("--functional", a->functional, "compute real values (default: timing only)");
-  cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+  cmd->add_option(
+      "--out,-o", a->out,
+      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
       ->check(CLI::IsMember({"none", "plans", "instructions"}));
   add_trace_limits(cmd, &a->trace_window, &a->csv);

@@ -622,7 +622,9 @@ void add_run_studies(CLI::App& study) {
     cmd->add_option("--config,-c", a->config, "chip and runtime config (JSON)");
     cmd->add_option("--spec", a->spec, "study spec: the runs, their sizes, the table's columns");
     cmd->add_option("--set", a->overrides, "override a config value in every run");
-    cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+    cmd->add_option(
+        "--out,-o", a->out,
+        "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
     cmd->add_option("--jobs,-j", a->jobs, "runs at once")->check(CLI::Range(1, 64));
     cmd->add_option("--profile", a->profile,
                     "compile-cost profile of every run (neuron, xla; default: the config's)");

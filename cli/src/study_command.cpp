@@ -186,7 +186,9 @@ void add_study_command(CLI::App& app) {
   cmd->add_option("--config,-c", a->config, "chip and runtime config (JSON)");
   cmd->add_option("--spec", a->spec, "study spec: workloads, modes, profiles, steps");
   cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
-  cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+  cmd->add_option(
+      "--out,-o", a->out,
+      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
   cmd->callback([a, cmd] {
     find_default_file(cmd, "--config", &a->config);
     find_default_file(cmd, "--spec", &a->spec);

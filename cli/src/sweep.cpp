@@ -334,14 +334,30 @@ std::vector<std::string> figure_names() {
   return n;
 }
 
+namespace {
+
+// A result as the sweep writes it: a 16-digit hex id, an integer index in [0, 2^40], a status
+// string. Anything else (a torn line, a forged one) is not a result.
+bool is_result(const Json& j) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) return false;
+  const std::string id = j["id"].get<std::string>();
+  if (id.size() != 16 || id.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return false;
+  const Json* index = j.contains("index") ? &j["index"] : nullptr;
+  if (!index || !index->is_number_integer() || index->get<int64_t>() < 0 ||
+      index->get<int64_t>() > (int64_t{1} << 40))
+    return false;
+  return j.contains("status") && j["status"].is_string();
+}
+
+}  // namespace
+
 std::vector<base::Json> read_results(const std::string& dir) {
   std::map<std::string, Json> latest;
   auto take = [&](const std::string& line) {
     try {
       Json j = Json::parse(line);
-      if (j.is_object() && j.contains("id") && j["id"].is_string()) {
-        latest[j["id"].get<std::string>()] = j;
-      }
+      if (is_result(j)) latest[j["id"].get<std::string>()] = j;
     } catch (const std::exception&) {
       // a torn line (the sweep was killed while writing): ignored
     }
@@ -368,7 +384,7 @@ std::vector<base::Json> read_results(const std::string& dir) {
         return Json();
       }
     }();
-    if (!j.is_object() || !j.contains("id")) continue;
+    if (!is_result(j)) continue;
     auto it = latest.find(j["id"].get<std::string>());
     // A single-point result counts unless the sweep's own line is an ok one.
     if (it == latest.end() || it->second.value("status", "") != "ok") latest[j["id"]] = j;

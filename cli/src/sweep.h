@@ -42,7 +42,9 @@ base::Json key_figures(const driver::RunReport& report, const base::Json& resolv
 base::Json key_figures(const std::string& run_dir);
 
 // The latest result line per point id: results.jsonl, then points/*/result.json (single-point
-// runs from --index). Lines that do not parse (a torn last line) are skipped.
+// runs from --index). Lines that are not results as the sweep writes them (a torn last line, a
+// forged line: an id that is not 16 hex digits, an index that is not an integer in [0, 2^40])
+// are skipped.
 std::vector<base::Json> read_results(const std::string& dir);
 
 }  // namespace wallsim::cli

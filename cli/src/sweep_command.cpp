@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -51,8 +53,8 @@ void on_signal(int) { g_stop = 1; }
 // Appends `line` and a newline with one write(2); a file left without a final newline (a line
 // torn by a kill) gets one first.
 void append_line(const std::string& path, const std::string& line) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd < 0) throw std::runtime_error("cannot open " + path);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path, std::string("cannot append (") + std::strerror(errno) + ")");
   std::string text = line + "\n";
   struct stat st {};
   if (fstat(fd, &st) == 0 && st.st_size > 0) {
@@ -65,9 +67,28 @@ void append_line(const std::string& path, const std::string& line) {
     if (last != '\n') text = "\n" + text;
   }
   const ssize_t n = write(fd, text.data(), text.size());
+  const int err = n < 0 ? errno : ENOSPC;
   fsync(fd);
   close(fd);
-  if (n != static_cast<ssize_t>(text.size())) throw std::runtime_error("short write to " + path);
+  if (n != static_cast<ssize_t>(text.size()))
+    throw InputError(path, std::string("cannot append (") + std::strerror(err) + ")");
+}
+
+// results.jsonl absent or a regular file: never a symlink (appending through it would write
+// elsewhere), a folder or a FIFO.
+void check_results_file(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
+  const char* kind = S_ISLNK(st.st_mode)   ? "a symbolic link"
+                     : S_ISDIR(st.st_mode) ? "a folder"
+                                           : "not a regular file";
+  throw InputError(path, std::string("is ") + kind + "; refusing to append to it");
+}
+
+void create_folder(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) throw InputError(path, "cannot create folder (" + ec.message() + ")");
 }
 
 Json result_line(const SweepPoint& p, const std::string& status, const std::string& error,
@@ -214,10 +235,11 @@ int run_sweep(const SweepArgs& a) {
                                   a.spec + "); use another --out or remove the directory");
     }
   }
-  fs::create_directories(a.out + "/points");
-  fs::create_directories(a.out + "/logs");
-  base::write_file_atomically(spec_file, spec_json.dump(2) + "\n");
   const std::string results = a.out + "/results.jsonl";
+  check_results_file(results);
+  create_folder(a.out + "/points");
+  create_folder(a.out + "/logs");
+  base::write_file_atomically(spec_file, spec_json.dump(2) + "\n");
 
   std::vector<const SweepPoint*> todo;
   if (single) {
@@ -245,7 +267,7 @@ int run_sweep(const SweepArgs& a) {
   Progress progress(single ? 1 : n, single ? 0 : n - static_cast<int64_t>(todo.size()));
   auto record = [&](const Json& line, const SweepPoint& p) {
     if (single) {
-      fs::create_directories(a.out + "/points/" + p.id);
+      create_folder(a.out + "/points/" + p.id);
       base::write_file_atomically(a.out + "/points/" + p.id + "/result.json", line.dump() + "\n");
     } else {
       append_line(results, line.dump());

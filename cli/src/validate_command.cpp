@@ -16,6 +16,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "validate_rows.h"
 #include "wallsim/base/file_write.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph_io.h"
@@ -29,38 +30,61 @@
 #include "wallsim/sim/exec.h"
 
 namespace wallsim::cli {
+
+using validate::Kernel;
+using validate::Row;
+using validate::kPublic;
+using validate::kInferred;
+using validate::kAssumption;
+
+namespace validate {
+
+void roofline(Kernel& k, const sim::ChipConfig& chip) {
+  const auto& t = chip.timing;
+  std::map<std::string, double> ns;
+  auto add = [&](const std::string& r, double v) { ns[r] += v; };
+  const double array = double(chip.arch.tensor.rows) * chip.arch.tensor.cols;
+  for (const isa::Stream& s : k.plan.streams) {
+    for (const isa::Instruction& in : s.instructions) {
+      switch (s.engine) {
+        case isa::Engine::tensor: {
+          const double passes = double(engines::tensor_passes(engines::tensor_dtype(in), t.tensor));
+          add("tensor", double(isa::macs(in)) * passes / array / t.tensor.freq_mhz * 1e3);
+          break;
+        }
+        case isa::Engine::vector:
+        case isa::Engine::scalar: {
+          const auto& lane = s.engine == isa::Engine::vector ? t.vector : t.scalar;
+          add(std::string(isa::name_of(s.engine)),
+              double(in.dst.free_elements()) / lane.elements_per_cycle / lane.freq_mhz * 1e3);
+          break;
+        }
+        case isa::Engine::dma: {
+          const dma::DescriptorCost c = dma::descriptor_cost(in, t.dma, t.hbm, t.host_link);
+          add("hbm", double(c.hbm_read_bytes + c.hbm_write_bytes) / t.hbm.bandwidth_gb_per_s);
+          add("host_link", double(c.link_bytes) / t.host_link.bandwidth_gb_per_s);
+          add("dma" + std::to_string(s.dma_engine), double(c.bytes) / t.dma.bandwidth_gb_per_s);
+          break;
+        }
+      }
+    }
+  }
+  k.bound_ns = 0;
+  k.bound_by = "none";
+  for (const auto& [r, v] : ns) {
+    if (v > k.bound_ns) {
+      k.bound_ns = v;
+      k.bound_by = r;
+    }
+  }
+}
+
+}  // namespace validate
+
 namespace {
 
 using base::Json;
 namespace fs = std::filesystem;
-
-// Where a reference figure comes from (docs/VALIDATION.md).
-constexpr const char* kPublic = "public source";
-constexpr const char* kInferred = "inference";
-constexpr const char* kAssumption = "model assumption";
-
-// One compared figure. `tolerance_pct` < 0: shown, not checked.
-struct Row {
-  std::string section, name;
-  double measured = 0, reference = 0;
-  std::string unit, kind, source;
-  double tolerance_pct = 1.0;
-  bool upper_bound_only = false;  // the check is measured <= reference (plus tolerance)
-  double error_pct() const { return reference != 0 ? (measured / reference - 1.0) * 100.0 : 0.0; }
-  bool ok() const {
-    if (tolerance_pct < 0) return true;
-    if (upper_bound_only) return measured <= reference * (1 + tolerance_pct / 100.0);
-    return std::fabs(error_pct()) <= tolerance_pct;
-  }
-};
-
-// A plan the device runs, and what no schedule of it can beat.
-struct Kernel {
-  std::string kind, name;  // kind: engine, dma, hbm, gemm, elementwise, copy
-  isa::Plan plan;
-  double span_ns = 0, bound_ns = 0;
-  std::string bound_by;
-};
 
 // ---- plan construction (JSON, parsed like a plan file) ----
 
@@ -184,51 +208,6 @@ Json graph(const std::string& name, Json nodes, int out) {
           {"outputs", {out}}};
 }
 
-// ---- bounds ----
-
-// The least time any schedule of `p` needs on `chip`: the busiest of the tensor array at its
-// dtype's peak, the vector and scalar lanes at their streaming rate (no overhead), HBM and the
-// host link at their bandwidth, each DMA engine at its bandwidth (payload bytes only).
-void roofline(Kernel& k, const sim::ChipConfig& chip) {
-  const auto& t = chip.timing;
-  std::map<std::string, double> ns;
-  auto add = [&](const std::string& r, double v) { ns[r] += v; };
-  const double array = double(chip.arch.tensor.rows) * chip.arch.tensor.cols;
-  for (const isa::Stream& s : k.plan.streams) {
-    for (const isa::Instruction& in : s.instructions) {
-      switch (s.engine) {
-        case isa::Engine::tensor: {
-          const double passes = double(engines::tensor_passes(engines::tensor_dtype(in), t.tensor));
-          add("tensor", double(isa::macs(in)) * passes / array / t.tensor.freq_mhz * 1e3);
-          break;
-        }
-        case isa::Engine::vector:
-        case isa::Engine::scalar: {
-          const auto& lane = s.engine == isa::Engine::vector ? t.vector : t.scalar;
-          add(std::string(isa::name_of(s.engine)),
-              double(in.dst.free_elements()) / lane.elements_per_cycle / lane.freq_mhz * 1e3);
-          break;
-        }
-        case isa::Engine::dma: {
-          const dma::DescriptorCost c = dma::descriptor_cost(in, t.dma, t.hbm, t.host_link);
-          add("hbm", double(c.hbm_read_bytes + c.hbm_write_bytes) / t.hbm.bandwidth_gb_per_s);
-          add("host_link", double(c.link_bytes) / t.host_link.bandwidth_gb_per_s);
-          add("dma" + std::to_string(s.dma_engine), double(c.bytes) / t.dma.bandwidth_gb_per_s);
-          break;
-        }
-      }
-    }
-  }
-  k.bound_ns = 0;
-  k.bound_by = "none";
-  for (const auto& [r, v] : ns) {
-    if (v > k.bound_ns) {
-      k.bound_ns = v;
-      k.bound_by = r;
-    }
-  }
-}
-
 // ---- the run ----
 
 struct ValidateArgs {
@@ -262,7 +241,7 @@ void run_validate(const ValidateArgs& a) {
     for (const auto& d : isa::verify(p, chip.arch)) {
       throw std::runtime_error("validate: plan " + p.name + ": " + d.to_string());
     }
-    Kernel k{kind, p.name, std::move(p)};
+    Kernel k{kind, p.name, std::move(p), 0, 0, ""};
     kernels.push_back(std::move(k));
     return kernels.size() - 1;
   };
@@ -464,6 +443,9 @@ void run_validate(const ValidateArgs& a) {
          "SCALE-Sim v2 weight-stationary: ceil(K/R) ceil(N/C) (2R + C + M - 2) - 1", 1.0});
   }
 
+  // Published NKI kernels against their measured latencies (validate_hardware.cpp).
+  validate::real_hardware(cfg, *device, a.quick, rows_out, kernels);
+
   // Write.
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(a.out);
   int failures = 0;
@@ -536,7 +518,9 @@ void add_validate_command(CLI::App& app) {
       "validate", "microbenchmarks of the chip model against outside references and rooflines");
   cmd->add_option("--config,-c", a->config, "chip config (JSON; default: the built-in trn2)");
   cmd->add_option("--set", a->overrides, "override a config value: path.to.key=value");
-  cmd->add_option("--out,-o", a->out, "output directory (replaced if it holds an earlier run)");
+  cmd->add_option(
+      "--out,-o", a->out,
+      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
   cmd->add_flag("--quick", a->quick, "fewer points (the test suite's version)");
   add_validate_shapes_command(*cmd);
   cmd->callback([a, cmd] {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "wallsim/base/file_write.h"
 #include "wallsim/base/json_object.h"
 #include "wallsim/isa/plan_io.h"
 
@@ -234,17 +235,7 @@ Graph read_graph_file(const std::string& path) {
 }
 
 void write_graph_file(const Graph& g, const std::string& path) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, "cannot write file");
-    out << isa::format_json(to_json(g));
-    if (!out.flush()) throw InputError(path, "cannot write file");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(path, "cannot rename temporary file into place");
-  }
+  base::write_file_atomically(path, isa::format_json(to_json(g)));
 }
 
 }  // namespace wallsim::compiler_stub

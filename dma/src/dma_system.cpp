@@ -93,9 +93,20 @@ int64_t DmaSystem::bytes_moved(const isa::Instruction& in) {
   return in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();
 }
 
-sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem) {
+sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem,
+                           QueueIssue& queue, bool back_to_back) {
   if (m_descriptors) ++*m_descriptors;
-  sc_core::wait(ns(m_dma.descriptor_issue_ns));
+  const sc_time issue = ns(m_dma.descriptor_issue_ns), now = sc_core::sc_time_stamp();
+  if (m_dma.issue_overlaps_transfer && back_to_back && queue.any) {
+    // Generated right after its predecessor's, during that one's transfer.
+    const sc_time generated = queue.generated + issue;
+    if (generated > now) sc_core::wait(generated - now);
+    queue.generated = generated;
+  } else {
+    sc_core::wait(issue);
+    queue.generated = now + issue;
+  }
+  queue.any = true;
   if (mem) copy_functional(in, *mem);
   const DescriptorCost c = descriptor_cost(in, m_dma, m_hbm_timing, m_link_timing);
   std::vector<memory::ResourceUse> uses;

@@ -2,11 +2,13 @@
 #include "wallsim/driver/step_stream.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
 #include "wallsim/traces/stats.h"
+#include "wallsim/traces/write_error.h"
 
 namespace wallsim::driver {
 
@@ -65,13 +67,13 @@ Json StepWallTimes::warm_json() const {
 
 StepStream::StepStream(std::string spool)
     : m_spool_path(std::move(spool)), m_spool(m_spool_path, std::ios::binary | std::ios::trunc) {
-  if (!m_spool) throw std::runtime_error(m_spool_path + ": cannot write file");
+  if (!m_spool) throw traces::WriteError(m_spool_path, traces::errno_reason(errno));
 }
 
 void StepStream::add(const runtime::StepRecord& r, const std::string& kind) {
   const Json j = step_json(r, kind);
   m_spool << j.dump(-1, ' ', false, Json::error_handler_t::replace) << '\n';
-  if (!m_spool) throw std::runtime_error(m_spool_path + ": cannot write file");
+  if (!m_spool) throw traces::WriteError(m_spool_path, traces::errno_reason(errno));
   ++m_steps;
   m_walls.add(kind, r.wall_ns, r.counts.compiles > 0);
   wall_ns += r.wall_ns;
@@ -118,7 +120,7 @@ Json split_tables(const Json& v, bool tables) {
 void write_file(const std::string& path, const std::string& text, std::ios::openmode mode) {
   std::ofstream out(path, std::ios::binary | mode);
   out << text;
-  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
+  if (!out.flush()) throw traces::WriteError(path, traces::errno_reason(errno));
 }
 
 }  // namespace
@@ -146,11 +148,11 @@ void StepStream::finish(const std::string& stats_json, const std::string& stats_
     out << "\n  ]";
     out.write(text.data() + at + key.size(),
               static_cast<std::streamsize>(text.size() - at - key.size()));
-    if (!out.flush()) throw std::runtime_error(stats_json + ": cannot write file");
+    if (!out.flush()) throw traces::WriteError(stats_json, traces::errno_reason(errno));
     out.close();
     text.clear();
     if (std::rename((stats_json + ".steps").c_str(), stats_json.c_str()) != 0)
-      throw std::runtime_error(stats_json + ": cannot write file");
+      throw traces::WriteError(stats_json, traces::errno_reason(errno));
   }
 
   // stats.txt: the lines, the tables before "steps", the steps table, the tables after it.
@@ -187,7 +189,7 @@ void StepStream::finish(const std::string& stats_json, const std::string& stats_
     for_each_spooled([&](const Json& step) {
       row([&](size_t i) { return step.contains(m_columns[i]) ? cell(step[m_columns[i]]) : ""; });
     });
-    if (!out.flush()) throw std::runtime_error(stats_txt + ": cannot write file");
+    if (!out.flush()) throw traces::WriteError(stats_txt, traces::errno_reason(errno));
   }
   std::ostringstream rest;
   traces::write_sections_text(split_tables(after, true), rest, {"schema"});

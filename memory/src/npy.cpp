@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "wallsim/base/file_write.h"
 #include "wallsim/base/params.h"
 #include "wallsim/isa/dtype_convert.h"
 
@@ -334,6 +335,7 @@ NpyArray read_npy(const std::string& path) {
 }
 
 void write_npy(const std::string& path, const NpyArray& array) {
+  base::check_output_file(path);
   DescrInfo info;
   std::string canonical;
   if (!parse_descr(array.descr, info, canonical))

@@ -24,9 +24,13 @@ sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v)
 class DmaQueueUnit final : public engines::ExecutionUnit {
  public:
   explicit DmaQueueUnit(dma::DmaSystem& dma) : m_dma(dma) {}
-  void begin_stream(const isa::Stream& s) override { m_engine = s.dma_engine; }
-  sc_time run(const isa::Instruction& in, Launch& launch, bool) override {
-    return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr);
+  void begin_stream(const isa::Stream& s) override {
+    m_engine = s.dma_engine;
+    m_issue = {};
+  }
+  sc_time run(const isa::Instruction& in, Launch& launch, bool back_to_back) override {
+    return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr, m_issue,
+                         back_to_back);
   }
   int64_t clock_period_fs() const override { return 0; }
   int64_t bytes_moved(const isa::Instruction& in) const override {
@@ -36,6 +40,7 @@ class DmaQueueUnit final : public engines::ExecutionUnit {
  private:
   dma::DmaSystem& m_dma;
   int m_engine = 0;
+  dma::DmaSystem::QueueIssue m_issue;
 };
 
 }  // namespace

@@ -351,6 +351,106 @@ case("onnx.dev_zero", "not a regular file", "import onnx /dev/zero --out $T/g.js
 case("onnx.graph_workload_missing", "file",
      "run -c $C --workload graph:file=$D/no_such_graph.json --out $T/r")
 
+# ---- issue 40: ONNX models whose sizes or dtypes cannot be imported ------------------------------
+def onnx_graph(nodes, inputs, inits=(), opset=13):
+    """A float model of `nodes` with `inputs` [(name, dims)] and initializers `inits`."""
+    import onnx
+    from onnx import TensorProto, helper
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(d)) for n, d in inputs]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph(nodes, "g", ins, [y], initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    return m.SerializeToString()
+
+
+def onnx_ints(name, values):
+    from onnx import TensorProto, helper
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], list(values))
+
+
+def onnx_case(name, expected, data, extra=""):
+    write(f"onnx_{name}.onnx", data)
+    case(f"onnx.{name}", expected, f"import onnx $D/onnx_{name}.onnx --out $T/g.json{extra}")
+
+
+from onnx import TensorProto, helper  # noqa: E402
+for op in ["Conv", "MaxPool", "AveragePool"]:
+    attrs = dict(kernel_shape=[2, 2], strides=[0, 0])
+    ins, inits = ["x"], []
+    if op == "Conv":
+        ins.append("w")
+        inits.append(helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 2, 2], [1.0] * 4))
+    onnx_case(f"{op.lower()}_strides_zero", "strides and dilations must be in 1..2^31, not 0",
+              onnx_graph([helper.make_node(op, ins, ["y"], name="n0", **attrs)],
+                         [("x", (1, 1, 4, 4))], inits))
+onnx_case("conv_pads_huge", "pads must be in 0..2^31",
+          onnx_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="n0", kernel_shape=[2, 2],
+                                       pads=[2 ** 40, 0, 0, 0])],
+                     [("x", (1, 1, 4, 4))],
+                     [helper.make_tensor("w", TensorProto.FLOAT, [1, 1, 2, 2], [1.0] * 4)]))
+for name, shape, expected in [("constant_of_shape_huge", [2 ** 30, 2 ** 30], "more than 2^27"),
+                              ("constant_of_shape_negative", [-4, 3], "negative dim")]:
+    onnx_case(name, expected,
+              onnx_graph([helper.make_node("ConstantOfShape", ["s"], ["c"], name="n0"),
+                          helper.make_node("Add", ["x", "c"], ["y"], name="n1")],
+                         [("x", (1,))], [onnx_ints("s", shape)]))
+onnx_case("pad_huge", "more than 2^27",
+          onnx_graph([helper.make_node("Pad", ["x", "p"], ["y"], name="n0")], [("x", (2, 3))],
+                     [onnx_ints("p", [0, 2 ** 40, 0, 0])]))
+onnx_case("range_huge", "more than 2^27",
+          onnx_graph([helper.make_node("Range", ["a", "b", "d"], ["r"], name="n0"),
+                      helper.make_node("Cast", ["r"], ["rf"], name="n1", to=TensorProto.FLOAT),
+                      helper.make_node("Add", ["x", "rf"], ["y"], name="n2")],
+                     [("x", (1,))],
+                     [helper.make_tensor(n, TensorProto.INT64, [], [v])
+                      for n, v in [("a", 0), ("b", 2 ** 40), ("d", 1)]]))
+for dtype, vals in [("uint64", [1, 2, 3, 4, 5, 6]), ("bool", [1, 0, 1, 0, 1, 0])]:
+    onnx_case(f"matmul_{dtype}", "a matrix product of integer or bool values is not supported",
+              onnx_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="n0")],
+                         [("x", (2, 3))],
+                         [helper.make_tensor("w", getattr(TensorProto, dtype.upper()), [3, 2],
+                                             vals)]))
+
+# ---- issue 40: outputs that are not regular files (the runner makes $T/fifo) -------------------
+write("onnx_relu.onnx", good)
+for name, args in [
+        ("import_fifo", "import onnx $D/onnx_relu.onnx --out $T/fifo"),
+        ("compile_fifo", "compile examples/graphs/mlp.json -c $C -o $T/fifo"),
+        ("plan_format_fifo", "plan format examples/plans/vector_add.json -o $T/fifo"),
+        ("collect_fifo", "collect $D/sweep_dir --csv $T/fifo"),
+        ("collect_directory", "collect $D/sweep_dir --csv $D")]:
+    case(f"output.{name}", "not a regular file; refusing to replace it", args)
+case("output.run_fifo", "exists and is not a directory",
+     "run -c $C -w gemm:m=64,k=64,n=64 --out $T/fifo")
+os.makedirs(os.path.join(FILES, "sweep_dir"), exist_ok=True)
+write("sweep_dir/results.jsonl", json.dumps(
+    {"index": 0, "id": "0123456789abcdef", "status": "ok", "workload": "w", "mode": "native",
+     "axes": {}, "figures": {}, "seconds": 1.0}) + "\n")
+case("sweep.out_unwritable", "cannot create folder",
+     "sweep configs/sweeps/smoke.json --out /proc/wallsim-issue40/sw")
+
+# ---- issue 40: program files (wallsim run -w program:file=...) ------------------------------------
+def program(events, **extra):
+    doc = {"format": "wallsim-program", "version": 1, "name": "p"}
+    doc.update(extra)
+    doc["events"] = events
+    return json.dumps(doc)
+
+
+x_in = {"ev": "input", "id": 0, "name": "x", "dtype": "fp32", "shape": [4]}
+write("program_host_op_huge.json", program([
+    x_in, {"ev": "host_op", "aten": "aten.foo.default", "module": "", "inputs": [0],
+           "outputs": [{"id": 1, "dtype": "fp32", "shape": [2 ** 39]}], "flops": 0, "bytes": 0},
+    {"ev": "read", "id": 1, "reason": "item"}]))
+case("program.host_op_huge", "device memory exhausted",
+     "run -c $C -w program:file=$D/program_host_op_huge.json --out $T/o")
+for name, values in [("values_absolute", "/tmp"), ("values_dotdot", "../bad_input/files"),
+                     ("values_inner_dotdot", "a/../../files")]:
+    write(f"program_{name}.json", program([x_in, {"ev": "read", "id": 0, "reason": "item"}],
+                                          values=values))
+    case(f"program.{name}", "is not a folder inside the program file's folder",
+         f"run -c $C -w program:file=$D/program_{name}.json --functional --out $T/o")
+
 # ---- special files: directories, FIFOs, devices --------------------------------------------------
 for reader, cmd in [("config", "config validate {f}"), ("plan", "plan check {f} -c $C"),
                     ("graph", "compile {f} -c $C -o $T/out.plan.json"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bad-input corpus (issue 20): every case in cases.txt must make wallsim exit with code 2,
 # print exactly one line on standard error containing the expected text, and leave no output
-# directory or staging directory behind.
+# directory or staging directory behind; the FIFO $T/fifo a case may name as an output must still
+# be a FIFO afterwards.
 # Usage: run_corpus.sh WALLSIM_BIN SOURCE_DIR [NAME_REGEX]
 set -u
 bin=$1
@@ -42,6 +43,8 @@ while IFS=$'\t' read -r name expected args; do
     problem="$lines lines on stderr, not 1"
   elif [[ "$err" != *"$expected"* ]]; then
     problem="the message does not contain '$expected'"
+  elif [[ ! -p "$T/fifo" ]]; then
+    problem="the FIFO $T/fifo was replaced"
   else
     left=$(find "$T" -mindepth 1 -not -name fifo -not -name stdout -not -name stderr | head -3)
     [[ -n "$left" ]] && problem="left behind: $left"

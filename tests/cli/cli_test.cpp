@@ -1,9 +1,11 @@
 // The wallsim command as a user meets it: exit codes, one-line errors, outputs.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -220,7 +222,10 @@ TEST(Cli, ReadmeSampleSessionIsCurrent) {
     std::string args = command;
     const size_t out = args.find(" --out ");
     const bool exec = out != std::string::npos;
-    if (exec) args = args.substr(0, out) + " --out " + ::testing::TempDir() + "/readme_exec";
+    // A folder of this process's: another process's (an older build's, without the
+    // .wallsim-output marker) would be refused.
+    const std::string dir = ::testing::TempDir() + "/readme_exec_" + std::to_string(::getpid());
+    if (exec) args = args.substr(0, out) + " --out " + dir;
     Result r = run(args);
     ASSERT_EQ(r.code, 0) << command << r.err;
     if (exec) {  // "<dir>: <figures> simulated in <real seconds> s"
@@ -228,6 +233,7 @@ TEST(Cli, ReadmeSampleSessionIsCurrent) {
         return s.substr(s.find(": "), s.find(" in ") - s.find(": "));
       };
       EXPECT_EQ(figures(r.out), figures(expected)) << command;
+      std::filesystem::remove_all(dir);
     } else {
       EXPECT_EQ(r.out, expected) << command;
     }

@@ -12,6 +12,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "wallsim/traces/write_error.h"
+
 namespace wallsim::traces {
 namespace {
 
@@ -249,8 +251,7 @@ ChromeTraceWriter::ChromeTraceWriter(const std::string& path)
   m_file = std::make_unique<std::ofstream>(tmp, std::ios::binary | std::ios::trunc);
   if (!*m_file) {
     const int err = errno;
-    throw std::runtime_error("cannot open trace file '" + tmp + "'" +
-                             (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+    throw WriteError(tmp, errno_reason(err));
   }
   m_os = m_file.get();
   start();
@@ -304,12 +305,23 @@ void ChromeTraceWriter::commit(char* end) {
 
 void ChromeTraceWriter::flush_buffer() {
   if (m_buf_size == 0) return;
+  if (m_write_errno >= 0) {  // an earlier write failed: events are dropped until finish()
+    m_buf_size = 0;
+    return;
+  }
+  errno = 0;
   m_os->write(m_buf.get(), static_cast<std::streamsize>(m_buf_size));
   m_buf_size = 0;
   if (!*m_os) {
-    const std::string where = m_path.empty() ? "trace stream" : "trace file '" + m_path + ".tmp'";
-    abandon();
-    throw std::runtime_error("writing " + where + " failed");
+    // Not thrown here: events come from simulation threads, where an exception would end the
+    // simulation as an uncaught SystemC error. finish() reports it.
+    m_write_errno = errno;
+    if (m_file) {
+      m_file->close();
+      std::error_code ec;
+      std::filesystem::remove(m_path + ".tmp", ec);
+      m_file.reset();
+    }
   }
 }
 
@@ -512,24 +524,30 @@ void ChromeTraceWriter::finish() {
   }
   p = put(p, "}}\n");
   m_buf_size = static_cast<std::size_t>(p - m_buf.get());
-  flush_buffer();  // abandons and throws on a write error
-  m_os->flush();
-  m_finished = true;
-
-  if (!m_file) {
-    if (!*m_os) throw std::runtime_error("writing trace stream failed");
-    return;
+  flush_buffer();
+  if (m_write_errno < 0) {
+    errno = 0;
+    if (!m_os->flush()) m_write_errno = errno;
   }
+  const std::string where = m_path.empty() ? "trace stream" : m_path;
+  if (m_write_errno >= 0) {
+    abandon();
+    throw WriteError(where, errno_reason(m_write_errno));
+  }
+  m_finished = true;
+  if (!m_file) return;
   const std::string tmp = m_path + ".tmp";
+  errno = 0;
   m_file->close();
+  const int close_errno = errno;
   const bool failed = m_file->fail();
   m_file.reset();
   std::error_code ec;
   if (!failed) std::filesystem::rename(tmp, m_path, ec);
   if (failed || ec) {
-    const std::string reason = failed ? std::string() : ": " + ec.message();
+    const std::string reason = failed ? errno_reason(close_errno) : ec.message();
     std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("writing trace file '" + m_path + "' failed" + reason);
+    throw WriteError(m_path, reason);
   }
 }
 

@@ -1,8 +1,11 @@
 // Streaming CSV with atomic completion.
 #include "wallsim/traces/csv_log.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <stdexcept>
+
+#include "wallsim/traces/write_error.h"
 
 namespace wallsim::traces {
 namespace {
@@ -24,7 +27,7 @@ void append_field(std::string& line, std::string_view f) {
 
 CsvLog::CsvLog(const std::string& path, std::vector<std::string> columns)
     : m_path(path), m_columns(columns.size()), m_out(path + ".tmp", std::ios::trunc) {
-  if (!m_out) throw std::runtime_error(path + ": cannot write file");
+  if (!m_out) throw WriteError(path, errno_reason(errno));
   m_line.clear();
   for (size_t i = 0; i < columns.size(); ++i) {
     if (i) m_line.push_back(',');
@@ -52,14 +55,17 @@ void CsvLog::row(std::initializer_list<std::string_view> fields) {
   }
   m_line.push_back('\n');
   m_out << m_line;
+  if (!m_out && m_errno == 0) m_errno = errno;  // the first failure's reason (a full disk)
 }
 
 void CsvLog::finish() {
   if (m_finished) return;
+  errno = 0;
   m_out.close();
   if (!m_out || std::rename((m_path + ".tmp").c_str(), m_path.c_str()) != 0) {
+    const int err = m_errno != 0 ? m_errno : errno;
     std::remove((m_path + ".tmp").c_str());
-    throw std::runtime_error(m_path + ": cannot write file");
+    throw WriteError(m_path, errno_reason(err));
   }
   m_finished = true;
 }

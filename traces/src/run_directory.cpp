@@ -7,15 +7,26 @@
 #include <cerrno>
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 #include "staging_cleanup.h"
+#include "wallsim/traces/write_error.h"
 
 namespace wallsim::traces {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// The marker every run directory holds: only a directory with it is replaced by a later run.
+constexpr const char* kMarkerText =
+    "wallsim output directory: the next wallsim run with --out here replaces it\n";
+
+bool has_marker(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::symlink_status(dir / kRunDirectoryMarker, ec));
+}
 
 // Removes `.NAME.partial-PID` and `.NAME.old-PID` left in `parent` by runs that died (kill -9)
 // before committing or cleaning up: those whose process no longer exists.
@@ -47,9 +58,9 @@ RunDirectory::RunDirectory(std::string path) : m_path(std::move(path)) {
   if (fs::exists(target, ec)) {
     if (!fs::is_directory(target, ec))
       throw std::runtime_error(m_path + ": exists and is not a directory");
-    if (!fs::is_empty(target, ec) && !fs::exists(target / "stats.json", ec)) {
-      throw std::runtime_error(
-          m_path + ": not empty and not an earlier wallsim output; refusing to replace it");
+    if (!fs::is_empty(target, ec) && !has_marker(target)) {
+      throw std::runtime_error(m_path + ": not empty and not an earlier wallsim output (no " +
+                               kRunDirectoryMarker + " in it); refusing to replace it");
     }
   }
   fs::path parent = target.parent_path();
@@ -61,6 +72,15 @@ RunDirectory::RunDirectory(std::string path) : m_path(std::move(path)) {
   fs::remove_all(m_staging, ec);
   if (!fs::create_directory(m_staging, ec)) {
     throw std::runtime_error(m_path + ": cannot create output directory (" + ec.message() + ")");
+  }
+  {
+    std::ofstream marker(file(kRunDirectoryMarker), std::ios::binary);
+    marker << kMarkerText;
+    if (!marker.flush()) {
+      marker.close();
+      fs::remove_all(m_staging, ec);
+      throw std::runtime_error(m_path + ": cannot write in the output directory's parent");
+    }
   }
   m_signal_slot = arm_staging(m_staging);
 }
@@ -89,19 +109,19 @@ void RunDirectory::commit() {
     fs::path old = target.parent_path() /
                    ("." + target.filename().string() + ".old-" + std::to_string(::getpid()));
     fs::rename(target, old, ec);
-    if (ec) throw std::runtime_error(m_path + ": cannot replace (" + ec.message() + ")");
+    if (ec) throw WriteError(m_path, ec.message());
     fs::rename(m_staging, target, ec);
     if (ec) {
       std::error_code restore;
       fs::rename(old, target, restore);  // put the earlier output back
-      throw std::runtime_error(m_path + ": cannot create (" + ec.message() + ")");
+      throw WriteError(m_path, ec.message());
     }
     fs::remove_all(old, ec);
     ec.clear();
   } else {
     fs::rename(m_staging, target, ec);
   }
-  if (ec) throw std::runtime_error(m_path + ": cannot create (" + ec.message() + ")");
+  if (ec) throw WriteError(m_path, ec.message());
   m_committed = true;
   disarm_staging(m_signal_slot);  // after the rename: the handler finds nothing at m_staging
   m_signal_slot = -1;

@@ -122,6 +122,15 @@ isa::DType Importer::dtype_of(int32_t id) const {
 
 int32_t Importer::emit(OpKind op, std::vector<int32_t> inputs,
                        std::map<std::string, AttrValue> attrs, std::optional<isa::DType> dtype) {
+  if (op == OpKind::matmul || op == OpKind::batch_matmul) {
+    for (int32_t x : inputs) {
+      if (dtype_of(x) == isa::DType::int32) {
+        fail(
+            "a matrix product of integer or bool values is not supported (the tensor engine "
+            "multiplies float values)");
+      }
+    }
+  }
   cs::Node n;
   n.id = m_next_id++;
   n.op = op;

@@ -95,6 +95,12 @@ class Importer {
   int32_t m_next_id = 0;
 };
 
+// The most elements a constant folded at import may hold (held as doubles: 1 GiB).
+inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 27;
+// The element count of a constant of shape `s` that node `m` is about to fold; fails (naming
+// the node) for a negative dim or more than kMaxFoldedElements, before anything is allocated.
+int64_t folded_count(const Importer& m, const Shape& s);
+
 // One ONNX op's conversion: its outputs, in order.
 using OpFn = std::function<std::vector<Val>(Importer&)>;
 const std::map<std::string, OpFn>& op_table();

@@ -62,7 +62,7 @@ Val fold_binary(I& m, const Const& a, const Const& b, int32_t elem, F f) {
   Const c;
   c.elem = elem;
   c.shape = broadcast_shapes(m, a.shape, b.shape);
-  const int64_t n = count_of(c.shape);
+  const int64_t n = folded_count(m, c.shape);
   for (int64_t i = 0; i < n; ++i) {
     c.v.push_back(f(a.v[bcast_index(a.shape, c.shape, i)], b.v[bcast_index(b.shape, c.shape, i)]));
   }
@@ -71,11 +71,11 @@ Val fold_binary(I& m, const Const& a, const Const& b, int32_t elem, F f) {
 
 // Element i of the result reads element index(i) of `x`.
 template <class F>
-Const remap(const Const& x, Shape shape, F index) {
+Const remap(const I& m, const Const& x, Shape shape, F index) {
   Const c;
   c.elem = x.elem;
   c.shape = std::move(shape);
-  for (int64_t i = 0, n = count_of(c.shape); i < n; ++i) c.v.push_back(x.v[index(i)]);
+  for (int64_t i = 0, n = folded_count(m, c.shape); i < n; ++i) c.v.push_back(x.v[index(i)]);
   return c;
 }
 
@@ -110,10 +110,10 @@ Const ints_const(const Ints& v, Shape shape = {}) {
   return c;
 }
 
-Const filled(const Shape& shape, double value) {
+Const filled(const I& m, const Shape& shape, double value) {
   Const c;
   c.shape = shape;
-  c.v.assign(static_cast<size_t>(count_of(shape)), value);
+  c.v.assign(static_cast<size_t>(folded_count(m, shape)), value);
   return c;
 }
 
@@ -268,7 +268,7 @@ int32_t pad(I& m, int32_t x, const Ints& begin, const Ints& end, double value) {
     auto block = [&](int64_t n) {
       Shape b = s;
       b[k] = n;
-      return m.id(m.konst(filled(b, value)));
+      return m.id(m.konst(filled(m, b, value)));
     };
     if (begin[k]) parts.push_back(block(begin[k]));
     parts.push_back(x);
@@ -563,7 +563,7 @@ int32_t layernorm_2d(I& m, int32_t x, int64_t axis, const Val* gamma, const Val*
   const Shape tail(s.begin() + axis, s.end());
   const int64_t inner = count_of(tail), outer = count_of(s) / inner;
   auto param = [&](const Val* p, double fill) {
-    if (!p) return m.id(m.konst(filled({inner}, fill)));
+    if (!p) return m.id(m.konst(filled(m, {inner}, fill)));
     return reshape(m, bcast(m, m.id(*p), tail), {inner});
   };
   const int32_t g = param(gamma, 1.0), b = param(beta, 0.0);
@@ -755,7 +755,7 @@ std::vector<Val> transpose_op(I& m) {
   if (x.is_const()) {
     Shape out;
     for (int64_t p : perm) out.push_back(s[p]);
-    return {m.konst(remap(*x.c, out, [&](int64_t i) {
+    return {m.konst(remap(m, *x.c, out, [&](int64_t i) {
       const Ints o = unravel(i, out);
       Ints idx(s.size());
       for (size_t k = 0; k < perm.size(); ++k) idx[perm[k]] = o[k];
@@ -841,7 +841,7 @@ std::vector<Val> slice_op(I& m) {
   }
   if (count_of(len) == 0) m.fail("an empty slice is not supported");
   if (x.is_const()) {
-    return {m.konst(remap(*x.c, len, [&](int64_t i) {
+    return {m.konst(remap(m, *x.c, len, [&](int64_t i) {
       Ints idx = unravel(i, len);
       for (size_t k = 0; k < idx.size(); ++k) idx[k] = lo[k] + idx[k] * step[k];
       return ravel(idx, s);
@@ -904,7 +904,7 @@ std::vector<Val> gather(I& m) {
       idx.push_back(i);
     }
     if (data.is_const()) {
-      return {m.konst(remap(*data.c, out, [&](int64_t i) {
+      return {m.konst(remap(m, *data.c, out, [&](int64_t i) {
         const Ints o = unravel(i, out);
         Ints src(o.begin(), o.begin() + axis);
         Ints ii(o.begin() + axis, o.begin() + axis + int64_t(is.size()));
@@ -934,7 +934,8 @@ std::vector<Val> expand(I& m) {
   Val x = m.input(0);
   const Shape out = broadcast_shapes(m, m.shape(x), m.ints_input(1, "Expand's shape"));
   if (x.is_const()) {
-    return {m.konst(remap(*x.c, out, [&](int64_t i) { return bcast_index(x.c->shape, out, i); }))};
+    return {
+        m.konst(remap(m, *x.c, out, [&](int64_t i) { return bcast_index(x.c->shape, out, i); }))};
   }
   const int32_t xi = x.id;
   if (ir_shape(out) == m.shape_of(xi)) return one(reshape(m, xi, out));
@@ -1020,10 +1021,10 @@ std::vector<Val> constant_of_shape(I& m) {
   if (const auto* a = m.attr("value")) {
     Const v = attr_tensor(m, *a);
     c.elem = v.elem;
-    c = filled(s, v.v.at(0));
+    c = filled(m, s, v.v.at(0));
     c.elem = v.elem;
   } else {
-    c = filled(s, 0.0);
+    c = filled(m, s, 0.0);
   }
   return {m.konst(c)};
 }
@@ -1033,8 +1034,11 @@ std::vector<Val> range(I& m) {
   const Const& st = m.const_input(0, "");
   const double start = st.v.at(0), limit = m.const_input(1, "").v.at(0),
                delta = m.const_input(2, "").v.at(0);
-  if (delta == 0) m.fail("delta 0");
-  const int64_t n = std::max<int64_t>(0, int64_t(std::ceil((limit - start) / delta)));
+  if (delta == 0 || !std::isfinite(delta)) m.fail("delta must be finite and not 0");
+  if (!std::isfinite(start) || !std::isfinite(limit)) m.fail("start and limit must be finite");
+  const double count = std::max(0.0, std::ceil((limit - start) / delta));
+  const int64_t n = count > double(kMaxFoldedElements) ? kMaxFoldedElements + 1 : int64_t(count);
+  folded_count(m, {n});
   Const c;
   c.elem = st.elem;
   c.shape = {n};
@@ -1059,7 +1063,7 @@ std::vector<Val> where(I& m) {
   Const r;
   r.elem = a.elem;
   r.shape = out;
-  for (int64_t i = 0; i < count_of(out); ++i) {
+  for (int64_t i = 0, n = folded_count(m, out); i < n; ++i) {
     r.v.push_back(c.v[bcast_index(c.shape, out, i)] ? a.v[bcast_index(a.shape, out, i)]
                                                     : b.v[bcast_index(b.shape, out, i)]);
   }
@@ -1084,6 +1088,16 @@ Window window(I& m, const Shape& in, Ints kernel, bool ceil_mode) {
   if (w.kernel.size() != r || w.strides.size() != r || w.dilations.size() != r ||
       pads.size() != 2 * r) {
     m.fail("kernel_shape, strides, dilations and pads do not match the spatial rank");
+  }
+  constexpr int64_t kMaxWindow = int64_t{1} << 31;
+  for (size_t a = 0; a < r; ++a) {
+    for (int64_t v : {w.kernel[a], w.strides[a], w.dilations[a]}) {
+      if (v < 1 || v > kMaxWindow)
+        m.fail("kernel_shape, strides and dilations must be in 1..2^31, not " + std::to_string(v));
+    }
+    for (int64_t v : {pads[a], pads[r + a]}) {
+      if (v < 0 || v > kMaxWindow) m.fail("pads must be in 0..2^31, not " + std::to_string(v));
+    }
   }
   const std::string auto_pad = m.attr_str("auto_pad", "NOTSET");
   for (size_t a = 0; a < r; ++a) {
@@ -1202,7 +1216,7 @@ OpFn pool(bool max) {
     } else {
       // Divided by the count of real (unpadded) elements in each window, known at import.
       const int64_t H = xs[2], W = xs[3];
-      Const cnt = filled({1, 1, OH, OW}, 0.0);
+      Const cnt = filled(m, {1, 1, OH, OW}, 0.0);
       for (int64_t oh = 0; oh < OH; ++oh) {
         for (int64_t ow = 0; ow < OW; ++ow) {
           int64_t n = 0;

@@ -17,6 +17,23 @@ int64_t count_of(const Shape& s) {
   return n;
 }
 
+int64_t folded_count(const Importer& m, const Shape& s) {
+  std::string text;
+  for (int64_t d : s) text += (text.empty() ? "" : ", ") + std::to_string(d);
+  text = "[" + text + "]";
+  for (int64_t d : s) {
+    if (d < 0) m.fail("shape " + text + " has a negative dim");
+    if (d == 0) return 0;
+  }
+  int64_t n = 1;
+  for (int64_t d : s) n = n > kMaxFoldedElements / d ? kMaxFoldedElements + 1 : n * d;
+  if (n > kMaxFoldedElements) {
+    m.fail("a constant of shape " + text + " would hold more than 2^27 elements (" +
+           "the most the importer folds)");
+  }
+  return n;
+}
+
 Shape strides_of(const Shape& s) {
   Shape st(s.size(), 1);
   for (size_t k = s.size(); k-- > 1;) st[k - 1] = st[k] * s[k];

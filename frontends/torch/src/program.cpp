@@ -100,7 +100,15 @@ class Reader {
       throw InputError(o.at("source"), "expected an object");
     if (const Json* v = o.opt("values")) {
       const std::string dir = Obj::as_str(*v, o.at("values"));
-      m_p.values = (std::filesystem::path(m_file).parent_path() / dir).string();
+      const std::filesystem::path rel = std::filesystem::path(dir).lexically_normal();
+      bool escapes = dir.empty() || rel.is_absolute();
+      for (const auto& part : rel) escapes = escapes || part == "..";
+      if (escapes) {
+        throw InputError(o.at("values"), "\"" + dir +
+                                             "\" is not a folder inside the program file's "
+                                             "folder (a relative path without '..')");
+      }
+      m_p.values = (std::filesystem::path(m_file).parent_path() / rel).string();
       if (!std::filesystem::is_directory(m_p.values))
         throw InputError(o.at("values"), "no directory " + m_p.values);
     }

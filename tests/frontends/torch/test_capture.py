@@ -7,6 +7,7 @@ exit code 77 (skipped) only when torch is not importable.
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -468,6 +469,60 @@ class Command(Base):
             self.assertIn(msg, r.stderr)
             self.assertFalse(os.path.exists(out))
             self.assertFalse(os.path.exists(self.path("o.values")))
+
+    def test_outputs_wallsim_did_not_write_are_refused_and_kept(self):
+        # Issue 40: --values replaced a P.values/ folder with the user's files in it; --out a
+        # folder or a FIFO, or P.values a file, left .program-*/.values-* behind (or replaced the
+        # FIFO). Each is refused before the script runs, and nothing is left or lost.
+        script = self.path("s.py")
+        with open(script, "w") as f:
+            f.write("import torch\nx = torch.ones(2, 3)\n(x * 2).sum().item()\n")
+        os.makedirs(self.path("folder.json"))
+        os.mkfifo(self.path("fifo.json"))
+        os.makedirs(self.path("user.values"))
+        with open(self.path("user.values/thesis.tex"), "w") as f:
+            f.write("keep")
+        with open(self.path("file.values"), "w") as f:
+            f.write("keep")
+        cases = [(["--out", self.path("folder.json")], "is not a regular file"),
+                 (["--out", self.path("fifo.json")], "is not a regular file"),
+                 (["--out", self.path("user.json"), "--values"], "not an earlier capture's"),
+                 (["--out", self.path("file.json"), "--values"], "is not a folder")]
+        for args, msg in cases:
+            r = self.wallsim(script, *args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(msg, r.stderr)
+        self.assertTrue(os.path.isdir(self.path("folder.json")))
+        self.assertTrue(stat.S_ISFIFO(os.stat(self.path("fifo.json")).st_mode))
+        for name in ["user.values/thesis.tex", "file.values"]:
+            with open(self.path(name)) as f:
+                self.assertEqual(f.read(), "keep")
+        self.assertFalse(os.path.exists(self.path("user.json")))
+        self.assertEqual([f for f in os.listdir(self.tmp.name) if f.startswith(".")], [])
+        # A capture's own values folder is replaced by the next capture.
+        for _ in range(2):
+            r = self.wallsim(script, "--out", self.path("own.json"), "--values")
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(".wallsim-output", os.listdir(self.path("own.values")))
+        self.assertEqual([f for f in os.listdir(self.tmp.name) if f.startswith(".")], [])
+
+    def test_a_failed_write_leaves_no_temporary_file(self):
+        from wallsim import program_file
+        doc = {"format": "wallsim-program", "version": 1, "name": "p", "events": []}
+        real = os.replace
+
+        def full_disk(*a):
+            raise OSError(28, "No space left on device", a[1])
+        program_file.os.replace = full_disk
+        try:
+            with self.assertRaises(program_file.OutputError) as e:
+                program_file.write_program(self.path("p.json"), doc, "p.values",
+                                       {"w0": __import__("numpy").zeros(2)})
+        finally:
+            program_file.os.replace = real
+        self.assertIn("No space left on device", str(e.exception))
+        self.assertEqual(os.listdir(self.tmp.name), [])  # the values too are taken back
 
 
 if __name__ == "__main__":

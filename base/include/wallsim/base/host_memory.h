@@ -7,9 +7,15 @@
 
 namespace wallsim::base {
 
-// Bytes this process may still allocate: the smaller of MemAvailable (/proc/meminfo) and the
-// cgroup v2 limit less its usage (/sys/fs/cgroup/memory.max, memory.current); -1 when unknown.
+// Bytes this process may still allocate: the smallest of MemAvailable (/proc/meminfo), the
+// cgroup v2 limit less its usage (/sys/fs/cgroup/memory.max, memory.current) and the
+// address-space limit (RLIMIT_AS, ulimit -v) less the process's VmSize; -1 when unknown.
 int64_t host_memory_available();
+
+// This process's memory and the limits on it, for a message after an allocation failed: "peak
+// resident 1.2 GiB, peak address space 3.8 GiB of its limit 3.8 GiB (ulimit -v), 20.1 GiB
+// available" (peaks: unwinding has freed much of what was held by the time this is asked).
+std::string host_memory_limit_text();
 
 // Throws InputError(what, ...) when `need_bytes` exceeds host_memory_available(), naming the
 // estimate, what is available and `override_flag` (which skips the check).

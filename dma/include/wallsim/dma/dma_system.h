@@ -27,11 +27,19 @@ class DmaSystem : public sc_core::sc_module {
             const memory::HbmTiming& hbm, const HostLinkTiming& link, traces::StatsRegistry* stats,
             traces::TraceSink* trace, int trace_pid);
 
+  // What a queue's descriptor generation carries from one descriptor to the next.
+  struct QueueIssue {
+    sc_core::sc_time generated;  // when the last descriptor's generation ended
+    bool any = false;
+  };
   // Runs one DMA instruction on behalf of DMA engine `engine`, from the calling SC_THREAD:
   // the descriptor issue cost, then the transfer under fair sharing (blocking). With `mem`, it
   // also moves the real data. Returns how long after the transfer its data is visible.
-  // Timing depends on sizes only, never on values (indirect accesses included).
-  sc_core::sc_time execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem);
+  // `queue` is the issuing queue's state; `back_to_back` says the instruction starts as its
+  // predecessor on the queue ends (timing.dma.issue_overlaps_transfer then hides the issue
+  // cost behind that transfer). Timing depends on sizes only, never on values.
+  sc_core::sc_time execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem,
+                           QueueIssue& queue, bool back_to_back);
   // Reads `bytes` from HBM without a DMA engine (plan instruction fetch). Blocking.
   void fetch_from_hbm(int64_t bytes);
   // Bytes a DMA instruction moves.

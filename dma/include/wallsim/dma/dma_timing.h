@@ -11,6 +11,10 @@ namespace wallsim::dma {
 struct DmaTiming {
   double bandwidth_gb_per_s = 28.99;   // per engine
   int64_t descriptor_issue_ns = 600;   // fixed cost to issue one descriptor
+  // The queue generates a descriptor while the one before it moves (a descriptor-generation
+  // block apart from the engine), so back-to-back descriptors pay only the part of the issue
+  // cost their predecessor's transfer did not hide. false: issue, then transfer, in turn.
+  bool issue_overlaps_transfer = false;
   int64_t chunk_overhead_bytes = 512;  // each contiguous chunk costs the engine this much more
   int64_t transpose_chunk_bytes =
       256;  // hardware 2-byte DMA transpose moves this per chunk; 0: none
@@ -28,6 +32,9 @@ void describe(V& v, DmaTiming& t) {
           "bandwidth of one DMA engine");
   v.field("descriptor_issue_ns", t.descriptor_issue_ns, {0, 1000000}, "ns",
           "fixed cost of issuing one DMA descriptor");
+  v.field("issue_overlaps_transfer", t.issue_overlaps_transfer,
+          "a queue generates its next descriptor while the current one transfers (descriptor "
+          "generation is hardware apart from the engine); false: issue, then transfer, in turn");
   v.field("chunk_overhead_bytes", t.chunk_overhead_bytes, {0, 1 << 20}, "bytes",
           "per contiguous chunk of a descriptor, the engine spends the time of this many bytes");
   v.field("transpose_chunk_bytes", t.transpose_chunk_bytes, {0, 1 << 20}, "bytes",

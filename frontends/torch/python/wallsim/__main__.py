@@ -63,7 +63,13 @@ def main(argv):
         import torch  # noqa: F401
     except ImportError as e:
         fail("PyTorch is not importable by %s (%s); install python3-torch" % (sys.executable, e))
+    from .program_file import OutputError, check_outputs
     from .recorder import Capture
+    vdir = os.path.splitext(os.path.basename(out))[0] + ".values" if opts["values"] else None
+    try:
+        check_outputs(out, vdir)  # before the script runs: refused now, not after its work
+    except OutputError as e:
+        fail(str(e))
     name = opts["name"] or os.path.splitext(os.path.basename(script))[0]
     source = {"script": script, "argv": script_args}
     if opts["meta"]:
@@ -78,7 +84,12 @@ def main(argv):
         if e.code not in (None, 0):
             fail("%s exited with status %s; no program written" % (script, e.code))
         cap.closed = True
-        cap.write()
+        try:
+            cap.write()
+        except OutputError as e:
+            fail(str(e))
+    except OutputError as e:  # writing the program when the script returned
+        fail(str(e))
     except Exception as e:  # the user's script raised: one line, nothing written
         msg = str(e).strip().splitlines()
         hint = ""

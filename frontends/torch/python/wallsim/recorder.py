@@ -8,10 +8,8 @@ counter tells) is seen by every other alias at its next use.
 """
 
 import contextlib
-import json
 import os
 import sys
-import tempfile
 import weakref
 
 import numpy as np
@@ -22,6 +20,7 @@ from torch.utils._pytree import tree_map
 
 from . import aten_map
 from .graph import Graph, MappingError
+from .program_file import write_program
 
 _active = []  # the capture running in this process (at most one)
 
@@ -725,38 +724,6 @@ class Capture(TorchDispatchMode):
                 defined.add(o["id"])
             out.append(ev)
         return out
-
-def write_program(path, doc, vdir, value_files):
-    """Writes the program file (and its values) atomically: nothing half-written on failure."""
-    out_dir = os.path.dirname(os.path.abspath(path))
-    os.makedirs(out_dir, exist_ok=True)
-    umask = os.umask(0)
-    os.umask(umask)
-    if vdir:
-        final = os.path.join(out_dir, vdir)
-        tmp = tempfile.mkdtemp(dir=out_dir, prefix=".values-")
-        os.chmod(tmp, 0o777 & ~umask)
-        for fname, a in sorted(value_files.items()):
-            np.save(os.path.join(tmp, fname + ".npy"), a)
-        if os.path.isdir(final):
-            import shutil
-            shutil.rmtree(final)
-        os.rename(tmp, final)
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".program-", suffix=".json")
-    os.chmod(tmp, 0o666 & ~umask)
-    with os.fdopen(fd, "w") as f:
-        f.write("{\n")
-        keys = [k for k in doc if k != "events"]
-        for k in keys:
-            f.write("  %s: %s,\n" % (json.dumps(k), json.dumps(doc[k])))
-        f.write('  "events": [\n')
-        evs = doc["events"]
-        for n, ev in enumerate(evs):
-            f.write("    " + json.dumps(ev, separators=(",", ":")) +
-                    (",\n" if n + 1 < len(evs) else "\n"))
-        f.write("  ]\n}\n")
-    os.replace(tmp, path)
-
 
 @contextlib.contextmanager
 def _no_mode():

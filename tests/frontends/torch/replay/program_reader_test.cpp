@@ -117,14 +117,24 @@ TEST(ProgramReader, BadProgramsNameTheEvent) {
 }
 
 TEST(ProgramReader, AMissingValuesFileIsAnError) {
-  const std::string dir = ::testing::TempDir() + "/vals_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  const std::string err = error_of(kInput, ", \"values\": \"" + dir + "\"");
-  EXPECT_NE(err.find("events[0] (input): missing values file " + dir + "/i0.npy"),
-            std::string::npos)
-      << err;
-  EXPECT_NE(error_of(kInput, ", \"values\": \"/nonexistent/dir\"").find("values: no directory"),
+  // The values folder is relative to the program file (written in the test temp dir).
+  const std::string name = "vals_" + std::to_string(::getpid());
+  std::filesystem::create_directories(::testing::TempDir() + "/" + name);
+  const std::string err = error_of(kInput, ", \"values\": \"" + name + "\"");
+  EXPECT_NE(err.find("events[0] (input): missing values file "), std::string::npos) << err;
+  EXPECT_NE(err.find(name + "/i0.npy"), std::string::npos) << err;
+  EXPECT_NE(error_of(kInput, ", \"values\": \"nonexistent/dir\"").find("values: no directory"),
             std::string::npos);
+}
+
+// Issue 40: a values folder anywhere on disk was read; it must lie inside the program's folder.
+TEST(ProgramReader, AValuesFolderOutsideTheProgramsFolderIsRefused) {
+  for (const std::string v : {"/tmp", "..", "../x", "a/../../x", ""}) {
+    EXPECT_NE(error_of(kInput, ", \"values\": \"" + v + "\"")
+                  .find("is not a folder inside the program file's folder"),
+              std::string::npos)
+        << v;
+  }
 }
 
 }  // namespace

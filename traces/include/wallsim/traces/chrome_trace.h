@@ -18,10 +18,11 @@ namespace wallsim::traces {
 // events arrive (memory does not grow with the trace). ts/dur are microseconds printed exactly
 // from picoseconds with six fractional digits. Slices on one track that overlap throw
 // std::logic_error naming the track. The path constructor writes `path + ".tmp"` and renames it
-// to `path` in finish(), so an unfinished or failed run leaves no trace file; I/O errors throw
-// std::runtime_error naming the path. The ostream constructor borrows the stream, which must
-// outlive the writer; finish() flushes it. Strings are escaped for JSON and invalid UTF-8 is
-// replaced by U+FFFD.
+// to `path` in finish(), so an unfinished or failed run leaves no trace file. A failed write
+// (a full disk) drops the file and later events, and finish() throws WriteError naming the path:
+// events come from simulation threads, which must not throw. The ostream constructor borrows the
+// stream, which must outlive the writer; finish() flushes it. Strings are escaped for JSON and
+// invalid UTF-8 is replaced by U+FFFD.
 class ChromeTraceWriter final : public TraceSink {
  public:
   explicit ChromeTraceWriter(std::ostream& os);
@@ -67,6 +68,7 @@ class ChromeTraceWriter final : public TraceSink {
   std::ostream* m_os;
   std::string m_path;  // empty for the ostream form
   bool m_finished = false;
+  int m_write_errno = -1;  // errno of the first failed write; -1 while none has failed
   bool m_first_event = true;
 
   std::unique_ptr<char[]> m_buf;

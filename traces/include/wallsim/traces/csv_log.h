@@ -26,6 +26,7 @@ class CsvLog {
   // One row; fields are quoted when they contain a comma, quote or newline. The number of
   // fields must equal the number of columns (std::invalid_argument otherwise).
   void row(std::initializer_list<std::string_view> fields);
+  // Puts the file in place; throws WriteError (write_error.h) when a write failed.
   void finish();
 
  private:
@@ -33,6 +34,7 @@ class CsvLog {
   size_t m_columns;
   std::ofstream m_out;
   bool m_finished = false;
+  int m_errno = 0;  // of the first failed write
   std::string m_line;
 };
 

@@ -6,11 +6,15 @@
 
 namespace wallsim::traces {
 
+// The file every run directory holds (written first): a later RunDirectory replaces a non-empty
+// directory only when it holds this file, so a folder of the user's is never deleted.
+inline constexpr const char* kRunDirectoryMarker = ".wallsim-output";
+
 class RunDirectory {
  public:
   // Throws std::runtime_error when `path` is empty, exists and is not a directory, or is a
-  // non-empty directory that does not look like an earlier run's output (no stats.json): wallsim
-  // never deletes a directory it did not write. Staging directories of dead runs for the same
+  // non-empty directory without kRunDirectoryMarker (not an earlier run's output): wallsim never
+  // deletes a directory it did not write. Staging directories of dead runs for the same
   // `path` (left by kill -9) are removed first. SIGINT, SIGTERM or SIGHUP before commit() removes
   // the staging directory and kills the process with that signal (when the program has no
   // handler of its own for it).
