@@ -422,6 +422,20 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
           << "," << m.hbm_bytes << "," << s.min_bytes << "," << ratio << "," << twin << ","
           << m.instructions << "," << m.compile_ms << ",\"" << m.error << "\"\n";
     }
+    // Per family: the fraction's distribution and the median HBM ratio.
+    md << "\n| family | shapes | fraction min | p10 | median | median hbm ratio |\n"
+          "|---|---|---|---|---|---|\n";
+    for (const char* fam : {"gemm", "batch_matmul", "conv", "attention"}) {
+      std::vector<double> f, r;
+      for (const Measured& m : rows) {
+        if (m.chip != chip || m.shape->family != fam || !m.error.empty()) continue;
+        f.push_back(m.fraction());
+        r.push_back(double(m.hbm_bytes) / double(m.shape->min_bytes));
+      }
+      md << "| " << fam << " | " << f.size() << " | " << fmt(quantile(f, 0), 3) << " | "
+         << fmt(quantile(f, 0.1), 3) << " | " << fmt(quantile(f, 0.5), 3) << " | "
+         << fmt(quantile(r, 0.5), 3) << " |\n";
+    }
     md << "\n**" << chip << "**: fraction of roofline over " << all.size() << " shapes: min "
        << fmt(quantile(all, 0), 3) << ", p10 " << fmt(quantile(all, 0.1), 3) << ", median "
        << fmt(quantile(all, 0.5), 3) << "; over the " << big.size()
