@@ -1,4 +1,5 @@
-// `wallsim validate shapes`: a seeded population of GEMM, batch_matmul, convolution and attention shapes compiled and run on each chip, each against its roofline.
+// `wallsim validate shapes`: a seeded population of GEMM, conv and attention shapes vs rooflines.
+// rooflines.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,20 +34,23 @@ using base::Json;
 struct Shape {
   std::string family, name, dtype;  // family: gemm, batch_matmul, conv, attention
   Json graph;
-  double macs = 0;         // tensor-array multiply-accumulates the op needs
-  double exp_rows = 0;     // attention: score elements whose exponent must be taken
-  int64_t min_bytes = 0;   // the operands read once and the result written once
-  std::string twin;        // a transposed-operand variant: the name of its plain twin
+  double macs = 0;        // tensor-array multiply-accumulates the op needs
+  double exp_rows = 0;    // attention: score elements whose exponent must be taken
+  int64_t min_bytes = 0;  // the operands read once and the result written once
+  std::string twin;       // a transposed-operand variant: the name of its plain twin
 };
 
 int64_t dtype_bytes(const std::string& dt) { return dt == "fp32" || dt == "int32" ? 4 : 2; }
 
 Json input(int id, const std::string& name, const std::string& dtype, std::vector<int64_t> shape) {
-  return {{"id", id}, {"op", "input"}, {"name", name}, {"dtype", dtype}, {"shape", shape},
-          {"role", "input"}};
+  return {{"id", id},       {"op", "input"},  {"name", name},
+          {"dtype", dtype}, {"shape", shape}, {"role", "input"}};
 }
 Json graph_of(const std::string& name, Json nodes, int out) {
-  return {{"format", "wallsim-graph"}, {"version", 1}, {"name", name}, {"nodes", nodes},
+  return {{"format", "wallsim-graph"},
+          {"version", 1},
+          {"name", name},
+          {"nodes", nodes},
           {"outputs", {out}}};
 }
 Json transpose2(int id, int in) {
@@ -83,12 +87,11 @@ Shape batch_matmul(int64_t B, int64_t M, int64_t K, int64_t N, const std::string
            std::to_string(N) + (tb ? " B^T" : "") + " " + dt;
   Json mm = {{"id", 2}, {"op", "batch_matmul"}, {"inputs", {0, 1}}};
   if (tb) mm["transpose_b"] = 1;
-  s.graph = graph_of("shape",
-                     {input(0, "a", dt, {B, M, K}),
-                      input(1, "b", dt, tb ? std::vector<int64_t>{B, N, K}
-                                           : std::vector<int64_t>{B, K, N}),
-                      mm},
-                     2);
+  s.graph = graph_of(
+      "shape",
+      {input(0, "a", dt, {B, M, K}),
+       input(1, "b", dt, tb ? std::vector<int64_t>{B, N, K} : std::vector<int64_t>{B, K, N}), mm},
+      2);
   s.macs = double(B) * double(M) * double(K) * double(N);
   s.min_bytes = B * (M * K + K * N + M * N) * dtype_bytes(dt);
   return s;
@@ -108,8 +111,12 @@ Shape conv(const ConvLayer& l, int64_t batch, const std::string& dt) {
   s.name = std::string("conv ") + l.net + " " + std::to_string(l.c) + "x" + std::to_string(l.hw) +
            "^2 k" + std::to_string(l.k) + "s" + std::to_string(l.stride) + "->" +
            std::to_string(l.oc) + " n" + std::to_string(batch) + " " + dt;
-  Json nodes = {input(0, "x", dt, {batch, l.c, l.hw, l.hw}), input(1, "w", dt, {ck, l.oc}),
-                {{"id", 2}, {"op", "im2col"}, {"inputs", {0}}, {"kernel", {l.k, l.k}},
+  Json nodes = {input(0, "x", dt, {batch, l.c, l.hw, l.hw}),
+                input(1, "w", dt, {ck, l.oc}),
+                {{"id", 2},
+                 {"op", "im2col"},
+                 {"inputs", {0}},
+                 {"kernel", {l.k, l.k}},
                  {"strides", {l.stride, l.stride}}},
                 {{"id", 3}, {"op", "transpose"}, {"inputs", {2}}, {"perm", {0, 2, 3, 1, 4, 5}}},
                 {{"id", 4}, {"op", "reshape"}, {"inputs", {3}}, {"shape", {px, ck}}},
@@ -127,8 +134,8 @@ Shape attention(int64_t L, int64_t H, int64_t hd, const std::string& mask, const
   s.family = "attention";
   s.dtype = dt;
   const int64_t D = H * hd;
-  s.name = "attn L" + std::to_string(L) + " " + std::to_string(H) + "x" + std::to_string(hd) +
-           " " + mask + " " + dt;
+  s.name = "attn L" + std::to_string(L) + " " + std::to_string(H) + "x" + std::to_string(hd) + " " +
+           mask + " " + dt;
   Json nodes = {input(0, "q", dt, {L, D}), input(1, "k", dt, {L, D}), input(2, "v", dt, {L, D})};
   Json att = {{"id", 4}, {"op", "attention"}, {"inputs", {0, 1, 2}}, {"heads", H}};
   if (mask == "causal") att["causal"] = 1;
@@ -386,7 +393,8 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
     const std::string chip = c.cfg.chip.name;
     std::vector<double> all, big;
     int compute_n = 0, compute_ok = 0, data_n = 0, data_ok = 0, twin_n = 0, twin_ok = 0;
-    md << "\n## " << chip << "\n\n| shape | time (us) | roofline (us) | bound by | fraction | "
+    md << "\n## " << chip
+       << "\n\n| shape | time (us) | roofline (us) | bound by | fraction | "
           "hbm ratio | twin | compile (ms) |\n|---|---|---|---|---|---|---|---|\n";
     for (const Measured& m : rows) {
       if (m.chip != chip) continue;
@@ -412,10 +420,10 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
       }
       failures += bad;
       md << "| " << s.name << " | " << fmt(m.time_ns / 1e3, 4) << " | "
-         << fmt(m.roofline_ns() / 1e3, 4) << " | " << m.bound_by() << " | "
-         << fmt(m.fraction(), 3) << " | " << fmt(ratio, 3) << " | "
-         << (twin > 0 ? fmt(twin, 3) : "") << " | " << fmt(m.compile_ms, 3) << " |"
-         << (m.error.empty() ? "" : " **" + m.error + "**") << (bad ? " **failed**" : "") << "\n";
+         << fmt(m.roofline_ns() / 1e3, 4) << " | " << m.bound_by() << " | " << fmt(m.fraction(), 3)
+         << " | " << fmt(ratio, 3) << " | " << (twin > 0 ? fmt(twin, 3) : "") << " | "
+         << fmt(m.compile_ms, 3) << " |" << (m.error.empty() ? "" : " **" + m.error + "**")
+         << (bad ? " **failed**" : "") << "\n";
       csv << chip << "," << s.family << ",\"" << s.name << "\"," << s.dtype << ","
           << std::setprecision(10) << m.time_ns << "," << m.roofline_ns() << "," << m.bound_by()
           << "," << m.fraction() << "," << m.compute_ns << "," << m.data_ns << "," << m.exp_ns
@@ -447,31 +455,32 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
     summary["chips"][chip] = {{"fraction_min", quantile(all, 0)},
                               {"fraction_p10", quantile(all, 0.1)},
                               {"fraction_median", quantile(all, 0.5)},
-                              {"over_20us", {{"shapes", big.size()},
-                                             {"fraction_min", quantile(big, 0)},
-                                             {"fraction_p10", quantile(big, 0.1)},
-                                             {"fraction_median", quantile(big, 0.5)},
-                                             {"compute_floor", {compute_ok, compute_n}},
-                                             {"data_floor", {data_ok, data_n}},
-                                             {"twin_floor", {twin_ok, twin_n}}}}};
+                              {"over_20us",
+                               {{"shapes", big.size()},
+                                {"fraction_min", quantile(big, 0)},
+                                {"fraction_p10", quantile(big, 0.1)},
+                                {"fraction_median", quantile(big, 0.5)},
+                                {"compute_floor", {compute_ok, compute_n}},
+                                {"data_floor", {data_ok, data_n}},
+                                {"twin_floor", {twin_ok, twin_n}}}}};
     std::cout << chip << ": " << all.size() << " shapes, fraction of roofline min "
               << fmt(quantile(all, 0), 3) << " p10 " << fmt(quantile(all, 0.1), 3) << " median "
               << fmt(quantile(all, 0.5), 3) << "; >= 20 us: " << big.size() << " shapes, min "
               << fmt(quantile(big, 0), 3) << " p10 " << fmt(quantile(big, 0.1), 3) << " median "
               << fmt(quantile(big, 0.5), 3) << "; floors: compute " << compute_ok << "/"
-              << compute_n << ", data " << data_ok << "/" << data_n << ", twin " << twin_ok
-              << "/" << twin_n << "\n";
+              << compute_n << ", data " << data_ok << "/" << data_n << ", twin " << twin_ok << "/"
+              << twin_n << "\n";
   }
-  md << "\n" << failures << " shape(s) failed (did not compile or run, beat the roofline, or "
+  md << "\n"
+     << failures << " shape(s) failed (did not compile or run, beat the roofline, or "
      << "moved fewer bytes than the minimum).\n";
   base::write_file_atomically(dir->file("shapes.md"), md.str());
   base::write_file_atomically(dir->file("shapes.csv"), csv.str());
   summary["failed"] = failures;
   base::write_file_atomically(dir->file("stats.json"), summary.dump(2) + "\n");
   dir->commit();
-  std::cout << a.out << ": shapes.md, shapes.csv: " << shapes.size() << " shapes x "
-            << chips.size() << " chip(s) in " << fmt(wall_s, 4) << " s, " << failures
-            << " failed\n";
+  std::cout << a.out << ": shapes.md, shapes.csv: " << shapes.size() << " shapes x " << chips.size()
+            << " chip(s) in " << fmt(wall_s, 4) << " s, " << failures << " failed\n";
   if (failures > 0) throw Exit{kExitFailed};
 }
 
