@@ -40,6 +40,7 @@ void add_study_command(CLI::App& app);
 void add_run_studies(CLI::App& study);   // decode, serving, mask, granularity, fallback
 void add_sweep_commands(CLI::App& app);  // sweep, collect
 void add_validate_command(CLI::App& app);
+void add_validate_shapes_command(CLI::App& validate);  // validate_shapes.cpp
 void add_import_command(CLI::App& app);   // import onnx
 void add_capture_command(CLI::App& app);  // capture (PyTorch, through python3)
 // The --set overrides that select compile-cost `profile` ("neuron" or "xla") with every term of

@@ -522,7 +522,10 @@ void add_validate_command(CLI::App& app) {
       "--out,-o", a->out,
       "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
   cmd->add_flag("--quick", a->quick, "fewer points (the test suite's version)");
-  cmd->callback([a] { run_validate(*a); });
+  add_validate_shapes_command(*cmd);
+  cmd->callback([a, cmd] {
+    if (!cmd->got_subcommand("shapes")) run_validate(*a);
+  });
 }
 
 }  // namespace wallsim::cli
