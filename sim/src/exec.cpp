@@ -10,7 +10,7 @@
 #include <set>
 
 #include "wallsim/memory/npy.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/traces/chrome_trace.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
@@ -88,7 +88,7 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
 }
 
-nlohmann::ordered_json node_report(const Device& device) {
+nlohmann::ordered_json node_report(const Core& device) {
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (const engines::Launch& l : device.launches()) {
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
@@ -196,13 +196,14 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
                                            traces::instruction_csv_columns());
   }
 
-  DeviceOptions dev_options;
+  CoreOptions dev_options;
   dev_options.functional = options.functional;
   dev_options.stats = &stats;
   dev_options.trace = trace;
   dev_options.trace_level = options.trace_level;
   dev_options.instruction_log = csv.get();
-  Device device("device", chip, dev_options);
+  System system(chip, dev_options);
+  Core& device = system.core();
   if (options.functional) place_tensors(seq, options, device.tensors());
   for (size_t i = 0; i < seq.plans.size(); ++i) device.launch(seq.plans[i], scalars[i]);
 
