@@ -1,6 +1,7 @@
 // DMA engines, HBM and host link: descriptor issue, fair-shared transfers, functional copies.
 #include "wallsim/dma/dma_system.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace wallsim::dma {
@@ -59,6 +60,7 @@ DmaSystem::DmaSystem(sc_core::sc_module_name name, const DmaTiming& dma,
       m_hbm(wiring.hbm),
       m_link(wiring.host_link),
       m_engines(std::move(wiring.engines)),
+      m_remote(std::move(wiring.remote)),
       m_stats(stats),
       m_scope(std::move(scope)) {
   if (m_stats) {
@@ -80,7 +82,7 @@ int64_t DmaSystem::bytes_moved(const isa::Instruction& in) {
 }
 
 sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem,
-                           int queue) {
+                           int queue, const isa::Plan* plan) {
   if (m_descriptors) ++*m_descriptors;
   sc_core::wait(ns(m_dma.descriptor_issue_ns));
   if (mem) copy_functional(in, *mem);
@@ -95,8 +97,43 @@ sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory:
   if (m_link_bytes) *m_link_bytes += static_cast<uint64_t>(c.link_bytes);
   if (m_chunks) *m_chunks += static_cast<uint64_t>(c.chunks);
   if (m_transposes && c.transpose) ++*m_transposes;
+  const int64_t remote_ns = plan && !m_remote.empty() ? route_remote(in, *plan, uses) : 0;
   transfer(static_cast<double>(c.bytes), std::move(uses), queue);
-  return ns(c.latency_ns);
+  return ns(c.latency_ns + remote_ns);
+}
+
+int64_t DmaSystem::route_remote(const isa::Instruction& in, const isa::Plan& plan,
+                                std::vector<memory::ResourceUse>& uses) const {
+  int64_t latency = 0;
+  for (const isa::AccessPattern* ap : {&in.src[0], &in.dst}) {
+    if (ap->space != MemSpace::hbm) continue;
+    const std::string_view name = plan.target_name(*ap);
+    if (name.rfind("chip", 0) != 0) continue;
+    const size_t colon = name.find(':');
+    if (colon == std::string_view::npos || colon == 4) continue;
+    int chip = 0;
+    for (size_t i = 4; i < colon; ++i) {
+      if (name[i] < '0' || name[i] > '9') return latency;
+      chip = chip * 10 + (name[i] - '0');
+      if (chip >= static_cast<int>(m_remote.size())) {
+        throw memory::MemoryError("tensor '" + std::string(name) + "' names chip " +
+                                  std::to_string(chip) + "; the system has " +
+                                  std::to_string(m_remote.size()));
+      }
+    }
+    if (chip == m_key.chip) continue;
+    const RemoteHbm& r = m_remote[static_cast<size_t>(chip)];
+    for (memory::ResourceUse& u : uses) {
+      if (u.resource == m_hbm) u.weight -= 1.0;  // this end's byte no longer touches local HBM
+    }
+    uses.push_back({r.hbm, 1.0});
+    for (int link : r.links) uses.push_back({link, 1.0});
+    latency += r.latency_ns;
+  }
+  uses.erase(std::remove_if(uses.begin(), uses.end(),
+                            [](const memory::ResourceUse& u) { return !(u.weight > 1e-12); }),
+             uses.end());
+  return latency;
 }
 
 void DmaSystem::fetch_from_hbm(int64_t bytes) {

@@ -25,7 +25,8 @@ class DmaQueueUnit final : public engines::ExecutionUnit {
   DmaQueueUnit(dma::DmaSystem& dma, int queue) : m_dma(dma), m_queue(queue) {}
   void begin_stream(const isa::Stream& s) override { m_engine = s.dma_engine; }
   sc_time run(const isa::Instruction& in, Launch& launch, bool) override {
-    return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr, m_queue);
+    return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr, m_queue,
+                         launch.plan);
   }
   int64_t clock_period_fs() const override { return 0; }
   int64_t bytes_moved(const isa::Instruction& in) const override {
@@ -73,6 +74,7 @@ Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions opt
   dw.hbm = m_wiring.hbm;
   dw.host_link = m_wiring.host_link;
   dw.engines = m_wiring.dma_engines;
+  dw.remote = m_wiring.remote_hbm;
   m_dma = std::make_unique<dma::DmaSystem>("dma", timing.dma, timing.hbm, timing.host_link,
                                            std::move(dw), stats, m_wiring.stats_scope);
   const int pid = m_wiring.trace_pid;
@@ -380,8 +382,10 @@ void Core::finalize() {
   }
   if (m_launch_track && m_chip.timing.launch.wait_for_previous) {
     // Plans run one after another, so their spans never overlap on one track.
-    traces::Track plans = m_options.trace->declare_track(m_wiring.trace_pid, m_wiring.trace_process,
-                                                            1000, "plan spans");
+    // Its track id lies above every DMA queue's (100 + queue).
+    const int tid = std::max(1000, 100 + m_chip.arch.dma.queues_max());
+    traces::Track plans = m_options.trace->declare_track(m_wiring.trace_pid,
+                                                         m_wiring.trace_process, tid, "plan spans");
     const auto span = [&](size_t index, const std::string& name, sc_time start, sc_time end) {
       traces::TraceArgs args;
       args.add("index", static_cast<int64_t>(index));

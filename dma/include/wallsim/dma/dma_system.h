@@ -19,13 +19,23 @@
 
 namespace wallsim::dma {
 
+// Another chip's HBM seen from this one: the link directions a transfer crosses (weight 1
+// each), that chip's HBM resource, and the route's latency.
+struct RemoteHbm {
+  std::vector<int> links;
+  int hbm = -1;
+  int64_t latency_ns = 0;
+};
+
 // Where a core's DMA system sits in the network: its key (chip, core), its chip's HBM and host
-// link, and its own engines (resource indices).
+// link, its own engines (resource indices), and the routes to other chips' HBM by chip (empty
+// in a one-chip system). A plan's HBM tensor named "chip<N>:..." lives on chip N.
 struct DmaWiring {
   Network* network = nullptr;
   int chip = 0, core = 0;
   int hbm = -1, host_link = -1;
   std::vector<int> engines;
+  std::vector<RemoteHbm> remote;  // by chip; the own chip's entry is unused
 };
 
 class DmaSystem : public sc_core::sc_module {
@@ -39,9 +49,10 @@ class DmaSystem : public sc_core::sc_module {
   // the descriptor issue cost, then the transfer under fair sharing (blocking). With `mem`, it
   // also moves the real data. Returns how long after the transfer its data is visible.
   // Timing depends on sizes only, never on values (indirect accesses included).
-  // `queue` orders it among transfers starting in the same picosecond.
+  // `queue` orders it among transfers starting in the same picosecond; `plan` (the
+  // instruction's) names its tensors, which may live on another chip.
   sc_core::sc_time execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem,
-                           int queue = 0);
+                           int queue = 0, const isa::Plan* plan = nullptr);
   // Reads `bytes` from HBM without a DMA engine (plan instruction fetch). Blocking.
   void fetch_from_hbm(int64_t bytes);
   // Bytes a DMA instruction moves.
@@ -55,6 +66,10 @@ class DmaSystem : public sc_core::sc_module {
 
  private:
   void transfer(double bytes, std::vector<memory::ResourceUse> uses, int queue);
+  // Moves the HBM use of each end that names another chip's tensor to that chip's HBM and the
+  // links on the way; returns the routes' latency.
+  int64_t route_remote(const isa::Instruction& in, const isa::Plan& plan,
+                       std::vector<memory::ResourceUse>& uses) const;
 
   DmaTiming m_dma;
   memory::HbmTiming m_hbm_timing;
@@ -64,6 +79,7 @@ class DmaSystem : public sc_core::sc_module {
   int m_hbm = -1;
   int m_link = -1;
   std::vector<int> m_engines;  // resource index of each DMA engine
+  std::vector<RemoteHbm> m_remote;
 
   traces::StatsRegistry* m_stats;
   std::string m_scope;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "wallsim/dma/dma_system.h"
 #include "wallsim/engines/compute_unit.h"
 #include "wallsim/engines/launch.h"
 #include "wallsim/engines/signal_scheduler.h"
@@ -21,11 +22,6 @@
 #include "wallsim/traces/csv_log.h"
 #include "wallsim/traces/stats.h"
 #include "wallsim/traces/trace_sink.h"
-
-namespace wallsim::dma {
-class DmaSystem;
-class Network;
-}  // namespace wallsim::dma
 
 namespace wallsim::sim {
 
@@ -45,6 +41,7 @@ struct CoreWiring {
   int chip = 0, core = 0;
   int hbm = -1, host_link = -1;
   std::vector<int> dma_engines;
+  std::vector<dma::RemoteHbm> remote_hbm;  // by chip: the routes to other chips' HBM
   memory::TensorStore* tensors = nullptr;
   int trace_pid = 1;
   std::string trace_process = "core0";
