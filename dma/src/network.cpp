@@ -29,6 +29,13 @@ int Network::add_resource(std::string name, double bytes_per_second) {
   return r;
 }
 
+int Network::find_resource(const std::string& name) const {
+  for (size_t r = 0; r < m_share->resources(); ++r) {
+    if (m_share->resource_name(static_cast<int>(r)) == name) return static_cast<int>(r);
+  }
+  return -1;
+}
+
 void Network::trace_rate(int r, traces::TraceSink* trace, int pid, std::string counter,
                          std::string series) {
   if (!trace || !trace->enabled()) return;

@@ -48,6 +48,8 @@ class Network : public sc_core::sc_module {
   void transfer(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses);
 
   size_t resources() const { return m_share->resources(); }
+  // The resource named `name`; -1 if none.
+  int find_resource(const std::string& name) const;
   const std::string& resource_name(int r) const { return m_share->resource_name(r); }
   double resource_capacity(int r) const { return m_share->resource_capacity(r); }
   // Per resource: payload bytes carried, capacity used (bytes x weight), and time with a
