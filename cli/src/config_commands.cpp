@@ -74,8 +74,8 @@ void print_summary(const runtime::Config& c) {
   const int torus_dims = (topo.torus_x > 1) + (topo.torus_y > 1);
   std::cout << "system " << y.chips() << " chip" << (y.chips() == 1 ? "" : "s") << " ("
             << topo.instances << " instance" << (topo.instances == 1 ? "" : "s") << " of "
-            << topo.torus_x << " x " << topo.torus_y << " torus) x " << y.chip.cores
-            << " core" << (y.chip.cores == 1 ? "" : "s") << " = " << y.cores() << " cores\n"
+            << topo.torus_x << " x " << topo.torus_y << " torus) x " << y.chip.cores << " core"
+            << (y.chip.cores == 1 ? "" : "s") << " = " << y.cores() << " cores\n"
             << "  chip HBM       " << kib(y.chip.hbm_bytes) << ", "
             << fixed(y.chip.hbm_bandwidth_gb_per_s, 1) << " GB/s shared by its cores (the "
             << "one-core view above has 1/" << y.chip.cores << ")\n"

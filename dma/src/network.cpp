@@ -67,8 +67,7 @@ void Network::transfer(const TransferKey& key, double bytes,
   sc_core::wait(done);
 }
 
-bool Network::apply(double bytes, std::vector<memory::ResourceUse> uses,
-                    sc_core::sc_event* done) {
+bool Network::apply(double bytes, std::vector<memory::ResourceUse> uses, sc_core::sc_event* done) {
   const Ps now = now_ps();
   const uint64_t id = m_share->start_weighted(now, bytes, std::move(uses));
   m_waiting.emplace(id, done);

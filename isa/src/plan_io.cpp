@@ -497,7 +497,8 @@ PlanSequence plan_sequence_from_json(const Json& j) {
                       c[1].is_number_integer() && c[0].get<int64_t>() >= 0 &&
                       c[1].get<int64_t>() >= 0 && c[0].get<int64_t>() < (1 << 20) &&
                       c[1].get<int64_t>() < (1 << 20);
-      if (!ok) throw InputError(idx("plans", i) + ".core", "expected [chip, core], two integers >= 0");
+      if (!ok)
+        throw InputError(idx("plans", i) + ".core", "expected [chip, core], two integers >= 0");
       core = {c[0].get<int>(), c[1].get<int>()};
       p.erase("core");
     }

@@ -130,7 +130,7 @@ Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions opt
 Core::~Core() = default;
 
 Launch& Core::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
-                       std::vector<std::string> tensor_names, std::shared_ptr<const void> keep) {
+                     std::vector<std::string> tensor_names, std::shared_ptr<const void> keep) {
   if (!tensor_names.empty() && tensor_names.size() != plan.tensors.size()) {
     throw base::InputError("plan '" + plan.name + "'",
                            "binds " + std::to_string(tensor_names.size()) + " tensor names to " +
@@ -359,9 +359,8 @@ void Core::finalize() {
       for (int i = 0; i < isa::kNumDTypes; ++i) {
         const auto dtype = static_cast<isa::DType>(i);
         const std::string name(isa::name_of(dtype));
-        const auto* c =
-            m_options.stats->find_as<traces::Counter>(m_wiring.stats_scope + ".engines.tensor." + name +
-                                                     ".macs");
+        const auto* c = m_options.stats->find_as<traces::Counter>(
+            m_wiring.stats_scope + ".engines.tensor." + name + ".macs");
         if (!c) continue;
         const double passes = double(engines::tensor_passes(dtype, tt));
         used += double(c->value()) * passes;
@@ -384,8 +383,8 @@ void Core::finalize() {
     // Plans run one after another, so their spans never overlap on one track.
     // Its track id lies above every DMA queue's (100 + queue).
     const int tid = std::max(1000, 100 + m_chip.arch.dma.queues_max());
-    traces::Track plans = m_options.trace->declare_track(m_wiring.trace_pid,
-                                                         m_wiring.trace_process, tid, "plan spans");
+    traces::Track plans = m_options.trace->declare_track(m_wiring.trace_pid, m_wiring.trace_process,
+                                                         tid, "plan spans");
     const auto span = [&](size_t index, const std::string& name, sc_time start, sc_time end) {
       traces::TraceArgs args;
       args.add("index", static_cast<int64_t>(index));

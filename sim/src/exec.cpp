@@ -261,7 +261,8 @@ ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
                         const std::vector<std::pair<int, int>>& order) {
   init_systemc();
   if (options.functional) {
-    throw base::InputError("--functional", "a plan file that places plans on cores runs timing-only");
+    throw base::InputError("--functional",
+                           "a plan file that places plans on cores runs timing-only");
   }
   for (size_t i = 0; i < seq.cores.size(); ++i) {
     const auto [c, k] = seq.cores[i];

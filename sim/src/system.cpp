@@ -73,8 +73,8 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
     m_chips.push_back(std::move(chip));
   }
   for (const LinkId& l : m_topology->links()) {
-    const int r = m_network->add_resource(
-        l.name(), m_topology->timing(l.kind).bandwidth_gb_per_s * 1e9);
+    const int r =
+        m_network->add_resource(l.name(), m_topology->timing(l.kind).bandwidth_gb_per_s * 1e9);
     m_links.emplace_back(l, r);
   }
   // Routes to every other chip's HBM.
@@ -142,8 +142,9 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
     auto& slot = m_chips.at(static_cast<size_t>(c))->cores.at(static_cast<size_t>(k));
     if (slot) throw std::invalid_argument("System: a core is listed twice in the order");
     const std::string name = "chip" + std::to_string(c) + "_core" + std::to_string(k);
-    slot = std::make_unique<Core>(name.c_str(), core, options,
-                                  std::move(wiring[static_cast<size_t>(c)][static_cast<size_t>(k)]));
+    slot =
+        std::make_unique<Core>(name.c_str(), core, options,
+                               std::move(wiring[static_cast<size_t>(c)][static_cast<size_t>(k)]));
   }
 }
 

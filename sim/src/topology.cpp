@@ -33,7 +33,9 @@ ChipCoord Topology::coord(int chip) const {
   return {chip / per, chip % per % m_nx, chip % per / m_nx};
 }
 
-int Topology::chip_at(const ChipCoord& c) const { return c.instance * m_nx * m_ny + c.y * m_nx + c.x; }
+int Topology::chip_at(const ChipCoord& c) const {
+  return c.instance * m_nx * m_ny + c.y * m_nx + c.x;
+}
 
 std::vector<LinkId> Topology::links() const {
   std::vector<LinkId> out;

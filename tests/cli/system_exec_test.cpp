@@ -15,7 +15,7 @@ using Json = nlohmann::json;
 using test::slurp;
 
 constexpr int kX = 4, kY = 4, kCores = 8, kRows = 128, kCols = 512;  // trn2.json's system
-constexpr int64_t kTileBytes = int64_t{kRows} * kCols * 4;            // fp32
+constexpr int64_t kTileBytes = int64_t{kRows} * kCols * 4;           // fp32
 
 // One plan per core: load its tile from its chip's HBM, store it to the x+ neighbour's HBM.
 std::string write_neighbour_copy_plans() {
@@ -25,36 +25,59 @@ std::string write_neighbour_copy_plans() {
     for (int k = 0; k < kCores; ++k) {
       const std::string t = "t_c" + std::to_string(c) + "_k" + std::to_string(k);
       const std::string remote = "chip" + std::to_string(nb) + ":" + t;
-      const Json tile = {{"buf", "tile"}, {"dtype", "fp32"}, {"partitions", {0, kRows}},
-                         {"free", {{kCols, 1}}}};
-      plans.push_back(
-          {{"name", "copy_c" + std::to_string(c) + "_k" + std::to_string(k)},
-           {"core", {c, k}},
-           {"semaphores", {"in"}},
-           {"tensors",
-            {{{"name", t}, {"space", "hbm"}, {"dtype", "fp32"}, {"shape", {kRows, kCols}},
-              {"role", "input"}},
-             {{"name", remote}, {"space", "hbm"}, {"dtype", "fp32"}, {"shape", {kRows, kCols}},
-              {"role", "output"}}}},
-           {"buffers",
-            {{{"name", "tile"}, {"space", "sbuf"}, {"partitions", {0, kRows}}, {"bytes", kCols * 4}}}},
-           {"nodes", {{{"id", 0}, {"name", "neighbour copy"}, {"op", "copy"}}}},
-           {"streams",
-            {{{"engine", "dma"}, {"name", "load"}, {"dma_engine", 0},
-              {"instructions",
-               {{{"op", "dma_copy"}, {"dst", tile},
-                 {"src", {{"buf", t}, {"dtype", "fp32"}, {"rows", {kRows, kCols}},
-                          {"free", {{kCols, 1}}}}},
-                 {"signal", Json::array({Json::array({"in", 1})})}, {"node", 0}}}}},
-             {{"engine", "dma"}, {"name", "store"}, {"dma_engine", 1},
-              {"instructions",
-               {{{"op", "dma_copy"}, {"wait", Json::array({Json::array({"in", 1})})}, {"src", tile},
-                 {"dst", {{"buf", remote}, {"dtype", "fp32"}, {"rows", {kRows, kCols}},
-                          {"free", {{kCols, 1}}}}},
-                 {"node", 0}}}}}}}});
+      const Json tile = {
+          {"buf", "tile"}, {"dtype", "fp32"}, {"partitions", {0, kRows}}, {"free", {{kCols, 1}}}};
+      plans.push_back({{"name", "copy_c" + std::to_string(c) + "_k" + std::to_string(k)},
+                       {"core", {c, k}},
+                       {"semaphores", {"in"}},
+                       {"tensors",
+                        {{{"name", t},
+                          {"space", "hbm"},
+                          {"dtype", "fp32"},
+                          {"shape", {kRows, kCols}},
+                          {"role", "input"}},
+                         {{"name", remote},
+                          {"space", "hbm"},
+                          {"dtype", "fp32"},
+                          {"shape", {kRows, kCols}},
+                          {"role", "output"}}}},
+                       {"buffers",
+                        {{{"name", "tile"},
+                          {"space", "sbuf"},
+                          {"partitions", {0, kRows}},
+                          {"bytes", kCols * 4}}}},
+                       {"nodes", {{{"id", 0}, {"name", "neighbour copy"}, {"op", "copy"}}}},
+                       {"streams",
+                        {{{"engine", "dma"},
+                          {"name", "load"},
+                          {"dma_engine", 0},
+                          {"instructions",
+                           {{{"op", "dma_copy"},
+                             {"dst", tile},
+                             {"src",
+                              {{"buf", t},
+                               {"dtype", "fp32"},
+                               {"rows", {kRows, kCols}},
+                               {"free", {{kCols, 1}}}}},
+                             {"signal", Json::array({Json::array({"in", 1})})},
+                             {"node", 0}}}}},
+                         {{"engine", "dma"},
+                          {"name", "store"},
+                          {"dma_engine", 1},
+                          {"instructions",
+                           {{{"op", "dma_copy"},
+                             {"wait", Json::array({Json::array({"in", 1})})},
+                             {"src", tile},
+                             {"dst",
+                              {{"buf", remote},
+                               {"dtype", "fp32"},
+                               {"rows", {kRows, kCols}},
+                               {"free", {{kCols, 1}}}}},
+                             {"node", 0}}}}}}}});
     }
   }
-  const std::string path = ::testing::TempDir() + "/neighbour_copy_" + std::to_string(::getpid()) + ".json";
+  const std::string path =
+      ::testing::TempDir() + "/neighbour_copy_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << Json{{"format", "wallsim-plan"}, {"version", 1}, {"plans", plans}}.dump();
   return path;
 }
@@ -92,8 +115,8 @@ TEST(SystemExec, SixteenTrn2ChipsCopyATileToTheirTorusNeighbour) {
   // The same run again, and with the cores elaborated last to first: the same bytes.
   ASSERT_EQ(test::run_wallsim("exec " + plans + " -c configs/trn2.json --out " + b, &err), 0)
       << err;
-  ASSERT_EQ(test::run_wallsim("exec " + plans + " -c configs/trn2.json --reverse-elaboration --out " + r,
-                              &err),
+  ASSERT_EQ(test::run_wallsim(
+                "exec " + plans + " -c configs/trn2.json --reverse-elaboration --out " + r, &err),
             0)
       << err;
   for (const std::string& d : {b, r}) {
@@ -114,7 +137,8 @@ TEST(SystemExec, APlanOnACoreTheSystemLacksIsBadInput) {
   j["plans"][0]["core"] = {99, 0};
   std::ofstream(::testing::TempDir() + "/bad_core.json") << j.dump();
   std::string err;
-  EXPECT_EQ(test::run_wallsim("exec " + ::testing::TempDir() + "/bad_core.json -c configs/trn2.json --out " +
+  EXPECT_EQ(test::run_wallsim("exec " + ::testing::TempDir() +
+                                  "/bad_core.json -c configs/trn2.json --out " +
                                   test::fresh_dir("system", "bad"),
                               &err),
             2);

@@ -68,11 +68,11 @@ class FluidShare final : public BandwidthShare {
  private:
   struct Resource {
     std::string name;
-    double capacity;   // bytes/second
-    double allocated;  // bytes/second given to transfers now
-    double free;       // scratch: capacity left during progressive filling
-    int unfrozen;      // scratch: transfers still to be given a rate
-    double demand;     // scratch: the sum of their weights
+    double capacity;              // bytes/second
+    double allocated;             // bytes/second given to transfers now
+    double free;                  // scratch: capacity left during progressive filling
+    int unfrozen;                 // scratch: transfers still to be given a rate
+    double demand;                // scratch: the sum of their weights
     std::vector<uint64_t> users;  // ids of the active transfers using it, ascending
     uint64_t mark;                // scratch: last component search that reached it
     bool touched;                 // listed in m_touched
