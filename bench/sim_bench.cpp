@@ -9,7 +9,7 @@
 
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/chrome_trace.h"
 
@@ -28,22 +28,26 @@ struct Devices {
   NullBuffer null_buffer;
   std::ostream null_stream{&null_buffer};
   traces::ChromeTraceWriter trace{null_stream};
-  std::unique_ptr<sim::Device> plain, traced, functional;
+  std::unique_ptr<sim::System> plain_system, traced_system, functional_system;
+  sim::Core *plain, *traced, *functional;
   std::deque<isa::Plan> plans;
 
   Devices() {
     sim::init_systemc();
-    sim::DeviceOptions o;
-    plain = std::make_unique<sim::Device>("plain", cfg.chip, o);
+    sim::CoreOptions o;
+    plain_system = std::make_unique<sim::System>(cfg.chip, o, "plain");
+    plain = &plain_system->core();
     o.trace = &trace;
     o.trace_level = engines::TraceLevel::instructions;
-    traced = std::make_unique<sim::Device>("traced", cfg.chip, o);
-    sim::DeviceOptions f;
+    traced_system = std::make_unique<sim::System>(cfg.chip, o, "traced");
+    traced = &traced_system->core();
+    sim::CoreOptions f;
     f.functional = true;
-    functional = std::make_unique<sim::Device>("functional", cfg.chip, f);
+    functional_system = std::make_unique<sim::System>(cfg.chip, f, "functional");
+    functional = &functional_system->core();
   }
   // Launches `plan` on `device` and simulates until it has drained.
-  void run(sim::Device& device, const isa::Plan& plan) {
+  void run(sim::Core& device, const isa::Plan& plan) {
     device.launch(plan, {});
     sc_core::sc_start();
   }
@@ -98,7 +102,7 @@ const isa::Plan& dma_stream(int n, int bytes_per_partition) {
   return devices().plans.emplace_back(parse(s.str()));
 }
 
-void run_plan(benchmark::State& state, sim::Device& device, const isa::Plan& plan) {
+void run_plan(benchmark::State& state, sim::Core& device, const isa::Plan& plan) {
   for (auto _ : state) devices().run(device, plan);
   state.SetItemsProcessed(state.iterations() * plan.instruction_count());
 }

@@ -73,6 +73,29 @@ void print_summary(const runtime::Config& c) {
             << t.launch.semaphore_reset_ns << " ns semaphore reset + "
             << t.launch.bytes_per_instruction << " B/instruction fetched from HBM (+ "
             << t.hbm.latency_ns << " ns latency)\n";
+  const sim::SystemConfig& y = c.system;
+  const auto& topo = y.topology;
+  const int torus_dims = (topo.torus_x > 1) + (topo.torus_y > 1);
+  std::cout << "system " << y.chips() << " chip" << (y.chips() == 1 ? "" : "s") << " ("
+            << topo.instances << " instance" << (topo.instances == 1 ? "" : "s") << " of "
+            << topo.torus_x << " x " << topo.torus_y << " torus) x " << y.chip.cores << " core"
+            << (y.chip.cores == 1 ? "" : "s") << " = " << y.cores() << " cores\n"
+            << "  chip HBM       " << kib(y.chip.hbm_bytes) << ", "
+            << fixed(y.chip.hbm_bandwidth_gb_per_s, 1) << " GB/s shared by its cores (the "
+            << "one-core view above has 1/" << y.chip.cores << ")\n"
+            << "  NeuronLink     " << fixed(y.links.neuronlink.bandwidth_gb_per_s, 1)
+            << " GB/s per direction, " << y.links.neuronlink.latency_ns << " ns per hop; "
+            << 2 * torus_dims << " links per chip\n";
+  if (topo.instances > 1) {
+    if (topo.instance_ring) {
+      std::cout << "  instance ring  " << fixed(y.links.instance_ring.bandwidth_gb_per_s, 1)
+                << " GB/s per direction, " << y.links.instance_ring.latency_ns << " ns per hop\n";
+    } else {
+      std::cout << "  EFA            " << fixed(y.links.efa.bandwidth_gb_per_s, 1)
+                << " GB/s per NIC and direction, one NIC per chip, " << y.links.efa.latency_ns
+                << " ns per route\n";
+    }
+  }
 }
 
 }  // namespace

@@ -12,6 +12,15 @@
 namespace wallsim::cli {
 namespace {
 
+// Every (chip, core) of the system, last to first.
+std::vector<std::pair<int, int>> reversed_cores(const sim::SystemConfig& s) {
+  std::vector<std::pair<int, int>> out;
+  for (int c = static_cast<int>(s.chips()) - 1; c >= 0; --c) {
+    for (int k = static_cast<int>(s.chip.cores) - 1; k >= 0; --k) out.emplace_back(c, k);
+  }
+  return out;
+}
+
 struct ExecArgs {
   std::string plan;
   std::string config;
@@ -24,6 +33,7 @@ struct ExecArgs {
   std::string trace_window;
   bool csv = false;
   bool no_memory_check = false;
+  bool reverse_elaboration = false;
 };
 
 // Host bytes per simulated instruction (issue 20: ~6.6 KB measured on a 256^3 GEMM's plan,
@@ -84,6 +94,9 @@ void add_exec_command(CLI::App& app) {
   cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
       ->check(CLI::IsMember({"none", "plans", "instructions"}));
   add_trace_limits(cmd, &a->trace_window, &a->csv);
+  cmd->add_flag("--reverse-elaboration", a->reverse_elaboration,
+                "a plan file that places plans on cores: elaborate the cores last to first (a "
+                "determinism check: the outputs must not change)");
   cmd->add_flag("--no-memory-check", a->no_memory_check,
                 "run even when the estimated host memory exceeds what is available");
   cmd->callback([a] {
@@ -118,7 +131,12 @@ void add_exec_command(CLI::App& app) {
                                                 : engines::TraceLevel::instructions;
     if (!a->trace_window.empty()) o.trace_window_ns = parse_window(a->trace_window);
     o.instruction_csv = a->csv;
-    sim::ExecSummary s = sim::exec_plans(cfg.chip, runtime::to_json(cfg), seq, o, a->out);
+    sim::ExecSummary s =
+        seq.cores.empty()
+            ? sim::exec_plans(cfg.chip, runtime::to_json(cfg), seq, o, a->out)
+            : sim::exec_system(cfg.chip, cfg.system, runtime::to_json(cfg), seq, o, a->out,
+                               a->reverse_elaboration ? reversed_cores(cfg.system)
+                                                      : std::vector<std::pair<int, int>>{});
     std::cout << a->out << ": " << seq.plans.size() << " plan(s), " << s.instructions
               << " instructions, " << s.time_ns << " ns simulated in " << s.wall_seconds << " s\n";
   });

@@ -26,7 +26,7 @@
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 
 namespace wallsim::cli {
@@ -327,9 +327,10 @@ void run_validate(const ValidateArgs& a) {
 
   // Run every plan, one after another, on one device.
   traces::StatsRegistry stats;
-  sim::DeviceOptions o;
+  sim::CoreOptions o;
   o.stats = &stats;
-  auto device = std::make_unique<sim::Device>("device", chip, o);
+  auto system = std::make_unique<sim::System>(chip, o);
+  sim::Core* device = &system->core();
   for (const Kernel& k : kernels) device->launch(k.plan, {});
   sc_core::sc_start();
   if (auto e = device->error()) throw sim::SimulationError(*e);

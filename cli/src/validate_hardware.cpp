@@ -52,7 +52,7 @@ std::string shape_text(const NkiMatmulShape& s) {
 }
 
 KernelRun run_kernel(NkiMatmul which, const NkiMatmulShape& shape, const sim::ChipConfig& chip,
-                     sim::Device& device, std::vector<Kernel>& kernels) {
+                     sim::Core& device, std::vector<Kernel>& kernels) {
   auto plan = std::make_shared<isa::Plan>(
       validation::nki_matmul_plan(which, shape, chip.arch));
   for (const auto& d : isa::verify(*plan, chip.arch)) {
@@ -110,7 +110,7 @@ std::string fmt2(double v) {
 // The NKI DMA guides' statements on throughput against bytes per partition: a stream of
 // NKI-style loads of [128 x c] bytes (16 engines x 8 partitions each, every engine's pieces on
 // one queue, back to back), alone on the chip; its bandwidth relative to the 32 KiB stream's.
-void dma_guide(const sim::ChipConfig& chip, sim::Device& device, bool quick,
+void dma_guide(const sim::ChipConfig& chip, sim::Core& device, bool quick,
                std::vector<Row>& rows) {
   constexpr int kLoads = 16;
   // Relative throughput read off the DMA overview's figure "DMA Throughput varying Bytes per
@@ -175,7 +175,7 @@ void dma_guide(const sim::ChipConfig& chip, sim::Device& device, bool quick,
 
 }  // namespace
 
-void real_hardware(const runtime::Config& cfg, sim::Device& device, bool quick,
+void real_hardware(const runtime::Config& cfg, sim::Core& device, bool quick,
                    std::vector<Row>& rows, std::vector<Kernel>& kernels) {
   const sim::ChipConfig& chip = cfg.chip;
   dma_guide(chip, device, quick, rows);

@@ -10,7 +10,7 @@
 #include "wallsim/isa/plan.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/sim/chip_config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/core.h"
 
 namespace wallsim::cli::validate {
 
@@ -54,7 +54,7 @@ void roofline(Kernel& k, const sim::ChipConfig& chip);
 // The real-hardware section: published NKI kernels rebuilt as plans, run on `device` after
 // every other kernel has drained, compared with their measured latencies where the config
 // models the measured chip. Appends rows, and the kernels' spans and bounds (plans freed).
-void real_hardware(const runtime::Config& cfg, sim::Device& device, bool quick,
+void real_hardware(const runtime::Config& cfg, sim::Core& device, bool quick,
                    std::vector<Row>& rows, std::vector<Kernel>& kernels);
 
 }  // namespace wallsim::cli::validate

@@ -22,7 +22,7 @@
 #include "wallsim/dma/dma_route.h"
 #include "wallsim/engines/timing_model.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 
 namespace wallsim::cli {
@@ -275,7 +275,8 @@ void bounds(Measured& m, const Shape& s, const sim::ChipConfig& chip) {
 
 struct Chip {
   runtime::Config cfg;
-  std::unique_ptr<sim::Device> device;
+  std::unique_ptr<sim::System> system;  // the one-core view
+  sim::Core* device = nullptr;
 };
 
 Measured measure(const Shape& s, Chip& c) {
@@ -308,7 +309,7 @@ Measured measure(const Shape& s, Chip& c) {
       }
     }
   }
-  sim::Device& dev = *c.device;
+  sim::Core& dev = *c.device;
   const size_t first = dev.launch_count();
   for (const isa::Plan& p : plans->plans) dev.launch(p, {}, {}, plans);
   sc_core::sc_start();
@@ -356,10 +357,11 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
   }
   std::vector<Chip> chips;
   for (const std::string& path : a.configs) {
-    Chip c{runtime::load_config(path), nullptr};
-    sim::DeviceOptions o;
-    c.device = std::make_unique<sim::Device>(("device_" + std::to_string(chips.size())).c_str(),
-                                             c.cfg.chip, o);
+    Chip c{runtime::load_config(path), nullptr, nullptr};
+    sim::CoreOptions o;
+    c.system = std::make_unique<sim::System>(c.cfg.chip, o,
+                                             "device_" + std::to_string(chips.size()));
+    c.device = &c.system->core();
     chips.push_back(std::move(c));
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -1,6 +1,7 @@
 // DMA engines, HBM and host link: descriptor issue, fair-shared transfers, functional copies.
 #include "wallsim/dma/dma_system.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace wallsim::dma {
@@ -12,9 +13,6 @@ using sc_core::sc_time;
 namespace {
 
 sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000u); }
-memory::BandwidthShare::Ps now_ps() {
-  return static_cast<memory::BandwidthShare::Ps>(sc_core::sc_time_stamp().value());
-}
 
 std::vector<int64_t> row_indices(const memory::Tile& index) {
   std::vector<int64_t> rows(static_cast<size_t>(index.size()));
@@ -50,33 +48,23 @@ void copy_functional(const isa::Instruction& in, const memory::MemoryMap& mem) {
 
 }  // namespace
 
-DmaSystem::DmaSystem(sc_core::sc_module_name name, int engines, const DmaTiming& dma,
-                     const memory::HbmTiming& hbm, const HostLinkTiming& link,
-                     traces::StatsRegistry* stats, traces::TraceSink* trace, int trace_pid)
+DmaSystem::DmaSystem(sc_core::sc_module_name name, const DmaTiming& dma,
+                     const memory::HbmTiming& hbm, const HostLinkTiming& link, DmaWiring wiring,
+                     traces::StatsRegistry* stats, std::string scope)
     : sc_module(name),
       m_dma(dma),
       m_hbm_timing(hbm),
       m_link_timing(link),
-      m_share_owner(memory::make_bandwidth_share(hbm.sharing)),
-      m_share(*m_share_owner),
+      m_net(*wiring.network),
+      m_key{wiring.chip, wiring.core, 0},
+      m_hbm(wiring.hbm),
+      m_link(wiring.host_link),
+      m_engines(std::move(wiring.engines)),
+      m_remote(std::move(wiring.remote)),
       m_stats(stats),
-      m_trace(trace),
-      m_trace_pid(trace_pid) {
-  SC_HAS_PROCESS(DmaSystem);
-  SC_METHOD(wake);
-  sensitive << m_wake;
-  dont_initialize();
-  m_hbm = m_share.add_resource("hbm", hbm.bandwidth_gb_per_s * 1e9);
-  m_link = m_share.add_resource("host_link", link.bandwidth_gb_per_s * 1e9);
-  for (int e = 0; e < engines; ++e) {
-    m_engines.push_back(
-        m_share.add_resource("dma" + std::to_string(e), dma.bandwidth_gb_per_s * 1e9));
-  }
-  m_busy_ps.assign(m_share.resources(), 0);
-  m_bytes.assign(m_share.resources(), 0);
-  m_load.assign(m_share.resources(), 0.0);
+      m_scope(std::move(scope)) {
   if (m_stats) {
-    traces::StatsScope d(*m_stats, "device");
+    traces::StatsScope d(*m_stats, m_scope);
     m_hbm_read = &d.add_counter("hbm.read_bytes", "bytes",
                                 "bytes read from HBM (DMA and instruction fetch)");
     m_hbm_write = &d.add_counter("hbm.write_bytes", "bytes", "bytes written to HBM");
@@ -94,19 +82,20 @@ int64_t DmaSystem::bytes_moved(const isa::Instruction& in) {
 }
 
 sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory::MemoryMap* mem,
-                           QueueIssue& queue, bool back_to_back) {
+                           QueueIssue& queue_issue, bool back_to_back, int queue,
+                           const isa::Plan* plan) {
   if (m_descriptors) ++*m_descriptors;
   const sc_time issue = ns(m_dma.descriptor_issue_ns), now = sc_core::sc_time_stamp();
-  if (m_dma.issue_overlaps_transfer && back_to_back && queue.any) {
+  if (m_dma.issue_overlaps_transfer && back_to_back && queue_issue.any) {
     // Generated right after its predecessor's, during that one's transfer.
-    const sc_time generated = queue.generated + issue;
+    const sc_time generated = queue_issue.generated + issue;
     if (generated > now) sc_core::wait(generated - now);
-    queue.generated = generated;
+    queue_issue.generated = generated;
   } else {
     sc_core::wait(issue);
-    queue.generated = now + issue;
+    queue_issue.generated = now + issue;
   }
-  queue.any = true;
+  queue_issue.any = true;
   if (mem) copy_functional(in, *mem);
   const DescriptorCost c = descriptor_cost(in, m_dma, m_hbm_timing, m_link_timing);
   std::vector<memory::ResourceUse> uses;
@@ -119,112 +108,87 @@ sc_time DmaSystem::execute(const isa::Instruction& in, int engine, const memory:
   if (m_link_bytes) *m_link_bytes += static_cast<uint64_t>(c.link_bytes);
   if (m_chunks) *m_chunks += static_cast<uint64_t>(c.chunks);
   if (m_transposes && c.transpose) ++*m_transposes;
-  transfer(static_cast<double>(c.bytes), std::move(uses));
-  return ns(c.latency_ns);
+  const int64_t remote_ns = plan && !m_remote.empty() ? route_remote(in, *plan, uses) : 0;
+  transfer(static_cast<double>(c.bytes), std::move(uses), queue);
+  return ns(c.latency_ns + remote_ns);
+}
+
+int64_t DmaSystem::route_remote(const isa::Instruction& in, const isa::Plan& plan,
+                                std::vector<memory::ResourceUse>& uses) const {
+  int64_t latency = 0;
+  for (const isa::AccessPattern* ap : {&in.src[0], &in.dst}) {
+    if (ap->space != MemSpace::hbm) continue;
+    const std::string_view name = plan.target_name(*ap);
+    if (name.rfind("chip", 0) != 0) continue;
+    const size_t colon = name.find(':');
+    if (colon == std::string_view::npos || colon == 4) continue;
+    int chip = 0;
+    for (size_t i = 4; i < colon; ++i) {
+      if (name[i] < '0' || name[i] > '9') return latency;
+      chip = chip * 10 + (name[i] - '0');
+      if (chip >= static_cast<int>(m_remote.size())) {
+        throw memory::MemoryError("tensor '" + std::string(name) + "' names chip " +
+                                  std::to_string(chip) + "; the system has " +
+                                  std::to_string(m_remote.size()));
+      }
+    }
+    if (chip == m_key.chip) continue;
+    const RemoteHbm& r = m_remote[static_cast<size_t>(chip)];
+    for (memory::ResourceUse& u : uses) {
+      if (u.resource == m_hbm) u.weight -= 1.0;  // this end's byte no longer touches local HBM
+    }
+    uses.push_back({r.hbm, 1.0});
+    for (int link : r.links) uses.push_back({link, 1.0});
+    latency += r.latency_ns;
+  }
+  uses.erase(std::remove_if(uses.begin(), uses.end(),
+                            [](const memory::ResourceUse& u) { return !(u.weight > 1e-12); }),
+             uses.end());
+  return latency;
 }
 
 void DmaSystem::fetch_from_hbm(int64_t bytes) {
   if (m_hbm_read) *m_hbm_read += static_cast<uint64_t>(bytes);
-  transfer(static_cast<double>(bytes), {{m_hbm, 1.0}});
+  transfer(static_cast<double>(bytes), {{m_hbm, 1.0}}, -1);
   sc_core::wait(ns(m_hbm_timing.latency_ns));
 }
 
-void DmaSystem::transfer(double bytes, std::vector<memory::ResourceUse> uses) {
-  const Ps now = now_ps();
-  account(now);
-  sc_core::sc_event done;
-  // Per resource, the payload and the capacity used (an HBM->HBM copy uses HBM twice).
-  for (const auto& u : uses) {
-    m_bytes[u.resource] += static_cast<int64_t>(bytes);
-    m_load[u.resource] += bytes * u.weight;
-  }
-  const uint64_t id = m_share.start_weighted(now, bytes, std::move(uses));
-  m_waiting.emplace(id, &done);
-  bool finished_now = false;
-  for (uint64_t f : m_share.advance(now)) {
-    if (f == id) {
-      finished_now = true;
-      m_waiting.erase(id);
-    } else {
-      complete({f});
-    }
-  }
-  reschedule(now);
-  trace_bandwidth(now);
-  if (!finished_now) sc_core::wait(done);
-}
-
-void DmaSystem::wake() {
-  const Ps now = now_ps();
-  account(now);
-  complete(m_share.advance(now));
-  reschedule(now);
-  trace_bandwidth(now);
-}
-
-void DmaSystem::complete(const std::vector<uint64_t>& done) {
-  for (uint64_t id : done) {
-    auto it = m_waiting.find(id);
-    if (it == m_waiting.end()) continue;
-    it->second->notify();
-    m_waiting.erase(it);
-  }
-}
-
-void DmaSystem::reschedule(Ps now) {
-  const Ps next = m_share.next_finish();
-  if (next != INT64_MAX) m_wake.notify(sc_time::from_value(static_cast<sc_dt::uint64>(next - now)));
-}
-
-void DmaSystem::account(Ps now) {
-  const Ps dt = now - m_last_account;
-  if (dt > 0) {
-    for (size_t r = 0; r < m_busy_ps.size(); ++r) {
-      if (m_share.resource_rate(static_cast<int>(r)) > 0) m_busy_ps[r] += dt;
-    }
-  }
-  m_last_account = now;
-}
-
-void DmaSystem::trace_bandwidth(Ps now) {
-  if (!m_trace || !m_trace->enabled()) return;
-  const double rate = m_share.resource_rate(m_hbm) / 1e9;
-  if (rate == m_last_hbm_rate) return;
-  m_last_hbm_rate = rate;
-  m_trace->counter(m_trace_pid, "HBM bandwidth (GB/s)", now, "hbm", rate);
+void DmaSystem::transfer(double bytes, std::vector<memory::ResourceUse> uses, int queue) {
+  TransferKey key = m_key;
+  key.queue = queue;
+  m_net.transfer(key, bytes, std::move(uses));
 }
 
 std::vector<std::pair<std::string, sc_time>> DmaSystem::transfer_floors() const {
   std::vector<std::pair<std::string, sc_time>> out;
-  for (size_t r = 0; r < m_share.resources(); ++r) {
-    const int ri = static_cast<int>(r);
-    if (m_bytes[r] == 0) continue;
-    out.emplace_back(m_share.resource_name(ri),
-                     sc_time(m_load[r] / m_share.resource_capacity(ri), sc_core::SC_SEC));
-  }
+  const auto add = [&](const std::string& name, int r) {
+    if (m_net.bytes(r) != 0) out.emplace_back(name, m_net.floor(r));
+  };
+  add("hbm", m_hbm);
+  add("host_link", m_link);
+  for (size_t e = 0; e < m_engines.size(); ++e) add("dma" + std::to_string(e), m_engines[e]);
   return out;
 }
 
 void DmaSystem::finalize(sc_time elapsed) {
-  account(now_ps());
   if (!m_stats) return;
-  traces::StatsScope d(*m_stats, "device");
+  traces::StatsScope d(*m_stats, m_scope);
   const double seconds = elapsed.to_seconds();
   const double hbm_bytes =
       double(m_hbm_read ? m_hbm_read->value() : 0) + double(m_hbm_write ? m_hbm_write->value() : 0);
   d.add_value("hbm.busy_ns", "ns", "time with at least one HBM transfer in flight")
-      .set(double(m_busy_ps[m_hbm]) / 1e3);
+      .set(double(m_net.busy_ps(m_hbm)) / 1e3);
   d.add_value("hbm.achieved_gb_per_s", "GB/s", "HBM bytes read and written / device time")
       .set(seconds > 0 ? hbm_bytes / seconds / 1e9 : 0.0);
   d.add_value("host_link.busy_ns", "ns", "time with at least one host-link transfer in flight")
-      .set(double(m_busy_ps[m_link]) / 1e3);
+      .set(double(m_net.busy_ps(m_link)) / 1e3);
   for (size_t e = 0; e < m_engines.size(); ++e) {
     const int r = m_engines[e];
-    if (m_bytes[r] == 0) continue;  // idle engines stay out of the report
+    if (m_net.bytes(r) == 0) continue;  // idle engines stay out of the report
     traces::StatsScope s = d.scope("dma.engines.e" + std::to_string(e));
-    s.add_value("bytes", "bytes", "bytes moved by this DMA engine").set(m_bytes[r]);
+    s.add_value("bytes", "bytes", "bytes moved by this DMA engine").set(m_net.bytes(r));
     s.add_value("busy_ns", "ns", "time with at least one transfer in flight")
-        .set(double(m_busy_ps[r]) / 1e3);
+        .set(double(m_net.busy_ps(r)) / 1e3);
   }
 }
 

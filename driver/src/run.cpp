@@ -11,7 +11,7 @@
 #include "wallsim/driver/compile_metrics.h"
 #include "wallsim/driver/run_report.h"
 #include "wallsim/driver/step_stream.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
@@ -29,7 +29,7 @@ int64_t host_ns(const runtime::Session& session, const std::string& op) {
 }
 
 // e0..e<engines - 1>, every row the same columns.
-ordered_json dma_engine_bytes(const sim::Device::OpTotals& r, size_t engines) {
+ordered_json dma_engine_bytes(const sim::Core::OpTotals& r, size_t engines) {
   ordered_json out = ordered_json::object();
   for (size_t e = 0; e < engines; ++e) {
     out["e" + std::to_string(e)] = e < r.dma_engine_bytes.size() ? r.dma_engine_bytes[e] : 0;
@@ -45,12 +45,12 @@ ordered_json dma_engine_bytes(const sim::Device::OpTotals& r, size_t engines) {
 // that sets it). `achieved_tflops` (2 x MACs / time_ns) and `roofline_tflops` (min(peak,
 // 2 x MACs / DMA bytes x HBM bandwidth)) use the same MACs, bytes and time, so achieved stays
 // at or under the roofline as long as the tensor engine never beats its peak.
-ordered_json op_table(sim::Device& device, const runtime::Session& session,
+ordered_json op_table(sim::Core& device, const runtime::Session& session,
                       const sim::ChipConfig& chip) {
   device.retire_drained();
   const double peak = peak_tensor_flops(chip);  // FLOP/s
   const double hbm = chip.timing.hbm.bandwidth_gb_per_s * 1e9;
-  std::map<std::string, sim::Device::OpTotals> ops = device.op_totals();
+  std::map<std::string, sim::Core::OpTotals> ops = device.op_totals();
   for (const auto& [op, ns] : session.host_ns_by_op()) ops[op];  // host-only ops get a row too
   size_t dma_engines = 0;
   for (const auto& [op, r] : ops) dma_engines = std::max(dma_engines, r.dma_engine_bytes.size());
@@ -103,13 +103,13 @@ ordered_json layer_table(const runtime::Session& session) {
   const auto& origins = session.origins();
   if (origins.empty()) return ordered_json::array();
   std::vector<std::string> order;
-  std::map<std::string, sim::Device::OpTotals> by_layer;
+  std::map<std::string, sim::Core::OpTotals> by_layer;
   for (const runtime::Origin& o : origins) {
     if (!by_layer.count(o.module)) order.push_back(o.module);
     by_layer[o.module];
   }
   for (const auto& [id, t] : session.origin_totals()) {
-    sim::Device::OpTotals& r = by_layer[origins.at(static_cast<size_t>(id)).module];
+    sim::Core::OpTotals& r = by_layer[origins.at(static_cast<size_t>(id)).module];
     r.nodes += t.nodes;
     r.instructions += t.instructions;
     r.dma_bytes += t.dma_bytes;
@@ -119,7 +119,7 @@ ordered_json layer_table(const runtime::Session& session) {
   }
   ordered_json out = ordered_json::array();
   for (const std::string& layer : order) {
-    const sim::Device::OpTotals& r = by_layer.at(layer);
+    const sim::Core::OpTotals& r = by_layer.at(layer);
     ordered_json busy = ordered_json::object();
     for (int e = 0; e < isa::kNumEngines; ++e)
       busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy[e].to_seconds() * 1e9;
@@ -145,7 +145,7 @@ double stat_value(const traces::StatsRegistry& stats, const std::string& name) {
 // included); the part of the busy time whose critical path is in no op (copies), so that with
 // ops[].exposed_ns it sums to busy_ns; and the plans launched, copies named apart from the plans
 // compiled from ops.
-ordered_json device_busy_section(sim::Device& device, const runtime::Session& session,
+ordered_json device_busy_section(sim::Core& device, const runtime::Session& session,
                                  const traces::StatsRegistry& stats) {
   device.retire_drained();
   const int64_t copies = session.totals().transfers;  // each a copy_ plan launch
@@ -225,7 +225,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     trace->set_metadata("workload", spec.text);
     trace->set_metadata("mode", std::string(options.mode->family()));
   }
-  sim::DeviceOptions dev;
+  sim::CoreOptions dev;
   dev.functional = options.functional;
   dev.stats = &stats;
   std::unique_ptr<traces::CsvLog> csv;
@@ -236,7 +236,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   dev.trace = trace;
   dev.trace_level = options.trace_level;
   dev.instruction_log = csv.get();
-  sim::Device device("device", config.chip, dev);
+  sim::System system(config.chip, dev);
+  sim::Core& device = system.core();
 
   runtime::SessionOptions so;
   so.mode = options.mode;

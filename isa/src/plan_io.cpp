@@ -482,8 +482,28 @@ PlanSequence plan_sequence_from_json(const Json& j) {
   o.finish();
   PlanSequence seq;
   seq.plans.resize(plans.size());
+  bool placed = false;
+  for (const Json& p : plans) placed = placed || (p.is_object() && p.contains("core"));
   for (size_t i = 0; i < plans.size(); ++i) {
-    PlanReader(seq.plans[i]).read(plans[i], idx("plans", i));
+    if (!placed) {
+      PlanReader(seq.plans[i]).read(plans[i], idx("plans", i));
+      continue;
+    }
+    Json p = plans[i];
+    std::pair<int, int> core{0, 0};
+    if (p.is_object() && p.contains("core")) {
+      const Json& c = p["core"];
+      const bool ok = c.is_array() && c.size() == 2 && c[0].is_number_integer() &&
+                      c[1].is_number_integer() && c[0].get<int64_t>() >= 0 &&
+                      c[1].get<int64_t>() >= 0 && c[0].get<int64_t>() < (1 << 20) &&
+                      c[1].get<int64_t>() < (1 << 20);
+      if (!ok)
+        throw InputError(idx("plans", i) + ".core", "expected [chip, core], two integers >= 0");
+      core = {c[0].get<int>(), c[1].get<int>()};
+      p.erase("core");
+    }
+    PlanReader(seq.plans[i]).read(p, idx("plans", i));
+    seq.cores.push_back(core);
   }
   return seq;
 }
@@ -493,7 +513,11 @@ Json to_json(const PlanSequence& seq) {
   j["format"] = "wallsim-plan";
   j["version"] = kPlanFormatVersion;
   Json plans = Json::array();
-  for (const auto& p : seq.plans) plans.push_back(plan_json(p));
+  for (size_t i = 0; i < seq.plans.size(); ++i) {
+    Json p = plan_json(seq.plans[i]);
+    if (i < seq.cores.size()) p["core"] = {seq.cores[i].first, seq.cores[i].second};
+    plans.push_back(std::move(p));
+  }
   j["plans"] = std::move(plans);
   return j;
 }

@@ -23,7 +23,8 @@ int FluidShare::add_resource(std::string name, double bytes_per_second) {
     throw std::invalid_argument("FluidShare: resource '" + name +
                                 "' needs a finite bandwidth > 0 bytes/second");
   }
-  m_resources.push_back(Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0, 0.0});
+  m_resources.push_back(
+      Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0, 0.0, {}, 0, false});
   return static_cast<int>(m_resources.size() - 1);
 }
 
@@ -66,19 +67,25 @@ uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUs
   uses.resize(kept);
 
   run_until(now);
-  Transfer t{m_next_id++, bytes, -1.0, now, std::move(uses), false};
+  const uint64_t id = m_next_id++;
+  Transfer t{id, bytes, -1.0, now, std::move(uses), false, 0};
   if (bytes == 0.0) {
     t.rate = 0.0;
     m_finished.push_back(std::move(t));
-  } else {
-    m_active.push_back(std::move(t));  // ids increase, so m_active stays in id order
-    recompute_rates();
+    return id;
   }
-  return m_next_id - 1;
+  m_seeds.clear();
+  for (const ResourceUse& u : t.uses) {
+    m_resources[u.resource].users.push_back(id);  // ids increase: the lists stay ascending
+    m_seeds.push_back(u.resource);
+  }
+  m_active.push_back(std::move(t));  // ids increase, so m_active stays in id order
+  recompute_component();
+  return id;
 }
 
 FluidShare::Ps FluidShare::next_finish() const {
-  Ps next = m_next_active_finish;
+  Ps next = m_finishes.empty() ? INT64_MAX : m_finishes.begin()->first;
   for (const Transfer& t : m_finished) next = std::min(next, t.finish);
   return next;
 }
@@ -94,10 +101,15 @@ std::vector<uint64_t> FluidShare::advance(Ps now) {
   return done;
 }
 
-double FluidShare::rate(uint64_t id) const {
+size_t FluidShare::index_of(uint64_t id) const {
   auto it = std::lower_bound(m_active.begin(), m_active.end(), id,
                              [](const Transfer& t, uint64_t v) { return t.id < v; });
-  if (it != m_active.end() && it->id == id) return it->rate;
+  return static_cast<size_t>(it - m_active.begin());
+}
+
+double FluidShare::rate(uint64_t id) const {
+  const size_t i = index_of(id);
+  if (i < m_active.size() && m_active[i].id == id) return m_active[i].rate;
   for (const Transfer& t : m_finished) {
     if (t.id == id) return 0.0;
   }
@@ -121,19 +133,40 @@ double FluidShare::resource_capacity(int r) const {
   return m_resources[r].capacity;
 }
 
+std::vector<int> FluidShare::take_touched() {
+  std::vector<int> out;
+  out.swap(m_touched);
+  for (int r : out) m_resources[r].touched = false;
+  return out;
+}
+
 void FluidShare::run_until(Ps now) {
-  while (m_next_active_finish <= now) {
-    const Ps t = m_next_active_finish;
+  while (!m_finishes.empty() && m_finishes.begin()->first <= now) {
+    const Ps t = m_finishes.begin()->first;
     progress(t);
-    auto first_done = std::stable_partition(m_active.begin(), m_active.end(),
-                                            [t](const Transfer& x) { return x.finish > t; });
-    for (auto it = first_done; it != m_active.end(); ++it) {
-      it->remaining = 0.0;
-      it->rate = 0.0;
-      m_finished.push_back(std::move(*it));
+    // Every transfer finishing at t leaves, in id order; the transfers that shared a resource
+    // with one of them, directly or not, get new rates.
+    m_seeds.clear();
+    std::vector<uint64_t> done;
+    while (!m_finishes.empty() && m_finishes.begin()->first == t) {
+      done.push_back(m_finishes.begin()->second);
+      m_finishes.erase(m_finishes.begin());
     }
-    m_active.erase(first_done, m_active.end());
-    recompute_rates();
+    std::sort(done.begin(), done.end());
+    for (uint64_t id : done) {
+      const size_t i = index_of(id);
+      Transfer& x = m_active[i];
+      for (const ResourceUse& u : x.uses) {
+        auto& users = m_resources[u.resource].users;
+        users.erase(std::lower_bound(users.begin(), users.end(), id));
+        m_seeds.push_back(u.resource);
+      }
+      x.remaining = 0.0;
+      x.rate = 0.0;
+      m_finished.push_back(std::move(x));
+      m_active.erase(m_active.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    recompute_component();
   }
   progress(now);
 }
@@ -149,36 +182,76 @@ void FluidShare::progress(Ps now) {
   }
 }
 
-void FluidShare::recompute_rates() {
-  // Per resource, its active transfers in id order (the order every round freezes them in), and
-  // the resources that carry any, in index order (the order ties are broken in): each round then
+void FluidShare::recompute_component() {
+  // The component: every resource and transfer reachable from the seeds through shared use.
+  // Progressive filling over it alone gives its transfers the rates a filling over every
+  // transfer would: a resource's share depends only on its own transfers, and the order of
+  // bottlenecks within a component does not depend on other components.
+  ++m_search;
+  m_component.clear();
+  m_members.clear();
+  std::vector<int32_t> stack;
+  for (int r : m_seeds) {
+    if (m_resources[r].mark == m_search) continue;
+    m_resources[r].mark = m_search;
+    stack.push_back(r);
+  }
+  while (!stack.empty()) {
+    const int32_t r = stack.back();
+    stack.pop_back();
+    m_component.push_back(r);
+    for (uint64_t id : m_resources[r].users) {
+      ++m_work;
+      const size_t i = index_of(id);
+      Transfer& t = m_active[i];
+      if (t.mark == m_search) continue;
+      t.mark = m_search;
+      m_members.push_back(static_cast<int32_t>(i));
+      for (const ResourceUse& u : t.uses) {
+        Resource& res = m_resources[u.resource];
+        if (res.mark == m_search) continue;
+        res.mark = m_search;
+        stack.push_back(u.resource);
+      }
+    }
+  }
+  std::sort(m_component.begin(), m_component.end());
+  std::sort(m_members.begin(), m_members.end());
+
+  // Per resource, its transfers in id order (the order every round freezes them in), and the
+  // resources that carry any, in index order (the order ties are broken in): each round then
   // visits only the most constrained resource's transfers. The arithmetic and its order are
   // those of a scan over every transfer, so the rates are bit for bit the same.
   if (m_users.size() < m_resources.size()) m_users.resize(m_resources.size());
-  for (Resource& r : m_resources) {
+  for (int32_t r : m_component) {
     ++m_work;
-    r.free = r.capacity;
-    r.unfrozen = 0;
-    r.demand = 0.0;
-    r.allocated = 0.0;
+    Resource& res = m_resources[r];
+    res.free = res.capacity;
+    res.unfrozen = 0;
+    res.demand = 0.0;
+    res.allocated = 0.0;
+    m_users[r].clear();
+    if (!res.touched) {
+      res.touched = true;
+      m_touched.push_back(r);
+    }
   }
-  for (auto& u : m_users) u.clear();
-  for (size_t i = 0; i < m_active.size(); ++i) {
-    Transfer& t = m_active[i];
+  m_new_rate.assign(m_members.size(), 0.0);
+  for (size_t k = 0; k < m_members.size(); ++k) {
+    Transfer& t = m_active[m_members[k]];
     t.frozen = false;
     for (const ResourceUse& u : t.uses) {
       Resource& res = m_resources[u.resource];
       ++res.unfrozen;
       res.demand += u.weight;
-      m_users[u.resource].push_back(static_cast<int32_t>(i));
+      m_users[u.resource].push_back(static_cast<int32_t>(k));
     }
   }
   m_live.clear();
-  for (size_t r = 0; r < m_resources.size(); ++r) {
-    if (m_resources[r].unfrozen > 0) m_live.push_back(static_cast<int32_t>(r));
+  for (int32_t r : m_component) {
+    if (m_resources[r].unfrozen > 0) m_live.push_back(r);
   }
-  m_new_rate.assign(m_active.size(), 0.0);
-  size_t left = m_active.size();
+  size_t left = m_members.size();
   while (left > 0) {
     // The most constrained resource: the smallest equal share among its unfrozen transfers.
     int best = -1;
@@ -197,12 +270,12 @@ void FluidShare::recompute_rates() {
     }
     m_live.resize(kept);
     if (best < 0) break;  // unreachable: every unfrozen transfer holds a resource
-    for (int32_t i : m_users[best]) {
+    for (int32_t k : m_users[best]) {
       ++m_work;
-      Transfer& t = m_active[i];
+      Transfer& t = m_active[m_members[k]];
       if (t.frozen) continue;
       t.frozen = true;
-      m_new_rate[i] = best_share;
+      m_new_rate[k] = best_share;
       --left;
       for (const ResourceUse& u : t.uses) {
         Resource& res = m_resources[u.resource];
@@ -213,15 +286,16 @@ void FluidShare::recompute_rates() {
       }
     }
   }
-  m_next_active_finish = INT64_MAX;
-  for (size_t i = 0; i < m_active.size(); ++i) {
-    Transfer& t = m_active[i];
+  for (size_t k = 0; k < m_members.size(); ++k) {
+    Transfer& t = m_active[m_members[k]];
     // An unchanged rate keeps its finish time, so that other transfers' events never move it.
-    if (m_new_rate[i] != t.rate) {
-      t.rate = m_new_rate[i];
+    if (m_new_rate[k] != t.rate) {
+      // A transfer is queued by its finish once it has a rate (-1 before) and a finish time.
+      if (t.rate >= 0.0 && t.finish != INT64_MAX) m_finishes.erase({t.finish, t.id});
+      t.rate = m_new_rate[k];
       t.finish = finish_time(t);
+      if (t.finish != INT64_MAX) m_finishes.insert({t.finish, t.id});
     }
-    m_next_active_finish = std::min(m_next_active_finish, t.finish);
   }
 }
 

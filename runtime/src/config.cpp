@@ -53,6 +53,8 @@ bool has_path(const base::Json& j, const std::string& path) {
 Config config_from_json(const base::Json& j) {
   Config c;
   base::read_params(j, c, "");
+  sim::resolve(c.system, c.chip, has_path(j, "arch.hbm.bytes"),
+               has_path(j, "timing.hbm.bandwidth_gb_per_s"));
   sim::check_consistency(c.chip);
   c.chip.arch.costs = sim::cost_hints(c.chip.timing);
   check_runtime(c.runtime);

@@ -31,7 +31,7 @@ class HostThread : public sc_core::sc_module {
 
 }  // namespace
 
-void run_host(sim::Device& device, const std::function<void()>& body) {
+void run_host(sim::Core& device, const std::function<void()>& body) {
   HostThread host("host", body);
   sc_core::sc_start();
   if (host.error) std::rethrow_exception(host.error);

@@ -43,7 +43,7 @@ TensorImpl::~TensorImpl() {
   if (session && !device.empty() && !alias_of) session->release(*this);
 }
 
-Session::Session(const Config& config, sim::Device& device, SessionOptions options,
+Session::Session(const Config& config, sim::Core& device, SessionOptions options,
                  traces::TraceSink* trace)
     : m_config(config),
       m_device(device),
@@ -260,7 +260,7 @@ void Session::set_origin(const Origin& origin) {
   m_current_origin = it->second;
 }
 
-const std::map<int32_t, sim::Device::OpTotals>& Session::origin_totals() const {
+const std::map<int32_t, sim::Core::OpTotals>& Session::origin_totals() const {
   m_device.retire_drained();
   return m_device.origin_totals();
 }

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "wallsim/memory/npy.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/traces/chrome_trace.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
@@ -88,7 +88,7 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
 }
 
-nlohmann::ordered_json node_report(const Device& device) {
+nlohmann::ordered_json node_report(const Core& device) {
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (const engines::Launch& l : device.launches()) {
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
@@ -196,13 +196,14 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
                                            traces::instruction_csv_columns());
   }
 
-  DeviceOptions dev_options;
+  CoreOptions dev_options;
   dev_options.functional = options.functional;
   dev_options.stats = &stats;
   dev_options.trace = trace;
   dev_options.trace_level = options.trace_level;
   dev_options.instruction_log = csv.get();
-  Device device("device", chip, dev_options);
+  System system(chip, dev_options);
+  Core& device = system.core();
   if (options.functional) place_tensors(seq, options, device.tensors());
   for (size_t i = 0; i < seq.plans.size(); ++i) device.launch(seq.plans[i], scalars[i]);
 
@@ -246,6 +247,85 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
   }
   if (trace) trace->finish();
   if (csv) csv->finish();
+  dir->commit();
+  return {end.to_seconds() * 1e9, instructions, wall};
+}
+
+}  // namespace wallsim::sim
+
+namespace wallsim::sim {
+
+ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
+                        const base::Json& resolved_config, const isa::PlanSequence& seq,
+                        const ExecOptions& options, const std::string& out_dir,
+                        const std::vector<std::pair<int, int>>& order) {
+  init_systemc();
+  if (options.functional) {
+    throw base::InputError("--functional",
+                           "a plan file that places plans on cores runs timing-only");
+  }
+  for (size_t i = 0; i < seq.cores.size(); ++i) {
+    const auto [c, k] = seq.cores[i];
+    if (c >= system.chips() || k >= system.chip.cores) {
+      throw base::InputError("plans[" + std::to_string(i) + "].core",
+                             "[" + std::to_string(c) + ", " + std::to_string(k) +
+                                 "] is not a core of the system (" +
+                                 std::to_string(system.chips()) + " chips x " +
+                                 std::to_string(system.chip.cores) + " cores)");
+    }
+  }
+  const auto scalars = bind_scalars(seq, options);
+  std::unique_ptr<traces::RunDirectory> dir = open_run_directory(out_dir);
+  traces::StatsRegistry stats;
+  DeviceTimeStats device_time(stats, core);
+  RunTrace run_trace(*dir, options.trace_level, options.trace_window_ns, core.name);
+  traces::TraceSink* trace = run_trace.sink();
+  if (trace) trace->set_metadata("mode", "timing-only");
+
+  CoreOptions core_options;
+  core_options.stats = &stats;
+  core_options.trace = trace;
+  core_options.trace_level = options.trace_level;
+  System sys(core, system, core_options, order);
+  // Each core launches its plans in file order.
+  for (size_t i = 0; i < seq.plans.size(); ++i) {
+    const auto [c, k] = i < seq.cores.size() ? seq.cores[i] : std::pair<int, int>{0, 0};
+    sys.core(static_cast<size_t>(c), static_cast<size_t>(k)).launch(seq.plans[i], scalars[i]);
+  }
+
+  const auto wall_start = std::chrono::steady_clock::now();
+  sc_core::sc_start();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  sc_core::sc_time end;
+  for (size_t c = 0; c < sys.chips(); ++c) {
+    for (size_t k = 0; k < sys.cores_per_chip(); ++k) {
+      Core& x = sys.core(c, k);
+      if (auto err = x.error()) throw SimulationError("run-time error " + *err);
+      if (!x.all_drained()) {
+        std::string msg = "deadlock at " + sc_core::sc_time_stamp().to_string() + ":";
+        for (const auto& line : x.deadlock_report()) msg += " " + line + ";";
+        msg.pop_back();
+        throw SimulationError(msg);
+      }
+      end = std::max(end, x.end_time());
+    }
+  }
+  sys.finalize();
+  device_time.set(end);
+
+  int64_t instructions = 0;
+  for (const isa::Plan& p : seq.plans) instructions += p.instruction_count();
+  traces::StatsScope measured(stats, "measured");
+  measured.add_value("sim_wall_seconds", "s", "real time the simulation took (varies run to run)")
+      .set(wall);
+  measured.add_value("instructions_simulated", "", "instructions executed").set(instructions);
+  measured.add_value("instructions_per_second", "1/s", "simulation speed (varies run to run)")
+      .set(wall > 0 ? double(instructions) / wall : 0.0);
+  stats.order_by_name();
+  write_run_files(*dir, stats, nlohmann::ordered_json::object(), resolved_config);
+  if (trace) trace->finish();
   dir->commit();
   return {end.to_seconds() * 1e9, instructions, wall};
 }

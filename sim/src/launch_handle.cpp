@@ -1,11 +1,11 @@
 // LaunchHandle: the runtime's view of a launch.
 #include "wallsim/sim/launch_handle.h"
 
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 
 namespace wallsim::sim {
 
-LaunchHandle::LaunchHandle(const Device& device, const engines::Launch& launch)
+LaunchHandle::LaunchHandle(const Core& device, const engines::Launch& launch)
     : m_device(&device), m_index(static_cast<size_t>(launch.index)) {}
 
 bool LaunchHandle::started() const {
@@ -29,7 +29,7 @@ int64_t LaunchHandle::end_ps() const {
   return static_cast<int64_t>(m_device->launch_times(m_index).end.value());
 }
 
-size_t launch_count(const Device& device) { return device.launch_count(); }
-LaunchHandle launch_at(const Device& device, size_t index) { return {device, index}; }
+size_t launch_count(const Core& device) { return device.launch_count(); }
+LaunchHandle launch_at(const Core& device, size_t index) { return {device, index}; }
 
 }  // namespace wallsim::sim

@@ -16,7 +16,7 @@
 #include "wallsim/compiler_stub/reference.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 
 namespace wallsim::compiler_stub {
@@ -451,7 +451,7 @@ TEST(CompiledOnChip, NormByColumnChunksInRowWindowsOnTiny) {
 // * gamma and rstd * x * gamma (~1700 * gamma), still cancel in fp32 (one ulp of 1700 is 1.2e-4);
 // measured 1.05e-4 on trn2.
 Adjust offset_x(float offset) {
-  return [=](sim::Device& device, std::map<std::string, HostTensor>& inputs) {
+  return [=](sim::Core& device, std::map<std::string, HostTensor>& inputs) {
     auto& t = *device.tensors().find("x");
     std::vector<float> vals = inputs["x"].data;
     for (float& v : vals) v += offset;
@@ -786,9 +786,10 @@ TEST(CompiledOnChip, KvAppendWritesAtTheRunTimePosition) {
   EXPECT_EQ(plan.tensors.at(plan.find_tensor("cache")).role, isa::TensorRole::inout);
   EXPECT_EQ(value_name(g, 2), "cache");
   sim::init_systemc();
-  sim::DeviceOptions opts;
+  sim::CoreOptions opts;
   opts.functional = true;
-  sim::Device device("device", cfg.chip, opts);
+  sim::System system(cfg.chip, opts);
+  sim::Core& device = system.core();
   auto& cache = device.tensors().put("cache", isa::MemSpace::hbm, isa::DType::fp32, {16, 8});
   auto& fresh = device.tensors().put("new", isa::MemSpace::hbm, isa::DType::fp32, {1, 8});
   memory::fill_random(cache, 1);
@@ -889,9 +890,10 @@ SpliceRun run_splice(const Graph& g, const std::string& config, int64_t pos, int
   }
   if (!simulate) return out;
   sim::init_systemc();  // one device per process: one run per test
-  sim::DeviceOptions dopts;
+  sim::CoreOptions dopts;
   dopts.functional = true;
-  sim::Device device("device", cfg.chip, dopts);
+  sim::System system(cfg.chip, dopts);
+  sim::Core& device = system.core();
   std::map<std::string, HostTensor> inputs = place_inputs(g, device, 11);
   for (const isa::TensorDecl& t : plan.tensors)
     device.tensors().put(t.name, t.space, t.dtype, t.shape);
@@ -977,9 +979,10 @@ TEST(CompiledOnChip, IndexCopyScattersIntoThePoolInPlace) {
   const isa::Plan& plan = std::get<CompiledGraph>(compiled).plans.plans.at(0);
   EXPECT_EQ(plan.tensors.at(plan.find_tensor("pool")).role, isa::TensorRole::inout);
   sim::init_systemc();
-  sim::DeviceOptions opts;
+  sim::CoreOptions opts;
   opts.functional = true;
-  sim::Device device("device", cfg.chip, opts);
+  sim::System system(cfg.chip, opts);
+  sim::Core& device = system.core();
   std::map<std::string, HostTensor> inputs = place_inputs(g, device, 3);
   // Distinct, scattered slots: 140 of the 300 rows, in a seeded order.
   std::vector<float> slots(300);
@@ -1017,9 +1020,10 @@ TEST(CompiledOnChip, BoundedAttentionPlanServesEveryLength) {
   EXPECT_EQ(plan.scalars[0].name, "len");
 
   sim::init_systemc();
-  sim::DeviceOptions opts;
+  sim::CoreOptions opts;
   opts.functional = true;
-  sim::Device device("device", cfg.chip, opts);
+  sim::System system(cfg.chip, opts);
+  sim::Core& device = system.core();
   std::map<std::string, HostTensor> inputs = place_inputs(g, device, 11);
   for (const isa::TensorDecl& t : plan.tensors)
     device.tensors().put(t.name, t.space, t.dtype, t.shape);
@@ -1065,7 +1069,7 @@ Graph attention_graph(const char* dtype, int64_t B, int64_t L, int64_t N, int64_
 }
 
 Adjust attention_inputs(int64_t B, int64_t L, int64_t N, int64_t H, bool bias) {
-  return [=](sim::Device& device, std::map<std::string, HostTensor>& inputs) {
+  return [=](sim::Core& device, std::map<std::string, HostTensor>& inputs) {
     std::vector<int32_t> ids(static_cast<size_t>(B * L));
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 97 + 5) % N);
     set_ints(device, inputs, "ids", ids);

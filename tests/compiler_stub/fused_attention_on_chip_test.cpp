@@ -58,7 +58,7 @@ Graph fused_graph(const char* dtype, int64_t Lq, int64_t Lk, int64_t D, int64_t 
 // Segment ids in runs of `run` tokens (the last one shorter); a bias of -1e9 on keys after
 // query i + 3, small noise elsewhere.
 Adjust mask_inputs(const std::string& mask, int64_t Lq, int64_t Lk, int64_t run) {
-  return [=](sim::Device& device, std::map<std::string, HostTensor>& inputs) {
+  return [=](sim::Core& device, std::map<std::string, HostTensor>& inputs) {
     if (mask == "seg") {
       std::vector<int32_t> ids(static_cast<size_t>(Lq));
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(int64_t(i) / run);

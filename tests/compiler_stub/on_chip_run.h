@@ -16,7 +16,7 @@
 #include "wallsim/compiler_stub/reference.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 
 namespace wallsim::compiler_stub::test {
@@ -33,7 +33,7 @@ inline Graph graph(const std::string& text) {
 
 // Puts every graph input in the device's HBM with seeded random values (seeds from `seed`
 // up, in node order) and returns the same values for the reference evaluator.
-inline std::map<std::string, HostTensor> place_inputs(const Graph& g, sim::Device& device,
+inline std::map<std::string, HostTensor> place_inputs(const Graph& g, sim::Core& device,
                                                       uint64_t seed) {
   std::map<std::string, HostTensor> inputs;
   for (const Node& n : g.nodes) {
@@ -55,14 +55,14 @@ struct Outcome {
 };
 
 // Sets int32 input `name` on the device and for the reference to `values`.
-inline void set_ints(sim::Device& device, std::map<std::string, HostTensor>& inputs,
+inline void set_ints(sim::Core& device, std::map<std::string, HostTensor>& inputs,
                      const std::string& name, const std::vector<int32_t>& values) {
   auto& t = *device.tensors().find(name);
   ASSERT_EQ(t.bytes.size(), 4 * values.size()) << name;
   std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
   inputs[name].data.assign(values.begin(), values.end());
 }
-using Adjust = std::function<void(sim::Device&, std::map<std::string, HostTensor>&)>;
+using Adjust = std::function<void(sim::Core&, std::map<std::string, HostTensor>&)>;
 
 // Compiles `g`, runs it functionally on `config`, and compares every output with the reference.
 // `adjust` may replace input values (ids that must be in range) before the run; `options` are the
@@ -80,10 +80,11 @@ inline Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolic
   o.plans = static_cast<int64_t>(cg.plans.plans.size());
   sim::init_systemc();
   traces::StatsRegistry stats;
-  sim::DeviceOptions opts;
+  sim::CoreOptions opts;
   opts.functional = true;
   opts.stats = &stats;
-  sim::Device device("device", cfg.chip, opts);
+  sim::System system(cfg.chip, opts);
+  sim::Core& device = system.core();
   std::map<std::string, HostTensor> inputs = place_inputs(g, device, 7);
   if (adjust) adjust(device, inputs);
   for (const isa::Plan& p : cg.plans.plans) {

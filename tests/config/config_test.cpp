@@ -33,7 +33,24 @@ TEST(Config, ShippedConfigsLoad) {
 TEST(Config, EmptyDocumentGivesTheDefaults) {
   Config c = config_from_json(Json::object());
   EXPECT_EQ(c.chip.arch.sbuf.partitions, 128);
-  EXPECT_EQ(to_json(c), to_json(Config{}));
+  // The chip's figures are derived from the one core's: one core of trn2.
+  Config d;
+  sim::resolve(d.system, d.chip, true, true);
+  EXPECT_EQ(to_json(c), to_json(d));
+  EXPECT_EQ(c.system.chip.hbm_bandwidth_gb_per_s, c.chip.timing.hbm.bandwidth_gb_per_s);
+}
+
+TEST(Config, PerCoreHbmIsDerivedFromTheChip) {
+  Config c = load_config(source("configs/trn2.json"));
+  EXPECT_EQ(c.system.chip.cores, 8);
+  EXPECT_EQ(c.chip.timing.hbm.bandwidth_gb_per_s, 2900.0 / 8);
+  EXPECT_EQ(c.chip.arch.hbm.bytes, c.system.chip.hbm_bytes / 8);
+  EXPECT_EQ(c.system.chips(), 16);
+  // A share given explicitly (a sweep of the one-core view) is kept.
+  Config s = load_config(source("configs/trn2.json"), {"timing.hbm.bandwidth_gb_per_s=100"});
+  EXPECT_EQ(s.chip.timing.hbm.bandwidth_gb_per_s, 100.0);
+  EXPECT_EQ(s.system.chip.hbm_bandwidth_gb_per_s, 2900.0);
+  EXPECT_THROW(load_config(source("configs/trn2.json"), {"chip.cores=100000"}), base::InputError);
 }
 
 TEST(Config, WrongTypeNamesPathAndExpectation) {

@@ -227,6 +227,36 @@ TEST(FluidShare, RejectsBadInput) {
   EXPECT_THROW(fs.resource_rate(-1), std::out_of_range);
 }
 
+// A start or finish recomputes only its connected component: transfers sharing no resource
+// with it, directly or through others, keep their rates and their resources are not touched.
+TEST(FluidShare, StartsAndFinishesTouchOnlyTheirComponent) {
+  FluidShare fs;
+  int hbm0 = fs.add_resource("chip0.hbm", 10 * kGBps);
+  int e0 = fs.add_resource("chip0.dma0", 4 * kGBps);
+  int e1 = fs.add_resource("chip0.dma1", 8 * kGBps);
+  int hbm1 = fs.add_resource("chip1.hbm", 10 * kGBps);
+  int e2 = fs.add_resource("chip1.dma0", 2 * kGBps);
+  const auto sorted = [](std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  uint64_t a = fs.start(0, 4000, {hbm0, e0});  // 1000 ns at its engine's 4 GB/s
+  uint64_t c = fs.start(0, 1000, {hbm1, e2});  // 500 ns at 2 GB/s
+  fs.take_touched();
+  uint64_t b = fs.start(0, 10000, {hbm0, e1});  // joins a's component only
+  EXPECT_EQ(sorted(fs.take_touched()), (std::vector<int>{hbm0, e0, e1}));
+  EXPECT_DOUBLE_EQ(fs.rate(a), 4 * kGBps);
+  EXPECT_DOUBLE_EQ(fs.rate(b), 6 * kGBps);  // the rest of chip 0's HBM
+  EXPECT_DOUBLE_EQ(fs.rate(c), 2 * kGBps);
+  EXPECT_EQ(fs.advance(500 * kNs), ids({c}));  // chip 0 is not touched
+  EXPECT_EQ(sorted(fs.take_touched()), (std::vector<int>{hbm1, e2}));
+  EXPECT_EQ(fs.advance(1000 * kNs), ids({a}));
+  EXPECT_EQ(sorted(fs.take_touched()), (std::vector<int>{hbm0, e0, e1}));
+  // b moved 6000 B in 1 us; its last 4000 B run at its engine's 8 GB/s: 500 ns more.
+  EXPECT_DOUBLE_EQ(fs.rate(b), 8 * kGBps);
+  EXPECT_EQ(fs.next_finish(), 1500 * kNs);
+}
+
 TEST(FluidShare, DuplicateResourcesCountOnce) {
   FluidShare fs;
   int hbm = fs.add_resource("hbm", 1 * kGBps);

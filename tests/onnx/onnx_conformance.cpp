@@ -27,7 +27,7 @@
 #include "wallsim/frontends/onnx.h"
 #include "wallsim/memory/npy.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 
 namespace fs = std::filesystem;
@@ -169,10 +169,11 @@ json run_chip(const Case& c, const std::string& config_dir, const std::string& c
   const auto& cg = std::get<cs::CompiledGraph>(compiled);
   sim::init_systemc();
   traces::StatsRegistry stats;
-  sim::DeviceOptions opts;
+  sim::CoreOptions opts;
   opts.functional = true;
   opts.stats = &stats;
-  sim::Device device("device", cfg.chip, opts);
+  sim::System system(cfg.chip, opts);
+  sim::Core& device = system.core();
   for (const cs::Node& n : c.model.graph.nodes) {
     if (n.op != cs::OpKind::input) continue;
     std::vector<int64_t> shape;

@@ -9,7 +9,7 @@
 #include "wallsim/memory/npy.h"
 #include "wallsim/runtime/ops.h"
 #include "wallsim/runtime/session.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/workloads/workload.h"
 
@@ -24,10 +24,11 @@ Config load(const std::string& name, const std::vector<std::string>& overrides =
 struct Rig {
   explicit Rig(const Config& c, const ExecutionMode& mode, bool functional = true) : config(c) {
     sim::init_systemc();
-    sim::DeviceOptions o;
+    sim::CoreOptions o;
     o.functional = functional;
     o.stats = &stats;
-    device = std::make_unique<sim::Device>("device", config.chip, o);
+    system = std::make_unique<sim::System>(config.chip, o);
+    device = &system->core();
     SessionOptions so;
     so.mode = &mode;
     so.functional = functional;
@@ -39,7 +40,8 @@ struct Rig {
   }
   Config config;
   traces::StatsRegistry stats;
-  std::unique_ptr<sim::Device> device;
+  std::unique_ptr<sim::System> system;
+  sim::Core* device = nullptr;
   std::unique_ptr<Session> session;
 };
 

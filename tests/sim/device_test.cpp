@@ -1,6 +1,6 @@
 // The chip model executing plans: cycle-exact timing against the formulas, pipelining, fair
 // bandwidth sharing, semaphores, deadlocks, and functional results against references.
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 
 #include <gtest/gtest.h>
 
@@ -41,7 +41,8 @@ sc_time cycles(int64_t n, double freq_mhz) {
 struct Rig {
   runtime::Config cfg;
   traces::StatsRegistry stats;
-  std::unique_ptr<Device> device;
+  std::unique_ptr<System> system;
+  Core* device = nullptr;
   std::vector<isa::Plan> plans;
 
   explicit Rig(bool functional, const std::string& config = "trn2", traces::CsvLog* log = nullptr,
@@ -49,11 +50,12 @@ struct Rig {
       : cfg(load(config)) {
     if (tweak) tweak(cfg);
     init_systemc();
-    DeviceOptions o;
+    CoreOptions o;
     o.functional = functional;
     o.stats = &stats;
     o.instruction_log = log;
-    device = std::make_unique<Device>("device", cfg.chip, o);
+    system = std::make_unique<System>(cfg.chip, o);
+    device = &system->core();
     plans.reserve(16);
   }
   engines::Launch& launch(isa::Plan p, std::vector<int64_t> scalars = {}) {

@@ -9,7 +9,7 @@
 #include "wallsim/isa/verifier.h"
 #include "wallsim/memory/tensor_store.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/validation/nki_matmul.h"
 
@@ -73,10 +73,11 @@ double run_functional(NkiMatmul k, const NkiMatmulShape& shape) {
   const isa::Plan plan = nki_matmul_plan(k, shape, cfg.chip.arch);
   sim::init_systemc();
   traces::StatsRegistry stats;
-  sim::DeviceOptions opts;
+  sim::CoreOptions opts;
   opts.functional = true;
   opts.stats = &stats;
-  sim::Device device("device", cfg.chip, opts);
+  sim::System system(cfg.chip, opts);
+  sim::Core& device = system.core();
   for (const isa::TensorDecl& t : plan.tensors) device.tensors().put(t.name, t.space, t.dtype, t.shape);
   memory::fill_random(*device.tensors().find("lhsT"), 3);
   memory::fill_random(*device.tensors().find("rhs"), 4);

@@ -544,4 +544,9 @@ double percentile(std::vector<double> values, double p) {
   return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
+void StatsRegistry::order_by_name() {
+  std::stable_sort(m_order.begin(), m_order.end(),
+                   [](const Stat* a, const Stat* b) { return a->name() < b->name(); });
+}
+
 }  // namespace wallsim::traces

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wallsim/isa/instruction.h"
@@ -105,7 +106,10 @@ struct Plan {
 // What a plan file holds: plans launched in order, passing tensors through HBM by name.
 struct PlanSequence {
   std::vector<Plan> plans;
-  bool operator==(const PlanSequence& o) const { return plans == o.plans; }
+  // The (chip, core) each plan runs on, by plan, when the file names any ("core": [chip,
+  // core]; a plan that names none runs on [0, 0]); empty for a one-core file.
+  std::vector<std::pair<int, int>> cores;
+  bool operator==(const PlanSequence& o) const { return plans == o.plans && cores == o.cores; }
 };
 
 }  // namespace wallsim::isa

@@ -39,6 +39,9 @@ class BandwidthShare {
   virtual const std::string& resource_name(int r) const = 0;
   virtual double resource_capacity(int r) const = 0;
   virtual size_t resources() const = 0;
+  // Resources whose resource_rate() may have changed since the last call, each once; clears
+  // the list. A caller that watches rates (busy time, traces) looks only at these.
+  virtual std::vector<int> take_touched() = 0;
 };
 
 // The sharing policies by name: "max_min_fair" (progressive filling, memory/fluid_share.h).

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "wallsim/memory/bandwidth_share.h"
@@ -14,14 +16,20 @@ namespace wallsim::memory {
 // fairness): the most constrained resource gives its transfers an equal rate (each taking its
 // weight times that rate of the resource), those transfers and their consumption are removed,
 // and the next most constrained resource follows. The "max_min_fair" BandwidthShare.
+// Only the transfers connected to a start or finish (sharing a resource with it, directly or
+// through other transfers: its connected component) get new rates; the others keep theirs, which
+// is exactly what a recomputation of every transfer would give them, so independent parts of a
+// system (two chips, two cores' private engines) never pay for each other's rate changes.
 //
 // Contract: plain C++, no SystemC, not thread-safe. Time is in picoseconds and never goes back:
 // every `now` passed in must be >= the previous one. Finish times are whole picoseconds, rounded
 // up. A transfer stops taking bandwidth at its own finish time even when the caller polls later
 // (start() and advance() both replay the finish events up to `now`); it is handed back by the
 // first advance() whose `now` reaches its finish time. Cost per start or finish is
-// O(transfers x resources), independent of bytes and of simulated time. Results are
-// deterministic: ties go to the lowest resource index, transfers are reported in id order.
+// O(transfers x resources) of its connected component (plus one multiply-add per transfer in
+// flight to bring its remaining bytes up to date), independent of bytes and of simulated time.
+// Results are deterministic: ties go to the lowest resource index, transfers are reported in id
+// order, and the caller decides the id order (the order of its start() calls).
 class FluidShare final : public BandwidthShare {
  public:
   using Ps = BandwidthShare::Ps;  // picoseconds, the simulator's time resolution
@@ -49,6 +57,9 @@ class FluidShare final : public BandwidthShare {
   const std::string& resource_name(int r) const override;
   double resource_capacity(int r) const override;
   size_t resources() const override { return m_resources.size(); }
+  // Resources whose allocated rate was recomputed since the last call (each once, in the order
+  // first touched); clears the list. Rates of the others have not changed.
+  std::vector<int> take_touched() override;
 
   // Inner-loop steps executed so far (rate recomputation and progress), for tests and
   // benchmarks that check the cost does not depend on bytes or time.
@@ -57,11 +68,14 @@ class FluidShare final : public BandwidthShare {
  private:
   struct Resource {
     std::string name;
-    double capacity;   // bytes/second
-    double allocated;  // bytes/second given to transfers now
-    double free;       // scratch: capacity left during progressive filling
-    int unfrozen;      // scratch: transfers still to be given a rate
-    double demand;     // scratch: the sum of their weights
+    double capacity;              // bytes/second
+    double allocated;             // bytes/second given to transfers now
+    double free;                  // scratch: capacity left during progressive filling
+    int unfrozen;                 // scratch: transfers still to be given a rate
+    double demand;                // scratch: the sum of their weights
+    std::vector<uint64_t> users;  // ids of the active transfers using it, ascending
+    uint64_t mark;                // scratch: last component search that reached it
+    bool touched;                 // listed in m_touched
   };
   struct Transfer {
     uint64_t id;
@@ -70,26 +84,35 @@ class FluidShare final : public BandwidthShare {
     Ps finish;                      // whole ps, rounded up; INT64_MAX while the rate is 0
     std::vector<ResourceUse> uses;  // sorted by resource, distinct
     bool frozen;                    // scratch: rate fixed during progressive filling
+    uint64_t mark;                  // scratch: last component search that reached it
   };
 
   void check_resource(int r) const;
   // Processes every finish event up to `now`, then progresses all transfers to `now`.
   void run_until(Ps now);
   void progress(Ps now);
-  void recompute_rates();
+  // Index in m_active of active transfer `id` (which must be active).
+  size_t index_of(uint64_t id) const;
+  // Recomputes the rates of every transfer connected to the resources in m_seeds.
+  void recompute_component();
   Ps finish_time(const Transfer& t) const;
 
   std::vector<Resource> m_resources;
   std::vector<Transfer> m_active;    // in flight, in id order
   std::vector<Transfer> m_finished;  // finished, not yet returned by advance(), in id order
+  std::set<std::pair<Ps, uint64_t>> m_finishes;  // (finish, id) of the active transfers
+  std::vector<int> m_touched;
   Ps m_now = 0;
-  Ps m_next_active_finish = INT64_MAX;
   uint64_t m_next_id = 0;
   uint64_t m_work = 0;
-  // recompute_rates()' scratch, kept to avoid allocating on every start and finish.
-  std::vector<std::vector<int32_t>> m_users;  // per resource: active transfers' indices
+  uint64_t m_search = 0;  // component searches so far (the marks' epoch)
+  // recompute_component()'s scratch, kept to avoid allocating on every start and finish.
+  std::vector<int> m_seeds;                   // resources a start or finish touched
+  std::vector<int32_t> m_component;           // its resources, ascending
+  std::vector<int32_t> m_members;             // its transfers' indices in m_active, ascending
+  std::vector<std::vector<int32_t>> m_users;  // per resource: member transfers' indices
   std::vector<int32_t> m_live;                // resources with unfrozen transfers
-  std::vector<double> m_new_rate;             // per active transfer
+  std::vector<double> m_new_rate;             // per member transfer
 };
 
 }  // namespace wallsim::memory

@@ -1,5 +1,5 @@
-// The whole config file: the chip (`name`, `arch`, `timing`) plus host/runtime costs
-// (`runtime`). Loading is strict; every error names its JSON path.
+// The whole config file: one core (`name`, `arch`, `timing`), the system around it (`chip`,
+// `topology`, `links`) plus host/runtime costs (`runtime`). Loading is strict; every error names its JSON path.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "wallsim/compiler_stub/lowering_options.h"
 #include "wallsim/runtime/materialize.h"
 #include "wallsim/sim/chip_config.h"
+#include "wallsim/sim/system_config.h"
 
 namespace wallsim::runtime {
 
@@ -158,7 +159,8 @@ void describe(V& v, RuntimeConfig& r) {
 }
 
 struct Config {
-  sim::ChipConfig chip;
+  sim::ChipConfig chip;      // one core: `name`, `arch`, `timing`
+  sim::SystemConfig system;  // `chip`, `topology`, `links`
   RuntimeConfig runtime;
   compiler_stub::LoweringOptions compiler;
 };
@@ -168,6 +170,9 @@ void describe(V& v, Config& c) {
   v.field("name", c.chip.name, "name of this chip configuration");
   v.section("arch", c.chip.arch, "what the compiler must know about the chip");
   v.section("timing", c.chip.timing, "clocks, latencies, bandwidths and overheads");
+  v.section("chip", c.system.chip, "the chip around the cores: how many, their shared HBM");
+  v.section("topology", c.system.topology, "how chips are joined: torus, instances");
+  v.section("links", c.system.links, "chip-to-chip links and NICs, per direction");
   v.section("runtime", c.runtime, "host-side costs of the runtime");
   v.section("compiler", c.compiler, "the compiler's lowering heuristics (design choices)");
 }

@@ -33,7 +33,7 @@
 #include "wallsim/runtime/execution_mode.h"
 #include "wallsim/runtime/host_clock.h"
 #include "wallsim/runtime/runtime_error.h"
-#include "wallsim/sim/device.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/sim/launch_handle.h"
 #include "wallsim/traces/trace_sink.h"
 
@@ -163,7 +163,7 @@ struct Origin {
 
 class Session {
  public:
-  Session(const Config& config, sim::Device& device, SessionOptions options,
+  Session(const Config& config, sim::Core& device, SessionOptions options,
           traces::TraceSink* trace = nullptr);
   ~Session();
 
@@ -227,9 +227,9 @@ class Session {
   void clear_origin() { m_current_origin = -1; }
   // Every origin set, by index (origin_totals' keys).
   const std::vector<Origin>& origins() const { return m_origins; }
-  // Device totals of drained launches by origin index (sim::Device::OpTotals; exposed_ns
+  // Device totals of drained launches by origin index (sim::Core::OpTotals; exposed_ns
   // shares each instant of a launch equally among the nodes running then).
-  const std::map<int32_t, sim::Device::OpTotals>& origin_totals() const;
+  const std::map<int32_t, sim::Core::OpTotals>& origin_totals() const;
 
   // ---- host compute ----
   // Work the host CPU does itself (an op with no device lowering): `flops` and `bytes` at
@@ -328,7 +328,7 @@ class Session {
   StepRecord& record() { return m_in_step ? m_current : m_startup; }
 
   Config m_config;
-  sim::Device& m_device;
+  sim::Core& m_device;
   SessionOptions m_options;
   traces::TraceSink* m_trace;
   uint64_t m_arch_fp = 0;
@@ -402,6 +402,6 @@ class Session {
 // Runs `body` in a host SC_THREAD on `device` and simulates until everything is done. Throws
 // what `body` throws (after stopping the simulation), or sim::SimulationError when the device
 // could not finish.
-void run_host(sim::Device& device, const std::function<void()>& body);
+void run_host(sim::Core& device, const std::function<void()>& body);
 
 }  // namespace wallsim::runtime

@@ -15,6 +15,7 @@
 #include "wallsim/engines/stream_processor.h"
 #include "wallsim/isa/plan.h"
 #include "wallsim/sim/chip_config.h"
+#include "wallsim/sim/system_config.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
 
@@ -51,6 +52,16 @@ struct ExecSummary {
 ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config,
                        const isa::PlanSequence& seq, const ExecOptions& options,
                        const std::string& out_dir);
+
+// Runs a plan file whose plans name their core ("core": [chip, core]) on the whole system
+// elaborated from `core` (one core) and `system`: each core launches its plans in file order.
+// Timing only. Stats name each core ("chip<c>.core<k>.") and, under "system.", each chip's HBM
+// and each link direction's bytes and busy time; the trace has a process per core and one per
+// chip. `order` is the cores' elaboration order (System); results do not depend on it.
+ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
+                        const base::Json& resolved_config, const isa::PlanSequence& seq,
+                        const ExecOptions& options, const std::string& out_dir,
+                        const std::vector<std::pair<int, int>>& order = {});
 
 // ---- the parts of a run directory every command that runs the device writes ----
 

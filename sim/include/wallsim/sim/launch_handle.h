@@ -13,7 +13,7 @@ struct Launch;
 
 namespace wallsim::sim {
 
-class Device;
+class Core;
 
 // A non-owning view of launch number `index` of a Device, valid as long as the Device. The
 // Device frees a launch's record once it is retired (Device::retire_drained); the handle then
@@ -22,8 +22,8 @@ class Device;
 class LaunchHandle {
  public:
   LaunchHandle() = default;
-  LaunchHandle(const Device& device, const engines::Launch& launch);  // a launch() just made
-  LaunchHandle(const Device& device, size_t index) : m_device(&device), m_index(index) {}
+  LaunchHandle(const Core& device, const engines::Launch& launch);  // a launch() just made
+  LaunchHandle(const Core& device, size_t index) : m_device(&device), m_index(index) {}
 
   explicit operator bool() const { return m_device != nullptr; }
   bool started() const;
@@ -35,12 +35,12 @@ class LaunchHandle {
   int64_t end_ps() const;           // last result ready
 
  private:
-  const Device* m_device = nullptr;
+  const Core* m_device = nullptr;
   size_t m_index = 0;
 };
 
 // The Device's launches, in launch order: how many were ever made, and number `index`.
-size_t launch_count(const Device& device);
-LaunchHandle launch_at(const Device& device, size_t index);
+size_t launch_count(const Core& device);
+LaunchHandle launch_at(const Core& device, size_t index);
 
 }  // namespace wallsim::sim

@@ -195,8 +195,11 @@ class StatsRegistry {
     return stat != nullptr && stat->kind() == T::kKind ? static_cast<const T*>(stat) : nullptr;
   }
 
-  // Every stat in registration order.
+  // Every stat in registration order (or by name after order_by_name()).
   const std::vector<const Stat*>& stats() const { return m_order; }
+  // Puts the stats in name order: for runs whose registration order follows SystemC's run
+  // order (several cores), so that the written stats do not.
+  void order_by_name();
   std::size_t size() const { return m_order.size(); }
 
  private:

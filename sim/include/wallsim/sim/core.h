@@ -1,5 +1,5 @@
-// Device: one NeuronCore-style core elaborated from a ChipConfig — engines, DMA queues and
-// engines, SBUF/PSUM/HBM — and the plan launcher. All wiring happens in device.cpp.
+// Core: one NeuronCore-style core elaborated from a ChipConfig — engines, DMA queues and
+// engines, SBUF/PSUM — and the plan launcher. A System (system.h) wires it to its chip.
 #pragma once
 
 #include <systemc>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "wallsim/dma/dma_system.h"
 #include "wallsim/engines/compute_unit.h"
 #include "wallsim/engines/launch.h"
 #include "wallsim/engines/signal_scheduler.h"
@@ -22,13 +23,9 @@
 #include "wallsim/traces/stats.h"
 #include "wallsim/traces/trace_sink.h"
 
-namespace wallsim::dma {
-class DmaSystem;
-}
-
 namespace wallsim::sim {
 
-struct DeviceOptions {
+struct CoreOptions {
   bool functional = false;  // compute real values (else timing only: no data moves)
   traces::StatsRegistry* stats = nullptr;
   traces::TraceSink* trace = nullptr;
@@ -36,17 +33,34 @@ struct DeviceOptions {
   traces::CsvLog* instruction_log = nullptr;
 };
 
-class Device : public sc_core::sc_module {
- public:
-  Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptions options);
-  ~Device() override;
+// Where a core sits in its system (System::wire fills it): the bandwidth network with its
+// chip's HBM and host link and the core's own DMA engines (resource indices), the chip's
+// off-chip tensors, and its trace process.
+struct CoreWiring {
+  dma::Network* network = nullptr;
+  int chip = 0, core = 0;
+  int hbm = -1, host_link = -1;
+  std::vector<int> dma_engines;
+  std::vector<dma::RemoteHbm> remote_hbm;  // by chip: the routes to other chips' HBM
+  memory::TensorStore* tensors = nullptr;
+  int trace_pid = 1;
+  std::string trace_process = "core0";
+  std::string stats_scope = "device";
+};
 
-  // Off-chip tensors (HBM and host memory) by name; holds data in functional mode.
-  memory::TensorStore& tensors() { return m_tensors; }
+class Core : public sc_core::sc_module {
+ public:
+  Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions options,
+       CoreWiring wiring);
+  ~Core() override;
+
+  // Off-chip tensors (HBM and host memory) by name; holds data in functional mode. The
+  // chip's, shared by its cores.
+  memory::TensorStore& tensors() { return *m_tensors; }
 
   // Queues a launch of `plan` after those queued before; `scalars` are its run-time scalars in
   // Plan::scalars order. Callable before the simulation starts or from any SC_THREAD; returns
-  // at once. `plan` must outlive the Device; the Launch lives until retire_drained frees it
+  // at once. `plan` must outlive the Core; the Launch lives until retire_drained frees it
   // (a LaunchHandle outlives it).
   // `tensor_names`, when not empty, binds each of the plan's tensors (by index) to a tensor of
   // the store with another name: how a runtime launches one cached plan on many tensors.
@@ -111,10 +125,11 @@ class Device : public sc_core::sc_module {
   engines::StreamProcessor& processor_for(const isa::Stream& stream, int dma_ordinal);
 
   ChipConfig m_chip;
-  DeviceOptions m_options;
+  CoreOptions m_options;
+  CoreWiring m_wiring;
   std::unique_ptr<memory::OnChipStore> m_sbuf;
   std::unique_ptr<memory::OnChipStore> m_psum;
-  memory::TensorStore m_tensors;
+  memory::TensorStore* m_tensors;
 
   engines::SharedPort m_sbuf_port;
   std::unique_ptr<engines::SignalScheduler> m_signals;

@@ -1,10 +1,11 @@
-// Elaboration of the device from its config — every binding in one place — and plan launch.
-#include "wallsim/sim/device.h"
+// Elaboration of a core from its config and its wiring, and plan launch.
+#include "wallsim/sim/core.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "wallsim/dma/dma_system.h"
+#include "wallsim/dma/network.h"
 #include "wallsim/engines/timing_model.h"
 #include "wallsim/sim/critical_path.h"
 
@@ -16,21 +17,19 @@ using sc_core::sc_time;
 
 namespace {
 
-constexpr int kCorePid = 1;
-
 sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000u); }
 
 // A DMA queue's execution unit: descriptors go to the DMA engine serving the queue.
 class DmaQueueUnit final : public engines::ExecutionUnit {
  public:
-  explicit DmaQueueUnit(dma::DmaSystem& dma) : m_dma(dma) {}
+  DmaQueueUnit(dma::DmaSystem& dma, int queue) : m_dma(dma), m_queue(queue) {}
   void begin_stream(const isa::Stream& s) override {
     m_engine = s.dma_engine;
     m_issue = {};
   }
   sc_time run(const isa::Instruction& in, Launch& launch, bool back_to_back) override {
     return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr, m_issue,
-                         back_to_back);
+                         back_to_back, m_queue, launch.plan);
   }
   int64_t clock_period_fs() const override { return 0; }
   int64_t bytes_moved(const isa::Instruction& in) const override {
@@ -39,22 +38,28 @@ class DmaQueueUnit final : public engines::ExecutionUnit {
 
  private:
   dma::DmaSystem& m_dma;
+  int m_queue;
   int m_engine = 0;
   dma::DmaSystem::QueueIssue m_issue;
 };
 
 }  // namespace
 
-Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptions options)
-    : sc_module(name), m_chip(chip), m_options(options) {
-  SC_HAS_PROCESS(Device);
+Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions options,
+           CoreWiring wiring)
+    : sc_module(name),
+      m_chip(chip),
+      m_options(options),
+      m_wiring(std::move(wiring)),
+      m_tensors(m_wiring.tensors) {
+  SC_HAS_PROCESS(Core);
   SC_THREAD(launcher);
 
   const isa::ArchSpec& arch = m_chip.arch;
   const TimingConfig& timing = m_chip.timing;
   traces::StatsRegistry* stats = m_options.stats;
   if (stats) {
-    traces::StatsScope d(*stats, "device");
+    traces::StatsScope d(*stats, m_wiring.stats_scope);
     m_plans_stat = &d.add_counter("plans_launched", "", "plans launched");
     m_launch_ns_stat = &d.add_value("launch_overhead_ns", "ns",
                                     "time spent starting plans (switch, semaphore reset, fetch)");
@@ -66,8 +71,19 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
         std::make_unique<memory::OnChipStore>(arch.psum.partitions, arch.psum.bytes_per_partition);
   }
   m_signals = std::make_unique<engines::SignalScheduler>("signals");
-  m_dma = std::make_unique<dma::DmaSystem>("dma", arch.dma.engines, timing.dma, timing.hbm,
-                                           timing.host_link, stats, m_options.trace, kCorePid);
+  dma::DmaWiring dw;
+  dw.network = m_wiring.network;
+  dw.chip = m_wiring.chip;
+  dw.core = m_wiring.core;
+  dw.hbm = m_wiring.hbm;
+  dw.host_link = m_wiring.host_link;
+  dw.engines = m_wiring.dma_engines;
+  dw.remote = m_wiring.remote_hbm;
+  m_dma = std::make_unique<dma::DmaSystem>("dma", timing.dma, timing.hbm, timing.host_link,
+                                           std::move(dw), stats, m_wiring.stats_scope);
+  const int pid = m_wiring.trace_pid;
+  const std::string& process = m_wiring.trace_process;
+  const std::string& scope = m_wiring.stats_scope;
 
   auto outputs = [&](const std::string& prefix, int tid, const std::string& thread) {
     engines::ProcessorOutputs o;
@@ -75,9 +91,9 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
     o.stats_prefix = prefix;
     o.trace = m_options.trace;
     o.trace_level = m_options.trace_level;
-    o.trace_pid = kCorePid;
+    o.trace_pid = pid;
     o.trace_tid = tid;
-    o.trace_process = "core0";
+    o.trace_process = process;
     o.trace_thread = thread;
     o.instruction_log = m_options.instruction_log;
     return o;
@@ -100,25 +116,25 @@ Device::Device(sc_core::sc_module_name name, const ChipConfig& chip, DeviceOptio
                                                              shares ? &m_sbuf_port : nullptr));
     m_compute.push_back(std::make_unique<StreamProcessor>(
         engine.c_str(), c.engine, *m_units.back(), *m_signals,
-        outputs("device.engines." + engine, tid++, engine + " engine")));
+        outputs(scope + ".engines." + engine, tid++, engine + " engine")));
   }
   for (int q = 0; q < arch.dma.queues_max(); ++q) {
     const std::string queue = "q" + std::to_string(q);
-    m_units.push_back(std::make_unique<DmaQueueUnit>(*m_dma));
+    m_units.push_back(std::make_unique<DmaQueueUnit>(*m_dma, q));
     m_queues.push_back(std::make_unique<StreamProcessor>(
         ("dma_" + queue).c_str(), isa::Engine::dma, *m_units.back(), *m_signals,
-        outputs("device.dma.queues." + queue, 100 + q, "dma queue " + std::to_string(q))));
+        outputs(scope + ".dma.queues." + queue, 100 + q, "dma queue " + std::to_string(q))));
   }
   if (m_options.trace && m_options.trace->enabled() &&
       m_options.trace_level != engines::TraceLevel::none) {
-    m_launch_track = m_options.trace->declare_track(kCorePid, "core0", 0, "plans");
+    m_launch_track = m_options.trace->declare_track(pid, process, 0, "plans");
   }
 }
 
-Device::~Device() = default;
+Core::~Core() = default;
 
-Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
-                       std::vector<std::string> tensor_names, std::shared_ptr<const void> keep) {
+Launch& Core::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
+                     std::vector<std::string> tensor_names, std::shared_ptr<const void> keep) {
   if (!tensor_names.empty() && tensor_names.size() != plan.tensors.size()) {
     throw base::InputError("plan '" + plan.name + "'",
                            "binds " + std::to_string(tensor_names.size()) + " tensor names to " +
@@ -137,7 +153,7 @@ Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
   l.tensor_names = std::move(tensor_names);
   l.keep = std::move(keep);
   if (l.functional) {
-    l.memory = {m_sbuf.get(), m_psum.get(), &m_tensors,
+    l.memory = {m_sbuf.get(), m_psum.get(), m_tensors,
                 l.plan,       &l.scalars,   l.tensor_names.empty() ? nullptr : &l.tensor_names};
   }
   // Before the simulation starts the launcher finds the queue by itself; later (from a process,
@@ -150,7 +166,7 @@ Launch& Device::launch(const isa::Plan& plan, std::vector<int64_t> scalars,
   return l;
 }
 
-StreamProcessor& Device::processor_for(const isa::Stream& stream, int dma_ordinal) {
+StreamProcessor& Core::processor_for(const isa::Stream& stream, int dma_ordinal) {
   switch (stream.engine) {
     case isa::Engine::tensor:
       return *m_compute[0];
@@ -164,7 +180,7 @@ StreamProcessor& Device::processor_for(const isa::Stream& stream, int dma_ordina
   return *m_queues[dma_ordinal];  // launch() checked the count
 }
 
-void Device::launcher() {
+void Core::launcher() {
   const LaunchTiming& t = m_chip.timing.launch;
   for (;;) {
     while (m_next_launch == launch_count()) sc_core::wait(m_launch_added);
@@ -195,7 +211,7 @@ void Device::launcher() {
     m_sbuf_peak = std::max(m_sbuf_peak, sbuf);
     m_psum_peak = std::max(m_psum_peak, psum);
     if (m_options.trace && m_options.trace->enabled()) {
-      m_options.trace->counter(kCorePid, "SBUF allocated (bytes)",
+      m_options.trace->counter(m_wiring.trace_pid, "SBUF allocated (bytes)",
                                static_cast<traces::TimePs>(started.value()), "sbuf",
                                static_cast<double>(sbuf));
     }
@@ -216,7 +232,7 @@ void Device::launcher() {
   }
 }
 
-std::optional<std::string> Device::error() const {
+std::optional<std::string> Core::error() const {
   for (const auto* group : {&m_compute, &m_queues}) {
     for (const auto& p : *group) {
       if (p->error()) return p->error();
@@ -225,14 +241,14 @@ std::optional<std::string> Device::error() const {
   return std::nullopt;
 }
 
-bool Device::all_drained() const {
+bool Core::all_drained() const {
   for (const Launch& l : m_launches) {
     if (!l.drained) return false;
   }
   return true;
 }
 
-std::vector<std::string> Device::deadlock_report() const {
+std::vector<std::string> Core::deadlock_report() const {
   std::vector<std::string> out;
   for (const auto* group : {&m_compute, &m_queues}) {
     for (const auto& p : *group) {
@@ -246,7 +262,7 @@ std::vector<std::string> Device::deadlock_report() const {
   return out;
 }
 
-sc_time Device::end_time() const {
+sc_time Core::end_time() const {
   sc_time end = m_retired_end;
   for (const Launch& l : m_launches) {
     if (l.drained && l.end_time > end) end = l.end_time;
@@ -254,14 +270,14 @@ sc_time Device::end_time() const {
   return end;
 }
 
-Device::LaunchTimes Device::launch_times(size_t index) const {
+Core::LaunchTimes Core::launch_times(size_t index) const {
   if (const Launch* l = live_launch(index)) return {l->launch_begin, l->start_time, l->end_time};
   return index < m_retired.size() ? m_retired[index].times : LaunchTimes{};
 }
 
 namespace {
 
-void add_node(Device::OpTotals& o, const engines::NodeTotals& t, sc_time exposed) {
+void add_node(Core::OpTotals& o, const engines::NodeTotals& t, sc_time exposed) {
   ++o.nodes;
   o.instructions += t.instructions;
   o.dma_bytes += t.dma_bytes;
@@ -276,7 +292,7 @@ void add_node(Device::OpTotals& o, const engines::NodeTotals& t, sc_time exposed
 
 }  // namespace
 
-void Device::retire_drained() {
+void Core::retire_drained() {
   for (; !m_launches.empty() && m_launches.front().drained;
        m_launches.pop_front(), ++m_first_live) {
     Launch& l = m_launches.front();
@@ -302,14 +318,15 @@ void Device::retire_drained() {
   }
 }
 
-void Device::finalize() {
+void Core::finalize() {
   const sc_time elapsed = end_time();
   for (auto& p : m_compute) p->finalize(elapsed);
   for (auto& p : m_queues) p->finalize(elapsed);
+  m_wiring.network->finalize();
   m_dma->finalize(elapsed);
   if (m_launch_ns_stat) m_launch_ns_stat->set(m_launch_overhead.to_seconds() * 1e9);
   if (m_options.stats) {
-    traces::StatsScope d(*m_options.stats, "device");
+    traces::StatsScope d(*m_options.stats, m_wiring.stats_scope);
     d.add_value("sbuf.peak_bytes", "bytes", "largest SBUF allocation of a launched plan")
         .set(m_sbuf_peak);
     d.add_value("psum.peak_bytes", "bytes", "largest PSUM allocation of a launched plan")
@@ -338,7 +355,7 @@ void Device::finalize() {
     // MACs done / what the array could do in the run's time: rows x cols MACs per cycle at
     // bf16, fewer at a dtype that takes several passes (fp32). The overall fraction weighs each
     // dtype's MACs by its passes, so a run that keeps the array busy at any mix reaches 1.
-    if (m_options.stats->find_as<traces::Counter>("device.engines.tensor.macs")) {
+    if (m_options.stats->find_as<traces::Counter>(m_wiring.stats_scope + ".engines.tensor.macs")) {
       const auto& tt = m_chip.timing.tensor;
       const double cycles = elapsed.to_seconds() * tt.freq_mhz * 1e6;
       const double per_cycle = double(m_chip.arch.tensor.rows) * m_chip.arch.tensor.cols;
@@ -346,8 +363,8 @@ void Device::finalize() {
       for (int i = 0; i < isa::kNumDTypes; ++i) {
         const auto dtype = static_cast<isa::DType>(i);
         const std::string name(isa::name_of(dtype));
-        const auto* c =
-            m_options.stats->find_as<traces::Counter>("device.engines.tensor." + name + ".macs");
+        const auto* c = m_options.stats->find_as<traces::Counter>(
+            m_wiring.stats_scope + ".engines.tensor." + name + ".macs");
         if (!c) continue;
         const double passes = double(engines::tensor_passes(dtype, tt));
         used += double(c->value()) * passes;
@@ -368,7 +385,10 @@ void Device::finalize() {
   }
   if (m_launch_track && m_chip.timing.launch.wait_for_previous) {
     // Plans run one after another, so their spans never overlap on one track.
-    traces::Track plans = m_options.trace->declare_track(kCorePid, "core0", 1000, "plan spans");
+    // Its track id lies above every DMA queue's (100 + queue).
+    const int tid = std::max(1000, 100 + m_chip.arch.dma.queues_max());
+    traces::Track plans = m_options.trace->declare_track(m_wiring.trace_pid, m_wiring.trace_process,
+                                                         tid, "plan spans");
     const auto span = [&](size_t index, const std::string& name, sc_time start, sc_time end) {
       traces::TraceArgs args;
       args.add("index", static_cast<int64_t>(index));

@@ -1,0 +1,109 @@
+// Network: the one bandwidth network of a simulation (every DMA engine, HBM, host link, link
+// direction and NIC as a named resource) and its SystemC side: routes, ordered starts, wake-ups.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "wallsim/memory/bandwidth_share.h"
+#include "wallsim/traces/trace_sink.h"
+
+namespace wallsim::dma {
+
+// What a transfer crosses: the resources with their weights (bytes of capacity per byte moved),
+// and the latency after its last byte (paid by the caller, outside the network).
+struct Route {
+  std::vector<memory::ResourceUse> uses;
+  int64_t latency_ns = 0;
+};
+
+// Who starts a transfer: transfers that start in the same picosecond are applied in (chip,
+// core, queue, sequence) order, the sequence counting the starts of one (chip, core, queue).
+// Queue -1 is a core's plan launcher (instruction fetch).
+struct TransferKey {
+  int chip = 0, core = 0, queue = 0;
+};
+
+class Network : public sc_core::sc_module {
+ public:
+  using Ps = memory::BandwidthShare::Ps;
+
+  // `sharing` names the memory::BandwidthShare policy (throws std::invalid_argument if
+  // unknown). `ordered`: starts are collected and applied a delta cycle later in key order
+  // (the order does not depend on SystemC's run queue); otherwise each is applied at once, in
+  // the order the starting processes run.
+  Network(sc_core::sc_module_name name, const std::string& sharing, bool ordered);
+  ~Network() override;
+
+  // Adds a resource (before the simulation starts); returns its index. Names are for reports.
+  int add_resource(std::string name, double bytes_per_second);
+  // Moves `bytes` over `uses` from the calling SC_THREAD, under fair sharing; returns when the
+  // last byte has moved (latency is the caller's).
+  void transfer(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses);
+
+  size_t resources() const { return m_share->resources(); }
+  // The resource named `name`; -1 if none.
+  int find_resource(const std::string& name) const;
+  const std::string& resource_name(int r) const { return m_share->resource_name(r); }
+  double resource_capacity(int r) const { return m_share->resource_capacity(r); }
+  // Per resource: payload bytes carried, capacity used (bytes x weight), and time with a
+  // transfer in flight (up to the last finalize()).
+  int64_t bytes(int r) const { return m_res[static_cast<size_t>(r)].bytes; }
+  double load(int r) const { return m_res[static_cast<size_t>(r)].load; }
+  Ps busy_ps(int r) const { return m_res[static_cast<size_t>(r)].busy_ps; }
+  // The least time the capacity resource r gave needs at its full bandwidth.
+  sc_core::sc_time floor(int r) const;
+  // Samples resource r's rate in GB/s as counter `counter`/`series` of trace process `pid`
+  // whenever it changes.
+  void trace_rate(int r, traces::TraceSink* trace, int pid, std::string counter,
+                  std::string series);
+  // Brings busy times up to the current time; call after the simulation.
+  void finalize();
+
+ private:
+  struct Resource {
+    int64_t bytes = 0;
+    double load = 0.0;
+    Ps busy_ps = 0;
+    Ps busy_since = -1;  // when its rate became > 0; -1 while idle
+  };
+  struct Pending {
+    TransferKey key;
+    uint64_t sequence;
+    double bytes;
+    std::vector<memory::ResourceUse> uses;
+    sc_core::sc_event* done;
+  };
+  struct Traced {
+    int resource;
+    traces::TraceSink* trace;
+    int pid;
+    std::string counter, series;
+    double last = -1.0;
+  };
+
+  void wake();
+  // Starts one transfer now; notifies `done` when it finishes (at once if it already has).
+  // Returns whether it finished at once.
+  bool apply(double bytes, std::vector<memory::ResourceUse> uses, sc_core::sc_event* done);
+  void complete(const std::vector<uint64_t>& done, uint64_t self);
+  void after_change(Ps now);
+  void reschedule(Ps now);
+
+  std::unique_ptr<memory::BandwidthShare> m_share;
+  bool m_ordered;
+  std::vector<Resource> m_res;
+  std::vector<Traced> m_traced;
+  std::map<uint64_t, sc_core::sc_event*> m_waiting;
+  std::vector<Pending> m_pending;
+  std::map<std::tuple<int, int, int>, uint64_t> m_sequence;
+  sc_core::sc_event m_wake;
+};
+
+}  // namespace wallsim::dma

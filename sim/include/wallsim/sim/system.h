@@ -1,0 +1,67 @@
+// System: the simulated hardware — chips of cores joined by links, one bandwidth network for
+// every transfer — elaborated from configuration. Every binding happens in system.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "wallsim/dma/network.h"
+#include "wallsim/memory/tensor_store.h"
+#include "wallsim/sim/chip_config.h"
+#include "wallsim/sim/core.h"
+#include "wallsim/sim/system_config.h"
+#include "wallsim/sim/topology.h"
+
+namespace wallsim::sim {
+
+// A chip: its cores, its off-chip tensor store (HBM, and host memory as its cores see it) and
+// its shared resources in the network.
+struct Chip {
+  int index = 0;
+  int hbm = -1;        // network resource: the chip's HBM
+  int host_link = -1;  // network resource: its link to host memory
+  int trace_pid = 0;   // trace process of its HBM and link counters (0: none)
+  memory::TensorStore tensors;
+  std::vector<std::unique_ptr<Core>> cores;
+};
+
+class System {
+ public:
+  // The one-core view: one chip of one core elaborated from `chip`, named `core_name` (the
+  // SystemC module name; "device" as wallsim has always run), reporting stats under "device."
+  // and tracing as process 1 "core0". Its results are those of the single-core simulator.
+  System(const ChipConfig& chip, CoreOptions options, const std::string& core_name = "device");
+  // The whole system: system.chips() chips of system.chip.cores cores each (`core` describes
+  // one), HBM shared per chip, links per topology. Core (c, k) is module "chip<c>_core<k>",
+  // stats "chip<c>.core<k>.", trace process "chip<c>.core<k>"; chip c's HBM and link counters
+  // are process "chip<c>". `order` lists (chip, core) in the order to elaborate the cores
+  // (empty: chip by chip); results do not depend on it.
+  System(const ChipConfig& core, const SystemConfig& system, CoreOptions options,
+         const std::vector<std::pair<int, int>>& order = {});
+  ~System();
+  System(const System&) = delete;
+  System& operator=(const System&) = delete;
+
+  size_t chips() const { return m_chips.size(); }
+  size_t cores_per_chip() const { return m_chips.empty() ? 0 : m_chips[0]->cores.size(); }
+  Chip& chip(size_t i) { return *m_chips.at(i); }
+  Core& core(size_t chip = 0, size_t core = 0) { return *m_chips.at(chip)->cores.at(core); }
+  dma::Network& network() { return *m_network; }
+  const Topology* topology() const { return m_topology.get(); }
+  // The network resource of each link direction, in Topology::links() order.
+  const std::vector<std::pair<LinkId, int>>& links() const { return m_links; }
+  // Writes every core's stats and, for a multi-core system, per chip HBM and per link bytes
+  // and busy time under "system.". Call once after the simulation.
+  void finalize();
+
+ private:
+  std::unique_ptr<dma::Network> m_network;
+  std::unique_ptr<Topology> m_topology;
+  std::vector<std::unique_ptr<Chip>> m_chips;
+  std::vector<std::pair<LinkId, int>> m_links;
+  CoreOptions m_options;
+};
+
+}  // namespace wallsim::sim

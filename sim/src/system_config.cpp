@@ -1,0 +1,29 @@
+// Derived figures of the system config: the chip's from the core's, or the core's share from
+// the chip's.
+#include "wallsim/sim/system_config.h"
+
+namespace wallsim::sim {
+
+void resolve(SystemConfig& s, ChipConfig& core, bool hbm_bytes_given, bool hbm_bandwidth_given) {
+  const int64_t n = s.chip.cores;
+  if (s.chip.hbm_bytes == 0) {
+    s.chip.hbm_bytes = core.arch.hbm.bytes * n;
+  } else if (!hbm_bytes_given) {
+    core.arch.hbm.bytes = s.chip.hbm_bytes / n;
+  }
+  if (s.chip.hbm_bandwidth_gb_per_s == 0.0) {
+    s.chip.hbm_bandwidth_gb_per_s = core.timing.hbm.bandwidth_gb_per_s * double(n);
+  } else if (!hbm_bandwidth_given) {
+    core.timing.hbm.bandwidth_gb_per_s = s.chip.hbm_bandwidth_gb_per_s / double(n);
+  }
+  if (core.arch.hbm.bytes < (int64_t{1} << 20)) {
+    throw base::InputError("chip.hbm_bytes", "gives each of the " + std::to_string(n) +
+                                                 " cores less than 1 MiB of HBM");
+  }
+  if (!(core.timing.hbm.bandwidth_gb_per_s >= 0.001)) {
+    throw base::InputError("chip.hbm_bandwidth_gb_per_s",
+                           "gives each core less than 0.001 GB/s of HBM");
+  }
+}
+
+}  // namespace wallsim::sim
