@@ -445,6 +445,23 @@ class HostOps(Base):
         self.assertEqual(os.listdir(self.tmp.name), [])
 
 
+    def test_strided_slices_narrow_and_unsafe_split_are_graph_ops(self):
+        # Issue 40: swin's patch merging (x[..., 0::2, 1::2, :]) and narrow, and an RNN's gates
+        # (unsafe_split) ran on the host, cutting an LSTM's step into 130 launches.
+        x = torch.randn(2, 8, 6, 4)
+        lstm = nn.LSTM(4, 5)
+
+        def run():
+            parts = [x[:, 0::2, 1::2, :], x[:, 1::2, 0::2], x.narrow(2, 1, 3),
+                     x.narrow(-1, -2, 2), x[:, 1:7:3], x[:, :, 1::4]]
+            for p in parts:
+                p.numpy()
+            with torch.no_grad():
+                lstm(x[0, :3])[0].numpy()
+        doc = self.capture_and_check("views", run, tol=1e-5)
+        self.assertEqual(kinds(doc, "host_op"), [])
+
+
 class Command(Base):
     def wallsim(self, *args, env=None):
         exe = os.environ.get("WALLSIM_BIN")
