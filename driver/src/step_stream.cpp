@@ -49,17 +49,20 @@ Json StepWallTimes::warm_json() const {
   Json j = {{"definition", "steps after the last step that compiled; p50 and p99 nearest rank"},
             {"first_step", n == 0 ? Json(nullptr) : Json(m_first_warm)},
             {"steps", n},
-            {"p50_ns", traces::percentile(warm, 50)},
-            {"p99_ns", traces::percentile(warm, 99)}};
+            {"p50_ns", n == 0 ? Json(nullptr) : Json(traces::percentile(warm, 50))},
+            {"p99_ns", n == 0 ? Json(nullptr) : Json(traces::percentile(warm, 99))}};
   Json kinds = Json::object();
   for (size_t k = 0; k < m_kinds.size(); ++k) {
     const std::vector<int64_t>& v = m_walls[k];
-    kinds[m_kinds[k]] = {{"steps", v.size()},
-                         {"p50_ns", percentile_of(v, 0, 50)},
-                         {"p99_ns", percentile_of(v, 0, 99)},
-                         {"warm_steps", v.size() - m_warm_from[k]},
-                         {"warm_p50_ns", percentile_of(v, m_warm_from[k], 50)},
-                         {"warm_p99_ns", percentile_of(v, m_warm_from[k], 99)}};
+    // no warm step (each compiled, as --steps 1 does): absent (null), not a 0 ns step
+    const bool none = m_warm_from[k] == v.size();
+    kinds[m_kinds[k]] = {
+        {"steps", v.size()},
+        {"p50_ns", percentile_of(v, 0, 50)},
+        {"p99_ns", percentile_of(v, 0, 99)},
+        {"warm_steps", v.size() - m_warm_from[k]},
+        {"warm_p50_ns", none ? Json(nullptr) : Json(percentile_of(v, m_warm_from[k], 50))},
+        {"warm_p99_ns", none ? Json(nullptr) : Json(percentile_of(v, m_warm_from[k], 99))}};
   }
   j["by_kind"] = kinds;
   return j;

@@ -99,6 +99,11 @@ TEST(RunReport, WarmIsTheMedianOfTheStepsAfterTheLastCompile) {
   EXPECT_TRUE(r.warm_steps().empty());
   EXPECT_DOUBLE_EQ(r.warm_ns(), 0.0);
   EXPECT_TRUE(r.to_json()["warm"]["first_step"].is_null());
+  // Issue 40: no warm step (--steps 1) is absent, not a warm step of 0 ns.
+  EXPECT_TRUE(r.to_json()["warm"]["p50_ns"].is_null());
+  EXPECT_TRUE(r.to_json()["warm"]["p99_ns"].is_null());
+  EXPECT_TRUE(r.to_json()["warm"]["by_kind"]["token"]["warm_p50_ns"].is_null());
+  EXPECT_EQ(r.to_json()["warm"]["by_kind"]["token"]["p50_ns"], 50.0);  // every step: present
 }
 
 TEST(RunReport, OvertakesAfterTheStepsItsWarmSavingNeedsToRepayItsStart) {

@@ -27,10 +27,13 @@ std::vector<int64_t> pair_or_ones(const Node& n, const char* key) {
 // and columns ow * sw + kw * dw.
 LowerResult lower_im2col(LoweringContext& ctx, const Node& n) {
   ViewDesc in = ctx.view_of_value(n.inputs[0]);
+  // N and C are read as they are, merged or not (a channel shuffle's C is two sub-dims); the
+  // window strides H and W, each of which must be one sub-dim.
   std::vector<SubDim> axes;
-  for (const auto& g : in.groups) {
-    auto d = single(g);
-    if (!d) return ctx.error("im2col of a merged strided view is not supported");
+  for (size_t k = 2; k < in.groups.size(); ++k) {
+    auto d = single(in.groups[k]);
+    if (!d) return ctx.error("im2col of a view whose H or W merges several strided dims is "
+                             "not supported");
     axes.push_back(*d);
   }
   const auto s = pair_or_ones(n, "strides"), dil = pair_or_ones(n, "dilations");
@@ -38,9 +41,12 @@ LowerResult lower_im2col(LoweringContext& ctx, const Node& n) {
   ViewDesc v;
   v.base = in.base;
   v.offset = in.offset;
-  v.groups = {{{dims[0].size, axes[0].stride}},          {{dims[1].size, axes[1].stride}},
-              {{dims[2].size, s[0] * axes[2].stride}},   {{dims[3].size, s[1] * axes[3].stride}},
-              {{dims[4].size, dil[0] * axes[2].stride}}, {{dims[5].size, dil[1] * axes[3].stride}}};
+  v.groups = {in.groups[0],
+              in.groups[1],
+              {{dims[2].size, s[0] * axes[0].stride}},
+              {{dims[3].size, s[1] * axes[1].stride}},
+              {{dims[4].size, dil[0] * axes[0].stride}},
+              {{dims[5].size, dil[1] * axes[1].stride}}};
   if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
   ctx.set_view(n.id, v);
   return std::nullopt;

@@ -68,6 +68,19 @@ LowerResult reshape_view(LoweringContext& ctx, const Node& n, ViewDesc& v) {
   return std::nullopt;
 }
 
+// Tensor `base` in HBM, row-major, as `type`'s dims.
+ViewDesc row_major(int32_t base, const TensorType& type) {
+  ViewDesc v;
+  v.base = base;
+  int64_t stride = 1;
+  v.groups.resize(type.dims.size());
+  for (size_t i = type.dims.size(); i-- > 0;) {
+    v.groups[i] = {{type.dims[i].size, stride}};
+    stride *= type.dims[i].size;
+  }
+  return v;
+}
+
 // Reshape, transpose or slice as a view of the operand's HBM tensor: no instruction until a
 // consumer loads it (or the group stores it).
 LowerResult lower_view(LoweringContext& ctx, const Node& n) {
@@ -78,10 +91,16 @@ LowerResult lower_view(LoweringContext& ctx, const Node& n) {
     const size_t a = static_cast<size_t>(axis_of(n));
     const int64_t start = n.int_attr("start") ? *n.int_attr("start") : 0;
     const int64_t len = n.type.dims.at(a).size;
+    if (start % inner_size(v.groups.at(a)) || len % inner_size(v.groups.at(a))) {
+      // Cutting through a merged dim's inner sub-dims (swin's window partition, issue 40): the
+      // strided view is copied into its own tensor first, whose dims are all plain.
+      const int32_t in = n.inputs[0];
+      if (!ctx.is_view(in) || !ctx.ensure_hbm(in))
+        return ctx.error("this slice of a merged dimension is not supported");
+      v = row_major(in, ctx.type_of(in));
+    }
     auto& group = v.groups.at(a);
     const int64_t inner = inner_size(group);
-    if (start % inner || len % inner)
-      return ctx.error("this slice of a merged dimension is not supported");
     v.offset += start / inner * group[0].stride;
     group[0].size = len / inner;
   } else if (n.op == OpKind::transpose) {
@@ -97,14 +116,7 @@ LowerResult lower_view(LoweringContext& ctx, const Node& n) {
     // tensor first; a row-major tensor is any shape of the same size.
     const int32_t in = n.inputs[0];
     if (ctx.is_view(in) && !ctx.ensure_hbm(in)) return e;
-    v = ViewDesc{};
-    v.base = in;
-    int64_t stride = 1;
-    v.groups.resize(n.type.dims.size());
-    for (size_t i = n.type.dims.size(); i-- > 0;) {
-      v.groups[i] = {{n.type.dims[i].size, stride}};
-      stride *= n.type.dims[i].size;
-    }
+    v = row_major(in, n.type);
   }
   if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
   ctx.set_view(n.id, v);
@@ -300,13 +312,29 @@ LowerResult concat_in_hbm(LoweringContext& ctx, const Node& n, int64_t axis) {
   return std::nullopt;
 }
 
+// Whether the last-axis concat's output and operands, every row tile on chip at once, would
+// take more than the row-window trigger's share of SBUF: then it is joined in HBM by row-tile
+// DMAs, which need no SBUF (issue 40: deeplabv3's and efficientnet_b0's padding concats did not
+// fit "even with every other value spilled").
+bool concat_too_large_for_chip(const LoweringContext& ctx, const Node& n) {
+  const auto row_bytes = [&](const TensorType& t) {
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < t.dims.size(); ++d) rows *= t.dims[d].size;
+    const int64_t tiles = (rows + ctx.tile_rows() - 1) / ctx.tile_rows();
+    return tiles * SbufAllocator::aligned(t.dims.back().size * isa::dtype_bytes(t.dtype));
+  };
+  int64_t bytes = row_bytes(n.type);
+  for (int32_t id : n.inputs) bytes += row_bytes(ctx.type_of(id));
+  return bytes > ctx.sbuf_share(ctx.options().row_window_trigger_percent);
+}
+
 // Along the last axis: copies into the output's tiles on the vector engine. Along another
 // axis: each input is copied, HBM to HBM, into its place in the output's tensor; consumers
-// load the result from there.
+// load the result from there (also along the last axis when it is too large for SBUF).
 LowerResult lower_concat(LoweringContext& ctx, const Node& n) {
   const int64_t rank = static_cast<int64_t>(n.type.dims.size());
   const int64_t a = axis_of(n);
-  if (a != rank - 1) return concat_in_hbm(ctx, n, a);
+  if (a != rank - 1 || concat_too_large_for_chip(ctx, n)) return concat_in_hbm(ctx, n, a);
   auto out = ctx.output_tiles(n, ctx.like_of(n));
   if (!out) return ctx.no_room();
   int64_t col = 0;

@@ -419,6 +419,48 @@ class HostOps(Base):
         self.assertEqual(kinds(doc, "host_op"), [])
         self.assertTrue({"aten.cumsum.default", "aten.gather.default"} <= atens(doc))
 
+    def test_inplace_host_op_frees_its_input_after_it(self):
+        # Issue 40: a batch_first GRU's aten.transpose_ (a host op) was preceded by the free of
+        # the id it reads; every replay refused the file ("used after it was freed").
+        gru = nn.GRU(4, 6, batch_first=True)
+        x = torch.randn(2, 3, 4)
+
+        def run():
+            with torch.no_grad():
+                y, h = gru(x)
+                (y.sum() + h.sum()).item()
+        doc = self.capture_and_check("gru", run, tol=1e-5)
+        self.assertIn("aten.transpose_.default", [h["aten"] for h in kinds(doc, "host_op")])
+
+    def test_a_program_the_replay_refuses_is_not_written(self):
+        from wallsim import program_file
+        bad = {"format": "wallsim-program", "version": 1, "name": "p", "events": [
+            {"ev": "input", "id": 0, "name": "x", "dtype": "float32", "shape": [2]},
+            {"ev": "free", "id": 0},
+            {"ev": "host_op", "aten": "aten.transpose_.default", "module": "", "inputs": [0],
+             "outputs": [{"id": 1, "dtype": "float32", "shape": [2]}], "flops": 2, "bytes": 8}]}
+        with self.assertRaises(program_file.CaptureError) as e:
+            program_file.write_program(self.path("p.json"), bad, None, {})
+        self.assertIn("events[2] (host_op): id 0 is used after it was freed", str(e.exception))
+        self.assertEqual(os.listdir(self.tmp.name), [])
+
+
+    def test_strided_slices_narrow_and_unsafe_split_are_graph_ops(self):
+        # Issue 40: swin's patch merging (x[..., 0::2, 1::2, :]) and narrow, and an RNN's gates
+        # (unsafe_split) ran on the host, cutting an LSTM's step into 130 launches.
+        x = torch.randn(2, 8, 6, 4)
+        lstm = nn.LSTM(4, 5)
+
+        def run():
+            parts = [x[:, 0::2, 1::2, :], x[:, 1::2, 0::2], x.narrow(2, 1, 3),
+                     x.narrow(-1, -2, 2), x[:, 1:7:3], x[:, :, 1::4]]
+            for p in parts:
+                p.numpy()
+            with torch.no_grad():
+                lstm(x[0, :3])[0].numpy()
+        doc = self.capture_and_check("views", run, tol=1e-5)
+        self.assertEqual(kinds(doc, "host_op"), [])
+
 
 class Command(Base):
     def wallsim(self, *args, env=None):
@@ -506,6 +548,50 @@ class Command(Base):
             self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(".wallsim-output", os.listdir(self.path("own.values")))
         self.assertEqual([f for f in os.listdir(self.tmp.name) if f.startswith(".")], [])
+
+    def test_what_the_capture_cannot_see_is_said(self):
+        # Issue 40: os._exit(0) left no program, ops in threads and a nested capture were dropped,
+        # each with exit 0 and nothing said.
+        cases = {
+            "exit0": ("x = torch.ones(3, 3)\n(x @ x).sum().item()\nos._exit(0)\n", 0,
+                      "called os._exit(0); wrote"),
+            "exit3": ("x = torch.ones(3, 3)\n(x @ x).sum().item()\nos._exit(3)\n", 2,
+                      "called os._exit(3); no program written"),
+            "thread": ("t = threading.Thread(target=lambda: torch.ones(2) * 2)\nt.start()\n"
+                       "t.join()\n(torch.ones(2) * 3).sum().item()\n", 0,
+                       "ATen ops run in other threads are not captured"),
+            "nested": ("with wallsim.capture('inner.json'):\n    (torch.ones(2) * 3).sum().item()"
+                       "\n", 0, "inner.json is not written")}
+        for name, (body, code, msg) in cases.items():
+            script = self.path(name + ".py")
+            with open(script, "w") as f:
+                f.write("import os, threading, torch, wallsim\n" + body)
+            r = self.wallsim(script, "--out", self.path(name + ".json"))
+            self.assertEqual(r.returncode, code, (name, r.stderr))
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(msg, r.stderr)
+            self.assertEqual(os.path.exists(self.path(name + ".json")), code == 0, name)
+        self.check_well_formed(self.load("exit0.json"))
+        self.assertFalse(os.path.exists(self.path("inner.json")))
+
+    def test_ctrl_c_is_one_line_and_exit_130(self):
+        import signal
+        script = self.path("slow.py")
+        with open(script, "w") as f:
+            f.write("import sys, time, torch\n(torch.ones(2) * 2).sum().item()\n"
+                    "print('ready', flush=True)\ntime.sleep(60)\n")
+        exe = os.environ.get("WALLSIM_BIN")
+        if not exe:
+            self.skipTest("WALLSIM_BIN is not set (ctest sets it)")
+        p = subprocess.Popen([exe, "capture", script, "--out", self.path("slow.json")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        self.assertEqual(p.stdout.readline().strip(), "ready")  # inside the script's work
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertEqual(err.strip(), "wallsim capture: interrupted; no program written")
+        self.assertEqual(os.listdir(self.tmp.name), ["slow.py"])
 
     def test_a_failed_write_leaves_no_temporary_file(self):
         from wallsim import program_file

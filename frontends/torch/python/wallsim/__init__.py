@@ -19,6 +19,9 @@ def capture(path, values=False, name=None):
 
     Inside a script that `wallsim capture` already runs, it records into that capture instead."""
     if current() is not None:
+        import sys
+        print("wallsim capture: warning: wallsim.capture(%r) inside a running capture records "
+              "into that capture; %s is not written" % (path, path), file=sys.stderr)
         return contextlib.nullcontext()
     from .recorder import Capture
     return Capture(path, values=values, name=name)

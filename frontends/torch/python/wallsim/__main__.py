@@ -63,7 +63,7 @@ def main(argv):
         import torch  # noqa: F401
     except ImportError as e:
         fail("PyTorch is not importable by %s (%s); install python3-torch" % (sys.executable, e))
-    from .program_file import OutputError, check_outputs
+    from .program_file import CaptureError, OutputError, check_outputs
     from .recorder import Capture
     vdir = os.path.splitext(os.path.basename(out))[0] + ".values" if opts["values"] else None
     try:
@@ -75,6 +75,7 @@ def main(argv):
     if opts["meta"]:
         source["meta"] = True
     cap = Capture(out, values=opts["values"], name=name, source=source, meta=opts["meta"])
+    cap.command = True
     sys.argv = [script] + script_args
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
@@ -88,8 +89,14 @@ def main(argv):
             cap.write()
         except OutputError as e:
             fail(str(e))
+        except CaptureError as e:
+            print("wallsim capture: capture bug: %s; no program written" % e, file=sys.stderr)
+            sys.exit(1)
     except OutputError as e:  # writing the program when the script returned
         fail(str(e))
+    except CaptureError as e:  # the capture made a file the replay would refuse: its bug
+        print("wallsim capture: capture bug: %s; no program written" % e, file=sys.stderr)
+        sys.exit(1)
     except Exception as e:  # the user's script raised: one line, nothing written
         msg = str(e).strip().splitlines()
         hint = ""
@@ -108,4 +115,12 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except (KeyboardInterrupt, RuntimeError) as e:
+        # Ctrl-C, wherever it lands (torch's C import wraps it in a RuntimeError): one line,
+        # the shell's 128 + SIGINT
+        if isinstance(e, RuntimeError) and not str(e).startswith("KeyboardInterrupt"):
+            raise
+        print("wallsim capture: interrupted; no program written", file=sys.stderr)
+        sys.exit(130)

@@ -1090,8 +1090,14 @@ def view_outputs(c, func, x, args, kwargs, out_shapes, only=None):
         end = args[3] if len(args) > 3 else None
         step = args[4] if len(args) > 4 else 1
         if step != 1:
-            raise MappingError("strided slice")
+            return [strided_slice(c, x, dim, start, step, out_shapes[0][dim])]
         return [slice_pos(c, x, dim, start, end)]
+    if p == "narrow":
+        dim, start, length = norm_axis(args[1], r), args[2], args[3]
+        if not isinstance(start, int):
+            raise MappingError("narrow at a tensor position")
+        start = start + s[dim] if start < 0 else start
+        return [slice_(c, x, dim, start, start + length)]
     if p == "select":
         dim = norm_axis(args[1], r)
         idx = args[2]
@@ -1117,6 +1123,24 @@ def view_outputs(c, func, x, args, kwargs, out_shapes, only=None):
             at += n
         return res
     raise MappingError("view op %s" % p)
+
+
+def strided_slice(c, x, dim, start, step, m):
+    """x[..., start::step, ...] with m elements (swin's patch merging, issue 40): the m * step
+    positions from start (the last step's unselected tail filled with copies when the axis ends
+    first), reshaped [m, step], and the first of each step."""
+    s = S(c, x)
+    n = s[dim]
+    start = 0 if start is None else (start + n if start < 0 else start)
+    if step < 1 or start < 0 or start + (m - 1) * step >= n:
+        raise MappingError("strided slice past the axis's end")
+    y = slice_(c, x, dim, start, min(n, start + m * step))
+    short = start + m * step - n  # < step: positions never selected, filled with copies
+    if short > 0:
+        y = concat(c, [y, slice_(c, y, dim, 0, short)], dim)
+    y = reshape(c, y, s[:dim] + [m, step] + s[dim + 1:])
+    y = slice_(c, y, dim + 1, 0, 1)
+    return reshape(c, y, s[:dim] + [m] + s[dim + 1:])
 
 
 def slice_pos(c, x, dim, start, end):
@@ -1147,6 +1171,18 @@ def slice_pos(c, x, dim, start, end):
     if av == 0 and bv == n:
         return x
     return c.g.op("slice", [x], {"axis": dim, "start": a, "limit": b})
+
+
+@handles("unsafe_split", "unsafe_split_with_sizes")
+def unsafe_split(c, args, kwargs, out):
+    """split's copying form (an RNN's gates, issue 40): slices, as split's views are."""
+    x = c.id_of(args[0])
+    dim = norm_axis(args[2] if len(args) > 2 else kwargs.get("dim", 0), len(S(c, x)))
+    res, at = [], 0
+    for o in out:
+        res.append(slice_(c, x, dim, at, at + o.shape[dim]))
+        at += o.shape[dim]
+    return res
 
 
 def view_op(c, func, x, args, kwargs, out_shapes, k):

@@ -37,10 +37,41 @@ def check_outputs(path, vdir):
                               "refusing to replace it" % (final, MARKER))
 
 
+class CaptureError(Exception):
+    """The capture made a program file its replay would refuse: a bug in the capture (exit 1)."""
+
+
+def check_program(doc):
+    """The replay's SSA rules (frontends/torch/src/program.cpp), checked before the file is
+    written: each id defined once, before its uses, and never used after its free. Raises
+    CaptureError naming the event as the replay would ("events[N] (host_op): ...")."""
+    state = {}  # id -> True once freed
+    for n, ev in enumerate(doc["events"]):
+        kind = ev["ev"]
+        where = "events[%d] (%s%s)" % (n, kind, " " + ev["op"] if kind == "op" else "")
+        uses = list(ev.get("inputs", []))
+        if kind in ("read", "free"):
+            uses.append(ev["id"])
+        for i in uses:
+            if i not in state:
+                raise CaptureError("%s: id %d is used before it is defined" % (where, i))
+            if state[i]:
+                raise CaptureError("%s: id %d is used after it was freed" % (where, i))
+        news = [ev["id"]] if kind in ("op", "input", "weight") else \
+            [o["id"] for o in ev.get("outputs", [])]
+        for i in news:
+            if i in state:
+                raise CaptureError("%s: id %d is defined twice" % (where, i))
+            state[i] = False
+        if kind == "free":
+            state[ev["id"]] = True
+
+
 def write_program(path, doc, vdir, value_files):
     """Writes the program file (and its values) atomically: nothing half-written on failure, no
     temporary file left behind, nothing replaced that check_outputs refuses."""
     out_dir = os.path.dirname(os.path.abspath(path))
+    check_program(doc)  # a file the replay would refuse is never written
     check_outputs(path, vdir)
     umask = os.umask(0)
     os.umask(umask)

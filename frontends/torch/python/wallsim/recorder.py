@@ -18,7 +18,7 @@ import torch._decomp
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from . import aten_map
+from . import aten_map, guards
 from .graph import Graph, MappingError
 from .program_file import write_program
 
@@ -81,6 +81,8 @@ class Capture(TorchDispatchMode):
         self._patches = []
         self.closed = False
         self._depth = 0
+        self.command = False  # run by `wallsim capture` (guards: os._exit's status)
+        self._unguard = None
 
     # ---- ids and provenance ----
     def _new_id(self):
@@ -289,6 +291,7 @@ class Capture(TorchDispatchMode):
         ev = {"ev": "host_op", "aten": name, "module": self._provenance()[1], "inputs": ins,
               "outputs": [], "flops": 0, "bytes": in_bytes}
         flops = 0
+        binds = []
         for o in outs:
             i = self._new_id()
             shape, dt = list(o.shape) or [1], graph_dtype(o.dtype)
@@ -297,10 +300,14 @@ class Capture(TorchDispatchMode):
             ev["bytes"] += o.numel() * o.element_size()
             flops += max(o.numel(), 1)
             self.save("o%d" % i, o, dt)
-            self.bind(o, i)
+            binds.append((o, i))
         in_elems = sum(a.numel() for a in _flat(args, kwargs) if isinstance(a, torch.Tensor))
         ev["flops"] = max(flops, in_elems)
         self.events.append(ev)
+        # bound after the event: an in-place op's tensor releases its input's id, whose free
+        # must follow the op that reads it (issue 40: transpose_, as_strided_)
+        for o, i in binds:
+            self.bind(o, i)
 
     # ---- modules ----
     def _pre_hook(self, module, inputs):
@@ -600,6 +607,7 @@ class Capture(TorchDispatchMode):
         self._hooks = [mod.register_module_forward_pre_hook(self._pre_hook),
                        mod.register_module_forward_hook(self._post_hook)]
         self._patch()
+        self._unguard = guards.install(self)
         return super().__enter__()
 
     def __exit__(self, exc_type, exc, tb):
@@ -607,14 +615,23 @@ class Capture(TorchDispatchMode):
         if self._depth:
             self._depth -= 1
             return r
+        self._close()
+        if exc_type is None:
+            self.write()
+        return r
+
+    def _close(self):
+        self._unguard()
         self._unpatch()
         for h in self._hooks:
             h.remove()
         _active.remove(self)
         self.closed = True
-        if exc_type is None:
-            self.write()
-        return r
+
+    def finish(self):
+        """Ends the capture without leaving its context (os._exit) and writes the program."""
+        self._close()
+        self.write()
 
     def _patch(self):
         cap = self
