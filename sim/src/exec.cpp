@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "wallsim/memory/npy.h"
 #include "wallsim/sim/system.h"
@@ -15,6 +16,7 @@
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
 #include "wallsim/traces/window_sink.h"
+#include "wallsim/traces/write_error.h"
 
 namespace wallsim::sim {
 
@@ -82,10 +84,12 @@ void place_tensors(const isa::PlanSequence& seq, const ExecOptions& options,
   }
 }
 
+// Writes `text` to `path`, or throws traces::WriteError naming why (a full disk, a size limit).
 void write_text(const std::string& path, const std::string& text) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
-  if (!out.flush()) throw std::runtime_error(path + ": cannot write file");
+  if (!out.flush()) throw traces::WriteError(path, traces::errno_reason(errno));
 }
 
 nlohmann::ordered_json node_report(const Core& device) {
@@ -153,14 +157,13 @@ void DeviceTimeStats::set(sc_core::sc_time end) {
 
 void write_run_files(const traces::RunDirectory& dir, const traces::StatsRegistry& stats,
                      const nlohmann::ordered_json& extra, const base::Json& resolved_config) {
-  {
-    std::ofstream out(dir.file("stats.json"), std::ios::binary);
-    traces::write_stats_json(stats, out, extra);
-  }
-  {
-    std::ofstream out(dir.file("stats.txt"), std::ios::binary);
-    traces::write_stats_text(stats, out);
-  }
+  // Each file is assembled in memory and written checked: a full disk is a one-line error, never
+  // a truncated stats file committed with the run.
+  std::ostringstream json, text;
+  traces::write_stats_json(stats, json, extra);
+  traces::write_stats_text(stats, text);
+  write_text(dir.file("stats.json"), json.str());
+  write_text(dir.file("stats.txt"), text.str());
   write_text(dir.file("config.resolved.json"), resolved_config.dump(2) + "\n");
 }
 

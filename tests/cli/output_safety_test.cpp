@@ -140,6 +140,21 @@ TEST(OutputSafety, FullDiskWhileTracingIsOneLineAndKeepsTheEarlierRun) {
   }
 }
 
+// The run directory's stats files are written checked: a write that fails (here past a 2-block
+// file size limit) is one line naming stats.json, exit 2, and no folder appears.
+TEST(OutputSafety, FullDiskWhileWritingStatsIsOneLine) {
+  const std::string d = fresh_dir("os", "stats");
+  std::string err;
+  EXPECT_EQ(run_limited("ulimit -f 2; trap '' XFSZ",
+                        "exec examples/plans/matmul.json -c configs/trn2.json --trace-level none "
+                        "--out " + d,
+                        &err),
+            2);
+  EXPECT_EQ(lines_of(err), 1) << err;
+  EXPECT_NE(err.find("stats.json: cannot write file (File too large)"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(d + "/stats.json"));
+}
+
 // `ulimit -v`: the host-memory estimate counts the address-space limit (refused before any
 // work), and a bad_alloc that escapes anyway is "out of host memory" with the figures, exit 2.
 TEST(OutputSafety, AddressSpaceLimitIsOneLineWithExit2) {
