@@ -9,8 +9,8 @@
 
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/traces/chrome_trace.h"
 
 namespace wallsim {

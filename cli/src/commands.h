@@ -41,8 +41,8 @@ void add_run_studies(CLI::App& study);   // decode, serving, mask, granularity, 
 void add_sweep_commands(CLI::App& app);  // sweep, collect
 void add_validate_command(CLI::App& app);
 void add_validate_shapes_command(CLI::App& validate);  // validate_shapes.cpp
-void add_import_command(CLI::App& app);   // import onnx
-void add_capture_command(CLI::App& app);  // capture (PyTorch, through python3)
+void add_import_command(CLI::App& app);                // import onnx
+void add_capture_command(CLI::App& app);               // capture (PyTorch, through python3)
 // The --set overrides that select compile-cost `profile` ("neuron" or "xla") with every term of
 // its curve in `config` scaled by `factor` (the studies' sensitivity band).
 std::vector<std::string> compile_cost_overrides(const runtime::Config& config,

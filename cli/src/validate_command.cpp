@@ -26,16 +26,16 @@
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/system.h"
 
 namespace wallsim::cli {
 
-using validate::Kernel;
-using validate::Row;
-using validate::kPublic;
-using validate::kInferred;
 using validate::kAssumption;
+using validate::Kernel;
+using validate::kInferred;
+using validate::kPublic;
+using validate::Row;
 
 namespace validate {
 

@@ -24,7 +24,7 @@ using validation::NkiMatmulShape;
 struct KernelRun {
   double span_ms = 0;
   double dma_active = 0, tensor_active = 0, vector_active = 0;  // fractions of the span
-  double hbm_read_gb = 0, dma_gb = 0;                             // bytes moved, 1e9
+  double hbm_read_gb = 0, dma_gb = 0;                           // bytes moved, 1e9
   std::string bound_by;
 };
 
@@ -53,8 +53,7 @@ std::string shape_text(const NkiMatmulShape& s) {
 
 KernelRun run_kernel(NkiMatmul which, const NkiMatmulShape& shape, const sim::ChipConfig& chip,
                      sim::Core& device, std::vector<Kernel>& kernels) {
-  auto plan = std::make_shared<isa::Plan>(
-      validation::nki_matmul_plan(which, shape, chip.arch));
+  auto plan = std::make_shared<isa::Plan>(validation::nki_matmul_plan(which, shape, chip.arch));
   for (const auto& d : isa::verify(*plan, chip.arch)) {
     throw std::runtime_error("validate: plan " + plan->name + ": " + d.to_string());
   }
@@ -110,8 +109,7 @@ std::string fmt2(double v) {
 // The NKI DMA guides' statements on throughput against bytes per partition: a stream of
 // NKI-style loads of [128 x c] bytes (16 engines x 8 partitions each, every engine's pieces on
 // one queue, back to back), alone on the chip; its bandwidth relative to the 32 KiB stream's.
-void dma_guide(const sim::ChipConfig& chip, sim::Core& device, bool quick,
-               std::vector<Row>& rows) {
+void dma_guide(const sim::ChipConfig& chip, sim::Core& device, bool quick, std::vector<Row>& rows) {
   constexpr int kLoads = 16;
   // Relative throughput read off the DMA overview's figure "DMA Throughput varying Bytes per
   // Partition for p_dim = 128" (nki/img/overviews/nki-dma-intro-1.jpg; marker heights against
@@ -134,7 +132,8 @@ void dma_guide(const sim::ChipConfig& chip, sim::Core& device, bool quick,
     const size_t index = device.launch_count() - 1;
     sc_core::sc_start();
     const engines::Launch* l = device.live_launch(index);
-    if (!l || !l->drained) throw sim::SimulationError("validate: " + plan->name + " did not finish");
+    if (!l || !l->drained)
+      throw sim::SimulationError("validate: " + plan->name + " did not finish");
     gbs[c] = double(kLoads) * double(parts) * double(c) /
              ((l->end_time - l->start_time).to_seconds() * 1e9);
     device.retire_drained();
@@ -145,8 +144,12 @@ void dma_guide(const sim::ChipConfig& chip, sim::Core& device, bool quick,
   for (const auto& [c, v] : gbs) {
     if (!fig.count(c)) continue;  // no point of the figure to show beside it
     const double rel = v / top * 100;
-    Row r{"dma_guide", std::to_string(c) + " B per partition: % of the 32 KiB load's bandwidth",
-          rel, fig[c], "%", kPublic,
+    Row r{"dma_guide",
+          std::to_string(c) + " B per partition: % of the 32 KiB load's bandwidth",
+          rel,
+          fig[c],
+          "%",
+          kPublic,
           std::to_string(kLoads) + " loads of [128 x c], first issue to last data in SBUF (" +
               fmt2(v) +
               " GB/s); reference read off the NKI DMA overview's figure (relative, generation "
@@ -157,16 +160,26 @@ void dma_guide(const sim::ChipConfig& chip, sim::Core& device, bool quick,
   // The guides' text (nki-dma-bandwidth-guide.rst): below 256 B per partition a DMA is
   // "severely overhead-bound", at 4 KiB it "saturates the DMA engines".
   if (gbs.count(64)) {
-    Row r{"dma_guide", "64 B per partition: severely overhead-bound (< 50 % of 32 KiB)",
-          gbs[64] / top * 100, 50, "%", kPublic,
-          "NKI DMA bandwidth guide: < 256 B per partition severely overhead-bound", 0};
+    Row r{"dma_guide",
+          "64 B per partition: severely overhead-bound (< 50 % of 32 KiB)",
+          gbs[64] / top * 100,
+          50,
+          "%",
+          kPublic,
+          "NKI DMA bandwidth guide: < 256 B per partition severely overhead-bound",
+          0};
     r.upper_bound_only = true;
     rows.push_back(r);
   }
   if (gbs.count(4096)) {
-    Row r{"dma_guide", "4 KiB per partition: near peak (>= 90 % of 32 KiB)",
-          gbs[4096] / top * 100, 90, "%", kPublic,
-          "NKI DMA bandwidth guide: >= 4 KiB per partition saturates the engines", -1};
+    Row r{"dma_guide",
+          "4 KiB per partition: near peak (>= 90 % of 32 KiB)",
+          gbs[4096] / top * 100,
+          90,
+          "%",
+          kPublic,
+          "NKI DMA bandwidth guide: >= 4 KiB per partition saturates the engines",
+          -1};
     r.tolerance_abs = 10;  // 90 +- 10: at least 90 (it cannot exceed 100)
     r.reference = 100;
     rows.push_back(r);
@@ -187,8 +200,8 @@ void real_hardware(const runtime::Config& cfg, sim::Core& device, bool quick,
       try {
         r = run_kernel(k, small, chip, device, kernels);
       } catch (const std::invalid_argument& e) {  // a chip smaller than NKI's tiles
-        rows.push_back({"hardware", validation::name_of(k) + ": not rebuilt (" + e.what() + ")",
-                        0, 0, "ms", kMeasured, "quick: not compared", -1});
+        rows.push_back({"hardware", validation::name_of(k) + ": not rebuilt (" + e.what() + ")", 0,
+                        0, "ms", kMeasured, "quick: not compared", -1});
         continue;
       }
       rows.push_back({"hardware", validation::name_of(k) + " " + shape_text(small) + " (quick)",
@@ -202,23 +215,28 @@ void real_hardware(const runtime::Config& cfg, sim::Core& device, bool quick,
     const KernelRun r = run_kernel(m.kernel, m.shape, chip, device, kernels);
     trn1[m.kernel] = r;
     const std::string name = validation::name_of(m.kernel);
-    rows.push_back({"hardware", name + " latency", r.span_ms, m.latency_ms, "ms", kMeasured,
-                    m.source, 10.0});
+    rows.push_back(
+        {"hardware", name + " latency", r.span_ms, m.latency_ms, "ms", kMeasured, m.source, 10.0});
     const double hw_rate = (r.dma_gb) / m.latency_ms;  // GB/ms = TB/s
     rows.push_back({"hardware", name + ": DMA bytes / latency", r.dma_gb / r.span_ms * 1e3,
                     hw_rate * 1e3, "GB/s", kMeasured,
                     "the kernel's DMA bytes (" + fmt2(r.dma_gb) + " GB) / its latency", -1});
-    rows.push_back({"hardware", name + ": tensor engine active", r.tensor_active * 100,
-                    m.hfu_pct, "%", kMeasured,
+    rows.push_back({"hardware", name + ": tensor engine active", r.tensor_active * 100, m.hfu_pct,
+                    "%", kMeasured,
                     "reference: the tutorial's HFU; wallsim bound by " + r.bound_by +
                         ", DMA active " + fmt2(r.dma_active * 100) + " %, vector active " +
                         fmt2(r.vector_active * 100) + " %",
                     -1});
   }
   if (trn1.count(NkiMatmul::tiled) && trn1.count(NkiMatmul::hoisted)) {
-    Row ratio{"hardware", "tiled / hoisted latency",
-              trn1[NkiMatmul::tiled].span_ms / trn1[NkiMatmul::hoisted].span_ms, 51.80 / 42.96,
-              "x", kMeasured, "the tutorial's 51.80 / 42.96 ms; within 0.1", -1};
+    Row ratio{"hardware",
+              "tiled / hoisted latency",
+              trn1[NkiMatmul::tiled].span_ms / trn1[NkiMatmul::hoisted].span_ms,
+              51.80 / 42.96,
+              "x",
+              kMeasured,
+              "the tutorial's 51.80 / 42.96 ms; within 0.1",
+              -1};
     ratio.tolerance_abs = 0.1;
     rows.push_back(ratio);
   }
@@ -240,21 +258,36 @@ void real_hardware(const runtime::Config& cfg, sim::Core& device, bool quick,
                               : dma_bound               ? "dma"
                               : tensor_bound            ? "tensor"
                                                         : "neither";
-    Row dma{"hardware_activity", name + ": DMA active", r.dma_active * 100, m.dma_active_pct,
-            "%", kMeasured, m.source + "; within 10 points", -1};
+    Row dma{"hardware_activity",
+            name + ": DMA active",
+            r.dma_active * 100,
+            m.dma_active_pct,
+            "%",
+            kMeasured,
+            m.source + "; within 10 points",
+            -1};
     dma.tolerance_abs = 10;
     // The profile's TensorE counts more than matmuls (163,912 instructions for 65,536 matmuls
     // in the tiled step), so its active share runs above the matmuls' alone.
-    Row tensor{"hardware_activity", name + ": tensor engine active (matmuls)",
-               r.tensor_active * 100, m.tensor_active_pct, "%", kMeasured,
-               m.source + "; within 15 points (the profile's TensorE also runs non-matmul "
-                          "instructions)",
+    Row tensor{"hardware_activity",
+               name + ": tensor engine active (matmuls)",
+               r.tensor_active * 100,
+               m.tensor_active_pct,
+               "%",
+               kMeasured,
+               m.source +
+                   "; within 15 points (the profile's TensorE also runs non-matmul "
+                   "instructions)",
                -1};
     tensor.tolerance_abs = 15;
     Row bound_row{"hardware_activity",
                   name + ": bound by " + bound + " (hardware: " + m.bound_by + ")",
-                  bound == m.bound_by ? 1.0 : 0.0, 1.0, "match", kMeasured,
-                  "an engine bounds a step when it is active >= 95 % of it", 0};
+                  bound == m.bound_by ? 1.0 : 0.0,
+                  1.0,
+                  "match",
+                  kMeasured,
+                  "an engine bounds a step when it is active >= 95 % of it",
+                  0};
     rows.push_back(dma);
     rows.push_back(tensor);
     rows.push_back(bound_row);

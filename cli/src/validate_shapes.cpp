@@ -22,8 +22,8 @@
 #include "wallsim/dma/dma_route.h"
 #include "wallsim/engines/timing_model.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/system.h"
 
 namespace wallsim::cli {
 namespace {
@@ -359,8 +359,8 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
   for (const std::string& path : a.configs) {
     Chip c{runtime::load_config(path), nullptr, nullptr};
     sim::CoreOptions o;
-    c.system = std::make_unique<sim::System>(c.cfg.chip, o,
-                                             "device_" + std::to_string(chips.size()));
+    c.system =
+        std::make_unique<sim::System>(c.cfg.chip, o, "device_" + std::to_string(chips.size()));
     c.device = &c.system->core();
     chips.push_back(std::move(c));
   }

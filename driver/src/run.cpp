@@ -11,8 +11,8 @@
 #include "wallsim/driver/compile_metrics.h"
 #include "wallsim/driver/run_report.h"
 #include "wallsim/driver/step_stream.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/traces/run_directory.h"
 #include "wallsim/traces/stats.h"
 

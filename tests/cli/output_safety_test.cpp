@@ -120,7 +120,8 @@ TEST(OutputSafety, ImportWeightsIntoAFileWritesNothing) {
 // one line and exit 2, not "writing trace file ... failed" (exit 1) or SystemC's three-line E549,
 // and an earlier run in the target stays as it was.
 TEST(OutputSafety, FullDiskWhileTracingIsOneLineAndKeepsTheEarlierRun) {
-  if (WALLSIM_TEST_ASAN) GTEST_SKIP() << "a ulimit run under AddressSanitizer (shadow map, stderr notes)";
+  if (WALLSIM_TEST_ASAN)
+    GTEST_SKIP() << "a ulimit run under AddressSanitizer (shadow map, stderr notes)";
   const std::string d = fresh_dir("os", "full");
   const std::string run =
       "run -c configs/tiny.json -w mlp:batch=64,d_model=64,d_ff=128,layers=2 "
@@ -144,12 +145,14 @@ TEST(OutputSafety, FullDiskWhileTracingIsOneLineAndKeepsTheEarlierRun) {
 // The run directory's stats files are written checked: a write that fails (here past a 2-block
 // file size limit) is one line naming stats.json, exit 2, and no folder appears.
 TEST(OutputSafety, FullDiskWhileWritingStatsIsOneLine) {
-  if (WALLSIM_TEST_ASAN) GTEST_SKIP() << "a ulimit run under AddressSanitizer (shadow map, stderr notes)";
+  if (WALLSIM_TEST_ASAN)
+    GTEST_SKIP() << "a ulimit run under AddressSanitizer (shadow map, stderr notes)";
   const std::string d = fresh_dir("os", "stats");
   std::string err;
   EXPECT_EQ(run_limited("ulimit -f 2; trap '' XFSZ",
                         "exec examples/plans/matmul.json -c configs/trn2.json --trace-level none "
-                        "--out " + d,
+                        "--out " +
+                            d,
                         &err),
             2);
   EXPECT_EQ(lines_of(err), 1) << err;
@@ -160,7 +163,8 @@ TEST(OutputSafety, FullDiskWhileWritingStatsIsOneLine) {
 // `ulimit -v`: the host-memory estimate counts the address-space limit (refused before any
 // work), and a bad_alloc that escapes anyway is "out of host memory" with the figures, exit 2.
 TEST(OutputSafety, AddressSpaceLimitIsOneLineWithExit2) {
-  if (WALLSIM_TEST_ASAN) GTEST_SKIP() << "a ulimit run under AddressSanitizer (shadow map, stderr notes)";
+  if (WALLSIM_TEST_ASAN)
+    GTEST_SKIP() << "a ulimit run under AddressSanitizer (shadow map, stderr notes)";
   const std::string d = fresh_dir("os", "as");
   std::string err;
   EXPECT_EQ(run_limited("ulimit -v 1500000",

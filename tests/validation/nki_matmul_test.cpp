@@ -9,8 +9,8 @@
 #include "wallsim/isa/verifier.h"
 #include "wallsim/memory/tensor_store.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/validation/nki_matmul.h"
 
 namespace wallsim::validation {
@@ -32,8 +32,8 @@ TEST(NkiMatmul, EveryVersionPassesTheVerifierAndMovesTheBytesItsLoopsName) {
     for (const isa::Stream& s : p.streams) {
       for (const isa::Instruction& in : s.instructions) {
         if (s.engine != isa::Engine::dma) continue;
-        const auto c =
-            dma::descriptor_cost(in, cfg.chip.timing.dma, cfg.chip.timing.hbm, cfg.chip.timing.host_link);
+        const auto c = dma::descriptor_cost(in, cfg.chip.timing.dma, cfg.chip.timing.hbm,
+                                            cfg.chip.timing.host_link);
         read += c.hbm_read_bytes;
         written += c.hbm_write_bytes;
       }
@@ -78,7 +78,8 @@ double run_functional(NkiMatmul k, const NkiMatmulShape& shape) {
   opts.stats = &stats;
   sim::System system(cfg.chip, opts);
   sim::Core& device = system.core();
-  for (const isa::TensorDecl& t : plan.tensors) device.tensors().put(t.name, t.space, t.dtype, t.shape);
+  for (const isa::TensorDecl& t : plan.tensors)
+    device.tensors().put(t.name, t.space, t.dtype, t.shape);
   memory::fill_random(*device.tensors().find("lhsT"), 3);
   memory::fill_random(*device.tensors().find("rhs"), 4);
   const std::vector<float> a = memory::to_floats(*device.tensors().find("lhsT"));
@@ -104,7 +105,8 @@ double run_functional(NkiMatmul k, const NkiMatmulShape& shape) {
   return worst;
 }
 
-const NkiMatmulShape kTiny{256, 256, 1024, isa::DType::fp32};  // M of 256, N of 1024: blocked_free's
+const NkiMatmulShape kTiny{256, 256, 1024,
+                           isa::DType::fp32};  // M of 256, N of 1024: blocked_free's
 
 TEST(NkiMatmulOnChip, TiledComputesTheProduct) {
   EXPECT_LT(run_functional(NkiMatmul::tiled, kTiny), 1e-5);

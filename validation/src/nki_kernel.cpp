@@ -25,8 +25,7 @@ AccessPattern on_chip(const Tile& t, int32_t p0, int32_t parts) {
 }
 AccessPattern on_chip(const Tile& t) { return on_chip(t, 0, t.partitions); }
 
-AccessPattern off_chip(const HbmTensor& h, int64_t row0, int32_t rows, int64_t col0,
-                       int64_t cols) {
+AccessPattern off_chip(const HbmTensor& h, int64_t row0, int32_t rows, int64_t col0, int64_t cols) {
   if (row0 < 0 || col0 < 0 || row0 + rows > h.rows || col0 + cols > h.cols) {
     throw std::invalid_argument("NkiKernel: an HBM access falls outside its tensor");
   }
@@ -72,12 +71,12 @@ NkiKernel::TilePool NkiKernel::pool(const std::string& name, MemSpace space, isa
   const bool psum = space == MemSpace::psum;
   int64_t bytes = free * isa::dtype_bytes(dtype);
   // A PSUM tile takes whole banks: accumulation groups live in one bank each.
-  if (psum) bytes = (bytes + m_arch.psum.bank_bytes - 1) / m_arch.psum.bank_bytes *
-                    m_arch.psum.bank_bytes;
+  if (psum)
+    bytes = (bytes + m_arch.psum.bank_bytes - 1) / m_arch.psum.bank_bytes * m_arch.psum.bank_bytes;
   if (buffers < 1 || partitions > m_arch.partitions(space) ||
       int64_t{buffers} * bytes > free_bytes(space)) {
-    throw std::invalid_argument("NkiKernel: pool " + name + " (" + std::to_string(buffers) +
-                                " x " + std::to_string(bytes) + " B per partition) does not fit in " +
+    throw std::invalid_argument("NkiKernel: pool " + name + " (" + std::to_string(buffers) + " x " +
+                                std::to_string(bytes) + " B per partition) does not fit in " +
                                 std::string(isa::name_of(space)));
   }
   TilePool p;

@@ -90,14 +90,16 @@ isa::Plan tiled(const NkiMatmulShape& s, const isa::ArchSpec& arch, int most) {
   Budget b;
   const size_t a_i = b.add(MemSpace::sbuf, bytes(d, kTileM)),
                b_i = b.add(MemSpace::sbuf, bytes(d, kTileN)),
-               r_i = b.add(MemSpace::sbuf, bytes(d, kTileN)), p_i = b.add(MemSpace::psum, kPsumTile);
+               r_i = b.add(MemSpace::sbuf, bytes(d, kTileN)),
+               p_i = b.add(MemSpace::psum, kPsumTile);
   b.solve(arch, most);
   NkiKernel kk("nki_matmul_tiled_", arch);
   const auto [lhsT, rhs, out] = operands(kk, s);
   auto a_pool = kk.pool("lhsT_tile", MemSpace::sbuf, d, kTileK, kTileM, b.copies(a_i));
   auto b_pool = kk.pool("rhs_tile", MemSpace::sbuf, d, kTileK, kTileN, b.copies(b_i));
   auto r_pool = kk.pool("res_sb", MemSpace::sbuf, d, kTileM, kTileN, b.copies(r_i));
-  auto p_pool = kk.pool("res_psum", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
+  auto p_pool =
+      kk.pool("res_psum", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
   const int64_t ks = s.k / kTileK;
   for (int64_t m = 0; m < s.m / kTileM; ++m) {
     for (int64_t n = 0; n < s.n / kTileN; ++n) {
@@ -123,14 +125,16 @@ isa::Plan hoisted(const NkiMatmulShape& s, const isa::ArchSpec& arch, int most) 
   // Innermost first: a result per (m, n), rhs per n, lhsT per m.
   const size_t r_i = b.add(MemSpace::sbuf, bytes(d, kTileN)),
                b_i = b.add(MemSpace::sbuf, ks * bytes(d, kTileN)),
-               a_i = b.add(MemSpace::sbuf, ks * bytes(d, kTileM)), p_i = b.add(MemSpace::psum, kPsumTile);
+               a_i = b.add(MemSpace::sbuf, ks * bytes(d, kTileM)),
+               p_i = b.add(MemSpace::psum, kPsumTile);
   b.solve(arch, most);
   NkiKernel kk("nki_matmul_hoist_load_", arch);
   const auto [lhsT, rhs, out] = operands(kk, s);
   auto a_tiles = tiles(kk, "lhsT_tiles", ks, d, kTileM, b.copies(a_i));
   auto b_tiles = tiles(kk, "rhs_tiles", ks, d, kTileN, b.copies(b_i));
   auto r_pool = kk.pool("res_sb", MemSpace::sbuf, d, kTileM, kTileN, b.copies(r_i));
-  auto p_pool = kk.pool("res_psum", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
+  auto p_pool =
+      kk.pool("res_psum", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
   std::vector<Tile> a(static_cast<size_t>(ks)), bt(static_cast<size_t>(ks));
   for (int64_t m = 0; m < s.m / kTileM; ++m) {
     for (int64_t k = 0; k < ks; ++k) {
@@ -170,7 +174,8 @@ isa::Plan blocked_free(const NkiMatmulShape& s, const isa::ArchSpec& arch, int m
   auto a_tiles = tiles(kk, "lhsT_tiles", kBm * ks, d, kTileM, b.copies(a_i));
   auto b_tiles = tiles(kk, "rhs_tiles", kBn * ks, d, kTileN, b.copies(b_i));
   auto r_pool = kk.pool("res_sb", MemSpace::sbuf, d, kTileM, kTileN, b.copies(r_i));
-  auto p_pool = kk.pool("res_psum", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
+  auto p_pool =
+      kk.pool("res_psum", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
   std::vector<Tile> a(static_cast<size_t>(kBm * ks)), bt(static_cast<size_t>(kBn * ks));
   for (int64_t m = 0; m < s.m / (kBm * kTileM); ++m) {
     for (int64_t bm = 0; bm < kBm; ++bm) {
@@ -223,7 +228,8 @@ isa::Plan fully_blocked(const NkiMatmulShape& s, const isa::ArchSpec& arch, int 
   auto b_tiles = tiles(kk, "rhs_tiles", kBk, d, block_n, b.copies(b_i));
   auto a_tiles = tiles(kk, "lhsT_tiles", kBk, d, block_m, b.copies(a_i));
   auto pk_pool = kk.pool("result_packed", MemSpace::sbuf, d, kTileM, block_n, b.copies(pk_i));
-  auto p_pool = kk.pool("res_tile", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
+  auto p_pool =
+      kk.pool("res_tile", MemSpace::psum, isa::DType::fp32, kTileM, kTileN, b.copies(p_i));
   std::vector<Tile> res(static_cast<size_t>(blocks_m * kBm * kBn)), a(kBk), bt(kBk);
   auto at = [&](int64_t m, int64_t bm, int64_t bn) { return (m * kBm + bm) * kBn + bn; };
   for (int64_t n = 0; n < s.n / block_n; ++n) {
@@ -275,16 +281,20 @@ std::vector<NkiMatmul> all_nki_matmuls() {
 
 std::string name_of(NkiMatmul k) {
   switch (k) {
-    case NkiMatmul::tiled: return "nki_matmul_tiled_";
-    case NkiMatmul::hoisted: return "nki_matmul_hoist_load_";
-    case NkiMatmul::blocked_free: return "nki_matmul_block_free_dimension_";
-    case NkiMatmul::fully_blocked: return "nki_matmul_fully_optimized_";
+    case NkiMatmul::tiled:
+      return "nki_matmul_tiled_";
+    case NkiMatmul::hoisted:
+      return "nki_matmul_hoist_load_";
+    case NkiMatmul::blocked_free:
+      return "nki_matmul_block_free_dimension_";
+    case NkiMatmul::fully_blocked:
+      return "nki_matmul_fully_optimized_";
   }
   return "?";
 }
 
-isa::Plan nki_matmul_plan(NkiMatmul kernel, const NkiMatmulShape& shape,
-                          const isa::ArchSpec& arch, int buffers) {
+isa::Plan nki_matmul_plan(NkiMatmul kernel, const NkiMatmulShape& shape, const isa::ArchSpec& arch,
+                          int buffers) {
   require(shape.k > 0 && shape.m > 0 && shape.n > 0 && shape.k % kTileK == 0 &&
               shape.m % kTileM == 0 && shape.n % kTileN == 0,
           "K and M must be multiples of 128 and N of 512");
@@ -293,10 +303,14 @@ isa::Plan nki_matmul_plan(NkiMatmul kernel, const NkiMatmulShape& shape,
               arch.psum.bank_bytes >= kPsumTile,
           "the chip's tile limits are below NKI's 128 x 128 x 512");
   switch (kernel) {
-    case NkiMatmul::tiled: return tiled(shape, arch, buffers);
-    case NkiMatmul::hoisted: return hoisted(shape, arch, buffers);
-    case NkiMatmul::blocked_free: return blocked_free(shape, arch, buffers);
-    case NkiMatmul::fully_blocked: return fully_blocked(shape, arch, buffers);
+    case NkiMatmul::tiled:
+      return tiled(shape, arch, buffers);
+    case NkiMatmul::hoisted:
+      return hoisted(shape, arch, buffers);
+    case NkiMatmul::blocked_free:
+      return blocked_free(shape, arch, buffers);
+    case NkiMatmul::fully_blocked:
+      return fully_blocked(shape, arch, buffers);
   }
   throw std::invalid_argument("nki_matmul_plan: unknown kernel");
 }
@@ -307,10 +321,18 @@ NkiTraffic nki_matmul_traffic(NkiMatmul kernel, const NkiMatmulShape& s) {
   NkiTraffic t;
   t.written = s.m * s.n * e;
   switch (kernel) {
-    case NkiMatmul::tiled: t.read = a * (s.n / kTileN) + b * (s.m / kTileM); break;
-    case NkiMatmul::hoisted: t.read = a + b * (s.m / kTileM); break;
-    case NkiMatmul::blocked_free: t.read = a + b * (s.m / (2 * kTileM)); break;
-    case NkiMatmul::fully_blocked: t.read = b + a * (s.n / (2 * kTileN)); break;
+    case NkiMatmul::tiled:
+      t.read = a * (s.n / kTileN) + b * (s.m / kTileM);
+      break;
+    case NkiMatmul::hoisted:
+      t.read = a + b * (s.m / kTileM);
+      break;
+    case NkiMatmul::blocked_free:
+      t.read = a + b * (s.m / (2 * kTileM));
+      break;
+    case NkiMatmul::fully_blocked:
+      t.read = b + a * (s.n / (2 * kTileN));
+      break;
   }
   return t;
 }

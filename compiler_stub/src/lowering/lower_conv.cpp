@@ -32,8 +32,10 @@ LowerResult lower_im2col(LoweringContext& ctx, const Node& n) {
   std::vector<SubDim> axes;
   for (size_t k = 2; k < in.groups.size(); ++k) {
     auto d = single(in.groups[k]);
-    if (!d) return ctx.error("im2col of a view whose H or W merges several strided dims is "
-                             "not supported");
+    if (!d)
+      return ctx.error(
+          "im2col of a view whose H or W merges several strided dims is "
+          "not supported");
     axes.push_back(*d);
   }
   const auto s = pair_or_ones(n, "strides"), dil = pair_or_ones(n, "dilations");

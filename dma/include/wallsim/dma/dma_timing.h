@@ -9,8 +9,8 @@
 namespace wallsim::dma {
 
 struct DmaTiming {
-  double bandwidth_gb_per_s = 28.99;   // per engine
-  int64_t descriptor_issue_ns = 600;   // fixed cost to issue one descriptor
+  double bandwidth_gb_per_s = 28.99;  // per engine
+  int64_t descriptor_issue_ns = 600;  // fixed cost to issue one descriptor
   // The queue generates a descriptor while the one before it moves (a descriptor-generation
   // block apart from the engine), so back-to-back descriptors pay only the part of the issue
   // cost their predecessor's transfer did not hide. false: issue, then transfer, in turn.

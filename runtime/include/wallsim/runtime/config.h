@@ -1,5 +1,6 @@
 // The whole config file: one core (`name`, `arch`, `timing`), the system around it (`chip`,
-// `topology`, `links`) plus host/runtime costs (`runtime`). Loading is strict; every error names its JSON path.
+// `topology`, `links`) plus host/runtime costs (`runtime`). Loading is strict; every error names
+// its JSON path.
 #pragma once
 
 #include <cstdint>

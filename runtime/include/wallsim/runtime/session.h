@@ -33,8 +33,8 @@
 #include "wallsim/runtime/execution_mode.h"
 #include "wallsim/runtime/host_clock.h"
 #include "wallsim/runtime/runtime_error.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/launch_handle.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::runtime {

@@ -63,8 +63,8 @@ class NkiKernel {
     std::vector<Tile> m_tiles;
     size_t m_next = 0;
   };
-  TilePool pool(const std::string& name, isa::MemSpace space, isa::DType dtype,
-                int32_t partitions, int64_t free, int buffers);
+  TilePool pool(const std::string& name, isa::MemSpace space, isa::DType dtype, int32_t partitions,
+                int64_t free, int buffers);
   // Bytes per partition still free in `space`.
   int64_t free_bytes(isa::MemSpace space) const;
 
@@ -73,11 +73,10 @@ class NkiKernel {
   // dst[row0 : ..., col0 : ...] = src (nl.store)
   void store(const HbmTensor& dst, int64_t row0, int64_t col0, const Tile& src);
   // psum (+)= stationary[K, M]^T . moving[K, N]; `start` overwrites, `stop` ends the group.
-  void matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool start,
-              bool stop);
-  void copy(const Tile& dst, const Tile& src);                    // vector tensor_copy
-  void add(const Tile& dst, const Tile& a, const Tile& b);        // vector tensor_tensor add
-  void zero(const Tile& dst);                                     // vector memset 0
+  void matmul(const Tile& psum, const Tile& stationary, const Tile& moving, bool start, bool stop);
+  void copy(const Tile& dst, const Tile& src);              // vector tensor_copy
+  void add(const Tile& dst, const Tile& a, const Tile& b);  // vector tensor_tensor add
+  void zero(const Tile& dst);                               // vector memset 0
 
   isa::Plan build();
 

@@ -15,11 +15,11 @@
 namespace wallsim::validation {
 
 enum class NkiMatmul {
-  tiled,           // nki_matmul_tiled_: both tiles loaded in the innermost k loop
-  hoisted,         // nki_matmul_hoist_load_: lhsT tiles per m, rhs tiles per n
-  blocked_free,    // nki_matmul_block_free_dimension_: 2 x 128 of M, 2 x 512 of N per block
-  fully_blocked,   // nki_matmul_fully_optimized_: blocks of 16 M, 2 N and 8 K tiles,
-                   // partial sums accumulated in SBUF, two result tiles stored as one
+  tiled,          // nki_matmul_tiled_: both tiles loaded in the innermost k loop
+  hoisted,        // nki_matmul_hoist_load_: lhsT tiles per m, rhs tiles per n
+  blocked_free,   // nki_matmul_block_free_dimension_: 2 x 128 of M, 2 x 512 of N per block
+  fully_blocked,  // nki_matmul_fully_optimized_: blocks of 16 M, 2 N and 8 K tiles,
+                  // partial sums accumulated in SBUF, two result tiles stored as one
 };
 std::vector<NkiMatmul> all_nki_matmuls();
 std::string name_of(NkiMatmul k);  // the tutorial's kernel name, e.g. "nki_matmul_tiled_"
@@ -35,8 +35,8 @@ struct NkiMatmulShape {
 // four keeps the DMA queues busy, as the profiles of the Trn2 guide show them (the tiled kernel
 // on Trn2: DMA active 99.93 %; with two buffers, its loads wait for buffers). Throws
 // std::invalid_argument when a dimension is not a multiple of the kernel's block.
-isa::Plan nki_matmul_plan(NkiMatmul kernel, const NkiMatmulShape& shape,
-                          const isa::ArchSpec& arch, int buffers = 4);
+isa::Plan nki_matmul_plan(NkiMatmul kernel, const NkiMatmulShape& shape, const isa::ArchSpec& arch,
+                          int buffers = 4);
 
 // Bytes every launch of the kernel reads from HBM (operand tiles, as loaded) and writes.
 struct NkiTraffic {

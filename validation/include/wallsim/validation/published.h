@@ -24,7 +24,7 @@ struct MeasuredActivity {
   NkiMatmul kernel;
   std::string config;
   NkiMatmulShape shape;
-  double total_ms = 0;       // the profile's timeline (read from its image)
+  double total_ms = 0;  // the profile's timeline (read from its image)
   double dma_active_pct = 0;
   double tensor_active_pct = 0;
   std::string bound_by;  // what the source says bounds the step: "dma", "tensor" or "both"
