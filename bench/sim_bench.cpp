@@ -10,6 +10,7 @@
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
 #include "wallsim/traces/chrome_trace.h"
 
@@ -49,7 +50,7 @@ struct Devices {
   // Launches `plan` on `device` and simulates until it has drained.
   void run(sim::Core& device, const isa::Plan& plan) {
     device.launch(plan, {});
-    sc_core::sc_start();
+    wallsim::sim::simulate();
   }
 };
 

@@ -27,6 +27,7 @@
 #include "wallsim/isa/verifier.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
 
 namespace wallsim::cli {
@@ -332,7 +333,7 @@ void run_validate(const ValidateArgs& a) {
   auto system = std::make_unique<sim::System>(chip, o);
   sim::Core* device = &system->core();
   for (const Kernel& k : kernels) device->launch(k.plan, {});
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   if (auto e = device->error()) throw sim::SimulationError(*e);
   if (!device->all_drained()) throw sim::SimulationError("validate: a plan did not finish");
   for (size_t i = 0; i < kernels.size(); ++i) {

@@ -11,6 +11,7 @@
 #include "wallsim/dma/dma_route.h"
 #include "wallsim/isa/verifier.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 #include "wallsim/validation/nki_kernel.h"
 #include "wallsim/validation/published.h"
 
@@ -73,7 +74,7 @@ KernelRun run_kernel(NkiMatmul which, const NkiMatmulShape& shape, const sim::Ch
   }
   device.launch(*plan, {}, {}, plan);
   const size_t index = device.launch_count() - 1;
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   if (auto e = device.error()) throw sim::SimulationError(*e);
   const engines::Launch* l = device.live_launch(index);
   if (!l || !l->drained) throw sim::SimulationError("validate: " + plan->name + " did not finish");
@@ -130,7 +131,7 @@ void dma_guide(const sim::ChipConfig& chip, sim::Core& device, bool quick, std::
     auto plan = std::make_shared<isa::Plan>(kk.build());
     device.launch(*plan, {}, {}, plan);
     const size_t index = device.launch_count() - 1;
-    sc_core::sc_start();
+    wallsim::sim::simulate();
     const engines::Launch* l = device.live_launch(index);
     if (!l || !l->drained)
       throw sim::SimulationError("validate: " + plan->name + " did not finish");

@@ -23,6 +23,7 @@
 #include "wallsim/engines/timing_model.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
 
 namespace wallsim::cli {
@@ -312,7 +313,7 @@ Measured measure(const Shape& s, Chip& c) {
   sim::Core& dev = *c.device;
   const size_t first = dev.launch_count();
   for (const isa::Plan& p : plans->plans) dev.launch(p, {}, {}, plans);
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   if (auto e = dev.error()) {
     m.error = "did not run: " + *e;
     return m;

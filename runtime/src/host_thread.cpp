@@ -1,6 +1,7 @@
 // run_host: the workload's host code as a SystemC thread, simulated to the end.
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 
 namespace wallsim::runtime {
 
@@ -33,7 +34,7 @@ class HostThread : public sc_core::sc_module {
 
 void run_host(sim::Core& device, const std::function<void()>& body) {
   HostThread host("host", body);
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   if (host.error) std::rethrow_exception(host.error);
   if (auto e = device.error()) throw sim::SimulationError(*e);
   if (!host.done) {

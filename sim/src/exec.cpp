@@ -1,5 +1,6 @@
 // `wallsim exec`: plan files in, a run directory out.
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 
 #include <chrono>
 #include <cmath>
@@ -211,7 +212,7 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
   for (size_t i = 0; i < seq.plans.size(); ++i) device.launch(seq.plans[i], scalars[i]);
 
   const auto wall_start = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
@@ -297,7 +298,7 @@ ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
   }
 
   const auto wall_start = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 

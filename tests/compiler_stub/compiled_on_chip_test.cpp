@@ -16,8 +16,9 @@
 #include "wallsim/compiler_stub/reference.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
+#include "wallsim/sim/system.h"
 
 namespace wallsim::compiler_stub {
 namespace {
@@ -796,7 +797,7 @@ TEST(CompiledOnChip, KvAppendWritesAtTheRunTimePosition) {
   memory::fill_random(fresh, 2);
   const std::vector<float> before = memory::to_floats(cache), row = memory::to_floats(fresh);
   device.launch(plan, {5});
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   ASSERT_FALSE(device.error()) << *device.error();
   const std::vector<float> after = memory::to_floats(*device.tensors().find("cache"));
   for (int r = 0; r < 16; ++r) {
@@ -898,7 +899,7 @@ SpliceRun run_splice(const Graph& g, const std::string& config, int64_t pos, int
   for (const isa::TensorDecl& t : plan.tensors)
     device.tensors().put(t.name, t.space, t.dtype, t.shape);
   device.launch(plan, {pos});
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   EXPECT_FALSE(device.error()) << *device.error();
   auto ref = evaluate(g, inputs, {{"pos", pos}});
   for (int32_t id : g.outputs) {
@@ -998,7 +999,7 @@ TEST(CompiledOnChip, IndexCopyScattersIntoThePoolInPlace) {
     if (!device.tensors().find(t.name)) device.tensors().put(t.name, t.space, t.dtype, t.shape);
   }
   device.launch(plan, {});
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   ASSERT_FALSE(device.error()) << *device.error();
   auto ref = evaluate(g, inputs, {});
   EXPECT_EQ(memory::to_floats(*device.tensors().find("pool")), ref.at(4).data);
@@ -1030,7 +1031,7 @@ TEST(CompiledOnChip, BoundedAttentionPlanServesEveryLength) {
   const int32_t out_id = g.outputs.at(0);
   for (int64_t len : {1, 77, 256}) {
     device.launch(plan, {len});
-    sc_core::sc_start();  // continues the same simulation: one elaboration, several launches
+    wallsim::sim::simulate();  // continues the same simulation: one elaboration, several launches
     ASSERT_FALSE(device.error()) << *device.error();
     std::vector<float> got = memory::to_floats(*device.tensors().find(value_name(g, out_id)));
     const HostTensor want = evaluate(g, inputs, {{"len", len}}).at(out_id);

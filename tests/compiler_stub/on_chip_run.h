@@ -16,8 +16,9 @@
 #include "wallsim/compiler_stub/reference.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
+#include "wallsim/sim/system.h"
 
 namespace wallsim::compiler_stub::test {
 
@@ -92,7 +93,7 @@ inline Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolic
       device.tensors().put(t.name, t.space, t.dtype, t.shape);
     device.launch(p, {});
   }
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   EXPECT_FALSE(device.error()) << *device.error();
   EXPECT_TRUE(device.all_drained());
   device.finalize();

@@ -27,8 +27,9 @@
 #include "wallsim/frontends/onnx.h"
 #include "wallsim/memory/npy.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
+#include "wallsim/sim/system.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -187,7 +188,7 @@ json run_chip(const Case& c, const std::string& config_dir, const std::string& c
     }
     device.launch(p, {});
   }
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   if (device.error()) return {{"status", "fail"}, {"reason", "device: " + *device.error()}};
   device.finalize();
   for (size_t i = 0; i < c.expected.size(); ++i) {

@@ -1,5 +1,6 @@
 // The chip model executing plans: cycle-exact timing against the formulas, pipelining, fair
 // bandwidth sharing, semaphores, deadlocks, and functional results against references.
+#include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
 
 #include <gtest/gtest.h>
@@ -65,7 +66,7 @@ struct Rig {
     return device->launch(plans.back(), std::move(scalars));
   }
   void run() {
-    sc_core::sc_start();
+    wallsim::sim::simulate();
     ASSERT_FALSE(device->error()) << *device->error();
     device->finalize();
   }
@@ -472,7 +473,7 @@ TEST(Device, OutOfRangeGatherStopsWithCycleModuleAndInstruction) {
   isa::store_element(idx.bytes.data() + 5 * 4, isa::DType::int32, 5000.0f);
   rig.put(p, "out");
   rig.launch(p);
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   auto err = rig.device->error();
   ASSERT_TRUE(err);
   EXPECT_NE(err->find("device.dma_q0 plan 'gather_128_of_1000x64' q0[1] (dma_gather)"),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
 
 namespace wallsim::sim {
@@ -67,7 +68,7 @@ TEST(System, TwoCoresStreamingHbmEachGetHalfTheChip) {
   spawn_transfer(sys, 0, 1, 0, 0, 1e6, {"chip0.core1.dma0", "chip0.hbm"}, &b);
   // Later, alone: bounded by its own engine, 80 GB/s.
   spawn_transfer(sys, 0, 0, 1, 100'000, 1e6, {"chip0.core0.dma1", "chip0.hbm"}, &alone);
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   EXPECT_EQ(a.ps, int64_t(1e6 / (50 * kGBps) * 1e12));  // 20 us
   EXPECT_EQ(b.ps, a.ps);
   EXPECT_EQ(alone.ps, 100'000 * kPsPerNs + int64_t(1e6 / (80 * kGBps) * 1e12));  // + 12.5 us
@@ -89,7 +90,7 @@ TEST(System, PeerChipTransferIsLatencyPlusBytesOverTheLinkAndSharesItFairly) {
   std::vector<std::string> other = path;
   other[0] = "chip0.core0.dma1";
   spawn_transfer(sys, 0, 0, 1, 1'000'000, 1e6, other, &second);
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   const int64_t latency_ps = sys.topology()->latency_ns(route) * kPsPerNs;
   EXPECT_EQ(idle.ps + latency_ps, 100'000 * kPsPerNs + 1'000 * kPsPerNs);
   EXPECT_EQ(first.ps, 1'000'000 * kPsPerNs + 200'000 * kPsPerNs);
@@ -118,7 +119,7 @@ TEST(System, TwoHopRouteChargesBothLinks) {
                  {"chip0.core0.dma0", "chip0.hbm", "chip0.x+", "chip1.x+", "chip2.hbm"}, &two_hop);
   spawn_transfer(sys, 1, 0, 0, 0, 1e6, {"chip1.core0.dma0", "chip1.hbm", "chip1.x+", "chip2.hbm"},
                  &one_hop);
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   EXPECT_EQ(two_hop.ps, 200'000 * kPsPerNs);
   EXPECT_EQ(one_hop.ps, 200'000 * kPsPerNs);
   dma::Network& net = sys.network();

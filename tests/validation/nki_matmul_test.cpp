@@ -10,6 +10,7 @@
 #include "wallsim/memory/tensor_store.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
 #include "wallsim/validation/nki_matmul.h"
 
@@ -85,7 +86,7 @@ double run_functional(NkiMatmul k, const NkiMatmulShape& shape) {
   const std::vector<float> a = memory::to_floats(*device.tensors().find("lhsT"));
   const std::vector<float> b = memory::to_floats(*device.tensors().find("rhs"));
   device.launch(plan, {});
-  sc_core::sc_start();
+  wallsim::sim::simulate();
   EXPECT_FALSE(device.error());
   EXPECT_TRUE(device.all_drained());
   const std::vector<float> got = memory::to_floats(*device.tensors().find("result"));
