@@ -116,6 +116,20 @@ nlohmann::ordered_json node_report(const Core& device) {
   return nodes;
 }
 
+// The "measured." stats: the simulation's real time and speed (they vary run to run). Returns
+// the instructions simulated.
+int64_t add_measured_stats(traces::StatsRegistry& stats, const isa::PlanSequence& seq, double wall) {
+  int64_t instructions = 0;
+  for (const isa::Plan& p : seq.plans) instructions += p.instruction_count();
+  traces::StatsScope measured(stats, "measured");
+  measured.add_value("sim_wall_seconds", "s", "real time the simulation took (varies run to run)")
+      .set(wall);
+  measured.add_value("instructions_simulated", "", "instructions executed").set(instructions);
+  measured.add_value("instructions_per_second", "1/s", "simulation speed (varies run to run)")
+      .set(wall > 0 ? double(instructions) / wall : 0.0);
+  return instructions;
+}
+
 }  // namespace
 
 std::unique_ptr<traces::RunDirectory> open_run_directory(const std::string& out_dir) {
@@ -227,14 +241,7 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
   const sc_core::sc_time end = device.end_time();
   device_time.set(end);
 
-  int64_t instructions = 0;
-  for (const isa::Plan& p : seq.plans) instructions += p.instruction_count();
-  traces::StatsScope measured(stats, "measured");
-  measured.add_value("sim_wall_seconds", "s", "real time the simulation took (varies run to run)")
-      .set(wall);
-  measured.add_value("instructions_simulated", "", "instructions executed").set(instructions);
-  measured.add_value("instructions_per_second", "1/s", "simulation speed (varies run to run)")
-      .set(wall > 0 ? double(instructions) / wall : 0.0);
+  const int64_t instructions = add_measured_stats(stats, seq, wall);
 
   write_run_files(*dir, stats, {{"nodes", node_report(device)}}, resolved_config);
   if (options.functional) {
@@ -319,14 +326,7 @@ ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
   sys.finalize();
   device_time.set(end);
 
-  int64_t instructions = 0;
-  for (const isa::Plan& p : seq.plans) instructions += p.instruction_count();
-  traces::StatsScope measured(stats, "measured");
-  measured.add_value("sim_wall_seconds", "s", "real time the simulation took (varies run to run)")
-      .set(wall);
-  measured.add_value("instructions_simulated", "", "instructions executed").set(instructions);
-  measured.add_value("instructions_per_second", "1/s", "simulation speed (varies run to run)")
-      .set(wall > 0 ? double(instructions) / wall : 0.0);
+  const int64_t instructions = add_measured_stats(stats, seq, wall);
   stats.order_by_name();
   write_run_files(*dir, stats, nlohmann::ordered_json::object(), resolved_config);
   if (trace) trace->finish();

@@ -196,8 +196,9 @@ TEST(Sweep, KilledSweepLosesNothingAndLeavesNoOrphan) {
     execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
     _exit(127);
   }
-  // Wait for at least two finished points, then kill -9 the sweep.
-  for (int i = 0; i < 600; ++i) {
+  // Wait for at least two finished points, then kill -9 the sweep (a cap of 3 minutes: a point
+  // takes well under a second in a release build, several under ASan on a loaded machine).
+  for (int i = 0; i < 3600; ++i) {
     if (fs::exists(d + "/results.jsonl") && lines(d + "/results.jsonl").size() >= 2) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
