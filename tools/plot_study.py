@@ -70,7 +70,7 @@ def time_bars(study, d):
     save(fig, d, f"{study['study']}_time.png")
 
 
-def decode_steps(study, d):
+def plot_decode(study, d):
     fig, ax = plt.subplots(figsize=(7, 4))
     for r in study["runs"]:
         if not r["stats"]:
@@ -84,7 +84,7 @@ def decode_steps(study, d):
     save(fig, d, "decode_steps.png")
 
 
-def serving_latency(study, d):
+def plot_serving(study, d):
     runs = [r for r in study["runs"] if r["stats"] and "serving" in r["stats"]]
     if not runs:
         return
@@ -109,7 +109,7 @@ def param(workload, key):
     return m.group(1) if m else None
 
 
-def mask_seq(study, d):
+def plot_mask(study, d):
     series = {}
     for r in study["runs"]:
         if not r["stats"]:
@@ -188,7 +188,7 @@ def granularity_cuts(study, d):
     save(fig, d, "granularity_cuts.png")
 
 
-def granularity(study, d):
+def plot_granularity(study, d):
     granularity_cuts(study, d)
     pts, aot = [], None
     for r in study["runs"]:
@@ -227,7 +227,7 @@ def granularity(study, d):
     save(fig, d, "granularity.png")
 
 
-def fallback(study, d):
+def plot_fallback(study, d):
     runs = [r for r in study["runs"]]
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(runs)), 4))
     x = range(len(runs))
@@ -254,8 +254,8 @@ def main():
     d = sys.argv[1]
     study = load(d)
     time_bars(study, d)
-    extra = {"decode": decode_steps, "serving": serving_latency, "mask": mask_seq,
-             "granularity": granularity, "fallback": fallback}.get(study["study"])
+    # A study's own plots, if it has any: plot_<name> (the studies are listed in cli/src/studies.def).
+    extra = globals().get("plot_" + study["study"])
     if extra:
         extra(study, d)
     return 0

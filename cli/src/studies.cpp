@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "findings/findings.h"
 #include "subprocess.h"
 #include "sweep.h"
 #include "wallsim/base/file_write.h"
@@ -31,6 +32,26 @@ namespace {
 namespace fs = std::filesystem;
 using base::InputError;
 using base::Json;
+
+// The studies of studies.def.
+struct StudyKind {
+  const char* name;
+  const char* what;
+  std::vector<std::string> (*findings)(const Json& rows);
+};
+
+constexpr StudyKind kStudies[] = {
+#define STUDY(name, what, fn) {#name, what, &findings::fn},
+#include "studies.def"
+#undef STUDY
+};
+
+const StudyKind& study_kind(const std::string& name) {
+  for (const StudyKind& k : kStudies) {
+    if (name == k.name) return k;
+  }
+  throw std::logic_error("study '" + name + "' is not in studies.def");
+}
 
 struct StudyRun {
   std::string label, workload, mode;
@@ -212,264 +233,6 @@ void add_step_figures(const driver::RunReport& r, Json& f) {
       f.value("padding_flop_fraction", 0.0) + f.value("masked_flop_fraction", 0.0);
 }
 
-// ---- findings: the sentences under a study's table, computed from the same rows ----
-
-double fig(const Json& row, const std::string& key) {
-  const Json& f = row["figures"];
-  return f.contains(key) && f[key].is_number() ? f[key].get<double>() : std::nan("");
-}
-
-std::string ms(double ns) {
-  const double v = ns / 1e6;
-  return fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2) + " ms";
-}
-
-std::string percent(double fraction) { return fmt(fraction * 100, fraction < 0.1 ? 1 : 0) + " %"; }
-
-std::string join(const std::vector<std::string>& parts, const std::string& none) {
-  if (parts.empty()) return none;
-  std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-  return out;
-}
-
-std::vector<const Json*> ok_rows(const Json& rows) {
-  std::vector<const Json*> out;
-  for (const Json& r : rows) {
-    if (r["status"] == "ok") out.push_back(&r);
-  }
-  return out;
-}
-
-std::string label_of(const Json& r) { return r["label"].get<std::string>(); }
-
-std::vector<std::string> series_of(const Json& r) {
-  return r.value("series", std::vector<std::string>());
-}
-
-// decode: which runs' token steps beat native's (p50 over every token step).
-std::vector<std::string> decode_findings(const Json& rows) {
-  const std::vector<const Json*> ok = ok_rows(rows);
-  const Json* native = nullptr;
-  for (const Json* r : ok) {
-    const bool baseline = runtime::mode_named((*r)["mode"].get<std::string>()).is_baseline();
-    if (baseline && !std::isnan(fig(*r, "token_p50_ns"))) native = r;
-  }
-  if (!native) return {};
-  const double base = fig(*native, "token_p50_ns");
-  std::vector<std::string> faster, slower;
-  for (const Json* r : ok) {
-    const double t = fig(*r, "token_p50_ns");
-    if (r == native || std::isnan(t)) continue;
-    (t < base ? faster : slower).push_back(label_of(*r) + " " + ms(t));
-  }
-  return {"Per token (p50 over every token step, compiles included), against " + label_of(*native) +
-          "'s " + ms(base) + ": faster: " + join(faster, "none") +
-          "; slower: " + join(slower, "none") + "."};
-}
-
-// The value of `key=` in a workload spec, or NaN.
-double workload_param(const Json& row, const std::string& key) {
-  const std::string w = row["workload"].get<std::string>();
-  for (const char* sep : {":", ","}) {
-    const size_t at = w.find(sep + key + "=");
-    if (at != std::string::npos) return std::atof(w.c_str() + at + key.size() + 2);
-  }
-  return std::nan("");
-}
-
-std::string us_or_ms(double ns) { return ns < 1e6 ? fmt(ns / 1e3, 1) + " µs" : ms(ns); }
-
-// mask: per host-mask run and its chip-mask twin (the same workload with mask=chip), the mask's
-// own bytes and transfer time at the host link's achieved rate, then per forward the transfer,
-// device and end-to-end (warm step) time of both.
-std::vector<std::string> mask_findings(const Json& rows) {
-  std::vector<std::string> out;
-  const std::vector<const Json*> ok = ok_rows(rows);
-  for (const Json* host : ok) {
-    const std::string w = (*host)["workload"].get<std::string>();
-    const size_t at = w.find("mask=host");
-    if (at == std::string::npos) continue;
-    std::string chip_w = w;
-    chip_w.replace(at, 9, "mask=chip");
-    const Json* chip = nullptr;
-    for (const Json* c : ok) {
-      if ((*c)["workload"] == chip_w) chip = c;
-    }
-    if (!chip) continue;
-    const double L = workload_param(*host, "seq"), steps = fig(*host, "steps");
-    const double rate = fig(*host, "host_link_bytes") / fig(*host, "host_link_busy_ns");  // B/ns
-    // The dense bias is L^2 bf16 values, the ids L int32: the runs' byte difference per forward.
-    const double dense =
-        (fig(*host, "host_link_bytes") - fig(*chip, "host_link_bytes")) / steps + 4 * L;
-    const double ids = 4 * L;
-    const double e2e_h = fig(*host, "warm_ns"), e2e_c = fig(*chip, "warm_ns");
-    out.push_back(label_of(*host) + ": the dense mask is " + fmt(dense / double(1 << 20), 1) +
-                  " MiB per forward, " + us_or_ms(dense / rate) +
-                  " on the host link at its achieved " + fmt(rate, 1) +
-                  " GB/s; the segment ids are " + fmt(ids / 1024, 0) + " KiB, " +
-                  us_or_ms(ids / rate) + ". Per forward, host mask against chip mask: transfer " +
-                  ms(fig(*host, "transfer_per_step_ns")) + " against " +
-                  ms(fig(*chip, "transfer_per_step_ns")) + " (activations included), device " +
-                  ms(fig(*host, "device_per_step_ns")) + " against " +
-                  ms(fig(*chip, "device_per_step_ns")) + ", end to end " + ms(e2e_h) + " against " +
-                  ms(e2e_c) + ": the chip mask is " + percent(std::abs(e2e_h - e2e_c) / e2e_h) +
-                  (e2e_c < e2e_h ? " faster" : " slower") + " end to end.");
-  }
-  return out;
-}
-
-// granularity, per model: the groups and compiles of each heuristic alone and of the default set
-// (series "alone"); along every other series (group sizes, in spec order), whether compiles,
-// first step, warm step and HBM traffic fall as groups grow; the smallest groups against the
-// whole step; the default set and AOT against the whole step (the run labelled "whole step").
-std::vector<std::string> granularity_findings(const Json& rows) {
-  std::vector<std::string> out;
-  std::vector<std::string> models;
-  for (const Json* r : ok_rows(rows)) {
-    const std::string m = r->value("model", std::string());
-    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
-  }
-  for (const std::string& model : models) {
-    const std::string prefix = model.empty() ? "" : model + ": ";
-    auto short_label = [&](const Json& r) {
-      const std::string l = label_of(r);
-      return l.rfind(prefix, 0) == 0 ? l.substr(prefix.size()) : l;
-    };
-    std::vector<std::string> series;
-    std::map<std::string, std::vector<const Json*>> by_series;
-    const Json *aot = nullptr, *whole = nullptr, *defaults = nullptr;
-    for (const Json* r : ok_rows(rows)) {
-      if (r->value("model", std::string()) != model) continue;
-      if (runtime::mode_named((*r)["mode"].get<std::string>()).compiles_ahead()) aot = r;
-      if (short_label(*r) == "whole step") whole = r;
-      if (short_label(*r) == "default set") defaults = r;
-      for (const std::string& sr : series_of(*r)) {
-        if (!by_series.count(sr)) series.push_back(sr);
-        by_series[sr].push_back(r);
-      }
-    }
-    auto groups = [&](const Json& r) { return fmt(fig(r, "plans_per_step"), 0); };
-    for (const std::string& sr : series) {
-      const std::vector<const Json*>& v = by_series[sr];
-      if (sr == "alone") {
-        std::vector<std::string> parts;
-        for (const Json* r : v) {
-          parts.push_back(short_label(*r) + " " + groups(*r) + " groups per step, " +
-                          fmt(fig(*r, "compiles"), 0) + " compiled, " +
-                          fmt(fig(*r, "cache_hits"), 0) + " cache hits");
-        }
-        out.push_back(prefix + "one heuristic at a time: " + join(parts, "none") + ".");
-        continue;
-      }
-      if (v.size() < 2) continue;
-      std::vector<std::string> counts;
-      for (const Json* r : v) counts.push_back(short_label(*r) + " " + fmt(fig(*r, "compiles"), 0));
-      for (const auto& [key, what] : std::vector<std::pair<std::string, std::string>>{
-               {"compiles", "compiles"},
-               {"cold_ns", "first step"},
-               {"warm_ns", "warm step"},
-               {"hbm_bytes_per_step", "HBM traffic per step"}}) {
-        std::vector<std::string> rises;
-        for (size_t i = 1; i < v.size(); ++i) {
-          if (fig(*v[i], key) > fig(*v[i - 1], key)) {
-            rises.push_back(short_label(*v[i - 1]) + " → " + short_label(*v[i]));
-          }
-        }
-        std::string line =
-            prefix + sr + ": the " + what +
-            (rises.empty()
-                 ? " never rise" + std::string(key == "compiles" ? "" : "s") + " as groups grow"
-                 : (key == "compiles" ? " rise" : " rises") + std::string(" at ") +
-                       join(rises, ""));
-        if (key == "compiles") line += " (" + join(counts, "") + ")";
-        out.push_back(line + ".");
-      }
-      const Json& small = *v.front();
-      const Json& big = whole ? *whole : *v.back();
-      out.push_back(prefix + short_label(small) + " moves " +
-                    fmt(fig(small, "hbm_bytes_per_step") / fig(big, "hbm_bytes_per_step"), 1) +
-                    "x the HBM traffic of " + short_label(big) + ", and its warm step takes " +
-                    fmt(fig(small, "warm_ns") / fig(big, "warm_ns"), 1) + "x as long.");
-    }
-    if (whole && defaults) {
-      const Json &r = *defaults, &w = *whole;
-      out.push_back(prefix + "the default set: first step " + ms(fig(r, "cold_ns")) +
-                    " against the whole step's " + ms(fig(w, "cold_ns")) + ", warm step " +
-                    ms(fig(r, "warm_ns")) + " against " + ms(fig(w, "warm_ns")) +
-                    ", HBM per step " +
-                    fmt(fig(r, "hbm_bytes_per_step") / fig(w, "hbm_bytes_per_step"), 2) + "x.");
-    }
-    if (aot && whole) {
-      const double a = fig(*aot, "warm_ns"), b = fig(*whole, "warm_ns");
-      out.push_back(prefix + "AOT's warm step (" + ms(a) + ") is " + percent(std::abs(b - a) / b) +
-                    (a < b ? " faster" : " slower") + " than the whole step's under fused (" +
-                    ms(b) + "); its compiles are at start-up (" + ms(fig(*aot, "startup_ns")) +
-                    ").");
-    }
-  }
-  return out;
-}
-
-// serving, per series (a controlled comparison: one factor varies, its first run the baseline):
-// each run's throughput against the baseline's; per run, the KV pool (peak blocks of the pool,
-// preemptions, mean decode batch) and the padded work by source.
-std::vector<std::string> serving_findings(const Json& rows) {
-  std::vector<std::string> out, series;
-  std::map<std::string, std::vector<const Json*>> by;
-  for (const Json& r : rows) {
-    for (const std::string& sr : series_of(r)) {
-      if (!by.count(sr)) series.push_back(sr);
-      by[sr].push_back(&r);
-    }
-  }
-  for (const std::string& sr : series) {
-    const std::vector<const Json*>& v = by[sr];
-    const Json& base = *v.front();
-    if (base["status"] != "ok") {
-      out.push_back(sr + ": the baseline " + label_of(base) + " stopped (" +
-                    base.value("error", std::string()) + "), so nothing is compared.");
-      continue;
-    }
-    const double t0 = fig(base, "throughput_tokens_per_s");
-    std::vector<std::string> parts;
-    for (size_t i = 1; i < v.size(); ++i) {
-      const Json& r = *v[i];
-      if (r["status"] != "ok") {
-        parts.push_back(label_of(r) + " stopped");
-        continue;
-      }
-      const double t = fig(r, "throughput_tokens_per_s");
-      parts.push_back(label_of(r) + " " + fmt(t, 0) + " tokens/s, " + fmt(t / t0, 2) + "x");
-    }
-    out.push_back(sr + ": against " + label_of(base) + "'s " + fmt(t0, 0) +
-                  " tokens/s: " + join(parts, "nothing else ran") + ".");
-  }
-  for (const Json* r : ok_rows(rows)) {
-    const double peak = fig(*r, "kv_peak_blocks"), pool = fig(*r, "kv_pool_blocks");
-    if (std::isnan(peak)) continue;
-    const double pad = fig(*r, "padding_batch_fraction") + fig(*r, "padding_prompt_fraction") +
-                       fig(*r, "padding_keys_fraction");
-    out.push_back(label_of(*r) + ": the KV pool peaks at " + fmt(peak, 0) + " of " + fmt(pool, 0) +
-                  " blocks (" + (peak >= pool ? "it binds" : "it never binds") + "), " +
-                  fmt(fig(*r, "preemptions"), 0) + " preemptions, " +
-                  fmt(fig(*r, "mean_decode_batch"), 1) + " sequences per decode step; " +
-                  percent(pad) + " of the work is padded or masked (batch rows " +
-                  percent(fig(*r, "padding_batch_fraction")) + ", prompt tokens " +
-                  percent(fig(*r, "padding_prompt_fraction")) + ", keys " +
-                  percent(fig(*r, "padding_keys_fraction")) + ").");
-  }
-  return out;
-}
-
-std::vector<std::string> findings(const std::string& study, const Json& rows) {
-  if (study == "serving") return serving_findings(rows);
-  if (study == "decode") return decode_findings(rows);
-  if (study == "mask") return mask_findings(rows);
-  if (study == "granularity") return granularity_findings(rows);
-  return {};
-}
-
 void run_study(const std::string& name, const std::string& config, const std::string& spec_file,
                const std::string& out, const std::vector<std::string>& extra_overrides,
                const std::vector<std::string>& extra_models, int jobs) {
@@ -574,7 +337,7 @@ void run_study(const std::string& name, const std::string& config, const std::st
          << "` stopped: " << row.value("error", std::string()) << "\n";
     }
   }
-  const std::vector<std::string> found = findings(name, rows);
+  const std::vector<std::string> found = study_kind(name).findings(rows);
   if (!found.empty()) {
     md << "\nFindings (generated from the table's runs):\n\n";
     for (const std::string& line : found) md << "- " << line << "\n";
@@ -602,13 +365,9 @@ void run_study(const std::string& name, const std::string& config, const std::st
 }  // namespace
 
 void add_run_studies(CLI::App& study) {
-  static const std::pair<const char*, const char*> kStudies[] = {
-      {"decode", "a prompt, then new tokens: exact shapes, bounded shapes, AOT buckets, native"},
-      {"serving", "a request stream: static batching on AOT; continuous under native and fused"},
-      {"mask", "a block-diagonal mask: sent dense every forward, or rebuilt on the chip"},
-      {"granularity", "fused eager at growing group sizes against AOT"},
-      {"fallback", "injected compile failures under each fallback policy"}};
-  for (const auto& [name, what] : kStudies) {
+  for (const StudyKind& kind : kStudies) {
+    const char* name = kind.name;
+    const char* what = kind.what;
     struct Args {
       std::string config = "configs/trn2.json", spec, out, profile;
       std::vector<std::string> overrides, models;
