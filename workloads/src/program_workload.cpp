@@ -16,6 +16,7 @@
 
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/compiler_stub/weight_layouts.h"
+#include "wallsim/torch/bounded_replay.h"
 #include "wallsim/torch/program.h"
 #include "workload_params.h"
 
@@ -27,65 +28,14 @@ namespace pt = wallsim::torch;
 using cs::OpKind;
 using pt::EventKind;
 using runtime::Tensor;
-
-// Input `input`'s axis `axis` is filled with `fill` past its real extent before the op.
-struct Mask {
-  size_t input = 0;
-  size_t axis = 0;
-  float fill = 0;
-};
-
-// A slice of one position relative to a bounded axis' real extent (x[:, -1]): the row at the
-// run-time position, picked by a mask and a sum along the axis (no dynamic slice op).
-struct Gather {
-  size_t axis = 0;
-  int64_t at = 0;  // the captured position (the dim's real extent + the relative offset)
-};
-
-// How one op event is recorded: its attributes (bounded: shapes at the bounds) and masks.
-struct Recorded {
-  runtime::Attrs attrs;
-  std::vector<Mask> masks;
-  std::optional<Gather> gather;
-};
+using Mask = pt::BoundedMask;
+using Gather = pt::BoundedGather;
 
 // Per ATen op name, over the run.
 struct AtenRow {
   int64_t calls = 0, graph_ops = 0, host_ops = 0;
   int64_t host_ns = 0, transfer_bytes = 0;
 };
-
-bool elementwise(OpKind k) {
-  switch (k) {
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::div:
-    case OpKind::maximum:
-    case OpKind::minimum:
-    case OpKind::bias_add:
-    case OpKind::scale:
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::silu:
-    case OpKind::exp:
-    case OpKind::tanh:
-    case OpKind::sigmoid:
-    case OpKind::rsqrt:
-    case OpKind::sqrt:
-    case OpKind::log:
-    case OpKind::abs:
-    case OpKind::reciprocal:
-    case OpKind::clip:
-    case OpKind::affine:
-    case OpKind::compare:
-    case OpKind::select:
-    case OpKind::transpose:
-      return true;
-    default:
-      return false;
-  }
-}
 
 int64_t product(const std::vector<int64_t>& s, size_t from) {
   int64_t p = 1;
@@ -101,14 +51,7 @@ class ProgramReplay final : public Workload {
     m_params = p.resolved();
     if (m_file.empty()) p.fail("file", "the program file is required (program:file=P.json)");
     m_program = pt::read_program_file(m_file);
-    parse_bounds(p, bounds);
-    if (!m_bounds.empty()) check_extents();
-    for (const pt::Event& e : m_program.events) {
-      if (e.kind == EventKind::weight || e.kind == EventKind::input) m_defs[e.out.id] = e.out;
-      for (const auto& o : e.outputs) m_defs[o.id] = o;
-      if (e.kind == EventKind::op) m_recorded[e.index] = plan_op(e);
-    }
-    if (!m_bounds.empty()) check_bounded_types();
+    m_bounded = std::make_unique<pt::BoundedReplay>(m_program, parse_bounds(p, bounds));
     count_calls();
     m_real_macs.assign(m_program.steps.size(), 0.0);
     for (size_t si = 0; si < m_program.steps.size(); ++si) {
@@ -125,7 +68,7 @@ class ProgramReplay final : public Workload {
 
   std::map<std::string, std::string> params() const override { return m_params; }
   int64_t default_steps() const override { return static_cast<int64_t>(m_program.steps.size()); }
-  bool masks_instead_of_padding() const override { return !m_bounds.empty(); }
+  bool masks_instead_of_padding() const override { return !m_bounded->bounds().empty(); }
 
   void setup(Session& s) override {
     m_session = &s;
@@ -137,8 +80,9 @@ class ProgramReplay final : public Workload {
       }
     }
     m_values = s.functional() && !m_program.values.empty();
-    for (const auto& [name, offsets] : m_scalar_offsets) {
-      for (int64_t k : offsets) s.declare_scalar(scalar_name(name, k), 0, m_bounds.at(name));
+    for (const auto& [name, offsets] : m_bounded->scalar_offsets()) {
+      for (int64_t k : offsets)
+        s.declare_scalar(m_bounded->scalar_name(name, k), 0, m_bounded->bounds().at(name));
     }
     // Each weight's readers over the whole program (a capture sees them all): the runtime asks
     // the compiler for its device layout from them. A weight the host reads is kept as given.
@@ -205,15 +149,12 @@ class ProgramReplay final : public Workload {
 
  private:
   [[noreturn]] void fail(const pt::Event& e, const std::string& problem) const {
-    std::string what =
-        "events[" + std::to_string(e.index) + "] (" + std::string(pt::name_of(e.kind));
-    if (e.kind == EventKind::op) what += " " + std::string(cs::name_of(e.node.op));
-    if (!e.aten.empty()) what += ", " + e.aten;
-    throw base::InputError(m_file, what + "): " + problem);
+    throw pt::event_error(m_program, e, problem);
   }
 
   // "seq<=64;pos<=128"
-  void parse_bounds(Params& p, const std::string& text) {
+  std::map<std::string, int64_t> parse_bounds(Params& p, const std::string& text) {
+    std::map<std::string, int64_t> bounds;
     size_t at = 0;
     while (at < text.size()) {
       size_t end = text.find(';', at);
@@ -240,276 +181,13 @@ class ProgramReplay final : public Workload {
         p.fail("bound", "the program names no dim '" + name +
                             "' (named: " + (known.empty() ? "none" : known) + ")");
       }
-      if (!m_bounds.emplace(name, max).second) p.fail("bound", "'" + name + "' bounded twice");
+      if (!bounds.emplace(name, max).second) p.fail("bound", "'" + name + "' bounded twice");
       at = end + 1;
     }
+    return bounds;
   }
 
-  // The axis' bound, or -1 when it runs at its captured extent. A named axis of extent 1 (the
-  // position a select picked, a new token) runs at its extent.
-  // A composite name, "F*seq" or "seq*F", is an axis a reshape merged from a named axis and
-  // others of F elements in all (nn.Linear's [B, T, D] -> [B*T, D]): it runs at F times the
-  // bound, the padded rows of each of the F blocks inside it.
-  int64_t bound_of(const pt::ProgramTensor& t, size_t axis) const {
-    if (axis >= t.dim_names.size() || t.dim_names[axis].empty() || t.shape[axis] == 1) return -1;
-    const auto [name, factor] = split_composite(t.dim_names[axis]);
-    auto it = m_bounds.find(name);
-    return it == m_bounds.end() ? -1 : it->second * factor;
-  }
-  static std::pair<std::string, int64_t> split_composite(const std::string& n) {
-    const size_t star = n.find('*');
-    if (star == std::string::npos) return {n, 1};
-    const bool lead = std::isdigit(static_cast<unsigned char>(n[0])) != 0;
-    const std::string f = lead ? n.substr(0, star) : n.substr(star + 1);
-    return {lead ? n.substr(star + 1) : n.substr(0, star), std::stoll(f)};
-  }
-  bool composite_bounded(const pt::ProgramTensor& t, size_t axis) const {
-    return bound_of(t, axis) > 0 && t.dim_names[axis].find('*') != std::string::npos;
-  }
-  std::vector<int64_t> run_shape(const pt::ProgramTensor& t) const {
-    std::vector<int64_t> s = t.shape;
-    for (size_t a = 0; a < s.size(); ++a) {
-      if (bound_of(t, a) > 0) s[a] = bound_of(t, a);
-    }
-    return s;
-  }
-  bool any_bounded(const pt::ProgramTensor& t) const {
-    for (size_t a = 0; a < t.shape.size(); ++a) {
-      if (bound_of(t, a) > 0) return true;
-    }
-    return false;
-  }
-
-  const pt::ProgramTensor& tensor(int32_t id) const { return m_defs.at(id); }
-
-  // How op event `e` runs: the attributes at the bounds and the masks exactness needs; a
-  // bounded replay that could not be exact is an error.
-  Recorded plan_op(const pt::Event& e) {
-    Recorded r;
-    r.attrs = e.node.attrs;
-    m_defs[e.out.id] = e.out;
-    const OpKind k = e.node.op;
-    std::vector<const pt::ProgramTensor*> in;
-    for (int32_t id : e.node.inputs) in.push_back(&tensor(id));
-    if (k == OpKind::iota) r.attrs["shape"] = run_shape(e.out);
-    bool touched = any_bounded(e.out);
-    for (const auto* t : in) touched = touched || any_bounded(*t);
-    for (const auto& rel : e.relative) touched = touched || m_bounds.count(rel.dim);
-    if (!touched) return r;
-    const auto refuse = [&](const std::string& why) {
-      fail(e, "cannot run with a bounded dim: " + why);
-    };
-    for (const auto& rel : e.relative) {
-      if (m_bounds.count(rel.dim) && k != OpKind::slice)
-        refuse("attribute " + rel.key + " is relative to '" + rel.dim + "'");
-    }
-    const auto last_bounded = [&](size_t i) {
-      const auto* t = in.at(i);
-      return !t->shape.empty() && bound_of(*t, t->shape.size() - 1) > 0;
-    };
-    switch (k) {
-      case OpKind::iota:
-      case OpKind::embedding:
-        if (k == OpKind::embedding && any_bounded(*in[0])) refuse("the table is bounded");
-        break;
-      case OpKind::softmax:
-      case OpKind::log_softmax:
-        if (last_bounded(0)) r.masks.push_back({0, in[0]->shape.size() - 1, -1e9f});
-        break;
-      case OpKind::reduce_sum:
-        if (last_bounded(0)) r.masks.push_back({0, in[0]->shape.size() - 1, 0.0f});
-        break;
-      case OpKind::reduce_max:
-        if (last_bounded(0)) r.masks.push_back({0, in[0]->shape.size() - 1, -1e9f});
-        break;
-      case OpKind::reduce_mean:
-      case OpKind::layernorm:
-      case OpKind::rmsnorm:
-        if (last_bounded(0)) refuse("it reduces over a bounded axis by its extent");
-        break;
-      case OpKind::matmul:
-        if (last_bounded(0) || bound_of(*in[1], in[1]->shape.size() - 2) > 0) {
-          r.masks.push_back({0, in[0]->shape.size() - 1, 0.0f});
-          r.masks.push_back({1, in[1]->shape.size() - 2, 0.0f});
-        }
-        break;
-      case OpKind::batch_matmul: {
-        const bool tb = e.node.int_attr("transpose_b") && *e.node.int_attr("transpose_b");
-        const size_t kb = tb ? 2 : 1;
-        if (last_bounded(0) || bound_of(*in[1], kb) > 0) {
-          r.masks.push_back({0, 2, 0.0f});
-          r.masks.push_back({1, kb, 0.0f});
-        }
-        break;
-      }
-      case OpKind::reshape:
-      case OpKind::broadcast: {
-        r.attrs["shape"] = run_shape(e.out);
-        if (k == OpKind::broadcast) break;
-        // Layout-preserving only: the i-th bounded axis of the input and of the result have
-        // the same elements inside them, so padded rows stay whole rows.
-        std::vector<size_t> a, b;
-        for (size_t i = 0; i < in[0]->shape.size(); ++i)
-          if (bound_of(*in[0], i) > 0) a.push_back(i);
-        for (size_t i = 0; i < e.out.shape.size(); ++i)
-          if (bound_of(e.out, i) > 0) b.push_back(i);
-        bool ok = a.size() == b.size();
-        for (size_t i = 0; ok && i < a.size(); ++i)
-          ok = product(in[0]->shape, a[i] + 1) == product(e.out.shape, b[i] + 1);
-        if (!ok) refuse("the reshape moves a bounded axis across others");
-        break;
-      }
-      case OpKind::slice: {
-        const int64_t axis = *e.node.int_attr("axis");
-        const size_t ax =
-            static_cast<size_t>(axis < 0 ? axis + int64_t(in[0]->shape.size()) : axis);
-        const pt::RelativeAttr* limit = nullptr;  // positions relative to a bounded dim
-        const pt::RelativeAttr* rel_start = nullptr;
-        for (const auto& rel : e.relative) {
-          if (!m_bounds.count(rel.dim)) continue;
-          if (rel.key == "limit") limit = &rel;
-          if (rel.key == "start") rel_start = &rel;
-        }
-        const bool in_bounded = bound_of(*in[0], ax) > 0;
-        if (!in_bounded && !limit && !rel_start) break;
-        const int64_t start = *e.node.int_attr("start");
-        if (bound_of(e.out, ax) > 0) {  // from 0 to the bounded extent: to the bound
-          if (rel_start || start != 0 || !limit || limit->offset != 0)
-            refuse("a slice of a bounded axis must run from 0 to its extent");
-          const int64_t max = bound_of(e.out, ax);
-          if (!in_bounded && max > in[0]->shape[ax])
-            refuse("the bound " + std::to_string(max) + " is past the sliced axis' extent " +
-                   std::to_string(in[0]->shape[ax]));
-          r.attrs["limit"] = max;
-        } else if (rel_start && limit && rel_start->offset + 1 == limit->offset) {
-          r.gather = Gather{ax, start};
-        } else if (rel_start || limit) {
-          refuse("a slice of more than one position relative to the run-time extent");
-        }
-        break;
-      }
-      case OpKind::concat: {
-        const int64_t axis = *e.node.int_attr("axis");
-        for (const auto* t : in) {
-          const size_t ax = static_cast<size_t>(axis < 0 ? axis + int64_t(t->shape.size()) : axis);
-          if (bound_of(*t, ax) > 0) refuse("a concat along a bounded axis");
-        }
-        break;
-      }
-      default:
-        if (!elementwise(k)) refuse("the op has no bounded replay");
-        break;
-    }
-    // Masks and positions need the axis' real extent as one run-time scalar: a merged axis'
-    // real rows are F runs, one per block.
-    for (const Mask& m : r.masks) {
-      if (composite_bounded(*in.at(m.input), m.axis))
-        refuse("it reduces over an axis that merges a bounded dim with others");
-    }
-    if (k == OpKind::slice) {
-      const int64_t axis = *e.node.int_attr("axis");
-      const size_t ax = static_cast<size_t>(axis < 0 ? axis + int64_t(in[0]->shape.size()) : axis);
-      if (composite_bounded(*in[0], ax))
-        refuse("a slice of an axis that merges a bounded dim with others");
-    }
-    return r;
-  }
-
-  // Scalars are named by the offset of a tensor's real extent from its step's base extent (the
-  // largest of that dim defined in the step), so steps of one structure share plans.
-  std::string scalar_name(const std::string& dim, int64_t offset) const {
-    if (offset == 0) return dim;
-    return dim + (offset > 0 ? "_p" : "_m") + std::to_string(std::abs(offset));
-  }
-  size_t step_of(size_t event) const {
-    for (size_t i = 0; i < m_program.steps.size(); ++i) {
-      if (event < m_program.steps[i].second || i + 1 == m_program.steps.size()) return i;
-    }
-    return 0;
-  }
-
-  // Every bounded axis' extent within its bound; each step's base extent per bounded dim.
-  void check_extents() {
-    m_base.assign(m_program.steps.size(), {});
-    for (size_t si = 0; si < m_program.steps.size(); ++si) {
-      for (size_t i = m_program.steps[si].first; i < m_program.steps[si].second; ++i) {
-        const pt::Event& e = m_program.events[i];
-        std::vector<pt::ProgramTensor> defs;
-        if (e.kind == EventKind::weight || e.kind == EventKind::input || e.kind == EventKind::op)
-          defs.push_back(e.out);
-        for (const auto& o : e.outputs) defs.push_back(o);
-        for (const auto& t : defs) {
-          for (size_t a = 0; a < t.shape.size(); ++a) {
-            if (bound_of(t, a) < 0) continue;
-            if (t.shape[a] > bound_of(t, a)) {
-              fail(e, "dim '" + t.dim_names[a] + "' has extent " + std::to_string(t.shape[a]) +
-                          ", over its bound " + std::to_string(bound_of(t, a)));
-            }
-            if (t.dim_names[a].find('*') != std::string::npos) continue;  // no scalar of its own
-            int64_t& base = m_base[si][t.dim_names[a]];
-            base = std::max(base, t.shape[a]);
-          }
-        }
-      }
-    }
-  }
-
-  // Bounded: every op typed at the bounds as the runtime will, checked against the bounded
-  // captured type; the scalars the masks need, per step.
-  void check_bounded_types() {
-    const auto at_bounds = [&](const pt::ProgramTensor& t) {
-      cs::TensorType tt;
-      tt.dtype = t.dtype;
-      for (int64_t d : run_shape(t)) tt.dims.push_back(cs::Dim::of(d));
-      return tt;
-    };
-    cs::Graph g;
-    std::map<int32_t, int32_t> pos;
-    const auto add_input = [&](const pt::ProgramTensor& t) {
-      cs::Node n;
-      n.id = static_cast<int32_t>(g.nodes.size());
-      n.type = at_bounds(t);
-      pos[t.id] = n.id;
-      g.nodes.push_back(n);
-    };
-    for (const pt::Event& e : m_program.events) {
-      if (e.kind == EventKind::weight || e.kind == EventKind::input) add_input(e.out);
-      for (const auto& o : e.outputs) add_input(o);
-      if (e.kind != EventKind::op) continue;
-      cs::Node n = e.node;
-      n.id = static_cast<int32_t>(g.nodes.size());
-      for (int32_t& x : n.inputs) x = pos.at(x);
-      n.attrs = m_recorded.at(e.index).attrs;
-      const cs::TensorType want = at_bounds(e.out);
-      if (n.op == OpKind::iota) {
-        n.type = want;
-        n.attrs.erase("shape");
-      } else {
-        try {
-          n.type = cs::infer_node(g, n);
-        } catch (const base::InputError& x) {
-          fail(e, std::string("at the bounds: ") + x.what());
-        }
-      }
-      if (!(n.type == want)) {
-        fail(e, "at the bounds the op's type is " + cs::to_string(n.type) + ", expected " +
-                    cs::to_string(want));
-      }
-      pos[e.out.id] = n.id;
-      g.nodes.push_back(std::move(n));
-      // The scalars its masks read.
-      const size_t si = step_of(e.index);
-      for (const Mask& m : m_recorded.at(e.index).masks) {
-        const pt::ProgramTensor& t = tensor(e.node.inputs[m.input]);
-        const std::string& dim = t.dim_names[m.axis];
-        m_scalar_offsets[dim].insert(t.shape[m.axis] - m_base[si][dim]);
-      }
-      if (const auto& g = m_recorded.at(e.index).gather) {
-        const std::string& dim = gather_dim(e);
-        m_scalar_offsets[dim].insert(g->at - m_base[si][dim]);
-      }
-    }
-  }
+  const pt::ProgramTensor& tensor(int32_t id) const { return m_bounded->tensor(id); }
 
   // One ATen call: consecutive graph ops of the same ATen op and module (a decomposition).
   void count_calls() {
@@ -532,7 +210,7 @@ class ProgramReplay final : public Workload {
   // extents) when `npy` is given, else seeded random (functional) or none (timing only).
   Tensor upload(Session& s, const pt::ProgramTensor& t, const std::string& npy, uint64_t seed,
                 const cs::WeightLayout& layout = {}) {
-    const std::vector<int64_t> shape = run_shape(t);
+    const std::vector<int64_t> shape = m_bounded->run_shape(t);
     if (npy.empty()) return s.upload_random(shape, t.dtype, seed, layout);
     const std::vector<float> real = read_values(npy, t);
     if (shape == t.shape) return s.upload(shape, t.dtype, real, layout);
@@ -574,7 +252,8 @@ class ProgramReplay final : public Workload {
   Tensor masked(Session& s, const Tensor& x, const pt::ProgramTensor& t, const Mask& m,
                 size_t step) {
     const std::string& dim = t.dim_names[m.axis];
-    const std::string scalar = scalar_name(dim, t.shape[m.axis] - m_base[step].at(dim));
+    const std::string scalar =
+        m_bounded->scalar_name(dim, t.shape[m.axis] - m_bounded->base_extent(step, dim));
     s.set_scalar(scalar, t.shape[m.axis]);  // before the op that reads it (per-op modes)
     Tensor at = s.iota(x.shape(), isa::DType::int32, static_cast<int64_t>(m.axis));
     Tensor keep = s.op(OpKind::compare, {at}, {{"cmp", std::string("lt")}, {"scalar", scalar}});
@@ -583,20 +262,12 @@ class ProgramReplay final : public Workload {
     return s.op(OpKind::select, {keep, x, fill});
   }
 
-  // The bounded dim a one-position slice's start is relative to.
-  static const std::string& gather_dim(const pt::Event& e) {
-    for (const auto& rel : e.relative) {
-      if (rel.key == "start") return rel.dim;
-    }
-    return e.relative.at(0).dim;
-  }
-
   // The row of `x` (axis g.axis) at the captured position, a run-time scalar: moved to the last
   // axis, masked to that position, summed, moved back.
   Tensor gathered(Session& s, const Tensor& x, const pt::Event& e, const Gather& g, size_t step) {
-    const std::string& dim = gather_dim(e);
+    const std::string& dim = pt::BoundedReplay::gather_dim(e);
     const int64_t at = g.at;
-    const std::string scalar = scalar_name(dim, at - m_base[step].at(dim));
+    const std::string scalar = m_bounded->scalar_name(dim, at - m_bounded->base_extent(step, dim));
     s.set_scalar(scalar, at);
     const int64_t rank = static_cast<int64_t>(x.shape().size());
     std::vector<int64_t> perm, back(static_cast<size_t>(rank));
@@ -631,7 +302,7 @@ class ProgramReplay final : public Workload {
           break;
         case EventKind::op: {
           s.set_origin({e.module, e.aten});
-          const Recorded& r = m_recorded.at(i);
+          const pt::BoundedOp& r = m_bounded->op(i);
           std::vector<Tensor> in;
           for (int32_t id : e.node.inputs) in.push_back(m_live.at(id));
           for (const Mask& m : r.masks)
@@ -683,7 +354,7 @@ class ProgramReplay final : public Workload {
     }
     const int64_t ns = tracing ? 0 : s.host_compute(e.flops, e.bytes);
     for (const pt::ProgramTensor& o : e.outputs) {
-      const std::vector<int64_t> shape = run_shape(o);
+      const std::vector<int64_t> shape = m_bounded->run_shape(o);
       std::vector<float> values;
       if (s.functional()) {
         values = m_values ? read_values(pt::value_file(m_program, 'o', o.id), o)
@@ -724,11 +395,7 @@ class ProgramReplay final : public Workload {
   std::string m_file;
   std::map<std::string, std::string> m_params;
   pt::Program m_program;
-  std::map<std::string, int64_t> m_bounds;
-  std::map<size_t, Recorded> m_recorded;                  // by op event index
-  std::unordered_map<int32_t, pt::ProgramTensor> m_defs;  // every tensor, by id
-  std::vector<std::map<std::string, int64_t>> m_base;     // per step: base extent per bounded dim
-  std::map<std::string, std::set<int64_t>> m_scalar_offsets;
+  std::unique_ptr<pt::BoundedReplay> m_bounded;         // how each op runs (at the bounds, if any)
   std::vector<std::map<std::string, AtenRow>> m_calls;  // per step
   std::vector<double> m_real_macs;                      // per step, at the captured shapes
   bool m_values = false;
@@ -779,7 +446,7 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> ProgramReplay::rep
                     {"transfer_bytes", r.transfer_bytes}});
   }
   ordered_json bounds = ordered_json::object();
-  for (const auto& [n, m] : m_bounds) bounds[n] = m;
+  for (const auto& [n, m] : m_bounded->bounds()) bounds[n] = m;
   ordered_json out = {
       {"name", m_program.name},
       {"file", m_file},

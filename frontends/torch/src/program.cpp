@@ -407,4 +407,11 @@ Program read_program_file(const std::string& path) {
   }
 }
 
+base::InputError event_error(const Program& p, const Event& e, const std::string& problem) {
+  std::string what = "events[" + std::to_string(e.index) + "] (" + std::string(name_of(e.kind));
+  if (e.kind == EventKind::op) what += " " + std::string(compiler_stub::name_of(e.node.op));
+  if (!e.aten.empty()) what += ", " + e.aten;
+  return base::InputError(p.file, what + "): " + problem);
+}
+
 }  // namespace wallsim::torch

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "wallsim/base/params.h"
 #include "wallsim/compiler_stub/graph.h"
 
 namespace wallsim::torch {
@@ -69,6 +70,10 @@ Program read_program_file(const std::string& path);
 // A values file's elements (row-major, as floats) for tensor `t`; its shape must be t's.
 // Throws base::InputError naming the file.
 std::vector<float> read_values(const std::string& npy, const ProgramTensor& t);
+
+// The one-line error for event `e` of `p`: base::InputError(p.file, "events[i] (kind op,
+// aten): problem").
+base::InputError event_error(const Program& p, const Event& e, const std::string& problem);
 
 // The values file of a weight (w), input (i), host-op output (o) or read (r<n>).
 std::string value_file(const Program& p, char kind, int64_t n);
