@@ -1,4 +1,4 @@
-// Tests for ChromeTraceWriter, NullTraceSink and make_trace_sink.
+// Tests for ChromeTraceWriter.
 #include "wallsim/traces/chrome_trace.h"
 
 #include <gtest/gtest.h>
@@ -546,40 +546,6 @@ TEST(TraceArgs, RejectsTooManyArguments) {
   TraceArgs args;
   for (std::size_t i = 0; i < TraceArgs::kMaxArgs; ++i) args.add("k", 1);
   EXPECT_THROW(args.add("k", 1), std::length_error);
-}
-
-TEST(NullTraceSink, IsDisabledAndIgnoresEverything) {
-  NullTraceSink sink;
-  EXPECT_FALSE(sink.enabled());
-  const Track t = sink.declare_track(4, "p", 5, "t");
-  EXPECT_EQ(t.pid, 4);
-  EXPECT_EQ(t.tid, 5);
-  sink.slice(t, 10, 10, "a", "", {});
-  sink.slice(t, 0, 100, "overlap is not checked", "", {});
-  sink.counter(1, "c", 0, "v", 1.0);
-  sink.finish();
-  sink.finish();
-}
-
-TEST(MakeTraceSink, BuildsByKind) {
-  TempDir dir;
-  const std::string path = (dir.path() / "trace.json").string();
-  std::unique_ptr<TraceSink> none = make_trace_sink("none", path);
-  EXPECT_FALSE(none->enabled());
-  none->finish();
-  EXPECT_FALSE(std::filesystem::exists(path));
-
-  std::unique_ptr<TraceSink> chrome = make_trace_sink("chrome", path);
-  EXPECT_TRUE(chrome->enabled());
-  chrome->finish();
-  EXPECT_NO_THROW(json::parse(read_file(path)));
-
-  try {
-    make_trace_sink("perfetto-proto", path);
-    FAIL() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("perfetto-proto"), std::string::npos);
-  }
 }
 
 }  // namespace

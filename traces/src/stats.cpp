@@ -26,38 +26,6 @@ Stat::Stat(StatKind kind, std::string name, std::string unit, std::string descri
 Counter::Counter(std::string name, std::string unit, std::string description)
     : Stat(kKind, std::move(name), std::move(unit), std::move(description)) {}
 
-Accumulator::Accumulator(std::string name, std::string unit, std::string description)
-    : Stat(kKind, std::move(name), std::move(unit), std::move(description)) {}
-
-Histogram::Histogram(std::string name, std::string unit, std::string description,
-                     std::vector<double> edges)
-    : Stat(kKind, std::move(name), std::move(unit), std::move(description)),
-      m_edges(std::move(edges)) {
-  if (m_edges.size() < 2) {
-    throw std::invalid_argument("histogram '" + this->name() + "' needs at least two bucket edges");
-  }
-  for (std::size_t i = 0; i < m_edges.size(); ++i) {
-    if (!std::isfinite(m_edges[i]) || (i > 0 && !(m_edges[i - 1] < m_edges[i]))) {
-      throw std::invalid_argument("histogram '" + this->name() +
-                                  "' bucket edges must be finite and strictly increasing");
-    }
-  }
-  m_counts.assign(m_edges.size() - 1, 0);
-}
-
-void Histogram::sample(double x) {
-  ++m_count;
-  m_sum += x;
-  auto it = std::upper_bound(m_edges.begin(), m_edges.end(), x);
-  if (it == m_edges.begin()) {
-    ++m_underflow;
-  } else if (it == m_edges.end()) {
-    ++m_overflow;  // x >= last edge, or NaN
-  } else {
-    ++m_counts[static_cast<std::size_t>(it - m_edges.begin()) - 1];
-  }
-}
-
 Value::Value(std::string name, std::string unit, std::string description)
     : Stat(kKind, std::move(name), std::move(unit), std::move(description)) {}
 
@@ -120,24 +88,6 @@ Counter& StatsRegistry::add_counter(std::string name, std::string unit, std::str
   return stat;
 }
 
-Accumulator& StatsRegistry::add_accumulator(std::string name, std::string unit,
-                                            std::string description) {
-  check_name(name);
-  Accumulator& stat =
-      m_accumulators.emplace_back(std::move(name), std::move(unit), std::move(description));
-  index(stat);
-  return stat;
-}
-
-Histogram& StatsRegistry::add_histogram(std::string name, std::string unit, std::string description,
-                                        std::vector<double> edges) {
-  check_name(name);
-  Histogram& stat = m_histograms.emplace_back(std::move(name), std::move(unit),
-                                              std::move(description), std::move(edges));
-  index(stat);
-  return stat;
-}
-
 Value& StatsRegistry::add_value(std::string name, std::string unit, std::string description) {
   check_name(name);
   Value& stat = m_values.emplace_back(std::move(name), std::move(unit), std::move(description));
@@ -180,17 +130,6 @@ Counter& StatsScope::add_counter(std::string_view name, std::string unit,
   return m_registry->add_counter(full_name(name), std::move(unit), std::move(description));
 }
 
-Accumulator& StatsScope::add_accumulator(std::string_view name, std::string unit,
-                                         std::string description) const {
-  return m_registry->add_accumulator(full_name(name), std::move(unit), std::move(description));
-}
-
-Histogram& StatsScope::add_histogram(std::string_view name, std::string unit,
-                                     std::string description, std::vector<double> edges) const {
-  return m_registry->add_histogram(full_name(name), std::move(unit), std::move(description),
-                                   std::move(edges));
-}
-
 Value& StatsScope::add_value(std::string_view name, std::string unit,
                              std::string description) const {
   return m_registry->add_value(full_name(name), std::move(unit), std::move(description));
@@ -213,28 +152,6 @@ ordered_json stat_to_json(const Stat& stat) {
   switch (stat.kind()) {
     case StatKind::kCounter:
       return static_cast<const Counter&>(stat).value();
-    case StatKind::kAccumulator: {
-      const auto& acc = static_cast<const Accumulator&>(stat);
-      const bool any = acc.count() > 0;
-      ordered_json j = ordered_json::object();
-      j["sum"] = number_or_null(acc.sum());
-      j["count"] = acc.count();
-      j["min"] = any ? number_or_null(acc.min()) : ordered_json(nullptr);
-      j["max"] = any ? number_or_null(acc.max()) : ordered_json(nullptr);
-      j["mean"] = any ? number_or_null(acc.mean()) : ordered_json(nullptr);
-      return j;
-    }
-    case StatKind::kHistogram: {
-      const auto& hist = static_cast<const Histogram&>(stat);
-      ordered_json j = ordered_json::object();
-      j["edges"] = hist.edges();
-      j["counts"] = hist.counts();
-      j["underflow"] = hist.underflow();
-      j["overflow"] = hist.overflow();
-      j["count"] = hist.count();
-      j["sum"] = number_or_null(hist.sum());
-      return j;
-    }
     case StatKind::kValue: {
       const auto& value = static_cast<const Value&>(stat);
       switch (value.type()) {
@@ -335,44 +252,6 @@ std::string text_value(const Stat& stat) {
     case StatKind::kCounter:
       append_uint(out, static_cast<const Counter&>(stat).value());
       break;
-    case StatKind::kAccumulator: {
-      const auto& acc = static_cast<const Accumulator&>(stat);
-      out += "sum=";
-      append_double(out, acc.sum());
-      out += " count=";
-      append_uint(out, acc.count());
-      if (acc.count() == 0) {
-        out += " min=- max=- mean=-";
-      } else {
-        out += " min=";
-        append_double(out, acc.min());
-        out += " max=";
-        append_double(out, acc.max());
-        out += " mean=";
-        append_double(out, acc.mean());
-      }
-      break;
-    }
-    case StatKind::kHistogram: {
-      const auto& hist = static_cast<const Histogram&>(stat);
-      out += "count=";
-      append_uint(out, hist.count());
-      out += " sum=";
-      append_double(out, hist.sum());
-      out += " underflow=";
-      append_uint(out, hist.underflow());
-      for (std::size_t i = 0; i < hist.counts().size(); ++i) {
-        out += " [";
-        append_double(out, hist.edges()[i]);
-        out += ',';
-        append_double(out, hist.edges()[i + 1]);
-        out += ")=";
-        append_uint(out, hist.counts()[i]);
-      }
-      out += " overflow=";
-      append_uint(out, hist.overflow());
-      break;
-    }
     case StatKind::kValue: {
       const auto& value = static_cast<const Value&>(stat);
       switch (value.type()) {

@@ -19,7 +19,7 @@
 
 namespace wallsim::traces {
 
-enum class StatKind { kCounter, kAccumulator, kHistogram, kValue, kText };
+enum class StatKind { kCounter, kValue, kText };
 
 // Name, unit and description shared by every stat. Stats are neither copyable nor movable:
 // a component holds a reference to the one the registry owns, so `auto x = reg.add_counter(...)`
@@ -63,56 +63,6 @@ class Counter : public Stat {
 
  private:
   std::uint64_t m_value = 0;
-};
-
-// Sum, count, min and max of samples. NaN samples propagate into sum and mean.
-class Accumulator : public Stat {
- public:
-  static constexpr StatKind kKind = StatKind::kAccumulator;
-  Accumulator(std::string name, std::string unit, std::string description);
-
-  void sample(double x) {
-    m_sum += x;
-    if (m_count == 0 || x < m_min) m_min = x;
-    if (m_count == 0 || x > m_max) m_max = x;
-    ++m_count;
-  }
-  double sum() const { return m_sum; }
-  std::uint64_t count() const { return m_count; }
-  // min, max and mean are 0 when count() == 0; the writers print them as null / "-".
-  double min() const { return m_min; }
-  double max() const { return m_max; }
-  double mean() const { return m_count == 0 ? 0.0 : m_sum / static_cast<double>(m_count); }
-
- private:
-  double m_sum = 0.0;
-  std::uint64_t m_count = 0;
-  double m_min = 0.0;
-  double m_max = 0.0;
-};
-
-// Counts samples into fixed buckets [edges[i], edges[i+1]); x < edges.front() is underflow,
-// x >= edges.back() (and NaN) is overflow. Edges are finite, strictly increasing, at least two.
-class Histogram : public Stat {
- public:
-  static constexpr StatKind kKind = StatKind::kHistogram;
-  Histogram(std::string name, std::string unit, std::string description, std::vector<double> edges);
-
-  void sample(double x);
-  const std::vector<double>& edges() const { return m_edges; }
-  const std::vector<std::uint64_t>& counts() const { return m_counts; }  // edges().size() - 1
-  std::uint64_t underflow() const { return m_underflow; }
-  std::uint64_t overflow() const { return m_overflow; }
-  std::uint64_t count() const { return m_count; }  // every sample, underflow and overflow too
-  double sum() const { return m_sum; }
-
- private:
-  std::vector<double> m_edges;
-  std::vector<std::uint64_t> m_counts;
-  std::uint64_t m_underflow = 0;
-  std::uint64_t m_overflow = 0;
-  std::uint64_t m_count = 0;
-  double m_sum = 0.0;
 };
 
 // A number computed once at the end (a utilisation, a ratio). Unset values write as null / "-".
@@ -181,9 +131,6 @@ class StatsRegistry {
   StatsRegistry& operator=(StatsRegistry&&) = default;
 
   Counter& add_counter(std::string name, std::string unit, std::string description);
-  Accumulator& add_accumulator(std::string name, std::string unit, std::string description);
-  Histogram& add_histogram(std::string name, std::string unit, std::string description,
-                           std::vector<double> edges);
   Value& add_value(std::string name, std::string unit, std::string description);
   Text& add_text(std::string name, std::string unit, std::string description);
 
@@ -207,8 +154,6 @@ class StatsRegistry {
   void index(const Stat& stat);
 
   std::deque<Counter> m_counters;
-  std::deque<Accumulator> m_accumulators;
-  std::deque<Histogram> m_histograms;
   std::deque<Value> m_values;
   std::deque<Text> m_texts;
   std::vector<const Stat*> m_order;
@@ -228,10 +173,6 @@ class StatsScope {
   StatsRegistry& registry() const { return *m_registry; }
 
   Counter& add_counter(std::string_view name, std::string unit, std::string description) const;
-  Accumulator& add_accumulator(std::string_view name, std::string unit,
-                               std::string description) const;
-  Histogram& add_histogram(std::string_view name, std::string unit, std::string description,
-                           std::vector<double> edges) const;
   Value& add_value(std::string_view name, std::string unit, std::string description) const;
   Text& add_text(std::string_view name, std::string unit, std::string description) const;
 

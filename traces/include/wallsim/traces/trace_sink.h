@@ -126,26 +126,4 @@ class TraceSink {
   const bool m_enabled;
 };
 
-// Discards everything; enabled() is false. declare_track returns {pid, tid, 0}.
-class NullTraceSink final : public TraceSink {
- public:
-  NullTraceSink() : TraceSink(false) {}
-  Track declare_track(int pid, std::string_view, int tid, std::string_view) override {
-    return Track{pid, tid, 0};
-  }
-  void slice(const Track&, TimePs, TimePs, std::string_view, std::string_view,
-             const TraceArgs&) override {}
-  void instant(const Track&, TimePs, std::string_view, std::string_view,
-               const TraceArgs&) override {}
-  void counter(int, std::string_view, TimePs, std::string_view, double) override {}
-  void flow_begin(const Track&, TimePs, std::uint64_t, std::string_view) override {}
-  void flow_end(const Track&, TimePs, std::uint64_t, std::string_view) override {}
-  void set_metadata(std::string_view, std::string_view) override {}
-  void finish() override {}
-};
-
-// kind "none" -> NullTraceSink (path unused); "chrome" -> ChromeTraceWriter writing `path`.
-// Any other kind throws std::invalid_argument.
-std::unique_ptr<TraceSink> make_trace_sink(std::string_view kind, const std::string& path);
-
 }  // namespace wallsim::traces
