@@ -285,9 +285,18 @@ class Session {
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
 };
 
-// Runs `body` in a host SC_THREAD on `device` and simulates until everything is done. Throws
-// what `body` throws (after stopping the simulation), or sim::SimulationError when the device
-// could not finish.
+// One rank's host thread: its body (the workload's host code, on its Session) and the core
+// its Session launches on.
+struct HostRank {
+  sim::Core* device = nullptr;
+  std::function<void()> body;
+};
+// Runs each rank's body in a host SC_THREAD of its own ("host" for one rank, "host_<r>" for
+// more) and simulates until every rank has ended. Throws what a body throws (the first rank's,
+// in rank order; an error stops the simulation at once), or sim::SimulationError when a device
+// could not finish or a rank never ended.
+void run_hosts(const std::vector<HostRank>& ranks);
+// One rank on `device`: run_hosts({{&device, body}}).
 void run_host(sim::Core& device, const std::function<void()>& body);
 
 }  // namespace wallsim::runtime
