@@ -59,7 +59,7 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
   // Finding the plan: a graph hash (lazy modes) or a key of the inputs' shapes (AOT).
   if (counted && !tracing) {
     m_host.charge(HostState::dispatch,
-           m_mode.plan_key_ns(m_config.runtime, static_cast<int64_t>(ids.size()), inputs));
+                  m_mode.plan_key_ns(m_config.runtime, static_cast<int64_t>(ids.size()), inputs));
   }
   const auto sig = compiler_stub::group_signature(sub, ids, m_arch_fp);
   if (counted) m_host.charge(HostState::dispatch, m_config.runtime.cache_lookup_ns);
@@ -104,7 +104,7 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
     record.counts.cache_hits++;
     record.counts.disk_hits++;
     m_host.charge(HostState::other,
-           static_cast<int64_t>(std::llround(m_config.runtime.aot.cache_load_ms * 1e6)));
+                  static_cast<int64_t>(std::llround(m_config.runtime.aot.cache_load_ms * 1e6)));
   }
   if (!loaded) {
     if (auto why = injected_failure(sub, ids)) {
@@ -122,11 +122,12 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
     if (counted) {
       record.counts.compiles++;
       record.counts.compile_failures++;
-      m_host.charge(HostState::compile,
-             static_cast<int64_t>(std::llround(
-                 compiler_stub::compile_latency_ms(
-                     curve, compiler_stub::CompileWork{static_cast<int64_t>(ids.size()), 0, 0}) *
-                 1e6)));
+      m_host.charge(
+          HostState::compile,
+          static_cast<int64_t>(std::llround(
+              compiler_stub::compile_latency_ms(
+                  curve, compiler_stub::CompileWork{static_cast<int64_t>(ids.size()), 0, 0}) *
+              1e6)));
     }
     out.error = err->message();
     m_cache.remember_failure(sig.hash, out.error);
@@ -187,8 +188,8 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
 }
 
 void CompileService::note_entry(const Graph& sub, uint64_t hash, uint64_t shape_free,
-                         const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
-                         bool recompile) {
+                                const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
+                                bool recompile) {
   CacheEntryRecord e;
   e.signature = hex;
   e.plan = c.plan->name;

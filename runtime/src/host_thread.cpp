@@ -57,9 +57,10 @@ void run_hosts(const std::vector<HostRank>& ranks) {
   }
   for (size_t r = 0; r < ranks.size(); ++r) {
     if (hosts[r]->done) continue;
-    std::string msg = ranks.size() == 1
-                          ? std::string("the device deadlocked before the host finished")
-                          : "rank " + std::to_string(r) + ": the device deadlocked before its host finished";
+    std::string msg =
+        ranks.size() == 1
+            ? std::string("the device deadlocked before the host finished")
+            : "rank " + std::to_string(r) + ": the device deadlocked before its host finished";
     for (const auto& line : ranks[r].device->deadlock_report()) msg += "; " + line;
     throw sim::SimulationError(msg);
   }

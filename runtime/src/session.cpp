@@ -411,8 +411,8 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
   const bool held = compile_ns > 0 || m_device.holding();
   // Scratch is reusable by the next launch once this one is issued in order.
   for (std::string& s : scratch) m_device.release(std::move(s), !held && m_device.in_order());
-  DeviceQueue::Launch l{compiled, std::move(names), std::move(scalars), std::move(origins), outs,
-                        &record()};
+  DeviceQueue::Launch l{compiled, std::move(names), std::move(scalars), std::move(origins),
+                        outs,     &record()};
   if (held) {
     // Background compilation: the launch waits for its compile (the compiler runs one job at a
     // time) and for every launch held before it; the host goes on recording.

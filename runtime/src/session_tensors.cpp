@@ -47,8 +47,9 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
   if (!layout.as_given()) {
     // The host permutes the values as it stages them: every byte read and written once.
     const double bytes = 2.0 * double(type.elements()) * double(isa::dtype_bytes(dtype));
-    m_host.charge(HostState::other,
-           static_cast<int64_t>(std::ceil(bytes / m_config.runtime.host_cpu.memory_gb_per_s)));
+    m_host.charge(
+        HostState::other,
+        static_cast<int64_t>(std::ceil(bytes / m_config.runtime.host_cpu.memory_gb_per_s)));
   }
   if (m_options.functional) {
     auto& h = m_device.core().tensors().put(host, isa::MemSpace::host, dtype, dims_of(stored));
@@ -65,9 +66,8 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
       isa::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, v[i]);
     }
   }
-  const sim::LaunchHandle l =
-      m_device.transfer(host, isa::MemSpace::host, t->device, isa::MemSpace::hbm, stored,
-                        record().counts);
+  const sim::LaunchHandle l = m_device.transfer(host, isa::MemSpace::host, t->device,
+                                                isa::MemSpace::hbm, stored, record().counts);
   m_host.wait_drained(l, HostState::transfer);
   if (m_options.functional) m_device.core().tensors().erase(host);
   return Tensor(t);
@@ -168,9 +168,8 @@ compiler_stub::HostTensor Session::to_host(const Tensor& t) {
   const std::string host = "host_" + dev;
   if (m_options.functional)
     m_device.core().tensors().put(host, isa::MemSpace::host, p->type.dtype, out.shape);
-  const sim::LaunchHandle l =
-      m_device.transfer(dev, isa::MemSpace::hbm, host, isa::MemSpace::host, p->type,
-                        record().counts);
+  const sim::LaunchHandle l = m_device.transfer(dev, isa::MemSpace::hbm, host, isa::MemSpace::host,
+                                                p->type, record().counts);
   m_host.wait_drained(l, HostState::transfer);
   if (m_options.functional) {
     out.data = memory::to_floats(*m_device.core().tensors().find(host));

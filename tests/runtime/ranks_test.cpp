@@ -20,8 +20,8 @@ constexpr const char* kMlp = "mlp:batch=64,d_model=128,d_ff=256,layers=1,dtype=f
 // Two chips of one core each (nothing shared but the simulation), a session per chip.
 struct TwoRanks {
   TwoRanks() {
-    config = load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json",
-                         {"topology.torus_x=2"});
+    config =
+        load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json", {"topology.torus_x=2"});
     sim::init_systemc();
     sim::CoreOptions o;
     o.functional = true;

@@ -61,9 +61,9 @@ TEST(RunReport, CommWaitIsListedOnlyWhenNonzero) {
   EXPECT_FALSE(quiet["steps"][0].contains("comm_wait_ns"));
   EXPECT_FALSE(quiet["totals"].contains("comm_wait_ns"));
   EXPECT_TRUE(quiet["steps"][0].contains("sync_wait_ns"));  // zero, but always listed
-  EXPECT_EQ(RunReport::from_json(quiet).steps[1].host_ns[static_cast<int>(
-                runtime::HostState::comm_wait)],
-            0);
+  EXPECT_EQ(
+      RunReport::from_json(quiet).steps[1].host_ns[static_cast<int>(runtime::HostState::comm_wait)],
+      0);
   a.steps[1].host_ns[static_cast<int>(runtime::HostState::comm_wait)] = 30;
   a.totals.host_ns[static_cast<int>(runtime::HostState::comm_wait)] = 30;
   base::Json j = a.to_json();
@@ -84,9 +84,8 @@ TEST(RunReport, CountsAddEveryDescribedFigure) {
   a.add(b);
   a.add(b);
   k = 1;
-  runtime::for_each_figure(a, [&](std::string_view key, int64_t& v, runtime::Shown) {
-    EXPECT_EQ(v, 2 * k++) << key;
-  });
+  runtime::for_each_figure(
+      a, [&](std::string_view key, int64_t& v, runtime::Shown) { EXPECT_EQ(v, 2 * k++) << key; });
   EXPECT_EQ(k, 12);  // the eleven counts
   EXPECT_EQ(a.disk_hits, 22);
 }
