@@ -48,9 +48,9 @@ class HostTimeline {
   // Waits in state `s` until the launch `l` has drained.
   void wait_drained(sim::LaunchHandle l, HostState s) {
     if (!l) return;
-    wait_while(s, [&] { return !l.drained(); }, [&]() -> const sc_core::sc_event& {
-      return l.drained_event();
-    });
+    wait_while(
+        s, [&] { return !l.drained(); },
+        [&]() -> const sc_core::sc_event& { return l.drained_event(); });
   }
   // Waits until `ns` in no record (idle between steps).
   void idle_until(int64_t ns);

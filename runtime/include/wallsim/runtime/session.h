@@ -11,11 +11,8 @@
 
 #include <systemc>
 
-#include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -240,7 +237,7 @@ class Session {
   void flush(const char* reason);
   void run_group(const std::vector<int32_t>& nodes, bool allow_fallback);
   void launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& c, int64_t compile_ns);
-  void wait_launched(const TensorImpl* t);  // a held launch: waits for the compiler
+  void wait_launched(const TensorImpl* t);   // a held launch: waits for the compiler
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
   // A pre-laid tensor's storage as a tensor of its own (the stored type, no layout).
   Tensor stored_view(const Tensor& t);
@@ -280,7 +277,7 @@ class Session {
   std::map<std::string, int64_t> m_host_ns_by_op;
   size_t m_step_first_launch = 0;
   std::vector<int64_t> m_aot_buckets;
-  bool m_tracing = false;  // AOT startup: recording a bucket's step
+  bool m_tracing = false;      // AOT startup: recording a bucket's step
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
 };

@@ -56,8 +56,7 @@ void describe(V& v, Counts& c) {
   v.field("recompiles", c.recompiles,
           "compiles in a step of a shape-free signature compiled before at other shapes",
           Shown::always);
-  v.field("fallbacks", c.fallbacks, "groups that fell back after a failed compile",
-          Shown::always);
+  v.field("fallbacks", c.fallbacks, "groups that fell back after a failed compile", Shown::always);
   v.field("cache_evictions", c.cache_evictions, "plans the LRU cache dropped", Shown::always);
   v.field("transfers", c.transfers, "host<->device copies", Shown::always);
   v.field("disk_hits", c.disk_hits,
@@ -99,8 +98,8 @@ void describe(V& v, StepRecord& r) {
   v.field("start_ns", r.start_ns, "when the record begins", Shown::always);
   v.field("wall_ns", r.wall_ns, "its wall time; the host states sum to it", Shown::always);
   describe(v, r.host_ns);
-  v.field("device_busy_ns", r.device_busy_ns,
-          "the union of the spans of the plans that ran in it", Shown::always);
+  v.field("device_busy_ns", r.device_busy_ns, "the union of the spans of the plans that ran in it",
+          Shown::always);
   describe(v, r.counts);
 }
 
