@@ -293,7 +293,9 @@ void add_study_command(CLI::App& app) {
           for (const Point* b : base) vs.push_back(b && b != &p ? r.overtakes(b->report) : "-");
           std::vector<double> warm_state_ms;
           for (int k = 0; k < runtime::kNumHostStates; ++k) {
-            warm_state_ms.push_back(p.ms(r.warm_host_ns(static_cast<runtime::HostState>(k))));
+            const auto state = static_cast<runtime::HostState>(k);
+            if (runtime::host_state_always_shown(state))  // the table's five columns
+              warm_state_ms.push_back(p.ms(r.warm_host_ns(state)));
           }
           const double startup_ms = p.ms(double(r.startup_ns())),
                        cold_ms = p.ms(double(r.cold_ns()));

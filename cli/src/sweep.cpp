@@ -216,7 +216,9 @@ base::Json key_figures(const driver::RunReport& r, const base::Json& c) {
   f["cold_ns"] = r.cold_ns();
   f["warm_ns"] = r.warm_ns();
   for (int k = 0; k < runtime::kNumHostStates; ++k) {
-    f[std::string(runtime::name_of(static_cast<runtime::HostState>(k))) + "_ns"] = t.host_ns[k];
+    const auto state = static_cast<runtime::HostState>(k);
+    if (!runtime::host_state_always_shown(state)) continue;  // a column of its own: not yet
+    f[std::string(runtime::name_of(state)) + "_ns"] = t.host_ns[k];
   }
   f["device_busy_ns"] = t.device_busy_ns;
   f["idle_ns"] = t.idle_ns;
@@ -291,7 +293,8 @@ std::vector<std::string> figure_names() {
   std::vector<std::string> n = {"total_ns", "startup_ns", "steps",
                                 "steps_ns", "cold_ns",    "warm_ns"};
   for (int k = 0; k < runtime::kNumHostStates; ++k) {
-    n.push_back(std::string(runtime::name_of(static_cast<runtime::HostState>(k))) + "_ns");
+    const auto state = static_cast<runtime::HostState>(k);
+    if (runtime::host_state_always_shown(state)) n.push_back(std::string(name_of(state)) + "_ns");
   }
   for (const char* k : {"device_busy_ns",
                         "idle_ns",

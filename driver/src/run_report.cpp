@@ -13,26 +13,8 @@ namespace {
 using base::Json;
 using runtime::Counts;
 using runtime::HostState;
-using runtime::kNumHostStates;
+using runtime::Shown;
 using runtime::StepRecord;
-
-// Every Counts field with its key, in the report's order.
-template <class C, class F>
-void for_each_count(C& c, F&& f) {
-  f("ops", c.ops);
-  f("plans_launched", c.plans_launched);
-  f("compiles", c.compiles);
-  f("compile_failures", c.compile_failures);
-  f("cache_hits", c.cache_hits);
-  f("cache_misses", c.cache_misses);
-  f("recompiles", c.recompiles);
-  f("fallbacks", c.fallbacks);
-  f("cache_evictions", c.cache_evictions);
-  f("transfers", c.transfers);
-  f("disk_hits", c.disk_hits);
-}
-
-std::string state_key(int s) { return std::string(name_of(static_cast<HostState>(s))) + "_ns"; }
 
 const Json& at(const Json& j, const char* key, const std::string& path) {
   if (!j.is_object() || !j.contains(key))
@@ -47,26 +29,35 @@ T get(const Json& j, const char* key, const std::string& path) {
   return v.get<T>();
 }
 
+// Writes the figures of `x` (described in runtime/step_log.h) into `j`.
+template <class T>
+void put_figures(Json& j, const T& x) {
+  T copy = x;
+  runtime::for_each_figure(copy, [&](std::string_view k, int64_t& v, Shown shown) {
+    if (shown == Shown::always || v != 0) j[std::string(k)] = v;
+  });
+}
+
+// Reads them back: a figure shown only when nonzero may be absent.
+template <class T>
+void get_figures(const Json& j, T& x, const std::string& path) {
+  runtime::for_each_figure(x, [&](std::string_view k, int64_t& v, Shown shown) {
+    const std::string key(k);
+    v = shown == Shown::when_nonzero && !j.contains(key) ? 0 : get<int64_t>(j, key.c_str(), path);
+  });
+}
+
 Json record_json(const StepRecord& r) {
   Json j;
   if (r.index >= 0) j["index"] = r.index;
-  j["start_ns"] = r.start_ns;
-  j["wall_ns"] = r.wall_ns;
-  for (int s = 0; s < kNumHostStates; ++s) j[state_key(s)] = r.host_ns[s];
-  j["device_busy_ns"] = r.device_busy_ns;
-  for_each_count(r.counts, [&](const char* k, int64_t v) { j[k] = v; });
+  put_figures(j, r);
   return j;
 }
 
 StepRecord record_from(const Json& j, const std::string& path) {
   StepRecord r;
   r.index = j.contains("index") ? get<int64_t>(j, "index", path) : -1;
-  r.start_ns = get<int64_t>(j, "start_ns", path);
-  r.wall_ns = get<int64_t>(j, "wall_ns", path);
-  for (int s = 0; s < kNumHostStates; ++s)
-    r.host_ns[s] = get<int64_t>(j, state_key(s).c_str(), path);
-  r.device_busy_ns = get<int64_t>(j, "device_busy_ns", path);
-  for_each_count(r.counts, [&](const char* k, int64_t& v) { v = get<int64_t>(j, k, path); });
+  get_figures(j, r, path);
   return r;
 }
 
@@ -95,10 +86,10 @@ Json RunReport::to_json(const StepWallTimes& walls) const {
   }
   Json tot;
   tot["wall_ns"] = totals.wall_ns;
-  for (int k = 0; k < kNumHostStates; ++k) tot[state_key(k)] = totals.host_ns[k];
+  put_figures(tot, totals.host_ns);
   tot["device_busy_ns"] = totals.device_busy_ns;
   tot["idle_ns"] = totals.idle_ns;
-  for_each_count(totals.counts, [&](const char* k, int64_t v) { tot[k] = v; });
+  put_figures(tot, totals.counts);
   tot["padding_flop_fraction"] = totals.padding_flop_fraction;
   tot["masked_flop_fraction"] = totals.masked_flop_fraction;
   tot["hbm_read_bytes"] = totals.hbm_read_bytes;
@@ -136,11 +127,10 @@ RunReport RunReport::from_json(const Json& s, const std::string& path) {
   const Json& t = at(s, "totals", path);
   const std::string tp = path + ".totals";
   r.totals.wall_ns = get<int64_t>(t, "wall_ns", tp);
-  for (int k = 0; k < kNumHostStates; ++k)
-    r.totals.host_ns[k] = get<int64_t>(t, state_key(k).c_str(), tp);
+  get_figures(t, r.totals.host_ns, tp);
   r.totals.device_busy_ns = get<int64_t>(t, "device_busy_ns", tp);
   r.totals.idle_ns = get<int64_t>(t, "idle_ns", tp);
-  for_each_count(r.totals.counts, [&](const char* k, int64_t& v) { v = get<int64_t>(t, k, tp); });
+  get_figures(t, r.totals.counts, tp);
   r.totals.padding_flop_fraction = get<double>(t, "padding_flop_fraction", tp);
   r.totals.masked_flop_fraction = get<double>(t, "masked_flop_fraction", tp);
   r.totals.hbm_read_bytes = get<uint64_t>(t, "hbm_read_bytes", tp);

@@ -4,10 +4,23 @@
 namespace wallsim::runtime {
 
 std::string_view name_of(HostState s) {
-  static const char* const kNames[] = {"host_dispatch", "compile", "transfer", "sync_wait",
-                                       "host_other"};
+  static const char* const kNames[] = {"host_dispatch", "compile",   "transfer",
+                                       "sync_wait",     "comm_wait", "host_other"};
   return kNames[static_cast<int>(s)];
 }
+
+std::string_view doc_of(HostState s) {
+  static const char* const kDocs[] = {
+      "dispatch and recording of ops, finding each group's plan, cache lookups, launches",
+      "the modelled latency of compiles, or waiting for the background compiler",
+      "host<->device copies: issuing them and waiting for them",
+      "waiting for device results: a value read, the end of a step, eager-debug",
+      "waiting for the peers of a collective",
+      "anything else: the host's own compute, laying out weights, plans loaded from disk"};
+  return kDocs[static_cast<int>(s)];
+}
+
+bool host_state_always_shown(HostState s) { return s != HostState::comm_wait; }
 
 HostClock::Interval HostClock::enter(HostState s, int64_t now_ps, HostTimes& into) {
   const Interval closed{m_state, m_since_ps, now_ps - m_since_ps};

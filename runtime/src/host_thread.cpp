@@ -1,4 +1,5 @@
-// run_host: the workload's host code as a SystemC thread, simulated to the end.
+// run_hosts: each rank's host code as a SystemC thread of its own, simulated until every rank
+// has ended.
 #include "wallsim/runtime/session.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/sim/simulate.h"
@@ -7,10 +8,15 @@ namespace wallsim::runtime {
 
 namespace {
 
+// What the ranks' threads share: how many are still running.
+struct Ranks {
+  size_t running = 0;
+};
+
 class HostThread : public sc_core::sc_module {
  public:
-  HostThread(sc_core::sc_module_name name, std::function<void()> body)
-      : sc_core::sc_module(name), m_body(std::move(body)) {
+  HostThread(sc_core::sc_module_name name, std::function<void()> body, Ranks& ranks)
+      : sc_core::sc_module(name), m_body(std::move(body)), m_ranks(ranks) {
     SC_HAS_PROCESS(HostThread);
     SC_THREAD(run);
   }
@@ -25,23 +31,43 @@ class HostThread : public sc_core::sc_module {
       error = std::current_exception();
     }
     done = true;
-    sc_core::sc_stop();
+    // The run ends with the last rank, or at once on an error (the other ranks would wait for
+    // this one forever).
+    if (--m_ranks.running == 0 || error) sc_core::sc_stop();
   }
   std::function<void()> m_body;
+  Ranks& m_ranks;
 };
 
 }  // namespace
 
-void run_host(sim::Core& device, const std::function<void()>& body) {
-  HostThread host("host", body);
+void run_hosts(const std::vector<HostRank>& ranks) {
+  Ranks shared{ranks.size()};
+  std::vector<std::unique_ptr<HostThread>> hosts;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string name = ranks.size() == 1 ? "host" : "host_" + std::to_string(r);
+    hosts.push_back(std::make_unique<HostThread>(name.c_str(), ranks[r].body, shared));
+  }
   wallsim::sim::simulate();
-  if (host.error) std::rethrow_exception(host.error);
-  if (auto e = device.error()) throw sim::SimulationError(*e);
-  if (!host.done) {
-    std::string msg = "the device deadlocked before the host finished";
-    for (const auto& line : device.deadlock_report()) msg += "; " + line;
+  for (const auto& h : hosts) {
+    if (h->error) std::rethrow_exception(h->error);
+  }
+  for (const HostRank& rank : ranks) {
+    if (auto e = rank.device->error()) throw sim::SimulationError(*e);
+  }
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (hosts[r]->done) continue;
+    std::string msg =
+        ranks.size() == 1
+            ? std::string("the device deadlocked before the host finished")
+            : "rank " + std::to_string(r) + ": the device deadlocked before its host finished";
+    for (const auto& line : ranks[r].device->deadlock_report()) msg += "; " + line;
     throw sim::SimulationError(msg);
   }
+}
+
+void run_host(sim::Core& device, const std::function<void()>& body) {
+  run_hosts({HostRank{&device, body}});
 }
 
 }  // namespace wallsim::runtime

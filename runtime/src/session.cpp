@@ -1,7 +1,5 @@
-// The Session: recording, grouping, launches, host time and steps (tensors in
-// session_tensors.cpp, compiles in session_compile.cpp).
-// sc_spawn (the background compiler's launcher) needs SystemC's dynamic processes.
-#define SC_INCLUDE_DYNAMIC_PROCESSES
+// The Session: recording, grouping and fallback, launches and steps, over its four parts
+// (tensors in session_tensors.cpp).
 #include "wallsim/runtime/session.h"
 
 #include <cmath>
@@ -23,20 +21,6 @@ namespace {
 constexpr int kHostPid = 0;
 }  // namespace
 
-void Counts::add(const Counts& o) {
-  ops += o.ops;
-  plans_launched += o.plans_launched;
-  compiles += o.compiles;
-  compile_failures += o.compile_failures;
-  cache_hits += o.cache_hits;
-  cache_misses += o.cache_misses;
-  recompiles += o.recompiles;
-  fallbacks += o.fallbacks;
-  cache_evictions += o.cache_evictions;
-  transfers += o.transfers;
-  disk_hits += o.disk_hits;
-}
-
 std::vector<int64_t> Tensor::shape() const { return dims_of(m_p->type); }
 
 TensorImpl::~TensorImpl() {
@@ -46,25 +30,21 @@ TensorImpl::~TensorImpl() {
 Session::Session(const Config& config, sim::Core& device, SessionOptions options,
                  traces::TraceSink* trace)
     : m_config(config),
-      m_device(device),
       m_options(options),
       m_trace(trace),
-      m_cache(config.runtime.cache_capacity, options.plan_memory_bytes),
-      m_disk(options.mode->uses_disk_cache() ? config.runtime.aot.disk_cache : std::string(),
-             base::write_params(config.compiler).dump() + "\nbuild " + compiler_stub::build_id()),
-      m_memory(config.chip.arch.hbm.bytes) {
-  m_arch_fp = compiler_stub::arch_fingerprint(config.chip.arch);
+      m_log(options.on_step_end, options.keep_steps),
+      m_host(m_log),
+      m_device(device, config.chip.arch.hbm.bytes, options.functional,
+               config.chip.timing.launch.wait_for_previous),
+      m_compiler(m_config, *options.mode, options.plan_memory_bytes, options.memory_check, m_host,
+                 m_log) {
   m_pending.name = "pending";
   if (m_trace && m_trace->enabled()) {
-    m_host_track = m_trace->declare_track(kHostPid, "host", 0, "host thread");
-    m_step_track = m_trace->declare_track(kHostPid, "host", 1, "steps");
+    m_host.trace_on(m_trace, m_trace->declare_track(kHostPid, "host", 0, "host thread"));
+    m_log.trace_on(m_trace, m_trace->declare_track(kHostPid, "host", 1, "steps"));
+    m_device.trace_flows();
   }
-  if (config.runtime.compile_in_background) {
-    sc_core::sc_spawn_options o;
-    o.dont_initialize();
-    o.set_sensitivity(&m_queue_added);
-    sc_core::sc_spawn([this] { launch_worker(); }, "background_compiler", &o);
-  }
+  if (config.runtime.compile_in_background) m_device.start_launcher();
 }
 
 Session::~Session() {
@@ -87,72 +67,16 @@ std::shared_ptr<TensorImpl> Session::new_tensor() {
   return t;
 }
 
-// ---- host time ----
-
-int64_t Session::now_ns() const { return now_ps() / 1000; }
-
-void Session::enter(HostState s) {
-  const HostClock::Interval closed = m_clock.enter(s, now_ps(), record().host_ns);
-  if (closed.ps > 0 && m_host_track && closed.state != HostState::other) {
-    static const traces::TraceArgs kNoArgs;
-    m_trace->slice(*m_host_track, static_cast<traces::TimePs>(closed.start_ps),
-                   static_cast<traces::TimePs>(closed.ps), name_of(closed.state), "host",
-                   m_slice_args ? *m_slice_args : kNoArgs);
-  }
-}
-
-void Session::charge(HostState s, int64_t ns, const traces::TraceArgs* args) {
-  if (ns <= 0) return;
-  enter(s);
-  sc_core::wait(sc_time(static_cast<double>(ns), sc_core::SC_NS));
-  m_slice_args = args;
-  enter(HostState::other);
-  m_slice_args = nullptr;
-}
-
-// The host clock stays on whole nanoseconds, so every state's time is a whole number of them
-// and the states sum exactly to the wall time. The wait extends the current state.
-void Session::align_to_ns() {
-  const int64_t ps = HostClock::to_whole_ns(now_ps());
-  if (ps > 0) sc_core::wait(sc_time(static_cast<double>(ps), sc_core::SC_PS));
-}
-
-void Session::wait_for(HostState s, const sc_core::sc_event& e) {
-  enter(s);
-  sc_core::wait(e);
-  align_to_ns();
-  enter(HostState::other);
-}
-
-void Session::wait_drained(sim::LaunchHandle l, HostState s) {
-  if (!l || l.drained()) return;
-  enter(s);
-  while (!l.drained()) sc_core::wait(l.drained_event());
-  align_to_ns();
-  enter(HostState::other);
-}
-
 // ---- device memory ----
 
-std::string Session::allocate(const TensorType& type, const std::string& hint) {
-  std::string name = m_memory.allocate(bytes_of(type), hint);
-  if (m_options.functional)
-    m_device.tensors().put(name, isa::MemSpace::hbm, type.dtype, dims_of(type));
-  return name;
-}
-
-bool Session::launches_in_order() const {
-  return m_config.chip.timing.launch.wait_for_previous && m_queue.empty();
-}
-
 void Session::release(TensorImpl& t) {
-  if (!m_memory.holds(t.device)) return;
+  if (!m_device.holds(t.device)) return;
   // The device may still be reading it. When launches run one after another in the order the
   // host issued them, its bytes can go to the next allocation at once (every reader was issued
   // before, and finishes before, any later writer: what a stream-ordered GPU allocator does);
   // launches held back for a background compile could be overtaken, so then they wait for the
   // step's end. The contents stay on the device until the launches queued so far have drained.
-  m_memory.release(t.device, launches_in_order());
+  m_device.release(t.device, m_device.in_order());
   t.device.clear();
 }
 
@@ -190,8 +114,8 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
   if (!m_tracing) {
     record().counts.ops++;
     const ExecutionMode::OpCost cost = mode.op_cost(m_config.runtime);
-    charge(HostState::dispatch, cost.dispatch_ns);
-    if (!view) charge(HostState::dispatch, cost.record_ns);
+    m_host.charge(HostState::dispatch, cost.dispatch_ns);
+    if (!view) m_host.charge(HostState::dispatch, cost.record_ns);
     m_host_ns_by_op[std::string(compiler_stub::name_of(kind))] +=
         cost.dispatch_ns + (view ? 0 : cost.record_ns);
   }
@@ -248,7 +172,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
     flush(reason);
     if (mode.sync_every_op()) {
       wait_launched(t.get());
-      wait_drained(t->producer, HostState::sync_wait);
+      m_host.wait_drained(t->producer, HostState::sync_wait);
     }
   }
   return Tensor(t);
@@ -261,7 +185,6 @@ void Session::set_origin(const Origin& origin) {
 }
 
 const std::map<int32_t, sim::Core::OpTotals>& Session::origin_totals() const {
-  m_device.retire_drained();
   return m_device.origin_totals();
 }
 
@@ -269,7 +192,7 @@ int64_t Session::host_compute(double flops, double bytes) {
   const HostCpuConfig& cpu = m_config.runtime.host_cpu;
   const double ns = std::max(flops / cpu.gflops, bytes / cpu.memory_gb_per_s);  // GFLOP/s = FLOP/ns
   const int64_t charged = cpu.op_overhead_ns + static_cast<int64_t>(std::ceil(ns));
-  charge(HostState::other, charged);
+  m_host.charge(HostState::other, charged);
   m_host_compute_ns += charged;
   return charged;
 }
@@ -305,10 +228,8 @@ compiler_stub::HostTensor Session::reference(const Tensor& t) const {
 // ---- grouping, compiling, launching ----
 
 void Session::flush(const char* reason) {
-  if (m_host_track && !m_pending.nodes.empty()) {  // why the pending graph was cut, on the trace
-    m_trace->instant(*m_host_track, static_cast<traces::TimePs>(now_ps()),
-                     std::string("flush: ") + reason, "host", {});
-  }
+  // Why the pending graph was cut, on the trace.
+  if (!m_pending.nodes.empty()) m_host.instant(std::string("flush: ") + reason);
   std::vector<int32_t> ops;
   for (const Node& n : m_pending.nodes) {
     if (n.op != OpKind::input) ops.push_back(n.id);
@@ -386,13 +307,10 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
   }
   if (g.sub.outputs.empty()) return;  // nothing observable: dead code
 
-  bool failed = false;
-  std::string error;
-  int64_t compile_ns = 0;
-  auto compiled = compile_group(g.sub, &failed, &error, &compile_ns);
-  if (compiled) {
+  const CompileService::Outcome compiled = m_compiler.compile(g.sub, m_tracing);
+  if (compiled.plan) {
     if (!m_tracing) {
-      launch_group(g, compiled, compile_ns);
+      launch_group(g, compiled.plan, compiled.background_ns);
       return;
     }
     // Tracing runs nothing, but a value read mid-step (a flush) may be used by later ops: its
@@ -409,7 +327,7 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
   const Fallback policy = m_config.runtime.lazy.fallback;
   if (!allow_fallback || policy == Fallback::fail) {
     throw RuntimeError("a group of " + std::to_string(nodes.size()) +
-                       " op(s) failed to compile: " + error);
+                       " op(s) failed to compile: " + compiled.error);
   }
   record().counts.fallbacks++;
   if (policy == Fallback::split && nodes.size() > 1) {
@@ -449,11 +367,11 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
       TensorType tt;
       tt.dtype = d.dtype;
       for (int64_t x : d.shape) tt.dims.push_back(compiler_stub::Dim::of(x));
-      names[i] = allocate(tt, "s");
+      names[i] = m_device.allocate(tt, "s");
       scratch.push_back(names[i]);
     } else {
       auto& t = outs[b.index];
-      names[i] = t->device = allocate(t->type, "t");
+      names[i] = t->device = m_device.allocate(t->type, "t");
     }
   }
   // An output that aliases an input (a KV append updates its cache in place).
@@ -488,78 +406,32 @@ void Session::launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& 
         origins[i] = o->second;
     }
   }
-  charge(HostState::dispatch, m_options.mode->launch_ns(m_config.runtime));
+  m_host.charge(HostState::dispatch, m_options.mode->launch_ns(m_config.runtime));
   for (auto& t : outs) t->pending = -1;
-  const bool queued = compile_ns > 0 || !m_queue.empty();
+  const bool held = compile_ns > 0 || m_device.holding();
   // Scratch is reusable by the next launch once this one is issued in order.
-  for (std::string& s : scratch) m_memory.release(std::move(s), !queued && launches_in_order());
-  if (queued) {
+  for (std::string& s : scratch) m_device.release(std::move(s), !held && m_device.in_order());
+  DeviceQueue::Launch l{compiled, std::move(names), std::move(scalars), std::move(origins),
+                        outs,     &record()};
+  if (held) {
     // Background compilation: the launch waits for its compile (the compiler runs one job at a
-    // time) and for every launch queued before it; the host goes on recording.
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    sc_core::sc_time ready = now;
-    if (compile_ns > 0) {
-      ready = std::max(now, m_compiler_free) + sc_core::sc_time(double(compile_ns), sc_core::SC_NS);
-      m_compiler_free = ready;
-    }
-    for (auto& t : outs) t->queued = true;
-    m_queue.push_back({compiled, compiled->plan, std::move(names), std::move(scalars), outs, ready,
-                       &record(), std::move(origins)});
-    m_queue_added.notify(sc_core::SC_ZERO_TIME);
+    // time) and for every launch held before it; the host goes on recording.
+    const sc_core::sc_time ready =
+        compile_ns > 0 ? m_compiler.background_done(compile_ns) : sc_core::sc_time_stamp();
+    m_device.hold(std::move(l), ready);
     return;
   }
-  engines::Launch& launch = m_device.launch(*c.plan, std::move(scalars), std::move(names), c.plan);
-  launch.origins = std::move(origins);
-  const sim::LaunchHandle l(m_device, launch);
-  if (m_host_track) m_flows.emplace_back(now_ps() - 1, l);  // inside the launch slice
-  record().counts.plans_launched++;
-  record().padded_macs += c.macs;
-  for (auto& t : outs) t->producer = l;
-}
-
-// The background compiler's launcher: launches queued groups in order, each when its compile
-// is done.
-void Session::launch_worker() {
-  for (;;) {
-    while (m_queue.empty()) sc_core::wait(m_queue_added);
-    Queued& q = m_queue.front();
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    if (q.ready > now) sc_core::wait(q.ready - now);
-    engines::Launch& launch =
-        m_device.launch(*q.plan, std::move(q.scalars), std::move(q.names), q.plan);
-    launch.origins = std::move(q.origins);
-    const sim::LaunchHandle l(m_device, launch);
-    if (m_host_track) m_flows.emplace_back(now_ps(), l);
-    q.record->counts.plans_launched++;
-    q.record->padded_macs += q.compiled->macs;
-    for (auto& t : q.outs) {
-      t->producer = l;
-      t->queued = false;
-    }
-    m_queue.pop_front();
-    m_launched.notify(sc_core::SC_ZERO_TIME);
-  }
+  m_device.launch(std::move(l), HostTimeline::now_ps() - 1);  // inside the launch slice
 }
 
 void Session::wait_launched(const TensorImpl* t) {
-  if (!(t ? t->queued : !m_queue.empty())) return;
-  enter(HostState::compile);
-  while (t ? t->queued : !m_queue.empty()) sc_core::wait(m_launched);
-  align_to_ns();
-  enter(HostState::other);
+  m_host.wait_while(
+      HostState::compile, [&] { return t ? t->queued : m_device.holding(); },
+      [&]() -> const sc_core::sc_event& { return m_device.launched_event(); });
 }
 
 void Session::finish_trace() {
-  if (!m_host_track || !m_device.plan_track()) return;
-  const traces::Track device = *m_device.plan_track();
-  uint64_t id = 1;
-  for (const auto& [host_ps, l] : m_flows) {
-    if (!l.started()) continue;
-    m_trace->flow_begin(*m_host_track, static_cast<traces::TimePs>(host_ps), id, "launch");
-    m_trace->flow_end(device, static_cast<traces::TimePs>(l.launch_begin_ps()), id, "launch");
-    ++id;
-  }
-  m_flows.clear();
+  if (m_host.track()) m_device.finish_trace(*m_trace, *m_host.track());
 }
 
 // ---- steps ----
@@ -575,7 +447,7 @@ void Session::startup(const std::vector<int64_t>& buckets,
     flush("trace");
     m_tracing = false;
   }
-  free_deferred();
+  m_device.free_deferred();
 }
 
 int64_t Session::shape_for(int64_t real) {
@@ -595,100 +467,29 @@ int64_t Session::shape_for(int64_t real) {
 }
 
 void Session::begin_step(int64_t index) {
-  enter(HostState::other);
-  if (m_in_step) end_step();
-  close_startup();
-  m_in_step = true;
-  m_current = StepRecord{};
-  m_current.index = index;
-  m_current.start_ns = now_ns();
-  m_step_first_launch = sim::launch_count(m_device);
-}
-
-void Session::close_startup() {
-  if (m_startup_closed) return;
-  m_startup_closed = true;
-  m_startup.wall_ns = now_ns() - m_startup.start_ns;
-  if (m_step_track && m_startup.wall_ns > 0) {
-    const traces::TraceArgs args = traces::TraceArgs()
-                                       .add("wall_ns", m_startup.wall_ns)
-                                       .add("compiles", m_startup.counts.compiles);
-    m_trace->slice(*m_step_track, static_cast<traces::TimePs>(m_startup.start_ns) * 1000,
-                   static_cast<traces::TimePs>(m_startup.wall_ns) * 1000, "startup", "step", args);
-  }
+  m_host.enter(HostState::other);
+  if (m_log.in_step()) end_step();
+  m_log.begin(index, now_ns());
+  m_step_first_launch = m_device.launches();
 }
 
 void Session::idle_until(int64_t ns) {
-  if (m_in_step) throw RuntimeError("internal: idle_until inside a step");
-  enter(HostState::other);  // closes the accounting up to now
-  const int64_t now = now_ns();
-  if (ns <= now) return;
-  close_startup();
-  sc_core::wait(sc_time(static_cast<double>(ns - now), sc_core::SC_NS));
-  m_clock.restart(now_ps());  // the wait belongs to no record
-  m_idle_ns += ns - now;
-}
-
-void Session::free_deferred() {
-  for (const std::string& name : m_memory.free_deferred()) {
-    if (m_options.functional) m_device.tensors().erase(name);
-  }
+  if (m_log.in_step()) throw RuntimeError("internal: idle_until inside a step");
+  m_host.idle_until(ns);
 }
 
 void Session::end_step() {
-  if (!m_in_step) return;
+  if (!m_log.in_step()) return;
   flush("step end");
   wait_launched(nullptr);
-  for (size_t i = m_step_first_launch; i < sim::launch_count(m_device); ++i) {
-    wait_drained(sim::launch_at(m_device, i), HostState::sync_wait);
+  for (size_t i = m_step_first_launch; i < m_device.launches(); ++i) {
+    m_host.wait_drained(m_device.launch_at(i), HostState::sync_wait);
   }
-  enter(HostState::other);
-  free_deferred();
-  m_current.wall_ns = now_ns() - m_current.start_ns;
+  m_host.enter(HostState::other);
+  m_device.free_deferred();
+  const int64_t now = now_ns();
   // Device busy: the union of the spans of the plans that ran in the step.
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  for (size_t i = m_step_first_launch; i < sim::launch_count(m_device); ++i) {
-    const sim::LaunchHandle l = sim::launch_at(m_device, i);
-    if (!l.started()) continue;
-    spans.emplace_back(l.start_ps(), l.end_ps());
-  }
-  m_device.retire_drained();  // the step's launches are folded into the op totals and freed
-  std::sort(spans.begin(), spans.end());
-  int64_t busy = 0, cur_lo = -1, cur_hi = -1;
-  for (auto [lo, hi] : spans) {
-    if (lo > cur_hi) {
-      if (cur_hi > cur_lo) busy += cur_hi - cur_lo;
-      cur_lo = lo;
-      cur_hi = hi;
-    } else {
-      cur_hi = std::max(cur_hi, hi);
-    }
-  }
-  if (cur_hi > cur_lo) busy += cur_hi - cur_lo;
-  m_current.device_busy_ns = busy / 1000;
-  if (m_step_track) {
-    const std::string name = "step " + std::to_string(m_current.index);
-    const traces::TraceArgs args = traces::TraceArgs()
-                                       .add("index", m_current.index)
-                                       .add("wall_ns", m_current.wall_ns)
-                                       .add("device_busy_ns", m_current.device_busy_ns)
-                                       .add("compiles", m_current.counts.compiles)
-                                       .add("launches", m_current.counts.plans_launched);
-    m_trace->slice(*m_step_track, static_cast<traces::TimePs>(m_current.start_ns) * 1000,
-                   static_cast<traces::TimePs>(m_current.wall_ns) * 1000, name, "step", args);
-  }
-  m_step_counts.add(m_current.counts);
-  ++m_steps_done;
-  if (m_options.keep_steps) m_steps.push_back(m_current);
-  m_in_step = false;
-  if (m_options.on_step_end) m_options.on_step_end(m_current);
-}
-
-Counts Session::totals() const {
-  Counts c = m_startup.counts;
-  c.add(m_step_counts);
-  if (m_in_step) c.add(m_current.counts);
-  return c;
+  m_log.end(now, m_device.busy_ns_since(m_step_first_launch));
 }
 
 }  // namespace wallsim::runtime

@@ -1,4 +1,4 @@
-// The Session's tensors: uploads from the host, reads back to it, and the copy plans they run.
+// The Session's tensors: uploads from the host, reads back to it, and pre-laid weights' views.
 #include <cmath>
 #include <memory>
 
@@ -11,44 +11,6 @@ namespace wallsim::runtime {
 
 using namespace session_detail;
 using sc_core::sc_time;
-
-sim::LaunchHandle Session::launch_transfer(const std::string& src, isa::MemSpace src_space,
-                                           const std::string& dst, isa::MemSpace dst_space,
-                                           const TensorType& type) {
-  auto shape = dims_of(type);
-  const int64_t cols = shape.empty() ? 1 : shape.back();
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
-  const std::string key = std::string(isa::name_of(type.dtype)) + "_" + std::to_string(rows) + "x" +
-                          std::to_string(cols) + "_" + std::string(isa::name_of(src_space));
-  auto it = m_transfer_index.find(key);
-  if (it == m_transfer_index.end()) {
-    auto body = std::make_shared<isa::Plan>();
-    isa::Plan& p = *body;
-    p.name = "copy_" + key;
-    p.tensors.push_back({"src", src_space, type.dtype, {rows, cols}, isa::TensorRole::input});
-    p.tensors.push_back({"dst", dst_space, type.dtype, {rows, cols}, isa::TensorRole::output});
-    isa::Stream s{isa::Engine::dma, "copy", 0, {}};
-    isa::Instruction in;
-    in.op = isa::Opcode::dma_copy;
-    for (int k = 0; k < 2; ++k) {
-      isa::AccessPattern& ap = k == 0 ? in.src[0] : in.dst;
-      ap.space = k == 0 ? src_space : dst_space;
-      ap.buffer = k == 0 ? 0 : 1;
-      ap.dtype = type.dtype;
-      ap.partitions = static_cast<int32_t>(rows);
-      ap.partition_stride = cols;
-      ap.num_free = 1;
-      ap.free[0] = {cols, 1};
-    }
-    s.instructions.push_back(in);
-    p.streams.push_back(std::move(s));
-    it = m_transfer_index.emplace(key, m_transfer_plans.size()).first;
-    m_transfer_plans.push_back(body);
-  }
-  record().counts.transfers++;
-  return {m_device, m_device.launch(*m_transfer_plans[it->second], {}, {src, dst})};
-}
 
 compiler_stub::WeightLayout Session::weight_layout(
     const TensorType& type, const std::vector<const Node*>& consumers,
@@ -67,7 +29,7 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
   auto t = new_tensor();
   t->type = type;
   t->layout = layout;
-  t->device = allocate(stored, "t");
+  t->device = m_device.allocate(stored, "t");
   if (m_options.keep_reference) {
     Node in;
     in.id = static_cast<int32_t>(m_ref.nodes.size());
@@ -85,11 +47,12 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
   if (!layout.as_given()) {
     // The host permutes the values as it stages them: every byte read and written once.
     const double bytes = 2.0 * double(type.elements()) * double(isa::dtype_bytes(dtype));
-    charge(HostState::other,
-           static_cast<int64_t>(std::ceil(bytes / m_config.runtime.host_cpu.memory_gb_per_s)));
+    m_host.charge(
+        HostState::other,
+        static_cast<int64_t>(std::ceil(bytes / m_config.runtime.host_cpu.memory_gb_per_s)));
   }
   if (m_options.functional) {
-    auto& h = m_device.tensors().put(host, isa::MemSpace::host, dtype, dims_of(stored));
+    auto& h = m_device.core().tensors().put(host, isa::MemSpace::host, dtype, dims_of(stored));
     if (static_cast<int64_t>(values.size()) != h.elements()) {
       throw RuntimeError("upload: " + std::to_string(values.size()) + " values for " +
                          std::to_string(h.elements()) + " elements");
@@ -103,10 +66,10 @@ Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
       isa::store_element(h.bytes.data() + static_cast<int64_t>(i) * eb, dtype, v[i]);
     }
   }
-  const sim::LaunchHandle l =
-      launch_transfer(host, isa::MemSpace::host, t->device, isa::MemSpace::hbm, stored);
-  wait_drained(l, HostState::transfer);
-  if (m_options.functional) m_device.tensors().erase(host);
+  const sim::LaunchHandle l = m_device.transfer(host, isa::MemSpace::host, t->device,
+                                                isa::MemSpace::hbm, stored, record().counts);
+  m_host.wait_drained(l, HostState::transfer);
+  if (m_options.functional) m_device.core().tensors().erase(host);
   return Tensor(t);
 }
 
@@ -200,17 +163,17 @@ compiler_stub::HostTensor Session::to_host(const Tensor& t) {
     return out;
   }
   wait_launched(p.get());
-  wait_drained(p->producer, HostState::sync_wait);
+  m_host.wait_drained(p->producer, HostState::sync_wait);
   const std::string& dev = p->storage();
   const std::string host = "host_" + dev;
   if (m_options.functional)
-    m_device.tensors().put(host, isa::MemSpace::host, p->type.dtype, out.shape);
-  const sim::LaunchHandle l =
-      launch_transfer(dev, isa::MemSpace::hbm, host, isa::MemSpace::host, p->type);
-  wait_drained(l, HostState::transfer);
+    m_device.core().tensors().put(host, isa::MemSpace::host, p->type.dtype, out.shape);
+  const sim::LaunchHandle l = m_device.transfer(dev, isa::MemSpace::hbm, host, isa::MemSpace::host,
+                                                p->type, record().counts);
+  m_host.wait_drained(l, HostState::transfer);
   if (m_options.functional) {
-    out.data = memory::to_floats(*m_device.tensors().find(host));
-    m_device.tensors().erase(host);
+    out.data = memory::to_floats(*m_device.core().tensors().find(host));
+    m_device.core().tensors().erase(host);
   } else {
     out.data.assign(static_cast<size_t>(n), 0.0f);
   }

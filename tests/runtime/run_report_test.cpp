@@ -52,6 +52,44 @@ TEST(RunReport, RoundTripsThroughItsJson) {
   EXPECT_EQ(b.steps.at(2).counts.ops, 7);
 }
 
+// A figure shown only when nonzero (comm_wait) is absent at 0, so a run without
+// communication reports as before, and present (and read back) otherwise.
+TEST(RunReport, CommWaitIsListedOnlyWhenNonzero) {
+  RunReport a = report_with({100, 40}, 5);
+  base::Json quiet = a.to_json();
+  quiet["device"] = base::Json::object();
+  EXPECT_FALSE(quiet["steps"][0].contains("comm_wait_ns"));
+  EXPECT_FALSE(quiet["totals"].contains("comm_wait_ns"));
+  EXPECT_TRUE(quiet["steps"][0].contains("sync_wait_ns"));  // zero, but always listed
+  EXPECT_EQ(
+      RunReport::from_json(quiet).steps[1].host_ns[static_cast<int>(runtime::HostState::comm_wait)],
+      0);
+  a.steps[1].host_ns[static_cast<int>(runtime::HostState::comm_wait)] = 30;
+  a.totals.host_ns[static_cast<int>(runtime::HostState::comm_wait)] = 30;
+  base::Json j = a.to_json();
+  j["device"] = base::Json::object();
+  EXPECT_EQ(j["steps"][1]["comm_wait_ns"], 30);
+  EXPECT_FALSE(j["steps"][0].contains("comm_wait_ns"));
+  EXPECT_EQ(j["totals"]["comm_wait_ns"], 30);
+  const RunReport b = RunReport::from_json(j);
+  EXPECT_EQ(b.steps[1].host_ns[static_cast<int>(runtime::HostState::comm_wait)], 30);
+  EXPECT_EQ(b.totals.host_ns[static_cast<int>(runtime::HostState::comm_wait)], 30);
+}
+
+// Counts::add adds every count (each described once, in step_log.h).
+TEST(RunReport, CountsAddEveryDescribedFigure) {
+  runtime::Counts a, b;
+  int64_t k = 1;
+  runtime::for_each_figure(b, [&](std::string_view, int64_t& v, runtime::Shown) { v = k++; });
+  a.add(b);
+  a.add(b);
+  k = 1;
+  runtime::for_each_figure(
+      a, [&](std::string_view key, int64_t& v, runtime::Shown) { EXPECT_EQ(v, 2 * k++) << key; });
+  EXPECT_EQ(k, 12);  // the eleven counts
+  EXPECT_EQ(a.disk_hits, 22);
+}
+
 TEST(RunReport, AMissingSectionNamesItsPath) {
   base::Json j = report_with({1, 2}, 0).to_json();
   j.erase("totals");

@@ -9,9 +9,16 @@
 
 namespace wallsim::runtime {
 
-enum class HostState : uint8_t { dispatch, compile, transfer, sync_wait, other };
-inline constexpr int kNumHostStates = 5;
+// comm_wait: waiting for a collective's peers (ranks; no run enters it yet). A report lists
+// it only when nonzero (host_state_always_shown), so runs without communication report as
+// before.
+enum class HostState : uint8_t { dispatch, compile, transfer, sync_wait, comm_wait, other };
+inline constexpr int kNumHostStates = 6;
 std::string_view name_of(HostState s);  // "host_dispatch", "compile", ...
+// What the state's time is, for reports ("host time dispatching ops and launches").
+std::string_view doc_of(HostState s);
+// Whether reports list the state even at zero (every state but comm_wait).
+bool host_state_always_shown(HostState s);
 
 using HostTimes = std::array<int64_t, kNumHostStates>;  // ns by HostState
 

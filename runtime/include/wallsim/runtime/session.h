@@ -1,19 +1,18 @@
-// Session: the host runtime. Workload code calls the Tensor API from a host SC_THREAD; every
-// runtime action costs modelled host time in the same simulation as the device. The execution
-// mode (an ExecutionMode, execution_mode.h) decides when ops become plans, how they are
-// grouped, which compile curve they pay and what each op costs the host; the session holds the
-// state and coordinates.
+// Session: the host runtime of one rank. Workload code calls the Tensor API from a host
+// SC_THREAD; every runtime action costs modelled host time in the same simulation as the
+// device. The execution mode (an ExecutionMode, execution_mode.h) decides when ops become
+// plans, how they are grouped, which compile curve they pay and what each op costs the host.
+// The session records ops, cuts groups (with their fallback) and coordinates four parts, each
+// holding its own state: the compile service (compile_service.h), the device queue
+// (device_queue.h), the host timeline (host_timeline.h) and the step log (step_log.h).
 //
 // Host time is always in exactly one HostState; the states of a step sum to its wall time.
 #pragma once
 
 #include <systemc>
 
-#include <array>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,67 +27,19 @@
 #include "wallsim/compiler_stub/reference.h"
 #include "wallsim/compiler_stub/weight_layouts.h"
 #include "wallsim/runtime/compile_cache.h"
+#include "wallsim/runtime/compile_service.h"
 #include "wallsim/runtime/config.h"
-#include "wallsim/runtime/device_memory.h"
+#include "wallsim/runtime/device_queue.h"
 #include "wallsim/runtime/execution_mode.h"
 #include "wallsim/runtime/host_clock.h"
+#include "wallsim/runtime/host_timeline.h"
 #include "wallsim/runtime/runtime_error.h"
+#include "wallsim/runtime/step_log.h"
 #include "wallsim/sim/launch_handle.h"
 #include "wallsim/sim/system.h"
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::runtime {
-
-struct Counts {
-  int64_t ops = 0;             // Tensor API ops issued by the workload
-  int64_t plans_launched = 0;  // compiled plans and kernels launched (transfers excluded)
-  int64_t compiles = 0;        // compiler invocations, failures and split retries included
-  int64_t compile_failures = 0;
-  int64_t cache_hits = 0;
-  int64_t cache_misses = 0;
-  int64_t recompiles = 0;  // compiles of a shape-free signature compiled before
-  int64_t fallbacks = 0;   // groups that fell back after a failed compile
-  int64_t cache_evictions = 0;
-  int64_t transfers = 0;  // host<->device copies
-  int64_t disk_hits = 0;  // AOT: plans loaded from the on-disk cache instead of compiled
-  void add(const Counts& o);
-};
-
-// One step, or the start-up before the first (AOT traces and compiles there).
-struct StepRecord {
-  int64_t index = -1;  // -1 for startup
-  int64_t start_ns = 0;
-  int64_t wall_ns = 0;
-  HostTimes host_ns{};         // by HostState; they sum to wall_ns
-  int64_t device_busy_ns = 0;  // union of the spans of plans running during the step
-  Counts counts;
-  double padded_macs = 0;  // tensor-engine MACs the step's plans do at the shapes they run
-  double real_macs = 0;    // ... and at the workload's real shapes
-};
-
-// One compiled cache entry, as a lazy runtime's cache reports it (TorchTPU: num_cache_reqs,
-// num_cache_hits, compilation_duration): requests and hits count lookups of its signature after
-// the compile that made it.
-struct CacheEntryRecord {
-  std::string signature;  // the group signature, hex
-  std::string plan;       // the plan's name
-  int64_t step = -1;      // the step that compiled it; -1: start-up
-  compiler_stub::CompileWork work;
-  int64_t compile_ns = 0;  // modelled compile latency
-  int64_t requests = 0;
-  int64_t hits = 0;
-  std::vector<compiler_stub::TensorType> types;  // of the group's nodes: for the recompile log
-};
-
-// Why a group was compiled again at other shapes (TORCH_LOGS=recompiles): the entry it
-// replaces and the first dimension that differs.
-struct RecompileRecord {
-  int64_t step = -1;
-  std::string plan;
-  std::string signature;
-  std::string previous;  // the signature compiled before for the same shape-free group
-  std::string reason;    // e.g. "node 3 (batch_matmul) dim 2: 128 -> 129"
-};
 
 class Session;
 
@@ -251,28 +202,28 @@ class Session {
   // Between steps: the host has nothing to do until `ns` (a server waiting for requests). The
   // time is idle, in no step's record (idle_ns() sums it).
   void idle_until(int64_t ns);
-  int64_t idle_ns() const { return m_idle_ns; }
+  int64_t idle_ns() const { return m_log.idle_ns(); }
   // The MACs of the step at its real shapes (a padded AOT step reports what it wastes).
-  void add_real_macs(double macs) { m_current.real_macs += macs; }
+  void add_real_macs(double macs) { m_log.add_real_macs(macs); }
 
   // The reference evaluator's value of `t` (keep_reference only).
   compiler_stub::HostTensor reference(const Tensor& t) const;
 
-  const StepRecord& startup_record() const { return m_startup; }
+  const StepRecord& startup_record() const { return m_log.startup(); }
   // Every finished step's record (empty unless SessionOptions::keep_steps).
-  const std::vector<StepRecord>& steps() const { return m_steps; }
-  int64_t steps_done() const { return m_steps_done; }
-  Counts totals() const;
-  int64_t now_ns() const;
+  const std::vector<StepRecord>& steps() const { return m_log.steps(); }
+  int64_t steps_done() const { return m_log.steps_done(); }
+  Counts totals() const { return m_log.totals(); }
+  int64_t now_ns() const { return HostTimeline::now_ns(); }
   // Real (not simulated) seconds compiler_stub spent compiling: measured, varies run to run.
-  double compiler_seconds() const { return m_compiler_seconds; }
+  double compiler_seconds() const { return m_compiler.compiler_seconds(); }
   // Plan bodies rebuilt after plan_memory_bytes dropped them (measured, like the above).
-  int64_t bodies_rebuilt() const { return m_bodies_rebuilt; }
+  int64_t bodies_rebuilt() const { return m_compiler.bodies_rebuilt(); }
   // Host time the ops' own calls cost (dispatch and record), by op kind, startup included.
   const std::map<std::string, int64_t>& host_ns_by_op() const { return m_host_ns_by_op; }
   // Every plan compiled, in compile order, with its lookups; every recompile with its reason.
-  const std::vector<CacheEntryRecord>& cache_entries() const { return m_entries; }
-  const std::vector<RecompileRecord>& recompile_log() const { return m_recompiles; }
+  const std::vector<CacheEntryRecord>& cache_entries() const { return m_compiler.entries(); }
+  const std::vector<RecompileRecord>& recompile_log() const { return m_compiler.recompile_log(); }
 
   // After the simulation: draws the trace's flows from each launch on the host to the plan's
   // launch on the device.
@@ -283,40 +234,10 @@ class Session {
 
  private:
   struct Group;
-  // Advances the host clock by `ns` in state `s`; `args` go on that state's trace slice.
-  void charge(HostState s, int64_t ns, const traces::TraceArgs* args = nullptr);
-  void wait_for(HostState s, const sc_core::sc_event& e);
-  void align_to_ns();
-  void enter(HostState s);
-  std::string allocate(const compiler_stub::TensorType& type, const std::string& hint);
   void flush(const char* reason);
   void run_group(const std::vector<int32_t>& nodes, bool allow_fallback);
-  // A compiled plan for `sub`, from the cache or compiled. In the background mode a compile's
-  // latency is returned in `compile_ns` instead of being charged to the host.
-  std::shared_ptr<CompiledPlan> compile_group(const compiler_stub::Graph& sub, bool* failed,
-                                              std::string* error, int64_t* compile_ns);
-  // Records the compile of a new cache entry (and, for a recompile, why).
-  void note_entry(const compiler_stub::Graph& sub, uint64_t hash, uint64_t shape_free,
-                  const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
-                  bool recompile);
   void launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& c, int64_t compile_ns);
-  void launch_worker();
-  // A failure `runtime.inject` asks for, if any.
-  std::optional<compiler_stub::CompileError> injected_failure(
-      const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
-  // Throws base::InputError when the host cannot hold the plan for `ids` of `sub`
-  // (SessionOptions::memory_check).
-  void check_plan_memory(const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
-  void wait_launched(const TensorImpl* t);  // a queued launch: waits for the compiler
-  sim::LaunchHandle launch_transfer(const std::string& src, isa::MemSpace src_space,
-                                    const std::string& dst, isa::MemSpace dst_space,
-                                    const compiler_stub::TensorType& type);
-  void wait_drained(sim::LaunchHandle l, HostState s);
-  void free_deferred();
-  // Whether the device runs every launch issued so far before any later one (no launch waits
-  // in the background compiler's queue): then a released tensor's bytes are reusable at once.
-  bool launches_in_order() const;
-  void close_startup();  // the start-up record ends at the first step or idle wait
+  void wait_launched(const TensorImpl* t);   // a held launch: waits for the compiler
   std::shared_ptr<TensorImpl> new_tensor();  // owned by this session, detached when it ends
   // A pre-laid tensor's storage as a tensor of its own (the stored type, no layout).
   Tensor stored_view(const Tensor& t);
@@ -325,13 +246,16 @@ class Session {
   Tensor reshaped_view(const Tensor& t);
   // A pre-laid tensor's value as given: the ops that undo its layout, on its storage.
   Tensor undo_layout(const Tensor& t);
-  StepRecord& record() { return m_in_step ? m_current : m_startup; }
+  StepRecord& record() { return m_log.record(); }
 
   Config m_config;
-  sim::Core& m_device;
   SessionOptions m_options;
   traces::TraceSink* m_trace;
-  uint64_t m_arch_fp = 0;
+  // The four parts (in this order: each refers to the ones before).
+  StepLog m_log;
+  HostTimeline m_host;
+  DeviceQueue m_device;
+  CompileService m_compiler;
 
   // Pending lazy graph and the live tensors its nodes produce.
   compiler_stub::Graph m_pending;
@@ -350,58 +274,26 @@ class Session {
   int32_t m_current_origin = -1;
   std::unordered_map<int32_t, int32_t> m_node_origin;  // pending node id -> origin index
   int64_t m_host_compute_ns = 0;
-
-  CompileCache m_cache;
-  DiskPlanCache m_disk;
-  std::vector<std::shared_ptr<const isa::Plan>> m_transfer_plans;  // kept alive for the device
-  std::unordered_map<std::string, size_t> m_transfer_index;
-  int64_t m_bodies_rebuilt = 0;
   std::map<std::string, int64_t> m_host_ns_by_op;
-  std::vector<CacheEntryRecord> m_entries;
-  std::unordered_map<uint64_t, size_t> m_entry_of;              // signature hash -> entry
-  std::unordered_map<uint64_t, size_t> m_latest_of_shape_free;  // shape-free hash -> entry
-  std::vector<RecompileRecord> m_recompiles;
-
-  DeviceMemory m_memory;
-  HostClock m_clock;
-  bool m_in_step = false;
-  int64_t m_idle_ns = 0;
-  bool m_startup_closed = false;
-  StepRecord m_startup;
-  StepRecord m_current;
-  std::vector<StepRecord> m_steps;  // keep_steps only
-  Counts m_step_counts;             // summed over the finished steps
-  int64_t m_steps_done = 0;
   size_t m_step_first_launch = 0;
   std::vector<int64_t> m_aot_buckets;
-  bool m_tracing = false;  // AOT startup: recording a bucket's step
-  std::optional<traces::Track> m_host_track;
-  std::optional<traces::Track> m_step_track;        // one slice per step, on the host
-  const traces::TraceArgs* m_slice_args = nullptr;  // for the host slice enter() closes next
-  // Background compilation: launches waiting for their compile, in program order.
-  struct Queued {
-    std::shared_ptr<CompiledPlan> compiled;
-    std::shared_ptr<const isa::Plan> plan;  // held until launched (its body may be dropped)
-    std::vector<std::string> names;
-    std::vector<int64_t> scalars;
-    std::vector<std::shared_ptr<TensorImpl>> outs;
-    sc_core::sc_time ready;  // when its compile is done
-    StepRecord* record;
-    std::vector<int32_t> origins;  // by plan node index
-  };
-  std::deque<Queued> m_queue;
-  sc_core::sc_event m_queue_added;
-  sc_core::sc_event m_launched;
-  sc_core::sc_time m_compiler_free;  // the background compiler is busy until then
-  double m_compiler_seconds = 0;
-  std::vector<std::pair<int64_t, sim::LaunchHandle>> m_flows;  // host ps, launch
+  bool m_tracing = false;      // AOT startup: recording a bucket's step
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
 };
 
-// Runs `body` in a host SC_THREAD on `device` and simulates until everything is done. Throws
-// what `body` throws (after stopping the simulation), or sim::SimulationError when the device
-// could not finish.
+// One rank's host thread: its body (the workload's host code, on its Session) and the core
+// its Session launches on.
+struct HostRank {
+  sim::Core* device = nullptr;
+  std::function<void()> body;
+};
+// Runs each rank's body in a host SC_THREAD of its own ("host" for one rank, "host_<r>" for
+// more) and simulates until every rank has ended. Throws what a body throws (the first rank's,
+// in rank order; an error stops the simulation at once), or sim::SimulationError when a device
+// could not finish or a rank never ended.
+void run_hosts(const std::vector<HostRank>& ranks);
+// One rank on `device`: run_hosts({{&device, body}}).
 void run_host(sim::Core& device, const std::function<void()>& body);
 
 }  // namespace wallsim::runtime

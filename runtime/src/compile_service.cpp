@@ -1,5 +1,8 @@
-// The Session's compiles: signature, compile cache, disk cache, failures (real or injected),
-// tensor binding and the modelled compile latency.
+// The compile service: signature, compile cache, disk cache, failures (real or injected),
+// tensor binding, the modelled compile latency and the background compiler.
+#include "wallsim/runtime/compile_service.h"
+
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -14,8 +17,27 @@ namespace wallsim::runtime {
 using namespace session_detail;
 using sc_core::sc_time;
 
-void Session::check_plan_memory(const Graph& sub, const std::vector<int32_t>& ids) const {
-  if (!m_options.memory_check) return;
+CompileService::CompileService(const Config& config, const ExecutionMode& mode,
+                               int64_t plan_memory_bytes, bool memory_check, HostTimeline& host,
+                               StepLog& log)
+    : m_config(config),
+      m_mode(mode),
+      m_memory_check(memory_check),
+      m_host(host),
+      m_log(log),
+      m_arch_fp(compiler_stub::arch_fingerprint(config.chip.arch)),
+      m_cache(config.runtime.cache_capacity, plan_memory_bytes),
+      m_disk(mode.uses_disk_cache() ? config.runtime.aot.disk_cache : std::string(),
+             base::write_params(config.compiler).dump() + "\nbuild " + compiler_stub::build_id()) {}
+
+sc_time CompileService::background_done(int64_t ns) {
+  const sc_time now = sc_core::sc_time_stamp();
+  m_compiler_free = std::max(now, m_compiler_free) + sc_time(double(ns), sc_core::SC_NS);
+  return m_compiler_free;
+}
+
+void CompileService::check_plan_memory(const Graph& sub, const std::vector<int32_t>& ids) const {
+  if (!m_memory_check) return;
   const int64_t instructions = compiler_stub::min_plan_instructions(sub, ids, m_config.chip.arch);
   const int64_t need = compiler_stub::min_compile_host_bytes(sub, ids, m_config.chip.arch);
   if (need < base::kUncheckedHostBytes) return;
@@ -25,25 +47,26 @@ void Session::check_plan_memory(const Graph& sub, const std::vector<int32_t>& id
                           "--no-memory-check");
 }
 
-std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* failed,
-                                                     std::string* error, int64_t* compile_ns) {
+CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) {
+  Outcome out;
+  StepRecord& record = m_log.record();
   std::vector<int32_t> ids;
   for (const Node& n : sub.nodes) {
     if (n.op != OpKind::input) ids.push_back(n.id);
   }
   const int64_t inputs = static_cast<int64_t>(sub.nodes.size() - ids.size());
-  const bool counted = m_options.mode->compiles();
+  const bool counted = m_mode.compiles();
   // Finding the plan: a graph hash (lazy modes) or a key of the inputs' shapes (AOT).
-  if (counted && !m_tracing) {
-    charge(HostState::dispatch,
-           m_options.mode->plan_key_ns(m_config.runtime, static_cast<int64_t>(ids.size()), inputs));
+  if (counted && !tracing) {
+    m_host.charge(HostState::dispatch,
+                  m_mode.plan_key_ns(m_config.runtime, static_cast<int64_t>(ids.size()), inputs));
   }
   const auto sig = compiler_stub::group_signature(sub, ids, m_arch_fp);
-  if (counted) charge(HostState::dispatch, m_config.runtime.cache_lookup_ns);
+  if (counted) m_host.charge(HostState::dispatch, m_config.runtime.cache_lookup_ns);
   auto entry = m_entry_of.find(sig.hash);
   if (counted && entry != m_entry_of.end()) m_entries[entry->second].requests++;
   if (std::shared_ptr<CompiledPlan> c = m_cache.find(sig.hash)) {
-    if (counted) record().counts.cache_hits++;
+    if (counted) record.counts.cache_hits++;
     if (counted && entry != m_entry_of.end()) m_entries[entry->second].hits++;
     // The body was dropped: unpacked, or else rebuilt (the same plan), at no modelled cost.
     if (!c->plan) {
@@ -57,14 +80,14 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* fai
       ++m_bodies_rebuilt;
     }
     m_cache.hold_body(c);
-    return c;
+    out.plan = c;
+    return out;
   }
-  if (counted) record().counts.cache_misses++;
+  if (counted) record.counts.cache_misses++;
   // A group that failed before fails again: remembered, not recompiled.
   if (const std::string* f = m_cache.failure(sig.hash)) {
-    *failed = true;
-    *error = *f;
-    return nullptr;
+    out.error = *f;
+    return out;
   }
 
   // A plan compiled by an earlier run is loaded from disk instead (a hit, at a load cost).
@@ -77,11 +100,11 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* fai
     cg.groups.back().instructions = cg.plans.plans[0].instruction_count();
     result = std::move(cg);
     loaded = true;
-    record().counts.cache_misses--;
-    record().counts.cache_hits++;
-    record().counts.disk_hits++;
-    charge(HostState::other,
-           static_cast<int64_t>(std::llround(m_config.runtime.aot.cache_load_ms * 1e6)));
+    record.counts.cache_misses--;
+    record.counts.cache_hits++;
+    record.counts.disk_hits++;
+    m_host.charge(HostState::other,
+                  static_cast<int64_t>(std::llround(m_config.runtime.aot.cache_load_ms * 1e6)));
   }
   if (!loaded) {
     if (auto why = injected_failure(sub, ids)) {
@@ -97,18 +120,18 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* fai
   const auto& curve = m_config.runtime.compile_cost.active();
   if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
     if (counted) {
-      record().counts.compiles++;
-      record().counts.compile_failures++;
-      charge(HostState::compile,
-             static_cast<int64_t>(std::llround(
-                 compiler_stub::compile_latency_ms(
-                     curve, compiler_stub::CompileWork{static_cast<int64_t>(ids.size()), 0, 0}) *
-                 1e6)));
+      record.counts.compiles++;
+      record.counts.compile_failures++;
+      m_host.charge(
+          HostState::compile,
+          static_cast<int64_t>(std::llround(
+              compiler_stub::compile_latency_ms(
+                  curve, compiler_stub::CompileWork{static_cast<int64_t>(ids.size()), 0, 0}) *
+              1e6)));
     }
-    *failed = true;
-    *error = err->message();
-    m_cache.remember_failure(sig.hash, *error);
-    return nullptr;
+    out.error = err->message();
+    m_cache.remember_failure(sig.hash, out.error);
+    return out;
   }
   auto& cg = std::get<compiler_stub::CompiledGraph>(result);
   auto c = std::make_shared<CompiledPlan>();
@@ -132,16 +155,16 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* fai
   }
   if (!loaded && m_disk.enabled()) m_disk.store(sig.hex(), sig.text, *c->plan);
   if (counted && !loaded) {
-    record().counts.compiles++;
-    const bool recompile = m_cache.note_compile(sig.shape_free, sig.hash) && m_in_step;
-    if (recompile) record().counts.recompiles++;
+    record.counts.compiles++;
+    const bool recompile = m_cache.note_compile(sig.shape_free, sig.hash) && m_log.in_step();
+    if (recompile) record.counts.recompiles++;
     const compiler_stub::CompileWork work{c->nodes, c->stats.instructions, c->stats.spill_bytes};
     const int64_t ns =
         static_cast<int64_t>(std::llround(compiler_stub::compile_latency_ms(curve, work) * 1e6));
     note_entry(sub, sig.hash, sig.shape_free, sig.hex(), *c, ns, recompile);
-    if (m_config.runtime.compile_in_background && !m_tracing) {
-      *compile_ns = ns;  // the caller queues the launch behind the compiler
-    } else if (m_host_track) {
+    if (m_config.runtime.compile_in_background && !tracing) {
+      out.background_ns = ns;  // the caller holds the launch behind the compiler
+    } else if (m_host.traced()) {
       // Modelled figures only: wall-clock compile times stay in stats.json's `measured`.
       const std::string ops = op_list(sub, ids);
       const std::string hex = sig.hex();
@@ -152,24 +175,25 @@ std::shared_ptr<CompiledPlan> Session::compile_group(const Graph& sub, bool* fai
                                          .add("signature", hex)
                                          .add("instructions", c->stats.instructions)
                                          .add("modelled_ns", ns);
-      charge(HostState::compile, ns, &args);
+      m_host.charge(HostState::compile, ns, &args);
     } else {
-      charge(HostState::compile, ns);
+      m_host.charge(HostState::compile, ns);
     }
   }
   // Into the cache; the least recently used plan leaves when it is full.
-  record().counts.cache_evictions += m_cache.insert(sig.hash, c);
+  record.counts.cache_evictions += m_cache.insert(sig.hash, c);
   m_cache.hold_body(c);
-  return c;
+  out.plan = c;
+  return out;
 }
 
-void Session::note_entry(const Graph& sub, uint64_t hash, uint64_t shape_free,
-                         const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
-                         bool recompile) {
+void CompileService::note_entry(const Graph& sub, uint64_t hash, uint64_t shape_free,
+                                const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
+                                bool recompile) {
   CacheEntryRecord e;
   e.signature = hex;
   e.plan = c.plan->name;
-  e.step = m_in_step ? m_current.index : -1;
+  e.step = m_log.current_index();
   e.work = {c.nodes, c.stats.instructions, c.stats.spill_bytes};
   e.compile_ns = compile_ns;
   e.requests = 1;  // the lookup that missed
@@ -207,7 +231,7 @@ void Session::note_entry(const Graph& sub, uint64_t hash, uint64_t shape_free,
   m_entries.push_back(std::move(e));
 }
 
-std::optional<compiler_stub::CompileError> Session::injected_failure(
+std::optional<compiler_stub::CompileError> CompileService::injected_failure(
     const Graph& sub, const std::vector<int32_t>& ids) const {
   const InjectConfig& inject = m_config.runtime.inject;
   // A fail_ops op is rejected inside a fused group; alone it compiles (a per-op kernel).

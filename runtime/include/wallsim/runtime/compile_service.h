@@ -1,0 +1,106 @@
+// CompileService: everything a host runtime knows about compiling — the plan cache, the
+// on-disk cache, remembered failures, the cache entries and recompile log it reports, and the
+// background compiler's queue (one job at a time).
+//
+// Who changes what: the Session asks it for a group's plan; it charges the modelled host time
+// to the host timeline and counts into the step log's current record.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "wallsim/compiler_stub/compile.h"
+#include "wallsim/compiler_stub/graph.h"
+#include "wallsim/runtime/compile_cache.h"
+#include "wallsim/runtime/config.h"
+#include "wallsim/runtime/execution_mode.h"
+#include "wallsim/runtime/host_timeline.h"
+#include "wallsim/runtime/step_log.h"
+
+namespace wallsim::runtime {
+
+// One compiled cache entry, as a lazy runtime's cache reports it (TorchTPU: num_cache_reqs,
+// num_cache_hits, compilation_duration): requests and hits count lookups of its signature after
+// the compile that made it.
+struct CacheEntryRecord {
+  std::string signature;  // the group signature, hex
+  std::string plan;       // the plan's name
+  int64_t step = -1;      // the step that compiled it; -1: start-up
+  compiler_stub::CompileWork work;
+  int64_t compile_ns = 0;  // modelled compile latency
+  int64_t requests = 0;
+  int64_t hits = 0;
+  std::vector<compiler_stub::TensorType> types;  // of the group's nodes: for the recompile log
+};
+
+// Why a group was compiled again at other shapes (TORCH_LOGS=recompiles): the entry it
+// replaces and the first dimension that differs.
+struct RecompileRecord {
+  int64_t step = -1;
+  std::string plan;
+  std::string signature;
+  std::string previous;  // the signature compiled before for the same shape-free group
+  std::string reason;    // e.g. "node 3 (batch_matmul) dim 2: 128 -> 129"
+};
+
+class CompileService {
+ public:
+  // `config` outlives the service. `plan_memory_bytes` and `memory_check`: SessionOptions.
+  CompileService(const Config& config, const ExecutionMode& mode, int64_t plan_memory_bytes,
+                 bool memory_check, HostTimeline& host, StepLog& log);
+
+  struct Outcome {
+    std::shared_ptr<CompiledPlan> plan;  // null when the compile failed
+    std::string error;
+    // compile_in_background: the compile's latency, not charged to the host; the caller
+    // holds the launch behind the background compiler (background_done).
+    int64_t background_ns = 0;
+  };
+  // A compiled plan for the group `sub`, from the cache or compiled. `tracing`: an AOT
+  // start-up trace (no lookup cost, compiles charged to the host).
+  Outcome compile(const compiler_stub::Graph& sub, bool tracing);
+  // When a compile of `ns` queued now on the background compiler is done.
+  sc_core::sc_time background_done(int64_t ns);
+
+  // Every plan compiled, in compile order, with its lookups; every recompile with its reason.
+  const std::vector<CacheEntryRecord>& entries() const { return m_entries; }
+  const std::vector<RecompileRecord>& recompile_log() const { return m_recompiles; }
+  // Real seconds compiler_stub spent (measured); plan bodies rebuilt after being dropped.
+  double compiler_seconds() const { return m_compiler_seconds; }
+  int64_t bodies_rebuilt() const { return m_bodies_rebuilt; }
+
+ private:
+  // Throws base::InputError when the host cannot hold the plan for `ids` of `sub`.
+  void check_plan_memory(const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
+  // A failure `runtime.inject` asks for, if any.
+  std::optional<compiler_stub::CompileError> injected_failure(
+      const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
+  // Records the compile of a new cache entry (and, for a recompile, why).
+  void note_entry(const compiler_stub::Graph& sub, uint64_t hash, uint64_t shape_free,
+                  const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
+                  bool recompile);
+
+  const Config& m_config;
+  const ExecutionMode& m_mode;
+  bool m_memory_check;
+  HostTimeline& m_host;
+  StepLog& m_log;
+  uint64_t m_arch_fp = 0;
+  CompileCache m_cache;
+  DiskPlanCache m_disk;
+  std::vector<CacheEntryRecord> m_entries;
+  std::unordered_map<uint64_t, size_t> m_entry_of;              // signature hash -> entry
+  std::unordered_map<uint64_t, size_t> m_latest_of_shape_free;  // shape-free hash -> entry
+  std::vector<RecompileRecord> m_recompiles;
+  sc_core::sc_time m_compiler_free;  // the background compiler is busy until then
+  double m_compiler_seconds = 0;
+  int64_t m_bodies_rebuilt = 0;
+};
+
+}  // namespace wallsim::runtime

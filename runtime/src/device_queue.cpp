@@ -1,0 +1,156 @@
+// One core's allocations, launches (immediate or held for the background compiler) and copies.
+// sc_spawn (the launcher of held launches) needs SystemC's dynamic processes.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "wallsim/runtime/device_queue.h"
+
+#include <algorithm>
+
+#include "session_util.h"
+
+namespace wallsim::runtime {
+
+using namespace session_detail;
+
+DeviceQueue::DeviceQueue(sim::Core& core, int64_t hbm_bytes, bool functional, bool in_order)
+    : m_core(core), m_functional(functional), m_in_order(in_order), m_memory(hbm_bytes) {}
+
+void DeviceQueue::start_launcher() {
+  sc_core::sc_spawn_options o;
+  o.dont_initialize();
+  o.set_sensitivity(&m_held_added);
+  sc_core::sc_spawn([this] { launcher(); }, "background_compiler", &o);
+}
+
+std::string DeviceQueue::allocate(const TensorType& type, const std::string& hint) {
+  std::string name = m_memory.allocate(bytes_of(type), hint);
+  if (m_functional) m_core.tensors().put(name, isa::MemSpace::hbm, type.dtype, dims_of(type));
+  return name;
+}
+
+void DeviceQueue::free_deferred() {
+  for (const std::string& name : m_memory.free_deferred()) {
+    if (m_functional) m_core.tensors().erase(name);
+  }
+}
+
+sim::LaunchHandle DeviceQueue::issue(Launch& l, const std::shared_ptr<const isa::Plan>& plan) {
+  engines::Launch& launch = m_core.launch(*plan, std::move(l.scalars), std::move(l.names), plan);
+  launch.origins = std::move(l.origins);
+  const sim::LaunchHandle h(m_core, launch);
+  l.record->counts.plans_launched++;
+  l.record->padded_macs += l.compiled->macs;
+  return h;
+}
+
+void DeviceQueue::launch(Launch l, int64_t host_ps) {
+  const sim::LaunchHandle h = issue(l, l.compiled->plan);
+  if (m_flows_on) m_flows.emplace_back(host_ps, h);
+  for (auto& t : l.outs) t->producer = h;
+}
+
+void DeviceQueue::hold(Launch l, sc_core::sc_time ready) {
+  for (auto& t : l.outs) t->queued = true;
+  std::shared_ptr<const isa::Plan> plan = l.compiled->plan;
+  m_held.push_back({std::move(l), std::move(plan), ready});
+  m_held_added.notify(sc_core::SC_ZERO_TIME);
+}
+
+// The launcher of held launches: issues them in order, each when its compile is done.
+void DeviceQueue::launcher() {
+  for (;;) {
+    while (m_held.empty()) sc_core::wait(m_held_added);
+    Held& q = m_held.front();
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (q.ready > now) sc_core::wait(q.ready - now);
+    // The body may have been dropped from the cache since: launch the one held.
+    const sim::LaunchHandle h = issue(q.launch, q.plan);
+    if (m_flows_on) m_flows.emplace_back(now_ps(), h);
+    for (auto& t : q.launch.outs) {
+      t->producer = h;
+      t->queued = false;
+    }
+    m_held.pop_front();
+    m_launched.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+sim::LaunchHandle DeviceQueue::transfer(const std::string& src, isa::MemSpace src_space,
+                                        const std::string& dst, isa::MemSpace dst_space,
+                                        const TensorType& type, Counts& counts) {
+  auto shape = dims_of(type);
+  const int64_t cols = shape.empty() ? 1 : shape.back();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  const std::string key = std::string(isa::name_of(type.dtype)) + "_" + std::to_string(rows) + "x" +
+                          std::to_string(cols) + "_" + std::string(isa::name_of(src_space));
+  auto it = m_transfer_index.find(key);
+  if (it == m_transfer_index.end()) {
+    auto body = std::make_shared<isa::Plan>();
+    isa::Plan& p = *body;
+    p.name = "copy_" + key;
+    p.tensors.push_back({"src", src_space, type.dtype, {rows, cols}, isa::TensorRole::input});
+    p.tensors.push_back({"dst", dst_space, type.dtype, {rows, cols}, isa::TensorRole::output});
+    isa::Stream s{isa::Engine::dma, "copy", 0, {}};
+    isa::Instruction in;
+    in.op = isa::Opcode::dma_copy;
+    for (int k = 0; k < 2; ++k) {
+      isa::AccessPattern& ap = k == 0 ? in.src[0] : in.dst;
+      ap.space = k == 0 ? src_space : dst_space;
+      ap.buffer = k == 0 ? 0 : 1;
+      ap.dtype = type.dtype;
+      ap.partitions = static_cast<int32_t>(rows);
+      ap.partition_stride = cols;
+      ap.num_free = 1;
+      ap.free[0] = {cols, 1};
+    }
+    s.instructions.push_back(in);
+    p.streams.push_back(std::move(s));
+    it = m_transfer_index.emplace(key, m_transfer_plans.size()).first;
+    m_transfer_plans.push_back(body);
+  }
+  counts.transfers++;
+  return {m_core, m_core.launch(*m_transfer_plans[it->second], {}, {src, dst})};
+}
+
+int64_t DeviceQueue::busy_ns_since(size_t first) {
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (size_t i = first; i < launches(); ++i) {
+    const sim::LaunchHandle l = launch_at(i);
+    if (!l.started()) continue;
+    spans.emplace_back(l.start_ps(), l.end_ps());
+  }
+  m_core.retire_drained();  // the step's launches are folded into the op totals and freed
+  std::sort(spans.begin(), spans.end());
+  int64_t busy = 0, cur_lo = -1, cur_hi = -1;
+  for (auto [lo, hi] : spans) {
+    if (lo > cur_hi) {
+      if (cur_hi > cur_lo) busy += cur_hi - cur_lo;
+      cur_lo = lo;
+      cur_hi = hi;
+    } else {
+      cur_hi = std::max(cur_hi, hi);
+    }
+  }
+  if (cur_hi > cur_lo) busy += cur_hi - cur_lo;
+  return busy / 1000;
+}
+
+const std::map<int32_t, sim::Core::OpTotals>& DeviceQueue::origin_totals() const {
+  m_core.retire_drained();
+  return m_core.origin_totals();
+}
+
+void DeviceQueue::finish_trace(traces::TraceSink& sink, traces::Track host_track) {
+  if (!m_core.plan_track()) return;
+  const traces::Track device = *m_core.plan_track();
+  uint64_t id = 1;
+  for (const auto& [host_ps, l] : m_flows) {
+    if (!l.started()) continue;
+    sink.flow_begin(host_track, static_cast<traces::TimePs>(host_ps), id, "launch");
+    sink.flow_end(device, static_cast<traces::TimePs>(l.launch_begin_ps()), id, "launch");
+    ++id;
+  }
+  m_flows.clear();
+}
+
+}  // namespace wallsim::runtime
