@@ -32,11 +32,12 @@ sys.path.insert(0, HERE)
 
 class Case:
     def __init__(self, fam, name, args=None, expect="err", msg=None, setup="", check="",
-                 script=None, timeout=60, then=None, surface=None, corpus=True):
+                 script=None, timeout=60, then=None, surface=None, corpus=True, left=None):
         self.fam, self.name, self.args, self.expect, self.msg = fam, name, args, expect, msg
         self.setup, self.check, self.script, self.timeout, self.then = (setup, check, script,
                                                                       timeout, then)
         self.surface = surface or fam
+        self.left = left  # a path the case's own script makes (not wallsim's leftover)
         # A case is a corpus candidate when run_corpus.sh can run it as it is.
         self.corpus = corpus and not setup and not check and script is None
 
@@ -44,6 +45,7 @@ class Case:
         return self.script if self.script is not None else '"$B" ' + self.args
 
 
+PROGRESS = re.compile(r"^wallsim: \w+: step \d+/\d+ done, ")
 STAGING = re.compile(r"^\.(.*\.(partial|old)-\d+|program-.*|values-.*|.*\.tmp.*)$")
 
 
@@ -85,8 +87,9 @@ def run_case(c, binary, files, src):
         rc = None
     secs = time.time() - t0
     err = err.decode("utf-8", "replace")
-    errl = lines_of(err)
-    res.update(rc=rc, seconds=round(secs, 2), stderr=err[-600:])
+    # progress lines of long runs ("wallsim: run: step 2/3 done, ...") are not error lines
+    errl = [x for x in lines_of(err) if not PROGRESS.match(x)]
+    res.update(rc=rc, seconds=round(secs, 2), stderr=err[-4000:])
     problems = []
     if rc is None:
         problems.append("hang: killed after %d s" % c.timeout)
@@ -124,7 +127,8 @@ def run_case(c, binary, files, src):
         problems.append("the FIFO $T/fifo was replaced")
     after = listing(T)
     if rc not in (0, None) and c.expect != "signal":
-        new = sorted(after - before)
+        new = sorted(x for x in after - before
+                     if not (c.left and (x == c.left or x.startswith(c.left + "/"))))
         if new and c.surface not in ("sweep",):
             problems.append("left behind: " + ", ".join(new[:3]))
     hidden = sorted(x for x in after if STAGING.match(os.path.basename(x)))
