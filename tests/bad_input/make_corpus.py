@@ -96,7 +96,8 @@ config_case("negative", lambda c: c["arch"]["sbuf"].update(partitions=-1), "arch
 config_case("zero_freq", lambda c: c["timing"]["tensor"].update(freq_mhz=0),
             "timing.tensor.freq_mhz")
 config_case("fraction", lambda c: c["arch"]["sbuf"].update(partitions=1.5), "arch.sbuf.partitions")
-config_case("huge_int", lambda c: c["arch"]["hbm"].update(bytes=2**70), "arch.hbm.bytes")
+config_case("huge_int", lambda c: c["arch"].setdefault("hbm", {}).update(bytes=2**70),
+            "arch.hbm.bytes")
 config_case("null_value", lambda c: c["arch"]["sbuf"].update(partitions=None), "arch.sbuf.partitions")
 config_case("arch_not_object", lambda c: c.update(arch=[1, 2]), "arch")
 config_case("bool_for_int", lambda c: c["arch"]["dma"].update(engines=True), "arch.dma.engines")
@@ -478,7 +479,17 @@ def probe_cases():
                 name = c.fam + "." + c.name
                 if name not in chosen:
                     continue
-                for rel in re.findall(r"\$D/([^\s'\"]+)", c.args):
+                rels = re.findall(r"\$D/([^\s'\"]+)", c.args)
+                for rel in list(rels):  # a program's values folder, named inside the file
+                    if rel.startswith("program40_") and rel.endswith(".json"):
+                        try:
+                            values = json.load(open(os.path.join(tmp, rel))).get("values")
+                        except ValueError:
+                            continue  # a malformed program file names no values folder
+                        if (isinstance(values, str) and values.strip("./")
+                                and os.path.isdir(os.path.join(tmp, values))):
+                            rels.append(values)
+                for rel in rels:
                     src, dst = os.path.join(tmp, rel), os.path.join(FILES, rel)
                     if os.path.isdir(src):
                         shutil.copytree(src, dst, dirs_exist_ok=True)

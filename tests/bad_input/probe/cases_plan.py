@@ -96,7 +96,7 @@ def cases(cs, Case, files):
     pc("version_float", lambda d: d.update(version=1.0), "any")
     pc("version_zero", lambda d: d.update(version=0))
     pc("scalar_unknown_ref", lambda d: S(d, 0)["src"].update(rows=["$nope", 1024]))
-    pc("utf8_bom", None, raw="\ufeff" + json.dumps(va))
+    pc("utf8_bom", None, "any", raw="\ufeff" + json.dumps(va))  # RFC 8259 allows ignoring it
     # instruction fuzz: every field of the vector add instruction set to hostile values
     add_ins = va["plans"][0]["streams"][2]["instructions"][0]
     for key in sorted(add_ins):
@@ -111,8 +111,10 @@ def cases(cs, Case, files):
         cs.append(Case("system", "p40_" + name, "exec $D/%s -c %s --out $T/o%s" % (f, cfg, extra),
                        expect, surface="plan"))
         if expect == "err" and not extra:
+            # plan check may leave what only a run can know to exec; not a chip the system lacks
+            check_expect = "err" if name.startswith("remote_chip_") else "any"
             cs.append(Case("system", "p40_check_" + name, "plan check $D/%s -c %s" % (f, cfg),
-                           "any", surface="plan"))
+                           check_expect, surface="plan"))
 
     mc("ok_neighbour", plans(copy_plan(0, 0, 1), copy_plan(1, 1, 2), copy_plan(3, 0, 0)), "ok")
     mc("ok_every_core", plans(*[copy_plan(c, k, (c + 1) % 4) for c in range(4) for k in range(2)]),
