@@ -12,7 +12,7 @@ $C configs/tiny.json, after an optional set-up snippet and followed by an option
   BAD         a signal, exit 1, several stderr lines, a hang (> 60 s), an accepted input the
               case says must be refused, a failed check (data loss, a replaced FIFO), or files
               left behind by a failed command.
-Results: probe_results.jsonl and a summary table in the output folder (default /work/probe/out).
+Results: probe_results.jsonl in --out (default $TMPDIR/wallsim-probe/out) and a summary table.
 """
 import argparse
 import concurrent.futures as cf
@@ -179,8 +179,9 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("--only", default=".")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default="/work/probe/out")
-    ap.add_argument("--files", default="/work/probe/files")
+    scratch = os.path.join(tempfile.gettempdir(), "wallsim-probe")
+    ap.add_argument("--out", default=os.path.join(scratch, "out"))
+    ap.add_argument("--files", default=os.path.join(scratch, "files"))
     a = ap.parse_args()
     src = os.getcwd()
     os.makedirs(a.files, exist_ok=True)
