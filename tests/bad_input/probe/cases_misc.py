@@ -341,7 +341,7 @@ def cases(cs, Case, files):
     out("run_out_trailing_slash", RUN_O + "$T/o/", "ok")
     out("run_out_under_file", RUN_O + "$T/f/o", setup="echo x > $T/f")
     out("run_out_long_name", RUN_O + "$T/" + "n" * 300)
-    out("run_out_newline", RUN_O + "$'$T/a\\nb'", "any")
+    out("run_out_newline", RUN_O + "\"$T/a\"$'\\n'b", "any")
     out("run_out_proc", RUN_O + "/proc/self/o")
     out("run_out_char_device", RUN_O + "$T/null", setup="mknod $T/null c 1 3",
         check='[ -c $T/null ] || echo "device node replaced"')
