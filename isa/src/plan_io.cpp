@@ -22,7 +22,7 @@ namespace {
 // Bounds that keep all later arithmetic far from overflow.
 constexpr int64_t kMaxSize = int64_t{1} << 40;
 constexpr int64_t kMaxOffset = int64_t{1} << 48;
-constexpr int64_t kMaxCommSize = int64_t{1} << 16;  // ranks of a communicator
+constexpr int64_t kMaxCommSize = (int64_t{1} << 15) - 1;  // ranks of a communicator
 
 using Obj = JsonObject;
 
@@ -110,6 +110,7 @@ class PlanReader {
     c.name = o.str("name");
     c.size = o.integer("size", 1, kMaxCommSize);
     o.finish();
+    if (static_cast<int64_t>(m_plan.comms.size()) >= kMaxCommSize) o.fail("too many communicators");
     if (!m_comms.emplace(c.name, static_cast<int>(m_plan.comms.size())).second)
       o.fail("duplicate communicator \"" + c.name + "\"");
     m_plan.comms.push_back(std::move(c));
@@ -224,11 +225,11 @@ class PlanReader {
     }
     if (in.uses(F_Comm)) {
       const std::string name = Obj::as_str(o.req("comm"), o.at("comm"));
-      in.comm = find(m_comms, name);
+      in.comm = static_cast<int16_t>(find(m_comms, name));
       if (in.comm < 0) throw InputError(o.at("comm"), "no communicator named \"" + name + "\"");
     }
     if (in.uses(F_Peer)) {
-      in.peer = static_cast<int32_t>(o.integer("peer", -kMaxCommSize, kMaxCommSize));
+      in.peer = static_cast<int16_t>(o.integer("peer", -kMaxCommSize, kMaxCommSize));
     }
     if (const Json* w = o.array_opt("wait")) {
       for (size_t i = 0; i < w->size(); ++i) {

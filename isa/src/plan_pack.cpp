@@ -230,8 +230,8 @@ Instruction get_instruction(Reader& r) {
     }
   }
   if (mask & kComm) {
-    in.comm = static_cast<int32_t>(r.i());
-    in.peer = static_cast<int32_t>(r.i());
+    in.comm = static_cast<int16_t>(r.i());
+    in.peer = static_cast<int16_t>(r.i());
   }
   return in;
 }

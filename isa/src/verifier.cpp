@@ -381,15 +381,14 @@ class Verifier {
         break;
       case Opcode::all_reduce:
       case Opcode::permute:
-        if (nd != ns)
-          report("shape", "dst has " + str(nd) + " elements but src has " + str(ns));
+        if (nd != ns) report("shape", "dst has " + str(nd) + " elements but src has " + str(ns));
         break;
       default:
         break;
     }
     if ((in.op == Opcode::send || in.op == Opcode::recv) && (in.peer < 0 || in.peer >= p))
-      report("collective", "peer " + str(in.peer) + " is not a rank of " + c.name + " (0.." +
-                               str(p - 1) + ")");
+      report("collective",
+             "peer " + str(in.peer) + " is not a rank of " + c.name + " (0.." + str(p - 1) + ")");
   }
 
   void check_one_bank(const AccessPattern& dst) {
@@ -500,12 +499,16 @@ void check_collective_sequences(const PlanSequence& seq, std::vector<Diagnostic>
     if (info(i.op).fields & F_Peer) s += " peer " + std::to_string(i.peer);
     return s;
   };
-  // comm name -> core -> its collectives
+  // comm name -> core -> its collectives; the first plan of each core that declares the name
   std::map<std::string, std::map<std::pair<int, int>, std::vector<Issue>>> by_comm;
+  std::map<std::pair<std::string, std::pair<int, int>>, size_t> first_plan;
   for (size_t i = 0; i < seq.plans.size(); ++i) {
     const Plan& p = seq.plans[i];
     const auto core = i < seq.cores.size() ? seq.cores[i] : std::pair<int, int>{0, 0};
-    for (const CommDecl& c : p.comms) by_comm[c.name][core];
+    for (const CommDecl& c : p.comms) {
+      by_comm[c.name][core];
+      first_plan.emplace(std::make_pair(c.name, core), i);
+    }
     for (const Stream& s : p.streams) {
       for (const Instruction& in : s.instructions) {
         if (!is_collective(in.op) || in.op == Opcode::send || in.op == Opcode::recv) continue;
@@ -526,7 +529,7 @@ void check_collective_sequences(const PlanSequence& seq, std::vector<Diagnostic>
       const size_t n = std::max(first.size(), issues.size());
       for (size_t k = 0; k < n; ++k) {
         if (k < first.size() && k < issues.size() && first[k] == issues[k]) continue;
-        const size_t plan = k < issues.size() ? issues[k].plan : issues.empty() ? 0 : issues.back().plan;
+        const size_t plan = k < issues.size() ? issues[k].plan : first_plan.at({name, core});
         const std::string theirs = k < issues.size() ? describe(issues[k]) : "nothing";
         const std::string ours = k < first.size() ? describe(first[k]) : "nothing";
         out.push_back({static_cast<int>(plan), seq.plans[plan].name, "", -1, "collective",

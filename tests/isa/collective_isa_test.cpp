@@ -20,36 +20,57 @@ Json two_rank_file() {
   };
   Json plans = Json::array();
   for (int r = 0; r < 2; ++r) {
-    Json p = {{"name", "rank" + std::to_string(r)},
-              {"comms", {{{"name", "world"}, {"size", 2}}}},
-              {"semaphores", {"sent"}},
-              {"tensors",
-               {{{"name", "x"}, {"space", "hbm"}, {"dtype", "fp32"}, {"shape", {8, 64}},
-                 {"role", "input"}},
-                {{"name", "y"}, {"space", "hbm"}, {"dtype", "fp32"}, {"shape", {8, 64}},
-                 {"role", "output"}},
-                {{"name", "z"}, {"space", "hbm"}, {"dtype", "fp32"}, {"shape", {16, 64}},
-                 {"role", "output"}},
-                {{"name", "w"}, {"space", "hbm"}, {"dtype", "fp32"}, {"shape", {8, 64}},
-                 {"role", "output"}}}},
-              {"streams",
-               {{{"engine", "dma"},
-                 {"name", "q0"},
-                 {"dma_engine", 0},
-                 {"instructions",
-                  {{{"op", "all_reduce"}, {"alu", "add"}, {"comm", "world"}, {"dst", ap("y", 8)},
-                    {"src", ap("x", 8)}},
-                   {{"op", "all_gather"}, {"comm", "world"}, {"dst", ap("z", 16)},
-                    {"src", ap("y", 8)}},
-                   {{"op", "send"}, {"comm", "world"}, {"peer", 1 - r}, {"src", ap("y", 8)},
-                    {"signal", Json::array({Json::array({"sent", 1})})}}}}},
-                {{"engine", "dma"},
-                 {"name", "q1"},
-                 {"dma_engine", 1},
-                 {"instructions",
-                  {{{"op", "recv"}, {"comm", "world"}, {"peer", 1 - r}, {"dst", ap("w", 8)},
-                    {"wait", Json::array({Json::array({"sent", 1})})}}}}}}},
-              {"core", {r, 0}}};
+    Json p = {
+        {"name", "rank" + std::to_string(r)},
+        {"comms", {{{"name", "world"}, {"size", 2}}}},
+        {"semaphores", {"sent"}},
+        {"tensors",
+         {{{"name", "x"},
+           {"space", "hbm"},
+           {"dtype", "fp32"},
+           {"shape", {8, 64}},
+           {"role", "input"}},
+          {{"name", "y"},
+           {"space", "hbm"},
+           {"dtype", "fp32"},
+           {"shape", {8, 64}},
+           {"role", "output"}},
+          {{"name", "z"},
+           {"space", "hbm"},
+           {"dtype", "fp32"},
+           {"shape", {16, 64}},
+           {"role", "output"}},
+          {{"name", "w"},
+           {"space", "hbm"},
+           {"dtype", "fp32"},
+           {"shape", {8, 64}},
+           {"role", "output"}}}},
+        {"streams",
+         {{{"engine", "dma"},
+           {"name", "q0"},
+           {"dma_engine", 0},
+           {"instructions",
+            {{{"op", "all_reduce"},
+              {"alu", "add"},
+              {"comm", "world"},
+              {"dst", ap("y", 8)},
+              {"src", ap("x", 8)}},
+             {{"op", "all_gather"}, {"comm", "world"}, {"dst", ap("z", 16)}, {"src", ap("y", 8)}},
+             {{"op", "send"},
+              {"comm", "world"},
+              {"peer", 1 - r},
+              {"src", ap("y", 8)},
+              {"signal", Json::array({Json::array({"sent", 1})})}}}}},
+          {{"engine", "dma"},
+           {"name", "q1"},
+           {"dma_engine", 1},
+           {"instructions",
+            {{{"op", "recv"},
+              {"comm", "world"},
+              {"peer", 1 - r},
+              {"dst", ap("w", 8)},
+              {"wait", Json::array({Json::array({"sent", 1})})}}}}}}},
+        {"core", {r, 0}}};
     plans.push_back(p);
   }
   return {{"format", "wallsim-plan"}, {"version", 1}, {"plans", plans}};
@@ -117,8 +138,7 @@ TEST(CollectiveIsa, VerifierAcceptsMatchingRanks) {
 }
 
 // The findings of rule `rule` after `edit` of the two-rank file.
-std::vector<std::string> findings(const std::function<void(Json&)>& edit,
-                                  const std::string& rule) {
+std::vector<std::string> findings(const std::function<void(Json&)>& edit, const std::string& rule) {
   Json j = two_rank_file();
   edit(j);
   std::vector<std::string> out;
@@ -138,10 +158,10 @@ TEST(CollectiveIsa, VerifierChecksOperands) {
             std::string::npos)
       << f[0];
   // A reduction takes add, max or min.
-  EXPECT_EQ(findings([&](Json& j) { j[Json::json_pointer(std::string(q0) + "/0/alu")] = "sub"; },
-                     "alu")
-                .size(),
-            1u);
+  EXPECT_EQ(
+      findings([&](Json& j) { j[Json::json_pointer(std::string(q0) + "/0/alu")] = "sub"; }, "alu")
+          .size(),
+      1u);
   // A peer outside the communicator.
   f = findings([&](Json& j) { j[Json::json_pointer(std::string(q0) + "/2/peer")] = 2; },
                "collective");

@@ -109,8 +109,8 @@ struct Instruction {
   std::vector<SemWait> waits;
   std::vector<SemSignal> signals;
   int32_t node = -1;  // provenance: id of the graph node this implements, or -1
-  int32_t comm = -1;  // collectives: index into Plan::comms
-  int32_t peer = 0;   // send, recv: the peer's rank; permute: the offset every rank sends to
+  int16_t comm = -1;  // collectives: index into Plan::comms (no padding added: 16-bit)
+  int16_t peer = 0;   // send, recv: the peer's rank; permute: the offset every rank sends to
   Opcode op = Opcode::memset;
   AluOp alu = AluOp::add;
   ActFn act = ActFn::identity;

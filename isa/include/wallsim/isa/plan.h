@@ -108,8 +108,9 @@ struct Plan {
   // The name an access pattern refers to (a buffer's or a tensor's), or "?" when invalid.
   std::string_view target_name(const AccessPattern& ap) const;
   bool operator==(const Plan& o) const {
-    return name == o.name && scalars == o.scalars && comms == o.comms && semaphores == o.semaphores &&
-           tensors == o.tensors && buffers == o.buffers && nodes == o.nodes && streams == o.streams;
+    return name == o.name && scalars == o.scalars && comms == o.comms &&
+           semaphores == o.semaphores && tensors == o.tensors && buffers == o.buffers &&
+           nodes == o.nodes && streams == o.streams;
   }
 };
 
