@@ -10,6 +10,7 @@ set -euo pipefail
 
 # Folder -> the folders it may use (besides itself). Dependencies point one way:
 # base <- isa <- memory <- dma, engines <- sim <- runtime <- workloads <- driver <- cli;
+# isa <- collectives (algorithms as schedules, plain C++) <- sim (the collective engine);
 # isa <- compiler_stub <- runtime; compiler_stub <- frontends (wallsim_onnx, wallsim_torch) <- cli;
 # compiler_stub's PlanBuilder <- validation (published kernels as plans) <- cli;
 # frontends/torch's program reader <- workloads (the program replay); traces is
@@ -18,17 +19,18 @@ declare -A ALLOWED=(
   [base]=""
   [traces]="base"
   [isa]="base"
+  [collectives]="base isa"
   [memory]="base isa traces"
   [dma]="base isa memory traces"
   [engines]="base isa memory traces"
-  [sim]="base isa memory dma engines traces"
+  [sim]="base isa memory dma engines traces collectives"
   [compiler_stub]="base isa"
   [runtime]="base isa memory sim compiler_stub traces"
   [workloads]="base isa compiler_stub runtime traces torch"  # torch: the program reader
   [driver]="base isa memory engines sim compiler_stub runtime workloads traces"
   [frontends]="base isa memory compiler_stub onnx torch"  # wallsim_onnx, wallsim_torch
   [validation]="base isa compiler_stub"
-  [cli]="base isa memory dma engines sim compiler_stub validation runtime workloads driver traces frontends onnx"
+  [cli]="base isa memory dma engines sim collectives compiler_stub validation runtime workloads driver traces frontends onnx"
 )
 
 check_tree() {

@@ -34,6 +34,7 @@ struct Failed : std::runtime_error {
 void add_config_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
 void add_exec_command(CLI::App& app);
+void add_collectives_command(CLI::App& app);  // the simulator's nccl-tests
 void add_compile_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_study_command(CLI::App& app);

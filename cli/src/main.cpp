@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   add_config_commands(app);
   add_plan_commands(app);
   add_exec_command(app);
+  add_collectives_command(app);
   add_compile_command(app);
   add_run_command(app);
   add_study_command(app);

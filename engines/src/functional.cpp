@@ -191,6 +191,13 @@ void execute_compute(const isa::Instruction& in, const memory::MemoryMap& mem) {
     case Opcode::dma_copy:
     case Opcode::dma_gather:
     case Opcode::dma_scatter:
+    case Opcode::all_reduce:
+    case Opcode::all_gather:
+    case Opcode::reduce_scatter:
+    case Opcode::all_to_all:
+    case Opcode::permute:
+    case Opcode::send:
+    case Opcode::recv:
       throw memory::MemoryError("DMA instruction issued to a compute engine");
   }
   memory::write_tile(mem, in.dst, out);

@@ -65,6 +65,12 @@ std::string disassemble(const Instruction& in, const Plan& plan) {
     if (in.start) os << " start";
     if (in.stop) os << " stop";
   }
+  if (in.uses(F_Comm)) {
+    os << " comm="
+       << (in.comm >= 0 && in.comm < static_cast<int>(plan.comms.size()) ? plan.comms[in.comm].name
+                                                                         : "?");
+  }
+  if (in.uses(F_Peer)) os << " peer=" << in.peer;
   auto sem = [&](int32_t s) -> std::string {
     return s >= 0 && s < static_cast<int>(plan.semaphores.size()) ? plan.semaphores[s] : "?";
   };
@@ -83,6 +89,8 @@ std::string disassemble(const PlanSequence& seq) {
     for (const ScalarDecl& s : p.scalars) {
       os << "  scalar    $" << s.name << " in [" << s.min << ", " << s.max << "]\n";
     }
+    for (const CommDecl& c : p.comms)
+      os << "  comm      " << c.name << " of " << c.size << " ranks\n";
     if (!p.semaphores.empty()) {
       os << "  semaphores";
       for (const auto& s : p.semaphores) os << ' ' << s;

@@ -7,7 +7,8 @@ namespace {
 // The short field names used by the table's `fields` column.
 constexpr uint32_t Dst = F_Dst, Src0 = F_Src0, Src1 = F_Src1, Src2 = F_Src2, Accum = F_Accum,
                    Alu = F_Alu, Act = F_Act, Scalar = F_Scalar, Reverse = F_Reverse,
-                   Value = F_Value, Iota = F_Iota, MatmulFlags = F_MatmulFlags;
+                   Value = F_Value, Iota = F_Iota, MatmulFlags = F_MatmulFlags,
+                   Comm = F_Comm, Peer = F_Peer;
 
 constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
 #define WALLSIM_OPCODE(name, engine, fields, s0, s1, s2, summary) \
@@ -54,7 +55,7 @@ bool Instruction::operator==(const Instruction& o) const {
          act == o.act && scale == o.scale && bias == o.bias && scalar == o.scalar &&
          reverse == o.reverse && value == o.value && partition_step == o.partition_step &&
          step == o.step && start == o.start && stop == o.stop && waits == o.waits &&
-         signals == o.signals && node == o.node;
+         signals == o.signals && node == o.node && comm == o.comm && peer == o.peer;
 }
 
 }  // namespace wallsim::isa

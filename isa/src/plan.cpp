@@ -46,6 +46,7 @@ int64_t Plan::instruction_count() const {
 int Plan::find_tensor(std::string_view n) const { return find_by_name(tensors, n); }
 int Plan::find_buffer(std::string_view n) const { return find_by_name(buffers, n); }
 int Plan::find_scalar(std::string_view n) const { return find_by_name(scalars, n); }
+int Plan::find_comm(std::string_view n) const { return find_by_name(comms, n); }
 
 int Plan::find_semaphore(std::string_view n) const {
   for (size_t i = 0; i < semaphores.size(); ++i) {

@@ -22,6 +22,7 @@ namespace {
 // Bounds that keep all later arithmetic far from overflow.
 constexpr int64_t kMaxSize = int64_t{1} << 40;
 constexpr int64_t kMaxOffset = int64_t{1} << 48;
+constexpr int64_t kMaxCommSize = (int64_t{1} << 15) - 1;  // ranks of a communicator
 
 using Obj = JsonObject;
 
@@ -53,6 +54,9 @@ class PlanReader {
     m_plan.name = o.str("name");
     if (const Json* a = o.array_opt("scalars")) {
       for (size_t i = 0; i < a->size(); ++i) read_scalar((*a)[i], idx(o.at("scalars"), i));
+    }
+    if (const Json* a = o.array_opt("comms")) {
+      for (size_t i = 0; i < a->size(); ++i) read_comm((*a)[i], idx(o.at("comms"), i));
     }
     if (const Json* a = o.array_opt("semaphores")) {
       for (size_t i = 0; i < a->size(); ++i) {
@@ -98,6 +102,18 @@ class PlanReader {
     if (s.min > s.max)
       o.fail("min " + std::to_string(s.min) + " exceeds max " + std::to_string(s.max));
     m_plan.scalars.push_back(std::move(s));
+  }
+
+  void read_comm(const Json& j, const std::string& path) {
+    Obj o(j, path);
+    CommDecl c;
+    c.name = o.str("name");
+    c.size = o.integer("size", 1, kMaxCommSize);
+    o.finish();
+    if (static_cast<int64_t>(m_plan.comms.size()) >= kMaxCommSize) o.fail("too many communicators");
+    if (!m_comms.emplace(c.name, static_cast<int>(m_plan.comms.size())).second)
+      o.fail("duplicate communicator \"" + c.name + "\"");
+    m_plan.comms.push_back(std::move(c));
   }
 
   void read_tensor(const Json& j, const std::string& path) {
@@ -207,6 +223,14 @@ class PlanReader {
       in.start = o.boolean_or("start", true);
       in.stop = o.boolean_or("stop", true);
     }
+    if (in.uses(F_Comm)) {
+      const std::string name = Obj::as_str(o.req("comm"), o.at("comm"));
+      in.comm = static_cast<int16_t>(find(m_comms, name));
+      if (in.comm < 0) throw InputError(o.at("comm"), "no communicator named \"" + name + "\"");
+    }
+    if (in.uses(F_Peer)) {
+      in.peer = static_cast<int16_t>(o.integer("peer", -kMaxCommSize, kMaxCommSize));
+    }
     if (const Json* w = o.array_opt("wait")) {
       for (size_t i = 0; i < w->size(); ++i) {
         std::string p = idx(o.at("wait"), i);
@@ -296,7 +320,7 @@ class PlanReader {
   }
 
   Plan& m_plan;
-  Index m_sems, m_scalars, m_tensors, m_buffers;
+  Index m_sems, m_scalars, m_comms, m_tensors, m_buffers;
 };
 
 // ---- writing ---------------------------------------------------------------------------------
@@ -333,6 +357,8 @@ Json instruction_json(const Instruction& in, const Plan& plan) {
     if (!in.start) j["start"] = false;
     if (!in.stop) j["stop"] = false;
   }
+  if (in.uses(F_Comm)) j["comm"] = plan.comms[static_cast<size_t>(in.comm)].name;
+  if (in.uses(F_Peer)) j["peer"] = in.peer;
   if (!in.waits.empty()) {
     Json w = Json::array();
     for (const auto& x : in.waits) w.push_back(pair(plan.semaphores[x.sem], x.value));
@@ -354,6 +380,11 @@ Json plan_json(const Plan& p) {
     Json a = Json::array();
     for (const auto& s : p.scalars) a.push_back({{"name", s.name}, {"min", s.min}, {"max", s.max}});
     j["scalars"] = std::move(a);
+  }
+  if (!p.comms.empty()) {
+    Json a = Json::array();
+    for (const auto& c : p.comms) a.push_back({{"name", c.name}, {"size", c.size}});
+    j["comms"] = std::move(a);
   }
   if (!p.semaphores.empty()) j["semaphores"] = p.semaphores;
   if (!p.tensors.empty()) {

@@ -129,6 +129,7 @@ enum : uint32_t {
   kScalar = 1u << 10,
   kWaits = 1u << 11,
   kSignals = 1u << 12,
+  kComm = 1u << 13,  // comm and peer
 };
 
 void put(Writer& w, const Instruction& in) {
@@ -148,6 +149,7 @@ void put(Writer& w, const Instruction& in) {
     mask |= kScalar;
   if (!in.waits.empty()) mask |= kWaits;
   if (!in.signals.empty()) mask |= kSignals;
+  if (in.comm != dflt.comm || in.peer != dflt.peer) mask |= kComm;
   w.u(mask);
   w.byte(static_cast<uint8_t>(in.op));
   w.byte(static_cast<uint8_t>(in.alu));
@@ -181,6 +183,10 @@ void put(Writer& w, const Instruction& in) {
       w.i(x.sem);
       w.i(x.add);
     }
+  }
+  if (mask & kComm) {
+    w.i(in.comm);
+    w.i(in.peer);
   }
 }
 
@@ -223,6 +229,10 @@ Instruction get_instruction(Reader& r) {
       x.add = r.i();
     }
   }
+  if (mask & kComm) {
+    in.comm = static_cast<int16_t>(r.i());
+    in.peer = static_cast<int16_t>(r.i());
+  }
   return in;
 }
 
@@ -231,6 +241,7 @@ Instruction get_instruction(Reader& r) {
 PackedPlan::PackedPlan(const Plan& plan) {
   m_decls.name = plan.name;
   m_decls.scalars = plan.scalars;
+  m_decls.comms = plan.comms;
   m_decls.semaphores = plan.semaphores;
   m_decls.tensors = plan.tensors;
   m_decls.buffers = plan.buffers;

@@ -310,6 +310,15 @@ class Verifier {
           report("dtype", "DMA does not convert: src is " + std::string(name_of(s0.dtype)) +
                               ", dst " + std::string(name_of(in.dst.dtype)));
         break;
+      case Opcode::all_reduce:
+      case Opcode::all_gather:
+      case Opcode::reduce_scatter:
+      case Opcode::all_to_all:
+      case Opcode::permute:
+      case Opcode::send:
+      case Opcode::recv:
+        check_collective(in);
+        break;
       case Opcode::dma_gather:
       case Opcode::dma_scatter: {
         bool gather = in.op == Opcode::dma_gather;
@@ -332,6 +341,54 @@ class Verifier {
         break;
       }
     }
+  }
+
+  // A collective's operands are HBM tensors of one dtype whose element counts the op relates
+  // through the communicator's size; send/recv name a peer rank.
+  void check_collective(const Instruction& in) {
+    if (in.comm < 0 || in.comm >= static_cast<int>(m_plan.comms.size())) {
+      report("collective", "unknown communicator");
+      return;
+    }
+    const CommDecl& c = m_plan.comms[static_cast<size_t>(in.comm)];
+    const int64_t p = c.size;
+    const bool has_dst = in.uses(F_Dst), has_src = in.uses(F_Src0);
+    if (has_dst && in.dst.space != MemSpace::hbm) report("collective", "dst must be an HBM tensor");
+    if (has_src && in.src[0].space != MemSpace::hbm)
+      report("collective", "src must be an HBM tensor");
+    if (has_dst && has_src && in.dst.dtype != in.src[0].dtype)
+      report("dtype", "a collective does not convert: src is " +
+                          std::string(name_of(in.src[0].dtype)) + ", dst " +
+                          std::string(name_of(in.dst.dtype)));
+    if (in.uses(F_Alu) && !is_reduction(in.alu))
+      report("alu", std::string(info(in.op).name) + " takes add, max or min, not " +
+                        std::string(name_of(in.alu)));
+    const int64_t nd = has_dst ? in.dst.elements() : 0, ns = has_src ? in.src[0].elements() : 0;
+    const std::string on = " on communicator " + c.name + " of " + str(p);
+    switch (in.op) {
+      case Opcode::all_gather:
+        if (nd != ns * p)
+          report("shape", "dst has " + str(nd) + " elements, not size x src = " + str(ns * p) + on);
+        break;
+      case Opcode::reduce_scatter:
+        if (ns != nd * p)
+          report("shape", "src has " + str(ns) + " elements, not size x dst = " + str(nd * p) + on);
+        break;
+      case Opcode::all_to_all:
+        if (nd != ns || ns % p != 0)
+          report("shape", "dst and src must have equal element counts divisible by the size (" +
+                              str(nd) + ", " + str(ns) + on + ")");
+        break;
+      case Opcode::all_reduce:
+      case Opcode::permute:
+        if (nd != ns) report("shape", "dst has " + str(nd) + " elements but src has " + str(ns));
+        break;
+      default:
+        break;
+    }
+    if ((in.op == Opcode::send || in.op == Opcode::recv) && (in.peer < 0 || in.peer >= p))
+      report("collective",
+             "peer " + str(in.peer) + " is not a rank of " + c.name + " (0.." + str(p - 1) + ")");
   }
 
   void check_one_bank(const AccessPattern& dst) {
@@ -418,6 +475,75 @@ std::vector<Diagnostic> verify(const Plan& plan, const ArchSpec& arch, int plan_
   return out;
 }
 
+namespace {
+
+// Every rank of a communicator must issue the same collectives in the same order (op, bytes,
+// dtype, reduction, peer): per core, the group collectives of its plans on each communicator
+// name, in plan order, then stream and instruction order.
+void check_collective_sequences(const PlanSequence& seq, std::vector<Diagnostic>& out) {
+  struct Issue {
+    Opcode op;
+    int64_t bytes;
+    DType dtype;
+    AluOp alu;
+    int32_t peer;
+    size_t plan;
+    bool operator==(const Issue& o) const {
+      return op == o.op && bytes == o.bytes && dtype == o.dtype && alu == o.alu && peer == o.peer;
+    }
+  };
+  auto describe = [](const Issue& i) {
+    std::string s = std::string(info(i.op).name) + " of " + std::to_string(i.bytes) + " bytes " +
+                    std::string(name_of(i.dtype));
+    if (info(i.op).fields & F_Alu) s += " (" + std::string(name_of(i.alu)) + ")";
+    if (info(i.op).fields & F_Peer) s += " peer " + std::to_string(i.peer);
+    return s;
+  };
+  // comm name -> core -> its collectives; the first plan of each core that declares the name
+  std::map<std::string, std::map<std::pair<int, int>, std::vector<Issue>>> by_comm;
+  std::map<std::pair<std::string, std::pair<int, int>>, size_t> first_plan;
+  for (size_t i = 0; i < seq.plans.size(); ++i) {
+    const Plan& p = seq.plans[i];
+    const auto core = i < seq.cores.size() ? seq.cores[i] : std::pair<int, int>{0, 0};
+    for (const CommDecl& c : p.comms) {
+      by_comm[c.name][core];
+      first_plan.emplace(std::make_pair(c.name, core), i);
+    }
+    for (const Stream& s : p.streams) {
+      for (const Instruction& in : s.instructions) {
+        if (!is_collective(in.op) || in.op == Opcode::send || in.op == Opcode::recv) continue;
+        if (in.comm < 0 || in.comm >= static_cast<int>(p.comms.size())) continue;
+        const AccessPattern& ap = in.uses(F_Src0) ? in.src[0] : in.dst;
+        by_comm[p.comms[in.comm].name][core].push_back(
+            {in.op, ap.bytes(), ap.dtype, in.uses(F_Alu) ? in.alu : AluOp::add, in.peer, i});
+      }
+    }
+  }
+  auto core_name = [](const std::pair<int, int>& c) {
+    return "[" + std::to_string(c.first) + ", " + std::to_string(c.second) + "]";
+  };
+  for (const auto& [name, cores] : by_comm) {
+    if (cores.size() < 2) continue;
+    const auto& [first_core, first] = *cores.begin();
+    for (const auto& [core, issues] : cores) {
+      const size_t n = std::max(first.size(), issues.size());
+      for (size_t k = 0; k < n; ++k) {
+        if (k < first.size() && k < issues.size() && first[k] == issues[k]) continue;
+        const size_t plan = k < issues.size() ? issues[k].plan : first_plan.at({name, core});
+        const std::string theirs = k < issues.size() ? describe(issues[k]) : "nothing";
+        const std::string ours = k < first.size() ? describe(first[k]) : "nothing";
+        out.push_back({static_cast<int>(plan), seq.plans[plan].name, "", -1, "collective",
+                       "communicator " + name + " collective " + std::to_string(k) + ": core " +
+                           core_name(core) + " issues " + theirs + ", core " +
+                           core_name(first_core) + " " + ours});
+        break;  // one finding per core: the rest follow from the first difference
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Diagnostic> verify(const PlanSequence& seq, const ArchSpec& arch) {
   std::vector<Diagnostic> out;
   std::map<std::string, const TensorDecl*> seen;
@@ -435,6 +561,7 @@ std::vector<Diagnostic> verify(const PlanSequence& seq, const ArchSpec& arch) {
       }
     }
   }
+  check_collective_sequences(seq, out);
   return out;
 }
 

@@ -7,6 +7,8 @@
 #include "wallsim/dma/dma_system.h"
 #include "wallsim/dma/network.h"
 #include "wallsim/engines/timing_model.h"
+#include "wallsim/memory/memory_error.h"
+#include "wallsim/sim/collective_engine.h"
 #include "wallsim/sim/critical_path.h"
 
 namespace wallsim::sim {
@@ -19,26 +21,37 @@ namespace {
 
 sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000u); }
 
-// A DMA queue's execution unit: descriptors go to the DMA engine serving the queue.
+// A DMA queue's execution unit: descriptors go to the DMA engine serving the queue, collectives
+// to the system's collective engine (the queue waits for the collective to complete).
 class DmaQueueUnit final : public engines::ExecutionUnit {
  public:
-  DmaQueueUnit(dma::DmaSystem& dma, int queue) : m_dma(dma), m_queue(queue) {}
+  DmaQueueUnit(dma::DmaSystem& dma, int queue, CollectiveEngine* collectives, int chip, int core)
+      : m_dma(dma), m_queue(queue), m_collectives(collectives), m_chip(chip), m_core(core) {}
   void begin_stream(const isa::Stream& s) override {
     m_engine = s.dma_engine;
     m_issue = {};
   }
   sc_time run(const isa::Instruction& in, Launch& launch, bool back_to_back) override {
+    if (isa::is_collective(in.op)) {
+      if (!m_collectives)
+        throw memory::MemoryError("collectives run on a system: place the plans on cores");
+      m_collectives->run(in, launch, m_chip, m_core, m_queue);
+      return sc_time();
+    }
     return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr, m_issue,
                          back_to_back, m_queue, launch.plan);
   }
   int64_t clock_period_fs() const override { return 0; }
   int64_t bytes_moved(const isa::Instruction& in) const override {
+    if (isa::is_collective(in.op)) return in.uses(isa::F_Src0) ? in.src[0].bytes() : in.dst.bytes();
     return dma::DmaSystem::bytes_moved(in);
   }
 
  private:
   dma::DmaSystem& m_dma;
   int m_queue;
+  CollectiveEngine* m_collectives;
+  int m_chip, m_core;
   int m_engine = 0;
   dma::DmaSystem::QueueIssue m_issue;
 };
@@ -120,7 +133,8 @@ Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions opt
   }
   for (int q = 0; q < arch.dma.queues_max(); ++q) {
     const std::string queue = "q" + std::to_string(q);
-    m_units.push_back(std::make_unique<DmaQueueUnit>(*m_dma, q));
+    m_units.push_back(std::make_unique<DmaQueueUnit>(*m_dma, q, m_wiring.collectives, m_wiring.chip,
+                                                     m_wiring.core));
     m_queues.push_back(std::make_unique<StreamProcessor>(
         ("dma_" + queue).c_str(), isa::Engine::dma, *m_units.back(), *m_signals,
         outputs(scope + ".dma.queues." + queue, 100 + q, "dma queue " + std::to_string(q))));

@@ -266,6 +266,39 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
 
 namespace wallsim::sim {
 
+namespace {
+
+// Each plan's communicators bound to ranks (by plan, by Plan::comms index): a communicator
+// name's ranks are the cores whose plans declare it, in (chip, core) order; their count must be
+// its size.
+std::vector<std::vector<std::vector<std::pair<int, int>>>> bind_communicators(
+    const isa::PlanSequence& seq) {
+  std::map<std::string, std::set<std::pair<int, int>>> cores;
+  auto core_of = [&](size_t i) {
+    return i < seq.cores.size() ? seq.cores[i] : std::pair<int, int>{0, 0};
+  };
+  for (size_t i = 0; i < seq.plans.size(); ++i) {
+    for (const isa::CommDecl& c : seq.plans[i].comms) cores[c.name].insert(core_of(i));
+  }
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> out(seq.plans.size());
+  for (size_t i = 0; i < seq.plans.size(); ++i) {
+    for (size_t k = 0; k < seq.plans[i].comms.size(); ++k) {
+      const isa::CommDecl& c = seq.plans[i].comms[k];
+      const auto& ranks = cores[c.name];
+      if (static_cast<int64_t>(ranks.size()) != c.size) {
+        throw base::InputError("plans[" + std::to_string(i) + "].comms[" + std::to_string(k) + "]",
+                               "communicator '" + c.name + "' of size " + std::to_string(c.size) +
+                                   " is declared by plans on " + std::to_string(ranks.size()) +
+                                   " cores");
+      }
+      out[i].emplace_back(ranks.begin(), ranks.end());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
                         const base::Json& resolved_config, const isa::PlanSequence& seq,
                         const ExecOptions& options, const std::string& out_dir,
@@ -297,11 +330,14 @@ ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
   core_options.stats = &stats;
   core_options.trace = trace;
   core_options.trace_level = options.trace_level;
+  const auto comm_ranks = bind_communicators(seq);
   System sys(core, system, core_options, order);
   // Each core launches its plans in file order.
   for (size_t i = 0; i < seq.plans.size(); ++i) {
     const auto [c, k] = i < seq.cores.size() ? seq.cores[i] : std::pair<int, int>{0, 0};
-    sys.core(static_cast<size_t>(c), static_cast<size_t>(k)).launch(seq.plans[i], scalars[i]);
+    sys.core(static_cast<size_t>(c), static_cast<size_t>(k))
+        .launch(seq.plans[i], scalars[i])
+        .comm_ranks = comm_ranks[i];
   }
 
   const auto wall_start = std::chrono::steady_clock::now();
@@ -316,6 +352,7 @@ ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
       if (auto err = x.error()) throw SimulationError("run-time error " + *err);
       if (!x.all_drained()) {
         std::string msg = "deadlock at " + sc_core::sc_time_stamp().to_string() + ":";
+        for (const auto& line : sys.collectives()->stuck_report()) msg += " " + line + ";";
         for (const auto& line : x.deadlock_report()) msg += " " + line + ";";
         msg.pop_back();
         throw SimulationError(msg);

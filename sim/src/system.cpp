@@ -92,6 +92,29 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
     }
     for (CoreWiring& w : wiring[static_cast<size_t>(c)]) w.remote_hbm = remote;
   }
+  // The collective engines move HBM to HBM: the source chip's HBM, the route's links, the
+  // destination chip's HBM (one chip: its HBM read and written).
+  std::vector<int> hbm;
+  for (const auto& chip : m_chips) hbm.push_back(chip->hbm);
+  const Topology* topology = m_topology.get();
+  auto route = [hbm, link_index, topology](int a, int b) {
+    dma::Route r;
+    if (a == b) {
+      r.uses.push_back({hbm[static_cast<size_t>(a)], 2.0});
+      return r;
+    }
+    const std::vector<LinkId> links = topology->route(a, b);
+    r.uses.push_back({hbm[static_cast<size_t>(a)], 1.0});
+    for (const LinkId& l : links) r.uses.push_back({link_index.at(l.name()), 1.0});
+    r.uses.push_back({hbm[static_cast<size_t>(b)], 1.0});
+    r.latency_ns = topology->latency_ns(links);
+    return r;
+  };
+  m_collectives = std::make_unique<CollectiveEngine>("collectives", sys.collectives, *m_network,
+                                                     n_chips, route);
+  for (auto& chip_wiring : wiring) {
+    for (CoreWiring& w : chip_wiring) w.collectives = m_collectives.get();
+  }
   if (traced) {
     // Processes and threads appear in the trace in the order they are declared: declared here
     // chip by chip, core by core, they do not follow the order cores elaborate or run in.
@@ -155,6 +178,7 @@ void System::finalize() {
     for (auto& c : chip->cores) c->finalize();
   }
   if (!m_topology || !m_options.stats) return;
+  if (!m_collectives->records().empty()) m_collectives->write_stats(*m_options.stats, "system");
   traces::StatsScope s(*m_options.stats, "system");
   for (const auto& chip : m_chips) {
     traces::StatsScope h = s.scope("chips.chip" + std::to_string(chip->index) + ".hbm");

@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "wallsim/isa/plan.h"
@@ -74,6 +75,8 @@ struct Launch {
   int index;
   std::vector<int64_t> scalars;           // by Plan::scalars index
   std::vector<std::string> tensor_names;  // store names by Plan::tensors index; empty: own names
+  // By Plan::comms index: the (chip, core) of each rank of the communicator, bound at launch.
+  std::vector<std::vector<std::pair<int, int>>> comm_ranks;
   SemaphoreSet semaphores;
   memory::MemoryMap memory{};  // backing stores; all null in timing-only mode
   bool functional = false;

@@ -32,6 +32,8 @@ enum OpField : uint32_t {
   F_Value = 1u << 9,
   F_Iota = 1u << 10,         // value, partition_step, step
   F_MatmulFlags = 1u << 11,  // start, stop
+  F_Comm = 1u << 12,         // comm: a communicator of the plan (a collective)
+  F_Peer = 1u << 13,         // peer: a rank (send, recv) or a rank offset (permute)
 };
 
 enum class AluOp : uint8_t { add, sub, mul, div, max, min, eq, ne, lt, le, gt, ge };
@@ -107,6 +109,8 @@ struct Instruction {
   std::vector<SemWait> waits;
   std::vector<SemSignal> signals;
   int32_t node = -1;  // provenance: id of the graph node this implements, or -1
+  int16_t comm = -1;  // collectives: index into Plan::comms (no padding added: 16-bit)
+  int16_t peer = 0;   // send, recv: the peer's rank; permute: the offset every rank sends to
   Opcode op = Opcode::memset;
   AluOp alu = AluOp::add;
   ActFn act = ActFn::identity;
@@ -118,6 +122,9 @@ struct Instruction {
   bool operator==(const Instruction& o) const;
   bool operator!=(const Instruction& o) const { return !(*this == o); }
 };
+
+// A collective (all_reduce, ..., send, recv): run over a communicator, not by one core alone.
+inline bool is_collective(Opcode op) { return (info(op).fields & F_Comm) != 0; }
 
 // Multiply-accumulates a matmul performs: K (stationary partitions) x M (stationary free) x N
 // (moving free). 0 for every other opcode, transposes included (they move data, not math).

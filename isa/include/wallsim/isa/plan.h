@@ -22,6 +22,14 @@ struct ScalarDecl {
   }
 };
 
+// A communicator: `size` ranks that run collectives together. The plan names it; which (chip,
+// core) each rank is, is bound at launch, so one plan serves every rank (SPMD).
+struct CommDecl {
+  std::string name;
+  int64_t size = 1;
+  bool operator==(const CommDecl& o) const { return name == o.name && size == o.size; }
+};
+
 enum class TensorRole : uint8_t { input, output, inout, scratch };
 std::string_view name_of(TensorRole r);
 std::optional<TensorRole> parse_tensor_role(std::string_view s);
@@ -79,6 +87,7 @@ struct Stream {
 struct Plan {
   std::string name;
   std::vector<ScalarDecl> scalars;
+  std::vector<CommDecl> comms;
   std::vector<std::string> semaphores;  // all start at 0 when the plan is launched
   std::vector<TensorDecl> tensors;
   std::vector<BufferDecl> buffers;
@@ -89,6 +98,7 @@ struct Plan {
   int find_tensor(std::string_view name) const;  // -1 when absent
   int find_buffer(std::string_view name) const;
   int find_scalar(std::string_view name) const;
+  int find_comm(std::string_view name) const;
   int find_semaphore(std::string_view name) const;
   // Bytes of `space` (SBUF or PSUM) that the plan's buffers cover: the union of their byte
   // ranges, summed over partitions (overlapping buffers count once).
@@ -98,8 +108,9 @@ struct Plan {
   // The name an access pattern refers to (a buffer's or a tensor's), or "?" when invalid.
   std::string_view target_name(const AccessPattern& ap) const;
   bool operator==(const Plan& o) const {
-    return name == o.name && scalars == o.scalars && semaphores == o.semaphores &&
-           tensors == o.tensors && buffers == o.buffers && nodes == o.nodes && streams == o.streams;
+    return name == o.name && scalars == o.scalars && comms == o.comms &&
+           semaphores == o.semaphores && tensors == o.tensors && buffers == o.buffers &&
+           nodes == o.nodes && streams == o.streams;
   }
 };
 

@@ -6,7 +6,8 @@
 // start), tile (array and free-size limits, one PSUM bank per matmul), shape (operand shapes
 // agree), alu (an ALU op the opcode accepts), dtype, scalar (run-time scalar use), provenance (node
 // ids), semaphore (statically certain deadlocks: a wait that no order of execution can satisfy),
-// binding (a tensor passed between plans of a sequence has one shape and dtype).
+// binding (a tensor passed between plans of a sequence has one shape and dtype), collective (a
+// collective's operands and communicator; every rank issues the same collectives in order).
 #pragma once
 
 #include <string>

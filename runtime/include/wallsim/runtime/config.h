@@ -161,7 +161,7 @@ void describe(V& v, RuntimeConfig& r) {
 
 struct Config {
   sim::ChipConfig chip;      // one core: `name`, `arch`, `timing`
-  sim::SystemConfig system;  // `chip`, `topology`, `links`
+  sim::SystemConfig system;  // `chip`, `topology`, `links`, `collectives`
   RuntimeConfig runtime;
   compiler_stub::LoweringOptions compiler;
 };
@@ -174,6 +174,7 @@ void describe(V& v, Config& c) {
   v.section("chip", c.system.chip, "the chip around the cores: how many, their shared HBM");
   v.section("topology", c.system.topology, "how chips are joined: torus, instances");
   v.section("links", c.system.links, "chip-to-chip links and NICs, per direction");
+  v.section("collectives", c.system.collectives, "the chips' collective engines and algorithms");
   v.section("runtime", c.runtime, "host-side costs of the runtime");
   v.section("compiler", c.compiler, "the compiler's lowering heuristics (design choices)");
 }

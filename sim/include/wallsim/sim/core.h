@@ -25,6 +25,8 @@
 
 namespace wallsim::sim {
 
+class CollectiveEngine;
+
 struct CoreOptions {
   bool functional = false;  // compute real values (else timing only: no data moves)
   traces::StatsRegistry* stats = nullptr;
@@ -43,6 +45,7 @@ struct CoreWiring {
   std::vector<int> dma_engines;
   std::vector<dma::RemoteHbm> remote_hbm;  // by chip: the routes to other chips' HBM
   memory::TensorStore* tensors = nullptr;
+  CollectiveEngine* collectives = nullptr;  // the system's; null in the one-core view
   int trace_pid = 1;
   std::string trace_process = "core0";
   std::string stats_scope = "device";

@@ -10,6 +10,7 @@
 #include "wallsim/dma/network.h"
 #include "wallsim/memory/tensor_store.h"
 #include "wallsim/sim/chip_config.h"
+#include "wallsim/sim/collective_engine.h"
 #include "wallsim/sim/core.h"
 #include "wallsim/sim/system_config.h"
 #include "wallsim/sim/topology.h"
@@ -49,16 +50,20 @@ class System {
   Chip& chip(size_t i) { return *m_chips.at(i); }
   Core& core(size_t chip = 0, size_t core = 0) { return *m_chips.at(chip)->cores.at(core); }
   dma::Network& network() { return *m_network; }
+  // The chips' collective engines (null in the one-core view).
+  CollectiveEngine* collectives() { return m_collectives.get(); }
   const Topology* topology() const { return m_topology.get(); }
   // The network resource of each link direction, in Topology::links() order.
   const std::vector<std::pair<LinkId, int>>& links() const { return m_links; }
   // Writes every core's stats and, for a multi-core system, per chip HBM and per link bytes
-  // and busy time under "system.". Call once after the simulation.
+  // and busy time under "system." (and the collectives run, when any did). Call once after the
+  // simulation.
   void finalize();
 
  private:
   std::unique_ptr<dma::Network> m_network;
   std::unique_ptr<Topology> m_topology;
+  std::unique_ptr<CollectiveEngine> m_collectives;
   std::vector<std::unique_ptr<Chip>> m_chips;
   std::vector<std::pair<LinkId, int>> m_links;
   CoreOptions m_options;

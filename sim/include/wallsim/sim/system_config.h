@@ -6,6 +6,7 @@
 #include <string>
 
 #include "wallsim/base/params.h"
+#include "wallsim/collectives/collective_config.h"
 #include "wallsim/sim/chip_config.h"
 
 namespace wallsim::sim {
@@ -44,6 +45,7 @@ struct SystemConfig {
   ChipSection chip;
   TopologySection topology;
   LinksSection links;
+  collectives::CollectivesConfig collectives;  // the chips' collective engines
 
   int64_t chips_per_instance() const { return topology.torus_x * topology.torus_y; }
   int64_t chips() const { return topology.instances * chips_per_instance(); }

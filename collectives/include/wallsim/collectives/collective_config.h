@@ -1,0 +1,52 @@
+// The `collectives` config section: the chips' collective engines and how an algorithm is chosen.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "wallsim/base/enum_traits.h"
+#include "wallsim/base/params.h"
+
+namespace wallsim::collectives {
+
+// How a collective moves its data (docs/COLLECTIVES.md): `automatic` picks by message size as
+// Neuron does; the others force one algorithm for every collective of a run.
+enum class Algorithm : uint8_t { automatic, ring, mesh, rhd };
+inline constexpr int kNumAlgorithms = 4;
+std::string_view name_of(Algorithm a);  // "auto", "ring", "mesh", "rhd"
+
+struct CollectivesConfig {
+  int64_t cores_per_chip = 20;  // collective-communication cores: collectives in flight per chip
+  Algorithm algorithm = Algorithm::automatic;
+  int64_t mesh_below_bytes = 1 << 20;           // automatic: direct mesh below this size
+  int64_t rhd_below_bytes = int64_t{56} << 20;  // automatic: recursive halving/doubling below
+  double reduce_gb_per_s = 967.0;               // reduction rate, bytes received per second
+  int64_t step_overhead_ns = 0;                 // per algorithm step, before its transfers
+};
+
+template <class V>
+void describe(V& v, CollectivesConfig& c) {
+  v.field("cores_per_chip", c.cores_per_chip, {1, 1024}, "",
+          "collective-communication cores per chip: collectives a chip runs at once (each "
+          "takes one on every chip it spans)");
+  v.field("algorithm", c.algorithm,
+          "auto: by size as Neuron does (mesh, rhd, ring); ring, mesh or rhd: that one for every "
+          "collective (rhd needs a power-of-two size, else ring)");
+  v.field("mesh_below_bytes", c.mesh_below_bytes, {0, int64_t{1} << 50}, "bytes",
+          "auto: a collective smaller than this runs as a direct mesh exchange");
+  v.field("rhd_below_bytes", c.rhd_below_bytes, {0, int64_t{1} << 50}, "bytes",
+          "auto: from mesh_below_bytes up to this, recursive halving/doubling; ring above");
+  v.field("reduce_gb_per_s", c.reduce_gb_per_s, {0.001, 1e6}, "GB/s (1e9 bytes/s)",
+          "rate at which a collective core reduces received data into its own");
+  v.field("step_overhead_ns", c.step_overhead_ns, {0, 1000000000}, "ns",
+          "fixed cost of each algorithm step (synchronisation between collective cores)");
+}
+
+}  // namespace wallsim::collectives
+
+namespace wallsim::base {
+template <>
+struct EnumTraits<collectives::Algorithm> {
+  static constexpr int kCount = collectives::kNumAlgorithms;
+};
+}  // namespace wallsim::base

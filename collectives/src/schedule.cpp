@@ -1,0 +1,227 @@
+// Collective algorithms as steps of sends, Neuron's size-based choice, and the closed forms.
+#include "wallsim/collectives/schedule.h"
+
+#include <array>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace wallsim::collectives {
+namespace {
+
+constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {"auto", "ring", "mesh",
+                                                                          "rhd"};
+constexpr std::array<std::string_view, kNumCollectiveOps> kOpNames = {
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute", "send_recv"};
+
+bool power_of_two(int p) { return p > 0 && (p & (p - 1)) == 0; }
+int log2i(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+int mod(int a, int p) { return ((a % p) + p) % p; }
+
+// Every rank sends `bytes` to rank + `offset`.
+Step shift(int p, int offset, double bytes, double reduce) {
+  Step s;
+  for (int r = 0; r < p; ++r) s.sends.push_back({r, mod(r + offset, p), bytes});
+  s.reduce_bytes = reduce;
+  return s;
+}
+
+// Every rank sends `bytes` to every other rank.
+Step direct(int p, double bytes, double reduce) {
+  Step s;
+  for (int r = 0; r < p; ++r) {
+    for (int k = 1; k < p; ++k) s.sends.push_back({r, mod(r + k, p), bytes});
+  }
+  s.reduce_bytes = reduce;
+  return s;
+}
+
+// Every rank exchanges `bytes` with rank xor `distance`.
+Step exchange(int p, int distance, double bytes, double reduce) {
+  Step s;
+  for (int r = 0; r < p; ++r) s.sends.push_back({r, r ^ distance, bytes});
+  s.reduce_bytes = reduce;
+  return s;
+}
+
+// Recursive halving: log2(p) exchanges at distance p/2, p/4, ... of half the remaining data,
+// each reduced (a reduce-scatter of `n`).
+void halving(Schedule& s, int p, double n, bool reduce) {
+  double part = n;
+  for (int d = p / 2; d >= 1; d /= 2) {
+    part /= 2;
+    s.steps.push_back(exchange(p, d, part, reduce ? part : 0));
+  }
+}
+
+// Recursive doubling: log2(p) exchanges at distance 1, 2, ... of what each holds, doubling (an
+// all-gather to `n` from n/p each).
+void doubling(Schedule& s, int p, double n) {
+  double part = n / p;
+  for (int d = 1; d < p; d *= 2) {
+    s.steps.push_back(exchange(p, d, part, 0));
+    part *= 2;
+  }
+}
+
+}  // namespace
+
+std::string_view name_of(Algorithm a) { return kAlgorithmNames[static_cast<size_t>(a)]; }
+std::string_view name_of(CollectiveOp op) { return kOpNames[static_cast<size_t>(op)]; }
+
+std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
+  for (size_t i = 0; i < kOpNames.size(); ++i) {
+    if (kOpNames[i] == s) return static_cast<CollectiveOp>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<CollectiveOp> collective_op_of(isa::Opcode op) {
+  switch (op) {
+    case isa::Opcode::all_reduce:
+      return CollectiveOp::all_reduce;
+    case isa::Opcode::all_gather:
+      return CollectiveOp::all_gather;
+    case isa::Opcode::reduce_scatter:
+      return CollectiveOp::reduce_scatter;
+    case isa::Opcode::all_to_all:
+      return CollectiveOp::all_to_all;
+    case isa::Opcode::permute:
+      return CollectiveOp::permute;
+    case isa::Opcode::send:
+    case isa::Opcode::recv:
+      return CollectiveOp::send_recv;
+    default:
+      return std::nullopt;
+  }
+}
+
+Algorithm choose_algorithm(CollectiveOp op, int p, double bytes, const CollectivesConfig& c) {
+  if (op == CollectiveOp::permute || op == CollectiveOp::send_recv) return Algorithm::mesh;
+  Algorithm a = c.algorithm;
+  if (a == Algorithm::automatic) {
+    a = bytes < double(c.mesh_below_bytes)  ? Algorithm::mesh
+        : bytes < double(c.rhd_below_bytes) ? Algorithm::rhd
+                                            : Algorithm::ring;
+  }
+  if (op == CollectiveOp::all_to_all && a == Algorithm::rhd) a = Algorithm::ring;
+  if (a == Algorithm::rhd && !power_of_two(p)) a = Algorithm::ring;
+  return a;
+}
+
+Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer) {
+  if (p < 1) throw std::invalid_argument("make_schedule: a collective needs a rank");
+  if (a == Algorithm::automatic)
+    throw std::invalid_argument("make_schedule: choose the algorithm first");
+  Schedule s;
+  s.algorithm = a;
+  if (op == CollectiveOp::send_recv) {
+    s.algorithm = Algorithm::mesh;
+    s.steps.push_back({{{0, 1, n}}, 0});
+    return s;
+  }
+  if (p == 1) return s;  // one rank: nothing moves
+  if (op == CollectiveOp::permute) {
+    s.algorithm = Algorithm::mesh;
+    if (mod(peer, p) != 0) s.steps.push_back(shift(p, peer, n, 0));
+    return s;
+  }
+  if (a == Algorithm::rhd && !power_of_two(p)) {
+    throw std::invalid_argument(
+        "make_schedule: recursive halving/doubling needs a power-of-two "
+        "rank count, not " +
+        std::to_string(p));
+  }
+  const double chunk = n / p;
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      if (a == Algorithm::ring) {
+        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, chunk));
+        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, 0));
+      } else if (a == Algorithm::mesh) {
+        s.steps.push_back(direct(p, chunk, chunk * (p - 1)));
+        s.steps.push_back(direct(p, chunk, 0));
+      } else {
+        halving(s, p, n, true);
+        doubling(s, p, n);
+      }
+      break;
+    case CollectiveOp::all_gather:
+      if (a == Algorithm::ring) {
+        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, 0));
+      } else if (a == Algorithm::mesh) {
+        s.steps.push_back(direct(p, chunk, 0));
+      } else {
+        doubling(s, p, n);
+      }
+      break;
+    case CollectiveOp::reduce_scatter:
+      if (a == Algorithm::ring) {
+        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, chunk));
+      } else if (a == Algorithm::mesh) {
+        s.steps.push_back(direct(p, chunk, chunk * (p - 1)));
+      } else {
+        halving(s, p, n, true);
+      }
+      break;
+    case CollectiveOp::all_to_all:
+      if (a == Algorithm::mesh) {
+        s.steps.push_back(direct(p, chunk, 0));
+      } else {
+        // Pairwise: in step k every rank sends its block for rank + k.
+        s.algorithm = Algorithm::ring;
+        for (int k = 1; k < p; ++k) s.steps.push_back(shift(p, k, chunk, 0));
+      }
+      break;
+    case CollectiveOp::permute:
+    case CollectiveOp::send_recv:
+      break;
+  }
+  return s;
+}
+
+double closed_form_seconds(CollectiveOp op, Algorithm a, int p, double n, const AlphaBeta& ab) {
+  const double al = ab.alpha_s, be = ab.beta_s_per_byte, ga = ab.gamma_s_per_byte;
+  if (op == CollectiveOp::send_recv) return al + n * be;
+  if (p == 1) return 0.0;
+  if (op == CollectiveOp::permute) return al + n * be;
+  const double f = double(p - 1) / p;  // the share of the data a rank sends (per pass)
+  const double lg = log2i(p);
+  // Steps per pass: p - 1 for ring (pairwise), 1 for mesh, log2(p) for rhd.
+  const double steps = a == Algorithm::ring ? p - 1 : a == Algorithm::mesh ? 1 : lg;
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return 2 * steps * al + 2 * f * n * be + f * n * ga;
+    case CollectiveOp::all_gather:
+      return steps * al + f * n * be;
+    case CollectiveOp::reduce_scatter:
+      return steps * al + f * n * (be + ga);
+    case CollectiveOp::all_to_all:
+      return (a == Algorithm::mesh ? 1 : p - 1) * al + f * n * be;
+    case CollectiveOp::permute:
+    case CollectiveOp::send_recv:
+      break;
+  }
+  return al + n * be;
+}
+
+double busbw_factor(CollectiveOp op, int p) {
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return 2.0 * (p - 1) / p;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+      return double(p - 1) / p;
+    case CollectiveOp::permute:
+    case CollectiveOp::send_recv:
+      break;
+  }
+  return 1.0;
+}
+
+}  // namespace wallsim::collectives

@@ -1,0 +1,78 @@
+// The chips' collective engines: collectives meet here once every rank of a communicator has
+// issued its own, then run their algorithm (collectives/schedule.h) as transfers on the
+// system's network plus each step's reduction time, on a collective core of every chip they
+// span. A SystemC adapter over plain-C++ schedules; the System wires it.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "wallsim/collectives/collective_config.h"
+#include "wallsim/collectives/schedule.h"
+#include "wallsim/dma/network.h"
+#include "wallsim/engines/launch.h"
+#include "wallsim/traces/stats.h"
+
+namespace wallsim::sim {
+
+class CollectiveEngine : public sc_core::sc_module {
+ public:
+  // `route(a, b)` gives what a transfer from chip a's HBM to chip b's crosses (a == b: the
+  // chip's HBM, read and written). `chips` is the system's chip count.
+  CollectiveEngine(sc_core::sc_module_name name, const collectives::CollectivesConfig& config,
+                   dma::Network& network, int chips, std::function<dma::Route(int, int)> route);
+  ~CollectiveEngine() override;
+
+  // Runs collective instruction `in` of `launch` for core (chip, core), issued on DMA queue
+  // `queue`, from that queue's SC_THREAD: blocks until the collective has completed on every
+  // rank (in functional mode, each rank's destination is written then). Throws
+  // memory::MemoryError when the core is not a rank of the bound communicator or when the
+  // ranks issue different collectives.
+  void run(const isa::Instruction& in, engines::Launch& launch, int chip, int core, int queue);
+
+  // One line per collective some rank issued and another never did: the communicator, the
+  // collective's index and which ranks arrived.
+  std::vector<std::string> stuck_report() const;
+
+  // A completed collective: from the last rank's arrival to the end of its last step.
+  struct Record {
+    std::string comm;
+    int64_t index = 0;
+    collectives::CollectiveOp op = collectives::CollectiveOp::all_reduce;
+    collectives::Algorithm algorithm = collectives::Algorithm::ring;
+    int ranks = 0;
+    double bytes = 0;  // the nccl-tests size
+    int64_t ready_ps = 0, start_ps = 0, end_ps = 0;
+  };
+  const std::vector<Record>& records() const { return m_records; }
+  // Per communicator and op: collectives, bytes and time under "<scope>.collectives.".
+  void write_stats(traces::StatsRegistry& stats, const std::string& scope) const;
+
+ private:
+  struct Arrival;
+  struct Meeting;
+  void schedule();
+  void execute(Meeting* m);
+  void write_results(Meeting& m, collectives::CollectiveOp op);
+
+  collectives::CollectivesConfig m_config;
+  dma::Network& m_network;
+  std::function<dma::Route(int, int)> m_route;
+  std::vector<int> m_free_cores;                       // by chip
+  std::map<std::pair<int, int>, dma::Route> m_routes;  // by (chip, chip), as first asked for
+  // Meetings by key (communicator, collective index or send/recv pair): stable addresses.
+  std::map<std::string, std::unique_ptr<Meeting>> m_meetings;
+  std::map<std::string, int64_t> m_next_index;  // by communicator and rank (or pair)
+  std::vector<Meeting*> m_ready;                // every rank arrived, waiting for cores
+  sc_core::sc_event m_schedule;
+  std::vector<Record> m_records;
+};
+
+}  // namespace wallsim::sim

@@ -1,0 +1,329 @@
+// The collective engines: ranks meet, a collective core per chip is taken, the schedule's steps
+// run as network transfers and reductions, and the functional results are written at the end.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "wallsim/sim/collective_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <tuple>
+
+#include "wallsim/collectives/results.h"
+#include "wallsim/memory/memory_error.h"
+#include "wallsim/memory/tile_io.h"
+
+namespace wallsim::sim {
+
+using collectives::CollectiveOp;
+using sc_core::sc_time;
+
+namespace {
+
+// Collective transfers start with queue keys above every DMA queue's and the launcher's:
+// kQueueBase + issuing queue x kQueueStride + destination rank, unique among the transfers a
+// core has in flight.
+constexpr int kQueueBase = 1 << 20;
+constexpr int kQueueStride = 1 << 16;
+
+sc_time ps(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v)); }
+int64_t now_ps() { return static_cast<int64_t>(sc_core::sc_time_stamp().value()); }
+
+std::string core_name(const std::pair<int, int>& c) {
+  return "[" + std::to_string(c.first) + ", " + std::to_string(c.second) + "]";
+}
+
+// What a rank's instruction says, for the check that every rank issues the same collective.
+std::string describe(const isa::Instruction& in) {
+  const isa::AccessPattern& ap = in.uses(isa::F_Src0) ? in.src[0] : in.dst;
+  std::string s = std::string(isa::info(in.op).name) + " of " + std::to_string(ap.bytes()) +
+                  " bytes " + std::string(isa::name_of(ap.dtype));
+  if (in.uses(isa::F_Alu)) s += " (" + std::string(isa::name_of(in.alu)) + ")";
+  if (in.op == isa::Opcode::permute) s += " peer " + std::to_string(in.peer);
+  return s;
+}
+
+// The size as nccl-tests counts it: an all_gather's output, everything else's input.
+double size_bytes(const isa::Instruction& in) {
+  if (in.op == isa::Opcode::all_gather || in.op == isa::Opcode::recv)
+    return static_cast<double>(in.dst.bytes());
+  return static_cast<double>(in.src[0].bytes());
+}
+
+std::vector<float> read_flat(const engines::Launch& l, const isa::AccessPattern& ap) {
+  memory::Tile t;
+  memory::read_tile(l.memory, ap, t);
+  return std::vector<float>(t.data(), t.data() + t.size());
+}
+
+void write_flat(const engines::Launch& l, const isa::AccessPattern& ap, std::vector<float> v) {
+  memory::Tile t = Eigen::Map<memory::Tile>(v.data(), ap.partitions, ap.free_elements());
+  memory::write_tile(l.memory, ap, t);
+}
+
+}  // namespace
+
+struct CollectiveEngine::Arrival {
+  const isa::Instruction* in = nullptr;
+  engines::Launch* launch = nullptr;
+  int queue = 0;
+};
+
+struct CollectiveEngine::Meeting {
+  std::string key, comm, label;
+  int64_t index = 0;
+  bool pair = false;                       // send/recv: slot 0 the sender, 1 the receiver
+  std::vector<std::pair<int, int>> ranks;  // (chip, core) by slot
+  std::vector<std::optional<Arrival>> arrivals;
+  int arrived = 0;
+  std::vector<int> chips;  // the distinct chips it spans, ascending
+  int64_t ready_ps = 0;
+  bool done = false;
+  std::string error;
+  int waiting = 0;
+  sc_core::sc_event done_event;
+};
+
+CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name,
+                                   const collectives::CollectivesConfig& config,
+                                   dma::Network& network, int chips,
+                                   std::function<dma::Route(int, int)> route)
+    : sc_module(name),
+      m_config(config),
+      m_network(network),
+      m_route(std::move(route)),
+      m_free_cores(static_cast<size_t>(chips), static_cast<int>(config.cores_per_chip)) {
+  SC_HAS_PROCESS(CollectiveEngine);
+  SC_METHOD(schedule);
+  sensitive << m_schedule;
+  dont_initialize();
+}
+
+CollectiveEngine::~CollectiveEngine() = default;
+
+void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, int chip, int core,
+                           int queue) {
+  const isa::Plan& plan = *launch.plan;
+  const std::string& name = plan.comms.at(static_cast<size_t>(in.comm)).name;
+  if (static_cast<size_t>(in.comm) >= launch.comm_ranks.size() ||
+      launch.comm_ranks[static_cast<size_t>(in.comm)].empty()) {
+    throw memory::MemoryError("communicator '" + name + "' is not bound to ranks");
+  }
+  const auto& ranks = launch.comm_ranks[static_cast<size_t>(in.comm)];
+  const auto it = std::find(ranks.begin(), ranks.end(), std::pair<int, int>{chip, core});
+  if (it == ranks.end()) {
+    throw memory::MemoryError("core " + core_name({chip, core}) +
+                              " is not a rank of communicator '" + name + "'");
+  }
+  const int rank = static_cast<int>(it - ranks.begin());
+  std::string comm_id = name + "@";
+  for (const auto& r : ranks) comm_id += core_name(r);
+
+  const bool pair = in.op == isa::Opcode::send || in.op == isa::Opcode::recv;
+  std::string key, label;
+  int slot = rank;
+  int64_t index = 0;
+  if (pair) {
+    const bool sends = in.op == isa::Opcode::send;
+    const int from = sends ? rank : in.peer, to = sends ? in.peer : rank;
+    const std::string route = std::to_string(from) + ">" + std::to_string(to);
+    index = m_next_index[comm_id + (sends ? "#s" : "#r") + route]++;
+    key = comm_id + "#p" + route + "#" + std::to_string(index);
+    label = "communicator '" + name + "' send " + std::to_string(index) + " from rank " +
+            std::to_string(from) + " to rank " + std::to_string(to);
+    slot = sends ? 0 : 1;
+  } else {
+    index = m_next_index[comm_id + "#" + std::to_string(rank)]++;
+    key = comm_id + "#c" + std::to_string(index);
+    label = "communicator '" + name + "' collective " + std::to_string(index);
+  }
+  auto& owned = m_meetings[key];
+  if (!owned) {
+    owned = std::make_unique<Meeting>();
+    Meeting& m = *owned;
+    m.key = key;
+    m.comm = name;
+    m.label = label;
+    m.index = index;
+    m.pair = pair;
+    if (pair) {
+      const int from = slot == 0 ? rank : in.peer, to = slot == 0 ? in.peer : rank;
+      m.ranks = {ranks.at(static_cast<size_t>(from)), ranks.at(static_cast<size_t>(to))};
+    } else {
+      m.ranks = ranks;
+    }
+    m.arrivals.resize(m.ranks.size());
+    for (const auto& r : m.ranks) m.chips.push_back(r.first);
+    std::sort(m.chips.begin(), m.chips.end());
+    m.chips.erase(std::unique(m.chips.begin(), m.chips.end()), m.chips.end());
+  }
+  Meeting& m = *owned;
+  // Every rank must issue the same collective (send and recv: the same bytes and dtype).
+  for (size_t s = 0; s < m.arrivals.size(); ++s) {
+    if (!m.arrivals[s]) continue;
+    const isa::Instruction& other = *m.arrivals[s]->in;
+    const bool same = pair ? size_bytes(other) == size_bytes(in) &&
+                                 (other.uses(isa::F_Src0) ? other.src[0] : other.dst).dtype ==
+                                     (in.uses(isa::F_Src0) ? in.src[0] : in.dst).dtype
+                           : describe(other) == describe(in);
+    if (!same) {
+      const std::string who =
+          pair ? (s == 0 ? "the send" : "the recv") : "rank " + std::to_string(s);
+      throw memory::MemoryError(label + ": rank " + std::to_string(rank) + " issues " +
+                                describe(in) + ", " + who + " " + describe(other));
+    }
+    break;
+  }
+  m.arrivals[static_cast<size_t>(slot)] = Arrival{&in, &launch, queue};
+  if (++m.arrived == static_cast<int>(m.arrivals.size())) {
+    m.ready_ps = now_ps();
+    m_ready.push_back(&m);
+    m_schedule.notify(sc_core::SC_ZERO_TIME);
+  }
+  ++m.waiting;
+  while (!m.done) sc_core::wait(m.done_event);
+  const std::string error = m.error;
+  if (--m.waiting == 0) m_meetings.erase(key);
+  if (!error.empty()) throw memory::MemoryError(error);
+}
+
+// Starts every ready collective that finds a free collective core on each chip it spans, in
+// (ready time, key) order: never in the order SystemC happened to run the ranks.
+void CollectiveEngine::schedule() {
+  std::sort(m_ready.begin(), m_ready.end(), [](const Meeting* a, const Meeting* b) {
+    return std::tie(a->ready_ps, a->key) < std::tie(b->ready_ps, b->key);
+  });
+  std::vector<Meeting*> waiting;
+  for (Meeting* m : m_ready) {
+    const bool fits = std::all_of(m->chips.begin(), m->chips.end(),
+                                  [&](int c) { return m_free_cores[static_cast<size_t>(c)] > 0; });
+    if (!fits) {
+      waiting.push_back(m);
+      continue;
+    }
+    for (int c : m->chips) --m_free_cores[static_cast<size_t>(c)];
+    sc_core::sc_spawn([this, m] { execute(m); });
+  }
+  m_ready.swap(waiting);
+}
+
+void CollectiveEngine::execute(Meeting* mp) {
+  Meeting& m = *mp;
+  const isa::Instruction& first = *m.arrivals[0]->in;
+  const CollectiveOp op = *collectives::collective_op_of(first.op);
+  const int p = static_cast<int>(m.ranks.size());
+  const double bytes = size_bytes(first);
+  const collectives::Algorithm algorithm = collectives::choose_algorithm(op, p, bytes, m_config);
+  const collectives::Schedule schedule =
+      collectives::make_schedule(op, algorithm, p, bytes, first.peer);
+  const int64_t start = now_ps();
+  for (const collectives::Step& step : schedule.steps) {
+    if (m_config.step_overhead_ns > 0) sc_core::wait(ps(m_config.step_overhead_ns * 1000));
+    int remaining = static_cast<int>(step.sends.size());
+    sc_core::sc_event step_done;
+    for (const collectives::Send& s : step.sends) {
+      const auto [chip, core] = m.ranks[static_cast<size_t>(s.from)];
+      const int to_chip = m.ranks[static_cast<size_t>(s.to)].first;
+      auto cached = m_routes.find({chip, to_chip});
+      if (cached == m_routes.end())
+        cached = m_routes.emplace(std::make_pair(chip, to_chip), m_route(chip, to_chip)).first;
+      const dma::Route& route = cached->second;
+      const dma::TransferKey key{
+          chip, core,
+          kQueueBase + m.arrivals[static_cast<size_t>(s.from)]->queue * kQueueStride + s.to};
+      const double b = s.bytes;
+      sc_core::sc_spawn([this, key, b, &route, &remaining, &step_done] {
+        m_network.transfer(key, b, route.uses);
+        if (route.latency_ns > 0) sc_core::wait(ps(route.latency_ns * 1000));
+        if (--remaining == 0) step_done.notify();
+      });
+    }
+    if (remaining > 0) sc_core::wait(step_done);
+    if (step.reduce_bytes > 0) {
+      const double seconds = step.reduce_bytes / (m_config.reduce_gb_per_s * 1e9);
+      sc_core::wait(ps(static_cast<int64_t>(std::llround(seconds * 1e12))));
+    }
+  }
+  try {
+    if (m.arrivals[0]->launch->functional) write_results(m, op);
+  } catch (const std::exception& e) {
+    m.error = m.label + ": " + e.what();
+  }
+  m_records.push_back(
+      {m.comm, m.index, op, schedule.algorithm, p, bytes, m.ready_ps, start, now_ps()});
+  for (int c : m.chips) ++m_free_cores[static_cast<size_t>(c)];
+  m.done = true;
+  m.done_event.notify();
+  m_schedule.notify(sc_core::SC_ZERO_TIME);
+}
+
+// Each rank's destination from every rank's source, read now that every transfer has landed.
+void CollectiveEngine::write_results(Meeting& m, CollectiveOp op) {
+  const isa::Instruction& first = *m.arrivals[0]->in;
+  std::vector<std::vector<float>> inputs;
+  if (m.pair) {
+    inputs.push_back(read_flat(*m.arrivals[0]->launch, m.arrivals[0]->in->src[0]));
+    auto out = collectives::collective_results(op, first.alu, first.peer, inputs);
+    write_flat(*m.arrivals[1]->launch, m.arrivals[1]->in->dst, std::move(out[0]));
+    return;
+  }
+  for (const auto& a : m.arrivals) inputs.push_back(read_flat(*a->launch, a->in->src[0]));
+  auto out = collectives::collective_results(op, first.alu, first.peer, inputs);
+  for (size_t r = 0; r < m.arrivals.size(); ++r) {
+    write_flat(*m.arrivals[r]->launch, m.arrivals[r]->in->dst, std::move(out[r]));
+  }
+}
+
+std::vector<std::string> CollectiveEngine::stuck_report() const {
+  std::vector<std::string> out;
+  for (const auto& [key, m] : m_meetings) {
+    if (m->arrived == static_cast<int>(m->arrivals.size())) continue;
+    std::string line =
+        m->label + " (" +
+        std::string(
+            isa::info(m->arrivals[0] ? m->arrivals[0]->in->op : m->arrivals[1]->in->op).name) +
+        "): ";
+    if (m->pair) {
+      line += m->arrivals[0] ? "the recv never arrived" : "the send never arrived";
+    } else {
+      std::string arrived, missing;
+      for (size_t r = 0; r < m->arrivals.size(); ++r) {
+        std::string& to = m->arrivals[r] ? arrived : missing;
+        to += (to.empty() ? "" : ", ") + std::to_string(r) + " " + core_name(m->ranks[r]);
+      }
+      line += "ranks " + arrived + " of " + std::to_string(m->arrivals.size()) +
+              " arrived; never: " + missing;
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::string& scope) const {
+  struct Sum {
+    int64_t count = 0;
+    double bytes = 0, ns = 0;
+  };
+  // In (communicator, index) order, whatever order collectives finished in.
+  std::vector<const Record*> sorted;
+  for (const Record& r : m_records) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](const Record* a, const Record* b) {
+    return std::tie(a->comm, a->index, a->ready_ps) < std::tie(b->comm, b->index, b->ready_ps);
+  });
+  std::map<std::string, Sum> sums;
+  for (const Record* rp : sorted) {
+    const Record& r = *rp;
+    Sum& s = sums[r.comm + "." + std::string(collectives::name_of(r.op))];
+    ++s.count;
+    s.bytes += r.bytes;
+    s.ns += double(r.end_ps - r.ready_ps) / 1e3;
+  }
+  traces::StatsScope c(stats, scope + ".collectives");
+  for (const auto& [name, s] : sums) {
+    traces::StatsScope k = c.scope(name);
+    k.add_value("count", "", "collectives of this op on this communicator").set(s.count);
+    k.add_value("bytes", "bytes", "their sizes (as nccl-tests counts them), summed").set(s.bytes);
+    k.add_value("time_ns", "ns", "from each one's last arrival to its end, summed").set(s.ns);
+  }
+}
+
+}  // namespace wallsim::sim
