@@ -48,6 +48,10 @@ void add_capture_command(CLI::App& app);               // capture (PyTorch, thro
 // its curve in `config` scaled by `factor` (the studies' sensitivity band).
 std::vector<std::string> compile_cost_overrides(const runtime::Config& config,
                                                 const std::string& profile, double factor);
+// A plan file the verifier refuses: its first finding on one line, with how many more there are
+// (`all`: every finding, one line each, as `plan check --all` asks), then exit code 2. Nothing
+// when `findings` is empty.
+void refuse_unverified(const std::string& plan, const std::vector<std::string>& findings, bool all);
 // The directory beside graph file G.json that holds its weights' .npy files: G.weights.
 std::string weights_dir_of(const std::string& graph);
 

@@ -102,10 +102,9 @@ void add_exec_command(CLI::App& app) {
   cmd->callback([a] {
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     isa::PlanSequence seq = isa::read_plan_file(a->plan);
-    auto diags = isa::verify(seq, cfg.chip.arch);
-    for (const auto& d : diags)
-      std::cerr << "wallsim: " << a->plan << ": " << d.to_string() << "\n";
-    if (!diags.empty()) throw Exit{kExitBadInput};
+    std::vector<std::string> findings;
+    for (const auto& d : isa::verify(seq, cfg.chip.arch)) findings.push_back(d.to_string());
+    refuse_unverified(a->plan, findings, false);
 
     if (!a->inputs.empty() && !a->functional) {
       throw base::InputError("--inputs", "input values are only read with --functional");

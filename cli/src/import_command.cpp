@@ -7,6 +7,8 @@
 #include "wallsim/base/file_write.h"
 #include "wallsim/compiler_stub/graph_io.h"
 #include "wallsim/frontends/onnx.h"
+#include "wallsim/sim/exec.h"
+#include "wallsim/traces/run_directory.h"
 
 namespace wallsim::cli {
 
@@ -59,15 +61,21 @@ void add_import_command(CLI::App& app) {
                              "exists and is not a folder; refusing to replace it (--weights "
                              "writes the weights there)");
     }
+    // G.weights is a run directory: written in a staging folder beside it and renamed into
+    // place whole, replacing only an earlier import's (its .wallsim-output marker), never a
+    // folder of the user's; a failed write (a full disk) leaves nothing behind.
+    std::unique_ptr<traces::RunDirectory> weights;
+    if (!dir.empty()) weights = sim::open_run_directory(dir);
     frontends::onnx::Imported m = frontends::onnx::import_file(a->model, o);
     std::string where;
-    if (!dir.empty()) {
-      std::filesystem::create_directories(dir, ec);
-      if (ec) throw base::InputError(dir, "cannot create folder (" + ec.message() + ")");
-      frontends::onnx::write_weights(m, dir);
+    if (weights) {
+      const std::string staging =
+          std::filesystem::path(weights->file(traces::kRunDirectoryMarker)).parent_path().string();
+      frontends::onnx::write_weights(m, staging);
       where = " (values in " + dir + ")";
     }
     compiler_stub::write_graph_file(m.graph, a->out);
+    if (weights) weights->commit();
     int64_t inputs = 0;
     for (const auto& n : m.graph.nodes) inputs += n.op == compiler_stub::OpKind::input;
     std::cout << a->out << ": " << m.graph.nodes.size() - inputs << " ops, " << m.inputs.size()

@@ -1,4 +1,5 @@
 // The wallsim command: argument parsing and exit codes; the work lives in the libraries.
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -55,6 +56,24 @@ std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e) {
   return msg;
 }
 
+// An error is one line: a line break inside a message (an ONNX node name, a workload spec, a
+// list of verifier findings) is written as "\n".
+std::string one_line(const std::string& msg) {
+  std::string out;
+  out.reserve(msg.size());
+  for (char c : msg) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 // --help shows each option's default, except an empty list ("[]") and -1, which marks "not
 // given" (run --steps: the workload's own; sweep --index: $SLURM_ARRAY_TASK_ID).
 void hide_empty_defaults(CLI::App& app) {
@@ -71,6 +90,9 @@ void hide_empty_defaults(CLI::App& app) {
 int main(int argc, char** argv) {
   using namespace wallsim::cli;
   wallsim::sim::init_systemc();
+  // A file-size limit (ulimit -f) is a failed write, reported in one line with exit code 2 and
+  // cleaned up after, not a SIGXFSZ that kills the process halfway through an output.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"wallsim: cycle-level simulator of a dataflow AI accelerator and its runtime"};
   app.require_subcommand(1);
   app.option_defaults()->always_capture_default();  // --help shows every default
@@ -102,19 +124,19 @@ int main(int argc, char** argv) {
     std::cerr << "wallsim: " << parse_error_line(app, e) << " (see wallsim --help)\n";
     return kExitBadInput;
   } catch (const wallsim::runtime::RuntimeError& e) {
-    std::cerr << "wallsim: " << e.what() << "\n";
+    std::cerr << "wallsim: " << one_line(e.what()) << "\n";
     return kExitBadInput;
   } catch (const wallsim::sim::SimulationError& e) {
-    std::cerr << "wallsim: " << e.what() << "\n";
+    std::cerr << "wallsim: " << one_line(e.what()) << "\n";
     return kExitBadInput;
   } catch (const wallsim::memory::MemoryError& e) {
-    std::cerr << "wallsim: " << e.what() << "\n";
+    std::cerr << "wallsim: " << one_line(e.what()) << "\n";
     return kExitBadInput;
   } catch (const wallsim::base::InputError& e) {
-    std::cerr << "wallsim: " << e.what() << "\n";
+    std::cerr << "wallsim: " << one_line(e.what()) << "\n";
     return kExitBadInput;
   } catch (const wallsim::traces::WriteError& e) {
-    std::cerr << "wallsim: " << e.what() << "\n";
+    std::cerr << "wallsim: " << one_line(e.what()) << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
     std::cerr << "wallsim: out of host memory: an allocation failed ("
@@ -122,10 +144,10 @@ int main(int argc, char** argv) {
               << "); try a smaller workload or raise the limit\n";
     return kExitBadInput;
   } catch (const Failed& e) {
-    std::cerr << "wallsim: " << e.what() << "\n";
+    std::cerr << "wallsim: " << one_line(e.what()) << "\n";
     return kExitFailed;
   } catch (const std::exception& e) {
-    std::cerr << "wallsim: internal error: " << e.what() << "\n";
+    std::cerr << "wallsim: internal error: " << one_line(e.what()) << "\n";
     return kExitInternal;
   }
   return kExitOk;

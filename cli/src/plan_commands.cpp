@@ -21,6 +21,7 @@ struct PlanArgs {
   std::vector<std::string> overrides;
   std::string out;
   bool summary = false;
+  bool all = false;  // plan check: every verifier finding, not only the first
 };
 
 // Plan quality from the instructions and the config's DMA/HBM cost model alone (no
@@ -91,6 +92,22 @@ std::string plan_summary(const isa::PlanSequence& seq, const runtime::Config& cf
 
 }  // namespace
 
+void refuse_unverified(const std::string& plan, const std::vector<std::string>& findings,
+                       bool all) {
+  if (findings.empty()) return;
+  if (all) {
+    for (const std::string& f : findings) std::cerr << "wallsim: " << plan << ": " << f << "\n";
+  } else {
+    std::cerr << "wallsim: " << plan << ": " << findings.front();
+    if (findings.size() > 1) {
+      std::cerr << " (and " << findings.size() - 1 << " more finding"
+                << (findings.size() == 2 ? "" : "s") << ": wallsim plan check --all lists them)";
+    }
+    std::cerr << "\n";
+  }
+  throw Exit{kExitBadInput};
+}
+
 void add_plan_commands(CLI::App& app) {
   CLI::App* plan = app.add_subcommand("plan", "check, disassemble and normalise plan files");
   plan->require_subcommand(1);
@@ -100,13 +117,14 @@ void add_plan_commands(CLI::App& app) {
   check->add_option("plan", check_args->plan, "plan file (JSON)")->required();
   check->add_option("--config,-c", check_args->config, "chip config (JSON)")->required();
   check->add_option("--set", check_args->overrides, "override a config value: path=value");
+  check->add_flag("--all", check_args->all,
+                  "list every verifier finding, one line each (default: the first and a count)");
   check->callback([check_args] {
     runtime::Config cfg = runtime::load_config(check_args->config, check_args->overrides);
     isa::PlanSequence seq = isa::read_plan_file(check_args->plan);
-    auto diags = isa::verify(seq, cfg.chip.arch);
-    for (const auto& d : diags)
-      std::cerr << "wallsim: " << check_args->plan << ": " << d.to_string() << "\n";
-    if (!diags.empty()) throw Exit{kExitBadInput};
+    std::vector<std::string> findings;
+    for (const auto& d : isa::verify(seq, cfg.chip.arch)) findings.push_back(d.to_string());
+    refuse_unverified(check_args->plan, findings, check_args->all);
     int64_t n = 0;
     for (const auto& p : seq.plans) n += p.instruction_count();
     std::cout << check_args->plan << ": ok (" << seq.plans.size() << " plan"

@@ -361,6 +361,15 @@ void add_sweep_commands(CLI::App& app) {
     if (!fs::exists(*dir + "/results.jsonl") && !fs::exists(*dir + "/points")) {
       throw InputError(*dir, "not a sweep directory (no results.jsonl or points/)");
     }
+    // The sweep writes results.jsonl as a regular file: a folder or a FIFO (which would block
+    // the read forever) is not its results.
+    const std::string results = *dir + "/results.jsonl";
+    struct stat st {};
+    if (stat(results.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      throw InputError(results, S_ISDIR(st.st_mode)
+                                    ? "is a folder, not a sweep's results"
+                                    : "is not a regular file, not a sweep's results");
+    }
     const std::string text = to_csv(read_results(*dir));
     if (csv->empty()) {
       std::cout << text;

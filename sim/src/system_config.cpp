@@ -6,6 +6,16 @@ namespace wallsim::sim {
 
 void resolve(SystemConfig& s, ChipConfig& core, bool hbm_bytes_given, bool hbm_bandwidth_given) {
   const int64_t n = s.chip.cores;
+  // Every core is elaborated (SystemC modules and threads, network resources): beyond this a
+  // system is for an analytical network model (issue 39's Chakra export), not one process.
+  constexpr int64_t kMaxCores = 65536;
+  if (s.cores() > kMaxCores) {
+    throw base::InputError(
+        "topology", std::to_string(s.topology.instances) + " instances x " +
+                        std::to_string(s.chips_per_instance()) + " chips x " + std::to_string(n) +
+                        " cores = " + std::to_string(s.cores()) + " cores, more than " +
+                        std::to_string(kMaxCores) + " one simulation holds");
+  }
   if (s.chip.hbm_bytes == 0) {
     s.chip.hbm_bytes = core.arch.hbm.bytes * n;
   } else if (!hbm_bytes_given) {

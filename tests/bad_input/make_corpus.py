@@ -452,6 +452,32 @@ for name, values in [("values_absolute", "/tmp"), ("values_dotdot", "../bad_inpu
     case(f"program.{name}", "is not a folder inside the program file's folder",
          f"run -c $C -w program:file=$D/program_{name}.json --functional --out $T/o")
 
+# Issue 40's probe findings, fixed: a host op's work past the simulator's clock, an output of more
+# than 2^40 elements (its byte count wrapped), a system of more cores than one simulation holds,
+# a line break inside an error, a plan with many verifier findings.
+x48 = {"ev": "input", "id": 0, "name": "x", "dtype": "fp32", "shape": [4, 8]}
+write("program_host_op_bytes_2_63.json", program([
+    x48, {"ev": "host_op", "aten": "aten.foo.default", "module": "m", "inputs": [0],
+          "outputs": [{"id": 5, "dtype": "fp32", "shape": [4, 8]}], "flops": 10,
+          "bytes": 2 ** 63}]))
+case("program.host_op_bytes_2_63", "flops and bytes must be at most 2^50",
+     "run -c $C -w program:file=$D/program_host_op_bytes_2_63.json --out $T/o")
+write("program_host_op_output_2_80.json", program([
+    x48, {"ev": "host_op", "aten": "aten.foo.default", "module": "m", "inputs": [0],
+          "outputs": [{"id": 5, "dtype": "fp32", "shape": [2 ** 40, 2 ** 40]}], "flops": 10,
+          "bytes": 10}]))
+case("program.host_op_output_2_80", "more than 2^40 elements",
+     "run -c $C -w program:file=$D/program_host_op_output_2_80.json --out $T/o")
+case("system.too_many_cores", "more than 65536 one simulation holds",
+     "run -c $C -w gemm:m=64,k=64,n=64 --set topology.torus_x=64 --set topology.torus_y=64 "
+     "--set topology.instances=4096 --out $T/o")
+case("run.newline_in_workload", "\\n", "run -c $C -w $'gemm:m=64\\n,k=64' --out $T/o")
+many = load("examples/plans/vector_add.json")
+many["plans"][0]["streams"] += [{"engine": "vector", "instructions": []}] * 50
+write("plan_many_findings.json", json.dumps(many))
+case("plan.many_findings", "more findings: wallsim plan check --all lists them",
+     "plan check $D/plan_many_findings.json -c configs/trn2.json")
+
 # ---- special files: directories, FIFOs, devices --------------------------------------------------
 for reader, cmd in [("config", "config validate {f}"), ("plan", "plan check {f} -c $C"),
                     ("graph", "compile {f} -c $C -o $T/out.plan.json"),

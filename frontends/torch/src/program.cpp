@@ -20,6 +20,7 @@ using base::Json;
 using Obj = base::JsonObject;
 
 constexpr int64_t kMaxSize = int64_t{1} << 40;
+constexpr double kMaxHostWork = double(int64_t{1} << 50);
 
 // One event's problem, as a one-line error naming the event.
 struct EventError {
@@ -46,6 +47,13 @@ ProgramTensor read_tensor(Obj& o, int32_t id) {
   const Json& shape = o.array("shape");
   for (size_t i = 0; i < shape.size(); ++i) {
     t.shape.push_back(Obj::as_int(shape[i], base::json_index(o.at("shape"), i), 1, kMaxSize));
+  }
+  int64_t elements = 1;
+  for (int64_t d : t.shape) {
+    if (elements > kMaxSize / d) {
+      throw InputError(o.at("shape"), "more than 2^40 elements");
+    }
+    elements *= d;
   }
   if (const Json* names = o.array_opt("dim_names")) {
     if (names->size() != t.shape.size()) {
@@ -188,6 +196,9 @@ class Reader {
         e.bytes = o.real_or("bytes", -1);
         if (!o.opt("flops") || !o.opt("bytes")) err.fail("needs \"flops\" and \"bytes\"");
         if (e.flops < 0 || e.bytes < 0) err.fail("flops and bytes must be >= 0");
+        // A host op's modelled time must fit the simulator's clock (picoseconds in 64 bits).
+        if (e.flops > kMaxHostWork || e.bytes > kMaxHostWork)
+          err.fail("flops and bytes must be at most 2^50");
         o.finish();
         for (const ProgramTensor& t : e.outputs) {
           define(t, err);
