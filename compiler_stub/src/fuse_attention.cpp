@@ -479,6 +479,7 @@ bool apply_attention(GroupGraph& r, const std::vector<AttentionMatch>& matches,
     attn.name = !m.out_reshape     ? out.name
                 : out.name.empty() ? "attention"
                                    : out.name + ".attention";
+    if (!m.out_reshape) attn.output_name = out.output_name;
     attn.inputs = {m.q, m.k, m.v};
     if (bias >= 0) attn.inputs.push_back(bias);
     attn.attrs["heads"] = m.heads;
@@ -497,6 +498,7 @@ bool apply_attention(GroupGraph& r, const std::vector<AttentionMatch>& matches,
       Node reshape;
       reshape.id = out.id;
       reshape.name = out.name;
+      reshape.output_name = out.output_name;
       reshape.op = OpKind::reshape;
       reshape.inputs = {attn.id};
       std::vector<int64_t> shape;

@@ -103,6 +103,9 @@ Node read_node(const Json& j, const std::string& path) {
     }
   }
   if (const Json* v = o.opt("name")) n.name = Obj::as_str(*v, o.at("name"));
+  if (const Json* v = o.opt("output_name")) {
+    n.output_name = Obj::as_str(*v, o.at("output_name"));
+  }
   if (declares_type(n.op)) {
     n.type.dtype = read_dtype(o.req("dtype"), o.at("dtype"));
     const Json& shape = o.array("shape");
@@ -159,6 +162,7 @@ Json node_json(const Node& n) {
   j["op"] = std::string(info(n.op).name);
   if (!n.inputs.empty()) j["inputs"] = n.inputs;
   if (!n.name.empty()) j["name"] = n.name;
+  if (!n.output_name.empty()) j["output_name"] = n.output_name;
   if (declares_type(n.op)) {
     j["dtype"] = std::string(isa::name_of(n.type.dtype));
     Json shape = Json::array();

@@ -16,13 +16,17 @@
 namespace wallsim::compiler_stub {
 
 std::string CompileError::message() const {
-  std::string where = node >= 0 ? "node " + std::to_string(node) + " (" + op + ")" : "group";
+  std::string where = node < 0 ? "group"
+                      : name.empty()
+                          ? "node " + std::to_string(node) + " (" + op + ")"
+                          : "'" + name + "' (" + op + ", node " + std::to_string(node) + ")";
   return where + ": " + reason;
 }
 
 std::string value_name(const Graph& g, int32_t id) {
   const Node* n = g.find(id);
   if (n && n->op == OpKind::input && !n->name.empty()) return n->name;
+  if (n && !n->output_name.empty()) return n->output_name;  // validation keeps it unique
   // An in-place write (a KV append or copy) updates its cache: the result is the cache's tensor.
   if (n && info(n->op).result == OpResult::in_place && !n->inputs.empty()) {
     return value_name(g, n->inputs[0]);
@@ -209,7 +213,7 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
     for (const Dim& d : n->type.dims) {
       if (d.kind == Dim::Kind::unknown) {
         return CompileError{id, std::string(info(n->op).name),
-                            "an unknown dimension cannot be compiled statically"};
+                            "an unknown dimension cannot be compiled statically", n->name};
       }
     }
   }

@@ -4,6 +4,7 @@
 #include "wallsim/compiler_stub/validate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <unordered_map>
 
@@ -352,6 +353,56 @@ TensorType output_type(const Graph& g, const Node& n, std::vector<const TensorTy
 
 }  // namespace
 
+// A value's tensor name is a file name in exec's outputs/: letters, digits, '_', '-' and '.'
+// (not first), and never another value's name (an input's, or v<digits>).
+namespace {
+
+bool is_tensor_file_name(const std::string& s) {
+  if (s.empty() || s.size() > 200 || s[0] == '.' || s[0] == '-') return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_id_name(const std::string& s) {
+  return s.size() > 1 && s[0] == 'v' &&
+         std::all_of(s.begin() + 1, s.end(), [](char c) { return std::isdigit(c) != 0; });
+}
+
+void check_output_names(const Graph& g) {
+  std::unordered_map<std::string, size_t> taken;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].op == OpKind::input) taken.emplace(g.nodes[i].name, i);
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.output_name.empty()) continue;
+    const std::string path = node_path(g, i);
+    const std::string& s = n.output_name;
+    if (n.op == OpKind::input || info(n.op).result == OpResult::in_place) {
+      throw InputError(path, "output_name '" + s + "' on an input or an in-place result");
+    }
+    if (std::find(g.outputs.begin(), g.outputs.end(), n.id) == g.outputs.end()) {
+      throw InputError(path, "output_name '" + s + "' on a node that is not a graph output");
+    }
+    if (!is_tensor_file_name(s) || is_id_name(s)) {
+      throw InputError(path, "output_name '" + s +
+                                 "' is not a tensor name (letters, digits, '_', '-', '.', not "
+                                 "first; not v<digits>)");
+    }
+    auto [it, fresh] = taken.emplace(s, i);
+    if (!fresh) {
+      throw InputError(path, "output_name '" + s + "' is also the name of nodes[" +
+                                 std::to_string(it->second) + "]");
+    }
+  }
+}
+
+}  // namespace
+
 std::string node_path(const Graph& g, size_t index) {
   return "nodes[" + std::to_string(index) + "] (op '" + std::string(info(g.nodes[index].op).name) +
          "')";
@@ -421,6 +472,7 @@ void infer_types(Graph& g) {
       throw InputError(path, "duplicate output " + std::to_string(g.outputs[k]));
     }
   }
+  check_output_names(g);
 }
 
 TensorType infer_node(const Graph& g, const Node& n) {

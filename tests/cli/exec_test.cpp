@@ -64,6 +64,27 @@ TEST(Exec, IdenticalRunsGiveIdenticalStatsAndTraces) {
   EXPECT_EQ(slurp(a + "/outputs/y.npy"), slurp(b + "/outputs/y.npy"));
 }
 
+// An imported model's output keeps its ONNX name through import, compile and exec: its file is
+// outputs/y.npy, not outputs/v<id>.npy.
+TEST(Exec, ImportedModelOutputsKeepTheirNames) {
+  const std::string d = out_dir("onnx_names");
+  fs::create_directories(d);
+  std::string err;
+  ASSERT_EQ(run("import onnx tests/bad_input/files/onnx_relu.onnx --out " + d + "/g.json", &err), 0)
+      << err;
+  ASSERT_EQ(run("compile " + d + "/g.json -c configs/trn2.json -o " + d + "/p.json", &err), 0)
+      << err;
+  EXPECT_NE(slurp(d + "/p.json").find("\"y\""), std::string::npos);
+  ASSERT_EQ(
+      run("exec " + d + "/p.json -c configs/trn2.json --functional --out " + d + "/run", &err), 0)
+      << err;
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(d + "/run/outputs")) {
+    files.push_back(e.path().filename().string());
+  }
+  EXPECT_EQ(files, std::vector<std::string>{"y.npy"});
+}
+
 TEST(Exec, FunctionalAndTimingOnlyTakeTheSameCycles) {
   for (const char* plan : {"matmul", "gather", "softmax"}) {
     std::string t = out_dir(std::string("t_") + plan), f = out_dir(std::string("f_") + plan);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "graph_test_util.h"
+#include "wallsim/compiler_stub/lower.h"
 #include "wallsim/compiler_stub/validate.h"
 
 namespace wallsim::compiler_stub {
@@ -28,7 +29,7 @@ const char* const kCanonical = R"({
     {"id": 4, "op": "iota", "dtype": "int32", "shape": [512, 512], "axis": 1},
     {"id": 5, "op": "compare", "inputs": [4], "cmp": "lt", "scalar": "len"},
     {"id": 6, "op": "scale", "inputs": [3], "value": 0.125},
-    {"id": 7, "op": "transpose", "inputs": [6], "perm": [1, 0]},
+    {"id": 7, "op": "transpose", "inputs": [6], "output_name": "y", "perm": [1, 0]},
     {"id": 8, "op": "input", "name": "u", "dtype": "fp32", "shape": ["?", 4], "role": "input"}
   ],
   "outputs": [7, 5]
@@ -61,6 +62,9 @@ TEST(GraphIo, ReadsEveryField) {
   EXPECT_EQ(*g.nodes[5].text_attr("scalar"), "len");
   EXPECT_EQ(*g.nodes[6].real_attr("value"), 0.125);
   EXPECT_EQ(*g.nodes[7].ints_attr("perm"), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(g.nodes[7].output_name, "y");
+  EXPECT_EQ(value_name(g, 7), "y");
+  EXPECT_EQ(value_name(g, 6), "v6");
   EXPECT_EQ(g.nodes[8].type.dims[0], Dim::unknown());
   EXPECT_EQ(g.outputs, (std::vector<int32_t>{7, 5}));
 }

@@ -88,6 +88,14 @@ TEST(LowerIndirect, IdsComputedOnTheChipAreRefused) {
                     {"id": 2, "op": "embedding", "inputs": [0, 1]}])",
                 "[2]")),
             "node 2 (embedding): embedding ids computed on the chip are not supported yet");
+  // A named node (an imported ONNX node's name, with its module path) is named by it.
+  EXPECT_EQ(compile_error(make_graph(
+                R"([{"id": 0, "op": "input", "name": "table", "dtype": "bf16", "shape": [10, 8]},
+                    {"id": 1, "op": "iota", "shape": [4], "dtype": "int32", "axis": 0},
+                    {"id": 2, "op": "embedding", "inputs": [0, 1], "name": "/emb/Gather"}])",
+                "[2]")),
+            "'/emb/Gather' (embedding, node 2): embedding ids computed on the chip are not "
+            "supported yet");
 }
 
 }  // namespace

@@ -285,6 +285,23 @@ TEST(InferTypes, StructuralErrors) {
   EXPECT_EQ(problem(R"({"id": 8, "op": "slice", "inputs": [0], "axis": 0, "limit": 1})"),
             "nodes[8] (op 'slice'): missing attribute 'start'");
 
+  // A graph output's name is its tensor's and its file's (exec's outputs/NAME.npy).
+  EXPECT_EQ(
+      with(R"({"id": 8, "op": "relu", "inputs": [0], "output_name": "y.1"})").nodes[8].output_name,
+      "y.1");
+  EXPECT_EQ(problem(R"({"id": 8, "op": "relu", "inputs": [0], "output_name": "a"})"),
+            "nodes[8] (op 'relu'): output_name 'a' is also the name of nodes[0]");
+  for (const char* bad : {"a/b", "..", "v12", " y", "-y"}) {
+    EXPECT_EQ(problem(std::string(R"({"id": 8, "op": "relu", "inputs": [0], "output_name": ")") +
+                      bad + R"("})"),
+              std::string("nodes[8] (op 'relu'): output_name '") + bad +
+                  "' is not a tensor name (letters, digits, '_', '-', '.', not first; not "
+                  "v<digits>)");
+  }
+  EXPECT_EQ(problem(R"({"id": 8, "op": "relu", "inputs": [0]})",
+                    R"(, {"id": 9, "op": "relu", "inputs": [0], "output_name": "z"})"),
+            "nodes[9] (op 'relu'): output_name 'z' on a node that is not a graph output");
+
   Graph g = make_graph(std::string("[") + kBase + "]", "[99]");
   EXPECT_EQ(error_of([&] { infer_types(g); }), "outputs[0]: 99 is not a node id");
   g.outputs = {1, 1};

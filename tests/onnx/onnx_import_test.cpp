@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include "model_builder.h"
 #include "wallsim/base/params.h"
+#include "wallsim/compiler_stub/lower.h"
 #include "wallsim/compiler_stub/reference.h"
 #include "wallsim/frontends/onnx.h"
 
@@ -13,42 +15,7 @@ namespace {
 namespace pb = ::onnx;
 namespace cs = compiler_stub;
 
-struct ModelBuilder {
-  pb::ModelProto m;
-  pb::GraphProto* g;
-  explicit ModelBuilder(int64_t opset = 13) {
-    m.set_ir_version(8);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-    g = m.mutable_graph();
-    g->set_name("t");
-  }
-  void input(const std::string& name, std::vector<int64_t> dims) {
-    auto* v = g->add_input();
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(pb::TensorProto::FLOAT);
-    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  void ints(const std::string& name, std::vector<int64_t> v, bool scalar = false) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(pb::TensorProto::INT64);
-    if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t x : v) t->add_int64_data(x);
-  }
-  pb::NodeProto* node(const std::string& op, std::vector<std::string> in, std::string out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out + "_node");
-    for (auto& i : in) n->add_input(i);
-    n->add_output(out);
-    return n;
-  }
-  void output(const std::string& name) { g->add_output()->set_name(name); }
-  Imported import() { return import_bytes(m.SerializeAsString(), "model.onnx"); }
-};
+using test::ModelBuilder;
 
 std::string error_of(ModelBuilder& b) {
   try {
@@ -150,6 +117,45 @@ TEST(OnnxImport, TruncatedModelIsOneLine) {
   b.output("y");
   const std::string bytes = b.m.SerializeAsString();
   EXPECT_THROW(import_bytes(bytes.substr(0, bytes.size() / 2), "m.onnx"), base::InputError);
+}
+
+TEST(OnnxImport, GraphOutputsKeepTheirNames) {
+  // An output's tensor (and exec's outputs/NAME.npy) takes its ONNX name, made a file name and
+  // kept apart from the inputs' names; a value that is two outputs, or an input passed through,
+  // is copied so each output names its own tensor.
+  ModelBuilder b;
+  b.input("x", {2, 3});
+  b.node("Relu", {"x"}, "y");
+  b.output("y");
+  b.output("y");
+  b.node("Sigmoid", {"x"}, "out/1:a");
+  b.output("out/1:a");
+  b.node("Tanh", {"x"}, "v7");
+  b.output("v7");
+  b.output("x");
+  Imported m = b.import();
+  ASSERT_EQ(m.graph.outputs.size(), 5u);
+  std::vector<std::string> names;
+  for (int32_t id : m.graph.outputs) names.push_back(cs::value_name(m.graph, id));
+  EXPECT_EQ(names, (std::vector<std::string>{"y", "y_1", "out_1_a", "out_v7", "x_1"}));
+  EXPECT_EQ(m.outputs, (std::vector<std::string>{"y", "y", "out/1:a", "v7", "x"}));
+}
+
+TEST(OnnxImport, GraphOpsAreNamedAfterTheirOnnxNode) {
+  // A node's first graph op takes its name (the exporter's module path), later ones #1, #2...;
+  // an unnamed node is op_type_<index>. Compile errors name the op by it.
+  ModelBuilder b;
+  b.input("x", {2, 3});
+  b.node("Relu", {"x"}, "r")->set_name("/features/features.1/Relu");
+  b.node("HardSigmoid", {"r"}, "h")->set_name("/features/features.1/act");
+  b.node("Sigmoid", {"h"}, "y")->clear_name();
+  b.output("y");
+  Imported m = b.import();
+  std::vector<std::string> names;
+  for (const cs::Node& n : m.graph.nodes) names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "/features/features.1/Relu",
+                                             "/features/features.1/act",
+                                             "/features/features.1/act#1", "Sigmoid_2"}));
 }
 
 }  // namespace

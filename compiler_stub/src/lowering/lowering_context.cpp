@@ -44,7 +44,7 @@ void LoweringContext::begin_node(const Node& n, int position) {
 
 CompileError LoweringContext::error(const std::string& reason) const {
   const Node* n = m_graph.find(current_node());
-  return {current_node(), n ? std::string(info(n->op).name) : "?", reason};
+  return {current_node(), n ? std::string(info(n->op).name) : "?", reason, n ? n->name : ""};
 }
 
 CompileError LoweringContext::no_room() const {

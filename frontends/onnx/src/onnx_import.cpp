@@ -134,6 +134,7 @@ int32_t Importer::emit(OpKind op, std::vector<int32_t> inputs,
   cs::Node n;
   n.id = m_next_id++;
   n.op = op;
+  n.name = node_label();
   n.dtype = dtype;
   n.inputs = std::move(inputs);
   n.attrs = std::move(attrs);
@@ -147,16 +148,36 @@ int32_t Importer::emit(OpKind op, std::vector<int32_t> inputs,
   return m_out.graph.nodes.back().id;
 }
 
-std::string Importer::unique_name(const std::string& onnx_name) {
+std::string Importer::unique_name(const std::string& onnx_name, bool output) {
   std::string s;
   for (char c : onnx_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   if (s.empty()) s = "t";
   // "v<digits>" names the values of other nodes (value_name()).
-  if (s[0] == 'v' && s.size() > 1 && std::all_of(s.begin() + 1, s.end(), ::isdigit)) s = "in_" + s;
+  if (s[0] == 'v' && s.size() > 1 && std::all_of(s.begin() + 1, s.end(), ::isdigit))
+    s = (output ? "out_" : "in_") + s;
+  // An output's name is a tensor's only: it may equal a graph op's name, not an input's.
+  auto taken = [&](const std::string& t) {
+    return m_tensors.count(t) || (!output && m_names.count(t));
+  };
   std::string name = s;
-  for (int k = 1; m_names.count(name); ++k) name = s + "_" + std::to_string(k);
-  m_names[name] = 1;
+  for (int k = 1; taken(name); ++k) name = s + "_" + std::to_string(k);
+  m_tensors.insert(name);
+  if (!output) m_names[name] = 1;
   return name;
+}
+
+std::string Importer::node_label() {
+  std::string base = "output";
+  if (m_node) {
+    base = m_node->name().empty() ? m_node->op_type() + "_" + std::to_string(m_node_index)
+                                  : m_node->name();
+  }
+  int& k = m_label_count[base];
+  std::string label = k == 0 ? base : base + "#" + std::to_string(k);
+  while (m_names.count(label)) label = base + "#" + std::to_string(++k);
+  ++k;
+  m_names[label] = 1;
+  return label;
 }
 
 int32_t Importer::id(const Val& v) {
@@ -295,10 +316,14 @@ Imported Importer::run(const pb::ModelProto& model, const std::string& where) {
       throw InputError(where, "output '" + o.name() + "' is not produced by any node");
     }
     int32_t out = id(it->second);
-    // A graph output must be computed: an input or weight passed straight through is copied.
-    if (m_out.graph.nodes[m_index.at(out)].op == OpKind::input) {
+    // A graph output must be computed: an input or weight passed straight through is copied, as
+    // is a value that is already another output (each output names its own tensor).
+    const cs::Node& produced = m_out.graph.nodes[m_index.at(out)];
+    if (produced.op == OpKind::input || !produced.output_name.empty()) {
       out = emit(OpKind::reshape, {out}, {{"shape", shape_of(out)}});
     }
+    // Its tensor, and exec's outputs/<name>.npy, take the output's name (made a file name).
+    m_out.graph.nodes[m_index.at(out)].output_name = unique_name(o.name(), true);
     m_out.graph.outputs.push_back(out);
     m_out.outputs.push_back(o.name());
   }

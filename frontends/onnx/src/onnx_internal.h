@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,13 +83,20 @@ class Importer {
 
  private:
   void declare_inputs(const pb::GraphProto& g, const std::string& where);
-  std::string unique_name(const std::string& onnx_name);
+  // onnx_name made a tensor name (letters, digits, '_'; in_ or out_ before v<digits>) that no
+  // input, weight or earlier output has, nor, for an input or weight, any graph op.
+  std::string unique_name(const std::string& onnx_name, bool output = false);
   const ImportOptions& m_options;
   Imported m_out;
   std::map<std::string, Val> m_values;
   std::map<const Const*, std::pair<ConstPtr, int32_t>> m_weights;  // materialized (kept alive)
-  std::map<std::string, int> m_names;                              // graph input names taken
-  std::map<int32_t, size_t> m_index;  // node id -> index in graph.nodes
+  // A graph op's name: its ONNX node's (with the exporter's module path), or op_type_<index>;
+  // the node's second and later graph ops add #1, #2...
+  std::string node_label();
+  std::map<std::string, int> m_names;        // node names taken (inputs, weights, graph ops)
+  std::map<std::string, int> m_label_count;  // graph ops named after each ONNX node so far
+  std::set<std::string> m_tensors;           // tensor names taken (inputs, weights, outputs)
+  std::map<int32_t, size_t> m_index;         // node id -> index in graph.nodes
   const pb::NodeProto* m_node = nullptr;
   size_t m_node_index = 0;
   int64_t m_opset = 0;
@@ -104,6 +112,8 @@ int64_t folded_count(const Importer& m, const Shape& s);
 // One ONNX op's conversion: its outputs, in order.
 using OpFn = std::function<std::vector<Val>(Importer&)>;
 const std::map<std::string, OpFn>& op_table();
+// Adds Erf, LSTM and Resize (onnx_ops_more.cpp).
+void add_more_ops(std::map<std::string, OpFn>& table);
 
 // The oldest and newest ai.onnx opsets the importer accepts.
 inline constexpr int64_t kMinOpset = 1;

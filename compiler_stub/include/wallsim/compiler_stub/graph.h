@@ -93,6 +93,10 @@ struct Node {
   int32_t id = 0;
   OpKind op = OpKind::input;
   std::string name;
+  // The name of this node's value as a graph output (the output's name in the model it was
+  // imported from): its HBM tensor in plans and its file in exec's outputs/ (value_name()).
+  // Empty: v<id>. Only on a graph output that is not an input or an in-place result.
+  std::string output_name;
   std::vector<int32_t> inputs;  // ids of earlier nodes
   std::map<std::string, AttrValue> attrs;
   // The output. For input and iota it is the declaration (`shape`, `dtype`); for every other op
