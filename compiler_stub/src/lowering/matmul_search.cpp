@@ -9,11 +9,12 @@
 namespace wallsim::compiler_stub::lowering {
 
 // Row tiles one window of `n` holds under the current schedule, and the op's row tiles: all of
-// them when it runs in no windows; 0 fit when one row tile does not.
+// them when it runs in no windows and fits; 0 fit when one row tile does not.
 std::pair<int64_t, int64_t> LoweringContext::window_fit(const Node& n) const {
   const int64_t tiles = tile_count(n);
-  if (!row_windowed(n)) return {tiles, tiles};
   const auto [per_tile, fixed] = footprint(n);
+  if (!row_windowed(n))
+    return {per_tile * tiles + fixed <= m_sbuf.capacity() - pinned_bytes(n) ? tiles : 0, tiles};
   const int64_t budget =
       (m_sbuf.capacity() - pinned_bytes(n) - fixed) * m_options.row_window_fill_percent / 100;
   return {std::min(tiles, std::max<int64_t>(0, budget / std::max<int64_t>(1, per_tile))), tiles};
@@ -103,6 +104,10 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
             if (!dup) points.push_back(s);
           }
         }
+  if (points.size() == 1) {  // nothing to choose: the rules (and their errors) as they are
+    m_schedule.reset();
+    return;
+  }
   size_t pick = 0;
   if (mode >= 0) {
     pick = std::min(points.size() - 1, static_cast<size_t>(mode));
