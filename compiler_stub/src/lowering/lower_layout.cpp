@@ -416,6 +416,7 @@ TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n) {
   if (n.op != OpKind::matmul || ctx.on_chip(aid) || ctx.is_view(aid)) {
     return TransposeRoute::array;
   }
+  if (const MatmulSchedule* s = ctx.matmul_schedule(n.id)) return s->a_route;
   const isa::CostHints& h = ctx.arch().costs;
   const TensorType& a = ctx.type_of(aid);
   const TensorType& b = ctx.type_of(n.inputs[1]);

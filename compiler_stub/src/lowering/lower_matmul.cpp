@@ -121,6 +121,7 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
   while (next < items.size() && next + 1 < static_cast<size_t>(kSlabs))
     if (!load()) return ctx.no_room();
   std::vector<Slot> bank;  // per (row tile, block) of the current group
+  OutRing outs(ctx, ts.size());
   for (size_t j = 0; j < items.size(); ++j) {
     if (ctx.too_large()) return ctx.too_large_error();
     if (next < items.size() && !load()) return ctx.no_room();
@@ -158,7 +159,7 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
         ctx.copy_rows(false, ctx.hbm_ap(narrow.out, odt, narrow.out_view, a.row0(t), rows, n0, ns),
                       o);
         ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
-        ctx.release(*block);
+        outs.stored(*block);
       }
     }
   }
@@ -353,6 +354,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     return std::nullopt;
   }
   if (b.streamed && !panel && !(panel = load_panel(0))) return ctx.no_room();
+  std::optional<OutRing> outs;
+  if (narrow) outs.emplace(ctx, ts.size());
   std::optional<Slot> prev_bank;
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
@@ -415,7 +418,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       ctx.copy_rows(false,
                     ctx.hbm_ap(narrow->out, odt, narrow->out_view, out.row0(t), rows, n0, ns), o);
       ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
-      ctx.release(*block);
+      outs->stored(*block);
     }
     if (b.streamed && b.transposed && n0 + nmax < N && !(next = load_panel(n0 + nmax)))
       return ctx.no_room();

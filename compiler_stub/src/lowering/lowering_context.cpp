@@ -36,6 +36,7 @@ void LoweringContext::begin_node(const Node& n, int position) {
   // What the op needs, as it starts: a "does not fit" error reports these, not the state
   // after some operands were loaded (they would look resident and cost nothing).
   m_need.reset();
+  choose_matmul_schedule(n);
   if (info(n.op).row_window != RowWindow::none) {
     const auto [per_tile, fixed] = footprint(n);
     m_need = Need{per_tile, fixed, pinned_bytes(n)};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -16,6 +17,7 @@
 
 #include "lowering/emitter.h"
 #include "lowering/matmul_blocking.h"
+#include "lowering/matmul_schedule.h"
 #include "lowering/sbuf_allocator.h"
 #include "lowering/value_store.h"
 #include "wallsim/compiler_stub/graph.h"
@@ -146,6 +148,17 @@ class LoweringContext : public Emitter, public ValueStore {
   // ---- row windows (row_windows.cpp) ----
   // Whether `n` is too large for SBUF and runs a window of row tiles at a time.
   bool row_windowed(const Node& n) const;
+  // The schedule point chosen for matmul `id` as it started (matmul_search.cpp), or null: the
+  // blocking queries (matmul_blocking.h) then follow their own rules (today's point).
+  const MatmulSchedule* matmul_schedule(int32_t id) const {
+    return m_schedule && m_schedule->first == id ? &m_schedule->second : nullptr;
+  }
+  struct MatmulSearch {
+    int64_t searched = 0;     // matmuls whose schedule was chosen from a space
+    int64_t candidates = 0;   // points of the last one's space
+    double predicted_ns = 0;  // the chosen points' predicted times, summed
+  };
+  const MatmulSearch& matmul_search() const { return m_search; }
   LowerResult lower_in_windows(const Node& n, const LowerFn& lower);
 
   // ---- strided views in HBM (views.cpp) ----
@@ -207,7 +220,12 @@ class LoweringContext : public Emitter, public ValueStore {
     return dropped;
   }
 
+  void choose_matmul_schedule(const Node& n);
+  std::pair<int64_t, int64_t> window_fit(const Node& n) const;  // (row tiles fit, of tiles)
+
   const isa::ArchSpec& m_arch;
+  std::optional<std::pair<int32_t, MatmulSchedule>> m_schedule;
+  MatmulSearch m_search;
   const LoweringOptions& m_options;
   std::map<std::string, int32_t> m_scalars;
   std::optional<std::string> m_load_error;
@@ -230,10 +248,33 @@ class LoweringContext : public Emitter, public ValueStore {
 // Where a transpose runs (lower_layout.cpp): through the array (PSUM, then an evacuation), by
 // the DMA engines' hardware transpose of 2-byte elements, or by a DMA reading the source
 // element by element.
-enum class TransposeRoute { array, dma_transpose, strided_dma };
-const char* name_of(TransposeRoute r);
 // Modelled time (ns) one row tile's transpose adds to each resource, and what the op already
 // puts on them per row tile: the route costs max over resources of base + added.
+// Output column blocks stored as made rotate through as many buffers as the window has row
+// tiles (a narrow row tile's footprint holds one each): a block's evacuation need not wait for
+// the previous block's store to leave the buffer.
+class OutRing {
+ public:
+  OutRing(LoweringContext& ctx, size_t tiles)
+      : m_ctx(ctx), m_size(std::max<size_t>(1, tiles)) {}
+  OutRing(const OutRing&) = delete;
+  OutRing& operator=(const OutRing&) = delete;
+  ~OutRing() {
+    for (Slot s : m_stored) m_ctx.release(s);
+  }
+  void stored(Slot s) {
+    m_stored.push_back(s);
+    if (m_stored.size() < m_size) return;
+    m_ctx.release(m_stored.front());
+    m_stored.pop_front();
+  }
+
+ private:
+  LoweringContext& m_ctx;
+  size_t m_size;
+  std::deque<Slot> m_stored;
+};
+
 struct ResourceNs {
   double tensor = 0, lanes = 0, dma = 0;
   double bound() const;

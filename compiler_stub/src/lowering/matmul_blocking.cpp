@@ -60,6 +60,7 @@ int64_t b_bytes_per_col(const LoweringContext& ctx, const Node& n) {
 // and stored a column block at a time, and A's row is loaded a K chunk at a time.
 bool narrow_matmul(const LoweringContext& ctx, const Node& n) {
   if (n.op != OpKind::matmul) return false;
+  if (const MatmulSchedule* s = ctx.matmul_schedule(n.id)) return s->narrow;
   const int64_t b = streams_b(ctx, n) ? 2 * b_bytes_per_col(ctx, n)
                     : ctx.on_chip(n.inputs[1])
                         ? 0
@@ -74,6 +75,8 @@ bool narrow_matmul(const LoweringContext& ctx, const Node& n) {
 // tile (when it is loaded for the op) must fit beside the panels too.
 int64_t panel_cols(const LoweringContext& ctx, const Node& n) {
   const View v = view_of(ctx.type_of(n.inputs[1]));
+  if (const MatmulSchedule* s = ctx.matmul_schedule(n.id))
+    return std::max<int64_t>(1, std::min(s->panel_cols, v.cols));
   const int64_t per_col = b_bytes_per_col(ctx, n);
   const bool narrow = narrow_matmul(ctx, n);
   const int64_t row_tile = row_tile_bytes(ctx, n, narrow);
@@ -114,7 +117,8 @@ int64_t slab_cols(const LoweringContext& ctx, const Node& n) {
       !narrow_matmul(ctx, n) || !streams_b(ctx, n))
     return 0;
   const int64_t N = view_of(n.type).cols, width = std::min(moving_cols(ctx), N);
-  if (panel_cols(ctx, n) >= width) return 0;
+  const MatmulSchedule* s = ctx.matmul_schedule(n.id);
+  if (s ? !s->k_blocked : panel_cols(ctx, n) >= width) return 0;
   const int64_t dt = isa::dtype_bytes(ctx.type_of(n.inputs[1]).dtype);
   const int64_t room = (ctx.sbuf_capacity() - row_tile_bytes(ctx, n, true)) *
                        ctx.options().row_window_fill_percent / 100;

@@ -158,6 +158,10 @@ bool LoweringContext::too_wide(const Node& n, int64_t one_tile) const {
 
 bool LoweringContext::row_windowed(const Node& n) const {
   if (info(n.op).row_window == RowWindow::none) return false;
+  // A matmul schedule's M block smaller than the op: windows of that many row tiles.
+  if (const MatmulSchedule* s = matmul_schedule(n.id);
+      s && s->window_tiles > 0 && s->window_tiles < tile_count(n))
+    return true;
   const auto [per_tile, fixed] = footprint(n);
   const int64_t trigger = sbuf_share(m_options.row_window_trigger_percent);
   // One row tile too wide for the SBUF left runs in column windows.
@@ -212,6 +216,8 @@ LowerResult LoweringContext::lower_in_windows(const Node& n, const LowerFn& lowe
   }
   int64_t w = window_of(fixed, per_tile);
   if (ring) w = std::max<int64_t>(1, w / 2);
+  if (const MatmulSchedule* s = matmul_schedule(n.id); s && s->window_tiles > 0)
+    w = std::min(w, s->window_tiles);  // the schedule's M block
   bool split_periods = false;
   if (period > 0) {
     if (w >= period) {

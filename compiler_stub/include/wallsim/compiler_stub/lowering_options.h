@@ -26,6 +26,7 @@ struct LoweringOptions {
   int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
   int64_t schedule_across_ops = 0;                // 1: streams list-scheduled (lowering/schedule.h)
   int64_t matmul_k_interleave = 1;  // 1: a one-row-tile matmul's weight loads K-interleaved
+  int64_t matmul_schedule = -1;     // -1: the cost model's best point, -2: the rules, k: point k
 };
 
 template <class V>
@@ -98,6 +99,13 @@ void describe(V& v, LoweringOptions& o) {
           "tile-rows consecutive rows (one long DMA chunk instead of one per row, which "
           "timing.dma.chunk_overhead_bytes charges), and contracts K chunk k against A's "
           "columns k, k + K / tile-rows, ...; 0 loads B by plain row tiles");
+  v.field("matmul_schedule", o.matmul_schedule, {-2, 1 << 20}, "point",
+          "design choice: how a matmul whose B streams from HBM is blocked (docs/COMPILER.md, "
+          "Schedule search): -1 takes the point of its schedule space (M and N blocks, output "
+          "by rows or column blocks, K-blocked B, how A^T is made) the cost model predicts "
+          "fastest from the chip's figures; -2 the fixed rules alone; k >= 0 the k-th point "
+          "enumerated (0: the rules' point; the last when there are fewer), for studies of "
+          "the model");
 }
 
 }  // namespace wallsim::compiler_stub

@@ -1,0 +1,158 @@
+// The matmul cost model: a schedule point's time from CostHints — the larger of the array's, the
+// lane engines', the DMA engines' and HBM's busy times, plus what cannot overlap them.
+#include "lowering/matmul_schedule.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace wallsim::compiler_stub::lowering {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / std::max<int64_t>(1, b); }
+
+// Engines one transfer of `rows` x `row_bytes` takes at once: pieces of at most split bytes, a
+// piece's rows no shorter than the minimum chunk (as Emitter::copy_rows cuts them).
+int64_t pieces(const MatmulFacts& f, int64_t rows, int64_t row_bytes) {
+  const int64_t want = std::min(f.load_queues, ceil_div(rows * row_bytes, f.dma_split_bytes));
+  const int64_t by_cols = std::max<int64_t>(1, std::min(want, row_bytes / f.dma_min_chunk_bytes));
+  return std::max<int64_t>(1, by_cols * std::max<int64_t>(1, std::min(want / by_cols, rows)));
+}
+
+// Array cycles of multiplies over N columns cut into blocks of `width` (the last one short).
+int64_t moving_cycles(int64_t N, int64_t width, int64_t min_cycles) {
+  const int64_t blocks = ceil_div(N, width), last = N - (blocks - 1) * width;
+  return (blocks - 1) * std::max(width, min_cycles) + std::max(last, min_cycles);
+}
+}  // namespace
+
+std::string MatmulSchedule::describe() const {
+  std::ostringstream o;
+  o << (narrow ? "narrow" : "rows") << (k_blocked ? "+kblocked" : "") << " n=" << panel_cols
+    << " m_tiles=" << window_tiles << " bufs=" << buffers << " a^T=" << name_of(a_route);
+  return o.str();
+}
+
+double MatmulCost::total_ns() const {
+  return std::max({tensor_ns, lanes_ns, dma_ns, hbm_ns, store_chain_ns}) + prologue_ns +
+         epilogue_ns + window_ns;
+}
+
+MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
+                          const isa::ArchSpec& arch) {
+  const isa::CostHints& h = arch.costs;
+  MatmulCost c;
+  const int64_t Mt = ceil_div(f.M, f.tile_rows), Kc = ceil_div(f.K, f.k_rows);
+  const int64_t wt = std::max<int64_t>(1, std::min(s.window_tiles, Mt));
+  const int64_t windows = ceil_div(Mt, wt);
+  const int64_t passes = 1;  // CostHints carries no fp32 slowdown yet (not done: isa/)
+  const double cycle_ns = 1000.0 / h.tensor_freq_mhz;
+  const double lane_ns_per_el = 1.0 / h.vector_elements_per_ns;
+  const int64_t width = std::min(f.moving_cols, f.N);
+  const int64_t nb = s.k_blocked ? width : std::max<int64_t>(1, std::min(s.panel_cols, f.N));
+  const int64_t blocks = ceil_div(f.N, nb);
+
+  // B's reads: once per M block; K-blocked, once per turn of as many row tiles as leave each
+  // column block of a group its PSUM bank (two banks stay out, as k_blocked emits).
+  int64_t b_reads = windows;
+  int64_t group = nb;  // columns per contiguous DMA row of B
+  if (s.k_blocked) {
+    const int64_t banks = std::max<int64_t>(1, f.psum_banks - 2);
+    b_reads = 0;
+    for (int64_t w = 0; w < windows; ++w) {
+      const int64_t tiles = Mt * (w + 1) / windows - Mt * w / windows;  // balanced windows
+      const int64_t per_turn = std::min(tiles, banks);
+      b_reads += ceil_div(tiles, per_turn);
+    }
+    const int64_t per_turn = std::min(wt, banks);
+    group = std::min(f.N, std::max<int64_t>(1, banks / per_turn) * width);
+  }
+
+  // The array: every row tile's multiplies over every K chunk and column block, and A^T made
+  // through it (one transpose per row tile and K chunk) unless a DMA loads it transposed.
+  int64_t cycles = Mt * Kc * moving_cycles(f.N, nb, h.moving_min_cycles) * passes;
+  c.matmuls = Mt * Kc * blocks;
+  const bool a_by_array = s.narrow || s.a_route == TransposeRoute::array;
+  if (a_by_array) {
+    cycles += Mt * Kc * std::max(std::min(f.tile_rows, f.M), h.moving_min_cycles) * passes;
+    c.matmuls += Mt * Kc;
+  }
+  // A transposed B view: each read loads its base's rows and transposes them through the array.
+  if (f.b_transposed) {
+    const int64_t nt = ceil_div(f.N, f.tile_rows);
+    cycles += b_reads * nt * Kc * std::max(f.tile_rows, h.moving_min_cycles) * passes;
+    c.matmuls += b_reads * nt * Kc;
+  }
+  c.tensor_ns = double(cycles) * cycle_ns;
+
+  // The lanes (vector and scalar, half each): an evacuation per output block and per A^T chunk.
+  double lanes = double(Mt * blocks) * (double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el);
+  if (a_by_array)
+    lanes += double(Mt * Kc) * (double(h.vector_fixed_ns) + double(f.tile_rows) * lane_ns_per_el);
+  c.lanes_ns = lanes / 2;
+  // A transposed B's panels: each block of its base's rows is transposed and evacuated chunk by
+  // chunk before a multiply reads it, one after the other on the array and one lane engine.
+  if (f.b_transposed) {
+    const double pair = double(std::max(f.tile_rows, h.moving_min_cycles) * passes) * cycle_ns +
+                        double(h.vector_fixed_ns) + double(f.tile_rows) * lane_ns_per_el;
+    c.store_chain_ns += double(b_reads * ceil_div(f.N, f.tile_rows) * Kc) * pair;
+  }
+
+  // DMA: payload plus the chunk overhead of every contiguous run, over every engine.
+  const double a_pay = double(f.M) * double(f.K) * double(f.a_bytes);
+  const double b_pay = double(f.K) * double(f.N) * double(f.b_bytes);
+  const double o_pay = double(f.M) * double(f.N) * double(f.out_bytes);
+  double engine = 0, payload = 0;
+  if (f.a_loaded) {
+    double chunks = double(f.M);  // whole rows
+    if (s.narrow) {
+      chunks = double(f.M) * double(Kc);  // a K chunk of each row at a time
+    } else if (s.a_route == TransposeRoute::dma_transpose) {
+      chunks = a_pay / double(std::max<int64_t>(1, h.dma_transpose_chunk_bytes));
+    } else if (s.a_route == TransposeRoute::strided_dma) {
+      chunks = a_pay / double(f.a_bytes);
+    }
+    engine += h.dma_engine_bytes(a_pay, chunks);
+    payload += a_pay;
+  }
+  const double b_chunks = f.b_transposed ? double(f.N) : double(f.K) * double(ceil_div(f.N, group));
+  engine += double(b_reads) * h.dma_engine_bytes(b_pay, b_chunks);
+  payload += double(b_reads) * b_pay;
+  const double o_chunks = s.narrow ? double(f.M) * double(blocks) : double(f.M);
+  engine += h.dma_engine_bytes(o_pay, o_chunks);
+  payload += o_pay;
+  const double dma_bytes_per_ns = h.dma_gb_per_s * double(f.dma_engines);
+  // B streams through as many engines as its transfers in flight cut into pieces: a panel's K
+  // chunks all load ahead of its multiplies, a ring's slabs buffers - 1 ahead.
+  const double b_engine = double(b_reads) * h.dma_engine_bytes(b_pay, b_chunks);
+  const int64_t in_flight = s.k_blocked ? (s.buffers - 1) * pieces(f, f.k_rows, group * f.b_bytes)
+                                        : Kc * pieces(f, f.k_rows, nb * f.b_bytes);
+  const double b_engines = double(std::min(f.dma_engines, in_flight));
+  c.dma_ns = std::max(engine / dma_bytes_per_ns, b_engine / (b_engines * h.dma_gb_per_s));
+  c.hbm_ns = 0;  // CostHints carries no HBM bandwidth yet (not done: isa/)
+  c.hbm_bytes = static_cast<int64_t>(payload);
+
+  if (s.narrow) {
+    const int64_t rows = std::min(f.tile_rows, f.M);
+    const double block = h.dma_engine_bytes(double(rows * nb * f.out_bytes), double(rows));
+    const double ring = double(std::min(wt, f.dma_engines));
+    c.store_chain_ns +=
+        double(Mt * blocks) *
+        (block / h.dma_gb_per_s + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el) / ring;
+  }
+
+  // What does not overlap: the first row tile of A and the first panel (slab) before the first
+  // multiply; the last output block's evacuation and store after the last; and at each later M
+  // block, its first row tile of A (its buffers are the previous block's).
+  const double rate = dma_bytes_per_ns;
+  const int64_t rows = std::min(f.tile_rows, f.M);
+  const double a_tile = f.a_loaded ? double(rows) * double(f.K) * double(f.a_bytes) : 0.0;
+  const double first_b = s.k_blocked ? double(f.k_rows) * double(group) * double(f.b_bytes)
+                                     : double(f.K) * double(nb) * double(f.b_bytes);
+  c.prologue_ns = (a_tile + first_b) / rate;
+  const double last_out = double(rows) * double(s.narrow ? nb : f.N) * double(f.out_bytes);
+  c.epilogue_ns = last_out / rate + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el;
+  c.window_ns = double(windows - 1) * a_tile / rate;
+  return c;
+}
+
+}  // namespace wallsim::compiler_stub::lowering

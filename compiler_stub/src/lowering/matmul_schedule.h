@@ -1,0 +1,66 @@
+// The matmul family's schedule space (issue 35): a point (M, N and K blocking, buffers, how A^T
+// is made), the facts of one matmul it is priced on, and the cost model that ranks the points
+// from the chip's own figures (isa::CostHints). Pure arithmetic: no context, nothing emitted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "wallsim/isa/arch_spec.h"
+
+namespace wallsim::compiler_stub::lowering {
+
+enum class TransposeRoute { array, dma_transpose, strided_dma };
+const char* name_of(TransposeRoute r);
+
+// One point of a matmul's schedule space. The loop order is fixed: a block of A's row tiles
+// (a row window) stays resident as A^T stationaries while B streams past it by panels (or, K
+// blocked, by slabs of one K chunk), so B is read from HBM once per M block (once per turn of
+// PSUM-bank-sized row groups when K-blocked) and A once. Today's rules (matmul_blocking.h) are
+// one point of it.
+struct MatmulSchedule {
+  bool narrow = false;       // output by column blocks stored as made, A loaded by K chunks
+  bool k_blocked = false;    // B by slabs of one K chunk through a ring of kSlabs (narrow only)
+  int64_t panel_cols = 0;    // N block: columns of one streamed panel
+  int64_t window_tiles = 0;  // M block: A's row tiles per row window
+  int64_t buffers = 2;       // panels (slabs) of B in flight
+  TransposeRoute a_route = TransposeRoute::array;  // how A^T is made (stationary_route)
+  std::string describe() const;
+};
+
+// What the cost model needs of one matmul [M x K] x [K x N]: sizes, element bytes, where A is.
+struct MatmulFacts {
+  int64_t M = 0, K = 0, N = 0;
+  int64_t a_bytes = 2, b_bytes = 2, out_bytes = 2;  // per element
+  bool b_fp32 = false;                              // the array takes fp32_slowdown passes
+  bool a_loaded = true;                             // A is in HBM (not resident in SBUF)
+  bool b_transposed =
+      false;                // B is a transposed view: its base's rows load and go through the array
+  int64_t tile_rows = 128;  // output partitions per row tile
+  int64_t k_rows = 128;     // contraction rows per K chunk (the array's rows)
+  int64_t moving_cols = 512;  // the widest moving tile
+  int64_t psum_banks = 8;
+  int64_t dma_engines = 16;
+  int64_t dma_split_bytes = 256 * 1024;  // compiler.dma_split_bytes: one engine per piece
+  int64_t dma_min_chunk_bytes = 4096;    // compiler.dma_min_chunk_bytes
+  int64_t load_queues = 32;              // queues a plan loads through
+};
+
+// The model's breakdown (ns): the engines' and the memory's busy times, which overlap, and the
+// parts that do not (the first loads before any multiply, the last store after the last one,
+// the start of each later M block).
+struct MatmulCost {
+  double tensor_ns = 0, lanes_ns = 0, dma_ns = 0, hbm_ns = 0;
+  // Chains of dependent steps: output stored by column blocks (a block's evacuation reuses the
+  // buffer a store one M block of blocks back reads, and stores go one engine each), and a
+  // transposed B's transposes, each evacuated before the multiply that reads it.
+  double store_chain_ns = 0;
+  double prologue_ns = 0, epilogue_ns = 0, window_ns = 0;
+  int64_t hbm_bytes = 0;  // read + written
+  int64_t matmuls = 0;    // array instructions (multiplies and transposes)
+  double total_ns() const;
+};
+
+MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s, const isa::ArchSpec& arch);
+
+}  // namespace wallsim::compiler_stub::lowering

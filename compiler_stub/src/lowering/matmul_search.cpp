@@ -1,0 +1,136 @@
+// The matmul schedule search (issue 35): as a matmul whose B streams from HBM starts, the points
+// of its schedule space (matmul_schedule.h) that fit SBUF are enumerated, each priced by the cost
+// model, and the cheapest (or compiler.matmul_schedule's pick) is what the op's blocking queries
+// and row windows then follow.
+#include <algorithm>
+
+#include "lowering/lowering_context.h"
+
+namespace wallsim::compiler_stub::lowering {
+
+// Row tiles one window of `n` holds under the current schedule, and the op's row tiles: all of
+// them when it runs in no windows and fits; 0 fit when one row tile does not.
+std::pair<int64_t, int64_t> LoweringContext::window_fit(const Node& n) const {
+  const int64_t tiles = tile_count(n);
+  const auto [per_tile, fixed] = footprint(n);
+  if (!row_windowed(n))
+    return {per_tile * tiles + fixed <= m_sbuf.capacity() - pinned_bytes(n) ? tiles : 0, tiles};
+  const int64_t budget =
+      (m_sbuf.capacity() - pinned_bytes(n) - fixed) * m_options.row_window_fill_percent / 100;
+  return {std::min(tiles, std::max<int64_t>(0, budget / std::max<int64_t>(1, per_tile))), tiles};
+}
+
+void LoweringContext::choose_matmul_schedule(const Node& n) {
+  m_schedule.reset();
+  const int64_t mode = m_options.matmul_schedule;
+  if (mode == -2 || n.op != OpKind::matmul || n.inputs.size() > 3 || !streams_b(*this, n)) return;
+  const int32_t aid = n.inputs[0], bid = n.inputs[1];
+  const TensorType &at = type_of(aid), &bt = type_of(bid);
+  const View av = view_of(at), bv = view_of(bt);
+  MatmulFacts f;
+  f.M = av.rows;
+  f.K = av.cols;
+  f.N = bv.cols;
+  f.a_bytes = isa::dtype_bytes(at.dtype);
+  f.b_bytes = isa::dtype_bytes(bt.dtype);
+  f.out_bytes = isa::dtype_bytes(n.type.dtype);
+  f.b_fp32 = bt.dtype == DType::fp32;
+  f.a_loaded = !on_chip(aid);
+  if (is_view(bid)) {
+    const auto& g = view_of_value(bid).groups;
+    f.b_transposed = g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
+                     g[1][0].stride >= g[0][0].size;
+  }
+  f.tile_rows = tile_rows();
+  f.k_rows = m_arch.tensor.rows;
+  f.moving_cols = moving_cols(*this);
+  f.psum_banks = psum_bank_count();
+  f.dma_engines = m_arch.dma.engines;
+  f.dma_split_bytes = std::max<int64_t>(1, m_options.dma_split_bytes);
+  f.dma_min_chunk_bytes = std::max<int64_t>(1, m_options.dma_min_chunk_bytes);
+  f.load_queues = std::max<int64_t>(1, queues().load_queue_count());
+
+  // Today's rules first: one point of the space.
+  std::vector<MatmulSchedule> points;
+  MatmulSchedule today;
+  today.narrow = narrow_matmul(*this, n);
+  today.k_blocked = slab_cols(*this, n) > 0;
+  today.panel_cols = panel_cols(*this, n);
+  today.buffers = today.k_blocked ? kSlabs : 2;
+  today.a_route = stationary_route(*this, n);
+  today.window_tiles = std::max<int64_t>(1, window_fit(n).first);
+  points.push_back(today);
+
+  std::vector<TransposeRoute> routes{TransposeRoute::array};
+  if (f.a_loaded && !is_view(aid) && at.dtype == bt.dtype) {
+    // A DMA route loads by the hardware transpose where the chip has one (load_transposed).
+    const bool hw = m_arch.dma.hardware_transpose && f.a_bytes == 2 &&
+                    m_arch.costs.dma_transpose_chunk_bytes > 0;
+    routes.push_back(hw ? TransposeRoute::dma_transpose : TransposeRoute::strided_dma);
+  }
+  const bool slabs = n.inputs.size() == 2 && !n.int_attr(kEpilogueAct) && !is_view(bid);
+  std::vector<int64_t> widths;
+  for (int64_t w = std::min(f.moving_cols, f.N); w >= 1 && widths.size() < 4; w /= 2)
+    widths.push_back(w);
+  const int64_t limit = m_options.max_plan_instructions / 2;
+  for (const bool narrow : {false, true})
+    for (const bool kb : {false, true})
+      for (const TransposeRoute route : routes)
+        for (const int64_t width : widths) {
+          if ((kb && (!narrow || !slabs || width != widths.front())) ||
+              (narrow && route != TransposeRoute::array))
+            continue;
+          MatmulSchedule s;
+          s.narrow = narrow;
+          s.k_blocked = kb;
+          s.panel_cols = width;
+          s.buffers = kb ? kSlabs : 2;
+          s.a_route = route;
+          m_schedule = {n.id, s};
+          if (kb && slab_cols(*this, n) == 0) continue;
+          if (narrow && row_tile_bytes(*this, n, true) > m_sbuf.capacity()) continue;
+          s.window_tiles = 0;  // as many as fit
+          m_schedule = {n.id, s};
+          const int64_t fit = window_fit(n).first;
+          for (int64_t wt = fit; wt >= 1; wt /= 2) {
+            s.window_tiles = wt;
+            if (predict_matmul(f, s, m_arch).matmuls > limit) break;
+            const bool dup =
+                std::any_of(points.begin(), points.end(), [&](const MatmulSchedule& p) {
+                  return p.narrow == s.narrow && p.k_blocked == s.k_blocked &&
+                         p.panel_cols == s.panel_cols && p.window_tiles == s.window_tiles &&
+                         p.a_route == s.a_route;
+                });
+            if (!dup) points.push_back(s);
+          }
+        }
+  if (points.size() == 1) {  // nothing to choose: the rules (and their errors) as they are
+    m_schedule.reset();
+    return;
+  }
+  size_t pick = 0;
+  if (mode >= 0) {
+    pick = std::min(points.size() - 1, static_cast<size_t>(mode));
+  } else {
+    // Points within kTie of the fastest are taken as tied (the model's figures are no finer):
+    // of those, the one with the fewest array instructions (the widest moving tiles).
+    std::vector<MatmulCost> costs;
+    double best = 0;
+    for (const MatmulSchedule& p : points) {
+      costs.push_back(predict_matmul(f, p, m_arch));
+      best = costs.size() == 1 ? costs[0].total_ns() : std::min(best, costs.back().total_ns());
+    }
+    constexpr double kTie = 1.01;
+    for (size_t i = 0; i < points.size(); ++i) {
+      const bool tied = costs[i].total_ns() <= best * kTie;
+      if (tied && (costs[pick].total_ns() > best * kTie || costs[i].matmuls < costs[pick].matmuls))
+        pick = i;
+    }
+  }
+  m_schedule = {n.id, points[pick]};
+  ++m_search.searched;
+  m_search.candidates = static_cast<int64_t>(points.size());
+  m_search.predicted_ns += predict_matmul(f, points[pick], m_arch).total_ns();
+}
+
+}  // namespace wallsim::compiler_stub::lowering

@@ -1,0 +1,189 @@
+// The matmul schedule search (issue 35) against the chip model: a seeded sample of each shape's
+// schedule points compiled (compiler.matmul_schedule = k), run in timing-only mode, and the cost
+// model's predictions ranked against the simulated times; non-default points computed on chip.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+
+#include "on_chip_run.h"
+
+namespace wallsim::compiler_stub {
+namespace {
+
+using test::graph;
+using test::load;
+using test::run_on_chip;
+
+// C[M, N] = A[M, K] . B[K, N]; `tb`: B is given as B^T [N, K] (a transpose node makes B).
+std::string gemm(int64_t M, int64_t K, int64_t N, const std::string& dt, bool tb) {
+  auto dims = [](int64_t r, int64_t c) {
+    return "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
+  };
+  std::string s = R"({"format": "wallsim-graph", "version": 1, "name": "gemm", "nodes": [)";
+  s += R"({"id": 0, "op": "input", "name": "a", "dtype": ")" + dt + R"(", "shape": )" + dims(M, K) +
+       R"(, "role": "input"},)";
+  s += R"({"id": 1, "op": "input", "name": "b", "dtype": ")" + dt + R"(", "shape": )" +
+       (tb ? dims(N, K) : dims(K, N)) + R"(, "role": "input"},)";
+  if (tb) s += R"({"id": 2, "op": "transpose", "inputs": [1], "perm": [1, 0]},)";
+  s += R"({"id": 3, "op": "matmul", "inputs": [0, )" + std::string(tb ? "2" : "1") +
+       R"(]}], "outputs": [3]})";
+  return s;
+}
+
+struct Run {
+  double predicted_ns = 0, simulated_ns = 0;
+  int64_t points = 0;
+};
+
+// Compiles `g` at schedule point `k` (-1: the model's pick, -2: the rules) and runs it in
+// timing-only mode on `core`. Every plan compile_graph returns has passed the verifier.
+std::optional<Run> run_point(const Graph& g, const runtime::Config& cfg, sim::Core& core,
+                             int64_t k) {
+  LoweringOptions o = cfg.compiler;
+  o.matmul_schedule = k;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  if (auto* e = std::get_if<CompileError>(&r)) {
+    ADD_FAILURE() << "point " << k << ": " << e->message();
+    return std::nullopt;
+  }
+  auto& cg = std::get<CompiledGraph>(r);
+  Run run;
+  for (const LowerStats& s : cg.groups) {
+    run.predicted_ns += s.matmul_predicted_ns;
+    run.points = std::max(run.points, s.matmul_points);
+  }
+  auto plans = std::make_shared<isa::PlanSequence>(std::move(cg.plans));
+  const size_t first = core.launch_count();
+  for (const isa::Plan& p : plans->plans) core.launch(p, {}, {}, plans);
+  sim::simulate();
+  EXPECT_FALSE(core.error());
+  EXPECT_TRUE(core.all_drained());
+  const auto a = core.launch_times(first), b = core.launch_times(core.launch_count() - 1);
+  run.simulated_ns = (b.end - a.start).to_seconds() * 1e9;
+  core.retire_drained();
+  return run;
+}
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < order.size();) {  // ties share their mean rank
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t t = i; t <= j; ++t) r[order[t]] = double(i + j) / 2;
+    i = j + 1;
+  }
+  return r;
+}
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double n = double(x.size()), mean = (n - 1) / 2;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (rx[i] - mean) * (ry[i] - mean);
+    sxx += (rx[i] - mean) * (rx[i] - mean);
+    syy += (ry[i] - mean) * (ry[i] - mean);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+struct Gemm {
+  int64_t M, K, N;
+  const char* dtype;
+  bool tb;
+};
+
+// Per shape, `sample` of its points (seeded) and the model's pick: the rank correlation of the
+// predicted and simulated times over the sample, the worst relative error, and the pick's time
+// against the fastest point sampled and the rules' point.
+void check_ranking(const std::string& chip, const std::vector<Gemm>& shapes, size_t sample) {
+  runtime::Config cfg = load(chip);
+  sim::init_systemc();
+  sim::System system(cfg.chip, sim::CoreOptions{});
+  sim::Core& core = system.core();
+  std::mt19937 rng(35);
+  double worst_rho = 1, worst_error = 0, pooled_rho_num = 0;
+  for (const Gemm& s : shapes) {
+    const Graph g = graph(gemm(s.M, s.K, s.N, s.dtype, s.tb));
+    const auto rules = run_point(g, cfg, core, 0);
+    ASSERT_TRUE(rules);
+    ASSERT_GE(rules->points, 2) << "the shape's B does not stream: no space to search";
+    std::vector<int64_t> ks(static_cast<size_t>(rules->points));
+    std::iota(ks.begin(), ks.end(), 0);
+    std::shuffle(ks.begin() + 1, ks.end(), rng);
+    ks.resize(std::min(ks.size(), sample));
+    std::vector<double> predicted, simulated;
+    double fastest = 0;
+    for (int64_t k : ks) {
+      const auto r = k == 0 ? rules : run_point(g, cfg, core, k);
+      ASSERT_TRUE(r);
+      predicted.push_back(r->predicted_ns);
+      simulated.push_back(r->simulated_ns);
+      worst_error = std::max(worst_error, std::abs(r->predicted_ns / r->simulated_ns - 1));
+      fastest = fastest == 0 ? r->simulated_ns : std::min(fastest, r->simulated_ns);
+    }
+    const auto pick = run_point(g, cfg, core, -1);
+    ASSERT_TRUE(pick);
+    const double rho = spearman(predicted, simulated);
+    worst_rho = std::min(worst_rho, rho);
+    pooled_rho_num += rho;
+    std::printf(
+        "%s gemm %lldx%lldx%lld %s%s: %zu of %lld points, spearman %.3f; pick %.1f us, "
+        "rules %.1f us, fastest sampled %.1f us\n",
+        chip.c_str(), (long long)s.M, (long long)s.K, (long long)s.N, s.dtype, s.tb ? " B^T" : "",
+        ks.size(), (long long)rules->points, rho, pick->simulated_ns / 1e3,
+        rules->simulated_ns / 1e3, fastest / 1e3);
+    // The model's pick is never much slower than the rules' point, nor than the best sampled.
+    EXPECT_LE(pick->simulated_ns, rules->simulated_ns * 1.05);
+    EXPECT_LE(pick->simulated_ns, fastest * 1.25);
+  }
+  std::printf("%s: mean spearman %.3f, worst %.3f, worst relative error %.3f\n", chip.c_str(),
+              pooled_rho_num / double(shapes.size()), worst_rho, worst_error);
+  // Floors: each shape's sampled points ranked with rho >= 0.6 (a few points near-tied in time
+  // may swap), and on average >= 0.8.
+  EXPECT_GE(worst_rho, 0.6);
+  EXPECT_GE(pooled_rho_num / double(shapes.size()), 0.8);
+}
+
+const std::vector<Gemm> kShapes = {{1024, 4096, 4096, "bf16", false},
+                                   {2048, 2048, 8192, "bf16", false},
+                                   {1024, 2048, 4096, "bf16", true},
+                                   {768, 2048, 3072, "fp32", false}};
+
+TEST(MatmulScheduleOnChip, ModelRanksSampledPointsLikeTheSimulatorOnTrn2) {
+  check_ranking("trn2", kShapes, 10);
+}
+
+TEST(MatmulScheduleOnChip, ModelRanksSampledPointsLikeTheSimulatorOnTrn1) {
+  check_ranking("trn1", kShapes, 10);
+}
+
+// Non-default points compute the right product on the chip (tiny: B streams at these sizes).
+// One elaborated device per process: a test per (B given transposed, point); a point past the
+// last is the last (compiler.matmul_schedule).
+class MatmulSchedulePoint : public ::testing::TestWithParam<std::tuple<bool, int64_t>> {};
+
+TEST_P(MatmulSchedulePoint, MatchesTheReferenceOnTiny) {
+  const auto [tb, k] = GetParam();
+  const Graph g = graph(gemm(96, 256, 640, "fp32", tb));
+  runtime::Config cfg = load("tiny");
+  LoweringOptions o = cfg.compiler;
+  o.matmul_schedule = 0;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  ASSERT_GE(std::get<CompiledGraph>(r).groups[0].matmul_points, 8);
+  o.matmul_schedule = k;
+  EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole, {}, o).max_error, 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Points, MatmulSchedulePoint,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(int64_t{-1}, int64_t{3}, int64_t{7},
+                                                              int64_t{1000})));
+
+}  // namespace
+}  // namespace wallsim::compiler_stub
