@@ -45,6 +45,15 @@ Json compile_metrics_json(const runtime::Session& session, int64_t steps_device_
   j["unique_graphs"] = static_cast<int64_t>(session.cache_entries().size());
   j["entries"] = entries;
   j["recompiles"] = recompiles;
+  // Groups that failed to compile and fell back (only when some did).
+  if (!session.fallback_log().empty()) {
+    Json fallbacks = Json::array();
+    for (const auto& f : session.fallback_log()) {
+      fallbacks.push_back(
+          {{"step", f.step}, {"ops", f.ops}, {"policy", f.policy}, {"reason", f.reason}});
+    }
+    j["fallbacks"] = fallbacks;
+  }
   return j;
 }
 

@@ -326,6 +326,11 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   }
   if (csv) csv->finish();
   dir->commit();
+  if (const auto& f = session.fallback_log(); !f.empty()) {
+    std::cerr << "wallsim: run: " << f.size() << " group(s) failed to compile and fell back ("
+              << f.front().policy << "); the first: " << f.front().reason
+              << " (stats.json compile_metrics.fallbacks lists them)\n";
+  }
   const runtime::Counts totals = session.totals();
   RunSummary r;
   r.wall_ns = session.now_ns();

@@ -330,6 +330,8 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
                        " op(s) failed to compile: " + compiled.error);
   }
   record().counts.fallbacks++;
+  m_fallbacks.push_back({m_log.current_index(), static_cast<int64_t>(nodes.size()),
+                         std::string(name_of(policy)), compiled.error});
   if (policy == Fallback::split && nodes.size() > 1) {
     const size_t half = nodes.size() / 2;
     run_group({nodes.begin(), nodes.begin() + static_cast<long>(half)}, true);

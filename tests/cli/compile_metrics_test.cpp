@@ -2,6 +2,7 @@
 // the fused mode's materialization heuristics and the compile-cost model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -108,6 +109,37 @@ TEST(CompileMetrics, TheRecompileLogNamesTheDimensionThatChanged) {
     EXPECT_NE(why.find(" -> "), std::string::npos) << why;
     EXPECT_NE(r.at("previous"), r.at("signature"));
   }
+}
+
+// A group that fails to compile and falls back says so: one stderr line with the first reason,
+// and compile_metrics.fallbacks lists each (step, ops, policy, the compiler's error). A run
+// without any has no such key and no such line.
+TEST(CompileMetrics, FallbacksAreListedWithTheirReasons) {
+  const std::string out = fresh_dir("compile_metrics", "fallback");
+  std::string err;
+  ASSERT_EQ(run_wallsim("run -c configs/trn2.json --trace-level none --out " + out +
+                            " -w transformer:layers=1,seq=128 --mode fused --steps 2"
+                            " --set 'runtime.inject.fail_ops=[\"attention\"]'"
+                            " --set runtime.lazy.fallback=split",
+                        &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("group(s) failed to compile and fell back (split); the first: "),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  std::ifstream in(out + "/stats.json");
+  const Json m = Json::parse(in).at("compile_metrics");
+  ASSERT_TRUE(m.contains("fallbacks"));
+  const Json& f = m.at("fallbacks");
+  ASSERT_GT(f.size(), 0u);
+  for (const Json& r : f) {
+    EXPECT_EQ(r.at("policy"), "split");
+    EXPECT_GE(r.at("ops").get<int64_t>(), 1);
+    EXPECT_NE(r.at("reason").get<std::string>().find("attention"), std::string::npos) << r;
+  }
+  EXPECT_FALSE(metrics("no_fallback", "-w transformer:layers=1,seq=128 --mode fused --steps 1")
+                   .contains("fallbacks"));
 }
 
 }  // namespace

@@ -49,6 +49,14 @@ struct RecompileRecord {
   std::string reason;    // e.g. "node 3 (batch_matmul) dim 2: 128 -> 129"
 };
 
+// A group that failed to compile and fell back under runtime.lazy.fallback: what failed and why.
+struct FallbackRecord {
+  int64_t step = -1;   // -1: start-up
+  int64_t ops = 0;     // the group's op count
+  std::string policy;  // split, eager
+  std::string reason;  // the compiler's error
+};
+
 class CompileService {
  public:
   // `config` outlives the service. `plan_memory_bytes` and `memory_check`: SessionOptions.

@@ -224,6 +224,8 @@ class Session {
   // Every plan compiled, in compile order, with its lookups; every recompile with its reason.
   const std::vector<CacheEntryRecord>& cache_entries() const { return m_compiler.entries(); }
   const std::vector<RecompileRecord>& recompile_log() const { return m_compiler.recompile_log(); }
+  // Every group that failed to compile and fell back, in order.
+  const std::vector<FallbackRecord>& fallback_log() const { return m_fallbacks; }
 
   // After the simulation: draws the trace's flows from each launch on the host to the plan's
   // launch on the device.
@@ -256,6 +258,8 @@ class Session {
   HostTimeline m_host;
   DeviceQueue m_device;
   CompileService m_compiler;
+
+  std::vector<FallbackRecord> m_fallbacks;
 
   // Pending lazy graph and the live tensors its nodes produce.
   compiler_stub::Graph m_pending;
