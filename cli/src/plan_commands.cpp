@@ -11,6 +11,7 @@
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/isa/verifier.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/sim/exec.h"
 
 namespace wallsim::cli {
 namespace {
@@ -125,6 +126,7 @@ void add_plan_commands(CLI::App& app) {
     std::vector<std::string> findings;
     for (const auto& d : isa::verify(seq, cfg.chip.arch)) findings.push_back(d.to_string());
     refuse_unverified(check_args->plan, findings, check_args->all);
+    sim::check_placement(seq, cfg.system);
     int64_t n = 0;
     for (const auto& p : seq.plans) n += p.instruction_count();
     std::cout << check_args->plan << ": ok (" << seq.plans.size() << " plan"

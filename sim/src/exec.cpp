@@ -118,7 +118,8 @@ nlohmann::ordered_json node_report(const Core& device) {
 
 // The "measured." stats: the simulation's real time and speed (they vary run to run). Returns
 // the instructions simulated.
-int64_t add_measured_stats(traces::StatsRegistry& stats, const isa::PlanSequence& seq, double wall) {
+int64_t add_measured_stats(traces::StatsRegistry& stats, const isa::PlanSequence& seq,
+                           double wall) {
   int64_t instructions = 0;
   for (const isa::Plan& p : seq.plans) instructions += p.instruction_count();
   traces::StatsScope measured(stats, "measured");
@@ -299,15 +300,8 @@ std::vector<std::vector<std::vector<std::pair<int, int>>>> bind_communicators(
 
 }  // namespace
 
-ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
-                        const base::Json& resolved_config, const isa::PlanSequence& seq,
-                        const ExecOptions& options, const std::string& out_dir,
-                        const std::vector<std::pair<int, int>>& order) {
-  init_systemc();
-  if (options.functional) {
-    throw base::InputError("--functional",
-                           "a plan file that places plans on cores runs timing-only");
-  }
+void check_placement(const isa::PlanSequence& seq, const SystemConfig& system) {
+  if (seq.cores.empty()) return;
   for (size_t i = 0; i < seq.cores.size(); ++i) {
     const auto [c, k] = seq.cores[i];
     if (c >= system.chips() || k >= system.chip.cores) {
@@ -318,6 +312,36 @@ ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
                                  std::to_string(system.chip.cores) + " cores)");
     }
   }
+  // A tensor "chip<N>:name" lives on chip N, which must be one of the system's.
+  for (size_t i = 0; i < seq.plans.size(); ++i) {
+    const auto& tensors = seq.plans[i].tensors;
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      const std::string& name = tensors[j].name;
+      const size_t colon = name.find(':');
+      if (name.rfind("chip", 0) != 0 || colon == std::string::npos || colon == 4) continue;
+      const std::string digits = name.substr(4, colon - 4);
+      if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (digits.size() > 9 || std::stoll(digits) >= system.chips()) {
+        throw base::InputError(
+            "plans[" + std::to_string(i) + "].tensors[" + std::to_string(j) + "]",
+            "'" + name + "' names chip " + digits + "; the system has " +
+                std::to_string(system.chips()) + " chips (0 to " +
+                std::to_string(system.chips() - 1) + ")");
+      }
+    }
+  }
+}
+
+ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
+                        const base::Json& resolved_config, const isa::PlanSequence& seq,
+                        const ExecOptions& options, const std::string& out_dir,
+                        const std::vector<std::pair<int, int>>& order) {
+  init_systemc();
+  if (options.functional) {
+    throw base::InputError("--functional",
+                           "a plan file that places plans on cores runs timing-only");
+  }
+  check_placement(seq, system);
   const auto scalars = bind_scalars(seq, options);
   std::unique_ptr<traces::RunDirectory> dir = open_run_directory(out_dir);
   traces::StatsRegistry stats;

@@ -58,6 +58,11 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
 // Timing only. Stats name each core ("chip<c>.core<k>.") and, under "system.", each chip's HBM
 // and each link direction's bytes and busy time; the trace has a process per core and one per
 // chip. `order` is the cores' elaboration order (System); results do not depend on it.
+// A placed plan file (plans that name their core) against the system: every core one of its
+// cores, every "chip<N>:" tensor on one of its chips; else base::InputError naming the plan.
+// Nothing for a file that places no plan.
+void check_placement(const isa::PlanSequence& seq, const SystemConfig& system);
+
 ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
                         const base::Json& resolved_config, const isa::PlanSequence& seq,
                         const ExecOptions& options, const std::string& out_dir,
