@@ -8,7 +8,9 @@ namespace wallsim::sim {
 // thread is back on its own stack. libsystemc 2.3.4 annotates its coroutine switches for
 // ASan but leaves the main thread registered on the last coroutine's stack when sc_start
 // returns; LeakSanitizer then scans that (freed) stack at exit and dies on an unmapped page,
-// or misses leaks. Without ASan this is sc_start and nothing else.
+// or misses leaks. What the simulation's threads allocate is not leak-checked (a thread left
+// suspended holds its objects on a coroutine stack LeakSanitizer cannot see); everything
+// allocated outside the simulation is. Without ASan this is sc_start and nothing else.
 void simulate();
 
 }  // namespace wallsim::sim
