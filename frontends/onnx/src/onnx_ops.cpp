@@ -671,8 +671,8 @@ Shape resolve_shape(I& m, const Shape& in, Ints to, bool allowzero) {
     if (to[k] == -1) {
       if (infer >= 0) m.fail("shape has two -1 dims");
       infer = static_cast<int64_t>(k);
-    } else {
-      known *= to[k];
+    } else if (__builtin_mul_overflow(known, to[k], &known)) {
+      m.fail("shape has more than 2^63 elements");
     }
   }
   if (infer >= 0) {
@@ -821,7 +821,11 @@ std::vector<Val> slice_op(I& m) {
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t a = norm_axis(m, axes[k], rank), d = s[a];
     if (steps[k] == 0) m.fail("a step of 0");
+    // Beyond any axis' extent a step moves one element: kept where the arithmetic below is exact.
+    constexpr int64_t kMaxStep = int64_t{1} << 62;
+    if (steps[k] > kMaxStep || steps[k] < -kMaxStep) m.fail("a step beyond +-2^62");
     auto clampv = [&](int64_t i, int64_t low, int64_t high) {
+      if (i < -d) return low;  // i + d would be below 0 (and i may be -2^63)
       if (i < 0) i += d;
       return std::min(std::max(i, low), high);
     };

@@ -11,9 +11,12 @@ namespace wallsim::frontends::onnx {
 
 using base::InputError;
 
+// Saturates at INT64_MAX (every caller refuses a count that large).
 int64_t count_of(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
   return n;
 }
 
