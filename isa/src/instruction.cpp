@@ -7,8 +7,8 @@ namespace {
 // The short field names used by the table's `fields` column.
 constexpr uint32_t Dst = F_Dst, Src0 = F_Src0, Src1 = F_Src1, Src2 = F_Src2, Accum = F_Accum,
                    Alu = F_Alu, Act = F_Act, Scalar = F_Scalar, Reverse = F_Reverse,
-                   Value = F_Value, Iota = F_Iota, MatmulFlags = F_MatmulFlags,
-                   Comm = F_Comm, Peer = F_Peer;
+                   Value = F_Value, Iota = F_Iota, MatmulFlags = F_MatmulFlags, Comm = F_Comm,
+                   Peer = F_Peer;
 
 constexpr std::array<OpcodeInfo, kNumOpcodes> kOpcodes = {{
 #define WALLSIM_OPCODE(name, engine, fields, s0, s1, s2, summary) \

@@ -153,9 +153,9 @@ TEST(OnnxImport, GraphOpsAreNamedAfterTheirOnnxNode) {
   Imported m = b.import();
   std::vector<std::string> names;
   for (const cs::Node& n : m.graph.nodes) names.push_back(n.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"x", "/features/features.1/Relu",
-                                             "/features/features.1/act",
-                                             "/features/features.1/act#1", "Sigmoid_2"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"x", "/features/features.1/Relu", "/features/features.1/act",
+                                      "/features/features.1/act#1", "Sigmoid_2"}));
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <array>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -255,8 +255,7 @@ class LoweringContext : public Emitter, public ValueStore {
 // the previous block's store to leave the buffer.
 class OutRing {
  public:
-  OutRing(LoweringContext& ctx, size_t tiles)
-      : m_ctx(ctx), m_size(std::max<size_t>(1, tiles)) {}
+  OutRing(LoweringContext& ctx, size_t tiles) : m_ctx(ctx), m_size(std::max<size_t>(1, tiles)) {}
   OutRing(const OutRing&) = delete;
   OutRing& operator=(const OutRing&) = delete;
   ~OutRing() {
