@@ -63,15 +63,7 @@ std::vector<CollectiveSweepRow> run_collective_sweep(const ChipConfig& core,
   }
   wallsim::sim::simulate();
   for (const auto& [c, k] : ranks) {
-    Core& x = sys.core(static_cast<size_t>(c), static_cast<size_t>(k));
-    if (auto err = x.error()) throw SimulationError("run-time error " + *err);
-    if (!x.all_drained()) {
-      std::string msg = "deadlock at " + sc_core::sc_time_stamp().to_string() + ":";
-      for (const auto& line : sys.collectives()->stuck_report()) msg += " " + line + ";";
-      for (const auto& line : x.deadlock_report()) msg += " " + line + ";";
-      msg.pop_back();
-      throw SimulationError(msg);
-    }
+    check_finished(sys, sys.core(static_cast<size_t>(c), static_cast<size_t>(k)));
   }
   const auto& records = sys.collectives()->records();
   if (records.size() != rows.size())

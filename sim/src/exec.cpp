@@ -300,6 +300,16 @@ std::vector<std::vector<std::vector<std::pair<int, int>>>> bind_communicators(
 
 }  // namespace
 
+void check_finished(System& sys, Core& core) {
+  if (auto err = core.error()) throw SimulationError("run-time error " + *err);
+  if (core.all_drained()) return;
+  std::string msg = "deadlock at " + sc_core::sc_time_stamp().to_string() + ":";
+  for (const auto& line : sys.collectives()->stuck_report()) msg += " " + line + ";";
+  for (const auto& line : core.deadlock_report()) msg += " " + line + ";";
+  msg.pop_back();
+  throw SimulationError(msg);
+}
+
 void check_placement(const isa::PlanSequence& seq, const SystemConfig& system) {
   if (seq.cores.empty()) return;
   for (size_t i = 0; i < seq.cores.size(); ++i) {
@@ -373,14 +383,7 @@ ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
   for (size_t c = 0; c < sys.chips(); ++c) {
     for (size_t k = 0; k < sys.cores_per_chip(); ++k) {
       Core& x = sys.core(c, k);
-      if (auto err = x.error()) throw SimulationError("run-time error " + *err);
-      if (!x.all_drained()) {
-        std::string msg = "deadlock at " + sc_core::sc_time_stamp().to_string() + ":";
-        for (const auto& line : sys.collectives()->stuck_report()) msg += " " + line + ";";
-        for (const auto& line : x.deadlock_report()) msg += " " + line + ";";
-        msg.pop_back();
-        throw SimulationError(msg);
-      }
+      check_finished(sys, x);
       end = std::max(end, x.end_time());
     }
   }

@@ -63,6 +63,12 @@ ExecSummary exec_plans(const ChipConfig& chip, const base::Json& resolved_config
 // Nothing for a file that places no plan.
 void check_placement(const isa::PlanSequence& seq, const SystemConfig& system);
 
+class System;
+class Core;
+// After a system's simulation: a core's run-time error, or its deadlock (with every stuck
+// collective), as SimulationError; nothing when it finished.
+void check_finished(System& sys, Core& core);
+
 ExecSummary exec_system(const ChipConfig& core, const SystemConfig& system,
                         const base::Json& resolved_config, const isa::PlanSequence& seq,
                         const ExecOptions& options, const std::string& out_dir,
