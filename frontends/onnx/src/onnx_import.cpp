@@ -72,6 +72,7 @@ const Const& Importer::const_input(size_t i, const std::string& what) const {
 
 std::vector<int64_t> Importer::ints_input(size_t i, const std::string& what) const {
   const Const& c = const_input(i, what);
+  if (!is_int_elem(c.elem)) fail(what + " must be an integer tensor, got " + elem_name(c.elem));
   std::vector<int64_t> out;
   for (double v : c.v) out.push_back(static_cast<int64_t>(v));
   return out;
@@ -87,6 +88,12 @@ const pb::AttributeProto* Importer::attr(const std::string& name) const {
 int64_t Importer::attr_int(const std::string& name, int64_t fallback) const {
   const auto* a = attr(name);
   return a ? a->i() : fallback;
+}
+
+int64_t Importer::required_attr_int(const std::string& name) const {
+  const auto* a = attr(name);
+  if (!a) fail("the required attribute '" + name + "' is missing");
+  return a->i();
 }
 
 double Importer::attr_float(const std::string& name, double fallback) const {
@@ -210,13 +217,17 @@ int32_t Importer::id(const Val& v) {
 // ---- the model -------------------------------------------------------------------------------
 
 void Importer::declare_inputs(const pb::GraphProto& g, const std::string& where) {
-  std::set<std::string> initialized;
+  std::set<std::string> initialized, declared;
   for (const auto& t : g.initializer()) {
     if (t.name().empty()) throw InputError(where, "an initializer has no name");
+    if (initialized.count(t.name()))
+      throw InputError(where, "initializer '" + t.name() + "' is given twice");
     m_values[t.name()] = konst(const_from_proto(t, where + ": initializer '" + t.name() + "'"));
     initialized.insert(t.name());
   }
   for (const auto& in : g.input()) {
+    if (!declared.insert(in.name()).second)
+      throw InputError(where, "graph input '" + in.name() + "' is declared twice");
     if (initialized.count(in.name())) continue;  // an initializer with a default value
     const std::string at = where + ": input '" + in.name() + "'";
     auto fixed = m_options.constant_files.find(in.name());
@@ -300,9 +311,22 @@ Imported Importer::run(const pb::ModelProto& model, const std::string& where) {
     if (it == table.end()) {
       fail("ONNX op '" + n.op_type() + "' is not supported (supported: " + supported_list() + ")");
     }
+    std::set<std::string> attr_names;
+    for (const auto& a : n.attribute()) {
+      if (!attr_names.insert(a.name()).second) fail("attribute '" + a.name() + "' is given twice");
+      if (!a.ref_attr_name().empty()) {
+        fail("attribute '" + a.name() + "' refers to a function's attribute '" + a.ref_attr_name() +
+             "' outside a function");
+      }
+    }
     std::vector<Val> outs = it->second(*this);
     for (int k = 0; k < n.output_size(); ++k) {
       if (n.output(k).empty()) continue;
+      if (m_values.count(n.output(k))) {
+        fail("output '" + n.output(k) +
+             "' is already a graph input, an initializer or an earlier node's output (ONNX "
+             "values are assigned once)");
+      }
       if (static_cast<size_t>(k) >= outs.size())
         fail("output " + std::to_string(k) + " is not supported");
       m_values[n.output(k)] = outs[static_cast<size_t>(k)];

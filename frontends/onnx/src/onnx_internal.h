@@ -67,6 +67,8 @@ class Importer {
   std::vector<int64_t> ints_input(size_t i, const std::string& what) const;
   const pb::AttributeProto* attr(const std::string& name) const;
   int64_t attr_int(const std::string& name, int64_t fallback) const;
+  // An attribute the op's schema requires: fails naming it when the node lacks it.
+  int64_t required_attr_int(const std::string& name) const;
   double attr_float(const std::string& name, double fallback) const;
   std::string attr_str(const std::string& name, const std::string& fallback) const;
   std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> fallback) const;

@@ -372,7 +372,7 @@ std::vector<Val> identity_op(I& m) {
 
 std::vector<Val> cast_op(I& m) {
   Val x = m.input(0);
-  const int64_t to = m.attr_int("to", pb::TensorProto::FLOAT);
+  const int64_t to = m.required_attr_int("to");
   if (x.is_const()) {
     Const c = *x.c;
     c.elem = static_cast<int32_t>(to);
@@ -767,7 +767,7 @@ std::vector<Val> transpose_op(I& m) {
 
 std::vector<Val> concat_op(I& m) {
   const int64_t rank = static_cast<int64_t>(m.shape(m.input(0)).size());
-  const int64_t axis = norm_axis(m, m.attr_int("axis", 0), rank);
+  const int64_t axis = norm_axis(m, m.required_attr_int("axis"), rank);
   std::vector<Val> ins;
   for (size_t i = 0; i < m.num_inputs(); ++i) {
     if (count_of(m.shape(m.input(i))) > 0) ins.push_back(m.input(i));
@@ -818,8 +818,11 @@ std::vector<Val> slice_op(I& m) {
     m.fail("starts, ends, axes and steps differ in length");
   }
   Ints lo(s.size(), 0), step(s.size(), 1), len(s.begin(), s.end());
+  std::vector<bool> seen(s.size(), false);
   for (size_t k = 0; k < axes.size(); ++k) {
     const int64_t a = norm_axis(m, axes[k], rank), d = s[a];
+    if (seen[a]) m.fail("axis " + std::to_string(a) + " is sliced twice");
+    seen[a] = true;
     if (steps[k] == 0) m.fail("a step of 0");
     // Beyond any axis' extent a step moves one element: kept where the arithmetic below is exact.
     constexpr int64_t kMaxStep = int64_t{1} << 62;
@@ -879,6 +882,15 @@ std::vector<Val> split(I& m) {
     if (s[axis] % n) m.fail("the axis does not split evenly");
     sizes.assign(static_cast<size_t>(n), s[axis] / n);
   }
+  if (static_cast<int64_t>(sizes.size()) != n) {
+    m.fail(std::to_string(sizes.size()) + " split sizes for " + std::to_string(n) + " outputs");
+  }
+  int64_t total = 0;
+  for (int64_t len : sizes) {
+    if (len < 0 || len > s[axis] - total) m.fail("the split sizes exceed the axis' extent");
+    total += len;
+  }
+  if (total != s[axis]) m.fail("the split sizes add up to less than the axis' extent");
   std::vector<Val> out;
   int64_t at = 0;
   const int32_t xi = m.id(x);
@@ -898,6 +910,8 @@ std::vector<Val> gather(I& m) {
   Shape out(ds.begin(), ds.begin() + axis);
   out.insert(out.end(), is.begin(), is.end());
   out.insert(out.end(), ds.begin() + axis + 1, ds.end());
+  if (ind.is_const() ? !is_int_elem(ind.c->elem) : m.dtype_of(ind.id) != isa::DType::int32)
+    m.fail("indices must be integers");
   if (ind.is_const()) {
     Ints idx;
     for (double d : ind.c->v) {
@@ -1001,6 +1015,7 @@ Const attr_tensor(I& m, const pb::AttributeProto& a) {
 }
 
 std::vector<Val> constant(I& m) {
+  if (m.node().attribute_size() != 1) m.fail("a Constant takes exactly one value attribute");
   if (const auto* a = m.attr("value")) return {m.konst(attr_tensor(m, *a))};
   if (const auto* a = m.attr("value_float")) {
     Const c;

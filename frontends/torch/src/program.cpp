@@ -2,6 +2,7 @@
 // every op's type inferred as the runtime will and checked against the captured one.
 #include "wallsim/torch/program.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <unordered_map>
@@ -122,7 +123,16 @@ class Reader {
     }
     if (const Json* d = o.opt("dims")) {
       if (!d->is_object()) throw InputError(o.at("dims"), "expected an object");
-      for (auto it = d->begin(); it != d->end(); ++it) add_dim_name(it.key());
+      for (auto it = d->begin(); it != d->end(); ++it) {
+        add_dim_name(it.key());
+        Obj dim(it.value(), o.at("dims") + "." + it.key());
+        const Json& of = dim.array("axis_of");
+        if (of.size() != 2) throw InputError(dim.at("axis_of"), "expected [tensor id, axis]");
+        m_axis_of.push_back({it.key(), dim.at("axis_of"),
+                             read_id(of[0], base::json_index(dim.at("axis_of"), 0)),
+                             Obj::as_int(of[1], base::json_index(dim.at("axis_of"), 1), 0, 64)});
+        dim.finish();
+      }
     }
     const Json& events = o.array("events");
     o.finish();
@@ -137,6 +147,7 @@ class Reader {
     }
     if (step_begin < events.size() || m_p.steps.empty())
       m_p.steps.emplace_back(step_begin, events.size());
+    check_axis_of();
     return std::move(m_p);
   }
 
@@ -206,14 +217,21 @@ class Reader {
         }
         break;
       }
-      case EventKind::read:
+      case EventKind::read: {
         e.out.id = read_id(o.req("id"), o.at("id"));
         e.reason = o.str("reason");
+        static const std::vector<std::string_view> kReasons = {"item",  "bool", "tolist",
+                                                               "numpy", "cpu",  "print"};
+        if (std::find(kReasons.begin(), kReasons.end(), e.reason) == kReasons.end()) {
+          throw InputError(o.at("reason"), "unknown read reason \"" + e.reason + "\"" +
+                                               base::did_you_mean(e.reason, kReasons));
+        }
         o.finish();
         e.out = use(e.out.id, err);
         e.read_index = m_reads++;
         if (!m_p.values.empty()) need_file(value_file(m_p, 'r', e.read_index), err);
         break;
+      }
       case EventKind::free:
         e.out.id = read_id(o.req("id"), o.at("id"));
         o.finish();
@@ -338,6 +356,26 @@ class Reader {
     if (!std::filesystem::is_regular_file(f)) err.fail("missing values file " + f);
   }
 
+  // `dims.NAME.axis_of` names the first tensor axis that carried NAME: that tensor must be
+  // defined somewhere in the file and name the axis so.
+  void check_axis_of() const {
+    for (const AxisOf& a : m_axis_of) {
+      auto it = m_tensors.find(a.id);
+      if (it == m_tensors.end())
+        throw InputError(a.path, "tensor " + std::to_string(a.id) + " is defined by no event");
+      const ProgramTensor& t = it->second.t;
+      if (a.axis >= static_cast<int64_t>(t.shape.size())) {
+        throw InputError(a.path, "axis " + std::to_string(a.axis) + " of tensor " +
+                                     std::to_string(a.id) + ", which has " +
+                                     std::to_string(t.shape.size()) + " axes");
+      }
+      if (t.dim_names.empty() || t.dim_names[a.axis] != a.name) {
+        throw InputError(a.path, "axis " + std::to_string(a.axis) + " of tensor " +
+                                     std::to_string(a.id) + " is not named \"" + a.name + "\"");
+      }
+    }
+  }
+
   void add_dim_name(const std::string& n) {
     for (const auto& d : m_p.dim_names) {
       if (d == n) return;
@@ -349,6 +387,12 @@ class Reader {
     ProgramTensor t;
     bool freed = false;
   };
+  struct AxisOf {
+    std::string name, path;
+    int32_t id;
+    int64_t axis;
+  };
+  std::vector<AxisOf> m_axis_of;
   std::string m_file;
   Program m_p;
   std::unordered_map<int32_t, Live> m_tensors;
