@@ -91,7 +91,7 @@ void CompileCache::drop_body(CompiledPlan& c, bool keep) {
   c.plan.reset();
 }
 
-const std::string* CompileCache::failure(uint64_t hash) const {
+const CompileCache::Failure* CompileCache::failure(uint64_t hash) const {
   auto f = m_failed.find(hash);
   return f == m_failed.end() ? nullptr : &f->second;
 }

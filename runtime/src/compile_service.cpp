@@ -85,8 +85,9 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
   }
   if (counted) record.counts.cache_misses++;
   // A group that failed before fails again: remembered, not recompiled.
-  if (const std::string* f = m_cache.failure(sig.hash)) {
-    out.error = *f;
+  if (const CompileCache::Failure* f = m_cache.failure(sig.hash)) {
+    out.error = f->error;
+    out.node = f->node;
     return out;
   }
 
@@ -130,7 +131,8 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
               1e6)));
     }
     out.error = err->message();
-    m_cache.remember_failure(sig.hash, out.error);
+    out.node = err->node;
+    m_cache.remember_failure(sig.hash, {out.error, out.node});
     return out;
   }
   auto& cg = std::get<compiler_stub::CompiledGraph>(result);

@@ -323,15 +323,22 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
     }
     return;
   }
-  // A failed compile: the fallback policy decides.
+  // A failed compile: the fallback policy decides. The error names the op's origin (a captured
+  // program's ATen op and module) when the compiler named a node that has one.
+  std::string error = compiled.error;
+  if (auto o = g.origin_of.find(compiled.node); o != g.origin_of.end()) {
+    const Origin& from = m_origins.at(static_cast<size_t>(o->second));
+    error += " [from " + (from.source.empty() ? "" : from.source + " in ") + "module '" +
+             from.module + "']";
+  }
   const Fallback policy = m_config.runtime.lazy.fallback;
   if (!allow_fallback || policy == Fallback::fail) {
     throw RuntimeError("a group of " + std::to_string(nodes.size()) +
-                       " op(s) failed to compile: " + compiled.error);
+                       " op(s) failed to compile: " + error);
   }
   record().counts.fallbacks++;
   m_fallbacks.push_back({m_log.current_index(), static_cast<int64_t>(nodes.size()),
-                         std::string(name_of(policy)), compiled.error});
+                         std::string(name_of(policy)), error});
   if (policy == Fallback::split && nodes.size() > 1) {
     const size_t half = nodes.size() / 2;
     run_group({nodes.begin(), nodes.begin() + static_cast<long>(half)}, true);

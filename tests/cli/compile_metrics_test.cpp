@@ -142,5 +142,29 @@ TEST(CompileMetrics, FallbacksAreListedWithTheirReasons) {
                    .contains("fallbacks"));
 }
 
+// A captured program's failed group names the ATen op and the module the compiler's node came
+// from, not only the group-local node number.
+TEST(CompileMetrics, ProgramFallbacksNameTheAtenOpAndModule) {
+  const std::string out = fresh_dir("compile_metrics", "program_fallback");
+  std::string err;
+  ASSERT_EQ(run_wallsim("run -c configs/trn2.json --trace-level none --out " + out +
+                            " -w program:file=tests/frontends/torch/programs/mlp_forward.json"
+                            " --mode fused --steps 1"
+                            " --set 'runtime.inject.fail_ops=[\"matmul\"]'"
+                            " --set runtime.lazy.fallback=split",
+                        &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("[from aten.addmm.default in module '0']"), std::string::npos) << err;
+  std::ifstream in(out + "/stats.json");
+  const Json f = Json::parse(in).at("compile_metrics").at("fallbacks");
+  ASSERT_GT(f.size(), 0u);
+  for (const Json& r : f) {
+    EXPECT_NE(r.at("reason").get<std::string>().find("[from aten.addmm.default in module '"),
+              std::string::npos)
+        << r;
+  }
+}
+
 }  // namespace
 }  // namespace wallsim::test

@@ -96,9 +96,10 @@ TEST(CompileCache, DropsTheOldestBodiesOverTheBudgetButKeepsTheEntries) {
 TEST(CompileCache, RemembersFailuresAndDetectsRecompiles) {
   CompileCache cache(4, int64_t{1} << 30);
   EXPECT_EQ(cache.failure(7), nullptr);
-  cache.remember_failure(7, "does not fit");
+  cache.remember_failure(7, {"does not fit", 3});
   ASSERT_NE(cache.failure(7), nullptr);
-  EXPECT_EQ(*cache.failure(7), "does not fit");
+  EXPECT_EQ(cache.failure(7)->error, "does not fit");
+  EXPECT_EQ(cache.failure(7)->node, 3);
   EXPECT_FALSE(cache.note_compile(100, 1));  // first compile of the group
   EXPECT_FALSE(cache.note_compile(100, 1));  // the same shapes again
   EXPECT_TRUE(cache.note_compile(100, 2));   // the same group at new shapes

@@ -66,11 +66,14 @@ class CompileCache {
   // compiles the group again).
   bool restore(CompiledPlan& c);
 
-  // Failed signatures fail again without a compile.
-  void remember_failure(uint64_t hash, std::string error) {
-    m_failed.emplace(hash, std::move(error));
-  }
-  const std::string* failure(uint64_t hash) const;
+  // Failed signatures fail again without a compile: the compiler's error and the group-local
+  // node it named (-1: the group).
+  struct Failure {
+    std::string error;
+    int32_t node = -1;
+  };
+  void remember_failure(uint64_t hash, Failure f) { m_failed.emplace(hash, std::move(f)); }
+  const Failure* failure(uint64_t hash) const;
 
   // Records a compile of (shape-free, full) signatures: true if the same group was compiled
   // before at other shapes (a recompile).
@@ -89,7 +92,7 @@ class CompileCache {
   std::list<std::pair<uint64_t, std::shared_ptr<CompiledPlan>>> m_lru;  // least recent first
   std::unordered_map<uint64_t, decltype(m_lru)::iterator> m_index;
   std::unordered_map<uint64_t, uint64_t> m_shape_free_seen;  // shape-free hash -> full hash
-  std::unordered_map<uint64_t, std::string> m_failed;        // failed signature -> its error
+  std::unordered_map<uint64_t, Failure> m_failed;            // failed signature -> its error
   std::list<std::shared_ptr<CompiledPlan>> m_bodies;         // least recent first
   int64_t m_body_bytes = 0;
   int64_t m_packed_bytes = 0;

@@ -66,6 +66,7 @@ class CompileService {
   struct Outcome {
     std::shared_ptr<CompiledPlan> plan;  // null when the compile failed
     std::string error;
+    int32_t node = -1;  // the group-local node the compiler named, or -1 for the group
     // compile_in_background: the compile's latency, not charged to the host; the caller
     // holds the launch behind the background compiler (background_done).
     int64_t background_ns = 0;
