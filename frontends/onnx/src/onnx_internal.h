@@ -114,8 +114,6 @@ int64_t folded_count(const Importer& m, const Shape& s);
 // One ONNX op's conversion: its outputs, in order.
 using OpFn = std::function<std::vector<Val>(Importer&)>;
 const std::map<std::string, OpFn>& op_table();
-// Adds Erf, LSTM and Resize (onnx_ops_more.cpp).
-void add_more_ops(std::map<std::string, OpFn>& table);
 
 // The oldest and newest ai.onnx opsets the importer accepts.
 inline constexpr int64_t kMinOpset = 1;

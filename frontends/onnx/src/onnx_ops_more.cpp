@@ -5,44 +5,15 @@
 #include <cmath>
 #include <numeric>
 
-#include "onnx_internal.h"
+#include "onnx_build.h"
 
 namespace wallsim::frontends::onnx {
 namespace {
 
-using Ints = std::vector<int64_t>;
 using I = Importer;
 
-Val v(int32_t id) { return Val{id, nullptr}; }
-
-int32_t reshape(I& m, int32_t x, const Shape& shape) {
-  if (m.shape_of(x) == shape) return x;
-  return m.emit(OpKind::reshape, {x}, {{"shape", shape}});
-}
-
-int32_t transpose(I& m, int32_t x, const Ints& perm) {
-  for (size_t k = 0; k < perm.size(); ++k) {
-    if (perm[k] != int64_t(k)) return m.emit(OpKind::transpose, {x}, {{"perm", perm}});
-  }
-  return x;
-}
-
-int32_t slice(I& m, int32_t x, int64_t axis, int64_t start, int64_t limit) {
-  if (start == 0 && limit == m.shape_of(x)[static_cast<size_t>(axis)]) return x;
-  return m.emit(OpKind::slice, {x}, {{"axis", axis}, {"start", start}, {"limit", limit}});
-}
-
-int32_t concat(I& m, std::vector<int32_t> xs, int64_t axis) {
-  while (xs.size() > 16) {  // the IR's concat takes at most 16 inputs
-    std::vector<int32_t> head(xs.begin(), xs.begin() + 16);
-    xs.erase(xs.begin(), xs.begin() + 16);
-    xs.insert(xs.begin(), m.emit(OpKind::concat, head, {{"axis", axis}}));
-  }
-  return xs.size() == 1 ? xs[0] : m.emit(OpKind::concat, xs, {{"axis", axis}});
-}
-
 // `value` broadcast to `shape` (a one-element constant and a stride-0 view).
-int32_t filled(I& m, const Shape& shape, double value) {
+int32_t filled_view(I& m, const Shape& shape, double value) {
   Const c;
   c.shape = {1};
   c.v = {value};
@@ -59,10 +30,10 @@ std::vector<Val> erf_op(I& m) {
   const Shape s = m.shape_of(x);
   const int32_t y = m.emit(OpKind::scale, {x}, {{"value", std::sqrt(2.0)}});
   const int32_t zero =
-      m.emit(OpKind::compare, {y, filled(m, s, 0.0)}, {{"cmp", std::string("eq")}});
-  const int32_t safe = m.emit(OpKind::select, {zero, filled(m, s, 1.0), y});
+      m.emit(OpKind::compare, {y, filled_view(m, s, 0.0)}, {{"cmp", std::string("eq")}});
+  const int32_t safe = m.emit(OpKind::select, {zero, filled_view(m, s, 1.0), y});
   const int32_t ratio = m.emit(OpKind::div, {m.emit(OpKind::gelu, {y}), safe});
-  const int32_t phi = m.emit(OpKind::select, {zero, filled(m, s, 0.5), ratio});
+  const int32_t phi = m.emit(OpKind::select, {zero, filled_view(m, s, 0.5), ratio});
   return {v(m.emit(OpKind::affine, {phi}, {{"value", 2.0}, {"offset", -1.0}}))};
 }
 
