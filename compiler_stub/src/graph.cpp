@@ -4,13 +4,27 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <optional>
+#include <string>
 
 namespace wallsim::compiler_stub {
 namespace {
 
 constexpr OpInfo kOps[] = {
-#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, summary) \
-  {#name, min_in, max_in, attrs, RowWindow::window, OpResult::result, summary},
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, kind, act, fill, onnx, aten, \
+                         summary)                                                                  \
+  {#name,                                                                                          \
+   min_in,                                                                                         \
+   max_in,                                                                                         \
+   attrs,                                                                                          \
+   RowWindow::window,                                                                              \
+   OpResult::result,                                                                               \
+   OpClass::kind,                                                                                  \
+   isa::ActFn::act,                                                                                \
+   fill,                                                                                           \
+   onnx,                                                                                           \
+   aten,                                                                                           \
+   summary},
 #include "wallsim/compiler_stub/ops.def"
 #undef WALLSIM_GRAPH_OP
 };
@@ -24,6 +38,16 @@ const T* attr_as(const std::map<std::string, AttrValue>& attrs, const std::strin
 }  // namespace
 
 const OpInfo& info(OpKind op) { return kOps[static_cast<size_t>(op)]; }
+
+bool OpInfo::elementwise() const {
+  return kind == OpClass::binary || kind == OpClass::unary || kind == OpClass::activation ||
+         kind == OpClass::elementwise;
+}
+
+std::optional<float> OpInfo::bounded_fill() const {
+  if (fill.empty()) return std::nullopt;
+  return std::stof(std::string(fill));
+}
 
 std::optional<OpKind> parse_op(std::string_view name) {
   for (size_t i = 0; i < std::size(kOps); ++i) {

@@ -23,32 +23,25 @@ TensorType NodeChecker::infer() {
       return matmul();
     case OpKind::batch_matmul:
       return batch_matmul();
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::div:
-    case OpKind::maximum:
-    case OpKind::minimum:
-      return like(0, broadcast_all({0, 1}));
     case OpKind::bias_add:
       return bias_add();
     case OpKind::scale:
       required_real("value");
       return *m_in[0];
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::silu:
-    case OpKind::exp:
-    case OpKind::tanh:
-    case OpKind::sigmoid:
-    case OpKind::rsqrt:
-    case OpKind::sqrt:
-    case OpKind::log:
-    case OpKind::abs:
-    case OpKind::reciprocal:
-    case OpKind::clip:
-    case OpKind::affine:
+    default:
+      break;
+  }
+  // The rest by their kind in ops.def: one operand element-wise keeps its type; two broadcast.
+  switch (info(m_n.op).kind) {
+    case OpClass::unary:
+    case OpClass::activation:
       return *m_in[0];
+    case OpClass::binary:
+      return like(0, broadcast_all({0, 1}));
+    default:
+      break;
+  }
+  switch (m_n.op) {
     case OpKind::im2col:
       return im2col();
     case OpKind::broadcast:
@@ -90,6 +83,8 @@ TensorType NodeChecker::infer() {
       return decode_attention();
     case OpKind::attention:
       return attention();
+    default:
+      break;
   }
   fail("unhandled op");
 }

@@ -574,32 +574,14 @@ constexpr BinaryLowering kBinary[] = {
     {OpKind::mul, AluOp::mul},     {OpKind::div, AluOp::div},      {OpKind::maximum, AluOp::max},
     {OpKind::minimum, AluOp::min},
 };
-// Activations: one scalar-engine instruction per tile chunk.
-struct UnaryLowering {
-  OpKind op;
-  ActFn fn;
-};
-constexpr UnaryLowering kUnary[] = {
-    {OpKind::relu, ActFn::relu},
-    {OpKind::gelu, ActFn::gelu},
-    {OpKind::silu, ActFn::silu},
-    {OpKind::exp, ActFn::exp},
-    {OpKind::tanh, ActFn::tanh},
-    {OpKind::sigmoid, ActFn::sigmoid},
-    {OpKind::rsqrt, ActFn::rsqrt},
-    {OpKind::sqrt, ActFn::sqrt},
-    {OpKind::log, ActFn::log},
-    {OpKind::abs, ActFn::abs},
-    {OpKind::reciprocal, ActFn::reciprocal},
-};
 
 }  // namespace
 
+// Activations (ops.def's kind): one scalar-engine instruction per tile chunk, its function the
+// act column.
 std::optional<ActFn> unary_act(OpKind op) {
-  for (const UnaryLowering& u : kUnary) {
-    if (u.op == op) return u.fn;
-  }
-  return std::nullopt;
+  if (info(op).kind != OpClass::activation) return std::nullopt;
+  return info(op).act;
 }
 
 void populate_elementwise_lowerings(LoweringTable& table) {
@@ -608,9 +590,12 @@ void populate_elementwise_lowerings(LoweringTable& table) {
       return lower_binary(ctx, n, alu);
     });
   }
-  for (const UnaryLowering& u : kUnary) {
-    table.add(u.op,
-              [fn = u.fn](LoweringContext& ctx, const Node& n) { return lower_unary(ctx, n, fn); });
+  for (int i = 0; i < kNumOps; ++i) {
+    const OpKind op = static_cast<OpKind>(i);
+    if (auto fn = unary_act(op)) {
+      table.add(
+          op, [fn = *fn](LoweringContext& ctx, const Node& n) { return lower_unary(ctx, n, fn); });
+    }
   }
   table.add(OpKind::scale, lower_scale);
   table.add(OpKind::reduce_sum, [](LoweringContext& ctx, const Node& n) {

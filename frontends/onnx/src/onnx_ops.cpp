@@ -204,7 +204,6 @@ std::vector<Val> prelu(I& m) {
 const std::map<std::string, OpFn>& op_table() {
   static const std::map<std::string, OpFn> table = [] {
     std::map<std::string, OpFn> t = {
-        {"Abs", unary_op(OpKind::abs)},
         {"Add", add_op},
         {"Cast", cast_op},
         {"Celu", celu},
@@ -212,12 +211,10 @@ const std::map<std::string, OpFn>& op_table() {
         {"Div", div_op},
         {"Dropout", identity_op},
         {"Elu", elu},
-        {"Exp", unary_op(OpKind::exp)},
         {"HardSigmoid", hard_sigmoid},
         {"HardSwish", hard_swish},
         {"Identity", identity_op},
         {"LeakyRelu", leaky_relu},
-        {"Log", unary_op(OpKind::log)},
         {"Max", max_op},
         {"Mean", variadic(OpKind::add, 1)},
         {"Min", min_op},
@@ -226,17 +223,18 @@ const std::map<std::string, OpFn>& op_table() {
         {"Neg", neg_op},
         {"Pow", pow_op},
         {"PRelu", prelu},
-        {"Reciprocal", unary_op(OpKind::reciprocal)},
-        {"Relu", unary_op(OpKind::relu)},
         {"Selu", selu},
-        {"Sigmoid", unary_op(OpKind::sigmoid)},
         {"Softplus", softplus_op},
         {"Softsign", softsign},
-        {"Sqrt", unary_op(OpKind::sqrt)},
         {"Sub", sub_op},
         {"Sum", variadic(OpKind::add, 0)},
-        {"Tanh", unary_op(OpKind::tanh)},
     };
+    // An ONNX op that is one graph op alone: ops.def's onnx column.
+    for (int i = 0; i < compiler_stub::kNumOps; ++i) {
+      const OpKind op = static_cast<OpKind>(i);
+      if (!compiler_stub::info(op).onnx.empty())
+        t.emplace(std::string(compiler_stub::info(op).onnx), unary_op(op));
+    }
     add_nn_ops(t);     // onnx_ops_nn.cpp
     add_shape_ops(t);  // onnx_ops_shape.cpp
     add_more_ops(t);   // onnx_ops_more.cpp

@@ -15,37 +15,9 @@ namespace {
 namespace cs = compiler_stub;
 using cs::OpKind;
 
-bool elementwise(OpKind k) {
-  switch (k) {
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::div:
-    case OpKind::maximum:
-    case OpKind::minimum:
-    case OpKind::bias_add:
-    case OpKind::scale:
-    case OpKind::relu:
-    case OpKind::gelu:
-    case OpKind::silu:
-    case OpKind::exp:
-    case OpKind::tanh:
-    case OpKind::sigmoid:
-    case OpKind::rsqrt:
-    case OpKind::sqrt:
-    case OpKind::log:
-    case OpKind::abs:
-    case OpKind::reciprocal:
-    case OpKind::clip:
-    case OpKind::affine:
-    case OpKind::compare:
-    case OpKind::select:
-    case OpKind::transpose:
-      return true;
-    default:
-      return false;
-  }
-}
+// An op whose bounded axes follow its operands' positions: element-wise ops (ops.def's kinds)
+// and transpose.
+bool elementwise(OpKind k) { return cs::info(k).elementwise() || k == OpKind::transpose; }
 
 int64_t product(const std::vector<int64_t>& s, size_t from) {
   int64_t p = 1;
@@ -125,38 +97,24 @@ BoundedOp BoundedReplay::plan_op(const Event& e) {
     const auto* t = in.at(i);
     return !t->shape.empty() && bound_of(*t, t->shape.size() - 1) > 0;
   };
+  const std::optional<float> fill = cs::info(k).bounded_fill();
   switch (k) {
     case OpKind::iota:
     case OpKind::embedding:
       if (k == OpKind::embedding && any_bounded(*in[0])) refuse("the table is bounded");
       break;
-    case OpKind::softmax:
-    case OpKind::log_softmax:
-      if (last_bounded(0)) r.masks.push_back({0, in[0]->shape.size() - 1, -1e9f});
-      break;
-    case OpKind::reduce_sum:
-      if (last_bounded(0)) r.masks.push_back({0, in[0]->shape.size() - 1, 0.0f});
-      break;
-    case OpKind::reduce_max:
-      if (last_bounded(0)) r.masks.push_back({0, in[0]->shape.size() - 1, -1e9f});
-      break;
-    case OpKind::reduce_mean:
-    case OpKind::layernorm:
-    case OpKind::rmsnorm:
-      if (last_bounded(0)) refuse("it reduces over a bounded axis by its extent");
-      break;
     case OpKind::matmul:
       if (last_bounded(0) || bound_of(*in[1], in[1]->shape.size() - 2) > 0) {
-        r.masks.push_back({0, in[0]->shape.size() - 1, 0.0f});
-        r.masks.push_back({1, in[1]->shape.size() - 2, 0.0f});
+        r.masks.push_back({0, in[0]->shape.size() - 1, *fill});
+        r.masks.push_back({1, in[1]->shape.size() - 2, *fill});
       }
       break;
     case OpKind::batch_matmul: {
       const bool tb = e.node.int_attr("transpose_b") && *e.node.int_attr("transpose_b");
       const size_t kb = tb ? 2 : 1;
       if (last_bounded(0) || bound_of(*in[1], kb) > 0) {
-        r.masks.push_back({0, 2, 0.0f});
-        r.masks.push_back({1, kb, 0.0f});
+        r.masks.push_back({0, 2, *fill});
+        r.masks.push_back({1, kb, *fill});
       }
       break;
     }
@@ -213,9 +171,18 @@ BoundedOp BoundedReplay::plan_op(const Event& e) {
       }
       break;
     }
-    default:
+    default: {
+      // A reduction or row op over the last axis: exact when its padding holds ops.def's fill.
+      const cs::OpClass kind = cs::info(k).kind;
+      if (kind == cs::OpClass::reduction || kind == cs::OpClass::row) {
+        if (!last_bounded(0)) break;
+        if (!fill) refuse("it reduces over a bounded axis by its extent");
+        r.masks.push_back({0, in[0]->shape.size() - 1, *fill});
+        break;
+      }
       if (!elementwise(k)) refuse("the op has no bounded replay");
       break;
+    }
   }
   // Masks and positions need the axis' real extent as one run-time scalar: a merged axis'
   // real rows are F runs, one per block.

@@ -6,7 +6,6 @@ exit code 77 (skipped) only when torch is not importable.
 
 import json
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -26,21 +25,12 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 import wallsim  # noqa: E402
+from wallsim.ops_def import OPS as IR_OPS  # noqa: E402
 from wallsim.evaluate import evaluate  # noqa: E402
 
 
-def ops_def():
-    """op name -> accepted attribute names, from compiler_stub's ops.def."""
-    path = os.path.join(ROOT, "compiler_stub", "include", "wallsim", "compiler_stub", "ops.def")
-    table = {}
-    for line in open(path):
-        m = re.match(r'WALLSIM_GRAPH_OP\((\w+), \d+, \d+, "([^"]*)"', line)
-        if m:
-            table[m.group(1)] = set(m.group(2).split())
-    return table
-
-
-OPS = ops_def()
+# op name -> accepted attribute names, from compiler_stub's ops.def (the package's reader).
+OPS = {name: op.attrs for name, op in IR_OPS.items()}
 
 
 class Base(unittest.TestCase):

@@ -10,12 +10,15 @@
 #include <variant>
 #include <vector>
 
+#include "wallsim/isa/instruction.h"
 #include "wallsim/isa/types.h"
 
 namespace wallsim::compiler_stub {
 
 enum class OpKind : uint8_t {
-#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, summary) name,
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, kind, act, fill, onnx, aten, \
+                         summary)                                                                  \
+  name,
 #include "wallsim/compiler_stub/ops.def"
 #undef WALLSIM_GRAPH_OP
 };
@@ -25,6 +28,20 @@ enum class OpKind : uint8_t {
 enum class RowWindow : uint8_t { none, operands, gather, softmax, norm, matmul, batch_matmul };
 // What an op's result is: a new value, or input 0's HBM tensor written in place.
 enum class OpResult : uint8_t { fresh, in_place };
+// What an op does to its operands' elements (the kind column of ops.def, described there).
+enum class OpClass : uint8_t {
+  source,
+  contraction,
+  binary,
+  unary,
+  activation,
+  elementwise,
+  reduction,
+  row,
+  layout,
+  indirect,
+  attention
+};
 
 struct OpInfo {
   std::string_view name;
@@ -33,10 +50,22 @@ struct OpInfo {
   std::string_view attrs;  // space-separated attribute names
   RowWindow row_window;
   OpResult result;
+  OpClass kind;
+  isa::ActFn act;         // an activation's scalar-engine function (identity otherwise)
+  std::string_view fill;  // "" or a number: the padding that keeps a reduction exact
+  std::string_view onnx;  // the ONNX op mapped to this op alone, or ""
+  std::string_view aten;  // the ATen op (aten.NAME) mapped to this op alone, or ""
   std::string_view summary;
+  // Whether each output element reads only the same-position elements of its operands
+  // (binary, unary, activation, elementwise).
+  bool elementwise() const;
+  // The fill column as a number, when it has one.
+  std::optional<float> bounded_fill() const;
 };
 inline constexpr int kNumOps = 0
-#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, summary) +1
+#define WALLSIM_GRAPH_OP(name, min_in, max_in, attrs, window, result, kind, act, fill, onnx, aten, \
+                         summary)                                                                  \
+  +1
 #include "wallsim/compiler_stub/ops.def"
 #undef WALLSIM_GRAPH_OP
     ;

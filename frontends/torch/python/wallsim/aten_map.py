@@ -19,6 +19,7 @@ import math
 import torch
 
 from .graph import MappingError
+from .ops_def import OPS
 
 F32_MAX = 3.4028234663852886e38
 HANDLERS = {}
@@ -289,8 +290,10 @@ def unop(op):
     return h
 
 
-for _n in ["relu", "exp", "tanh", "sigmoid", "rsqrt", "sqrt", "log", "abs", "reciprocal", "silu"]:
-    HANDLERS[_n] = unop(_n)
+# An ATen op that is one graph op alone: ops.def's aten column.
+for _n, _op in OPS.items():
+    if _op.aten:
+        HANDLERS[_op.aten] = unop(_n)
 
 
 @handles("neg")

@@ -7,11 +7,13 @@ and propagate named dimensions (docs/PROGRAM_FORMAT.md, "Named dimensions").
 
 import math
 
-UNARY = {"relu", "gelu", "silu", "exp", "tanh", "sigmoid", "rsqrt", "sqrt", "log", "abs",
-         "reciprocal", "scale", "clip", "affine"}
-BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
-REDUCE = {"reduce_sum", "reduce_max", "reduce_mean"}
-ROWWISE = {"softmax", "log_softmax"}
+from .ops_def import of_kind
+
+# The shape rules by ops.def's kinds; bias_add (binary) has a rule of its own, as do the norms.
+UNARY = of_kind("unary", "activation")
+BINARY = of_kind("binary") - {"bias_add"}
+REDUCE = of_kind("reduction")
+ROWWISE = of_kind("row") - {"layernorm", "rmsnorm"}
 
 
 class MappingError(Exception):
