@@ -260,6 +260,9 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
   out.stats.matmul_searched = ctx.matmul_search().searched;
   out.stats.matmul_points = ctx.matmul_search().candidates;
   out.stats.matmul_predicted_ns = ctx.matmul_search().predicted_ns;
+  out.stats.attention_searched = ctx.attention_search.searched;
+  out.stats.attention_points = ctx.attention_search.candidates;
+  out.stats.attention_predicted_ns = ctx.attention_search.predicted_ns;
   out.plan = ctx.builder().build();
   if (options.schedule_across_ops) out.plan = schedule_plan(std::move(out.plan), arch.costs);
   out.stats.instructions = out.plan.instruction_count();

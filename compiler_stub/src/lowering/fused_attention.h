@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "lowering/attention_schedule.h"
 #include "lowering/lowering_context.h"
 
 namespace wallsim::compiler_stub::lowering {
@@ -54,6 +55,10 @@ class FusedAttentionPlan {
   bool two_pass() const { return m_two_pass; }
   bool keys_resident() const { return m_kt_resident; }  // K^T kept per (group, sequence)
   bool streams_out() const { return m_stream_out; }     // each query tile stored when done
+  // The points of the op's schedule space (attention_schedule.h; point 0: today's rules) and
+  // the chosen one's predicted time (compiler.attention_schedule picks).
+  const std::vector<AttentionSchedule>& points() const { return m_points; }
+  double predicted_ns() const { return m_predicted_ns; }
 
  protected:
   // Bytes per partition the pipeline's temporaries take at most with G heads per group, `stack`
@@ -74,6 +79,8 @@ class FusedAttentionPlan {
   std::vector<std::vector<int64_t>> m_qt_of_seq, m_kt_of_seq;
   bool m_kt_resident = true, m_stream_out = false;
   bool m_two_pass = false, m_sums_by_array = false, m_keep_masks = false;
+  std::vector<AttentionSchedule> m_points;
+  double m_predicted_ns = 0;
 };
 
 // The kernel's emission from its plan (run: plan, operands, then the steps in pipeline order).

@@ -78,25 +78,30 @@ LowerResult FusedAttentionPlan::make(const LoweringContext& ctx, const Node& n) 
     return (pairs > 1 ? 2 : 1) * ((kt ? stacks_of(G) * key_tiles * m_T * kvb : 0) +
                                   (v_on_chip ? 0 : key_tiles * G * m_hd * kvb));
   };
-  while (m_G > 1 && resident(m_G, true) > budget) --m_G;
-  m_kt_resident = resident(m_G, true) <= budget;
-  if (!m_kt_resident) {
-    m_G = G0;
-    while (m_G > 1 && resident(m_G, false) > budget) --m_G;
+  // Today's rules, point 0 of the space: the most heads per group whose K^T (else V alone)
+  // stays within the budget.
+  AttentionSchedule rules;
+  rules.two_pass = m_two_pass;
+  int64_t G = G0;
+  while (G > 1 && resident(G, true) > budget) --G;
+  rules.keys_resident = resident(G, true) <= budget;
+  if (!rules.keys_resident) {
+    G = G0;
+    while (G > 1 && resident(G, false) > budget) --G;
   }
-  // The output stays on chip unless, with the operands and the keys, it would take more than
-  // that share: then each query tile's result is stored to HBM as soon as it is done.
-  const int64_t out_bytes = (m_Lq + m_T - 1) / m_T * m_D * isa::dtype_bytes(m_odt);
-  m_stream_out = pinned + out_bytes + resident(m_G, m_kt_resident) > ctx.sbuf_share(share);
-  m_groups = (m_H + m_G - 1) / m_G;
-  m_stack = stack_of(m_G);
+  rules.heads_per_group = G;
   // Two passes over segment ids: the first pass's mask tiles are kept for the second (two
   // query tiles' worth: one in each pass) when they fit beside the keys and the pipeline.
   const int64_t masks = 2 * key_tiles * SbufAllocator::aligned(m_T * 2);
-  m_keep_masks = m_two_pass && m_segments &&
-                 resident(m_G, m_kt_resident) + working_set(G0, stack_of(G0)) + masks <= left;
+  auto keeps_masks = [&](const AttentionSchedule& p) {
+    return p.two_pass && m_segments &&
+           resident(p.heads_per_group, p.keys_resident) + working_set(G0, stack_of(G0)) + masks <=
+               left;
+  };
   // Two passes: each head's row sums accumulate beside O in its bank when it has the room.
-  m_sums_by_array = m_two_pass && m_G * m_hd + m_G <= bank_cols;
+  auto sums_fit = [&](int64_t g) { return g * m_hd + g <= bank_cols; };
+  rules.keep_masks = keeps_masks(rules);
+  rules.sums_by_array = rules.two_pass && sums_fit(G);
   const int64_t run = seq ? m_seq : 0;
   m_qtiles = ctx.tiling(m_Lq, m_D, qt.dtype, run);
   m_ktiles = ctx.tiling(m_Lk, m_D, m_kvdt, run);
@@ -108,6 +113,83 @@ LowerResult FusedAttentionPlan::make(const LoweringContext& ctx, const Node& n) 
   for (int64_t t = 0; t < m_ktiles.count(); ++t) {
     m_kt_of_seq[static_cast<size_t>(m_ktiles.row0(t) / m_seq)].push_back(t);
   }
+  // The space: one pass or two, heads per group, K^T kept or per step, masks kept, sums by the
+  // array; a point fits when its keys and the pipeline fit the SBUF the operands leave.
+  AttentionFacts f;
+  f.heads = m_H;
+  f.head_dim = m_hd;
+  f.tile = m_T;
+  f.stack_max = m_hd % align == 0 ? std::max<int64_t>(1, m_T / m_hd) : 1;
+  f.keys = m_ktiles.count() * m_T;
+  f.queries = m_Lq;
+  f.kv_bytes = kvb;
+  f.out_bytes = isa::dtype_bytes(m_odt);
+  f.segments = m_segments;
+  f.causal = m_causal;
+  f.bias = m_bias;
+  f.q_on_chip = ctx.on_chip(qid);
+  f.k_on_chip = ctx.on_chip(kid);
+  f.v_on_chip = v_on_chip;
+  f.dma_engines = ctx.arch().dma.engines;
+  for (int64_t s = 0; s < m_sequences; ++s) {
+    for (int64_t i : m_qt_of_seq[static_cast<size_t>(s)]) {
+      const auto keys = keys_for(s, i);
+      if (!keys.empty()) ++f.query_tiles;
+      f.steps += static_cast<int64_t>(keys.size());
+      for (int64_t j : keys) f.masked_steps += masked(i, j) ? 1 : 0;
+    }
+  }
+  f.steps = std::max(f.steps, f.query_tiles);
+  m_points.assign(1, rules);
+  for (bool two : {false, true}) {
+    if (two && !m_two_pass) continue;  // needs 8 PSUM banks and no dense bias
+    for (int64_t g = G0; g >= 1; --g) {
+      for (bool kt : {true, false}) {
+        for (int keep = 0; keep < 2; ++keep) {
+          for (int sums = 0; sums < 2; ++sums) {
+            AttentionSchedule p;
+            p.two_pass = two;
+            p.heads_per_group = g;
+            p.keys_resident = kt;
+            p.keep_masks = keep != 0;
+            p.sums_by_array = sums != 0;
+            if ((p.keep_masks && !keeps_masks(p)) || (p.sums_by_array && !(two && sums_fit(g))))
+              continue;
+            if (resident(g, kt) + working_set(G0, stack_of(G0)) > left) continue;
+            if (p.describe() == rules.describe()) continue;
+            m_points.push_back(p);
+          }
+        }
+      }
+    }
+  }
+  const int64_t mode = ctx.options().attention_schedule;
+  size_t pick = 0;
+  m_predicted_ns = predict_attention(f, rules, ctx.arch()).total_ns();
+  if (mode >= 0) {
+    pick = std::min(m_points.size() - 1, static_cast<size_t>(mode));
+  } else if (mode == -1) {
+    for (size_t k = 1; k < m_points.size(); ++k) {
+      const double t = predict_attention(f, m_points[k], ctx.arch()).total_ns();
+      if (t < m_predicted_ns * 0.98) {  // a point must beat the rules' clearly to replace them
+        m_predicted_ns = t;
+        pick = k;
+      }
+    }
+  }
+  const AttentionSchedule& chosen = m_points[pick];
+  m_predicted_ns = predict_attention(f, chosen, ctx.arch()).total_ns();
+  m_G = chosen.heads_per_group;
+  m_kt_resident = chosen.keys_resident;
+  m_two_pass = chosen.two_pass;
+  m_keep_masks = chosen.keep_masks;
+  m_sums_by_array = chosen.sums_by_array;
+  // The output stays on chip unless, with the operands and the keys, it would take more than
+  // that share: then each query tile's result is stored to HBM as soon as it is done.
+  const int64_t out_bytes = (m_Lq + m_T - 1) / m_T * m_D * isa::dtype_bytes(m_odt);
+  m_stream_out = pinned + out_bytes + resident(m_G, m_kt_resident) > ctx.sbuf_share(share);
+  m_groups = (m_H + m_G - 1) / m_G;
+  m_stack = stack_of(m_G);
   return std::nullopt;
 }
 

@@ -12,6 +12,9 @@ namespace wallsim::compiler_stub::lowering {
 
 LowerResult FusedAttention::run() {
   if (auto e = make(m_ctx, m_n)) return e;
+  ++m_ctx.attention_search.searched;
+  m_ctx.attention_search.candidates = static_cast<int64_t>(points().size());
+  m_ctx.attention_search.predicted_ns += predicted_ns();
   if (auto e = prepare()) return e;
   // The steps in order: the softmax of step k - 1, the scores of step k, the P^T of step
   // k - 3 and the P.V of step k - 5, so that no engine waits for work another engine is

@@ -160,6 +160,11 @@ class LoweringContext : public Emitter, public ValueStore {
   };
   const MatmulSearch& matmul_search() const { return m_search; }
   LowerResult lower_in_windows(const Node& n, const LowerFn& lower);
+  // Fused attentions scheduled from their space (fused_attention_plan.cpp), as MatmulSearch.
+  struct {
+    int64_t searched = 0, candidates = 0;
+    double predicted_ns = 0;
+  } attention_search;
 
   // ---- strided views in HBM (views.cpp) ----
   // The view value `id` is, or the plain row-major view of its own tensor.

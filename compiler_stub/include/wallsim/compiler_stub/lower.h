@@ -33,6 +33,11 @@ struct LowerStats {
   int64_t hbm_bytes_out = 0;
   int64_t spills = 0;       // values stored to HBM scratch because SBUF was full
   int64_t spill_bytes = 0;  // bytes those stores wrote (their reloads are in hbm_bytes_in)
+  // Fused attentions scheduled from their space (issue 35), the points of the last one's
+  // space, and the chosen points' predicted times (ns), summed.
+  int64_t attention_searched = 0;
+  int64_t attention_points = 0;
+  double attention_predicted_ns = 0;
   // Matmuls whose schedule was chosen from their space (issue 35), the points of the last
   // one's space, and the chosen points' predicted times (the cost model, ns), summed.
   int64_t matmul_searched = 0;

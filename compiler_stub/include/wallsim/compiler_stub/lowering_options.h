@@ -22,11 +22,12 @@ struct LoweringOptions {
   int64_t streamed_operand_percent = 25;          // of SBUF: a larger matmul B streams in parts
   int64_t panel_pair_percent = 50;                // of SBUF: two panels of a streamed B at most
   int64_t attention_pipeline_percent = 50;        // of SBUF: 3 sequences in flight if they fit
-  int64_t decode_splice = 1;                      // 0 never, 1 by cost estimate, 2 always
-  int64_t max_plan_instructions = 4000000;        // a plan needing more is a compile error
-  int64_t schedule_across_ops = 0;                // 1: streams list-scheduled (lowering/schedule.h)
-  int64_t matmul_k_interleave = 1;  // 1: a one-row-tile matmul's weight loads K-interleaved
-  int64_t matmul_schedule = -1;     // -1: the cost model's best point, -2: the rules, k: point k
+  int64_t attention_schedule = -1;  // -1: the cost model's best point, -2: the rules, k: point k
+  int64_t decode_splice = 1;        // 0 never, 1 by cost estimate, 2 always
+  int64_t max_plan_instructions = 4000000;  // a plan needing more is a compile error
+  int64_t schedule_across_ops = 0;          // 1: streams list-scheduled (lowering/schedule.h)
+  int64_t matmul_k_interleave = 1;          // 1: a one-row-tile matmul's weight loads K-interleaved
+  int64_t matmul_schedule = -1;  // -1: the cost model's best point, -2: the rules, k: point k
 };
 
 template <class V>
@@ -99,6 +100,13 @@ void describe(V& v, LoweringOptions& o) {
           "tile-rows consecutive rows (one long DMA chunk instead of one per row, which "
           "timing.dma.chunk_overhead_bytes charges), and contracts K chunk k against A's "
           "columns k, k + K / tile-rows, ...; 0 loads B by plain row tiles");
+  v.field("attention_schedule", o.attention_schedule, {-2, 1 << 20}, "point",
+          "design choice: how a fused attention is scheduled (docs/COMPILER.md, Attention "
+          "schedule): -1 takes the point of its schedule space (one online pass or a maxima "
+          "pass first, heads per group, K^T kept per sequence or made per step, mask tiles "
+          "kept, row sums by the array) the cost model predicts fastest from the chip's "
+          "figures; -2 the fixed rules alone; k >= 0 the k-th point enumerated (0: the rules' "
+          "point; the last when there are fewer), for studies of the model");
   v.field("matmul_schedule", o.matmul_schedule, {-2, 1 << 20}, "point",
           "design choice: how a matmul whose B streams from HBM is blocked (docs/COMPILER.md, "
           "Schedule search): -1 takes the point of its schedule space (M and N blocks, output "
