@@ -120,7 +120,8 @@ void add_collectives_command(CLI::App& app) {
     const sim::LinksSection& links = cfg.system.links;
     std::string degraded;
     const std::pair<const char*, const sim::LinkTiming*> kinds[] = {
-        {"neuronlink", &links.neuronlink}, {"instance_ring", &links.instance_ring},
+        {"neuronlink", &links.neuronlink},
+        {"instance_ring", &links.instance_ring},
         {"efa", &links.efa}};
     for (const auto& [kind, l] : kinds) {
       if (l->bandwidth_factor != 1.0)
@@ -144,9 +145,9 @@ void add_collectives_command(CLI::App& app) {
         "size_bytes,count,type,redop,algorithm,time_us,algbw_gb_per_s,busbw_gb_per_s,bound_by\n";
     for (const auto& r : rows) {
       t << " " << std::setw(13) << r.bytes << std::setw(14) << r.count << std::setw(7) << type
-        << std::setw(7) << redop << " " << std::setw(23) << r.label << std::setw(12) << fmt(r.time_us, 2)
-        << std::setw(9) << fmt(r.algbw_gb_per_s, 2) << std::setw(9) << fmt(r.busbw_gb_per_s, 2)
-        << "  " << r.bound_by << "\n";
+        << std::setw(7) << redop << " " << std::setw(23) << r.label << std::setw(12)
+        << fmt(r.time_us, 2) << std::setw(9) << fmt(r.algbw_gb_per_s, 2) << std::setw(9)
+        << fmt(r.busbw_gb_per_s, 2) << "  " << r.bound_by << "\n";
       csv += std::to_string(r.bytes) + "," + std::to_string(r.count) + "," + type + "," + redop +
              "," + r.label + "," + fmt(r.time_us, 4) + "," + fmt(r.algbw_gb_per_s, 4) + "," +
              fmt(r.busbw_gb_per_s, 4) + "," + r.bound_by + "\n";

@@ -1,6 +1,6 @@
 // Hierarchical collectives against their closed form (sum of the stages'), the EFA bandwidth
-// factor's effect a two-instance all-reduce, routes around failed links, and functional results
-// on 32 ranks for every dtype and algorithm. One System per process.
+// factor's effect on a two-instance all-reduce, routes around failed links, and functional
+// results on 32 ranks for every dtype. One System per process.
 #include <gtest/gtest.h>
 
 #include <systemc>
