@@ -116,24 +116,41 @@ void add_collectives_command(CLI::App& app) {
       << "), " << cfg.chip.name << ", algorithm "
       << collectives::name_of(cfg.system.collectives.algorithm)
       << "; time from the last rank's arrival to the end\n";
+    // Degraded or failed links, as the run had them.
+    const sim::LinksSection& links = cfg.system.links;
+    std::string degraded;
+    const std::pair<const char*, const sim::LinkTiming*> kinds[] = {
+        {"neuronlink", &links.neuronlink},
+        {"instance_ring", &links.instance_ring},
+        {"efa", &links.efa}};
+    for (const auto& [kind, l] : kinds) {
+      if (l->bandwidth_factor != 1.0)
+        degraded += std::string(degraded.empty() ? "" : "; ") + kind + " bandwidth x" +
+                    fmt(l->bandwidth_factor, 4);
+      if (l->latency_factor != 1.0)
+        degraded += std::string(degraded.empty() ? "" : "; ") + kind + " latency x" +
+                    fmt(l->latency_factor, 4);
+    }
+    if (!links.failed.empty())
+      degraded += std::string(degraded.empty() ? "" : "; ") + "failed " + links.failed;
+    if (!degraded.empty()) t << "# links: " << degraded << "\n";
     t << "#" << std::setw(13) << "size" << std::setw(14) << "count" << std::setw(7) << "type"
-      << std::setw(7) << "redop" << std::setw(6) << "algo" << std::setw(12) << "time"
+      << std::setw(7) << "redop" << std::setw(24) << "algo" << std::setw(12) << "time"
       << std::setw(9) << "algbw" << std::setw(9) << "busbw"
-      << "\n";
-    t << "#" << std::setw(13) << "(B)" << std::setw(14) << "(elements)" << std::setw(20) << ""
+      << "  bound by\n";
+    t << "#" << std::setw(13) << "(B)" << std::setw(14) << "(elements)" << std::setw(38) << ""
       << std::setw(12) << "(us)" << std::setw(9) << "(GB/s)" << std::setw(9) << "(GB/s)"
       << "\n";
     std::string csv =
-        "size_bytes,count,type,redop,algorithm,time_us,algbw_gb_per_s,busbw_gb_per_s\n";
+        "size_bytes,count,type,redop,algorithm,time_us,algbw_gb_per_s,busbw_gb_per_s,bound_by\n";
     for (const auto& r : rows) {
-      const std::string algo(collectives::name_of(r.algorithm));
       t << " " << std::setw(13) << r.bytes << std::setw(14) << r.count << std::setw(7) << type
-        << std::setw(7) << redop << std::setw(6) << algo << std::setw(12) << fmt(r.time_us, 2)
-        << std::setw(9) << fmt(r.algbw_gb_per_s, 2) << std::setw(9) << fmt(r.busbw_gb_per_s, 2)
-        << "\n";
+        << std::setw(7) << redop << " " << std::setw(23) << r.label << std::setw(12)
+        << fmt(r.time_us, 2) << std::setw(9) << fmt(r.algbw_gb_per_s, 2) << std::setw(9)
+        << fmt(r.busbw_gb_per_s, 2) << "  " << r.bound_by << "\n";
       csv += std::to_string(r.bytes) + "," + std::to_string(r.count) + "," + type + "," + redop +
-             "," + algo + "," + fmt(r.time_us, 4) + "," + fmt(r.algbw_gb_per_s, 4) + "," +
-             fmt(r.busbw_gb_per_s, 4) + "\n";
+             "," + r.label + "," + fmt(r.time_us, 4) + "," + fmt(r.algbw_gb_per_s, 4) + "," +
+             fmt(r.busbw_gb_per_s, 4) + "," + r.bound_by + "\n";
     }
     if (!a->csv.empty()) base::write_file_atomically(a->csv, csv);
     std::cout << t.str();

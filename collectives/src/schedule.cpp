@@ -11,6 +11,8 @@ namespace {
 
 constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {"auto", "ring", "mesh",
                                                                           "rhd"};
+constexpr std::array<std::string_view, kNumHierarchies> kHierarchyNames = {
+    "auto", "flat", "instances", "dimensions"};
 constexpr std::array<std::string_view, kNumCollectiveOps> kOpNames = {
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "permute", "send_recv"};
 
@@ -71,6 +73,7 @@ void doubling(Schedule& s, int p, double n) {
 }  // namespace
 
 std::string_view name_of(Algorithm a) { return kAlgorithmNames[static_cast<size_t>(a)]; }
+std::string_view name_of(Hierarchy h) { return kHierarchyNames[static_cast<size_t>(h)]; }
 std::string_view name_of(CollectiveOp op) { return kOpNames[static_cast<size_t>(op)]; }
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view s) {
@@ -207,6 +210,106 @@ double closed_form_seconds(CollectiveOp op, Algorithm a, int p, double n, const 
       break;
   }
   return al + n * be;
+}
+
+std::string Schedule::label() const {
+  if (stages.empty()) return std::string(name_of(algorithm));
+  std::string s = "hier:";
+  for (size_t i = 0; i < stages.size(); ++i) {
+    s += (i ? "/" : "") + std::string(name_of(stages[i].algorithm));
+  }
+  return s;
+}
+
+std::vector<Stage> hierarchical_stages(CollectiveOp op, const std::vector<int>& all_levels,
+                                       double n) {
+  // Levels of one rank take no stage; their numbering stays that of `all_levels`.
+  std::vector<int> at;
+  for (size_t l = 0; l < all_levels.size(); ++l) {
+    if (all_levels[l] < 1) throw std::invalid_argument("hierarchical_stages: a level of no rank");
+    if (all_levels[l] > 1) at.push_back(static_cast<int>(l));
+  }
+  std::vector<Stage> out;
+  if (at.empty()) return out;
+  const auto size = [&](int l) { return all_levels[static_cast<size_t>(l)]; };
+  switch (op) {
+    case CollectiveOp::all_reduce: {
+      double part = n;
+      for (size_t i = 0; i + 1 < at.size(); ++i) {
+        out.push_back({CollectiveOp::reduce_scatter, at[i], size(at[i]), part});
+        part /= size(at[i]);
+      }
+      out.push_back({CollectiveOp::all_reduce, at.back(), size(at.back()), part});
+      for (size_t i = at.size() - 1; i-- > 0;) {
+        part *= size(at[i]);
+        out.push_back({CollectiveOp::all_gather, at[i], size(at[i]), part});
+      }
+      break;
+    }
+    case CollectiveOp::reduce_scatter: {
+      double part = n;
+      for (int l : at) {
+        out.push_back({CollectiveOp::reduce_scatter, l, size(l), part});
+        part /= size(l);
+      }
+      break;
+    }
+    case CollectiveOp::all_gather: {
+      double part = n;
+      for (int l : at) part /= size(l);
+      for (size_t i = at.size(); i-- > 0;) {
+        part *= size(at[i]);
+        out.push_back({CollectiveOp::all_gather, at[i], size(at[i]), part});
+      }
+      break;
+    }
+    default:
+      throw std::invalid_argument("hierarchical_stages: " + std::string(name_of(op)) +
+                                  " has no hierarchical form");
+  }
+  return out;
+}
+
+Schedule make_hierarchical_schedule(CollectiveOp op, const std::vector<int>& levels, double n,
+                                    const std::function<Algorithm(const Stage&)>& choose) {
+  Schedule s;
+  s.stages = hierarchical_stages(op, levels, n);
+  int p = 1;
+  for (int d : levels) p *= d;
+  for (Stage& st : s.stages) {
+    st.algorithm = choose(st);
+    const Schedule sub = make_schedule(st.op, st.algorithm, st.group_size, st.bytes);
+    st.algorithm = sub.algorithm;
+    int stride = 1;
+    for (int l = 0; l < st.level; ++l) stride *= levels[static_cast<size_t>(l)];
+    // The groups of this level: every rank whose index along the level is 0 leads one.
+    std::vector<int> bases;
+    for (int r = 0; r < p; ++r) {
+      if (r / stride % st.group_size == 0) bases.push_back(r);
+    }
+    for (const Step& step : sub.steps) {
+      Step merged;
+      merged.reduce_bytes = step.reduce_bytes;
+      for (int base : bases) {
+        for (const Send& x : step.sends) {
+          merged.sends.push_back({base + x.from * stride, base + x.to * stride, x.bytes});
+        }
+      }
+      s.steps.push_back(std::move(merged));
+    }
+  }
+  if (!s.stages.empty()) s.algorithm = s.stages.front().algorithm;
+  return s;
+}
+
+double hierarchical_closed_form_seconds(const std::vector<Stage>& stages,
+                                        const std::vector<AlphaBeta>& per_level) {
+  double t = 0;
+  for (const Stage& st : stages) {
+    t += closed_form_seconds(st.op, st.algorithm, st.group_size, st.bytes,
+                             per_level.at(static_cast<size_t>(st.level)));
+  }
+  return t;
 }
 
 double busbw_factor(CollectiveOp op, int p) {

@@ -4,6 +4,7 @@
 #include "wallsim/sim/collective_engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <tuple>
@@ -62,6 +63,64 @@ void write_flat(const engines::Launch& l, const isa::AccessPattern& ap, std::vec
 
 }  // namespace
 
+std::vector<int> hierarchy_levels(const std::vector<std::pair<int, int>>& ranks,
+                                  const Topology& topology, collectives::Hierarchy h) {
+  using collectives::Hierarchy;
+  const int p = static_cast<int>(ranks.size());
+  if (h == Hierarchy::flat || p < 4) return {};
+  if (h == Hierarchy::dimensions) {
+    // Coordinates (core, torus x, torus y, instance); a level per coordinate that varies.
+    std::vector<std::array<int, 4>> coords;
+    for (const auto& [chip, core] : ranks) {
+      const ChipCoord c = topology.coord(chip);
+      coords.push_back({core, c.x, c.y, c.instance});
+    }
+    std::vector<std::vector<int>> values(4);
+    for (int d = 0; d < 4; ++d) {
+      for (const auto& c : coords) values[d].push_back(c[static_cast<size_t>(d)]);
+      std::sort(values[d].begin(), values[d].end());
+      values[d].erase(std::unique(values[d].begin(), values[d].end()), values[d].end());
+    }
+    int64_t product = 1;
+    for (const auto& v : values) product *= static_cast<int64_t>(v.size());
+    // The ranks must be every combination, in mixed-radix order (core fastest).
+    bool fits = product == p;
+    for (int r = 0; fits && r < p; ++r) {
+      int rest = r;
+      for (int d = 0; d < 4 && fits; ++d) {
+        const int size = static_cast<int>(values[d].size());
+        fits = coords[static_cast<size_t>(r)][static_cast<size_t>(d)] ==
+               values[d][static_cast<size_t>(rest % size)];
+        rest /= size;
+      }
+    }
+    if (fits) {
+      std::vector<int> levels;
+      for (const auto& v : values) {
+        if (v.size() > 1) levels.push_back(static_cast<int>(v.size()));
+      }
+      if (levels.size() > 1) return levels;
+      return {};
+    }
+  }
+  // Two levels: Y ranks in each of X instances, an instance's ranks one after another.
+  const auto instance = [&](int r) {
+    return topology.coord(ranks[static_cast<size_t>(r)].first).instance;
+  };
+  int y = 1;
+  while (y < p && instance(y) == instance(0)) ++y;
+  if (y < 2 || y == p || p % y != 0) return {};
+  std::vector<int> seen;
+  for (int b = 0; b < p; b += y) {
+    for (int r = b; r < b + y; ++r) {
+      if (instance(r) != instance(b)) return {};
+    }
+    if (std::find(seen.begin(), seen.end(), instance(b)) != seen.end()) return {};
+    seen.push_back(instance(b));
+  }
+  return {y, p / y};
+}
+
 struct CollectiveEngine::Arrival {
   const isa::Instruction* in = nullptr;
   engines::Launch* launch = nullptr;
@@ -85,13 +144,14 @@ struct CollectiveEngine::Meeting {
 
 CollectiveEngine::CollectiveEngine(sc_core::sc_module_name name,
                                    const collectives::CollectivesConfig& config,
-                                   dma::Network& network, int chips,
+                                   dma::Network& network, const Topology& topology,
                                    std::function<dma::Route(int, int)> route)
     : sc_module(name),
       m_config(config),
       m_network(network),
+      m_topology(topology),
       m_route(std::move(route)),
-      m_free_cores(static_cast<size_t>(chips), static_cast<int>(config.cores_per_chip)) {
+      m_free_cores(static_cast<size_t>(topology.chips()), static_cast<int>(config.cores_per_chip)) {
   SC_HAS_PROCESS(CollectiveEngine);
   SC_METHOD(schedule);
   sensitive << m_schedule;
@@ -212,9 +272,21 @@ void CollectiveEngine::execute(Meeting* mp) {
   const CollectiveOp op = *collectives::collective_op_of(first.op);
   const int p = static_cast<int>(m.ranks.size());
   const double bytes = size_bytes(first);
-  const collectives::Algorithm algorithm = collectives::choose_algorithm(op, p, bytes, m_config);
-  const collectives::Schedule schedule =
-      collectives::make_schedule(op, algorithm, p, bytes, first.peer);
+  const bool composable = op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather ||
+                          op == CollectiveOp::reduce_scatter;
+  const std::vector<int> levels =
+      composable ? hierarchy_levels(m.ranks, m_topology, m_config.hierarchy) : std::vector<int>{};
+  collectives::Schedule schedule;
+  if (!levels.empty()) {
+    schedule = collectives::make_hierarchical_schedule(
+        op, levels, bytes, [this](const collectives::Stage& st) {
+          return collectives::choose_algorithm(st.op, st.group_size, st.bytes, m_config);
+        });
+  } else {
+    schedule = collectives::make_schedule(op, collectives::choose_algorithm(op, p, bytes, m_config),
+                                          p, bytes, first.peer);
+  }
+  std::map<int, double> load;  // by resource: capacity the collective's transfers took
   const int64_t start = now_ps();
   for (const collectives::Step& step : schedule.steps) {
     if (m_config.step_overhead_ns > 0) sc_core::wait(ps(m_config.step_overhead_ns * 1000));
@@ -227,6 +299,7 @@ void CollectiveEngine::execute(Meeting* mp) {
       if (cached == m_routes.end())
         cached = m_routes.emplace(std::make_pair(chip, to_chip), m_route(chip, to_chip)).first;
       const dma::Route& route = cached->second;
+      for (const memory::ResourceUse& u : route.uses) load[u.resource] += s.bytes * u.weight;
       const dma::TransferKey key{
           chip, core,
           kQueueBase + m.arrivals[static_cast<size_t>(s.from)]->queue * kQueueStride + s.to};
@@ -248,8 +321,17 @@ void CollectiveEngine::execute(Meeting* mp) {
   } catch (const std::exception& e) {
     m.error = m.label + ": " + e.what();
   }
-  m_records.push_back(
-      {m.comm, m.index, op, schedule.algorithm, p, bytes, m.ready_ps, start, now_ps()});
+  Record rec{m.comm,   m.index, op,    schedule.algorithm, schedule.label(),
+             levels,   p,       bytes, m.ready_ps,         start,
+             now_ps(), "",      0.0};
+  for (const auto& [resource, used] : load) {
+    const double ns = used / m_network.resource_capacity(resource) * 1e9;
+    if (ns > rec.bound_ns) {
+      rec.bound_ns = ns;
+      rec.bound_by = m_network.resource_name(resource);
+    }
+  }
+  m_records.push_back(std::move(rec));
   for (int c : m.chips) ++m_free_cores[static_cast<size_t>(c)];
   m.done = true;
   m.done_event.notify();
@@ -302,6 +384,7 @@ void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::stri
   struct Sum {
     int64_t count = 0;
     double bytes = 0, ns = 0;
+    std::map<std::string, int64_t> bound_by;
   };
   // In (communicator, index) order, whatever order collectives finished in.
   std::vector<const Record*> sorted;
@@ -316,6 +399,7 @@ void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::stri
     ++s.count;
     s.bytes += r.bytes;
     s.ns += double(r.end_ps - r.ready_ps) / 1e3;
+    if (!r.bound_by.empty()) ++s.bound_by[r.bound_by];
   }
   traces::StatsScope c(stats, scope + ".collectives");
   for (const auto& [name, s] : sums) {
@@ -323,6 +407,12 @@ void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::stri
     k.add_value("count", "", "collectives of this op on this communicator").set(s.count);
     k.add_value("bytes", "bytes", "their sizes (as nccl-tests counts them), summed").set(s.bytes);
     k.add_value("time_ns", "ns", "from each one's last arrival to its end, summed").set(s.ns);
+    for (const auto& [resource, count] : s.bound_by) {
+      k.add_value("bound_by." + resource, "",
+                  "collectives this link, NIC or HBM bound (its share of their traffic took the "
+                  "longest at its bandwidth)")
+          .set(count);
+    }
   }
 }
 

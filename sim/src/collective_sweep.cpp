@@ -73,6 +73,8 @@ std::vector<CollectiveSweepRow> run_collective_sweep(const ChipConfig& core,
     const auto& r = records[i];
     const double seconds = double(r.end_ps - r.ready_ps) * 1e-12;
     rows[i].algorithm = r.algorithm;
+    rows[i].label = r.label;
+    rows[i].bound_by = r.bound_by;
     rows[i].time_us = seconds * 1e6;
     rows[i].algbw_gb_per_s = seconds > 0 ? double(rows[i].bytes) / seconds / 1e9 : 0.0;
     rows[i].busbw_gb_per_s = rows[i].algbw_gb_per_s * collectives::busbw_factor(op, p);

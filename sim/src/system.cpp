@@ -111,7 +111,7 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
     return r;
   };
   m_collectives = std::make_unique<CollectiveEngine>("collectives", sys.collectives, *m_network,
-                                                     n_chips, route);
+                                                     *m_topology, route);
   for (auto& chip_wiring : wiring) {
     for (CoreWiring& w : chip_wiring) w.collectives = m_collectives.get();
   }

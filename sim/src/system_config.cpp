@@ -2,7 +2,15 @@
 // the chip's.
 #include "wallsim/sim/system_config.h"
 
+#include <cmath>
+
+#include "wallsim/sim/topology.h"
+
 namespace wallsim::sim {
+
+int64_t LinkTiming::effective_latency_ns() const {
+  return static_cast<int64_t>(std::llround(double(latency_ns) * latency_factor));
+}
 
 void resolve(SystemConfig& s, ChipConfig& core, bool hbm_bytes_given, bool hbm_bandwidth_given) {
   const int64_t n = s.chip.cores;
@@ -16,6 +24,8 @@ void resolve(SystemConfig& s, ChipConfig& core, bool hbm_bytes_given, bool hbm_b
                         " cores = " + std::to_string(s.cores()) + " cores, more than " +
                         std::to_string(kMaxCores) + " one simulation holds");
   }
+  // Failed links must name links of the system, and leave every chip able to reach every other.
+  if (!s.links.failed.empty()) Topology(s).check_connected();
   if (s.chip.hbm_bytes == 0) {
     s.chip.hbm_bytes = core.arch.hbm.bytes * n;
   } else if (!hbm_bytes_given) {

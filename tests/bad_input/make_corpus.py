@@ -103,6 +103,21 @@ config_case("arch_not_object", lambda c: c.update(arch=[1, 2]), "arch")
 config_case("bool_for_int", lambda c: c["arch"]["dma"].update(engines=True), "arch.dma.engines")
 config_case("bucket_not_pow2", lambda c: c["runtime"].update(aot={"bucket_min": 3}),
             "runtime.aot.bucket_min")
+# Issue 37: degraded and failed links (tiny: 2 instances of a 2 x 1 torus, EFA between).
+config_case("link_factor_zero", lambda c: c["links"]["efa"].update(bandwidth_factor=0),
+            "links.efa.bandwidth_factor")
+config_case("link_latency_factor_negative",
+            lambda c: c["links"]["neuronlink"].update(latency_factor=-1),
+            "links.neuronlink.latency_factor")
+config_case("failed_link_unknown", lambda c: c["links"].update(failed="chip99.x+"),
+            "links.failed: 'chip99.x+' is not a link of the system")
+config_case("failed_link_not_text", lambda c: c["links"].update(failed=["chip0.x+"]),
+            "links.failed")
+config_case("failed_links_cut_a_chip_off",
+            lambda c: c["links"].update(failed="chip0.x+,chip0.x-,chip0.efa.tx"),
+            "links.failed: no route from chip 0 to chip 1 avoids the failed links")
+config_case("hierarchy_unknown", lambda c: c["collectives"].update(hierarchy="tree"),
+            "collectives.hierarchy")
 write("config_duplicate_nested.json",
       json.dumps(tiny).replace('"partitions": 32,', '"partitions": 32, "partitions": 64,', 1))
 case("config.duplicate_nested", "arch.sbuf.partitions: duplicate key",

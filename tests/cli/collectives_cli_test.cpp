@@ -106,7 +106,9 @@ TEST(CollectivesCli, ACommunicatorDeclaredOnTooFewCoresIsBadInput) {
 }
 
 // The table nccl-tests prints, as CSV: sizes 8 B .. 1 MiB by 2, a latency floor at small sizes
-// and busbw rising with size; mesh below 1 MiB, recursive halving/doubling at it (8 ranks).
+// and busbw rising with size. tiny's 8 cores sit 4 to an instance in 2 instances: hierarchical
+// (reduce-scatter inside, all-reduce across on 1/4, all-gather inside), each stage by its size:
+// mesh below 1 MiB, recursive halving/doubling from it.
 TEST(CollectivesCli, CollectivesCommandWritesTheNcclTestsTable) {
   const std::string csv = ::testing::TempDir() + "/coll_" + std::to_string(::getpid()) + ".csv";
   std::string err;
@@ -119,7 +121,9 @@ TEST(CollectivesCli, CollectivesCommandWritesTheNcclTestsTable) {
   std::istringstream in(slurp(csv));
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(line, "size_bytes,count,type,redop,algorithm,time_us,algbw_gb_per_s,busbw_gb_per_s");
+  EXPECT_EQ(line,
+            "size_bytes,count,type,redop,algorithm,time_us,algbw_gb_per_s,busbw_gb_per_s,"
+            "bound_by");
   std::vector<std::vector<std::string>> rows;
   while (std::getline(in, line)) {
     std::vector<std::string> cells;
@@ -131,9 +135,10 @@ TEST(CollectivesCli, CollectivesCommandWritesTheNcclTestsTable) {
   ASSERT_EQ(rows.size(), 18u);  // 8 B, 16 B, ..., 1 MiB
   EXPECT_EQ(rows.front()[0], "8");
   EXPECT_EQ(rows.front()[2], "fp32");
-  EXPECT_EQ(rows.front()[4], "mesh");
+  EXPECT_EQ(rows.front()[4], "hier:mesh/mesh/mesh");
   EXPECT_EQ(rows.back()[0], "1048576");
-  EXPECT_EQ(rows.back()[4], "rhd");
+  EXPECT_EQ(rows.back()[4], "hier:rhd/mesh/rhd");
+  EXPECT_EQ(rows.back()[8].substr(0, 4), "chip");  // a link, NIC or HBM of some chip
   // Latency floor: the smallest sizes take about the same time (one EFA route, 10 us in tiny).
   EXPECT_GT(std::stod(rows[0][5]), 10.0);
   EXPECT_NEAR(std::stod(rows[1][5]) / std::stod(rows[0][5]), 1.0, 0.01);

@@ -15,9 +15,21 @@ enum class Algorithm : uint8_t { automatic, ring, mesh, rhd };
 inline constexpr int kNumAlgorithms = 4;
 std::string_view name_of(Algorithm a);  // "auto", "ring", "mesh", "rhd"
 
+// How a collective over several instances (or topology dimensions) is composed
+// (docs/COLLECTIVES.md, "Hierarchical collectives"): `automatic` as Neuron does across instances
+// (reduce-scatter inside each instance, the collective across instances on 1/Y of the data,
+// all-gather inside) whenever the ranks sit Y > 1 to an instance in X > 1 instances; `flat`
+// never; `instances` that same two-level form (flat when the ranks do not fit it);
+// `dimensions` ASTRA-sim's multi-dimensional form, one level per dimension the ranks span
+// (cores of a chip, torus x, torus y, instances), else as `instances`.
+enum class Hierarchy : uint8_t { automatic, flat, instances, dimensions };
+inline constexpr int kNumHierarchies = 4;
+std::string_view name_of(Hierarchy h);  // "auto", "flat", "instances", "dimensions"
+
 struct CollectivesConfig {
   int64_t cores_per_chip = 20;  // collective-communication cores: collectives in flight per chip
   Algorithm algorithm = Algorithm::automatic;
+  Hierarchy hierarchy = Hierarchy::automatic;
   int64_t mesh_below_bytes = 1 << 20;           // automatic: direct mesh below this size
   int64_t rhd_below_bytes = int64_t{56} << 20;  // automatic: recursive halving/doubling below
   double reduce_gb_per_s = 967.0;               // reduction rate, bytes received per second
@@ -31,7 +43,13 @@ void describe(V& v, CollectivesConfig& c) {
           "takes one on every chip it spans)");
   v.field("algorithm", c.algorithm,
           "auto: by size as Neuron does (mesh, rhd, ring); ring, mesh or rhd: that one for every "
-          "collective (rhd needs a power-of-two size, else ring)");
+          "collective (rhd needs a power-of-two size, else ring); in a hierarchical collective, "
+          "for each stage");
+  v.field("hierarchy", c.hierarchy,
+          "auto: across instances as Neuron does (reduce-scatter inside each instance, the "
+          "collective across instances on 1/Y of the data, all-gather inside); flat: never; "
+          "instances: that two-level form; dimensions: one level per dimension the ranks span "
+          "(ASTRA-sim)");
   v.field("mesh_below_bytes", c.mesh_below_bytes, {0, int64_t{1} << 50}, "bytes",
           "auto: a collective smaller than this runs as a direct mesh exchange");
   v.field("rhd_below_bytes", c.rhd_below_bytes, {0, int64_t{1} << 50}, "bytes",
@@ -48,5 +66,9 @@ namespace wallsim::base {
 template <>
 struct EnumTraits<collectives::Algorithm> {
   static constexpr int kCount = collectives::kNumAlgorithms;
+};
+template <>
+struct EnumTraits<collectives::Hierarchy> {
+  static constexpr int kCount = collectives::kNumHierarchies;
 };
 }  // namespace wallsim::base

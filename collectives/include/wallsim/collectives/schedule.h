@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -36,9 +38,23 @@ struct Step {
   std::vector<Send> sends;
   double reduce_bytes = 0;
 };
+// One stage of a hierarchical collective: `op` on groups of `group_size` ranks along level
+// `level` (0 innermost), every group at once, on `bytes` (the stage's size as nccl-tests counts
+// it), by `algorithm`.
+struct Stage {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  int level = 0;
+  int group_size = 1;
+  double bytes = 0;
+  Algorithm algorithm = Algorithm::automatic;
+};
 struct Schedule {
-  Algorithm algorithm = Algorithm::ring;
+  Algorithm algorithm = Algorithm::ring;  // flat; a hierarchical one: its first stage's
   std::vector<Step> steps;
+  std::vector<Stage> stages;  // hierarchical: the stages in order; flat: none
+  // "ring", or for a hierarchical schedule "hier:" and each stage's algorithm
+  // ("hier:rhd/ring/rhd").
+  std::string label() const;
 };
 
 // The algorithm a collective of `bytes` (its size as nccl-tests counts it: the buffer of an
@@ -54,6 +70,21 @@ Algorithm choose_algorithm(CollectiveOp op, int ranks, double bytes, const Colle
 // std::invalid_argument for rhd on a rank count that is not a power of two.
 Schedule make_schedule(CollectiveOp op, Algorithm algorithm, int ranks, double bytes, int peer = 1);
 
+// The stages of `op` (all_reduce, all_gather or reduce_scatter) composed over `levels` (their
+// sizes, innermost first; rank r = i0 + d0 (i1 + d1 (i2 + ...))), the algorithms not chosen:
+// all_reduce reduce-scatters level by level from the innermost, all-reduces the outermost on
+// n / (d0 ... d_{k-2}) and all-gathers back (ASTRA-sim; with two levels, Neuron's intra-node
+// reduce-scatter, inter-node all-reduce on 1/Y, intra-node all-gather); reduce_scatter
+// reduce-scatters from the innermost level out; all_gather gathers from the outermost level in
+// (Neuron: the inter-node stage first, where the data is smallest). Levels of size 1 are left
+// out. Throws std::invalid_argument for any other op.
+std::vector<Stage> hierarchical_stages(CollectiveOp op, const std::vector<int>& levels,
+                                       double bytes);
+// Those stages as one schedule on every rank: each stage's algorithm from `choose`, its steps
+// run by every group of its level at once (stage after stage, not pipelined).
+Schedule make_hierarchical_schedule(CollectiveOp op, const std::vector<int>& levels, double bytes,
+                                    const std::function<Algorithm(const Stage&)>& choose);
+
 // The alpha-beta cost model (docs/COLLECTIVES.md): alpha s per step, beta s per byte a rank
 // sends, gamma s per byte it reduces.
 struct AlphaBeta {
@@ -61,6 +92,12 @@ struct AlphaBeta {
 };
 double closed_form_seconds(CollectiveOp op, Algorithm algorithm, int ranks, double bytes,
                            const AlphaBeta& ab);
+// A hierarchical collective's: the sum of its stages' closed forms, each with its level's
+// alpha, beta and gamma (`per_level[stage.level]`). With two levels (Y ranks per instance, X
+// instances) and ring stages, all_reduce is 2(Y-1)a1 + 2((Y-1)/Y)n(b1) + ((Y-1)/Y)n(g)
+// + 2(X-1)a2 + 2((X-1)/X)(n/Y)(b2) + ((X-1)/X)(n/Y)g.
+double hierarchical_closed_form_seconds(const std::vector<Stage>& stages,
+                                        const std::vector<AlphaBeta>& per_level);
 
 // nccl-tests' bus-bandwidth factor: busbw = algbw x factor (2(n-1)/n all_reduce; (n-1)/n
 // all_gather, reduce_scatter, all_to_all; 1 permute and send/recv).

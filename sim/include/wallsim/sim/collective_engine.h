@@ -18,16 +18,26 @@
 #include "wallsim/collectives/schedule.h"
 #include "wallsim/dma/network.h"
 #include "wallsim/engines/launch.h"
+#include "wallsim/sim/topology.h"
 #include "wallsim/traces/stats.h"
 
 namespace wallsim::sim {
 
+// The levels a communicator's ranks ((chip, core) each) form for a hierarchical collective
+// under `hierarchy`, innermost first (rank r = i0 + d0 (i1 + ...)), or none: flat. Two levels
+// (auto, instances): Y > 1 ranks in each of X > 1 instances, each instance's ranks one after
+// another. dimensions: one level per coordinate (core, torus x, torus y, instance) that varies,
+// when the ranks are every combination in that mixed-radix order; else as instances.
+std::vector<int> hierarchy_levels(const std::vector<std::pair<int, int>>& ranks,
+                                  const Topology& topology, collectives::Hierarchy hierarchy);
+
 class CollectiveEngine : public sc_core::sc_module {
  public:
   // `route(a, b)` gives what a transfer from chip a's HBM to chip b's crosses (a == b: the
-  // chip's HBM, read and written). `chips` is the system's chip count.
+  // chip's HBM, read and written). `topology` places the chips (for hierarchical collectives).
   CollectiveEngine(sc_core::sc_module_name name, const collectives::CollectivesConfig& config,
-                   dma::Network& network, int chips, std::function<dma::Route(int, int)> route);
+                   dma::Network& network, const Topology& topology,
+                   std::function<dma::Route(int, int)> route);
   ~CollectiveEngine() override;
 
   // Runs collective instruction `in` of `launch` for core (chip, core), issued on DMA queue
@@ -47,9 +57,15 @@ class CollectiveEngine : public sc_core::sc_module {
     int64_t index = 0;
     collectives::CollectiveOp op = collectives::CollectiveOp::all_reduce;
     collectives::Algorithm algorithm = collectives::Algorithm::ring;
+    std::string label;        // the algorithm, or "hier:" and each stage's (Schedule::label)
+    std::vector<int> levels;  // hierarchical: the level sizes, innermost first; flat: empty
     int ranks = 0;
     double bytes = 0;  // the nccl-tests size
     int64_t ready_ps = 0, start_ps = 0, end_ps = 0;
+    // The resource (link, NIC or HBM) that bound it: the one whose share of the collective's
+    // traffic needs the most time at its full bandwidth, and that time.
+    std::string bound_by;
+    double bound_ns = 0;
   };
   const std::vector<Record>& records() const { return m_records; }
   // Per communicator and op: collectives, bytes and time under "<scope>.collectives.".
@@ -64,6 +80,7 @@ class CollectiveEngine : public sc_core::sc_module {
 
   collectives::CollectivesConfig m_config;
   dma::Network& m_network;
+  const Topology& m_topology;
   std::function<dma::Route(int, int)> m_route;
   std::vector<int> m_free_cores;                       // by chip
   std::map<std::pair<int, int>, dma::Route> m_routes;  // by (chip, chip), as first asked for

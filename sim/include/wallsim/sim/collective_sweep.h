@@ -18,6 +18,8 @@ struct CollectiveSweepRow {
   int64_t bytes = 0;  // the size as nccl-tests counts it (count x dtype bytes)
   int64_t count = 0;  // elements
   collectives::Algorithm algorithm = collectives::Algorithm::ring;
+  std::string label;     // the algorithm, or "hier:" and each stage's ("hier:rhd/ring/rhd")
+  std::string bound_by;  // the link, NIC or HBM that bound it (CollectiveEngine::Record)
   double time_us = 0;
   double algbw_gb_per_s = 0;  // bytes / time, GB = 1e9 bytes
   double busbw_gb_per_s = 0;  // algbw x collectives::busbw_factor

@@ -29,16 +29,25 @@ struct TopologySection {
   bool instance_ring = false;
 };
 
-// One direction of one link: its bandwidth and the latency a transfer pays per hop over it.
+// One direction of one link: its bandwidth and the latency a transfer pays per hop over it;
+// the factors degrade (or improve) every link of the kind for an experiment, the figures
+// above them staying the calibrated ones.
 struct LinkTiming {
   double bandwidth_gb_per_s = 128.0;
   int64_t latency_ns = 1500;
+  double bandwidth_factor = 1.0;
+  double latency_factor = 1.0;
+  double effective_bandwidth_gb_per_s() const { return bandwidth_gb_per_s * bandwidth_factor; }
+  int64_t effective_latency_ns() const;
 };
 
 struct LinksSection {
-  LinkTiming neuronlink;                 // chip to chip inside an instance (torus)
-  LinkTiming instance_ring{64.0, 1500};  // chip to chip between instances (UltraServer ring)
-  LinkTiming efa{25.0, 15000};           // a chip's NIC to another instance's (route latency)
+  LinkTiming neuronlink;                       // chip to chip inside an instance (torus)
+  LinkTiming instance_ring{64.0, 1500, 1, 1};  // chip to chip between instances (UltraServer)
+  LinkTiming efa{25.0, 15000, 1, 1};           // a chip's NIC to another instance's (per route)
+  // Failed link directions, comma-separated link names ("chip3.x+,chip5.efa.tx"): routes go
+  // around them (sim/topology.h).
+  std::string failed;
 };
 
 struct SystemConfig {
@@ -77,6 +86,10 @@ void describe(V& v, LinkTiming& l) {
   v.field("bandwidth_gb_per_s", l.bandwidth_gb_per_s, {0.001, 1e6}, "GB/s (1e9 bytes/s)",
           "bandwidth of one direction of one link");
   v.field("latency_ns", l.latency_ns, {0, 1000000000}, "ns", "latency a transfer pays per hop");
+  v.field("bandwidth_factor", l.bandwidth_factor, {1e-6, 1e3}, "",
+          "multiplies the bandwidth of every link of this kind (a degraded link: below 1)");
+  v.field("latency_factor", l.latency_factor, {0.0, 1e6}, "",
+          "multiplies the latency of every link of this kind (a degraded link: above 1)");
 }
 
 template <class V>
@@ -84,6 +97,9 @@ void describe(V& v, LinksSection& l) {
   v.section("neuronlink", l.neuronlink, "a NeuronLink between neighbours of an instance's torus");
   v.section("instance_ring", l.instance_ring, "a NeuronLink between instances (UltraServer)");
   v.section("efa", l.efa, "a chip's EFA NIC; latency is that of a whole route between instances");
+  v.field("failed", l.failed,
+          "failed link directions, comma-separated (chip3.x+, chip0.y-, chip1.ring+, "
+          "chip5.efa.tx, chip5.efa.rx): routes go around them; empty: none");
 }
 
 // Fills the 0 ("derived") chip figures from the one-core view, and the one-core view's share
