@@ -111,6 +111,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
     } else if (s.a_route == TransposeRoute::strided_dma) {
       chunks = a_pay / double(f.a_bytes);
     }
+    if (f.a_transposed) chunks = a_pay / double(f.a_bytes);  // a view's rows: element-strided
     engine += h.dma_engine_bytes(a_pay, chunks);
     payload += a_pay;
   }
@@ -129,6 +130,13 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
                                         : s.buffers * Kc * pieces(f, f.k_rows, nb * f.b_bytes);
   const double b_engines = double(std::min(f.dma_engines, in_flight));
   c.dma_ns = std::max(engine / dma_bytes_per_ns, b_engine / (b_engines * h.dma_gb_per_s));
+  // A transposed A view loaded by rows: one descriptor of element chunks per row tile, on one
+  // engine each (by K chunks, narrow, its pieces spread over the engines like any load).
+  if (f.a_transposed && !s.narrow) {
+    const double a_engines = double(std::min(f.dma_engines, Mt));
+    c.dma_ns = std::max(c.dma_ns, h.dma_engine_bytes(a_pay, a_pay / double(f.a_bytes)) /
+                                      (a_engines * h.dma_gb_per_s));
+  }
   // HBM: the payload at the core's share of its bandwidth (chunk overheads are engine time).
   c.hbm_ns = h.hbm_gb_per_s > 0 ? payload / h.hbm_gb_per_s : 0;
   c.hbm_bytes = static_cast<int64_t>(payload);

@@ -36,11 +36,14 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   f.out_bytes = isa::dtype_bytes(n.type.dtype);
   f.fp32 = at.dtype == DType::fp32 || bt.dtype == DType::fp32;
   f.a_loaded = !on_chip(aid);
-  if (is_view(bid)) {
-    const auto& g = view_of_value(bid).groups;
-    f.b_transposed = g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
-                     g[1][0].stride >= g[0][0].size;
-  }
+  auto transposed = [&](int32_t id) {
+    if (!is_view(id)) return false;
+    const auto& g = view_of_value(id).groups;
+    return g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
+           g[1][0].stride >= g[0][0].size;
+  };
+  f.b_transposed = transposed(bid);
+  f.a_transposed = f.a_loaded && transposed(aid);
   f.tile_rows = tile_rows();
   f.k_rows = m_arch.tensor.rows;
   f.moving_cols = moving_cols(*this);
