@@ -38,6 +38,15 @@ isa::CostHints cost_hints(const TimingConfig& t) {
   h.dma_gb_per_s = t.dma.bandwidth_gb_per_s;
   h.dma_chunk_overhead_bytes = t.dma.chunk_overhead_bytes;
   h.dma_transpose_chunk_bytes = t.dma.transpose_chunk_bytes;
+  h.tensor_fp32_passes = t.tensor.fp32_slowdown;
+  h.tensor_latency_cycles = t.tensor.fill_cycles + t.tensor.drain_cycles;
+  h.lane_access_ns =
+      static_cast<int64_t>(double(t.vector.access_latency_cycles) * 1000.0 / t.vector.freq_mhz);
+  h.hbm_gb_per_s = t.hbm.bandwidth_gb_per_s;
+  h.hbm_latency_ns = t.hbm.latency_ns;
+  h.dma_issue_ns = t.dma.descriptor_issue_ns;
+  h.dma_issue_overlaps = t.dma.issue_overlaps_transfer;
+  h.launch_ns = t.launch.switch_ns + t.launch.semaphore_reset_ns;
   return h;
 }
 

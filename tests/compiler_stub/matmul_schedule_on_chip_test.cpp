@@ -125,6 +125,8 @@ void check_ranking(const std::string& chip, const std::vector<Gemm>& shapes, siz
       simulated.push_back(r->simulated_ns);
       worst_error = std::max(worst_error, std::abs(r->predicted_ns / r->simulated_ns - 1));
       fastest = fastest == 0 ? r->simulated_ns : std::min(fastest, r->simulated_ns);
+      std::printf("  point %lld: predicted %.1f us, simulated %.1f us\n", (long long)k,
+                  r->predicted_ns / 1e3, r->simulated_ns / 1e3);
     }
     const auto pick = run_point(g, cfg, core, -1);
     ASSERT_TRUE(pick);

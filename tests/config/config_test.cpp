@@ -124,6 +124,19 @@ TEST(Config, HardwareDmaTransposeNeedsItsTimingAndFeedsTheCompilersCostHints) {
   EXPECT_EQ(tiny.chip.arch.costs.dma_gb_per_s, 20.0);
   EXPECT_EQ(tiny.chip.arch.costs.dma_transpose_chunk_bytes, 0);
   EXPECT_EQ(tiny.chip.arch.costs.vector_fixed_ns, 40);  // 20 cycles at 500 MHz
+  // ... and so do the matmul cost model's fp32 passes, HBM and latencies (no silent defaults).
+  EXPECT_EQ(tiny.chip.arch.costs.tensor_fp32_passes, 4);
+  EXPECT_EQ(tiny.chip.arch.costs.tensor_latency_cycles, 64);
+  EXPECT_EQ(tiny.chip.arch.costs.lane_access_ns, 20);  // 10 cycles at 500 MHz
+  EXPECT_EQ(tiny.chip.arch.costs.hbm_gb_per_s, tiny.chip.timing.hbm.bandwidth_gb_per_s);
+  EXPECT_EQ(tiny.chip.arch.costs.hbm_latency_ns, 200);
+  EXPECT_EQ(tiny.chip.arch.costs.dma_issue_ns, 100);
+  EXPECT_EQ(tiny.chip.arch.costs.launch_ns, 550);
+  const Config trn1 = load_config(source("configs/trn1.json"));
+  EXPECT_EQ(trn1.chip.arch.costs.dma_gb_per_s, trn1.chip.timing.dma.bandwidth_gb_per_s);
+  EXPECT_EQ(trn1.chip.arch.costs.hbm_gb_per_s, trn1.chip.timing.hbm.bandwidth_gb_per_s);
+  EXPECT_EQ(isa::CostHints{}.hbm_gb_per_s, 0.0);  // a default ArchSpec carries no chip's HBM
+  EXPECT_EQ(isa::CostHints{}.fp32_passes(), 1);
 }
 
 TEST(Config, OverridesParseJsonElseString) {

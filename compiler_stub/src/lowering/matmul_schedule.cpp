@@ -44,7 +44,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   const int64_t Mt = ceil_div(f.M, f.tile_rows), Kc = ceil_div(f.K, f.k_rows);
   const int64_t wt = std::max<int64_t>(1, std::min(s.window_tiles, Mt));
   const int64_t windows = ceil_div(Mt, wt);
-  const int64_t passes = 1;  // CostHints carries no fp32 slowdown yet (not done: isa/)
+  const int64_t passes = f.fp32 ? h.fp32_passes() : 1;  // the array's passes per instruction
   const double cycle_ns = 1000.0 / h.tensor_freq_mhz;
   const double lane_ns_per_el = 1.0 / h.vector_elements_per_ns;
   const int64_t width = std::min(f.moving_cols, f.N);
@@ -77,11 +77,8 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
     c.matmuls += Mt * Kc;
   }
   // A transposed B view: each read loads its base's rows and transposes them through the array.
-  if (f.b_transposed) {
-    const int64_t nt = ceil_div(f.N, f.tile_rows);
-    cycles += b_reads * nt * Kc * std::max(f.tile_rows, h.moving_min_cycles) * passes;
-    c.matmuls += b_reads * nt * Kc;
-  }
+  // (Their array time is in the chain below.)
+  if (f.b_transposed) c.matmuls += b_reads * ceil_div(f.N, f.tile_rows) * Kc;
   c.tensor_ns = double(cycles) * cycle_ns;
 
   // The lanes (vector and scalar, half each): an evacuation per output block and per A^T chunk.
@@ -90,11 +87,14 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
     lanes += double(Mt * Kc) * (double(h.vector_fixed_ns) + double(f.tile_rows) * lane_ns_per_el);
   c.lanes_ns = lanes / 2;
   // A transposed B's panels: each block of its base's rows is transposed and evacuated chunk by
-  // chunk before a multiply reads it, one after the other on the array and one lane engine.
+  // chunk before a multiply reads it; the array waits for each pair's result (its pipeline
+  // latency, the lane's access and evacuation), so the chain adds to the array's time.
   if (f.b_transposed) {
-    const double pair = double(std::max(f.tile_rows, h.moving_min_cycles) * passes) * cycle_ns +
-                        double(h.vector_fixed_ns) + double(f.tile_rows) * lane_ns_per_el;
-    c.store_chain_ns += double(b_reads * ceil_div(f.N, f.tile_rows) * Kc) * pair;
+    const double pair =
+        double(std::max(f.tile_rows, h.moving_min_cycles) * passes + h.tensor_latency_cycles) *
+            cycle_ns +
+        double(h.vector_fixed_ns + h.lane_access_ns) + double(f.tile_rows) * lane_ns_per_el;
+    c.tensor_ns += double(b_reads * ceil_div(f.N, f.tile_rows) * Kc) * pair;
   }
 
   // DMA: payload plus the chunk overhead of every contiguous run, over every engine.
@@ -111,6 +111,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
     } else if (s.a_route == TransposeRoute::strided_dma) {
       chunks = a_pay / double(f.a_bytes);
     }
+    if (f.a_transposed) chunks = a_pay / double(f.a_bytes);  // a view's rows: element-strided
     engine += h.dma_engine_bytes(a_pay, chunks);
     payload += a_pay;
   }
@@ -122,13 +123,22 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   payload += o_pay;
   const double dma_bytes_per_ns = h.dma_gb_per_s * double(f.dma_engines);
   // B streams through as many engines as its transfers in flight cut into pieces: a panel's K
-  // chunks all load ahead of its multiplies, a ring's slabs buffers - 1 ahead.
+  // chunks all load ahead of its multiplies, the next panel's while it is read (its buffers),
+  // a ring's slabs buffers - 1 ahead.
   const double b_engine = double(b_reads) * h.dma_engine_bytes(b_pay, b_chunks);
   const int64_t in_flight = s.k_blocked ? (s.buffers - 1) * pieces(f, f.k_rows, group * f.b_bytes)
-                                        : Kc * pieces(f, f.k_rows, nb * f.b_bytes);
+                                        : s.buffers * Kc * pieces(f, f.k_rows, nb * f.b_bytes);
   const double b_engines = double(std::min(f.dma_engines, in_flight));
   c.dma_ns = std::max(engine / dma_bytes_per_ns, b_engine / (b_engines * h.dma_gb_per_s));
-  c.hbm_ns = 0;  // CostHints carries no HBM bandwidth yet (not done: isa/)
+  // A transposed A view loaded by rows: one descriptor of element chunks per row tile, on one
+  // engine each (by K chunks, narrow, its pieces spread over the engines like any load).
+  if (f.a_transposed && !s.narrow) {
+    const double a_engines = double(std::min(f.dma_engines, Mt));
+    c.dma_ns = std::max(c.dma_ns, h.dma_engine_bytes(a_pay, a_pay / double(f.a_bytes)) /
+                                      (a_engines * h.dma_gb_per_s));
+  }
+  // HBM: the payload at the core's share of its bandwidth (chunk overheads are engine time).
+  c.hbm_ns = h.hbm_gb_per_s > 0 ? payload / h.hbm_gb_per_s : 0;
   c.hbm_bytes = static_cast<int64_t>(payload);
 
   if (s.narrow) {
@@ -143,14 +153,21 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   // What does not overlap: the first row tile of A and the first panel (slab) before the first
   // multiply; the last output block's evacuation and store after the last; and at each later M
   // block, its first row tile of A (its buffers are the previous block's).
-  const double rate = dma_bytes_per_ns;
+  // The first and last transfers move at all the engines' rate, as far as HBM keeps up, and
+  // each pays a descriptor's issue and HBM's latency; the last result leaves the array's
+  // pipeline and the lanes' access latency before its store.
+  const double rate =
+      h.hbm_gb_per_s > 0 ? std::min(dma_bytes_per_ns, h.hbm_gb_per_s) : dma_bytes_per_ns;
+  const double transfer_latency = double(h.dma_issue_ns + h.hbm_latency_ns);
   const int64_t rows = std::min(f.tile_rows, f.M);
   const double a_tile = f.a_loaded ? double(rows) * double(f.K) * double(f.a_bytes) : 0.0;
   const double first_b = s.k_blocked ? double(f.k_rows) * double(group) * double(f.b_bytes)
                                      : double(f.K) * double(nb) * double(f.b_bytes);
-  c.prologue_ns = (a_tile + first_b) / rate;
+  c.prologue_ns = double(h.launch_ns) + (a_tile + first_b) / rate + transfer_latency;
   const double last_out = double(rows) * double(s.narrow ? nb : f.N) * double(f.out_bytes);
-  c.epilogue_ns = last_out / rate + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el;
+  c.epilogue_ns = last_out / rate + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el +
+                  double(h.tensor_latency_cycles) * cycle_ns + double(h.lane_access_ns) +
+                  transfer_latency;
   c.window_ns = double(windows - 1) * a_tile / rate;
   return c;
 }

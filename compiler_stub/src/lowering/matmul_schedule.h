@@ -32,8 +32,9 @@ struct MatmulSchedule {
 struct MatmulFacts {
   int64_t M = 0, K = 0, N = 0;
   int64_t a_bytes = 2, b_bytes = 2, out_bytes = 2;  // per element
-  bool b_fp32 = false;                              // the array takes fp32_slowdown passes
-  bool a_loaded = true;                             // A is in HBM (not resident in SBUF)
+  bool fp32 = false;          // an operand is fp32: the array takes CostHints::fp32_passes() passes
+  bool a_loaded = true;       // A is in HBM (not resident in SBUF)
+  bool a_transposed = false;  // A is a transposed view: its rows load element by element
   bool b_transposed =
       false;                // B is a transposed view: its base's rows load and go through the array
   int64_t tile_rows = 128;  // output partitions per row tile

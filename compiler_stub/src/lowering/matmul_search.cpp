@@ -34,13 +34,16 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   f.a_bytes = isa::dtype_bytes(at.dtype);
   f.b_bytes = isa::dtype_bytes(bt.dtype);
   f.out_bytes = isa::dtype_bytes(n.type.dtype);
-  f.b_fp32 = bt.dtype == DType::fp32;
+  f.fp32 = at.dtype == DType::fp32 || bt.dtype == DType::fp32;
   f.a_loaded = !on_chip(aid);
-  if (is_view(bid)) {
-    const auto& g = view_of_value(bid).groups;
-    f.b_transposed = g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
-                     g[1][0].stride >= g[0][0].size;
-  }
+  auto transposed = [&](int32_t id) {
+    if (!is_view(id)) return false;
+    const auto& g = view_of_value(id).groups;
+    return g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
+           g[1][0].stride >= g[0][0].size;
+  };
+  f.b_transposed = transposed(bid);
+  f.a_transposed = f.a_loaded && transposed(aid);
   f.tile_rows = tile_rows();
   f.k_rows = m_arch.tensor.rows;
   f.moving_cols = moving_cols(*this);
@@ -126,6 +129,11 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
       if (tied && (costs[pick].total_ns() > best * kTie || costs[i].matmuls < costs[pick].matmuls))
         pick = i;
     }
+    // The rules' point stays unless the model's pick beats it by more than the model's error
+    // between neighbouring points (MatmulScheduleOnChip: a few points mispriced by 10-25 %, the
+    // K-blocked ring's refills and the transposed B's chains under-priced).
+    constexpr double kLeaveRules = 1.10;
+    if (costs[0].total_ns() <= costs[pick].total_ns() * kLeaveRules) pick = 0;
   }
   m_schedule = {n.id, points[pick]};
   ++m_search.searched;

@@ -57,6 +57,19 @@ struct CostHints {
   double dma_gb_per_s = 28.99;              // timing.dma.bandwidth_gb_per_s, per engine
   int64_t dma_chunk_overhead_bytes = 512;   // timing.dma.chunk_overhead_bytes
   int64_t dma_transpose_chunk_bytes = 256;  // timing.dma.transpose_chunk_bytes
+  // The rest has no default speed: 0 until sim::cost_hints fills it from a chip's timing section
+  // (a default-constructed ArchSpec then prices no HBM term, one pass for fp32, no latencies).
+  int64_t tensor_fp32_passes = 0;     // timing.tensor.fp32_slowdown
+  int64_t tensor_latency_cycles = 0;  // timing.tensor.fill_cycles + drain_cycles
+  int64_t lane_access_ns = 0;         // timing.vector.access_latency_cycles / freq
+  double hbm_gb_per_s = 0;            // timing.hbm.bandwidth_gb_per_s (the core's share)
+  int64_t hbm_latency_ns = 0;         // timing.hbm.latency_ns
+  int64_t dma_issue_ns = 0;           // timing.dma.descriptor_issue_ns
+  bool dma_issue_overlaps = false;    // timing.dma.issue_overlaps_transfer
+  int64_t launch_ns = 0;              // timing.launch.switch_ns + semaphore_reset_ns
+
+  // Passes through the array of an fp32 instruction (1 when not given).
+  int64_t fp32_passes() const { return tensor_fp32_passes > 0 ? tensor_fp32_passes : 1; }
 
   // What a DMA descriptor moving `payload` bytes in `chunks` contiguous pieces costs its engine,
   // in bytes at the engine's bandwidth: the payload plus dma_chunk_overhead_bytes per chunk, as
