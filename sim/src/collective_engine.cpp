@@ -66,6 +66,7 @@ struct CollectiveEngine::Arrival {
   const isa::Instruction* in = nullptr;
   engines::Launch* launch = nullptr;
   int queue = 0;
+  int64_t at_ps = 0;  // when this rank issued it
 };
 
 struct CollectiveEngine::Meeting {
@@ -173,7 +174,7 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
     }
     break;
   }
-  m.arrivals[static_cast<size_t>(slot)] = Arrival{&in, &launch, queue};
+  m.arrivals[static_cast<size_t>(slot)] = Arrival{&in, &launch, queue, now_ps()};
   if (++m.arrived == static_cast<int>(m.arrivals.size())) {
     m.ready_ps = now_ps();
     m_ready.push_back(&m);
@@ -248,8 +249,10 @@ void CollectiveEngine::execute(Meeting* mp) {
   } catch (const std::exception& e) {
     m.error = m.label + ": " + e.what();
   }
-  m_records.push_back(
-      {m.comm, m.index, op, schedule.algorithm, p, bytes, m.ready_ps, start, now_ps()});
+  std::vector<int64_t> arrived_ps;
+  for (const auto& a : m.arrivals) arrived_ps.push_back(a ? a->at_ps : m.ready_ps);
+  m_records.push_back({m.comm, m.index, op, schedule.algorithm, p, bytes, m.ready_ps, start,
+                       now_ps(), m.ranks, std::move(arrived_ps)});
   for (int c : m.chips) ++m_free_cores[static_cast<size_t>(c)];
   m.done = true;
   m.done_event.notify();

@@ -50,6 +50,10 @@ class CollectiveEngine : public sc_core::sc_module {
     int ranks = 0;
     double bytes = 0;  // the nccl-tests size
     int64_t ready_ps = 0, start_ps = 0, end_ps = 0;
+    // Its ranks' (chip, core) and when each issued it (send/recv: sender, receiver): a rank is
+    // blocked in it from its arrival to end_ps (the runtime's comm_wait, issue 38).
+    std::vector<std::pair<int, int>> members;
+    std::vector<int64_t> arrived_ps;
   };
   const std::vector<Record>& records() const { return m_records; }
   // Per communicator and op: collectives, bytes and time under "<scope>.collectives.".
