@@ -42,10 +42,10 @@ void put_figures(ordered_json& out, runtime::StepRecord r) {
 ordered_json link_bytes(sim::System& system) {
   std::map<std::string, int64_t> by;
   for (const auto& [l, r] : system.links()) {
-    const char* kind = l.kind == sim::LinkKind::ring                                  ? "ring"
-                       : l.kind == sim::LinkKind::efa_tx                              ? "efa"
-                       : l.kind == sim::LinkKind::efa_rx                              ? nullptr
-                                                                                      : "neuronlink";
+    const char* kind = l.kind == sim::LinkKind::ring     ? "ring"
+                       : l.kind == sim::LinkKind::efa_tx ? "efa"
+                       : l.kind == sim::LinkKind::efa_rx ? nullptr
+                                                         : "neuronlink";
     if (kind) by[kind] += system.network().bytes(r);
   }
   ordered_json out = ordered_json::object();
@@ -76,28 +76,27 @@ ordered_json distributed_section(const runtime::ProcessGroup& group,
     const runtime::StepRecord& t = sums[r].sum;
     busy += t.device_busy_ns;
     comm_wait += t.host_ns[static_cast<size_t>(runtime::HostState::comm_wait)];
-    compile += t.host_ns[static_cast<size_t>(runtime::HostState::compile)] +
-               sessions[r]->startup_record().host_ns[static_cast<size_t>(
-                   runtime::HostState::compile)];
+    compile +=
+        t.host_ns[static_cast<size_t>(runtime::HostState::compile)] +
+        sessions[r]->startup_record().host_ns[static_cast<size_t>(runtime::HostState::compile)];
     compiles += t.counts.compiles + sessions[r]->startup_record().counts.compiles;
     collective += sessions[r]->collective_ns();
   }
   int64_t wall = 0;
   for (int64_t ns : step_ns) wall += ns;
-  out["whole_run"] = {{"wall_ns", wall},
-                      {"step_wall_ns", step_ns},
-                      {"device_busy_ns", busy},
-                      {"comm_wait_ns", comm_wait},
-                      {"collective_ns", collective},
-                      {"compile_ns", compile},
-                      {"compiles", compiles},
-                      {"link_bytes", link_bytes(system)}};
+  out["whole_run"] = {
+      {"wall_ns", wall},           {"step_wall_ns", step_ns},         {"device_busy_ns", busy},
+      {"comm_wait_ns", comm_wait}, {"collective_ns", collective},     {"compile_ns", compile},
+      {"compiles", compiles},      {"link_bytes", link_bytes(system)}};
   ordered_json ranks = ordered_json::array();
   for (size_t r = 0; r < sums.size(); ++r) {
     const runtime::RankContext& c = sessions[r]->rank();
-    ordered_json row = {{"rank", c.rank},           {"chip", c.chip},
-                        {"core", c.core},           {"tp_rank", c.tp_rank},
-                        {"pp_rank", c.pp_rank},     {"dp_rank", c.dp_rank},
+    ordered_json row = {{"rank", c.rank},
+                        {"chip", c.chip},
+                        {"core", c.core},
+                        {"tp_rank", c.tp_rank},
+                        {"pp_rank", c.pp_rank},
+                        {"dp_rank", c.dp_rank},
                         {"collective_ns", sessions[r]->collective_ns()}};
     const runtime::StepRecord& st = sessions[r]->startup_record();
     row["startup_compile_ns"] = st.host_ns[static_cast<size_t>(runtime::HostState::compile)];

@@ -309,8 +309,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     (void)w;
     o = rank_options(o, r);
     rank_sessions.push_back(std::make_unique<runtime::Session>(
-        config, system.core(static_cast<size_t>(o.rank.chip), static_cast<size_t>(o.rank.core)),
-        o, trace));
+        config, system.core(static_cast<size_t>(o.rank.chip), static_cast<size_t>(o.rank.core)), o,
+        trace));
   }
   std::vector<runtime::Session*> sessions = {&session};
   std::vector<workloads::Workload*> rank_workload = {workload.get()};
@@ -372,8 +372,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   }
   ordered_json extra = report.to_json(step_stream.wall_times());
   if (group) {
-    extra["distributed"] = distributed_section(*group, sessions, rank_sums, system,
-                                               shared_plans != nullptr);
+    extra["distributed"] =
+        distributed_section(*group, sessions, rank_sums, system, shared_plans != nullptr);
   }
   double compiler_seconds = 0;
   int64_t bodies_rebuilt = 0;

@@ -15,14 +15,12 @@ ProcessGroup::ProcessGroup(ParallelSizes sizes, int64_t chips, int64_t cores_per
   }
   const int64_t cores = chips * cores_per_chip;
   if (sizes.world() > cores) {
-    throw base::InputError(what, std::to_string(sizes.world()) + " ranks (tp " +
-                                     std::to_string(sizes.tp) + " x pp " +
-                                     std::to_string(sizes.pp) + " x dp " +
-                                     std::to_string(sizes.dp) + ") need as many cores; the " +
-                                     "system has " + std::to_string(cores) + " (" +
-                                     std::to_string(chips) + " chips of " +
-                                     std::to_string(cores_per_chip) +
-                                     "; more with --set chip.cores=N or topology.instances=N)");
+    throw base::InputError(
+        what, std::to_string(sizes.world()) + " ranks (tp " + std::to_string(sizes.tp) + " x pp " +
+                  std::to_string(sizes.pp) + " x dp " + std::to_string(sizes.dp) +
+                  ") need as many cores; the " + "system has " + std::to_string(cores) + " (" +
+                  std::to_string(chips) + " chips of " + std::to_string(cores_per_chip) +
+                  "; more with --set chip.cores=N or topology.instances=N)");
   }
 }
 

@@ -107,10 +107,9 @@ class Transformer final : public Workload {
     const int64_t B = m_batch / m_sizes.dp, H = m_heads / m_sizes.tp;
     const int64_t first = s.rank().dp_rank * B * seq;  // this rank's rows of the batch
     const uint64_t sd = seed(s, 100000 + static_cast<uint64_t>(index));
-    Tensor x = m_sizes.dp == 1
-                   ? s.upload_random({B * seq, m_d}, m_dtype, sd)
-                   : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0, first,
-                                           first + B * seq);
+    Tensor x = m_sizes.dp == 1 ? s.upload_random({B * seq, m_d}, m_dtype, sd)
+                               : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0, first,
+                                                       first + B * seq);
     for (const Layer& w : m_w) {
       s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
       Tensor h = norm(x, w.ln1_g, w.ln1_b);
