@@ -62,6 +62,7 @@ const LoweringTable& lowering_table() {
     populate_conv_lowerings(t);
     populate_activation_lowerings(t);
     populate_fused_attention_lowerings(t);
+    populate_collective_lowerings(t);
     return t;
   }();
   return table;

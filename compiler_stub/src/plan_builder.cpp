@@ -141,6 +141,14 @@ int PlanBuilder::add_scalar(const std::string& name, int64_t min, int64_t max) {
   return static_cast<int>(m_plan.scalars.size() - 1);
 }
 
+int PlanBuilder::add_comm(const std::string& name, int64_t size) {
+  for (size_t k = 0; k < m_plan.comms.size(); ++k) {
+    if (m_plan.comms[k].name == name) return static_cast<int>(k);
+  }
+  m_plan.comms.push_back({name, size});
+  return static_cast<int>(m_plan.comms.size() - 1);
+}
+
 void PlanBuilder::add_node(int32_t id, const std::string& name, const std::string& op) {
   m_plan.nodes.push_back({id, name, op});
 }

@@ -231,6 +231,12 @@ class Evaluator {
         return map_unary(*in[0], [](float x) { return 1.0f / x; });
       case OpKind::attention:
         return attention(n, in);
+      case OpKind::all_reduce:
+      case OpKind::all_gather:
+      case OpKind::reduce_scatter:
+        // The value depends on the other ranks' inputs, which one graph does not hold.
+        throw InputError(m_path, std::string(name_of(n.op)) +
+                                     " has no single-rank reference (it needs every rank's input)");
     }
     throw InputError(m_path, "unhandled op");
   }

@@ -98,6 +98,9 @@ class NodeChecker {
   // ids [L] (a token attends only to its own segment; Lq = Lk = L) or a float bias [Lq, Lk].
   TensorType attention() const;
   TensorType dynamic_update_slice() const;
+  // all_reduce, all_gather, reduce_scatter (validate_indirect.cpp): a communicator `comm` of
+  // `ranks` ranks; the gather and scatter along axis 0, of fixed size.
+  TensorType collective() const;
 
   const Graph& m_g;
   const Node& m_n;

@@ -83,6 +83,10 @@ TensorType NodeChecker::infer() {
       return decode_attention();
     case OpKind::attention:
       return attention();
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+      return collective();
     default:
       break;
   }

@@ -152,4 +152,30 @@ TensorType NodeChecker::dynamic_update_slice() const {
   return *m_in[0];
 }
 
+TensorType NodeChecker::collective() const {
+  const std::string& comm = required_text("comm");
+  if (comm.empty()) fail("attribute 'comm' must name a communicator");
+  const int64_t ranks = required_int("ranks");
+  if (ranks < 1 || ranks > 65536) {
+    fail("attribute 'ranks' must be 1 to 65536, not " + std::to_string(ranks));
+  }
+  need_rank_at_least(0, 1);
+  for (const Dim& d : dims(0)) {
+    if (d.kind != Dim::Kind::fixed) {
+      fail("a collective needs a static shape, not " + to_string(dims(0)));
+    }
+  }
+  TensorType t = *m_in[0];
+  if (m_n.op == OpKind::all_gather) {
+    t.dims[0] = Dim::of(t.dims[0].size * ranks);
+  } else if (m_n.op == OpKind::reduce_scatter) {
+    if (t.dims[0].size % ranks != 0) {
+      fail("reduce_scatter of " + std::to_string(t.dims[0].size) + " rows does not split over " +
+           std::to_string(ranks) + " ranks");
+    }
+    t.dims[0] = Dim::of(t.dims[0].size / ranks);
+  }
+  return t;
+}
+
 }  // namespace wallsim::compiler_stub::shape_rules

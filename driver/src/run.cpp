@@ -9,6 +9,7 @@
 #include <map>
 
 #include "wallsim/driver/compile_metrics.h"
+#include "wallsim/driver/ranks.h"
 #include "wallsim/driver/run_report.h"
 #include "wallsim/driver/step_stream.h"
 #include "wallsim/sim/exec.h"
@@ -146,29 +147,30 @@ double stat_value(const traces::StatsRegistry& stats, const std::string& name) {
 // ops[].exposed_ns it sums to busy_ns; and the plans launched, copies named apart from the plans
 // compiled from ops.
 ordered_json device_busy_section(sim::Core& device, const runtime::Session& session,
-                                 const traces::StatsRegistry& stats) {
+                                 const traces::StatsRegistry& stats, const std::string& scope) {
   device.retire_drained();
   const int64_t copies = session.totals().transfers;  // each a copy_ plan launch
   const double busy_ns = device.launch_busy_time().to_seconds() * 1e9;
   const double time_ns = stat_value(stats, "device.time_ns");
+  const std::string d = scope + ".";
   const auto over_busy = [&](double ns) { return busy_ns > 0 ? ns / busy_ns : 0.0; };
   ordered_json engines = ordered_json::object();
   for (const char* e : {"tensor", "vector", "scalar"}) {
-    const std::string prefix = std::string("device.engines.") + e;
+    const std::string prefix = d + "engines." + e;
     engines[e]["utilization"] = over_busy(stat_value(stats, prefix + ".busy_ns"));
   }
   // peak_fraction divides the MACs by what the array could do in device.time_ns.
   engines["tensor"]["peak_fraction"] =
-      over_busy(stat_value(stats, "device.engines.tensor.peak_fraction") * time_ns);
+      over_busy(stat_value(stats, d + "engines.tensor.peak_fraction") * time_ns);
   const double hbm_bytes =
-      stat_value(stats, "device.hbm.read_bytes") + stat_value(stats, "device.hbm.write_bytes");
-  const int64_t plans = static_cast<int64_t>(stat_value(stats, "device.plans_launched"));
+      stat_value(stats, d + "hbm.read_bytes") + stat_value(stats, d + "hbm.write_bytes");
+  const int64_t plans = static_cast<int64_t>(stat_value(stats, d + "plans_launched"));
   return {{"busy_ns", busy_ns},
           {"exposed_outside_ops_ns", device.critical_time_outside_ops().to_seconds() * 1e9},
           {"busy_fraction", time_ns > 0 ? busy_ns / time_ns : 0.0},
           {"engines", engines},
           {"hbm_achieved_gb_per_s", busy_ns > 0 ? hbm_bytes / busy_ns : 0.0},
-          {"bound_fraction", over_busy(stat_value(stats, "device.bound.ns"))},
+          {"bound_fraction", over_busy(stat_value(stats, d + "bound.ns"))},
           {"plans_launched", {{"compiled", plans - copies}, {"copies", copies}}}};
 }
 
@@ -215,6 +217,19 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     throw base::InputError("--steps", spec.name + " fixes its own steps");
   }
   const int64_t steps = options.steps.value_or(workload->default_steps());
+  // A distributed run (tp=, dp= above 1): one rank per core of the system, each with its own
+  // workload, session and host thread.
+  const runtime::ParallelSizes sizes = workload->parallel();
+  const int64_t world = sizes.world();
+  std::optional<runtime::ProcessGroup> group;
+  sim::SystemConfig system_config;
+  if (world > 1) {
+    system_config = system_for_ranks(config.system, world);
+    group.emplace(sizes, system_config.chips(), system_config.chip.cores,
+                  "--workload " + spec.text);
+  }
+  std::vector<std::unique_ptr<workloads::Workload>> rank_workloads;
+  for (int64_t r = 1; r < world; ++r) rank_workloads.push_back(workloads::make_workload(spec));
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);
   traces::StatsRegistry stats;
   sim::DeviceTimeStats device_time(stats, config.chip);
@@ -236,8 +251,15 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   dev.trace = trace;
   dev.trace_level = options.trace_level;
   dev.instruction_log = csv.get();
-  sim::System system(config.chip, dev);
-  sim::Core& device = system.core();
+  std::unique_ptr<sim::System> system_owned =
+      group ? std::make_unique<sim::System>(config.chip, system_config, dev)
+            : std::make_unique<sim::System>(config.chip, dev);
+  sim::System& system = *system_owned;
+  const runtime::RankContext rank0 = group ? group->context(0) : runtime::RankContext{};
+  sim::Core& device = system.core(static_cast<size_t>(rank0.chip), static_cast<size_t>(rank0.core));
+  const std::string device_scope =
+      group ? "chip" + std::to_string(rank0.chip) + ".core" + std::to_string(rank0.core)
+            : std::string("device");
 
   runtime::SessionOptions so;
   so.mode = options.mode;
@@ -247,9 +269,11 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   so.keep_steps = false;
   so.memory_check = options.memory_check;
   StepStream step_stream(dir->file(".steps.jsonl"));
+  std::vector<RankSums> rank_sums(static_cast<size_t>(world));
   auto last_progress = std::chrono::steady_clock::now();
   so.on_step_end = [&](const runtime::StepRecord& r) {
     step_stream.add(r, workload->step_kind(r.index));
+    if (group) rank_sums[0].add(r);
     if (options.progress_seconds > 0) {
       const auto now = std::chrono::steady_clock::now();
       if (std::chrono::duration<double>(now - last_progress).count() < options.progress_seconds)
@@ -261,20 +285,61 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
                 << std::chrono::duration<double>(now - wall_start_progress).count() << " s real\n";
     }
   };
-  runtime::Session session(config, device, so, trace);
+  std::shared_ptr<runtime::SharedPlans> shared_plans;
+  if (group && config.runtime.shared_compile_cache)
+    shared_plans = std::make_shared<runtime::SharedPlans>();
+  // Rank r's options: its place, communicators, tensor names and host trace process.
+  auto rank_options = [&](runtime::SessionOptions o, int64_t r) {
+    o.rank = group->context(r);
+    o.shared_plans = shared_plans;
+    o.collectives = system.collectives();
+    o.name_prefix = "r" + std::to_string(r) + "_";
+    o.trace_pid = 1000000 + static_cast<int>(r);
+    o.trace_process = "rank" + std::to_string(r) + ".host (chip" + std::to_string(o.rank.chip) +
+                      ".core" + std::to_string(o.rank.core) + ")";
+    return o;
+  };
+  runtime::Session session(config, device, group ? rank_options(so, 0) : so, trace);
+  std::vector<std::unique_ptr<runtime::Session>> rank_sessions;
+  for (int64_t r = 1; r < world; ++r) {
+    runtime::SessionOptions o = so;
+    workloads::Workload* w = rank_workloads[static_cast<size_t>(r - 1)].get();
+    RankSums* sums = &rank_sums[static_cast<size_t>(r)];
+    o.on_step_end = [sums](const runtime::StepRecord& rec) { sums->add(rec); };
+    (void)w;
+    o = rank_options(o, r);
+    rank_sessions.push_back(std::make_unique<runtime::Session>(
+        config, system.core(static_cast<size_t>(o.rank.chip), static_cast<size_t>(o.rank.core)), o,
+        trace));
+  }
+  std::vector<runtime::Session*> sessions = {&session};
+  std::vector<workloads::Workload*> rank_workload = {workload.get()};
+  for (auto& s : rank_sessions) sessions.push_back(s.get());
+  for (auto& w : rank_workloads) rank_workload.push_back(w.get());
 
   const auto wall_start = std::chrono::steady_clock::now();
-  runtime::run_host(device, [&] {
-    workload->setup(session);
-    session.startup(workload->buckets(session),
-                    [&](int64_t bucket) { workload->trace(session, bucket); });
-    workload->run(session, steps);
-  });
+  std::vector<runtime::HostRank> hosts;
+  for (size_t r = 0; r < sessions.size(); ++r) {
+    runtime::Session& s = *sessions[r];
+    workloads::Workload& w = *rank_workload[r];
+    hosts.push_back({&s.device_core(), [&s, &w, steps] {
+                       w.setup(s);
+                       s.startup(w.buckets(s), [&](int64_t bucket) { w.trace(s, bucket); });
+                       w.run(s, steps);
+                     }});
+  }
+  runtime::run_hosts(hosts);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  device.finalize();
-  session.finish_trace();
-  device_time.set(device.end_time());
+  sc_core::sc_time end = device.end_time();
+  if (group) {
+    system.finalize();
+    for (runtime::Session* s : sessions) end = std::max(end, s->device_core().end_time());
+  } else {
+    device.finalize();
+  }
+  for (runtime::Session* s : sessions) s->finish_trace();
+  device_time.set(end);
 
   // The report: the compilation wall per step.
   RunReport report;
@@ -295,28 +360,38 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   const bool masked = workload->masks_instead_of_padding();
   tot.padding_flop_fraction = masked ? 0.0 : waste;
   tot.masked_flop_fraction = masked ? waste : 0.0;
-  tot.hbm_read_bytes = stats.find_as<traces::Counter>("device.hbm.read_bytes")->value();
-  tot.hbm_write_bytes = stats.find_as<traces::Counter>("device.hbm.write_bytes")->value();
+  tot.hbm_read_bytes = stats.find_as<traces::Counter>(device_scope + ".hbm.read_bytes")->value();
+  tot.hbm_write_bytes = stats.find_as<traces::Counter>(device_scope + ".hbm.write_bytes")->value();
   report.ops = op_table(device, session, config.chip);
-  report.device_busy = device_busy_section(device, session, stats);
+  report.device_busy = device_busy_section(device, session, stats, device_scope);
   report.layers = layer_table(session);
   report.compile_metrics = compile_metrics_json(session, step_stream.device_busy_ns);
   if (auto own = workload->report()) {
     report.workload_section = own->first;
     report.workload_report = own->second;
   }
-  const ordered_json extra = report.to_json(step_stream.wall_times());
+  ordered_json extra = report.to_json(step_stream.wall_times());
+  if (group) {
+    extra["distributed"] =
+        distributed_section(*group, sessions, rank_sums, system, shared_plans != nullptr);
+  }
+  double compiler_seconds = 0;
+  int64_t bodies_rebuilt = 0;
+  for (runtime::Session* s : sessions) {
+    compiler_seconds += s->compiler_seconds();
+    bodies_rebuilt += s->bodies_rebuilt();
+  }
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);
   measured
       .add_value("compiler_stub_seconds", "s",
                  "real time compiler_stub spent compiling (not the modelled latency)")
-      .set(session.compiler_seconds());
+      .set(compiler_seconds);
   measured.add_counter(
       "plans_rebuilt", "",
       "plan bodies rebuilt after --plan-memory dropped them (simulator, not model)") +=
-      static_cast<uint64_t>(session.bodies_rebuilt());
+      static_cast<uint64_t>(bodies_rebuilt);
   sim::write_run_files(*dir, stats, extra, resolved_config);
   append_report_text(*dir, extra, step_stream);
   if (trace) {
@@ -333,7 +408,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   }
   const runtime::Counts totals = session.totals();
   RunSummary r;
-  r.wall_ns = session.now_ns();
+  r.wall_ns = session.now_ns();  // every rank's host thread ends at the same simulated time
   r.steps = step_stream.steps();
   r.totals = totals;
   r.sim_wall_seconds = wall;

@@ -19,7 +19,7 @@ using sc_core::sc_time;
 
 CompileService::CompileService(const Config& config, const ExecutionMode& mode,
                                int64_t plan_memory_bytes, bool memory_check, HostTimeline& host,
-                               StepLog& log)
+                               StepLog& log, std::shared_ptr<SharedPlans> shared)
     : m_config(config),
       m_mode(mode),
       m_memory_check(memory_check),
@@ -27,6 +27,7 @@ CompileService::CompileService(const Config& config, const ExecutionMode& mode,
       m_log(log),
       m_arch_fp(compiler_stub::arch_fingerprint(config.chip.arch)),
       m_cache(config.runtime.cache_capacity, plan_memory_bytes),
+      m_shared(std::move(shared)),
       m_disk(mode.uses_disk_cache() ? config.runtime.aot.disk_cache : std::string(),
              base::write_params(config.compiler).dump() + "\nbuild " + compiler_stub::build_id()) {}
 
@@ -91,6 +92,21 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
     return out;
   }
 
+  // Another rank compiled it (a shared cache): a hit, once that compile is done.
+  if (m_shared && counted) {
+    auto it = m_shared->plans.find(sig.hash);
+    if (it != m_shared->plans.end()) {
+      const int64_t wait_ps = it->second.ready_ps - HostTimeline::now_ps();
+      if (wait_ps > 0) m_host.charge(HostState::compile, (wait_ps + 999) / 1000);
+      auto c = std::make_shared<CompiledPlan>(*it->second.plan);
+      record.counts.cache_misses--;
+      record.counts.cache_hits++;
+      record.counts.cache_evictions += m_cache.insert(sig.hash, c);
+      m_cache.hold_body(c);
+      out.plan = c;
+      return out;
+    }
+  }
   // A plan compiled by an earlier run is loaded from disk instead (a hit, at a load cost).
   std::variant<compiler_stub::CompiledGraph, compiler_stub::CompileError> result;
   bool loaded = false;
@@ -164,6 +180,16 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
     const int64_t ns =
         static_cast<int64_t>(std::llround(compiler_stub::compile_latency_ms(curve, work) * 1e6));
     note_entry(sub, sig.hash, sig.shape_free, sig.hex(), *c, ns, recompile);
+    if (m_shared) {
+      // A pristine copy: each rank's cache keeps its own entry (and drops its own bodies).
+      auto copy = std::make_shared<CompiledPlan>();
+      copy->plan = c->plan;
+      copy->stats = c->stats;
+      copy->nodes = c->nodes;
+      copy->binding = c->binding;
+      copy->macs = c->macs;
+      m_shared->plans[sig.hash] = {copy, HostTimeline::now_ps() + ns * 1000};
+    }
     if (m_config.runtime.compile_in_background && !tracing) {
       out.background_ns = ns;  // the caller holds the launch behind the compiler
     } else if (m_host.traced()) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "session_util.h"
+#include "wallsim/runtime/runtime_error.h"
 
 namespace wallsim::runtime {
 
@@ -22,7 +23,7 @@ void DeviceQueue::start_launcher() {
 }
 
 std::string DeviceQueue::allocate(const TensorType& type, const std::string& hint) {
-  std::string name = m_memory.allocate(bytes_of(type), hint);
+  std::string name = m_memory.allocate(bytes_of(type), m_prefix + hint);
   if (m_functional) m_core.tensors().put(name, isa::MemSpace::hbm, type.dtype, dims_of(type));
   return name;
 }
@@ -36,6 +37,16 @@ void DeviceQueue::free_deferred() {
 sim::LaunchHandle DeviceQueue::issue(Launch& l, const std::shared_ptr<const isa::Plan>& plan) {
   engines::Launch& launch = m_core.launch(*plan, std::move(l.scalars), std::move(l.names), plan);
   launch.origins = std::move(l.origins);
+  for (const isa::CommDecl& c : plan->comms) {
+    auto it = m_comms.find(c.name);
+    if (it == m_comms.end() || static_cast<int64_t>(it->second.size()) != c.size) {
+      throw RuntimeError("plan " + plan->name + " uses communicator '" + c.name + "' of " +
+                         std::to_string(c.size) + " ranks, which this rank's process group " +
+                         (it == m_comms.end() ? std::string("does not have")
+                                              : "has with " + std::to_string(it->second.size())));
+    }
+    launch.comm_ranks.push_back(it->second);
+  }
   const sim::LaunchHandle h(m_core, launch);
   l.record->counts.plans_launched++;
   l.record->padded_macs += l.compiled->macs;

@@ -7,6 +7,8 @@ using sc_core::sc_time;
 
 void HostTimeline::enter(HostState s) {
   const HostClock::Interval closed = m_clock.enter(s, now_ps(), m_log.record().host_ns);
+  if (m_keep_sync && closed.state == HostState::sync_wait && closed.ps > 0)
+    m_sync_waits.emplace_back(closed.start_ps, closed.start_ps + closed.ps);
   if (closed.ps > 0 && m_track && closed.state != HostState::other) {
     static const traces::TraceArgs kNoArgs;
     m_trace->slice(*m_track, static_cast<traces::TimePs>(closed.start_ps),

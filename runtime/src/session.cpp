@@ -17,10 +17,6 @@ namespace wallsim::runtime {
 using namespace session_detail;
 using sc_core::sc_time;
 
-namespace {
-constexpr int kHostPid = 0;
-}  // namespace
-
 std::vector<int64_t> Tensor::shape() const { return dims_of(m_p->type); }
 
 TensorImpl::~TensorImpl() {
@@ -37,11 +33,17 @@ Session::Session(const Config& config, sim::Core& device, SessionOptions options
       m_device(device, config.chip.arch.hbm.bytes, options.functional,
                config.chip.timing.launch.wait_for_previous),
       m_compiler(m_config, *options.mode, options.plan_memory_bytes, options.memory_check, m_host,
-                 m_log) {
+                 m_log, options.shared_plans) {
   m_pending.name = "pending";
+  m_device.set_rank(m_options.name_prefix, m_options.rank.comms);
+  if (m_options.collectives) m_host.keep_sync_waits();
   if (m_trace && m_trace->enabled()) {
-    m_host.trace_on(m_trace, m_trace->declare_track(kHostPid, "host", 0, "host thread"));
-    m_log.trace_on(m_trace, m_trace->declare_track(kHostPid, "host", 1, "steps"));
+    const int pid = m_options.trace_pid;
+    const std::string& process = m_options.trace_process;
+    m_host.trace_on(m_trace, m_trace->declare_track(pid, process, 0, "host thread"));
+    m_log.trace_on(m_trace, m_trace->declare_track(pid, process, 1, "steps"));
+    if (m_options.collectives)
+      m_comm_track = m_trace->declare_track(pid, process, 2, "comm_wait (exposed communication)");
     m_device.trace_flows();
   }
   if (config.runtime.compile_in_background) m_device.start_launcher();
@@ -479,6 +481,7 @@ void Session::begin_step(int64_t index) {
   m_host.enter(HostState::other);
   if (m_log.in_step()) end_step();
   m_log.begin(index, now_ns());
+  if (m_options.collectives) m_host.take_sync_waits();  // the start-up's stay there
   m_step_first_launch = m_device.launches();
 }
 
@@ -495,6 +498,7 @@ void Session::end_step() {
     m_host.wait_drained(m_device.launch_at(i), HostState::sync_wait);
   }
   m_host.enter(HostState::other);
+  if (m_options.collectives) split_comm_wait();
   m_device.free_deferred();
   const int64_t now = now_ns();
   // Device busy: the union of the spans of the plans that ran in the step.

@@ -98,6 +98,32 @@ Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtyp
   return upload(shape, dtype, memory::to_floats(tmp), layout);
 }
 
+Tensor Session::upload_random_slice(const std::vector<int64_t>& full, isa::DType dtype,
+                                    uint64_t seed, int64_t axis, int64_t start, int64_t limit) {
+  std::vector<int64_t> shape = full;
+  shape.at(static_cast<size_t>(axis)) = limit - start;
+  if (!m_options.functional && !m_options.keep_reference) return upload(shape, dtype, {});
+  memory::TensorStore::Tensor tmp;
+  tmp.space = isa::MemSpace::host;
+  tmp.dtype = dtype;
+  tmp.shape = full;
+  tmp.bytes.resize(static_cast<size_t>(tmp.elements() * isa::dtype_bytes(dtype)));
+  memory::fill_random(tmp, seed);
+  const std::vector<float> all = memory::to_floats(tmp);
+  // Row-major: outer blocks before the axis, the axis, inner elements after it.
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= full[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < full.size(); ++d) inner *= full[d];
+  const int64_t n = full.at(static_cast<size_t>(axis));
+  std::vector<float> part;
+  part.reserve(static_cast<size_t>(outer * (limit - start) * inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    const auto from = all.begin() + (o * n + start) * inner;
+    part.insert(part.end(), from, from + (limit - start) * inner);
+  }
+  return upload(shape, dtype, part);
+}
+
 namespace {
 
 // A view's node in the reference graph: the logical op it stands for.

@@ -125,6 +125,7 @@ struct CollectiveEngine::Arrival {
   const isa::Instruction* in = nullptr;
   engines::Launch* launch = nullptr;
   int queue = 0;
+  int64_t at_ps = 0;  // when this rank issued it
 };
 
 struct CollectiveEngine::Meeting {
@@ -233,7 +234,7 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
     }
     break;
   }
-  m.arrivals[static_cast<size_t>(slot)] = Arrival{&in, &launch, queue};
+  m.arrivals[static_cast<size_t>(slot)] = Arrival{&in, &launch, queue, now_ps()};
   if (++m.arrived == static_cast<int>(m.arrivals.size())) {
     m.ready_ps = now_ps();
     m_ready.push_back(&m);
@@ -321,9 +322,23 @@ void CollectiveEngine::execute(Meeting* mp) {
   } catch (const std::exception& e) {
     m.error = m.label + ": " + e.what();
   }
-  Record rec{m.comm,   m.index, op,    schedule.algorithm, schedule.label(),
-             levels,   p,       bytes, m.ready_ps,         start,
-             now_ps(), "",      0.0};
+  std::vector<int64_t> arrived_ps;
+  for (const auto& a : m.arrivals) arrived_ps.push_back(a ? a->at_ps : m.ready_ps);
+  Record rec{m.comm,
+             m.index,
+             op,
+             schedule.algorithm,
+             schedule.label(),
+             levels,
+             p,
+             bytes,
+             m.ready_ps,
+             start,
+             now_ps(),
+             "",
+             0.0,
+             m.ranks,
+             std::move(arrived_ps)};
   for (const auto& [resource, used] : load) {
     const double ns = used / m_network.resource_capacity(resource) * 1e9;
     if (ns > rec.bound_ns) {

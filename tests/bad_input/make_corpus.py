@@ -254,6 +254,14 @@ for name, spec, expected in [
     ("duplicate_param", "gemm:m=128,m=256", "m"),
     ("empty_name", ":m=1", "workload"),
     ("lengths_directory", "serve:lengths=configs", "is a directory"),
+    # issue 38: distributed workloads
+    ("tp_zero", "transformer:tp=0", "tp"),
+    ("tp_heads", "transformer:heads=12,tp=8", "heads 12 do not split over 8"),
+    ("tp_d_ff", "transformer:heads=4,d_model=64,d_ff=102,tp=4", "d_ff 102 does not split"),
+    ("dp_batch", "transformer:batch=3,dp=2", "batch 3 does not split"),
+    ("train_dp_batch", "train:batch=5,dp=2", "batch 5 does not split"),
+    ("train_lr", "train:lr=-1", "lr"),
+    ("too_many_ranks", "transformer:batch=4,tp=4,dp=4", "16 ranks"),
 ]:
     case(f"workload.{name}", expected,
          f"run -c $C -w '{spec}' --mode native --out $T/o --trace-level none")

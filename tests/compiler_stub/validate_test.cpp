@@ -91,6 +91,10 @@ TEST(InferTypes, EveryOp) {
       {R"({"id": 8, "op": "abs", "inputs": [0]})", "fp32[2, 3]"},
       {R"({"id": 8, "op": "reciprocal", "inputs": [0]})", "fp32[2, 3]"},
       {R"({"id": 8, "op": "attention", "inputs": [0, 3, 3], "heads": 3})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "all_reduce", "inputs": [0], "comm": "tp", "ranks": 4})", "fp32[2, 3]"},
+      {R"({"id": 8, "op": "all_gather", "inputs": [0], "comm": "tp", "ranks": 4})", "fp32[8, 3]"},
+      {R"({"id": 8, "op": "reduce_scatter", "inputs": [4], "comm": "dp", "ranks": 2})",
+       "fp32[2, 2, 3]"},
   };
   for (const Case& c : cases) EXPECT_EQ(type_of(c.node), c.type) << c.node;
   // Every op of ops.def has a case above.
@@ -334,6 +338,18 @@ TEST(InferTypes, AttributeErrorsInGraphsBuiltInCode) {
   EXPECT_EQ(error_of([&] { infer_types(g); }),
             "nodes[0] (op 'input'): explicit dtype bf16 differs from the declared fp32 (input and "
             "iota declare their type)");
+}
+
+TEST(InferTypes, CollectiveErrors) {
+  EXPECT_NE(problem(R"({"id": 8, "op": "reduce_scatter", "inputs": [0], "comm": "tp", "ranks": 4})")
+                .find("reduce_scatter of 2 rows does not split over 4 ranks"),
+            std::string::npos);
+  EXPECT_NE(problem(R"({"id": 8, "op": "all_reduce", "inputs": [0], "ranks": 4})")
+                .find("missing attribute 'comm'"),
+            std::string::npos);
+  EXPECT_NE(problem(R"({"id": 8, "op": "all_reduce", "inputs": [0], "comm": "tp", "ranks": 0})")
+                .find("'ranks' must be 1 to 65536"),
+            std::string::npos);
 }
 
 TEST(InferTypes, OpErrors) {

@@ -39,9 +39,10 @@ TEST(WorkloadSpec, BadParametersAreOneLineErrors) {
   EXPECT_EQ(error_of("transformer:d_model=100,heads=12"),
             "--workload transformer:d_model=100,heads=12: transformer.heads: d_model 100 is not a "
             "multiple of heads 12");
-  EXPECT_EQ(error_of("resnet"),
-            "--workload resnet: unknown workload 'resnet' (known: gemm, mlp, transformer, decode, "
-            "serve, mask, graph, program)");
+  EXPECT_EQ(
+      error_of("resnet"),
+      "--workload resnet: unknown workload 'resnet' (known: gemm, mlp, transformer, train, decode, "
+      "serve, mask, graph, program)");
   EXPECT_EQ(error_of("mlp:batch"), "--workload mlp:batch: 'batch' is not key=value");
   EXPECT_EQ(error_of("transformer:style=bert"),
             "--workload transformer:style=bert: transformer.style: expected one of gpt2, llama, "

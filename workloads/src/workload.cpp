@@ -1,4 +1,5 @@
-// The workloads: gemm, mlp, transformer (GPT-2-style pre-layernorm blocks, causal attention).
+// The workloads: gemm, mlp, decode, mask (transformer.cpp, train.cpp and the others in files
+// of their own).
 #include "wallsim/workloads/workload.h"
 
 #include <algorithm>
@@ -117,101 +118,6 @@ class Mlp final : public Workload {
     Tensor w1, b1, w2, b2;
   };
   int64_t m_batch, m_d, m_ff, m_layers;
-  isa::DType m_dtype;
-  std::map<std::string, std::string> m_params;
-  std::vector<Layer> m_w;
-};
-
-// Transformer blocks, one forward pass over `batch` sequences of `seq` tokens: causal
-// self-attention (one fused attention op; its mask made on the chip), then an MLP, each with a
-// residual. `style=gpt2`: layernorm, biases, a gelu MLP. `style=llama`: rmsnorm, no biases, a
-// SwiGLU MLP (silu(x W1) * (x W3)) W2; rotary position embeddings are not modelled.
-class Transformer final : public Workload {
- public:
-  explicit Transformer(Params& p)
-      : m_layers(p.integer("layers", 1, 1, 1024)),
-        m_d(p.integer("d_model", 768, 1, kBig)),
-        m_heads(p.integer("heads", 12, 1, 4096)),
-        m_ff(p.integer("d_ff", 3072, 1, kBig)),
-        m_seq(p.integer("seq", 512, 1, kBig)),
-        m_batch(p.integer("batch", 1, 1, 4096)),
-        m_llama(p.choice("style", "gpt2", {"gpt2", "llama"}) == "llama"),
-        m_dtype(p.dtype("dtype", isa::DType::bf16)),
-        m_params((p.finish(), p.resolved())) {
-    check_heads(p, m_d, m_heads);
-  }
-  std::map<std::string, std::string> params() const override { return m_params; }
-  void setup(Session& s) override {
-    uint64_t k = 1;
-    auto up = [&](std::vector<int64_t> shape) {
-      return s.upload_random(shape, m_dtype, seed(s, k++));
-    };
-    for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w;
-      w.ln1_g = up({m_d});
-      w.wq = up({m_d, m_d});
-      w.wk = up({m_d, m_d});
-      w.wv = up({m_d, m_d});
-      w.wo = up({m_d, m_d});
-      w.ln2_g = up({m_d});
-      w.w1 = up({m_d, m_ff});
-      w.w2 = up({m_ff, m_d});
-      if (m_llama) {
-        w.w3 = up({m_d, m_ff});
-      } else {
-        w.ln1_b = up({m_d});
-        w.bq = up({m_d});
-        w.bk = up({m_d});
-        w.bv = up({m_d});
-        w.bo = up({m_d});
-        w.ln2_b = up({m_d});
-        w.b1 = up({m_ff});
-        w.b2 = up({m_d});
-      }
-      m_w.push_back(w);
-    }
-  }
-  std::vector<int64_t> buckets(const Session&) const override { return {m_seq}; }
-  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_seq), index); }
-  void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
-
- private:
-  // x W (+ b): GPT-2 layers have biases, Llama's do not.
-  static Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-    Tensor y = runtime::matmul(x, w);
-    return b.valid() ? runtime::bias_add(y, b) : y;
-  }
-  Tensor norm(const Tensor& x, const Tensor& g, const Tensor& b) const {
-    return m_llama ? runtime::rmsnorm(x, g) : runtime::layernorm(x, g, b);
-  }
-  Tensor run(Session& s, int64_t seq, int64_t index) {
-    using namespace runtime;
-    const int64_t B = m_batch, H = m_heads;
-    Tensor x =
-        s.upload_random({B * seq, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
-    for (const Layer& w : m_w) {
-      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
-      Tensor h = norm(x, w.ln1_g, w.ln1_b);
-      // Causal attention per sequence of `seq` rows, fused (the mask made on the chip).
-      Tensor a = attention(linear(h, w.wq, w.bq), linear(h, w.wk, w.bk), linear(h, w.wv, w.bv),
-                           nullptr, H, true, B > 1 ? seq : 0);
-      x = add(x, linear(a, w.wo, w.bo));
-      Tensor h2 = norm(x, w.ln2_g, w.ln2_b);
-      Tensor up =
-          m_llama ? mul(silu(matmul(h2, w.w1)), matmul(h2, w.w3)) : gelu(linear(h2, w.w1, w.b1));
-      x = add(x, linear(up, w.w2, w.b2));
-    }
-    s.clear_origin();
-    const double S = double(m_seq), D = double(m_d), F = double(m_ff);
-    s.add_real_macs(double(m_layers) * double(B) *
-                    (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F));
-    return x;
-  }
-  struct Layer {
-    Tensor ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2, w3;
-  };
-  int64_t m_layers, m_d, m_heads, m_ff, m_seq, m_batch;
-  bool m_llama;
   isa::DType m_dtype;
   std::map<std::string, std::string> m_params;
   std::vector<Layer> m_w;
@@ -530,7 +436,12 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"mlp", "mlp:batch=512,d_model=768,d_ff=3072,layers=1,dtype=bf16 - residual gelu MLP blocks"},
       {"transformer",
        "transformer:layers=1,d_model=768,heads=12,d_ff=3072,seq=512,batch=1,style=gpt2,"
-       "dtype=bf16 - GPT-2- or Llama-style blocks, causal attention"},
+       "tp=1,dp=1,dtype=bf16 - GPT-2- or Llama-style blocks, causal attention; tp ranks split "
+       "heads and the MLP (Megatron-LM), dp ranks the batch"},
+      {"train",
+       "train:batch=512,d_model=768,d_ff=3072,layers=1,lr=0.01,dp=1,dtype=bf16 - a training "
+       "step of residual relu MLP blocks (forward, backward, SGD); dp ranks split the batch and "
+       "all-reduce the gradients"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
        "dynamic=exact,kv=contiguous,block=16,dtype=bf16 - a prefill, then one step per token "
@@ -558,7 +469,8 @@ std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
   Params p(spec);
   if (spec.name == "gemm") return std::make_unique<Gemm>(p);
   if (spec.name == "mlp") return std::make_unique<Mlp>(p);
-  if (spec.name == "transformer") return std::make_unique<Transformer>(p);
+  if (spec.name == "transformer") return detail::make_transformer(p);
+  if (spec.name == "train") return detail::make_train(p);
   if (spec.name == "decode") return std::make_unique<Decode>(p);
   if (spec.name == "serve") return detail::make_serve(p);
   if (spec.name == "mask") return std::make_unique<PackedMask>(p);

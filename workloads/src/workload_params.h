@@ -198,6 +198,8 @@ runtime::Tensor gpt_layer(const runtime::Tensor& x, const GptWeights& w, Attend&
   return gpt_mlp(add(x, matmul(ctx, w.wo)), w);
 }
 
+std::unique_ptr<Workload> make_transformer(Params& p);  // transformer.cpp
+std::unique_ptr<Workload> make_train(Params& p);        // train.cpp
 // The serving workload (serve.cpp).
 std::unique_ptr<Workload> make_serve(Params& p);
 std::unique_ptr<Workload> make_graph_workload(Params& p);    // graph:file=G.json

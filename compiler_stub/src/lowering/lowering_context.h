@@ -347,6 +347,7 @@ void populate_attention_lowerings(LoweringTable& table);
 void populate_conv_lowerings(LoweringTable& table);        // im2col, broadcast (issue 22)
 void populate_activation_lowerings(LoweringTable& table);  // clip, affine (issue 22)
 void populate_fused_attention_lowerings(LoweringTable& table);
+void populate_collective_lowerings(LoweringTable& table);  // all_reduce, ... (issue 38)
 // Every family's lowerings, and `input` (loaded when first used).
 const LoweringTable& lowering_table();
 

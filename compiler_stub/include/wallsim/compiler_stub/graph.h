@@ -40,7 +40,8 @@ enum class OpClass : uint8_t {
   row,
   layout,
   indirect,
-  attention
+  attention,
+  collective
 };
 
 struct OpInfo {

@@ -75,6 +75,8 @@ class PlanBuilder {
   Slot add_tensor(const std::string& name, isa::MemSpace space, isa::DType dtype,
                   std::vector<int64_t> shape, isa::TensorRole role);
   int add_scalar(const std::string& name, int64_t min, int64_t max);
+  // The plan's communicator `name` of `size` ranks (declared once; Plan::comms): its index.
+  int add_comm(const std::string& name, int64_t size);
   void set_role(Slot tensor, isa::TensorRole role) { m_plan.tensors.at(tensor.index).role = role; }
   isa::TensorRole role(int32_t tensor) const { return m_plan.tensors.at(tensor).role; }
   int64_t tensor_elements(Slot tensor) const { return m_plan.tensors.at(tensor.index).elements(); }

@@ -57,11 +57,23 @@ struct FallbackRecord {
   std::string reason;  // the compiler's error
 };
 
+// The ranks' shared compile cache (runtime.shared_compile_cache): each plan compiled by the
+// first rank that needed it, and when that compile is done. A rank that finds a plan here
+// waits (in compile) until then and counts a cache hit; it pays no compile of its own.
+struct SharedPlans {
+  struct Entry {
+    std::shared_ptr<CompiledPlan> plan;
+    int64_t ready_ps = 0;
+  };
+  std::unordered_map<uint64_t, Entry> plans;  // by signature hash
+};
+
 class CompileService {
  public:
   // `config` outlives the service. `plan_memory_bytes` and `memory_check`: SessionOptions.
   CompileService(const Config& config, const ExecutionMode& mode, int64_t plan_memory_bytes,
-                 bool memory_check, HostTimeline& host, StepLog& log);
+                 bool memory_check, HostTimeline& host, StepLog& log,
+                 std::shared_ptr<SharedPlans> shared = nullptr);
 
   struct Outcome {
     std::shared_ptr<CompiledPlan> plan;  // null when the compile failed
@@ -102,6 +114,7 @@ class CompileService {
   StepLog& m_log;
   uint64_t m_arch_fp = 0;
   CompileCache m_cache;
+  std::shared_ptr<SharedPlans> m_shared;
   DiskPlanCache m_disk;
   std::vector<CacheEntryRecord> m_entries;
   std::unordered_map<uint64_t, size_t> m_entry_of;              // signature hash -> entry

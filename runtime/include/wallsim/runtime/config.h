@@ -70,6 +70,9 @@ struct RuntimeConfig {
   int64_t cache_lookup_ns = 500;       // one compile-cache lookup by signature
   int64_t cache_capacity = 1024;       // compiled plans kept in memory (LRU)
   bool compile_in_background = false;  // compiles run on a compiler thread; the host goes on
+  // Distributed runs: every rank's plans from one cache (one compile per signature, by the first
+  // rank that needs it) or each rank's own (every rank compiles).
+  bool shared_compile_cache = true;
   int64_t seed = 1;                    // random inputs, request streams
   compiler_stub::CompileCostConfig compile_cost;
   LazyConfig lazy;
@@ -148,6 +151,10 @@ void describe(V& v, RuntimeConfig& r) {
   v.field("compile_in_background", r.compile_in_background,
           "compile on a background compiler thread while the host keeps recording; launches "
           "wait for their compile");
+  v.field("shared_compile_cache", r.shared_compile_cache,
+          "distributed runs: the ranks share one compile cache (one compile per signature, "
+          "charged to the rank that compiles; the others wait for it); false: each rank "
+          "compiles its own");
   v.field("seed", r.seed, {0, INT64_MAX}, "", "seed of every random choice in a run");
   v.section("compile_cost", r.compile_cost, "modelled compile latency, by named profile");
   v.section("lazy", r.lazy, "fused eager: recording, flushes, fusion policy, fallback");

@@ -41,6 +41,13 @@ class DeviceQueue {
   // Starts the launcher of held launches (compile_in_background).
   void start_launcher();
 
+  // A rank's: its tensors' names start with `prefix` (ranks on one chip share its store), and
+  // each communicator a plan declares is bound to `comms`' members of that name at launch.
+  void set_rank(std::string prefix, std::map<std::string, std::vector<std::pair<int, int>>> comms) {
+    m_prefix = std::move(prefix);
+    m_comms = std::move(comms);
+  }
+
   // ---- memory ----
   std::string allocate(const compiler_stub::TensorType& type, const std::string& hint);
   bool holds(const std::string& name) const { return m_memory.holds(name); }
@@ -94,6 +101,8 @@ class DeviceQueue {
   bool m_in_order;
   bool m_flows_on = false;
   DeviceMemory m_memory;
+  std::string m_prefix;
+  std::map<std::string, std::vector<std::pair<int, int>>> m_comms;
   std::vector<std::shared_ptr<const isa::Plan>> m_transfer_plans;  // kept alive for the device
   std::unordered_map<std::string, size_t> m_transfer_index;
   struct Held {

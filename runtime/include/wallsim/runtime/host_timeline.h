@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "wallsim/runtime/host_clock.h"
 #include "wallsim/runtime/step_log.h"
@@ -56,6 +58,11 @@ class HostTimeline {
   void idle_until(int64_t ns);
   // An instant on the host track (why the pending graph was cut).
   void instant(const std::string& name);
+  // Keeps the intervals spent in sync_wait from now on (a rank's; take_sync_waits hands them
+  // over), as [start_ps, end_ps).
+  void keep_sync_waits() { m_keep_sync = true; }
+  std::vector<std::pair<int64_t, int64_t>> take_sync_waits() { return std::move(m_sync_waits); }
+  traces::TraceSink* sink() const { return m_trace; }
 
  private:
   // The host clock stays on whole nanoseconds: the wait extends the current state.
@@ -66,6 +73,8 @@ class HostTimeline {
   traces::TraceSink* m_trace = nullptr;
   std::optional<traces::Track> m_track;
   const traces::TraceArgs* m_slice_args = nullptr;  // for the host slice enter() closes next
+  bool m_keep_sync = false;
+  std::vector<std::pair<int64_t, int64_t>> m_sync_waits;
 };
 
 }  // namespace wallsim::runtime

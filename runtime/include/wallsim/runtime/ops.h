@@ -31,6 +31,8 @@ inline Tensor gelu(const Tensor& x) { return unary(OpKind::gelu, x); }
 inline Tensor silu(const Tensor& x) { return unary(OpKind::silu, x); }
 inline Tensor exp(const Tensor& x) { return unary(OpKind::exp, x); }
 inline Tensor softmax(const Tensor& x) { return unary(OpKind::softmax, x); }
+inline Tensor tanh(const Tensor& x) { return unary(OpKind::tanh, x); }
+inline Tensor reduce_sum(const Tensor& x) { return unary(OpKind::reduce_sum, x); }
 inline Tensor scale(const Tensor& x, double value) {
   return x.session().op(OpKind::scale, {x}, {{"value", value}});
 }
@@ -85,6 +87,26 @@ inline Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const
   Attrs attrs = {{"heads", heads}, {"causal", int64_t{causal ? 1 : 0}}};
   if (seq > 0) attrs["seq"] = seq;
   return q.session().op(OpKind::attention, in, attrs);
+}
+
+// Collectives over this rank's communicator `comm` ("tp", "dp", "pp", "world"; the Session's
+// RankContext): in a group of one rank (or none) the value itself, with no op.
+inline Tensor collective(OpKind k, const Tensor& x, const std::string& comm) {
+  const int64_t ranks = x.session().rank().comm_size(comm);
+  if (ranks == 1) return x;
+  return x.session().op(k, {x}, {{"comm", comm}, {"ranks", ranks}});
+}
+// The sum over the ranks.
+inline Tensor all_reduce(const Tensor& x, const std::string& comm) {
+  return collective(OpKind::all_reduce, x, comm);
+}
+// Every rank's x joined along axis 0, in rank order.
+inline Tensor all_gather(const Tensor& x, const std::string& comm) {
+  return collective(OpKind::all_gather, x, comm);
+}
+// This rank's block (along axis 0) of the sum over the ranks.
+inline Tensor reduce_scatter(const Tensor& x, const std::string& comm) {
+  return collective(OpKind::reduce_scatter, x, comm);
 }
 
 }  // namespace wallsim::runtime

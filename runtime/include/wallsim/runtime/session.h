@@ -33,6 +33,7 @@
 #include "wallsim/runtime/execution_mode.h"
 #include "wallsim/runtime/host_clock.h"
 #include "wallsim/runtime/host_timeline.h"
+#include "wallsim/runtime/process_group.h"
 #include "wallsim/runtime/runtime_error.h"
 #include "wallsim/runtime/step_log.h"
 #include "wallsim/sim/launch_handle.h"
@@ -97,6 +98,20 @@ struct SessionOptions {
   // base::host_memory_available(). Over it, the run stops with an InputError (exit 2) naming the
   // estimate, before the work. `run --no-memory-check` turns it off.
   bool memory_check = true;
+  // ---- a rank of a distributed run (process_group.h); the defaults are a run of one ----
+  // Its place, parallel coordinates and communicators (collective ops name them: "tp", "dp").
+  RankContext rank;
+  // The plans every rank shares (runtime.shared_compile_cache): one compile per signature, by
+  // the first rank that needs it; null: this rank's cache is its own.
+  std::shared_ptr<SharedPlans> shared_plans;
+  // The system's collective engines: the rank's sync waits while its core is blocked in a
+  // collective become comm_wait at each step's end (null: no collectives).
+  const sim::CollectiveEngine* collectives = nullptr;
+  // Its HBM tensors' names start with this (ranks on one chip share its tensor store).
+  std::string name_prefix;
+  // Its host tracks' trace process.
+  int trace_pid = 0;
+  std::string trace_process = "host";
 };
 
 // Attribute map for a recorded op.
@@ -123,7 +138,16 @@ class Session {
   // instead of naming a mode.
   bool pads_shapes() const { return m_options.mode->pads_shapes(); }
   bool functional() const { return m_options.functional; }
+  // This rank's place in a distributed run (a run of one: rank 0 of 1, no communicators).
+  const RankContext& rank() const { return m_options.rank; }
+  // Whether plans come from the ranks' shared compile cache.
+  bool shares_plans() const { return m_options.shared_plans != nullptr; }
+  // Time this rank's core spent blocked in collectives (from its arrival to the end), summed
+  // over the steps: the device side of exposed communication.
+  int64_t collective_ns() const { return m_collective_ns; }
   const Config& config() const { return m_config; }
+  // The core this session launches on.
+  sim::Core& device_core() { return m_device.core(); }
 
   // ---- tensors ----
   // The device layout of a weight of `type` whose readers are `consumers` (every op of the
@@ -145,6 +169,10 @@ class Session {
   // A device tensor with seeded random values, uploaded from the host (a transfer).
   Tensor upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed,
                        const compiler_stub::WeightLayout& layout = {});
+  // Elements [start, limit) along `axis` of the tensor upload_random(full, dtype, seed) would
+  // upload: a rank's shard of a weight, equal to the unsharded run's slice of it.
+  Tensor upload_random_slice(const std::vector<int64_t>& full, isa::DType dtype, uint64_t seed,
+                             int64_t axis, int64_t start, int64_t limit);
   // A device tensor with the given values (row-major floats), uploaded from the host.
   Tensor upload(const std::vector<int64_t>& shape, isa::DType dtype,
                 const std::vector<float>& values, const compiler_stub::WeightLayout& layout = {});
@@ -249,6 +277,9 @@ class Session {
   // A pre-laid tensor's value as given: the ops that undo its layout, on its storage.
   Tensor undo_layout(const Tensor& t);
   StepRecord& record() { return m_log.record(); }
+  // At a step's end: the step's sync waits while the core was blocked in a collective move
+  // to comm_wait (session_ranks.cpp).
+  void split_comm_wait();
 
   Config m_config;
   SessionOptions m_options;
@@ -282,6 +313,9 @@ class Session {
   size_t m_step_first_launch = 0;
   std::vector<int64_t> m_aot_buckets;
   bool m_tracing = false;      // AOT startup: recording a bucket's step
+  size_t m_collectives_seen = 0;  // engine records already looked at
+  std::optional<traces::Track> m_comm_track;  // the comm_wait slices (traced ranks)
+  int64_t m_collective_ns = 0;
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
   std::map<std::string, compiler_stub::HostTensor> m_ref_inputs;
 };

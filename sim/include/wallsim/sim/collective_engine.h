@@ -66,6 +66,10 @@ class CollectiveEngine : public sc_core::sc_module {
     // traffic needs the most time at its full bandwidth, and that time.
     std::string bound_by;
     double bound_ns = 0;
+    // Its ranks' (chip, core) and when each issued it (send/recv: sender, receiver): a rank is
+    // blocked in it from its arrival to end_ps (the runtime's comm_wait, issue 38).
+    std::vector<std::pair<int, int>> members;
+    std::vector<int64_t> arrived_ps;
   };
   const std::vector<Record>& records() const { return m_records; }
   // Per communicator and op: collectives, bytes and time under "<scope>.collectives.".

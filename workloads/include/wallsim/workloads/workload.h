@@ -53,6 +53,11 @@ class Workload {
   // Everything after setup and start-up. The default runs `steps` steps, reading each one's
   // output back (a sync). A serving workload schedules its own iterations (each one a step).
   virtual void run(runtime::Session& s, int64_t steps);
+  // How many ways it is split (tp=, pp=, dp=): a distributed run's ranks, one core each.
+  virtual runtime::ParallelSizes parallel() const { return {}; }
+  // Its parameters as they are after the steps (a training step's updated weights): what the
+  // tests compare between a sharded and an unsharded run. Empty for most.
+  virtual std::vector<runtime::Tensor> state() const { return {}; }
   // The workload's own section of the report (name, value), if it has one: serve's request
   // latencies and scheduler figures.
   virtual std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const {

@@ -1,0 +1,40 @@
+// The ranks of a distributed `run` (issue 38): the system they run on, their per-rank sums, and
+// the report's "distributed" section — per-rank and whole-run figures.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "wallsim/runtime/config.h"
+#include "wallsim/runtime/process_group.h"
+#include "wallsim/runtime/session.h"
+#include "wallsim/sim/system.h"
+
+namespace wallsim::driver {
+
+// The system a distributed run elaborates: the configured one, trimmed to the chips the ranks
+// use — one chip when they fit on one, else the fewest instances that hold them (all of them
+// when instances form a ring, whose size sets its routes).
+sim::SystemConfig system_for_ranks(const sim::SystemConfig& configured, int64_t world);
+
+// One rank's steps summed (start-up excluded), and each step's wall time.
+struct RankSums {
+  runtime::StepRecord sum;
+  std::vector<int64_t> step_wall_ns;
+  void add(const runtime::StepRecord& r);
+};
+
+// The "distributed" section: the process group (world, tp, pp, dp, the compile cache), the
+// whole run (each step's time is its slowest rank's; compute, exposed communication and
+// compiles summed over the ranks; bytes per link kind) and each rank's figures (its place, its
+// steps' host states — they sum to its wall time — device busy time, time blocked in
+// collectives, compiles).
+nlohmann::ordered_json distributed_section(const runtime::ProcessGroup& group,
+                                           const std::vector<runtime::Session*>& sessions,
+                                           const std::vector<RankSums>& sums, sim::System& system,
+                                           bool shared_cache);
+
+}  // namespace wallsim::driver

@@ -1,0 +1,150 @@
+// transformer: GPT-2- or Llama-style blocks, one forward pass, split over tp (tensor parallel,
+// Megatron-LM) and dp (data parallel) ranks.
+#include "wallsim/runtime/ops.h"
+#include "workload_params.h"
+
+namespace wallsim::workloads::detail {
+namespace {
+
+using runtime::Tensor;
+
+// Transformer blocks, one forward pass over `batch` sequences of `seq` tokens: causal
+// self-attention (one fused attention op; its mask made on the chip), then an MLP, each with a
+// residual. `style=gpt2`: layernorm, biases, a gelu MLP. `style=llama`: rmsnorm, no biases, a
+// SwiGLU MLP (silu(x W1) * (x W3)) W2; rotary position embeddings are not modelled.
+//
+// tp > 1 (Megatron-LM): each tensor-parallel rank holds heads / tp heads — the column blocks of
+// Wq, Wk, Wv (and their biases) — and the matching row block of Wo; the MLP's W1 (and W3) by
+// column blocks, W2 by row blocks. Each rank's attention output projection and MLP output are
+// partial sums, all-reduced over "tp" (two all-reduces per layer), then the bias and the
+// residual are added. dp > 1: each data-parallel rank runs batch / dp of the sequences. Every
+// shard is the unsharded run's slice of the same seeded weight, so the ranks' outputs are the
+// unsharded run's.
+class Transformer final : public Workload {
+ public:
+  explicit Transformer(Params& p)
+      : m_layers(p.integer("layers", 1, 1, 1024)),
+        m_d(p.integer("d_model", 768, 1, kBig)),
+        m_heads(p.integer("heads", 12, 1, 4096)),
+        m_ff(p.integer("d_ff", 3072, 1, kBig)),
+        m_seq(p.integer("seq", 512, 1, kBig)),
+        m_batch(p.integer("batch", 1, 1, 4096)),
+        m_llama(p.choice("style", "gpt2", {"gpt2", "llama"}) == "llama"),
+        m_dtype(p.dtype("dtype", isa::DType::bf16)) {
+    m_sizes.tp = p.integer("tp", 1, 1, 65536);
+    m_sizes.dp = p.integer("dp", 1, 1, 65536);
+    p.finish();
+    m_params = p.resolved();
+    check_heads(p, m_d, m_heads);
+    if (m_heads % m_sizes.tp) {
+      p.fail("tp", "heads " + std::to_string(m_heads) + " do not split over " +
+                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
+    }
+    if (m_ff % m_sizes.tp) {
+      p.fail("tp", "d_ff " + std::to_string(m_ff) + " does not split over " +
+                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
+    }
+    if (m_batch % m_sizes.dp) {
+      p.fail("dp", "batch " + std::to_string(m_batch) + " does not split over " +
+                       std::to_string(m_sizes.dp) + " data-parallel ranks");
+    }
+  }
+  std::map<std::string, std::string> params() const override { return m_params; }
+  runtime::ParallelSizes parallel() const override { return m_sizes; }
+  void setup(Session& s) override {
+    const runtime::RankContext& r = s.rank();
+    const int64_t tp = m_sizes.tp, dc = m_d / tp, fc = m_ff / tp;
+    uint64_t k = 1;
+    auto up = [&](std::vector<int64_t> shape) {
+      return s.upload_random(shape, m_dtype, seed(s, k++));
+    };
+    // This rank's block along `axis` of a weight of shape `full` (whole when tp is 1).
+    auto part = [&](std::vector<int64_t> full, int64_t axis, int64_t block) {
+      if (tp == 1) return up(full);
+      const int64_t at = r.tp_rank * block;
+      return s.upload_random_slice(full, m_dtype, seed(s, k++), axis, at, at + block);
+    };
+    for (int64_t l = 0; l < m_layers; ++l) {
+      Layer w;
+      w.ln1_g = up({m_d});
+      w.wq = part({m_d, m_d}, 1, dc);  // column-parallel: this rank's heads
+      w.wk = part({m_d, m_d}, 1, dc);
+      w.wv = part({m_d, m_d}, 1, dc);
+      w.wo = part({m_d, m_d}, 0, dc);  // row-parallel
+      w.ln2_g = up({m_d});
+      w.w1 = part({m_d, m_ff}, 1, fc);
+      w.w2 = part({m_ff, m_d}, 0, fc);
+      if (m_llama) {
+        w.w3 = part({m_d, m_ff}, 1, fc);
+      } else {
+        w.ln1_b = up({m_d});
+        w.bq = part({m_d}, 0, dc);
+        w.bk = part({m_d}, 0, dc);
+        w.bv = part({m_d}, 0, dc);
+        w.bo = up({m_d});
+        w.ln2_b = up({m_d});
+        w.b1 = part({m_ff}, 0, fc);
+        w.b2 = up({m_d});
+      }
+      m_w.push_back(w);
+    }
+  }
+  std::vector<int64_t> buckets(const Session&) const override { return {m_seq}; }
+  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_seq), index); }
+  void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
+
+ private:
+  // x W (+ b): GPT-2 layers have biases, Llama's do not.
+  static Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+    Tensor y = runtime::matmul(x, w);
+    return b.valid() ? runtime::bias_add(y, b) : y;
+  }
+  Tensor norm(const Tensor& x, const Tensor& g, const Tensor& b) const {
+    return m_llama ? runtime::rmsnorm(x, g) : runtime::layernorm(x, g, b);
+  }
+  Tensor run(Session& s, int64_t seq, int64_t index) {
+    using namespace runtime;
+    const int64_t B = m_batch / m_sizes.dp, H = m_heads / m_sizes.tp;
+    const int64_t first = s.rank().dp_rank * B * seq;  // this rank's rows of the batch
+    const uint64_t sd = seed(s, 100000 + static_cast<uint64_t>(index));
+    Tensor x = m_sizes.dp == 1 ? s.upload_random({B * seq, m_d}, m_dtype, sd)
+                               : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0, first,
+                                                       first + B * seq);
+    for (const Layer& w : m_w) {
+      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
+      Tensor h = norm(x, w.ln1_g, w.ln1_b);
+      // Causal attention per sequence of `seq` rows, fused (the mask made on the chip).
+      Tensor a = attention(linear(h, w.wq, w.bq), linear(h, w.wk, w.bk), linear(h, w.wv, w.bv),
+                           nullptr, H, true, B > 1 ? seq : 0);
+      x = add(x, bias(all_reduce(matmul(a, w.wo), "tp"), w.bo));
+      Tensor h2 = norm(x, w.ln2_g, w.ln2_b);
+      Tensor up =
+          m_llama ? mul(silu(matmul(h2, w.w1)), matmul(h2, w.w3)) : gelu(linear(h2, w.w1, w.b1));
+      x = add(x, bias(all_reduce(matmul(up, w.w2), "tp"), w.b2));
+    }
+    s.clear_origin();
+    const double S = double(m_seq), D = double(m_d), F = double(m_ff);
+    s.add_real_macs(double(m_layers) * double(B) *
+                    (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F) /
+                    double(m_sizes.tp));
+    return x;
+  }
+  static Tensor bias(const Tensor& y, const Tensor& b) {
+    return b.valid() ? runtime::bias_add(y, b) : y;
+  }
+  struct Layer {
+    Tensor ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2, w3;
+  };
+  int64_t m_layers, m_d, m_heads, m_ff, m_seq, m_batch;
+  bool m_llama;
+  isa::DType m_dtype;
+  runtime::ParallelSizes m_sizes;
+  std::map<std::string, std::string> m_params;
+  std::vector<Layer> m_w;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_transformer(Params& p) { return std::make_unique<Transformer>(p); }
+
+}  // namespace wallsim::workloads::detail
