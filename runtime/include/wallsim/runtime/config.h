@@ -73,7 +73,7 @@ struct RuntimeConfig {
   // Distributed runs: every rank's plans from one cache (one compile per signature, by the first
   // rank that needs it) or each rank's own (every rank compiles).
   bool shared_compile_cache = true;
-  int64_t seed = 1;                    // random inputs, request streams
+  int64_t seed = 1;  // random inputs, request streams
   compiler_stub::CompileCostConfig compile_cost;
   LazyConfig lazy;
   AotConfig aot;

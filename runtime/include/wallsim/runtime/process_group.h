@@ -40,8 +40,7 @@ class ProcessGroup {
   // Ranks 0 .. sizes.world() - 1 on the first world() cores of a system of `chips` chips of
   // `cores_per_chip` cores, rank r on core r % cores_per_chip of chip r / cores_per_chip.
   // Throws base::InputError (naming `what`) when the system has too few cores.
-  ProcessGroup(ParallelSizes sizes, int64_t chips, int64_t cores_per_chip,
-               const std::string& what);
+  ProcessGroup(ParallelSizes sizes, int64_t chips, int64_t cores_per_chip, const std::string& what);
   int64_t world() const { return m_sizes.world(); }
   const ParallelSizes& sizes() const { return m_sizes; }
   // Rank r's place and communicators.

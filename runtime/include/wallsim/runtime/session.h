@@ -312,8 +312,8 @@ class Session {
   std::map<std::string, int64_t> m_host_ns_by_op;
   size_t m_step_first_launch = 0;
   std::vector<int64_t> m_aot_buckets;
-  bool m_tracing = false;      // AOT startup: recording a bucket's step
-  size_t m_collectives_seen = 0;  // engine records already looked at
+  bool m_tracing = false;                     // AOT startup: recording a bucket's step
+  size_t m_collectives_seen = 0;              // engine records already looked at
   std::optional<traces::Track> m_comm_track;  // the comm_wait slices (traced ranks)
   int64_t m_collective_ns = 0;
   compiler_stub::Graph m_ref;  // keep_reference: every upload and op
