@@ -29,7 +29,11 @@ CompileService::CompileService(const Config& config, const ExecutionMode& mode,
       m_cache(config.runtime.cache_capacity, plan_memory_bytes),
       m_shared(std::move(shared)),
       m_disk(mode.uses_disk_cache() ? config.runtime.aot.disk_cache : std::string(),
-             base::write_params(config.compiler).dump() + "\nbuild " + compiler_stub::build_id()) {}
+             // The plan depends on the compiler's options, its build, and the timing figures its
+             // schedule search ranks by (isa::CostHints come from the chip's timing section).
+             base::write_params(config.compiler).dump() + "\ntiming " +
+                 base::write_params(config.chip.timing).dump() + "\nbuild " +
+                 compiler_stub::build_id()) {}
 
 sc_time CompileService::background_done(int64_t ns) {
   const sc_time now = sc_core::sc_time_stamp();
