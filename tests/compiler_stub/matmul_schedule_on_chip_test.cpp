@@ -7,6 +7,7 @@
 #include <random>
 
 #include "on_chip_run.h"
+#include "rank_correlation.h"
 
 namespace wallsim::compiler_stub {
 namespace {
@@ -63,32 +64,6 @@ std::optional<Run> run_point(const Graph& g, const runtime::Config& cfg, sim::Co
   run.simulated_ns = (b.end - a.start).to_seconds() * 1e9;
   core.retire_drained();
   return run;
-}
-
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < order.size();) {  // ties share their mean rank
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    for (size_t t = i; t <= j; ++t) r[order[t]] = double(i + j) / 2;
-    i = j + 1;
-  }
-  return r;
-}
-
-double spearman(const std::vector<double>& x, const std::vector<double>& y) {
-  const std::vector<double> rx = ranks(x), ry = ranks(y);
-  const double n = double(x.size()), mean = (n - 1) / 2;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sxy += (rx[i] - mean) * (ry[i] - mean);
-    sxx += (rx[i] - mean) * (rx[i] - mean);
-    syy += (ry[i] - mean) * (ry[i] - mean);
-  }
-  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
 
 struct Gemm {
