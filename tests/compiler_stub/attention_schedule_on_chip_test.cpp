@@ -60,15 +60,7 @@ std::optional<Run> run_point(const Graph& g, const runtime::Config& cfg, sim::Co
     run.predicted_ns += s.attention_predicted_ns;
     run.points = std::max(run.points, s.attention_points);
   }
-  auto plans = std::make_shared<isa::PlanSequence>(std::move(cg.plans));
-  const size_t first = core.launch_count();
-  for (const isa::Plan& p : plans->plans) core.launch(p, {}, {}, plans);
-  sim::simulate();
-  EXPECT_FALSE(core.error());
-  EXPECT_TRUE(core.all_drained());
-  const auto a = core.launch_times(first), b = core.launch_times(core.launch_count() - 1);
-  run.simulated_ns = (b.end - a.start).to_seconds() * 1e9;
-  core.retire_drained();
+  run.simulated_ns = test::simulate_plans_ns(core, std::move(cg.plans));
   return run;
 }
 

@@ -126,4 +126,18 @@ inline Outcome run_on_chip(const Graph& g, const std::string& config, GroupPolic
   return o;
 }
 
+// Launches `plans` on `core` in timing-only mode, simulates, and returns the time from the
+// first plan's start to the last one's end in ns (the schedule tests' simulated time).
+inline double simulate_plans_ns(sim::Core& core, isa::PlanSequence&& sequence) {
+  auto plans = std::make_shared<isa::PlanSequence>(std::move(sequence));
+  const size_t first = core.launch_count();
+  for (const isa::Plan& p : plans->plans) core.launch(p, {}, {}, plans);
+  sim::simulate();
+  EXPECT_FALSE(core.error());
+  EXPECT_TRUE(core.all_drained());
+  const auto a = core.launch_times(first), b = core.launch_times(core.launch_count() - 1);
+  core.retire_drained();
+  return (b.end - a.start).to_seconds() * 1e9;
+}
+
 }  // namespace wallsim::compiler_stub::test
