@@ -78,7 +78,9 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   }
   // A transposed B view: each read loads its base's rows and transposes them through the array.
   // (Their array time is in the chain below.)
-  if (f.b_transposed) c.matmuls += b_reads * ceil_div(f.N, f.tile_rows) * Kc;
+  // A panel's base rows go through the array a block of at most tile_rows at a time.
+  const int64_t bt_blocks = blocks * ceil_div(std::min(nb, f.N), f.tile_rows);
+  if (f.b_transposed) c.matmuls += b_reads * bt_blocks * Kc;
   c.tensor_ns = double(cycles) * cycle_ns;
 
   // The lanes (vector and scalar, half each): an evacuation per output block and per A^T chunk.
@@ -94,7 +96,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
         double(std::max(f.tile_rows, h.moving_min_cycles) * passes + h.tensor_latency_cycles) *
             cycle_ns +
         double(h.vector_fixed_ns + h.lane_access_ns) + double(f.tile_rows) * lane_ns_per_el;
-    c.tensor_ns += double(b_reads * ceil_div(f.N, f.tile_rows) * Kc) * pair;
+    c.tensor_ns += double(b_reads * bt_blocks * Kc) * pair;
   }
 
   // DMA: payload plus the chunk overhead of every contiguous run, over every engine.
@@ -126,8 +128,13 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   // chunks all load ahead of its multiplies, the next panel's while it is read (its buffers),
   // a ring's slabs buffers - 1 ahead.
   const double b_engine = double(b_reads) * h.dma_engine_bytes(b_pay, b_chunks);
-  const int64_t in_flight = s.k_blocked ? (s.buffers - 1) * pieces(f, f.k_rows, group * f.b_bytes)
-                                        : s.buffers * Kc * pieces(f, f.k_rows, nb * f.b_bytes);
+  // A transposed B loads a panel's base rows, a block of at most tile_rows of them at a time
+  // (whole rows of K), the next panel's after this one's multiplies.
+  const int64_t bt_rows = std::min({nb, f.N, f.tile_rows});
+  const int64_t in_flight =
+      s.k_blocked      ? (s.buffers - 1) * pieces(f, f.k_rows, group * f.b_bytes)
+      : f.b_transposed ? s.buffers * ceil_div(nb, bt_rows) * pieces(f, bt_rows, f.K * f.b_bytes)
+                       : s.buffers * Kc * pieces(f, f.k_rows, nb * f.b_bytes);
   const double b_engines = double(std::min(f.dma_engines, in_flight));
   c.dma_ns = std::max(engine / dma_bytes_per_ns, b_engine / (b_engines * h.dma_gb_per_s));
   // A transposed A view loaded by rows: one descriptor of element chunks per row tile, on one
@@ -150,12 +157,17 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
         (block / h.dma_gb_per_s + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el) / ring;
   }
 
-  // What does not overlap: the first row tile of A and the first panel (slab) before the first
-  // multiply; the last output block's evacuation and store after the last; and at each later M
-  // block, its first row tile of A (its buffers are the previous block's).
-  // The first and last transfers move at all the engines' rate, as far as HBM keeps up, and
-  // each pays a descriptor's issue and HBM's latency; the last result leaves the array's
-  // pipeline and the lanes' access latency before its store.
+  // What does not overlap. The array's first multiply waits for the window's A^T, made first
+  // (one row tile: a few K chunks ahead, kStationaryLead in lower_matmul.cpp), and for the
+  // first panel (slab): A's first row tile lands before its transposes start, and the panel,
+  // sharing the engines with it, lands by (A's tile + panel) / rate while those transposes
+  // (array time, counted above) run: only what is left of its wait is exposed. At each later
+  // M block its A again, and by rows the previous block's output rows, stored as it ends
+  // (row_windows.cpp) ahead of the next block's loads. After the last multiply: the last
+  // block's output (by rows, the block's rows; by column blocks, one block), evacuated and
+  // stored. The first and last transfers move at all the engines' rate, as far as HBM keeps
+  // up, and each pays a descriptor's issue and HBM's latency; the last result leaves the
+  // array's pipeline and the lanes' access latency before its store.
   const double rate =
       h.hbm_gb_per_s > 0 ? std::min(dma_bytes_per_ns, h.hbm_gb_per_s) : dma_bytes_per_ns;
   const double transfer_latency = double(h.dma_issue_ns + h.hbm_latency_ns);
@@ -163,12 +175,30 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   const double a_tile = f.a_loaded ? double(rows) * double(f.K) * double(f.a_bytes) : 0.0;
   const double first_b = s.k_blocked ? double(f.k_rows) * double(group) * double(f.b_bytes)
                                      : double(f.K) * double(nb) * double(f.b_bytes);
-  c.prologue_ns = double(h.launch_ns) + (a_tile + first_b) / rate + transfer_latency;
-  const double last_out = double(rows) * double(s.narrow ? nb : f.N) * double(f.out_bytes);
+  const int64_t lead =
+      wt == 1 && !(s.narrow && f.a_loaded) && !s.k_blocked ? std::min<int64_t>(4, Kc) : Kc;
+  const double ahead =
+      a_by_array ? double(wt * lead * std::max(rows, h.moving_min_cycles) * passes) * cycle_ns
+                 : 0.0;
+  double first_a = a_tile / rate;
+  if (s.narrow && f.a_loaded) {
+    // A narrow A in HBM is read by K chunks, one descriptor on one engine each, and the
+    // window's A^T is all made before its first multiply, at every M block: its pieces move
+    // as many at a time as there are engines.
+    const double piece =
+        h.dma_engine_bytes(double(rows) * double(f.k_rows) * double(f.a_bytes), double(rows)) /
+            h.dma_gb_per_s +
+        transfer_latency;
+    first_a = std::max(first_a, double(wt * Kc) * piece / double(std::min(f.dma_engines, wt * Kc)));
+  }
+  c.prologue_ns =
+      double(h.launch_ns) + transfer_latency + std::max(first_a, (a_tile + first_b) / rate - ahead);
+  const double window_out = double(ceil_div(f.M, windows)) * double(f.N) * double(f.out_bytes);
+  const double last_out = s.narrow ? double(rows) * double(nb) * double(f.out_bytes) : window_out;
   c.epilogue_ns = last_out / rate + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el +
                   double(h.tensor_latency_cycles) * cycle_ns + double(h.lane_access_ns) +
                   transfer_latency;
-  c.window_ns = double(windows - 1) * a_tile / rate;
+  c.window_ns = double(windows - 1) * (first_a + (s.narrow ? 0.0 : window_out / rate));
   return c;
 }
 
