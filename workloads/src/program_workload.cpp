@@ -438,7 +438,7 @@ class ProgramReplay final : public Workload {
   std::map<int32_t, Tensor> m_start;  // live at the start of a pass: weights and set-up values
   struct SetupHost {
     int64_t ops = 0, ns = 0, bytes = 0;
-  } m_setup_host;      // the set-up section's host ops
+  } m_setup_host;          // the set-up section's host ops
   int64_t m_setup_ns = 0;  // the set-up section's start-up time, drained
   const Session* m_session = nullptr;
   std::map<std::string, AtenRow> m_rows;

@@ -430,11 +430,14 @@ std::string write_setup_program(const std::string& dir, bool as_setup) {
     write_npy(dir + "/s.values/i" + a + ".npy", {4, 8}, y);
     write_npy(dir + "/s.values/r" + std::to_string(r++) + ".npy", {4, 3}, out);
     steps += R"(,{"ev":"input","id":)" + a + R"(,"name":"y","dtype":"fp32","shape":[4,8]},
-      {"ev":"op","id":)" + b + R"(,"op":"add","inputs":[)" + a + R"(,1],"attrs":{},"dtype":"fp32",
+      {"ev":"op","id":)" +
+             b + R"(,"op":"add","inputs":[)" + a + R"(,1],"attrs":{},"dtype":"fp32",
        "shape":[4,8],"aten":"aten.add.Tensor","module":""},
-      {"ev":"op","id":)" + c + R"(,"op":"matmul","inputs":[)" + b + R"(,2],"attrs":{},
+      {"ev":"op","id":)" +
+             c + R"(,"op":"matmul","inputs":[)" + b + R"(,2],"attrs":{},
        "dtype":"fp32","shape":[4,3],"aten":"aten.mm.default","module":"fc"},
-      {"ev":"read","id":)" + c + R"(,"reason":"numpy"},{"ev":"step"})";
+      {"ev":"read","id":)" +
+             c + R"(,"reason":"numpy"},{"ev":"step"})";
   }
   const std::string setup = R"({"ev":"input","id":0,"name":"x","dtype":"fp32","shape":[4,8]},
       {"ev":"op","id":1,"op":"scale","inputs":[0],"attrs":{"value":2.0},"dtype":"fp32",
@@ -442,9 +445,10 @@ std::string write_setup_program(const std::string& dir, bool as_setup) {
       {"ev":"free","id":0},{"ev":"read","id":1,"reason":"tolist"})";
   const std::string weight = R"({"ev":"weight","id":2,"name":"w","dtype":"fp32","shape":[8,3]})";
   const std::string path = dir + "/s.json";
-  std::ofstream(path) << R"({"format":"wallsim-program","version":1,"name":"s","values":"s.values",)"
-                      << (as_setup ? R"("setup":[)" + setup + "]," : "") << R"("events":[)"
-                      << (as_setup ? "" : setup + ",") << weight << steps << "]}";
+  std::ofstream(path)
+      << R"({"format":"wallsim-program","version":1,"name":"s","values":"s.values",)"
+      << (as_setup ? R"("setup":[)" + setup + "]," : "") << R"("events":[)"
+      << (as_setup ? "" : setup + ",") << weight << steps << "]}";
   return path;
 }
 
