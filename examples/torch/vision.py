@@ -24,11 +24,15 @@ args = p.parse_args()
 
 torch.manual_seed(0)
 kwargs = {"image_size": args.size} if args.model == "vit_b_16" else {}
-if args.model.startswith("deeplabv3"):  # segmentation: no backbone weights either
-    kwargs = {"weights_backbone": None}
-    model = getattr(torchvision.models.segmentation, args.model)(weights=None, **kwargs).eval()
-else:
-    model = getattr(torchvision.models, args.model)(weights=None, **kwargs).eval()
+# Building the model is set-up, replayed once and not in each step: regnet's builder computes
+# its stage widths with tensor math and reads them (BlockParams: two .tolist()).
+with wallsim.setup():
+    if args.model.startswith("deeplabv3"):  # segmentation: no backbone weights either
+        kwargs = {"weights_backbone": None}
+        model = getattr(torchvision.models.segmentation, args.model)(weights=None,
+                                                                     **kwargs).eval()
+    else:
+        model = getattr(torchvision.models, args.model)(weights=None, **kwargs).eval()
 x = torch.randn(args.batch, 3, args.size, args.size)
 with torch.no_grad():
     for _ in range(args.steps):

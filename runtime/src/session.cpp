@@ -201,6 +201,14 @@ int64_t Session::host_compute(double flops, double bytes) {
 
 void Session::mark_step() { flush("mark_step"); }
 
+void Session::synchronize() {
+  flush("synchronize");
+  wait_launched(nullptr);
+  for (size_t i = m_step_first_launch; i < m_device.launches(); ++i)
+    m_host.wait_drained(m_device.launch_at(i), HostState::sync_wait);
+  m_host.enter(HostState::other);
+}
+
 void Session::mark_split() {
   for (auto it = m_pending.nodes.rbegin(); it != m_pending.nodes.rend(); ++it) {
     if (it->op != OpKind::input) {

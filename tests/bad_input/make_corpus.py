@@ -491,6 +491,25 @@ write("program_host_op_output_2_80.json", program([
           "bytes": 10}]))
 case("program.host_op_output_2_80", "more than 2^40 elements",
      "run -c $C -w program:file=$D/program_host_op_output_2_80.json --out $T/o")
+# Issue 40, the set-up section: a step boundary in it, set-up using a step's value, a step
+# freeing a set-up value, a set-up value with a bounded dim, a set-up that is not a list.
+x_dyn = dict(x_in, dim_names=["seq"])
+for name, setup, events, extra, want in [
+        ("setup_step", [x_in, {"ev": "step"}], [], "", "a step boundary in the set-up section"),
+        ("setup_uses_step_value", [{"ev": "read", "id": 0, "reason": "item"}], [x_in], "",
+         "is not made by the set-up section"),
+        ("setup_freed_by_step", [x_in], [{"ev": "free", "id": 0}], "",
+         "is a set-up value, which stays live for every step"),
+        ("setup_bounded", [x_dyn], [{"ev": "read", "id": 0, "reason": "item"}],
+         " --bound 'seq<=8'", "a set-up value with the bounded dim 'seq'"),
+        ("setup_not_a_list", {"ev": "step"}, [x_in], "", "setup: expected an array")]:
+    doc = json.loads(program(events))
+    doc = {k: v for k, v in doc.items() if k != "events"}
+    doc["setup"] = setup
+    doc["events"] = events
+    write(f"program_{name}.json", json.dumps(doc))
+    case(f"program.{name}", want,
+         f"run -c $C -w program:file=$D/program_{name}.json{extra} --out $T/o")
 case("system.too_many_cores", "more than 65536 one simulation holds",
      "run -c $C -w gemm:m=64,k=64,n=64 --set topology.torus_x=64 --set topology.torus_y=64 "
      "--set topology.instances=4096 --out $T/o")

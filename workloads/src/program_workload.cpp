@@ -1,8 +1,9 @@
 // program: a captured PyTorch program (a program file, docs/PROGRAM_FORMAT.md) replayed through
 // the Tensor API, so every mode sees its op stream as a lazy runtime would: weights uploaded once
-// in setup, inputs uploaded in their step, ops recorded, reads as flushes and device->host
-// copies, frees as dropped handles, and the program's steps as the run's steps. Every op carries
-// its origin (module path, ATen op), so the report attributes device time per ATen op.
+// in setup, then the program's set-up section replayed once (a model load: start-up time, in no
+// step), inputs uploaded in their step, ops recorded, reads as flushes and device->host copies,
+// frees as dropped handles, and the program's steps as the run's steps. Every op carries its
+// origin (module path, ATen op), so the report attributes device time per ATen op.
 //
 // Bounded dims (bound=NAME<=MAX;...): tensors run with each named axis at MAX, the real extent a
 // run-time scalar; ops that reduce or contract over such an axis mask what lies past the real
@@ -73,6 +74,7 @@ class ProgramReplay final : public Workload {
   void setup(Session& s) override {
     m_session = &s;
     if (!s.config().runtime.host_fallback) {
+      // every event, set-up included
       for (const pt::Event& e : m_program.events) {
         if (e.kind != EventKind::host_op) continue;
         fail(e, e.aten + " in module '" + e.module +
@@ -116,6 +118,24 @@ class ProgramReplay final : public Workload {
           s, e.out, m_values ? pt::value_file(m_program, 'w', e.out.id) : "", seed(s, k++), layout);
     }
     m_live = m_weights;
+    if (m_program.setup > 0) {
+      // The set-up section, once, drained before the first step: start-up work, like the
+      // weights' upload; what it leaves live is live at the start of every pass.
+      const int64_t start = s.now_ns();
+      const int64_t host_ns = m_host_ns, host_ops = m_host_op_count, bytes = m_host_bytes;
+      replay_events(s, 0, m_program.setup, 0, 500000, false);
+      s.synchronize();
+      for (const auto& [aten, row] : calls_in(0, m_program.setup)) {
+        m_rows[aten].calls += row.calls;
+        m_rows[aten].graph_ops += row.graph_ops;
+      }
+      m_setup_ns = s.now_ns() - start;
+      m_setup_host = {m_host_op_count - host_ops, m_host_ns - host_ns, m_host_bytes - bytes};
+      m_host_op_count = host_ops;  // the host_fallback figures are the steps'
+      m_host_ns = host_ns;
+      m_host_bytes = bytes;
+    }
+    m_start = m_live;
   }
   // AOT traces every step of the program once (the capture saw them all): identical steps hit
   // the plan compiled for the first.
@@ -125,14 +145,14 @@ class ProgramReplay final : public Workload {
     return b;
   }
   void trace(Session& s, int64_t bucket) override {
-    if (bucket == 0) m_live = m_weights;
+    if (bucket == 0) m_live = m_start;
     replay(s, static_cast<size_t>(bucket), /*tracing=*/true);
-    if (bucket + 1 == static_cast<int64_t>(m_program.steps.size())) m_live = m_weights;
+    if (bucket + 1 == static_cast<int64_t>(m_program.steps.size())) m_live = m_start;
   }
   Tensor step(Session& s, int64_t index) override {
     const size_t n = m_program.steps.size();
     const size_t k = static_cast<size_t>(index) % n;
-    if (k == 0 && index > 0) m_live = m_weights;  // wrapped: a new pass over the program
+    if (k == 0 && index > 0) m_live = m_start;  // wrapped: a new pass over the program
     replay(s, k, false);
     ++m_steps_run;
     return {};
@@ -192,18 +212,22 @@ class ProgramReplay final : public Workload {
   // One ATen call: consecutive graph ops of the same ATen op and module (a decomposition).
   void count_calls() {
     m_calls.assign(m_program.steps.size(), {});
-    for (size_t si = 0; si < m_program.steps.size(); ++si) {
-      std::string last;
-      for (size_t i = m_program.steps[si].first; i < m_program.steps[si].second; ++i) {
-        const pt::Event& e = m_program.events[i];
-        if (e.kind != EventKind::op && e.kind != EventKind::host_op) continue;
-        const std::string key = e.aten + "\n" + e.module;
-        auto& row = m_calls[si][e.aten];
-        if (e.kind == EventKind::host_op || key != last) ++row.calls;
-        if (e.kind == EventKind::op) ++row.graph_ops;
-        last = e.kind == EventKind::op ? key : "";
-      }
+    for (size_t si = 0; si < m_program.steps.size(); ++si)
+      m_calls[si] = calls_in(m_program.steps[si].first, m_program.steps[si].second);
+  }
+  std::map<std::string, AtenRow> calls_in(size_t begin, size_t end) const {
+    std::map<std::string, AtenRow> rows;
+    std::string last;
+    for (size_t i = begin; i < end; ++i) {
+      const pt::Event& e = m_program.events[i];
+      if (e.kind != EventKind::op && e.kind != EventKind::host_op) continue;
+      const std::string key = e.aten + "\n" + e.module;
+      auto& row = rows[source(e)];
+      if (e.kind == EventKind::host_op || key != last) ++row.calls;
+      if (e.kind == EventKind::op) ++row.graph_ops;
+      last = e.kind == EventKind::op ? key : "";
     }
+    return rows;
   }
 
   // A device tensor for `t` at its run shape: its captured values (zero-padded past real
@@ -287,7 +311,20 @@ class ProgramReplay final : public Workload {
 
   void replay(Session& s, size_t step, bool tracing) {
     const auto [begin, end] = m_program.steps[step];
-    const uint64_t base_seed = 1000000 + 1000 * static_cast<uint64_t>(step);
+    replay_events(s, begin, end, step, 1000000 + 1000 * static_cast<uint64_t>(step), tracing);
+    if (!tracing) {
+      s.add_real_macs(m_real_macs[step]);
+      for (const auto& [aten, row] : m_calls[step]) {
+        AtenRow& r = m_rows[aten];
+        r.calls += row.calls;
+        r.graph_ops += row.graph_ops;
+      }
+    }
+  }
+
+  // Events [begin, end): step `step`'s (the bounded scalars' base extents), or the set-up's.
+  void replay_events(Session& s, size_t begin, size_t end, size_t step, uint64_t base_seed,
+                     bool tracing) {
     for (size_t i = begin; i < end; ++i) {
       const pt::Event& e = m_program.events[i];
       switch (e.kind) {
@@ -301,7 +338,7 @@ class ProgramReplay final : public Workload {
                      seed(s, base_seed + i));
           break;
         case EventKind::op: {
-          s.set_origin({e.module, e.aten});
+          s.set_origin({e.module, source(e)});
           const pt::BoundedOp& r = m_bounded->op(i);
           std::vector<Tensor> in;
           for (int32_t id : e.node.inputs) in.push_back(m_live.at(id));
@@ -332,20 +369,18 @@ class ProgramReplay final : public Workload {
       }
     }
     s.clear_origin();
-    if (!tracing) {
-      s.add_real_macs(m_real_macs[step]);
-      for (const auto& [aten, row] : m_calls[step]) {
-        AtenRow& r = m_rows[aten];
-        r.calls += row.calls;
-        r.graph_ops += row.graph_ops;
-      }
-    }
+  }
+
+  // An op's ATen origin; set-up work is reported apart from the steps' ("aten.arange.default
+  // (set-up)").
+  std::string source(const pt::Event& e) const {
+    return e.index < m_program.setup ? e.aten + " (set-up)" : e.aten;
   }
 
   // On the host CPU: inputs copied down, the op's modelled host time, outputs copied up (their
   // captured values in a functional replay with values; zeros otherwise).
   void host_op(Session& s, const pt::Event& e, bool tracing) {
-    s.set_origin({e.module, e.aten});
+    s.set_origin({e.module, source(e)});
     int64_t bytes = 0;
     for (int32_t id : e.inputs) {
       const Tensor& t = m_live.at(id);
@@ -365,7 +400,7 @@ class ProgramReplay final : public Workload {
       bytes += product(shape, 0) * isa::dtype_bytes(o.dtype);
     }
     if (!tracing) {
-      AtenRow& r = m_rows[e.aten];
+      AtenRow& r = m_rows[source(e)];
       ++r.host_ops;
       r.host_ns += ns;
       r.transfer_bytes += bytes;
@@ -400,6 +435,11 @@ class ProgramReplay final : public Workload {
   std::vector<double> m_real_macs;                      // per step, at the captured shapes
   bool m_values = false;
   std::map<int32_t, Tensor> m_weights, m_live;
+  std::map<int32_t, Tensor> m_start;  // live at the start of a pass: weights and set-up values
+  struct SetupHost {
+    int64_t ops = 0, ns = 0, bytes = 0;
+  } m_setup_host;          // the set-up section's host ops
+  int64_t m_setup_ns = 0;  // the set-up section's start-up time, drained
   const Session* m_session = nullptr;
   std::map<std::string, AtenRow> m_rows;
   int64_t m_steps_run = 0, m_host_ns = 0, m_host_bytes = 0, m_host_op_count = 0;
@@ -451,6 +491,12 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> ProgramReplay::rep
       {"name", m_program.name},
       {"file", m_file},
       {"program_steps", m_program.steps.size()},
+      {"setup",
+       {{"events", m_program.setup},
+        {"wall_ns", m_setup_ns},
+        {"host_ops", m_setup_host.ops},
+        {"host_ns", m_setup_host.ns},
+        {"transfer_bytes", m_setup_host.bytes}}},
       {"steps_run", m_steps_run},
       {"bounds", bounds},
       {"host_fallback",

@@ -213,6 +213,20 @@ size_t BoundedReplay::step_of(size_t event) const {
 // Every bounded axis' extent within its bound; each step's base extent per bounded dim.
 void BoundedReplay::check_extents() {
   m_base.assign(m_program.steps.size(), {});
+  // Set-up runs once, at its captured shapes: nothing in it may follow a bound.
+  for (size_t i = 0; i < m_program.setup; ++i) {
+    const Event& e = m_program.events[i];
+    std::vector<ProgramTensor> defs = e.outputs;
+    if (e.kind == EventKind::weight || e.kind == EventKind::input || e.kind == EventKind::op)
+      defs.push_back(e.out);
+    for (const auto& t : defs) {
+      for (size_t a = 0; a < t.shape.size(); ++a) {
+        if (bound_of(t, a) >= 0)
+          fail(e, "a set-up value with the bounded dim '" + t.dim_names[a] +
+                      "' (set-up runs once, at its captured shapes)");
+      }
+    }
+  }
   for (size_t si = 0; si < m_program.steps.size(); ++si) {
     for (size_t i = m_program.steps[si].first; i < m_program.steps[si].second; ++i) {
       const Event& e = m_program.events[i];

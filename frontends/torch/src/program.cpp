@@ -134,30 +134,37 @@ class Reader {
         dim.finish();
       }
     }
+    const Json* setup = o.array_opt("setup");
     const Json& events = o.array("events");
     o.finish();
-    size_t step_begin = 0;
+    // The set-up section first: its values are the ones every step may use without making them.
+    m_in_setup = true;
+    for (size_t i = 0; setup && i < setup->size(); ++i)
+      m_p.events.push_back(read_event((*setup)[i], "setup", i));
+    m_in_setup = false;
+    m_p.setup = m_p.events.size();
+    size_t step_begin = m_p.setup;
     for (size_t i = 0; i < events.size(); ++i) {
-      Event e = read_event(events[i], i);
+      Event e = read_event(events[i], "events", i);
       if (e.kind == EventKind::step) {
-        m_p.steps.emplace_back(step_begin, i);
-        step_begin = i + 1;
+        m_p.steps.emplace_back(step_begin, e.index);
+        step_begin = e.index + 1;
       }
       m_p.events.push_back(std::move(e));
     }
-    if (step_begin < events.size() || m_p.steps.empty())
-      m_p.steps.emplace_back(step_begin, events.size());
+    if (step_begin < m_p.events.size() || m_p.steps.empty())
+      m_p.steps.emplace_back(step_begin, m_p.events.size());
     check_axis_of();
     return std::move(m_p);
   }
 
  private:
-  Event read_event(const Json& j, size_t i) {
-    const std::string path = base::json_index("events", i);
+  Event read_event(const Json& j, const char* section, size_t i) {
+    const std::string path = base::json_index(section, i);
     Obj o(j, path);
     const std::string ev = o.str("ev");
     Event e;
-    e.index = i;
+    e.index = m_p.events.size();
     static const std::vector<std::pair<const char*, EventKind>> kKinds = {
         {"weight", EventKind::weight},   {"input", EventKind::input}, {"op", EventKind::op},
         {"host_op", EventKind::host_op}, {"read", EventKind::read},   {"free", EventKind::free},
@@ -236,10 +243,15 @@ class Reader {
         e.out.id = read_id(o.req("id"), o.at("id"));
         o.finish();
         e.out = use(e.out.id, err);
+        if (!m_in_setup && m_tensors.at(e.out.id).setup) {
+          err.fail("id " + std::to_string(e.out.id) +
+                   " is a set-up value, which stays live for every step: no step frees it");
+        }
         m_tensors.at(e.out.id).freed = true;
         break;
       case EventKind::step:
         o.finish();
+        if (m_in_setup) err.fail("a step boundary in the set-up section (set-up is not a step)");
         break;
     }
     return e;
@@ -341,11 +353,15 @@ class Reader {
       m_graph.nodes.push_back(std::move(n));
     }
     m_pos[t.id] = static_cast<int32_t>(m_graph.nodes.size() - 1);
-    m_tensors[t.id] = {t, false};
+    m_tensors[t.id] = {t, false, m_in_setup};
   }
 
   const ProgramTensor& use(int32_t id, const EventError& err) {
     auto it = m_tensors.find(id);
+    if (it == m_tensors.end() && m_in_setup) {
+      err.fail("id " + std::to_string(id) +
+               " is not made by the set-up section (set-up events use only set-up values)");
+    }
     if (it == m_tensors.end())
       err.fail("id " + std::to_string(id) + " is used before it is defined");
     if (it->second.freed) err.fail("id " + std::to_string(id) + " is used after it was freed");
@@ -386,6 +402,7 @@ class Reader {
   struct Live {
     ProgramTensor t;
     bool freed = false;
+    bool setup = false;  // made by the set-up section
   };
   struct AxisOf {
     std::string name, path;
@@ -400,6 +417,7 @@ class Reader {
   std::map<std::string, int64_t> m_extent;     // named dim -> extent at its latest definition
   cs::Graph m_graph;                           // every tensor so far, ids = positions
   int64_t m_reads = 0;
+  bool m_in_setup = false;  // reading the `setup` section
 };
 
 }  // namespace
@@ -462,8 +480,13 @@ Program read_program_file(const std::string& path) {
   }
 }
 
+std::string event_place(const Program& p, const Event& e) {
+  return e.index < p.setup ? base::json_index("setup", e.index)
+                           : base::json_index("events", e.index - p.setup);
+}
+
 base::InputError event_error(const Program& p, const Event& e, const std::string& problem) {
-  std::string what = "events[" + std::to_string(e.index) + "] (" + std::string(name_of(e.kind));
+  std::string what = event_place(p, e) + " (" + std::string(name_of(e.kind));
   if (e.kind == EventKind::op) what += " " + std::string(compiler_stub::name_of(e.node.op));
   if (!e.aten.empty()) what += ", " + e.aten;
   return base::InputError(p.file, what + "): " + problem);

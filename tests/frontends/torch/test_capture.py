@@ -53,7 +53,7 @@ class Base(unittest.TestCase):
         attributes are ops.def's; a read's value file exists when values were captured."""
         defined, freed = set(), set()
         reads = 0
-        for ev in doc["events"]:
+        for ev in doc.get("setup", []) + doc["events"]:
             kind = ev["ev"]
             uses = ev.get("inputs", []) + ([ev["id"]] if kind in ("read", "free") else [])
             for i in uses:
@@ -164,6 +164,80 @@ class Events(Base):
         doc = self.capture_and_check("init", build_and_run)
         self.assertEqual(sorted(ev["name"] for ev in kinds(doc, "weight")), ["bias", "weight"])
         self.assertEqual(len(kinds(doc, "input")), 1)  # the randn input, not the init values
+
+
+class Setup(Base):
+    def test_set_up_math_is_in_the_set_up_section_once(self):
+        # Issue 40 (regnet's BlockParams): tensor math a builder runs and reads with .tolist()
+        # is set-up, replayed once, not in the step that follows.
+        def build():
+            widths = (torch.arange(3) * 4.0 + 8).round().int()
+            sizes = widths.tolist()  # a read in the set-up
+            return nn.Sequential(nn.Linear(8, sizes[0]), nn.ReLU(), nn.Linear(sizes[0], 4))
+
+        x = torch.randn(2, 8)
+        with wallsim.capture(self.path("s.json"), values=True), torch.no_grad():
+            with wallsim.setup():
+                net = build()
+            for _ in range(2):
+                net(x).numpy()
+                wallsim.step()
+        doc = self.load("s.json")
+        self.check_well_formed(doc)
+        setup = doc["setup"]
+        self.assertEqual([ev["reason"] for ev in setup if ev["ev"] == "read"], ["tolist"])
+        set_up_atens = {ev["aten"] for ev in setup if ev["ev"] == "op"}
+        self.assertIn("aten.arange.default", set_up_atens)
+        self.assertIn("aten.mul.Tensor", set_up_atens)
+        self.assertFalse(set_up_atens & atens(doc), "set-up math in a step")
+        self.assertEqual(len(kinds(doc, "read")), 2)  # one numpy read per step
+        self.assertEqual(len(kinds(doc, "step")), 1)
+        set_up_ids = {ev["id"] for ev in setup if "id" in ev}
+        self.assertFalse({ev["id"] for ev in kinds(doc, "free")} & set_up_ids)
+        err, n, _ = evaluate(self.path("s.json"))
+        self.assertEqual(n, 3)
+        self.assertLess(err, 1e-5)
+        without = self.path("n.json")
+        with wallsim.capture(without), torch.no_grad():
+            net = build()
+            net(x).numpy()
+        with open(without) as f:
+            doc = json.load(f)
+        self.assertNotIn("setup", doc)
+        self.assertIn("aten.arange.default", atens(doc))
+
+    def test_set_up_reads_are_numbered_first_and_weights_it_uses_move_to_it(self):
+        lin = nn.Linear(4, 4)
+        x = torch.randn(1, 4)
+        with wallsim.capture(self.path("s.json"), values=True), torch.no_grad():
+            lin(x).numpy()  # step 0 first: lin's weights appear here
+            with wallsim.setup():
+                scale = (lin.weight * 2).sum()
+                scale.item()
+            (lin(x) * scale).numpy()
+        doc = self.load("s.json")
+        self.check_well_formed(doc)
+        self.assertEqual([ev["name"] for ev in doc["setup"] if ev["ev"] == "weight"], ["weight"])
+        self.assertEqual([ev["reason"] for ev in doc["setup"] if ev["ev"] == "read"], ["item"])
+        err, n, _ = evaluate(self.path("s.json"))
+        self.assertEqual(n, 3)
+        self.assertLess(err, 1e-5)
+
+    def test_set_up_using_step_values_or_holding_a_step_is_refused(self):
+        from wallsim.sections import SetupError
+        x = torch.randn(4)
+        with self.assertRaisesRegex(SetupError, r"uses a value made outside wallsim.setup\(\)"):
+            with wallsim.capture(self.path("u.json")):
+                y = x * 2
+                with wallsim.setup():
+                    (y + 1).sum().item()
+        self.assertFalse(os.path.exists(self.path("u.json")))
+        with self.assertRaisesRegex(SetupError, r"wallsim.step\(\) inside wallsim.setup\(\)"):
+            with wallsim.capture(self.path("t.json")):
+                with wallsim.setup():
+                    wallsim.step()
+        with wallsim.setup():  # outside a capture: nothing
+            pass
 
 
 class Mapping(Base):

@@ -34,6 +34,18 @@ def step():
         cap.step()
 
 
+def setup():
+    """A context manager around set-up work (building the model, tables a constructor computes):
+    what runs inside it is the program's set-up section, replayed once before the steps, not in
+    every step. Nothing outside a capture.
+
+        with wallsim.setup():
+            model = build()
+    """
+    cap = current()
+    return contextlib.nullcontext() if cap is None else cap.setup()
+
+
 def mark_dynamic(t, axis, name):
     """Names axis `axis` of tensor t (before the program uses it) for bounded replay."""
     names = list(getattr(t, "_wallsim_dims", None) or [None] * t.dim())
@@ -51,4 +63,4 @@ def mark_dynamic(t, axis, name):
     return t
 
 
-__all__ = ["capture", "step", "mark_dynamic"]
+__all__ = ["capture", "step", "setup", "mark_dynamic"]

@@ -65,6 +65,7 @@ def main(argv):
         fail("PyTorch is not importable by %s (%s); install python3-torch" % (sys.executable, e))
     from .program_file import CaptureError, OutputError, check_outputs
     from .recorder import Capture
+    from .sections import SetupError
     vdir = os.path.splitext(os.path.basename(out))[0] + ".values" if opts["values"] else None
     try:
         check_outputs(out, vdir)  # before the script runs: refused now, not after its work
@@ -87,12 +88,12 @@ def main(argv):
         cap.closed = True
         try:
             cap.write()
-        except OutputError as e:
+        except (OutputError, SetupError) as e:
             fail(str(e))
         except CaptureError as e:
             print("wallsim capture: capture bug: %s; no program written" % e, file=sys.stderr)
             sys.exit(1)
-    except OutputError as e:  # writing the program when the script returned
+    except (OutputError, SetupError) as e:  # writing the program when the script returned
         fail(str(e))
     except CaptureError as e:  # the capture made a file the replay would refuse: its bug
         print("wallsim capture: capture bug: %s; no program written" % e, file=sys.stderr)
@@ -110,8 +111,9 @@ def main(argv):
     def count(kind):
         return sum(1 for ev in evs if ev["ev"] == kind)
 
-    print("wallsim capture: wrote %s (%d events: %d ops, %d host ops, %d reads, %d steps)" % (
-        out, len(evs), count("op"), count("host_op"), count("read"), count("step") + 1))
+    setup = ", %d set-up events" % len(cap.written_setup) if cap.written_setup else ""
+    print("wallsim capture: wrote %s (%d events: %d ops, %d host ops, %d reads, %d steps%s)" % (
+        out, len(evs), count("op"), count("host_op"), count("read"), count("step") + 1, setup))
 
 
 if __name__ == "__main__":

@@ -140,7 +140,7 @@ def evaluate(path):
     errors = []
     reads = 0
     extents = {}  # named dimension -> its extent at its latest definition
-    for ev in doc["events"]:
+    for ev in doc.get("setup", []) + doc["events"]:  # the set-up first, once
         kind = ev["ev"]
         if kind == "op":
             v = run_op(ev, [vals[i] for i in ev["inputs"]], extents)

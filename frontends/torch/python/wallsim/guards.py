@@ -7,6 +7,7 @@ import sys
 import threading
 
 from .program_file import CaptureError, OutputError
+from .sections import SetupError
 
 
 def _say(msg):
@@ -35,7 +36,7 @@ def install(cap):
             real_exit(2 if cap.command else code)
         try:
             cap.finish()
-        except OutputError as e:
+        except (OutputError, SetupError) as e:
             _say(str(e))
             real_exit(2)
         except CaptureError as e:

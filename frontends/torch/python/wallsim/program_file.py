@@ -43,28 +43,38 @@ class CaptureError(Exception):
 
 def check_program(doc):
     """The replay's SSA rules (frontends/torch/src/program.cpp), checked before the file is
-    written: each id defined once, before its uses, and never used after its free. Raises
-    CaptureError naming the event as the replay would ("events[N] (host_op): ...")."""
+    written: each id defined once, before its uses, and never used after its free; set-up
+    events use only set-up values, and no step frees one. Raises CaptureError naming the event
+    as the replay would ("events[N] (host_op): ...")."""
     state = {}  # id -> True once freed
-    for n, ev in enumerate(doc["events"]):
-        kind = ev["ev"]
-        where = "events[%d] (%s%s)" % (n, kind, " " + ev["op"] if kind == "op" else "")
-        uses = list(ev.get("inputs", []))
-        if kind in ("read", "free"):
-            uses.append(ev["id"])
-        for i in uses:
-            if i not in state:
-                raise CaptureError("%s: id %d is used before it is defined" % (where, i))
-            if state[i]:
-                raise CaptureError("%s: id %d is used after it was freed" % (where, i))
-        news = [ev["id"]] if kind in ("op", "input", "weight") else \
-            [o["id"] for o in ev.get("outputs", [])]
-        for i in news:
-            if i in state:
-                raise CaptureError("%s: id %d is defined twice" % (where, i))
-            state[i] = False
-        if kind == "free":
-            state[ev["id"]] = True
+    setup_ids = set()
+    for section in ("setup", "events"):
+        for n, ev in enumerate(doc.get(section, [])):
+            kind = ev["ev"]
+            where = "%s[%d] (%s%s)" % (section, n, kind, " " + ev["op"] if kind == "op" else "")
+            if section == "setup" and kind == "step":
+                raise CaptureError("%s: a step boundary in the set-up section" % where)
+            uses = list(ev.get("inputs", []))
+            if kind in ("read", "free"):
+                uses.append(ev["id"])
+            for i in uses:
+                if i not in state:
+                    raise CaptureError("%s: id %d is used before it is defined" % (where, i))
+                if state[i]:
+                    raise CaptureError("%s: id %d is used after it was freed" % (where, i))
+            news = [ev["id"]] if kind in ("op", "input", "weight") else \
+                [o["id"] for o in ev.get("outputs", [])]
+            for i in news:
+                if i in state:
+                    raise CaptureError("%s: id %d is defined twice" % (where, i))
+                state[i] = False
+                if section == "setup":
+                    setup_ids.add(i)
+            if kind == "free":
+                if section == "events" and ev["id"] in setup_ids:
+                    raise CaptureError("%s: id %d is a set-up value, freed by a step" %
+                                       (where, ev["id"]))
+                state[ev["id"]] = True
 
 
 def write_program(path, doc, vdir, value_files):
@@ -91,15 +101,18 @@ def write_program(path, doc, vdir, value_files):
         os.chmod(tmp_json, 0o666 & ~umask)
         with os.fdopen(fd, "w") as f:
             f.write("{\n")
-            keys = [k for k in doc if k != "events"]
+            keys = [k for k in doc if k not in ("setup", "events")]
             for k in keys:
                 f.write("  %s: %s,\n" % (json.dumps(k), json.dumps(doc[k])))
-            f.write('  "events": [\n')
-            evs = doc["events"]
-            for n, ev in enumerate(evs):
-                f.write("    " + json.dumps(ev, separators=(",", ":")) +
-                        (",\n" if n + 1 < len(evs) else "\n"))
-            f.write("  ]\n}\n")
+            for section in ("setup", "events"):
+                if section not in doc:
+                    continue
+                f.write('  "%s": [\n' % section)
+                evs = doc[section]
+                for n, ev in enumerate(evs):
+                    f.write("    " + json.dumps(ev, separators=(",", ":")) +
+                            (",\n" if n + 1 < len(evs) else "\n"))
+                f.write("  ],\n" if section == "setup" else "  ]\n}\n")
         old = None
         if vdir and os.path.isdir(final):  # an earlier capture's (check_outputs): moved aside
             old = tempfile.mkdtemp(dir=out_dir, prefix=".values-old-")

@@ -7,7 +7,6 @@ root base and the view ops from it, so a mutation through any alias (the shared 
 counter tells) is seen by every other alias at its next use.
 """
 
-import contextlib
 import os
 import sys
 import weakref
@@ -18,7 +17,7 @@ import torch._decomp
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from . import aten_map, guards
+from . import aten_map, guards, reads, sections
 from .graph import Graph, MappingError
 from .program_file import write_program
 
@@ -80,6 +79,8 @@ class Capture(TorchDispatchMode):
         self._hooks = []
         self._patches = []
         self.closed = False
+        self.in_setup = False  # inside wallsim.setup() (sections.setup_section)
+        self.written_setup = []
         self._depth = 0
         self.command = False  # run by `wallsim capture` (guards: os._exit's status)
         self._unguard = None
@@ -250,7 +251,7 @@ class Capture(TorchDispatchMode):
         if self.values:
             self.read_reason.append("internal")
             try:
-                with torch.no_grad(), _no_mode():
+                with torch.no_grad(), reads.no_mode():
                     a = t.detach().to(torch.float32 if dt != "int32" else torch.int64).numpy()
             finally:
                 self.read_reason.pop()
@@ -262,12 +263,18 @@ class Capture(TorchDispatchMode):
         if not isinstance(t, torch.Tensor) or self.closed:
             return
         i = self.id_of(t)
-        self.events.append({"ev": "read", "id": i, "reason": reason})
+        self.events.append({"ev": "read", "id": i, "reason": reason, "_r": self.reads})
         self.save("r%d" % self.reads, t, self.g.dtype[i])
         self.reads += 1
 
     def step(self):
+        if self.in_setup:
+            raise sections.SetupError("wallsim.step() inside wallsim.setup(): set-up is not a step")
         self.events.append({"ev": "step", "_live": set(self.refs)})
+
+    def setup(self):
+        """A context manager: the events inside it form the program's set-up section."""
+        return sections.setup_section(self)
 
     def forget(self, t):
         """Stops tracking t: its next use defines it afresh (as a weight or input)."""
@@ -341,7 +348,7 @@ class Capture(TorchDispatchMode):
         if packet == "_local_scalar_dense":
             self.read(args[0], self.read_reason[-1] if self.read_reason else "item")
             if self.meta and args[0].is_meta:
-                return _stand_in(args[0].dtype)
+                return reads.stand_in(args[0].dtype)
             return func(*args, **kwargs)
         self.aten_stack.append(name)
         outer = len(self.aten_stack) == 1
@@ -443,7 +450,7 @@ class Capture(TorchDispatchMode):
             and not v.is_meta
             for a, v in zip(schema.arguments, list(args) + [kwargs.get(a.name) for a in
                                                             schema.arguments[len(args):]]))
-        with _no_mode():
+        with reads.no_mode():
             if host_write:
                 conv = lambda t: torch.zeros(t.shape, dtype=t.dtype) if t.is_meta else t
             else:
@@ -634,45 +641,10 @@ class Capture(TorchDispatchMode):
         self.write()
 
     def _patch(self):
-        cap = self
-
-        def reader(meth, reason):
-            orig = getattr(torch.Tensor, meth)
-
-            def wrapped(t, *a, **k):
-                if cap.closed or cap.read_reason:
-                    return orig(t, *a, **k)
-                if reason in ("item", "bool"):
-                    # the read itself is the _local_scalar_dense the call dispatches
-                    cap.read_reason.append(reason)
-                    try:
-                        return orig(t, *a, **k)
-                    finally:
-                        cap.read_reason.pop()
-                cap.read(t, reason)
-                if cap.meta and t.is_meta and reason != "print":
-                    return _meta_read(t, meth, a)
-                if cap.meta and t.is_meta and meth == "__format__" and t.dim() == 0:
-                    return format(_stand_in(t.dtype), *a)
-                cap.read_reason.append(reason)
-                try:
-                    with _no_mode():
-                        return orig(t, *a, **k)
-                finally:
-                    cap.read_reason.pop()
-
-            self._patches.append((meth, orig))
-            setattr(torch.Tensor, meth, wrapped)
-
-        for meth, reason in [("item", "item"), ("__bool__", "bool"), ("__int__", "item"),
-                             ("__float__", "item"), ("__index__", "item"), ("tolist", "tolist"),
-                             ("numpy", "numpy"), ("__repr__", "print"), ("__format__", "print"),
-                             ("cpu", "cpu")]:
-            reader(meth, reason)
+        self._patches = reads.patch(self)
 
     def _unpatch(self):
-        for meth, orig in reversed(self._patches):
-            setattr(torch.Tensor, meth, orig)
+        reads.unpatch(self._patches)
         self._patches = []
 
     def write(self):
@@ -691,81 +663,13 @@ class Capture(TorchDispatchMode):
             doc["dims"] = dims
         while self.events and self.events[-1]["ev"] == "step":
             self.events.pop()
-        doc["events"] = self.written = self._live_events()
+        live = sections.live_events(self.events, set(self.refs), self.value_files)
+        setup, self.written = sections.split_setup(live, self.value_files)
+        if setup:
+            doc["setup"] = setup
+        doc["events"] = self.written
+        self.written_setup = setup
         write_program(self.path, doc, vdir, self.value_files)
-
-
-    def _live_events(self):
-        """The events without dead code: ops, inputs and weights no read, host op, step boundary
-        or the end of the capture needs (parameter initialisation, unused outputs)."""
-        live = set(self.refs)
-        keep = []
-        for ev in reversed(self.events):
-            kind = ev["ev"]
-            if kind == "step":
-                live |= ev.pop("_live")
-            elif kind == "read":
-                live.add(ev["id"])
-            elif kind == "host_op":
-                if not any(o["id"] in live for o in ev["outputs"]):
-                    for o in ev["outputs"]:
-                        self.value_files.pop("o%d" % o["id"], None)
-                    continue
-                live.update(ev["inputs"])
-            elif kind == "op":
-                if ev["id"] not in live:
-                    continue
-                live.update(ev["inputs"])
-            elif kind in ("input", "weight"):
-                if ev["id"] not in live:
-                    self.value_files.pop(kind[0] + str(ev["id"]), None)
-                    continue
-            keep.append(ev)
-        keep.reverse()
-        # a step followed only by frees ends the last step: no empty step after it
-        k = len(keep)
-        while k and keep[k - 1]["ev"] == "free":
-            k -= 1
-        if k and keep[k - 1]["ev"] == "step":
-            del keep[k - 1]
-        defined = set()
-        out = []
-        for ev in keep:
-            if ev["ev"] == "free" and ev["id"] not in defined:
-                continue
-            if "inplace_of" in ev and ev["inplace_of"] not in defined:
-                del ev["inplace_of"]
-            if "id" in ev and ev["ev"] in ("op", "input", "weight"):
-                defined.add(ev["id"])
-            for o in ev.get("outputs", []):
-                defined.add(o["id"])
-            out.append(ev)
-        return out
-
-@contextlib.contextmanager
-def _no_mode():
-    from torch.utils._python_dispatch import _pop_mode_temporarily, _len_torch_dispatch_stack
-    if _len_torch_dispatch_stack() == 0:
-        yield
-        return
-    with _pop_mode_temporarily():
-        yield
-
-
-def _stand_in(dtype):
-    """What a meta capture's reads give the script: zero (the values are not computed)."""
-    if dtype == torch.bool:
-        return False
-    return 0.0 if dtype.is_floating_point or dtype.is_complex else 0
-
-
-def _meta_read(t, meth, args):
-    zeros = np.zeros(list(t.shape), dtype=np.float32 if t.dtype.is_floating_point else np.int64)
-    if meth == "numpy":
-        return zeros
-    if meth == "tolist":
-        return zeros.tolist() if t.dim() else _stand_in(t.dtype)
-    return torch.zeros(t.shape, dtype=t.dtype)  # cpu(): a host copy
 
 
 def _same(out, mutated):

@@ -190,6 +190,9 @@ class Session {
   compiler_stub::HostTensor to_host(const Tensor& t);
   // Flush point of a lazy runtime (fused: the pending graph is compiled and launched).
   void mark_step();
+  // A flush, then waits until every launch so far (of the current step, or since the start
+  // outside a step) has drained: a model load's end, before the first step.
+  void synchronize();
   // A split point: under the marked_split heuristic, a fused group ends after the last op
   // recorded so far (no flush).
   void mark_split();

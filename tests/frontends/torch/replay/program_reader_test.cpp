@@ -116,6 +116,56 @@ TEST(ProgramReader, BadProgramsNameTheEvent) {
             std::string::npos);
 }
 
+// Issue 40: the set-up section is read first, its events before every step's; steps may use
+// its values, never free them; it may use nothing the steps make and holds no step boundary.
+TEST(ProgramReader, SetUpSectionComesFirstAndItsValuesOutliveEveryStep) {
+  const std::string setup =
+      std::string(R"(, "setup": [)") + kInput + R"(, {"ev":"op","id":5,"op":"scale","inputs":[0],
+      "attrs":{"value":2},"dtype":"fp32","shape":[4,8],"aten":"aten.mul.Tensor","module":""},
+      {"ev":"free","id":0}, {"ev":"read","id":5,"reason":"tolist"}])";
+  const std::string path = write_program(
+      "setup", std::string(kWeight) + R"(, {"ev":"op","id":2,"op":"matmul","inputs":[5,1],
+      "attrs":{},"dtype":"fp32","shape":[4,3],"aten":"aten.mm.default","module":"fc"},
+      {"ev":"read","id":2,"reason":"item"}, {"ev":"step"}, {"ev":"read","id":5,"reason":"item"})",
+      setup);
+  const Program p = read_program_file(path);
+  EXPECT_EQ(p.setup, 4u);
+  ASSERT_EQ(p.events.size(), 9u);
+  EXPECT_EQ(p.events[1].node.op, compiler_stub::OpKind::scale);
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0], std::make_pair(size_t{4}, size_t{7}));
+  EXPECT_EQ(p.steps[1], std::make_pair(size_t{8}, size_t{9}));
+  EXPECT_EQ(p.events[3].read_index, 0);  // reads count from the set-up's
+  EXPECT_EQ(p.events[6].read_index, 1);
+  EXPECT_EQ(event_place(p, p.events[3]), "setup[3]");
+  EXPECT_EQ(event_place(p, p.events[6]), "events[2]");
+
+  // A set-up event using a step's value, a step freeing a set-up value, a step boundary in it.
+  const std::string uses = error_of(std::string(kInput) + "," + kWeight,
+                                    R"(, "setup": [{"ev":"read","id":0,"reason":"item"}])");
+  EXPECT_NE(uses.find("setup[0] (read): id 0 is not made by the set-up section (set-up events use "
+                      "only set-up values)"),
+            std::string::npos)
+      << uses;
+  const std::string frees =
+      error_of(R"({"ev":"free","id":0})", std::string(R"(, "setup": [)") + kInput + "]");
+  EXPECT_NE(frees.find("events[0] (free): id 0 is a set-up value, which stays live for every "
+                       "step: no step frees it"),
+            std::string::npos)
+      << frees;
+  const std::string step = error_of(kInput, R"(, "setup": [{"ev":"step"}])");
+  EXPECT_NE(step.find("setup[0] (step): a step boundary in the set-up section"), std::string::npos)
+      << step;
+  // An event error names its place in the set-up.
+  EXPECT_NE(error_of(kInput, R"(, "setup": [{"ev":"op","id":1,"op":"relu","inputs":[],
+      "attrs":{},"dtype":"fp32","shape":[4],"aten":"aten.relu.default","module":""}])")
+                .find("setup[0] (op relu): "),
+            std::string::npos);
+  EXPECT_NE(error_of(kInput, R"(, "setup": {})").find("setup: expected an array"),
+            std::string::npos)
+      << error_of(kInput, R"(, "setup": {})");
+}
+
 TEST(ProgramReader, AMissingValuesFileIsAnError) {
   // The values folder is relative to the program file (written in the test temp dir).
   const std::string name = "vals_" + std::to_string(::getpid());

@@ -408,6 +408,81 @@ TEST(ProgramReplay, StepsBeyondTheProgramWrapAround) {
   EXPECT_EQ(step_compiles(s, 3), 0);  // the wrapped steps hit the plans of the first pass
 }
 
+// Issue 40: a program whose set-up (x * 2, read once) feeds each step's matmul, with values:
+// x = 0.1 * i, w = 1, y = 1; each step reads (y + x * 2) @ w.
+std::string write_setup_program(const std::string& dir, bool as_setup) {
+  std::filesystem::create_directories(dir + "/s.values");
+  std::vector<float> x(32), w(24, 1.0f), y(32, 1.0f), x2(32), out(12);
+  for (int i = 0; i < 32; ++i) x[i] = 0.1f * float(i), x2[i] = 2 * x[i];
+  for (int r = 0; r < 4; ++r) {
+    float sum = 0;
+    for (int k = 0; k < 8; ++k) sum += 1 + x2[r * 8 + k];
+    for (int c = 0; c < 3; ++c) out[r * 3 + c] = sum;
+  }
+  write_npy(dir + "/s.values/i0.npy", {4, 8}, x);
+  write_npy(dir + "/s.values/w2.npy", {8, 3}, w);
+  write_npy(dir + "/s.values/r0.npy", {4, 8}, x2);
+  int r = 1;
+  std::string steps;
+  for (int step = 0, id = 3; step < 2; ++step, id += 3) {
+    const std::string a = std::to_string(id), b = std::to_string(id + 1),
+                      c = std::to_string(id + 2);
+    write_npy(dir + "/s.values/i" + a + ".npy", {4, 8}, y);
+    write_npy(dir + "/s.values/r" + std::to_string(r++) + ".npy", {4, 3}, out);
+    steps += R"(,{"ev":"input","id":)" + a + R"(,"name":"y","dtype":"fp32","shape":[4,8]},
+      {"ev":"op","id":)" +
+             b + R"(,"op":"add","inputs":[)" + a + R"(,1],"attrs":{},"dtype":"fp32",
+       "shape":[4,8],"aten":"aten.add.Tensor","module":""},
+      {"ev":"op","id":)" +
+             c + R"(,"op":"matmul","inputs":[)" + b + R"(,2],"attrs":{},
+       "dtype":"fp32","shape":[4,3],"aten":"aten.mm.default","module":"fc"},
+      {"ev":"read","id":)" +
+             c + R"(,"reason":"numpy"},{"ev":"step"})";
+  }
+  const std::string setup = R"({"ev":"input","id":0,"name":"x","dtype":"fp32","shape":[4,8]},
+      {"ev":"op","id":1,"op":"scale","inputs":[0],"attrs":{"value":2.0},"dtype":"fp32",
+       "shape":[4,8],"aten":"aten.mul.Tensor","module":""},
+      {"ev":"free","id":0},{"ev":"read","id":1,"reason":"tolist"})";
+  const std::string weight = R"({"ev":"weight","id":2,"name":"w","dtype":"fp32","shape":[8,3]})";
+  const std::string path = dir + "/s.json";
+  std::ofstream(path)
+      << R"({"format":"wallsim-program","version":1,"name":"s","values":"s.values",)"
+      << (as_setup ? R"("setup":[)" + setup + "]," : "") << R"("events":[)"
+      << (as_setup ? "" : setup + ",") << weight << steps << "]}";
+  return path;
+}
+
+// Set-up work runs once, in start-up (a model load), in every mode: the steps launch the same
+// plans as each other, its read is checked once however many steps run, and its ATen rows are
+// apart from the steps'. The same events without the section run in step 0.
+TEST(ProgramReplay, SetUpRunsOnceBeforeTheStepsInEveryMode) {
+  const std::string dir = fresh_dir("replay", "setup_files");
+  const std::string with = write_setup_program(dir + "/with", true);
+  const std::string without = write_setup_program(dir + "/without", false);
+  for (const char* mode : {"native", "eager", "eager-debug", "fused", "aot"}) {
+    int code = 0;
+    std::string err;
+    const json s = run_program(with, mode, "--functional --steps 4", "setup", &code, &err);
+    ASSERT_EQ(code, 0) << mode << ": " << err;
+    EXPECT_EQ(s["program"]["setup"]["events"], 4) << mode;
+    EXPECT_GT(s["program"]["setup"]["wall_ns"].get<int64_t>(), 0) << mode;
+    EXPECT_EQ(s["program"]["reads_checked"], 1 + 4) << mode;  // the set-up's read once
+    EXPECT_LT(s["program"]["max_rel_error"].get<double>(), 1e-6) << mode;
+    EXPECT_EQ(aten_row(s, "aten.mul.Tensor (set-up)")["graph_ops"], 1) << mode;
+    const json& steps = s["steps"];
+    ASSERT_EQ(steps.size(), 4u);
+    for (size_t i = 1; i < steps.size(); ++i)
+      EXPECT_EQ(steps[i]["plans_launched"], steps[0]["plans_launched"]) << mode << " " << i;
+    const json b = run_program(without, mode, "--functional --steps 4", "nosetup", &code, &err);
+    ASSERT_EQ(code, 0) << mode << ": " << err;
+    EXPECT_EQ(b["program"]["reads_checked"], 2 + 4) << mode;  // step 0 runs twice
+    EXPECT_EQ(b["program"]["setup"]["events"], 0) << mode;
+    EXPECT_GT(b["steps"][0]["plans_launched"].get<int64_t>(),
+              steps[0]["plans_launched"].get<int64_t>())
+        << mode;
+  }
+}
+
 // Origins are one mechanism for programs and built-in workloads: the transformer sets a layer
 // origin per block, and although layers 1 and 2 launch layer 0's cached plan, each launch
 // carries its own layer, so `layers` has one row per block with the same work.

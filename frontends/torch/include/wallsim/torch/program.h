@@ -1,6 +1,7 @@
-// Program files (docs/PROGRAM_FORMAT.md): a captured PyTorch op stream — weights, inputs, graph
-// ops with their ATen origin, host ops, reads, frees and step boundaries — read strictly and
-// validated against the graph IR's shape inference. No SystemC, no runtime.
+// Program files (docs/PROGRAM_FORMAT.md): a captured PyTorch op stream — an optional set-up
+// section, then weights, inputs, graph ops with their ATen origin, host ops, reads, frees and
+// step boundaries — read strictly and validated against the graph IR's shape inference. No
+// SystemC, no runtime.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,7 @@ std::string_view name_of(EventKind k);
 
 struct Event {
   EventKind kind = EventKind::step;
-  size_t index = 0;   // in the file's `events`
+  size_t index = 0;   // in Program::events (set-up events first; event_error names its place)
   ProgramTensor out;  // weight, input, op: the tensor it defines; read, free: out.id
   std::string name;   // weight, input: the parameter or argument name
   // op: the graph op (id = out.id, inputs, attrs with relative ones resolved, dtype).
@@ -56,20 +57,28 @@ struct Program {
   std::string name;
   std::string values;  // directory of .npy values (absolute or relative to the cwd); "" none
   std::vector<std::string> dim_names;  // every named axis, in order of first appearance
+  // The file's `setup` events (no step boundary among them), then its `events`.
   std::vector<Event> events;
+  // events[0, setup) are the set-up section: replayed once before the steps; the values it
+  // leaves live stay live for every step (no step frees them).
+  size_t setup = 0;
   // Event index ranges [begin, end) of each step (weights stay in the step they appear in).
   std::vector<std::pair<size_t, size_t>> steps;
 };
 
 // Reads and validates `path`. Every problem is a base::InputError(path, "events[i] (kind):
-// ...") or a JSON path: unknown keys or events, an id defined twice or used before it is
-// defined or after it is freed, an op whose inferred type disagrees with the captured
-// shape or dtype, a missing values file.
+// ...") (or "setup[i] ...") or a JSON path: unknown keys or events, an id defined twice or used
+// before it is defined or after it is freed, an op whose inferred type disagrees with the
+// captured shape or dtype, a missing values file; a step boundary in the set-up section, a
+// set-up event using a value the set-up did not make, a step freeing a set-up value.
 Program read_program_file(const std::string& path);
 
 // A values file's elements (row-major, as floats) for tensor `t`; its shape must be t's.
 // Throws base::InputError naming the file.
 std::vector<float> read_values(const std::string& npy, const ProgramTensor& t);
+
+// Where event `e` is in the file: "setup[i]" or "events[i]".
+std::string event_place(const Program& p, const Event& e);
 
 // The one-line error for event `e` of `p`: base::InputError(p.file, "events[i] (kind op,
 // aten): problem").
