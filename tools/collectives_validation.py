@@ -42,9 +42,9 @@ CASES = [
     ("trn1_r32_allg", "configs/trn1.json", "--op all_gather --ranks cores -b 1K -e 1M -f 8",
      (AWS_TRN1_R32_ALLG, 31 / 32), "trn1.32xlarge, all_gather, 32 ranks (every core)"),
     ("trn2_allr_cores", "configs/trn2.json",
-     "--op all_reduce --ranks cores --set collectives.hierarchy=dimensions -b 16 -e 1G -f 4",
+     "--op all_reduce --ranks cores --set collectives.hierarchy=dimensions -b 64 -e 1G -f 16",
      None, "trn2.48xlarge, all_reduce, 128 ranks (every core; one level per dimension)"),
-    ("trn2_allr_chips", "configs/trn2.json", "--op all_reduce --ranks chips -b 8 -e 1G -f 2",
+    ("trn2_allr_chips", "configs/trn2.json", "--op all_reduce --ranks chips -b 64 -e 1G -f 16",
      None, "trn2.48xlarge, all_reduce, 16 ranks (one per chip)"),
 ]
 
