@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -155,7 +155,8 @@ Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer,
   switch (op) {
     case CollectiveOp::all_reduce:
       if (a == Algorithm::ring) {
-        for (int i = 0; i < p - 1; ++i) s.steps.push_back(ring_step(p, ring_directions, chunk, chunk));
+        for (int i = 0; i < p - 1; ++i)
+          s.steps.push_back(ring_step(p, ring_directions, chunk, chunk));
         for (int i = 0; i < p - 1; ++i) s.steps.push_back(ring_step(p, ring_directions, chunk, 0));
       } else if (a == Algorithm::mesh) {
         s.steps.push_back(direct(p, chunk, chunk * (p - 1)));
@@ -176,7 +177,8 @@ Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer,
       break;
     case CollectiveOp::reduce_scatter:
       if (a == Algorithm::ring) {
-        for (int i = 0; i < p - 1; ++i) s.steps.push_back(ring_step(p, ring_directions, chunk, chunk));
+        for (int i = 0; i < p - 1; ++i)
+          s.steps.push_back(ring_step(p, ring_directions, chunk, chunk));
       } else if (a == Algorithm::mesh) {
         s.steps.push_back(direct(p, chunk, chunk * (p - 1)));
       } else {
@@ -332,8 +334,7 @@ Schedule make_hierarchical_schedule(CollectiveOp op, const std::vector<int>& lev
 }
 
 double hierarchical_closed_form_seconds(const std::vector<Stage>& stages,
-                                        const std::vector<AlphaBeta>& per_level,
-                                        double launch_s) {
+                                        const std::vector<AlphaBeta>& per_level, double launch_s) {
   double t = launch_s;
   for (const Stage& st : stages) {
     t += closed_form_seconds(st.op, st.algorithm, st.group_size, st.bytes,

@@ -286,9 +286,9 @@ void CollectiveEngine::execute(Meeting* mp) {
         },
         static_cast<int>(m_config.ring_directions));
   } else {
-    schedule = collectives::make_schedule(op, collectives::choose_algorithm(op, p, bytes, m_config),
-                                          p, bytes, first.peer,
-                                          static_cast<int>(m_config.ring_directions));
+    schedule =
+        collectives::make_schedule(op, collectives::choose_algorithm(op, p, bytes, m_config), p,
+                                   bytes, first.peer, static_cast<int>(m_config.ring_directions));
   }
   std::map<int, double> load;  // by resource: capacity the collective's transfers took
   const int64_t start = now_ps();

@@ -201,7 +201,8 @@ TEST(CollectiveClosedForm, SameChipAllReduceIsBoundByTheCollectiveDma) {
   System sys(core, s, CoreOptions{});
   std::deque<isa::Plan> plans;
   const int64_t count = 1 << 20;
-  plans.push_back(collectives::collective_plan(CollectiveOp::all_reduce, 2, count, isa::DType::fp32));
+  plans.push_back(
+      collectives::collective_plan(CollectiveOp::all_reduce, 2, count, isa::DType::fp32));
   for (int r = 0; r < 2; ++r) {
     sys.core(0, static_cast<size_t>(r)).launch(plans.back(), {}).comm_ranks = {{{0, 0}, {0, 1}}};
   }
@@ -333,9 +334,8 @@ TEST(CollectiveFunctional, RecvGetsTheMatchingSend) {
   ASSERT_EQ(sys.collectives()->records().size(), 1u);
   const auto& r = sys.collectives()->records()[0];
   // latency + 600 bytes over the NICs, plus the launch and one step's fixed costs.
-  EXPECT_EQ(r.end_ps - r.ready_ps,
-            (kLaunchNs + kEfaNs + kStepNs + kHandshakeNs + kProxyNs) * 1000 +
-                int64_t(600 / kEfaGBps * 1000));
+  EXPECT_EQ(r.end_ps - r.ready_ps, (kLaunchNs + kEfaNs + kStepNs + kHandshakeNs + kProxyNs) * 1000 +
+                                       int64_t(600 / kEfaGBps * 1000));
 }
 
 // ---- ranks that disagree or never arrive ----

@@ -103,9 +103,10 @@ struct AlphaBeta {
 double closed_form_seconds(CollectiveOp op, Algorithm algorithm, int ranks, double bytes,
                            const AlphaBeta& ab, double launch_s = 0);
 // A hierarchical collective's: the sum of its stages' closed forms, each with its level's
-// alpha, beta and gamma (`per_level[stage.level]`), plus `launch_s` once. With two levels (Y ranks per instance, X
-// instances) and ring stages, all_reduce is 2(Y-1)a1 + 2((Y-1)/Y)n(b1) + ((Y-1)/Y)n(g)
-// + 2(X-1)a2 + 2((X-1)/X)(n/Y)(b2) + ((X-1)/X)(n/Y)g.
+// alpha, beta, gamma and handshake (`per_level[stage.level]`), plus `launch_s` once. With two
+// levels (Y ranks per instance, X instances) and one-direction ring stages, all_reduce is
+// L + 2(Y-1)(a1+h) + 2((Y-1)/Y)n(b1) + ((Y-1)/Y)n(g) + 2(X-1)(a2+h) + 2((X-1)/X)(n/Y)(b2)
+// + ((X-1)/X)(n/Y)g.
 double hierarchical_closed_form_seconds(const std::vector<Stage>& stages,
                                         const std::vector<AlphaBeta>& per_level,
                                         double launch_s = 0);
