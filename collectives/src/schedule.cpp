@@ -1,8 +1,10 @@
 // Collective algorithms as steps of sends, Neuron's size-based choice, and the closed forms.
 #include "wallsim/collectives/schedule.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +41,15 @@ Step direct(int p, double bytes, double reduce) {
     for (int k = 1; k < p; ++k) s.sends.push_back({r, mod(r + k, p), bytes});
   }
   s.reduce_bytes = reduce;
+  return s;
+}
+
+// A ring step: every rank sends `bytes` to rank + 1, or with two directions half to rank + 1
+// and half to rank - 1.
+Step ring_step(int p, int directions, double bytes, double reduce) {
+  if (directions < 2 || p < 3) return shift(p, 1, bytes, reduce);
+  Step s = shift(p, 1, bytes / 2, reduce);
+  for (int r = 0; r < p; ++r) s.sends.push_back({r, mod(r - 1, p), bytes / 2});
   return s;
 }
 
@@ -116,7 +127,8 @@ Algorithm choose_algorithm(CollectiveOp op, int p, double bytes, const Collectiv
   return a;
 }
 
-Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer) {
+Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer,
+                       int ring_directions) {
   if (p < 1) throw std::invalid_argument("make_schedule: a collective needs a rank");
   if (a == Algorithm::automatic)
     throw std::invalid_argument("make_schedule: choose the algorithm first");
@@ -143,8 +155,9 @@ Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer) 
   switch (op) {
     case CollectiveOp::all_reduce:
       if (a == Algorithm::ring) {
-        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, chunk));
-        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, 0));
+        for (int i = 0; i < p - 1; ++i)
+          s.steps.push_back(ring_step(p, ring_directions, chunk, chunk));
+        for (int i = 0; i < p - 1; ++i) s.steps.push_back(ring_step(p, ring_directions, chunk, 0));
       } else if (a == Algorithm::mesh) {
         s.steps.push_back(direct(p, chunk, chunk * (p - 1)));
         s.steps.push_back(direct(p, chunk, 0));
@@ -155,7 +168,7 @@ Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer) 
       break;
     case CollectiveOp::all_gather:
       if (a == Algorithm::ring) {
-        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, 0));
+        for (int i = 0; i < p - 1; ++i) s.steps.push_back(ring_step(p, ring_directions, chunk, 0));
       } else if (a == Algorithm::mesh) {
         s.steps.push_back(direct(p, chunk, 0));
       } else {
@@ -164,7 +177,8 @@ Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer) 
       break;
     case CollectiveOp::reduce_scatter:
       if (a == Algorithm::ring) {
-        for (int i = 0; i < p - 1; ++i) s.steps.push_back(shift(p, 1, chunk, chunk));
+        for (int i = 0; i < p - 1; ++i)
+          s.steps.push_back(ring_step(p, ring_directions, chunk, chunk));
       } else if (a == Algorithm::mesh) {
         s.steps.push_back(direct(p, chunk, chunk * (p - 1)));
       } else {
@@ -187,29 +201,44 @@ Schedule make_schedule(CollectiveOp op, Algorithm a, int p, double n, int peer) 
   return s;
 }
 
-double closed_form_seconds(CollectiveOp op, Algorithm a, int p, double n, const AlphaBeta& ab) {
-  const double al = ab.alpha_s, be = ab.beta_s_per_byte, ga = ab.gamma_s_per_byte;
-  if (op == CollectiveOp::send_recv) return al + n * be;
-  if (p == 1) return 0.0;
-  if (op == CollectiveOp::permute) return al + n * be;
+double closed_form_seconds(CollectiveOp op, Algorithm a, int p, double n, const AlphaBeta& ab,
+                           double launch_s) {
+  const double be = ab.beta_s_per_byte, ga = ab.gamma_s_per_byte;
+  // One peer's step: alpha and one handshake.
+  const double one = ab.alpha_s + ab.handshake_s;
+  if (op == CollectiveOp::send_recv) return launch_s + one + n * be;
+  if (p == 1) return launch_s;
+  if (op == CollectiveOp::permute) return launch_s + one + n * be;
   const double f = double(p - 1) / p;  // the share of the data a rank sends (per pass)
   const double lg = log2i(p);
-  // Steps per pass: p - 1 for ring (pairwise), 1 for mesh, log2(p) for rhd.
+  // Steps per pass: p - 1 for ring (pairwise), 1 for mesh, log2(p) for rhd; each costs alpha
+  // plus a handshake per peer: p - 1 for mesh, the ring's directions, else 1.
   const double steps = a == Algorithm::ring ? p - 1 : a == Algorithm::mesh ? 1 : lg;
+  const int dirs = ab.ring_directions >= 2 && p > 2 ? 2 : 1;
+  const double peers = a == Algorithm::mesh ? p - 1 : a == Algorithm::ring ? dirs : 1;
+  const double al = ab.alpha_s + peers * ab.handshake_s;
   switch (op) {
     case CollectiveOp::all_reduce:
-      return 2 * steps * al + 2 * f * n * be + f * n * ga;
+      return launch_s + 2 * steps * al + 2 * f * n * be + f * n * ga;
     case CollectiveOp::all_gather:
-      return steps * al + f * n * be;
+      return launch_s + steps * al + f * n * be;
     case CollectiveOp::reduce_scatter:
-      return steps * al + f * n * (be + ga);
+      return launch_s + steps * al + f * n * (be + ga);
     case CollectiveOp::all_to_all:
-      return (a == Algorithm::mesh ? 1 : p - 1) * al + f * n * be;
+      // Pairwise: one peer per step whatever the ring's directions.
+      return launch_s + (a == Algorithm::mesh ? al : (p - 1) * one) + f * n * be;
     case CollectiveOp::permute:
     case CollectiveOp::send_recv:
       break;
   }
-  return al + n * be;
+  return launch_s + one + n * be;
+}
+
+int peers_per_step(const Step& step) {
+  std::map<int, int> sends;
+  int most = 0;
+  for (const Send& s : step.sends) most = std::max(most, ++sends[s.from]);
+  return most;
 }
 
 std::string Schedule::label() const {
@@ -271,14 +300,16 @@ std::vector<Stage> hierarchical_stages(CollectiveOp op, const std::vector<int>& 
 }
 
 Schedule make_hierarchical_schedule(CollectiveOp op, const std::vector<int>& levels, double n,
-                                    const std::function<Algorithm(const Stage&)>& choose) {
+                                    const std::function<Algorithm(const Stage&)>& choose,
+                                    int ring_directions) {
   Schedule s;
   s.stages = hierarchical_stages(op, levels, n);
   int p = 1;
   for (int d : levels) p *= d;
   for (Stage& st : s.stages) {
     st.algorithm = choose(st);
-    const Schedule sub = make_schedule(st.op, st.algorithm, st.group_size, st.bytes);
+    const Schedule sub =
+        make_schedule(st.op, st.algorithm, st.group_size, st.bytes, 1, ring_directions);
     st.algorithm = sub.algorithm;
     int stride = 1;
     for (int l = 0; l < st.level; ++l) stride *= levels[static_cast<size_t>(l)];
@@ -303,8 +334,8 @@ Schedule make_hierarchical_schedule(CollectiveOp op, const std::vector<int>& lev
 }
 
 double hierarchical_closed_form_seconds(const std::vector<Stage>& stages,
-                                        const std::vector<AlphaBeta>& per_level) {
-  double t = 0;
+                                        const std::vector<AlphaBeta>& per_level, double launch_s) {
+  double t = launch_s;
   for (const Stage& st : stages) {
     t += closed_form_seconds(st.op, st.algorithm, st.group_size, st.bytes,
                              per_level.at(static_cast<size_t>(st.level)));

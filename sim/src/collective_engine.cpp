@@ -280,26 +280,45 @@ void CollectiveEngine::execute(Meeting* mp) {
   collectives::Schedule schedule;
   if (!levels.empty()) {
     schedule = collectives::make_hierarchical_schedule(
-        op, levels, bytes, [this](const collectives::Stage& st) {
+        op, levels, bytes,
+        [this](const collectives::Stage& st) {
           return collectives::choose_algorithm(st.op, st.group_size, st.bytes, m_config);
-        });
+        },
+        static_cast<int>(m_config.ring_directions));
   } else {
-    schedule = collectives::make_schedule(op, collectives::choose_algorithm(op, p, bytes, m_config),
-                                          p, bytes, first.peer);
+    schedule =
+        collectives::make_schedule(op, collectives::choose_algorithm(op, p, bytes, m_config), p,
+                                   bytes, first.peer, static_cast<int>(m_config.ring_directions));
   }
   std::map<int, double> load;  // by resource: capacity the collective's transfers took
   const int64_t start = now_ps();
+  const auto route_of = [this](int a, int b) -> const dma::Route& {
+    auto cached = m_routes.find({a, b});
+    if (cached == m_routes.end())
+      cached = m_routes.emplace(std::make_pair(a, b), m_route(a, b)).first;
+    return cached->second;
+  };
+  if (m_config.launch_ns > 0) sc_core::wait(ps(m_config.launch_ns * 1000));
   for (const collectives::Step& step : schedule.steps) {
-    if (m_config.step_overhead_ns > 0) sc_core::wait(ps(m_config.step_overhead_ns * 1000));
+    // The step's fixed costs: its overhead, a handshake per peer of the busiest rank, and the
+    // network proxy's round when a transfer crosses EFA.
+    int64_t fixed_ns =
+        m_config.step_overhead_ns + m_config.handshake_ns * collectives::peers_per_step(step);
+    for (const collectives::Send& s : step.sends) {
+      if (route_of(m.ranks[static_cast<size_t>(s.from)].first,
+                   m.ranks[static_cast<size_t>(s.to)].first)
+              .proxied) {
+        fixed_ns += m_config.network_proxy_ns;
+        break;
+      }
+    }
+    if (fixed_ns > 0) sc_core::wait(ps(fixed_ns * 1000));
     int remaining = static_cast<int>(step.sends.size());
     sc_core::sc_event step_done;
     for (const collectives::Send& s : step.sends) {
       const auto [chip, core] = m.ranks[static_cast<size_t>(s.from)];
       const int to_chip = m.ranks[static_cast<size_t>(s.to)].first;
-      auto cached = m_routes.find({chip, to_chip});
-      if (cached == m_routes.end())
-        cached = m_routes.emplace(std::make_pair(chip, to_chip), m_route(chip, to_chip)).first;
-      const dma::Route& route = cached->second;
+      const dma::Route& route = route_of(chip, to_chip);
       for (const memory::ResourceUse& u : route.uses) load[u.resource] += s.bytes * u.weight;
       const dma::TransferKey key{
           chip, core,

@@ -92,20 +92,33 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
     }
     for (CoreWiring& w : wiring[static_cast<size_t>(c)]) w.remote_hbm = remote;
   }
-  // The collective engines move HBM to HBM: the source chip's HBM, the route's links, the
+  // The collective engines move HBM to HBM: the source chip's collective DMA (when modelled:
+  // the DMA engines its collective cores drive), the source chip's HBM, the route's links, the
   // destination chip's HBM (one chip: its HBM read and written).
-  std::vector<int> hbm;
+  std::vector<int> hbm, cc_dma;
   for (const auto& chip : m_chips) hbm.push_back(chip->hbm);
+  const collectives::CollectivesConfig& cc = sys.collectives;
+  if (cc.dma_rings_per_core > 0) {
+    const double rate =
+        double(cc.cores_per_chip * cc.dma_rings_per_core) * t.dma.bandwidth_gb_per_s * 1e9;
+    for (int c = 0; c < n_chips; ++c) {
+      cc_dma.push_back(m_network->add_resource("chip" + std::to_string(c) + ".cc_dma", rate));
+    }
+  }
   const Topology* topology = m_topology.get();
-  auto route = [hbm, link_index, topology](int a, int b) {
+  auto route = [hbm, cc_dma, link_index, topology](int a, int b) {
     dma::Route r;
+    if (!cc_dma.empty()) r.uses.push_back({cc_dma[static_cast<size_t>(a)], 1.0});
     if (a == b) {
       r.uses.push_back({hbm[static_cast<size_t>(a)], 2.0});
       return r;
     }
     const std::vector<LinkId> links = topology->route(a, b);
     r.uses.push_back({hbm[static_cast<size_t>(a)], 1.0});
-    for (const LinkId& l : links) r.uses.push_back({link_index.at(l.name()), 1.0});
+    for (const LinkId& l : links) {
+      r.uses.push_back({link_index.at(l.name()), 1.0});
+      if (l.kind == LinkKind::efa_tx || l.kind == LinkKind::efa_rx) r.proxied = true;
+    }
     r.uses.push_back({hbm[static_cast<size_t>(b)], 1.0});
     r.latency_ns = topology->latency_ns(links);
     return r;

@@ -26,10 +26,13 @@ using collectives::CollectiveOp;
 
 constexpr double kNlGBps = 50.0, kEfaGBps = 20.0, kReduceGBps = 100.0;
 constexpr int64_t kNlNs = 1000, kEfaNs = 15000, kStepNs = 200;
+// The fixed costs: per collective, per peer of a step, per step across EFA.
+constexpr int64_t kLaunchNs = 5000, kHandshakeNs = 300, kProxyNs = 1000;
 
 // X instances of a ring of Y chips (torus Y x 1), one core each, joined by EFA: a ring stage
-// inside an instance sends to the next chip over its own x+ link, a stage across instances over
-// each chip's own NIC: contention-free. HBM far faster than any link.
+// inside an instance sends to the next chip over its own x+ link and to the previous over its
+// own x- link (two ring directions), a stage across instances over each chip's own NIC (both
+// directions share it): contention-free. HBM far faster than any link.
 SystemConfig two_level(int y, int x, Algorithm algorithm) {
   SystemConfig s;
   s.chip.cores = 1;
@@ -42,6 +45,10 @@ SystemConfig two_level(int y, int x, Algorithm algorithm) {
   s.collectives.algorithm = algorithm;
   s.collectives.reduce_gb_per_s = kReduceGBps;
   s.collectives.step_overhead_ns = kStepNs;
+  s.collectives.launch_ns = kLaunchNs;
+  s.collectives.handshake_ns = kHandshakeNs;
+  s.collectives.network_proxy_ns = kProxyNs;
+  s.collectives.ring_directions = 2;
   return s;
 }
 
@@ -57,12 +64,15 @@ std::vector<std::pair<int, int>> chips(int p) {
   return r;
 }
 
-std::vector<collectives::AlphaBeta> levels_ab(const SystemConfig& s) {
-  const double gamma = 1.0 / (kReduceGBps * 1e9);
+// Level 0: a NeuronLink hop (a ring of Y > 2 uses both its links: beta halves); level 1: EFA
+// with the network proxy's round per step (one NIC for both ring directions).
+std::vector<collectives::AlphaBeta> levels_ab(const SystemConfig& s, Algorithm algorithm, int y) {
+  const double gamma = 1.0 / (kReduceGBps * 1e9), hs = double(kHandshakeNs) * 1e-9;
+  const double links = algorithm == Algorithm::ring && y > 2 ? 2 : 1;
   return {{double(s.links.neuronlink.effective_latency_ns() + kStepNs) * 1e-9,
-           1.0 / (s.links.neuronlink.effective_bandwidth_gb_per_s() * 1e9), gamma},
-          {double(s.links.efa.effective_latency_ns() + kStepNs) * 1e-9,
-           1.0 / (s.links.efa.effective_bandwidth_gb_per_s() * 1e9), gamma}};
+           1.0 / (s.links.neuronlink.effective_bandwidth_gb_per_s() * 1e9 * links), gamma, hs, 2},
+          {double(s.links.efa.effective_latency_ns() + kStepNs + kProxyNs) * 1e-9,
+           1.0 / (s.links.efa.effective_bandwidth_gb_per_s() * 1e9), gamma, hs, 2}};
 }
 
 // Runs one `op` of `count` fp32 on every chip of `s` and returns its record.
@@ -89,7 +99,8 @@ void expect_hierarchical(CollectiveOp op, Algorithm algorithm, int y, int x) {
   const auto stages = collectives::hierarchical_stages(op, {y, x}, n);
   auto chosen = stages;
   for (auto& st : chosen) st.algorithm = algorithm;
-  const double expected = collectives::hierarchical_closed_form_seconds(chosen, levels_ab(s));
+  const double expected = collectives::hierarchical_closed_form_seconds(
+      chosen, levels_ab(s, algorithm, y), double(kLaunchNs) * 1e-9);
   const double simulated = double(r.end_ps - r.ready_ps) * 1e-12;
   EXPECT_NEAR(simulated / expected, 1.0, 0.02)
       << name_of(op) << " " << r.label << " Y=" << y << " X=" << x << ": simulated " << simulated
@@ -159,7 +170,8 @@ double efa_closed_form(double factor) {
   auto stages =
       collectives::hierarchical_stages(CollectiveOp::all_reduce, {4, 2}, double(kEfaCount) * 4);
   for (auto& st : stages) st.algorithm = Algorithm::ring;
-  return collectives::hierarchical_closed_form_seconds(stages, levels_ab(efa_system(factor)));
+  return collectives::hierarchical_closed_form_seconds(
+      stages, levels_ab(efa_system(factor), Algorithm::ring, 4), double(kLaunchNs) * 1e-9);
 }
 
 CollectiveEngine::Record run_efa(double factor) {

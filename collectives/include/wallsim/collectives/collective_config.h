@@ -34,6 +34,18 @@ struct CollectivesConfig {
   int64_t rhd_below_bytes = int64_t{56} << 20;  // automatic: recursive halving/doubling below
   double reduce_gb_per_s = 967.0;               // reduction rate, bytes received per second
   int64_t step_overhead_ns = 0;                 // per algorithm step, before its transfers
+  // Fixed costs (docs/COLLECTIVES.md, "Fixed costs"): once per collective before its first
+  // step; per peer a rank sends to in a step (the collective core's semaphore handshake with
+  // it); per step whose transfers cross EFA (the host's network-proxy thread posts them).
+  int64_t launch_ns = 0;
+  int64_t handshake_ns = 0;
+  int64_t network_proxy_ns = 0;
+  // The collective cores' DMA: each drives this many DMA engines (0: not modelled), so a chip
+  // moves collective data at cores_per_chip x dma_rings_per_core x timing.dma.bandwidth_gb_per_s.
+  int64_t dma_rings_per_core = 0;
+  // Parallel rings: 2 sends half of each ring step's chunk each way round (rank + 1 and
+  // rank - 1: mutually exclusive link directions), when p > 2.
+  int64_t ring_directions = 1;
 };
 
 template <class V>
@@ -58,6 +70,21 @@ void describe(V& v, CollectivesConfig& c) {
           "rate at which a collective core reduces received data into its own");
   v.field("step_overhead_ns", c.step_overhead_ns, {0, 1000000000}, "ns",
           "fixed cost of each algorithm step (synchronisation between collective cores)");
+  v.field("launch_ns", c.launch_ns, {0, 1000000000}, "ns",
+          "fixed cost of each collective, from the last rank's arrival to its first step (the "
+          "runtime's launch of the collective and the ranks' synchronisation)");
+  v.field("handshake_ns", c.handshake_ns, {0, 1000000000}, "ns",
+          "per peer a rank sends to in an algorithm step, before the step's transfers (the "
+          "collective core's semaphore handshake with each peer, one after another)");
+  v.field("network_proxy_ns", c.network_proxy_ns, {0, 1000000000}, "ns",
+          "per algorithm step whose transfers cross EFA (the host's network-proxy thread posts "
+          "them and polls their completion)");
+  v.field("dma_rings_per_core", c.dma_rings_per_core, {0, 1024}, "",
+          "DMA engines each collective core drives: a chip's collective transfers share "
+          "cores_per_chip x this x timing.dma.bandwidth_gb_per_s (0: not modelled)");
+  v.field("ring_directions", c.ring_directions, {1, 2}, "",
+          "rings run at once: 2 sends half of each ring step's chunk to rank + 1 and half to "
+          "rank - 1 (two rings on mutually exclusive link directions), when p > 2");
 }
 
 }  // namespace wallsim::collectives

@@ -67,8 +67,11 @@ Algorithm choose_algorithm(CollectiveOp op, int ranks, double bytes, const Colle
 
 // The steps of `op` by `algorithm` (not automatic) on `ranks` ranks for a size of `bytes`;
 // `peer` is the permute offset, or the send_recv pair (from 0 to 1 of two ranks). Throws
-// std::invalid_argument for rhd on a rank count that is not a power of two.
-Schedule make_schedule(CollectiveOp op, Algorithm algorithm, int ranks, double bytes, int peer = 1);
+// std::invalid_argument for rhd on a rank count that is not a power of two. `ring_directions`
+// 2: each ring step of all_reduce, all_gather and reduce_scatter sends half its chunk to rank + 1
+// and half to rank - 1 (two rings at once), when ranks > 2.
+Schedule make_schedule(CollectiveOp op, Algorithm algorithm, int ranks, double bytes, int peer = 1,
+                       int ring_directions = 1);
 
 // The stages of `op` (all_reduce, all_gather or reduce_scatter) composed over `levels` (their
 // sizes, innermost first; rank r = i0 + d0 (i1 + d1 (i2 + ...))), the algorithms not chosen:
@@ -83,21 +86,30 @@ std::vector<Stage> hierarchical_stages(CollectiveOp op, const std::vector<int>& 
 // Those stages as one schedule on every rank: each stage's algorithm from `choose`, its steps
 // run by every group of its level at once (stage after stage, not pipelined).
 Schedule make_hierarchical_schedule(CollectiveOp op, const std::vector<int>& levels, double bytes,
-                                    const std::function<Algorithm(const Stage&)>& choose);
+                                    const std::function<Algorithm(const Stage&)>& choose,
+                                    int ring_directions = 1);
+// The most sends any one rank makes in `step`: the peers its collective core handshakes with.
+int peers_per_step(const Step& step);
 
-// The alpha-beta cost model (docs/COLLECTIVES.md): alpha s per step, beta s per byte a rank
-// sends, gamma s per byte it reduces.
+// The alpha-beta cost model (docs/COLLECTIVES.md): alpha s per step, plus handshake s per peer
+// a rank sends to in the step (p - 1 for mesh, ring_directions for ring, 1 otherwise), beta s
+// per byte a rank sends (over all its ring directions), gamma s per byte it reduces.
 struct AlphaBeta {
   double alpha_s = 0, beta_s_per_byte = 0, gamma_s_per_byte = 0;
+  double handshake_s = 0;
+  int ring_directions = 1;
 };
+// The form plus `launch_s` once (the per-collective cost).
 double closed_form_seconds(CollectiveOp op, Algorithm algorithm, int ranks, double bytes,
-                           const AlphaBeta& ab);
+                           const AlphaBeta& ab, double launch_s = 0);
 // A hierarchical collective's: the sum of its stages' closed forms, each with its level's
-// alpha, beta and gamma (`per_level[stage.level]`). With two levels (Y ranks per instance, X
-// instances) and ring stages, all_reduce is 2(Y-1)a1 + 2((Y-1)/Y)n(b1) + ((Y-1)/Y)n(g)
-// + 2(X-1)a2 + 2((X-1)/X)(n/Y)(b2) + ((X-1)/X)(n/Y)g.
+// alpha, beta, gamma and handshake (`per_level[stage.level]`), plus `launch_s` once. With two
+// levels (Y ranks per instance, X instances) and one-direction ring stages, all_reduce is
+// L + 2(Y-1)(a1+h) + 2((Y-1)/Y)n(b1) + ((Y-1)/Y)n(g) + 2(X-1)(a2+h) + 2((X-1)/X)(n/Y)(b2)
+// + ((X-1)/X)(n/Y)g.
 double hierarchical_closed_form_seconds(const std::vector<Stage>& stages,
-                                        const std::vector<AlphaBeta>& per_level);
+                                        const std::vector<AlphaBeta>& per_level,
+                                        double launch_s = 0);
 
 // nccl-tests' bus-bandwidth factor: busbw = algbw x factor (2(n-1)/n all_reduce; (n-1)/n
 // all_gather, reduce_scatter, all_to_all; 1 permute and send/recv).

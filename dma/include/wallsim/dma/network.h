@@ -21,6 +21,7 @@ namespace wallsim::dma {
 struct Route {
   std::vector<memory::ResourceUse> uses;
   int64_t latency_ns = 0;
+  bool proxied = false;  // crosses EFA: the host's network-proxy thread drives it (collectives)
 };
 
 // Who starts a transfer: transfers that start in the same picosecond are applied in (chip,
