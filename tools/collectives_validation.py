@@ -4,7 +4,7 @@
   tools/collectives_validation.py WALLSIM OUTDIR
 
 Writes OUTDIR/<case>.csv (the simulator's tables), OUTDIR/collectives.md (Markdown tables of
-simulated against published, for docs/VALIDATION.md "Collectives") and
+simulated against published, for docs/COLLECTIVES.md, its validation section) and
 OUTDIR/collectives_busbw.png (busbw against size; matplotlib, Agg). The published figures are
 the nccom-test examples of aws-neuron-sdk tools/neuron-sys-tools/nccom-test.rst (trn1; their
 busbw is recomputed from size and time in GB/s = 1e9 bytes/s as wallsim prints: the page prints
