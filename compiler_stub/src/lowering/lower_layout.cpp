@@ -366,6 +366,8 @@ const char* name_of(TransposeRoute r) {
       return "dma transpose";
     case TransposeRoute::strided_dma:
       return "strided dma";
+    case TransposeRoute::base:
+      return "view's base";
   }
   return "?";
 }
@@ -413,10 +415,9 @@ TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int6
 // as many tiles as the fill share holds A^T and output rows for, else once for all tiles).
 TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n) {
   const int32_t aid = n.inputs[0];
-  if (n.op != OpKind::matmul || ctx.on_chip(aid) || ctx.is_view(aid)) {
-    return TransposeRoute::array;
-  }
+  if (n.op != OpKind::matmul || ctx.on_chip(aid)) return TransposeRoute::array;
   if (const MatmulSchedule* s = ctx.matmul_schedule(n.id)) return s->a_route;
+  if (ctx.is_view(aid)) return TransposeRoute::array;
   const isa::CostHints& h = ctx.arch().costs;
   const TensorType& a = ctx.type_of(aid);
   const TensorType& b = ctx.type_of(n.inputs[1]);
@@ -506,10 +507,16 @@ std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc&
 }
 
 void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,
-                     int64_t row0, int32_t rows, int64_t col0, int32_t ks) {
+                     int64_t row0, int32_t rows, int64_t col0, int32_t ks, const ViewDesc* base) {
   AccessPattern from = LoweringContext::hbm_ap(src, dt, view, row0, ks, col0, rows);
   from.partition_stride = 1;        // the source's columns become partitions ...
   from.free[0].stride = view.cols;  // ... and its rows the free axis
+  if (base) {  // `src` is the base of a transposed view: A^T's rows are its rows
+    const SubDim &m = base->groups[0][0], &k = base->groups[1][0];
+    from.offset = base->offset + row0 * m.stride + col0 * k.stride;
+    from.partition_stride = k.stride;
+    from.free[0] = {rows, m.stride};
+  }
   ctx.dma(ctx.next_side_load_queue(), LoweringContext::sbuf_ap(dst, dt, ks, 0, rows), from);
   ctx.count_bytes_in(int64_t{rows} * ks * isa::dtype_bytes(dt));
 }

@@ -67,6 +67,7 @@ struct HbmStationaries {
   Slot a;
   View view;
   DType dtype = DType::fp32;
+  std::optional<ViewDesc> base;  // A is this transposed view of `a` (TransposeRoute::base)
 };
 
 // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
@@ -335,7 +336,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
         auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at", true);
         if (!s) return ctx.no_room();
         load_transposed(ctx, *s, a_t->a, dt, a_t->view, a.row0(t), rows, col,
-                        static_cast<int32_t>(ks));
+                        static_cast<int32_t>(ks), a_t->base ? &*a_t->base : nullptr);
         at[i].push_back(*s);
         // The first panel right after the first row tile's A^T: the multiplies start then.
         if (b.streamed && !panel && k == kc.back() && !(panel = load_panel(0)))
@@ -452,9 +453,12 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const int64_t kt = blocking.k_interleave;
   const bool interleaved = kt > 0 || (ctx.on_chip(bid) && ctx.tiles_of(bid)->k_group > 1);
   if (!narrow && !interleaved && stationary_route(ctx, n) != TransposeRoute::array) {
-    if (!ctx.ensure_hbm(aid)) return ctx.no_room();
     const TensorType& at = ctx.type_of(aid);
-    a_t = HbmStationaries{ctx.hbm_tensor(aid, isa::TensorRole::input), view_of(at), at.dtype};
+    std::optional<ViewDesc> base;
+    if (ctx.is_view(aid)) base = ctx.view_of_value(aid);
+    const int32_t src = base ? base->base : aid;
+    if (!ctx.ensure_hbm(src)) return ctx.no_room();
+    a_t = HbmStationaries{ctx.hbm_tensor(src, isa::TensorRole::input), view_of(at), at.dtype, base};
     a = ctx.tiling(a_t->view.rows, a_t->view.cols, at.dtype, run_of(at), aid);
   } else if (narrow && !ctx.on_chip(aid)) {
     // Too wide for a row tile: A stays in HBM (a view is materialised), read by K chunks.

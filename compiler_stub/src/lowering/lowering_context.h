@@ -293,9 +293,11 @@ TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int6
 // loaded transposed and A's row tiles are never loaded.
 TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n);
 // The DMA that loads rows [row0, row0 + rows) x columns [col0, col0 + ks) of the [view] matrix
-// in HBM tensor `src` transposed into `dst` (ks partitions x rows).
+// in HBM tensor `src` transposed into `dst` (ks partitions x rows). With `base`, the matrix is
+// that transposed view of `src` (TransposeRoute::base): the DMA reads src's rows as they are.
 void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,
-                     int64_t row0, int32_t rows, int64_t col0, int32_t ks);
+                     int64_t row0, int32_t rows, int64_t col0, int32_t ks,
+                     const ViewDesc* base = nullptr);
 // How a batch_matmul gets a B that reads HBM transposed ([batch, K, N] with K contiguous): the
 // array (array: load_batch_b_by_array) or the strided view's DMA (the other routes: a hardware
 // transpose where the chip has one), priced per N row tile beside the op's own work.

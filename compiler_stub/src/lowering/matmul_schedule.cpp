@@ -113,7 +113,11 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
     } else if (s.a_route == TransposeRoute::strided_dma) {
       chunks = a_pay / double(f.a_bytes);
     }
-    if (f.a_transposed) chunks = a_pay / double(f.a_bytes);  // a view's rows: element-strided
+    if (s.a_route == TransposeRoute::base) {
+      chunks = double(f.K) * double(Mt);  // the base's rows, a row tile's columns at a time
+    } else if (f.a_transposed && !s.narrow) {
+      chunks = a_pay / double(f.a_bytes);  // a view's rows: element-strided
+    }
     engine += h.dma_engine_bytes(a_pay, chunks);
     payload += a_pay;
   }
@@ -139,7 +143,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   c.dma_ns = std::max(engine / dma_bytes_per_ns, b_engine / (b_engines * h.dma_gb_per_s));
   // A transposed A view loaded by rows: one descriptor of element chunks per row tile, on one
   // engine each (by K chunks, narrow, its pieces spread over the engines like any load).
-  if (f.a_transposed && !s.narrow) {
+  if (f.a_transposed && !s.narrow && s.a_route != TransposeRoute::base) {
     const double a_engines = double(std::min(f.dma_engines, Mt));
     c.dma_ns = std::max(c.dma_ns, h.dma_engine_bytes(a_pay, a_pay / double(f.a_bytes)) /
                                       (a_engines * h.dma_gb_per_s));
@@ -193,6 +197,20 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   }
   c.prologue_ns =
       double(h.launch_ns) + transfer_latency + std::max(first_a, (a_tile + first_b) / rate - ahead);
+  // Narrow, a transposed A view is materialised in HBM before the multiplies (lower_matmul.cpp,
+  // ensure_hbm): its base read by the hardware transpose's chunks where the chip has one, else
+  // by row tiles of its rows (an under-estimate on trn1, see docs/COMPILER.md), and the copy
+  // written by rows, over every engine, as far as HBM keeps up; then
+  // read by K chunks like any narrow A (above).
+  if (s.narrow && f.a_transposed) {
+    const bool hw = arch.dma.hardware_transpose && f.a_bytes == 2 && h.dma_transpose_chunk_bytes > 0;
+    const double read_chunks =
+        hw ? a_pay / double(h.dma_transpose_chunk_bytes) : double(f.K) * double(Mt);
+    const double copy = h.dma_engine_bytes(a_pay, read_chunks) + h.dma_engine_bytes(a_pay, double(f.M));
+    c.prologue_ns += std::max(copy / dma_bytes_per_ns,
+                              h.hbm_gb_per_s > 0 ? 2 * a_pay / h.hbm_gb_per_s : 0.0) +
+                     transfer_latency;
+  }
   const double window_out = double(ceil_div(f.M, windows)) * double(f.N) * double(f.out_bytes);
   const double last_out = s.narrow ? double(rows) * double(nb) * double(f.out_bytes) : window_out;
   c.epilogue_ns = last_out / rate + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el +

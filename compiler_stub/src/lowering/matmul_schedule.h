@@ -10,7 +10,9 @@
 
 namespace wallsim::compiler_stub::lowering {
 
-enum class TransposeRoute { array, dma_transpose, strided_dma };
+// `base`: A is a transposed view (base^T) of a tensor in HBM, so A^T's rows are the base's,
+// loaded as they are (no transpose at all).
+enum class TransposeRoute { array, dma_transpose, strided_dma, base };
 const char* name_of(TransposeRoute r);
 
 // One point of a matmul's schedule space. The loop order is fixed: a block of A's row tiles

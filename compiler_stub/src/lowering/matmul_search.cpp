@@ -71,6 +71,8 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
                     m_arch.costs.dma_transpose_chunk_bytes > 0;
     routes.push_back(hw ? TransposeRoute::dma_transpose : TransposeRoute::strided_dma);
   }
+  // A transposed view: A^T is its base, whose rows load as they are.
+  if (f.a_transposed && at.dtype == bt.dtype) routes.push_back(TransposeRoute::base);
   const bool slabs = n.inputs.size() == 2 && !n.int_attr(kEpilogueAct) && !is_view(bid);
   std::vector<int64_t> widths;
   for (int64_t w = std::min(f.moving_cols, f.N); w >= 1 && widths.size() < 4; w /= 2)
