@@ -18,6 +18,7 @@ import math
 
 import torch
 
+from .dtypes import graph_dtype
 from .graph import MappingError
 from .ops_def import OPS
 
@@ -55,7 +56,6 @@ def handles(*names):
 
 
 def gdt(t):
-    from .recorder import graph_dtype
     return graph_dtype(t.dtype if isinstance(t, torch.Tensor) else t)
 
 

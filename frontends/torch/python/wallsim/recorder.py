@@ -18,13 +18,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
 from . import aten_map, guards, reads, sections
+from .dtypes import graph_dtype
 from .graph import Graph, MappingError
 from .program_file import write_program
 
 _active = []  # the capture running in this process (at most one)
 
-DTYPES = {torch.float32: "fp32", torch.float64: "fp32", torch.bfloat16: "bf16",
-          torch.float16: "fp16"}
 NP_DTYPES = {"fp32": np.float32, "bf16": np.float32, "fp16": np.float16, "int32": np.int32}
 # Ops that only run (no tensor result worth tracking, or bookkeeping).
 PASSTHROUGH = {"aten.is_same_size.default", "aten.size.default", "aten.stride.default",
@@ -32,10 +31,6 @@ PASSTHROUGH = {"aten.is_same_size.default", "aten.size.default", "aten.stride.de
 # Factory ops whose values come from the host's random generator: uploaded as input events.
 RANDOM = {"randn", "rand", "randint", "randperm", "normal_", "uniform_", "bernoulli_",
           "bernoulli", "random_", "normal", "exponential_", "multinomial"}
-
-
-def graph_dtype(dt):
-    return DTYPES.get(dt, "int32")
 
 
 class _Info:
