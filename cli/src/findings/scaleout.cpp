@@ -81,6 +81,24 @@ std::vector<std::string> scaleout_findings(const Json& rows) {
     const Curve& c = curves[s];
     if (c.count(1) && c.size() > 1) out.push_back(series_sentence(s, c));
   }
+  // How the answer moves: two instances against one, and the fewest that break even, per series.
+  std::vector<std::string> moves;
+  for (const std::string& s : order) {
+    const Curve& c = curves[s];
+    if (!c.count(1) || !c.count(2)) continue;
+    const double one = fig(*c.at(1), "step_wall_ns");
+    int64_t even = 0;
+    for (const auto& [n, r] : c) {
+      if (n > 1 && even == 0 && fig(*r, "step_wall_ns") <= one) even = n;
+    }
+    moves.push_back(s + " " + fmt(fig(*c.at(2), "step_wall_ns") / one, 2) + "x (" +
+                    (even ? "even at " + std::to_string(even)
+                          : "no break-even up to " + std::to_string(c.rbegin()->first)) +
+                    ")");
+  }
+  if (moves.size() > 1) {
+    out.push_back("Two instances' step over one's, per series: " + join(moves, "none") + ".");
+  }
   // Healthy against degraded EFA: series named "<mode>, EFA healthy" and "<mode>, EFA ...".
   for (const std::string& s : order) {
     const std::string healthy = ", EFA healthy";
