@@ -2,7 +2,8 @@
 // are a list of labelled runs (decode, serving, mask, granularity, fallback, scaleout): each run is
 // its own `wallsim run` process; the study gathers their key figures into NAME.md and NAME.csv,
 // keeps their run directories (traces included) under runs/, and draws its plots with
-// tools/plot_study.py. The spec, configs/studies/NAME.json, holds the sizes and distributions.
+// tools/plot_study.py. The spec, configs/studies/NAME.json, holds the sizes and distributions,
+// and may name the study's default config (`"config"`, used when --config is not given).
 #include <cmath>
 #include <filesystem>
 #include <fstream>

@@ -435,7 +435,7 @@ namespace {
 // findings between markers (scripts/update_study_docs.py rewrites them from a fresh run), not
 // hand-written ones.
 TEST(Study, DocsHoldTheGeneratedTableAndFindings) {
-  for (const std::string name : {"decode", "mask", "granularity", "serving"}) {
+  for (const std::string name : {"decode", "mask", "granularity", "serving", "scaleout"}) {
     const std::string doc =
         test::slurp(std::string(WALLSIM_SOURCE_DIR) + "/docs/studies/" + name + ".md");
     const size_t begin = doc.find("<!-- study " + name + ": begin -->\n| run | mode | status |");
