@@ -16,7 +16,9 @@ granularity's block also holds a captured model with repeated layers: torchvisio
 (12 identical encoder layers, random weights), captured with `wallsim capture` into
 out/captures/vit_b_16.json and passed as `--model`; --no-capture leaves it out (GPT-2 only).
 --large also runs configs/studies/serving-large.json (static serving at batches 8 and 32) into
-serving.md's `serving-large` block, and open-questions then counts its static/continuous pairs.
+serving.md's `serving-large` block, and open-questions then counts its static/continuous pairs;
+with scaleout named, --large also runs configs/studies/scaleout-large.json (18 blocks) into
+scaleout.md's `scaleout-large` block.
 `validate` runs `wallsim validate` on configs/{trn2,trn1,tiny}.json and puts each validation.md
 (headings one level down) between docs/VALIDATION.md's <!-- validate CONFIG: begin/end --> markers.
 `compiler` compiles and runs examples/graphs/transformer_block.json (seq 512 and 1024, whole
@@ -39,7 +41,7 @@ sys.path.insert(0, ROOT)
 import open_questions  # noqa: E402
 
 ROOT = os.path.dirname(ROOT)
-STUDIES = ["wall", "decode", "mask", "granularity", "fallback", "serving"]
+STUDIES = ["wall", "decode", "mask", "granularity", "fallback", "serving", "scaleout"]
 
 
 def block(md):
@@ -176,7 +178,14 @@ def main():
                 src = os.path.join(out, png[len("study_"):])
                 if png.startswith("study_" + name) and png.endswith(".png") and os.path.exists(src):
                     shutil.copyfile(src, os.path.join(img, png))
-        if a.large:
+        if a.large and "scaleout" in a.names:
+            out = run("scaleout", "scaleout-large",
+                      ["--spec", os.path.join(ROOT, "configs", "studies", "scaleout-large.json")])
+            with open(os.path.join(out, "scaleout.md")) as f:
+                replace_block(os.path.join(ROOT, "docs", "studies", "scaleout.md"),
+                              "scaleout-large", block(f.read()) +
+                              f"\n({took['scaleout-large']:.0f} s of real time, at {rev}.)\n")
+        if a.large and any(n != "scaleout" for n in a.names):
             out = run("serving", "serving-large",
                       ["--spec", os.path.join(ROOT, "configs", "studies", "serving-large.json")])
             with open(os.path.join(out, "serving.md")) as f:

@@ -14,6 +14,8 @@ runs/<i>/stats.json, and writes PNGs into STUDY_DIR (matplotlib, Agg backend):
   granularity_cuts.png   granularity: the cut points each run made on its last step's op stream
                          (from the plan spans of its trace: a plan `fusedN_...` holds N ops)
   fallback.png           fallback: first-step and warm-step time per policy and failure
+  scaleout.png           scaleout: the step's time against the instance count, one line per
+                         series (mode and EFA, or a variant), and its exposed communication share
 """
 import json
 import os
@@ -245,6 +247,38 @@ def plot_fallback(study, d):
     ax.set_title("Compile-failure fallback policies")
     ax.legend(fontsize=8)
     save(fig, d, "fallback.png")
+
+
+def plot_scaleout(study, d):
+    series = {}
+    for r in study["runs"]:
+        f = r["figures"]
+        if r["status"] != "ok" or "step_wall_ns" not in f:
+            continue
+        for name in r["series"]:
+            series.setdefault(name, []).append(
+                (f["instances"], ms(f["step_wall_ns"]), f["step_comm_wait_ns"] / f["step_wall_ns"]))
+    if not series:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, pts in series.items():
+        pts.sort()
+        style = "-" if "(" not in name else ":"
+        axes[0].plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=name)
+        axes[1].plot([p[0] for p in pts], [p[2] for p in pts], style, marker="o", label=name)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("step (ms, simulated; slowest rank)")
+    axes[1].set_ylabel("rank 0's exposed communication / step")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ticks = sorted({p[0] for pts in series.values() for p in pts})
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(t) for t in ticks])
+        ax.set_xlabel("trn1 instances (32 ranks each)")
+    axes[0].set_title("Data-parallel step against instances")
+    axes[1].set_title("Exposed communication")
+    axes[0].legend(fontsize=6)
+    save(fig, d, "scaleout.png")
 
 
 def main():

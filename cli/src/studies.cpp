@@ -1,8 +1,9 @@
 // `wallsim study NAME [--config C] [--spec FILE] [--out DIR] [--jobs N]` for the studies that
-// are a list of labelled runs (decode, serving, mask, granularity, fallback): each run is its own
-// `wallsim run` process; the study gathers their key figures into NAME.md and NAME.csv, keeps
-// their run directories (traces included) under runs/, and draws its plots with
-// tools/plot_study.py. The spec, configs/studies/NAME.json, holds the sizes and distributions.
+// are a list of labelled runs (decode, serving, mask, granularity, fallback, scaleout): each run is
+// its own `wallsim run` process; the study gathers their key figures into NAME.md and NAME.csv,
+// keeps their run directories (traces included) under runs/, and draws its plots with
+// tools/plot_study.py. The spec, configs/studies/NAME.json, holds the sizes and distributions,
+// and may name the study's default config (`"config"`, used when --config is not given).
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -79,9 +80,11 @@ struct StudySpec {
 // What a study's columns may name: the key figures and the step figures below.
 std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
-  for (const char* k : {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns",
-                        "hbm_bytes_per_step", "host_link_busy_ns", "wasted_flop_fraction",
-                        "plans_per_step", "transfer_per_step_ns", "device_per_step_ns"}) {
+  for (const char* k :
+       {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns", "hbm_bytes_per_step",
+        "host_link_busy_ns", "wasted_flop_fraction", "plans_per_step", "transfer_per_step_ns",
+        "device_per_step_ns", "world", "instances", "step_wall_ns", "step_comm_wait_ns",
+        "step_compute_ns", "efa_bytes_per_step"}) {
     n.push_back(k);
   }
   return n;
@@ -111,6 +114,7 @@ StudySpec read_study(const std::string& file, const std::string& config,
       throw InputError("--model " + m, "expected LABEL=WORKLOAD");
     s.models.push_back({m.substr(0, eq), m.substr(eq + 1)});
   }
+  if (o.opt("config")) o.str("config");  // the study's default config: read by the command
   s.title = o.str("title");
   s.question = o.opt("question") ? o.str("question") : "";
   if (o.opt("trace_level")) s.trace_level = o.str("trace_level");
@@ -233,6 +237,30 @@ void add_step_figures(const driver::RunReport& r, Json& f) {
       f.value("padding_flop_fraction", 0.0) + f.value("masked_flop_fraction", 0.0);
 }
 
+// Figures of a distributed run (stats.json's "distributed" section; none for one rank): its
+// world and instances (the chips elaborated over an instance's), the last step's wall time (its
+// slowest rank's), rank 0's exposed communication in it and the rest of its step (compute,
+// launches, transfers), and the bytes sent over EFA per step.
+void add_distributed_figures(const Json& stats, const Json& config, Json& f) {
+  if (!stats.contains("distributed")) return;
+  const Json& d = stats["distributed"];
+  const Json& topo = config.at("topology");
+  const int64_t per_instance =
+      topo.at("torus_x").get<int64_t>() * topo.at("torus_y").get<int64_t>();
+  f["world"] = d.at("world");
+  f["instances"] = (d.at("chips").get<int64_t>() + per_instance - 1) / per_instance;
+  const Json& walls = d.at("whole_run").at("step_wall_ns");
+  const Json& steps = stats.at("steps");
+  if (walls.empty() || steps.empty()) return;
+  const Json& last = steps.back();
+  const double comm = last.value("comm_wait_ns", 0.0);
+  f["step_wall_ns"] = walls.back();
+  f["step_comm_wait_ns"] = comm;
+  f["step_compute_ns"] = last.at("wall_ns").get<double>() - comm;
+  f["efa_bytes_per_step"] =
+      d.at("whole_run").at("link_bytes").value("efa", 0.0) / double(steps.size());
+}
+
 void run_study(const std::string& name, const std::string& config, const std::string& spec_file,
                const std::string& out, const std::vector<std::string>& extra_overrides,
                const std::vector<std::string>& extra_models, int jobs) {
@@ -293,8 +321,10 @@ void run_study(const std::string& name, const std::string& config, const std::st
       row["figures"] = Json::object();
     } else {
       const driver::RunReport report = driver::RunReport::read(run_dirs[i]);
-      Json f = key_figures(report, base::read_json_file(run_dirs[i] + "/config.resolved.json"));
+      const Json resolved = base::read_json_file(run_dirs[i] + "/config.resolved.json");
+      Json f = key_figures(report, resolved);
       add_step_figures(report, f);
+      add_distributed_figures(base::read_json_file(run_dirs[i] + "/stats.json"), resolved, f);
       for (const auto& [k, v] : f.items()) {
         // figure_names() lists what the spec may name; a figure missing there is a bug here.
         if (!is_figure(k)) throw std::logic_error("figure '" + k + "' missing from figure_names()");
@@ -394,8 +424,14 @@ void add_run_studies(CLI::App& study) {
                     "LABEL=WORKLOAD: repeat the spec's {model} runs for this model too");
     const std::string n = name;
     cmd->callback([a, n, cmd] {
-      find_default_file(cmd, "--config", &a->config);
       find_default_file(cmd, "--spec", &a->spec);
+      // Without --config, the spec's own "config" when it names one (scaleout: trn1), else trn2.
+      if (cmd->get_option("--config")->count() == 0) {
+        const Json spec = base::read_json_file(a->spec);
+        if (spec.is_object() && spec.contains("config") && spec["config"].is_string())
+          a->config = spec["config"].get<std::string>();
+      }
+      find_default_file(cmd, "--config", &a->config);
       std::vector<std::string> overrides;
       if (!a->profile.empty() || a->cost_factor != 1.0) {
         const runtime::Config c = runtime::load_config(a->config, a->overrides);

@@ -261,6 +261,7 @@ for name, spec, expected in [
     ("dp_batch", "transformer:batch=3,dp=2", "batch 3 does not split"),
     ("train_dp_batch", "train:batch=5,dp=2", "batch 5 does not split"),
     ("train_lr", "train:lr=-1", "lr"),
+    ("train_bucket_mb", "train:bucket_mb=-1", "bucket_mb"),
     ("too_many_ranks", "transformer:batch=4,tp=4,dp=4", "16 ranks"),
 ]:
     case(f"workload.{name}", expected,

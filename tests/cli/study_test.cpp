@@ -290,6 +290,68 @@ TEST(Study, FallbackPoliciesCompleteOrStop) {
   EXPECT_EQ(first["runs"].dump(), Json::parse(slurp(again + "/study.json"))["runs"].dump());
 }
 
+// scaleout on tiny (2 chips x 2 cores an instance, 2 instances): a data-parallel step on one
+// instance and on two, EFA healthy and at 1/100. EFA carries bytes only across instances and
+// slows only that step; the findings say what the table says; the same spec twice is the same
+// table, findings and figures, byte for byte.
+TEST(Study, ScaleoutDegradedEfaSlowsOnlyTheStepAcrossInstances) {
+  const std::string w = "train:d_model=64,d_ff=128,layers=1,batch=64";
+  std::string runs_json;
+  for (const char* efa : {"healthy", "at 1/100"}) {
+    for (int inst : {1, 2}) {
+      const std::string set =
+          std::string(efa) == "healthy" ? R"({})" : R"({"links.efa.bandwidth_factor": 0.01})";
+      runs_json += std::string(runs_json.empty() ? "" : ",") + R"({"label": "aot, EFA )" + efa +
+                   ", " + std::to_string(inst) + R"( inst", "workload": ")" + w +
+                   ",dp=" + std::to_string(4 * inst) +
+                   R"(", "mode": "aot", "steps": 2, "series": "aot, EFA )" + efa + R"(", "set": )" +
+                   set + "}";
+    }
+  }
+  const std::string spec =
+      R"({"title": "small scaleout", "trace_level": "none", "columns": ["world", "instances",
+      "step_wall_ns", "step_comm_wait_ns", "efa_bytes_per_step"], "runs": [)" +
+      runs_json + "]}";
+  std::string dir;
+  auto runs = study("scaleout", spec, &dir);
+  const Json &h1 = runs["aot, EFA healthy, 1 inst"], &h2 = runs["aot, EFA healthy, 2 inst"];
+  const Json &d1 = runs["aot, EFA at 1/100, 1 inst"], &d2 = runs["aot, EFA at 1/100, 2 inst"];
+  EXPECT_EQ(fig(h1, "world"), 4);
+  EXPECT_EQ(fig(h2, "world"), 8);
+  EXPECT_EQ(fig(h1, "instances"), 1);
+  EXPECT_EQ(fig(d2, "instances"), 2);
+  EXPECT_EQ(fig(h1, "efa_bytes_per_step"), 0);
+  EXPECT_GT(fig(h2, "efa_bytes_per_step"), 0);
+  EXPECT_EQ(fig(d2, "efa_bytes_per_step"), fig(h2, "efa_bytes_per_step"));
+  EXPECT_EQ(fig(d1, "step_wall_ns"), fig(h1, "step_wall_ns"));  // no EFA on one instance
+  EXPECT_GT(fig(d2, "step_wall_ns"), fig(h2, "step_wall_ns"));
+  EXPECT_GT(fig(d2, "step_comm_wait_ns"), fig(h2, "step_comm_wait_ns"));
+  for (const auto& [label, r] : runs) {
+    EXPECT_LE(fig(r, "step_comm_wait_ns"), fig(r, "step_wall_ns")) << label;
+  }
+  const std::string md = slurp(dir + "/scaleout.md");
+  const std::string degraded = "- aot, EFA at 1/100: one instance ";
+  const size_t at = md.find(degraded);
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string line = md.substr(at, md.find('\n', at) - at);
+  const bool slower = fig(d2, "step_wall_ns") > fig(d1, "step_wall_ns");
+  EXPECT_NE(line.find(slower ? "two instances are slower than one"
+                             : "two instances are not slower than one"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(md.find("- aot, EFA at 1/100 against aot, EFA healthy, the step's time: 2 instances"),
+            std::string::npos)
+      << md;
+  EXPECT_TRUE(fs::exists(dir + "/scaleout.png")) << slurp(dir + "/plots.log");
+  const std::string csv = slurp(dir + "/scaleout.csv");
+  const Json first = Json::parse(slurp(dir + "/study.json"))["runs"];
+  std::string again;
+  study("scaleout", spec, &again);
+  EXPECT_EQ(md, slurp(again + "/scaleout.md"));
+  EXPECT_EQ(csv, slurp(again + "/scaleout.csv"));
+  EXPECT_EQ(first.dump(), Json::parse(slurp(again + "/study.json"))["runs"].dump());
+}
+
 // Runs `wallsim ARGS` in `dir` (not the source tree); stdout into `out`, stderr into `err`.
 int run_in(const std::string& dir, const std::string& args, std::string* out, std::string* err) {
   const std::string cmd =
@@ -369,10 +431,11 @@ TEST(Study, BadSpecIsOneLineAndExitCode2) {
 namespace wallsim {
 namespace {
 
-// docs/studies/{decode,mask,granularity}.md carry the study's own table and findings between
-// markers (scripts/update_study_docs.py rewrites them from a fresh run), not hand-written ones.
+// docs/studies/{decode,mask,granularity,serving,scaleout}.md carry the study's own table and
+// findings between markers (scripts/update_study_docs.py rewrites them from a fresh run), not
+// hand-written ones.
 TEST(Study, DocsHoldTheGeneratedTableAndFindings) {
-  for (const std::string name : {"decode", "mask", "granularity", "serving"}) {
+  for (const std::string name : {"decode", "mask", "granularity", "serving", "scaleout"}) {
     const std::string doc =
         test::slurp(std::string(WALLSIM_SOURCE_DIR) + "/docs/studies/" + name + ".md");
     const size_t begin = doc.find("<!-- study " + name + ": begin -->\n| run | mode | status |");

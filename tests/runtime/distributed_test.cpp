@@ -105,5 +105,20 @@ TEST(Distributed, DataParallel4TrainingStepMatchesUnsharded) {
   }
 }
 
+// Bucketed gradients (bucket_mb: W2 and W1 of a layer are 32 KiB each in fp32, so a 0.05 MB
+// bucket holds two of them, one all-reduce of a concat per layer) reach the same weights, fused.
+TEST(Distributed, DataParallel4BucketedTrainingStepMatchesUnsharded) {
+  const std::string model = "train:batch=256,d_model=64,d_ff=128,layers=2,lr=0.5,dtype=fp32";
+  const Outcome o = run_both(model + ",dp=4,bucket_mb=0.05", model, "fused");
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), 5u);
+  for (size_t r = 0; r + 1 < o.values.size(); ++r) {
+    ASSERT_EQ(o.values[r].size(), want.size());
+    for (size_t k = 1; k < want.size(); ++k) {
+      EXPECT_LT(relative_error(o.values[r][k], want[k]), 1e-4) << "rank " << r << " weight " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace wallsim::runtime
