@@ -413,15 +413,27 @@ TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int6
 // A matmul's own work per output row tile: its multiplies (K chunks x column blocks of the
 // moving width), their evacuations and B's bytes (a streamed B once per row window of about
 // as many tiles as the fill share holds A^T and output rows for, else once for all tiles).
+bool transposed_view(const LoweringContext& ctx, int32_t id) {
+  if (!ctx.is_view(id)) return false;
+  const auto& g = ctx.view_of_value(id).groups;
+  return g.size() == 2 && g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
+         g[1][0].stride >= g[0][0].size;
+}
+
 TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n) {
   const int32_t aid = n.inputs[0];
   if (n.op != OpKind::matmul || ctx.on_chip(aid)) return TransposeRoute::array;
   if (const MatmulSchedule* s = ctx.matmul_schedule(n.id)) return s->a_route;
-  if (ctx.is_view(aid)) return TransposeRoute::array;
   const isa::CostHints& h = ctx.arch().costs;
   const TensorType& a = ctx.type_of(aid);
   const TensorType& b = ctx.type_of(n.inputs[1]);
   if (a.dtype != b.dtype) return TransposeRoute::array;  // the array casts A^T to B's dtype
+  // A transposed view (of an input, or a value spilled to HBM): A^T is its base, whose rows
+  // load as they are, where the array would transpose row tiles of A read element by element.
+  // A streamed B's matmul prices that route in its schedule search (matmul_search.cpp).
+  if (ctx.is_view(aid))
+    return transposed_view(ctx, aid) && !streams_b(ctx, n) ? TransposeRoute::base
+                                                            : TransposeRoute::array;
   const View av = view_of(a), bv = view_of(b);
   const int64_t rows = std::min<int64_t>(ctx.tile_rows(), av.rows);
   const int64_t chunk = ctx.arch().tensor.rows;
