@@ -161,6 +161,24 @@ TEST(MatmulScheduleOnChip, TransposedAViewOfAnHbmValueLoadsItsBaseRowsOnTrn1) {
   EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 512
 }
 
+// A narrow matmul (A^T of K = 1024 fp32 fills tiny's 16 KiB partitions) whose A is a transposed
+// view of an input: tiny has no DMA transpose, so the view is materialised in HBM through the
+// array, by blocks of rows ("tT" buffers), instead of copied element by element.
+TEST(MatmulScheduleOnChip, NarrowTransposedAViewIsMaterialisedThroughTheArrayOnTiny) {
+  const Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "at", "nodes": [
+    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [1024, 96], "role": "input"},
+    {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [1024, 1024], "role": "input"},
+    {"id": 2, "op": "transpose", "inputs": [0], "perm": [1, 0]},
+    {"id": 3, "op": "matmul", "inputs": [2, 1]}], "outputs": [3]})");
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  int64_t blocks = 0;
+  for (const auto& p : std::get<CompiledGraph>(r).plans.plans)
+    for (const auto& b : p.buffers) blocks += b.name.rfind("tT", 0) == 0;
+  EXPECT_GT(blocks, 0);
+  EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole).max_error, 1e-4);
+}
+
 class MatmulSchedulePoint : public ::testing::TestWithParam<std::tuple<bool, int64_t>> {};
 
 TEST_P(MatmulSchedulePoint, MatchesTheReferenceOnTiny) {

@@ -358,6 +358,28 @@ LowerResult lower_concat(LoweringContext& ctx, const Node& n) {
 
 }  // namespace
 
+std::optional<bool> transposed_into_hbm_by_array(LoweringContext& ctx, int32_t id) {
+  if (!transposed_view(ctx, id)) return std::nullopt;
+  const Node& n = ctx.node(id);
+  ViewDesc v = ctx.view_of_value(id);
+  v.groups.insert(v.groups.begin(), std::vector<SubDim>{{1, 0}});
+  const auto u = untransposed(v);
+  if (!u || !isa::is_float(n.type.dtype)) return std::nullopt;
+  const int64_t K = v.groups[1][0].size, N = v.groups[2][0].size, T = ctx.tile_rows();
+  const int64_t per_tile = SbufAllocator::aligned(N * isa::dtype_bytes(n.type.dtype)) +
+                           2 * SbufAllocator::aligned(T * isa::dtype_bytes(n.type.dtype));
+  const int64_t kb = std::min(K, ctx.sbuf_share(50) / per_tile * T);
+  if (kb < std::min(K, T)) return std::nullopt;
+  ResourceNs base;  // the store of a block, either way
+  base.dma = double(std::min(T, N)) * double(kb) * isa::dtype_bytes(n.type.dtype) /
+             (ctx.arch().costs.dma_gb_per_s * ctx.arch().dma.engines);
+  if (cheapest_transpose(ctx, std::min(T, N), kb, n.type.dtype, ctx.arch().tensor.rows, base) !=
+      TransposeRoute::array)
+    return std::nullopt;
+  ctx.forget_view(id);
+  return transpose_blocks_to_hbm(ctx, n, *u, kb);
+}
+
 const char* name_of(TransposeRoute r) {
   switch (r) {
     case TransposeRoute::array:
