@@ -358,6 +358,28 @@ LowerResult lower_concat(LoweringContext& ctx, const Node& n) {
 
 }  // namespace
 
+std::optional<bool> transposed_into_hbm_by_array(LoweringContext& ctx, int32_t id) {
+  if (!transposed_view(ctx, id)) return std::nullopt;
+  const Node& n = ctx.node(id);
+  ViewDesc v = ctx.view_of_value(id);
+  v.groups.insert(v.groups.begin(), std::vector<SubDim>{{1, 0}});
+  const auto u = untransposed(v);
+  if (!u || !isa::is_float(n.type.dtype)) return std::nullopt;
+  const int64_t K = v.groups[1][0].size, N = v.groups[2][0].size, T = ctx.tile_rows();
+  const int64_t per_tile = SbufAllocator::aligned(N * isa::dtype_bytes(n.type.dtype)) +
+                           2 * SbufAllocator::aligned(T * isa::dtype_bytes(n.type.dtype));
+  const int64_t kb = std::min(K, ctx.sbuf_share(50) / per_tile * T);
+  if (kb < std::min(K, T)) return std::nullopt;
+  ResourceNs base;  // the store of a block, either way
+  base.dma = double(std::min(T, N)) * double(kb) * isa::dtype_bytes(n.type.dtype) /
+             (ctx.arch().costs.dma_gb_per_s * ctx.arch().dma.engines);
+  if (cheapest_transpose(ctx, std::min(T, N), kb, n.type.dtype, ctx.arch().tensor.rows, base) !=
+      TransposeRoute::array)
+    return std::nullopt;
+  ctx.forget_view(id);
+  return transpose_blocks_to_hbm(ctx, n, *u, kb);
+}
+
 const char* name_of(TransposeRoute r) {
   switch (r) {
     case TransposeRoute::array:
@@ -413,15 +435,27 @@ TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int6
 // A matmul's own work per output row tile: its multiplies (K chunks x column blocks of the
 // moving width), their evacuations and B's bytes (a streamed B once per row window of about
 // as many tiles as the fill share holds A^T and output rows for, else once for all tiles).
+bool transposed_view(const LoweringContext& ctx, int32_t id) {
+  if (!ctx.is_view(id)) return false;
+  const auto& g = ctx.view_of_value(id).groups;
+  return g.size() == 2 && g[0].size() == 1 && g[0][0].stride == 1 && g[1].size() == 1 &&
+         g[1][0].stride >= g[0][0].size;
+}
+
 TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n) {
   const int32_t aid = n.inputs[0];
   if (n.op != OpKind::matmul || ctx.on_chip(aid)) return TransposeRoute::array;
   if (const MatmulSchedule* s = ctx.matmul_schedule(n.id)) return s->a_route;
-  if (ctx.is_view(aid)) return TransposeRoute::array;
   const isa::CostHints& h = ctx.arch().costs;
   const TensorType& a = ctx.type_of(aid);
   const TensorType& b = ctx.type_of(n.inputs[1]);
   if (a.dtype != b.dtype) return TransposeRoute::array;  // the array casts A^T to B's dtype
+  // A transposed view (of an input, or a value spilled to HBM): A^T is its base, whose rows
+  // load as they are, where the array would transpose row tiles of A read element by element.
+  // A streamed B's matmul prices that route in its schedule search (matmul_search.cpp).
+  if (ctx.is_view(aid))
+    return transposed_view(ctx, aid) && !streams_b(ctx, n) ? TransposeRoute::base
+                                                            : TransposeRoute::array;
   const View av = view_of(a), bv = view_of(b);
   const int64_t rows = std::min<int64_t>(ctx.tile_rows(), av.rows);
   const int64_t chunk = ctx.arch().tensor.rows;

@@ -462,6 +462,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     a = ctx.tiling(a_t->view.rows, a_t->view.cols, at.dtype, run_of(at), aid);
   } else if (narrow && !ctx.on_chip(aid)) {
     // Too wide for a row tile: A stays in HBM (a view is materialised), read by K chunks.
+    if (const auto by_array = transposed_into_hbm_by_array(ctx, aid); by_array && !*by_array)
+      return ctx.no_room();
     if (!ctx.ensure_hbm(aid)) return ctx.no_room();
     const TensorType& at = ctx.type_of(aid);
     nw.a_in_hbm = true;

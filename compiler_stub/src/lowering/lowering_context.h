@@ -288,9 +288,17 @@ struct ResourceNs {
 // (isa::CostHints, arch.dma.hardware_transpose). The array wins ties.
 TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int64_t cols, DType dt,
                                   int64_t chunk, const ResourceNs& base);
+// Whether value `id` is a view that is its base [cols x rows] transposed (rows contiguous).
+bool transposed_view(const LoweringContext& ctx, int32_t id);
+// A transposed view (transposed_view) materialised in its own HBM tensor through the array, by
+// blocks of rows (rows of its base loaded contiguous, transposed, stored), where that is priced
+// below the strided copy (element by element without a DMA transpose). nullopt: not done (copy
+// it as any view); false: no room.
+std::optional<bool> transposed_into_hbm_by_array(LoweringContext& ctx, int32_t id);
 // How a matmul gets A^T, its stationaries: the array transposes A's row tiles (loaded first),
 // unless A is a tensor in HBM and a DMA route is modelled cheaper: then each stationary is
-// loaded transposed and A's row tiles are never loaded.
+// loaded transposed and A's row tiles are never loaded. A transposed view of B's dtype whose B
+// does not stream (no schedule search) takes its base's rows (TransposeRoute::base).
 TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n);
 // The DMA that loads rows [row0, row0 + rows) x columns [col0, col0 + ks) of the [view] matrix
 // in HBM tensor `src` transposed into `dst` (ks partitions x rows). With `base`, the matrix is
