@@ -440,7 +440,7 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "heads and the MLP (Megatron-LM), dp ranks the batch"},
       {"train",
        "train:batch=512,d_model=768,d_ff=3072,layers=1,lr=0.01,dp=1,dtype=bf16 - a training "
-       "step of residual relu MLP blocks (forward, backward, SGD); dp ranks split the batch and "
+       "step of residual tanh MLP blocks (forward, backward, SGD); dp ranks split the batch and "
        "all-reduce the gradients"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
