@@ -115,4 +115,32 @@ void check_host_memory(int64_t need_bytes, const std::string& what,
                              " runs it anyway)");
 }
 
+int64_t memory_maps_needed(int64_t threads, int64_t maps_now) {
+  return std::max<int64_t>(maps_now, 0) + 2 * threads + kSpareMaps;
+}
+
+void check_memory_maps(int64_t threads, int64_t maps_now, int64_t limit,
+                       const std::string& what) {
+  const int64_t need = memory_maps_needed(threads, maps_now);
+  if (limit < 0 || need <= limit) return;
+  throw InputError(what, "its " + std::to_string(threads) + " SystemC threads need about " +
+                             std::to_string(need) +
+                             " memory maps (a stack and a guard page each) but vm.max_map_count "
+                             "is " +
+                             std::to_string(limit) +
+                             "; simulate fewer ranks or raise it (sysctl -w vm.max_map_count=" +
+                             std::to_string(2 * need) + ")");
+}
+
+int64_t memory_maps_now() {
+  std::ifstream in("/proc/self/maps");
+  if (!in) return -1;
+  int64_t lines = 0;
+  std::string line;
+  while (std::getline(in, line)) ++lines;
+  return lines;
+}
+
+int64_t memory_maps_limit() { return read_number("/proc/sys/vm/max_map_count"); }
+
 }  // namespace wallsim::base

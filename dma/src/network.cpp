@@ -42,18 +42,29 @@ void Network::trace_rate(int r, traces::TraceSink* trace, int pid, std::string c
   m_traced.push_back({r, trace, pid, std::move(counter), std::move(series)});
 }
 
-void Network::transfer(const TransferKey& key, double bytes,
-                       std::vector<memory::ResourceUse> uses) {
+void Network::count(double bytes, const std::vector<memory::ResourceUse>& uses) {
   // Per resource, the payload and the capacity used (an HBM->HBM copy uses HBM twice).
   for (const auto& u : uses) {
     Resource& r = m_res[static_cast<size_t>(u.resource)];
     r.bytes += static_cast<int64_t>(bytes);
     r.load += bytes * u.weight;
   }
+}
+
+void Network::enqueue(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses,
+                      const Waiter& waiter) {
+  uint64_t& sequence = m_sequence[{key.chip, key.core, key.queue}];
+  m_pending.push_back({key, sequence++, bytes, std::move(uses), waiter});
+  m_wake.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Network::transfer(const TransferKey& key, double bytes,
+                       std::vector<memory::ResourceUse> uses) {
+  count(bytes, uses);
   sc_core::sc_event done;
   if (!m_ordered) {
     const Ps now = now_ps();
-    const bool finished_now = apply(bytes, std::move(uses), &done);
+    const bool finished_now = apply(bytes, std::move(uses), Waiter{&done});
     reschedule(now);
     after_change(now);
     if (!finished_now) sc_core::wait(done);
@@ -61,16 +72,42 @@ void Network::transfer(const TransferKey& key, double bytes,
   }
   // Ordered: nothing moves for an empty transfer; others wait for wake() a delta cycle later.
   if (bytes == 0.0) return;
-  uint64_t& sequence = m_sequence[{key.chip, key.core, key.queue}];
-  m_pending.push_back({key, sequence++, bytes, std::move(uses), &done});
-  m_wake.notify(sc_core::SC_ZERO_TIME);
+  enqueue(key, bytes, std::move(uses), Waiter{&done});
   sc_core::wait(done);
 }
 
-bool Network::apply(double bytes, std::vector<memory::ResourceUse> uses, sc_core::sc_event* done) {
+std::vector<Network::Ps> Network::transfer_all(std::vector<Move> moves) {
+  const Ps now = now_ps();
+  std::vector<Ps> finished(moves.size(), now);
+  int remaining = static_cast<int>(moves.size());
+  sc_core::sc_event done;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    Move& m = moves[i];
+    count(m.bytes, m.uses);
+    const Waiter w{&done, &remaining, &finished[i]};
+    if (!m_ordered) {
+      if (apply(m.bytes, std::move(m.uses), w)) finish(w, now);
+      reschedule(now);
+      after_change(now);
+    } else if (m.bytes == 0.0) {
+      --remaining;  // as transfer(): nothing moves
+    } else {
+      enqueue(m.key, m.bytes, std::move(m.uses), w);
+    }
+  }
+  if (remaining > 0) sc_core::wait(done);
+  return finished;
+}
+
+void Network::finish(const Waiter& w, Ps now) {
+  if (w.finished) *w.finished = now;
+  if (!w.remaining || --*w.remaining == 0) w.done->notify();
+}
+
+bool Network::apply(double bytes, std::vector<memory::ResourceUse> uses, const Waiter& waiter) {
   const Ps now = now_ps();
   const uint64_t id = m_share->start_weighted(now, bytes, std::move(uses));
-  m_waiting.emplace(id, done);
+  m_waiting.emplace(id, waiter);
   bool finished_now = false;
   for (uint64_t f : m_share->advance(now)) {
     if (f == id) {
@@ -99,7 +136,7 @@ void Network::wake() {
              std::tie(b.key.chip, b.key.core, b.key.queue, b.sequence);
     });
     for (Pending& p : starts) {
-      if (apply(p.bytes, std::move(p.uses), p.done)) p.done->notify();
+      if (apply(p.bytes, std::move(p.uses), p.waiter)) finish(p.waiter, now);
       after_change(now);
     }
   }
@@ -112,8 +149,9 @@ void Network::complete(const std::vector<uint64_t>& done, uint64_t self) {
     if (id == self) continue;
     auto it = m_waiting.find(id);
     if (it == m_waiting.end()) continue;
-    it->second->notify();
+    const Waiter w = it->second;
     m_waiting.erase(it);
+    finish(w, now_ps());
   }
 }
 

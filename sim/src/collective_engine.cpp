@@ -313,8 +313,12 @@ void CollectiveEngine::execute(Meeting* mp) {
       }
     }
     if (fixed_ns > 0) sc_core::wait(ps(fixed_ns * 1000));
-    int remaining = static_cast<int>(step.sends.size());
-    sc_core::sc_event step_done;
+    // The step's transfers move together from this process (a process per transfer, each
+    // with a SystemC stack, took tens of GiB of address space and more memory maps than
+    // vm.max_map_count allows at 512 ranks); the step ends when the last one has landed.
+    std::vector<dma::Network::Move> moves;
+    std::vector<int64_t> latency_ns;
+    moves.reserve(step.sends.size());
     for (const collectives::Send& s : step.sends) {
       const auto [chip, core] = m.ranks[static_cast<size_t>(s.from)];
       const int to_chip = m.ranks[static_cast<size_t>(s.to)].first;
@@ -323,14 +327,15 @@ void CollectiveEngine::execute(Meeting* mp) {
       const dma::TransferKey key{
           chip, core,
           kQueueBase + m.arrivals[static_cast<size_t>(s.from)]->queue * kQueueStride + s.to};
-      const double b = s.bytes;
-      sc_core::sc_spawn([this, key, b, &route, &remaining, &step_done] {
-        m_network.transfer(key, b, route.uses);
-        if (route.latency_ns > 0) sc_core::wait(ps(route.latency_ns * 1000));
-        if (--remaining == 0) step_done.notify();
-      });
+      moves.push_back({key, s.bytes, route.uses});
+      latency_ns.push_back(route.latency_ns);
     }
-    if (remaining > 0) sc_core::wait(step_done);
+    const std::vector<int64_t> landed = m_network.transfer_all(std::move(moves));
+    int64_t end_ps = now_ps();
+    for (size_t i = 0; i < landed.size(); ++i) {
+      end_ps = std::max(end_ps, landed[i] + latency_ns[i] * 1000);
+    }
+    if (end_ps > now_ps()) sc_core::wait(ps(end_ps - now_ps()));
     if (step.reduce_bytes > 0) {
       const double seconds = step.reduce_bytes / (m_config.reduce_gb_per_s * 1e9);
       sc_core::wait(ps(static_cast<int64_t>(std::llround(seconds * 1e12))));

@@ -1,6 +1,9 @@
+// simulate(): checks the elaborated threads against the host's memory-map limit, then sc_start.
 #include "wallsim/sim/simulate.h"
 
 #include <systemc>
+
+#include "wallsim/base/host_memory.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define WALLSIM_ASAN 1
@@ -37,9 +40,24 @@ void reregister_thread_stack() {
 }
 #endif
 
+// SystemC threads (SC_THREAD, SC_CTHREAD and spawned) under `objects`, at any depth.
+int64_t count_threads(const std::vector<sc_core::sc_object*>& objects) {
+  int64_t n = 0;
+  for (const sc_core::sc_object* o : objects) {
+    const std::string kind = o->kind();
+    if (kind == "sc_thread_process" || kind == "sc_cthread_process") ++n;
+    n += count_threads(o->get_child_objects());
+  }
+  return n;
+}
+
 }  // namespace
 
 void simulate() {
+  // Each thread's stack is allocated when the simulation starts; past vm.max_map_count the
+  // allocation fails and the run would end in std::bad_alloc (a 512-rank run: issue 39).
+  base::check_memory_maps(count_threads(sc_core::sc_get_top_level_objects()),
+                          base::memory_maps_now(), base::memory_maps_limit(), "simulation");
 #ifdef WALLSIM_ASAN
   // What the simulation's threads allocate is not leak-checked: a thread still suspended at
   // the end (a deadlock wallsim reports, a rank that never arrives) holds its objects on a

@@ -127,5 +127,18 @@ TEST(HostMemory, EstimateBeyondTheHostIsAnInputError) {
   EXPECT_NE(e.find("(--flag runs it anyway)"), std::string::npos) << e;
 }
 
+// Issue 39: 512 ranks made ~35k SystemC threads, two memory maps each, past the default
+// vm.max_map_count of 65530; such a run is refused before its stacks are allocated.
+TEST(HostMemory, ThreadsBeyondTheMapLimitAreAnInputError) {
+  EXPECT_EQ(memory_maps_needed(1000, 500), 500 + 2000 + kSpareMaps);
+  EXPECT_NO_THROW(check_memory_maps(2200, 300, 65530, "simulation"));
+  EXPECT_NO_THROW(check_memory_maps(1 << 30, 300, -1, "simulation"));  // limit unknown
+  const std::string e = error_of([] { check_memory_maps(35000, 300, 65530, "simulation"); });
+  EXPECT_EQ(e.rfind("simulation: its 35000 SystemC threads need about 74396 memory maps", 0), 0u)
+      << e;
+  EXPECT_NE(e.find("vm.max_map_count is 65530"), std::string::npos) << e;
+  EXPECT_GT(memory_maps_now(), 0);
+}
+
 }  // namespace
 }  // namespace wallsim::base

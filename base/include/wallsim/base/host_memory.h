@@ -22,6 +22,20 @@ std::string host_memory_limit_text();
 void check_host_memory(int64_t need_bytes, const std::string& what,
                        const std::string& override_flag);
 
+// Memory maps (vm.max_map_count) a simulation of `threads` SystemC threads needs on top of the
+// `maps_now` the process has: SystemC gives each thread a stack mapping and a guard page, which
+// is two maps, and kSpareMaps are left for what the run maps later (allocator arenas, the
+// collective processes spawned during the run).
+inline constexpr int64_t kSpareMaps = 4096;
+int64_t memory_maps_needed(int64_t threads, int64_t maps_now);
+// Throws InputError(what, ...) naming the threads, the maps and `limit` when
+// memory_maps_needed() exceeds it; no check when `limit` < 0 (unknown).
+void check_memory_maps(int64_t threads, int64_t maps_now, int64_t limit, const std::string& what);
+// This process's memory maps (/proc/self/maps lines) and the limit on them
+// (/proc/sys/vm/max_map_count); -1 when unknown.
+int64_t memory_maps_now();
+int64_t memory_maps_limit();
+
 // Estimates below this are not worth a check (reading /proc costs more than they could take).
 inline constexpr int64_t kUncheckedHostBytes = int64_t{256} << 20;
 

@@ -47,6 +47,16 @@ class Network : public sc_core::sc_module {
   // Moves `bytes` over `uses` from the calling SC_THREAD, under fair sharing; returns when the
   // last byte has moved (latency is the caller's).
   void transfer(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses);
+  // One of the transfers transfer_all() moves together.
+  struct Move {
+    TransferKey key;
+    double bytes = 0.0;
+    std::vector<memory::ResourceUse> uses;
+  };
+  // Moves every one of `moves` from the calling SC_THREAD, exactly as that many transfer()
+  // calls from as many processes started now would, but without a process (and its stack)
+  // each; returns when the last byte of all has moved, with each one's finish time.
+  std::vector<Ps> transfer_all(std::vector<Move> moves);
 
   size_t resources() const { return m_share->resources(); }
   // The resource named `name`; -1 if none.
@@ -74,12 +84,19 @@ class Network : public sc_core::sc_module {
     Ps busy_ps = 0;
     Ps busy_since = -1;  // when its rate became > 0; -1 while idle
   };
+  // Who waits for a transfer: `done` is notified when it finishes, or, with `remaining`,
+  // when that count of a transfer_all() reaches 0; `finished` receives the finish time.
+  struct Waiter {
+    sc_core::sc_event* done = nullptr;
+    int* remaining = nullptr;
+    Ps* finished = nullptr;
+  };
   struct Pending {
     TransferKey key;
     uint64_t sequence;
     double bytes;
     std::vector<memory::ResourceUse> uses;
-    sc_core::sc_event* done;
+    Waiter waiter;
   };
   struct Traced {
     int resource;
@@ -92,7 +109,13 @@ class Network : public sc_core::sc_module {
   void wake();
   // Starts one transfer now; notifies `done` when it finishes (at once if it already has).
   // Returns whether it finished at once.
-  bool apply(double bytes, std::vector<memory::ResourceUse> uses, sc_core::sc_event* done);
+  bool apply(double bytes, std::vector<memory::ResourceUse> uses, const Waiter& waiter);
+  // Records a finish for `w` and notifies its event when its last transfer has finished.
+  static void finish(const Waiter& w, Ps now);
+  // Queues a start for wake() (ordered mode).
+  void enqueue(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses,
+               const Waiter& waiter);
+  void count(double bytes, const std::vector<memory::ResourceUse>& uses);
   void complete(const std::vector<uint64_t>& done, uint64_t self);
   void after_change(Ps now);
   void reschedule(Ps now);
@@ -101,7 +124,7 @@ class Network : public sc_core::sc_module {
   bool m_ordered;
   std::vector<Resource> m_res;
   std::vector<Traced> m_traced;
-  std::map<uint64_t, sc_core::sc_event*> m_waiting;
+  std::map<uint64_t, Waiter> m_waiting;
   std::vector<Pending> m_pending;
   std::map<std::tuple<int, int, int>, uint64_t> m_sequence;
   sc_core::sc_event m_wake;
