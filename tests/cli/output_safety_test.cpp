@@ -94,7 +94,9 @@ TEST(OutputSafety, FileOutputsRefuseFifosAndDeviceNodes) {
     }
   }
   EXPECT_TRUE(is_fifo(d + "/fifo"));
-  if (targets.size() > 1) EXPECT_TRUE(fs::is_character_file(fs::symlink_status(d + "/dev")));
+  if (targets.size() > 1) {
+    EXPECT_TRUE(fs::is_character_file(fs::symlink_status(d + "/dev")));
+  }
   for (const auto& e : fs::directory_iterator(d)) {
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
   }

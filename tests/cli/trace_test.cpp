@@ -286,7 +286,9 @@ TEST(Reports, AchievedIsAtMostTheRooflineForEveryOpRow) {
       EXPECT_EQ(engine_bytes, op["dma_bytes"].get<int64_t>()) << what;
       const double time_ns = op["time_ns"];
       for (const auto& [engine, busy] : op["busy_ns"].items()) {
-        if (engine != "dma") EXPECT_GE(time_ns, busy.get<double>()) << what << " " << engine;
+        if (engine != "dma") {
+          EXPECT_GE(time_ns, busy.get<double>()) << what << " " << engine;
+        }
       }
       EXPECT_LE(op["hbm_bandwidth_fraction"].get<double>(), 1.0 + 1e-12) << what;
       if (!op.contains("achieved_tflops")) continue;
@@ -295,7 +297,9 @@ TEST(Reports, AchievedIsAtMostTheRooflineForEveryOpRow) {
       EXPECT_GT(achieved, 0.0) << what;
       EXPECT_LE(achieved, roofline * (1 + 1e-12)) << what;  // rounding only
       EXPECT_LE(op["tensor_peak_fraction"].get<double>(), 1.0 + 1e-12) << what;
-      if (peak_tflops > 0) EXPECT_LE(roofline, peak_tflops * (1 + 1e-12)) << what;
+      if (peak_tflops > 0) {
+        EXPECT_LE(roofline, peak_tflops * (1 + 1e-12)) << what;
+      }
     }
     // Exposed time is each op's part of its launches' critical paths: with the part on no op
     // (copies) it is the launches' time, which is the device's busy time (launches never
@@ -312,7 +316,9 @@ TEST(Reports, AchievedIsAtMostTheRooflineForEveryOpRow) {
     }
     // Host time per op: the ops' own dispatch (none under AOT, which replays whole steps),
     // within the host's dispatch time.
-    if (stats.value("mode", std::string()) != "aot") EXPECT_GT(host, 0.0) << name;
+    if (stats.value("mode", std::string()) != "aot") {
+      EXPECT_GT(host, 0.0) << name;
+    }
     EXPECT_LE(host, stats["totals"]["host_dispatch_ns"].get<double>() +
                         stats["startup"]["host_dispatch_ns"].get<double>())
         << name;

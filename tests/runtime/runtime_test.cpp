@@ -9,8 +9,8 @@
 #include "wallsim/memory/npy.h"
 #include "wallsim/runtime/ops.h"
 #include "wallsim/runtime/session.h"
-#include "wallsim/sim/system.h"
 #include "wallsim/sim/exec.h"
+#include "wallsim/sim/system.h"
 #include "wallsim/workloads/workload.h"
 
 namespace wallsim::runtime {
@@ -314,7 +314,9 @@ void check_pre_laid_weight(const ExecutionMode& mode) {
     type.dims = {compiler_stub::Dim::of(32), compiler_stub::Dim::of(48)};
     const compiler_stub::WeightLayout layout = s.weight_layout(type, {&t});
     EXPECT_EQ(layout.as_given(), !mode.pre_lays_constants());
-    if (!layout.as_given()) EXPECT_EQ(layout.perm, (std::vector<int64_t>{1, 0}));
+    if (!layout.as_given()) {
+      EXPECT_EQ(layout.perm, (std::vector<int64_t>{1, 0}));
+    }
     const Tensor w = s.upload_random({32, 48}, isa::DType::fp32, 7, layout);
     const Tensor x = s.upload_random({16, 48}, isa::DType::fp32, 8);
     const int64_t before = s.totals().plans_launched;

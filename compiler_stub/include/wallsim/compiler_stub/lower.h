@@ -21,7 +21,7 @@ struct CompileError {
   int32_t node = -1;  // the graph node at fault, or -1 for the group
   std::string op;
   std::string reason;
-  std::string name;  // the node's name (an ONNX node's, with its module path), when it has one
+  std::string name = {};  // the node's name (an ONNX node's, with its module path), when it has one
   std::string message() const;
 };
 

@@ -16,7 +16,7 @@ namespace wallsim::compiler_stub {
 // perm[i]). Both empty: stored as given.
 struct WeightLayout {
   std::vector<int64_t> perm;
-  std::vector<int64_t> reshape;  // the dims the weight is first reshaped to; empty: none
+  std::vector<int64_t> reshape = {};  // the dims the weight is first reshaped to; empty: none
   bool as_given() const { return perm.empty(); }
   bool operator==(const WeightLayout& o) const { return perm == o.perm && reshape == o.reshape; }
 };

@@ -119,7 +119,7 @@ struct PlanSequence {
   std::vector<Plan> plans;
   // The (chip, core) each plan runs on, by plan, when the file names any ("core": [chip,
   // core]; a plan that names none runs on [0, 0]); empty for a one-core file.
-  std::vector<std::pair<int, int>> cores;
+  std::vector<std::pair<int, int>> cores = {};
   bool operator==(const PlanSequence& o) const { return plans == o.plans && cores == o.cores; }
 };
 

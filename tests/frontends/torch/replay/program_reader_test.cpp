@@ -48,7 +48,9 @@ TEST(ProgramReader, ReadsCapturedTrainingSteps) {
   for (const Event& e : p.events) {
     ops += e.kind == EventKind::op;
     reads += e.kind == EventKind::read;
-    if (e.kind == EventKind::op) EXPECT_FALSE(e.aten.empty());
+    if (e.kind == EventKind::op) {
+      EXPECT_FALSE(e.aten.empty());
+    }
   }
   EXPECT_GT(ops, 100);
   EXPECT_EQ(reads, 14);  // two losses and Adam's step counts
