@@ -365,6 +365,12 @@ std::optional<bool> transposed_into_hbm_by_array(LoweringContext& ctx, int32_t i
   v.groups.insert(v.groups.begin(), std::vector<SubDim>{{1, 0}});
   const auto u = untransposed(v);
   if (!u || !isa::is_float(n.type.dtype)) return std::nullopt;
+  // Where the chip's DMA transposes this dtype the copy reads by its chunks, not element by
+  // element: the strided copy this replaces is not what such a chip does.
+  const isa::ArchSpec& arch = ctx.arch();
+  if (arch.dma.hardware_transpose && isa::dtype_bytes(n.type.dtype) == 2 &&
+      arch.costs.dma_transpose_chunk_bytes > 0)
+    return std::nullopt;
   const int64_t K = v.groups[1][0].size, N = v.groups[2][0].size, T = ctx.tile_rows();
   const int64_t per_tile = SbufAllocator::aligned(N * isa::dtype_bytes(n.type.dtype)) +
                            2 * SbufAllocator::aligned(T * isa::dtype_bytes(n.type.dtype));
