@@ -119,8 +119,7 @@ int64_t memory_maps_needed(int64_t threads, int64_t maps_now) {
   return std::max<int64_t>(maps_now, 0) + 2 * threads + kSpareMaps;
 }
 
-void check_memory_maps(int64_t threads, int64_t maps_now, int64_t limit,
-                       const std::string& what) {
+void check_memory_maps(int64_t threads, int64_t maps_now, int64_t limit, const std::string& what) {
   const int64_t need = memory_maps_needed(threads, maps_now);
   if (limit < 0 || need <= limit) return;
   throw InputError(what, "its " + std::to_string(threads) + " SystemC threads need about " +

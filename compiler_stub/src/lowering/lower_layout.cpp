@@ -461,7 +461,7 @@ TransposeRoute stationary_route(const LoweringContext& ctx, const Node& n) {
   // A streamed B's matmul prices that route in its schedule search (matmul_search.cpp).
   if (ctx.is_view(aid))
     return transposed_view(ctx, aid) && !streams_b(ctx, n) ? TransposeRoute::base
-                                                            : TransposeRoute::array;
+                                                           : TransposeRoute::array;
   const View av = view_of(a), bv = view_of(b);
   const int64_t rows = std::min<int64_t>(ctx.tile_rows(), av.rows);
   const int64_t chunk = ctx.arch().tensor.rows;

@@ -203,13 +203,15 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   // written by rows, over every engine, as far as HBM keeps up; then
   // read by K chunks like any narrow A (above).
   if (s.narrow && f.a_transposed) {
-    const bool hw = arch.dma.hardware_transpose && f.a_bytes == 2 && h.dma_transpose_chunk_bytes > 0;
+    const bool hw =
+        arch.dma.hardware_transpose && f.a_bytes == 2 && h.dma_transpose_chunk_bytes > 0;
     const double read_chunks =
         hw ? a_pay / double(h.dma_transpose_chunk_bytes) : double(f.K) * double(Mt);
-    const double copy = h.dma_engine_bytes(a_pay, read_chunks) + h.dma_engine_bytes(a_pay, double(f.M));
-    c.prologue_ns += std::max(copy / dma_bytes_per_ns,
-                              h.hbm_gb_per_s > 0 ? 2 * a_pay / h.hbm_gb_per_s : 0.0) +
-                     transfer_latency;
+    const double copy =
+        h.dma_engine_bytes(a_pay, read_chunks) + h.dma_engine_bytes(a_pay, double(f.M));
+    c.prologue_ns +=
+        std::max(copy / dma_bytes_per_ns, h.hbm_gb_per_s > 0 ? 2 * a_pay / h.hbm_gb_per_s : 0.0) +
+        transfer_latency;
   }
   const double window_out = double(ceil_div(f.M, windows)) * double(f.N) * double(f.out_bytes);
   const double last_out = s.narrow ? double(rows) * double(nb) * double(f.out_bytes) : window_out;
