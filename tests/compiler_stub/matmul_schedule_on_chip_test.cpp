@@ -134,23 +134,35 @@ TEST(MatmulScheduleOnChip, ModelRanksSampledPointsLikeTheSimulatorOnTrn1) {
   check_ranking("trn1", kShapes, 10);
 }
 
-// Non-default points compute the right product on the chip (tiny: B streams at these sizes).
-// One elaborated device per process: a test per (B given transposed, point); a point past the
-// last is the last (compiler.matmul_schedule).
+// transpose(a) . b for inputs a [K x M] and b [K x N] of `dtype`.
+Graph transposed_a_matmul(const std::string& dtype, int64_t K, int64_t M, int64_t N) {
+  const std::string dt = "\"dtype\": \"" + dtype + "\"";
+  return graph(
+      R"({"format": "wallsim-graph", "version": 1, "name": "at", "nodes": [
+    {"id": 0, "op": "input", "name": "a", )" +
+      dt + ", \"shape\": [" + std::to_string(K) + ", " + std::to_string(M) + R"(], "role": "input"},
+    {"id": 1, "op": "input", "name": "b", )" +
+      dt + ", \"shape\": [" + std::to_string(K) + ", " + std::to_string(N) + R"(], "role": "input"},
+    {"id": 2, "op": "transpose", "inputs": [0], "perm": [1, 0]},
+    {"id": 3, "op": "matmul", "inputs": [2, 1]}], "outputs": [3]})");
+}
+
+// The graph compiled whole for `chip`.
+CompiledGraph compiled_whole(const Graph& g, const std::string& chip) {
+  auto r = compile_graph(g, load(chip).chip.arch, GroupPolicy::whole);
+  if (auto* e = std::get_if<CompileError>(&r)) ADD_FAILURE() << e->message();
+  return std::holds_alternative<CompiledGraph>(r) ? std::get<CompiledGraph>(r) : CompiledGraph{};
+}
+
 // A weight gradient x^T . dy whose x is in HBM (an input, or a value spilled there) and whose
 // dy does not stream, so no schedule search runs: A^T is x itself, its rows loaded as they are
 // (TransposeRoute::base), instead of x^T's row tiles read element by element from HBM and
 // transposed back through the array (the train workload's backward past 512 rows on trn1).
 TEST(MatmulScheduleOnChip, TransposedAViewOfAnHbmValueLoadsItsBaseRowsOnTrn1) {
-  const Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "dw", "nodes": [
-    {"id": 0, "op": "input", "name": "x", "dtype": "bf16", "shape": [512, 384], "role": "input"},
-    {"id": 1, "op": "input", "name": "dy", "dtype": "bf16", "shape": [512, 256], "role": "input"},
-    {"id": 2, "op": "transpose", "inputs": [0], "perm": [1, 0]},
-    {"id": 3, "op": "matmul", "inputs": [2, 1]}], "outputs": [3]})");
-  auto r = compile_graph(g, load("trn1").chip.arch, GroupPolicy::whole);
-  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  const Graph g = transposed_a_matmul("bf16", 512, 384, 256);
+  const CompiledGraph c = compiled_whole(g, "trn1");
   int64_t transposes = 0, matmuls = 0;
-  for (const auto& p : std::get<CompiledGraph>(r).plans.plans)
+  for (const auto& p : c.plans.plans)
     for (const auto& st : p.streams)
       for (const auto& in : st.instructions) {
         transposes += in.op == isa::Opcode::transpose;
@@ -165,20 +177,18 @@ TEST(MatmulScheduleOnChip, TransposedAViewOfAnHbmValueLoadsItsBaseRowsOnTrn1) {
 // view of an input: tiny has no DMA transpose, so the view is materialised in HBM through the
 // array, by blocks of rows ("tT" buffers), instead of copied element by element.
 TEST(MatmulScheduleOnChip, NarrowTransposedAViewIsMaterialisedThroughTheArrayOnTiny) {
-  const Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "at", "nodes": [
-    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [1024, 96], "role": "input"},
-    {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [1024, 1024], "role": "input"},
-    {"id": 2, "op": "transpose", "inputs": [0], "perm": [1, 0]},
-    {"id": 3, "op": "matmul", "inputs": [2, 1]}], "outputs": [3]})");
-  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
-  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  const Graph g = transposed_a_matmul("fp32", 1024, 96, 1024);
+  const CompiledGraph c = compiled_whole(g, "tiny");
   int64_t blocks = 0;
-  for (const auto& p : std::get<CompiledGraph>(r).plans.plans)
+  for (const auto& p : c.plans.plans)
     for (const auto& b : p.buffers) blocks += b.name.rfind("tT", 0) == 0;
   EXPECT_GT(blocks, 0);
   EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole).max_error, 1e-4);
 }
 
+// Non-default points compute the right product on the chip (tiny: B streams at these sizes).
+// One elaborated device per process: a test per (B given transposed, point); a point past the
+// last is the last (compiler.matmul_schedule).
 class MatmulSchedulePoint : public ::testing::TestWithParam<std::tuple<bool, int64_t>> {};
 
 TEST_P(MatmulSchedulePoint, MatchesTheReferenceOnTiny) {

@@ -202,6 +202,16 @@ bool transpose_blocks_to_hbm(LoweringContext& ctx, const Node& n, const ViewDesc
   return true;
 }
 
+// Whether a transpose of [rows x kb] blocks stored to HBM is cheapest through the array (its
+// store costs the same either way), as cheapest_transpose prices the routes.
+bool array_transposes_blocks(const LoweringContext& ctx, int64_t rows, int64_t kb, isa::DType dt) {
+  ResourceNs base;
+  base.dma = double(rows) * double(kb) * isa::dtype_bytes(dt) /
+             (ctx.arch().costs.dma_gb_per_s * ctx.arch().dma.engines);
+  return cheapest_transpose(ctx, rows, kb, dt, ctx.arch().tensor.rows, base) ==
+         TransposeRoute::array;
+}
+
 // A transpose in HBM whose result only leaves the plan (no consumer in the group: one op per
 // plan) is copied HBM to HBM through its strided view, a chunk per element where the chip has
 // no DMA transpose (K^T of attention, 7 ms of DMA on trn1). Swapping the last two dims per
@@ -230,12 +240,7 @@ LowerResult transpose_leaving_by_array(LoweringContext& ctx, const Node& n, bool
   const int64_t per_tile = row + 2 * SbufAllocator::aligned(T * isa::dtype_bytes(n.type.dtype));
   const int64_t kb = whole ? K : std::min(K, ctx.sbuf_share(50) / per_tile * T);
   if (kb < std::min(K, T)) return std::nullopt;
-  ResourceNs base;  // the store of the block, either way
-  base.dma = double(std::min(T, N)) * double(kb) * isa::dtype_bytes(n.type.dtype) /
-             (ctx.arch().costs.dma_gb_per_s * ctx.arch().dma.engines);
-  if (cheapest_transpose(ctx, std::min(T, N), kb, n.type.dtype, ctx.arch().tensor.rows, base) !=
-      TransposeRoute::array)
-    return std::nullopt;
+  if (!array_transposes_blocks(ctx, std::min(T, N), kb, n.type.dtype)) return std::nullopt;
   ctx.forget_view(n.id);
   if (!whole) {
     if (!transpose_blocks_to_hbm(ctx, n, *u, kb)) return ctx.no_room();
@@ -376,12 +381,7 @@ std::optional<bool> transposed_into_hbm_by_array(LoweringContext& ctx, int32_t i
                            2 * SbufAllocator::aligned(T * isa::dtype_bytes(n.type.dtype));
   const int64_t kb = std::min(K, ctx.sbuf_share(50) / per_tile * T);
   if (kb < std::min(K, T)) return std::nullopt;
-  ResourceNs base;  // the store of a block, either way
-  base.dma = double(std::min(T, N)) * double(kb) * isa::dtype_bytes(n.type.dtype) /
-             (ctx.arch().costs.dma_gb_per_s * ctx.arch().dma.engines);
-  if (cheapest_transpose(ctx, std::min(T, N), kb, n.type.dtype, ctx.arch().tensor.rows, base) !=
-      TransposeRoute::array)
-    return std::nullopt;
+  if (!array_transposes_blocks(ctx, std::min(T, N), kb, n.type.dtype)) return std::nullopt;
   ctx.forget_view(id);
   return transpose_blocks_to_hbm(ctx, n, *u, kb);
 }
