@@ -131,6 +131,30 @@ void check_memory_maps(int64_t threads, int64_t maps_now, int64_t limit, const s
                              std::to_string(2 * need) + ")");
 }
 
+namespace {
+int64_t g_thread_budget = -1, g_threads_taken = 0, g_map_limit = -1;
+}  // namespace
+
+void set_thread_budget(int64_t threads, int64_t limit) {
+  g_thread_budget = threads;
+  g_threads_taken = 0;
+  g_map_limit = limit;
+}
+
+bool take_thread() {
+  if (g_thread_budget >= 0 && g_threads_taken >= g_thread_budget) return false;
+  ++g_threads_taken;
+  return true;
+}
+
+std::string thread_budget_text() {
+  return "its DMA queues need more SystemC threads than the " + std::to_string(g_thread_budget) +
+         " that vm.max_map_count (" + std::to_string(g_map_limit) +
+         ") leaves once the simulation has started (a stack and a guard page each); simulate "
+         "fewer ranks or raise it (sysctl -w vm.max_map_count=" +
+         std::to_string(2 * std::max<int64_t>(g_map_limit, 0)) + ")";
+}
+
 int64_t memory_maps_now() {
   std::ifstream in("/proc/self/maps");
   if (!in) return -1;

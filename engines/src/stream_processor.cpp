@@ -1,6 +1,8 @@
 // In-order issue of one instruction stream at a time, with semaphores, stats and tracing.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "wallsim/engines/stream_processor.h"
 
+#include "wallsim/base/host_memory.h"
 #include "wallsim/engines/timing_model.h"
 #include "wallsim/memory/tile_io.h"
 
@@ -16,14 +18,30 @@ StreamProcessor::StreamProcessor(sc_core::sc_module_name name, isa::Engine engin
       m_unit(unit),
       m_signals(signals),
       m_out(std::move(outputs)) {
-  SC_HAS_PROCESS(StreamProcessor);
-  SC_THREAD(thread);
-  if (engine != isa::Engine::dma) ensure_outputs();  // compute engines always report
+  if (engine != isa::Engine::dma) {
+    SC_HAS_PROCESS(StreamProcessor);
+    SC_THREAD(thread);
+    m_started = true;
+    ensure_outputs();  // compute engines always report
+  }
 }
 
 void StreamProcessor::enqueue(Launch* launch, const isa::Stream* stream) {
+  if (!m_started && !start_thread()) return;
   m_work.push_back({launch, stream});
   m_work_added.notify();
+}
+
+bool StreamProcessor::start_thread() {
+  m_started = true;
+  if (!base::take_thread()) {
+    m_error = std::string(name()) + ": " + base::thread_budget_text();
+    sc_core::sc_stop();
+    return false;
+  }
+  sc_core::sc_spawn_options opts;
+  sc_core::sc_spawn([this] { thread(); }, (std::string(basename()) + "_thread").c_str(), &opts);
+  return true;
 }
 
 void StreamProcessor::ensure_outputs() {

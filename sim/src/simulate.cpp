@@ -56,8 +56,12 @@ int64_t count_threads(const std::vector<sc_core::sc_object*>& objects) {
 void simulate() {
   // Each thread's stack is allocated when the simulation starts; past vm.max_map_count the
   // allocation fails and the run would end in std::bad_alloc (a 512-rank run: issue 39).
-  base::check_memory_maps(count_threads(sc_core::sc_get_top_level_objects()),
-                          base::memory_maps_now(), base::memory_maps_limit(), "simulation");
+  // DMA queues spawn their threads on first use, from what the elaborated ones leave.
+  const int64_t threads = count_threads(sc_core::sc_get_top_level_objects());
+  const int64_t maps = base::memory_maps_now(), limit = base::memory_maps_limit();
+  base::check_memory_maps(threads, maps, limit, "simulation");
+  base::set_thread_budget(
+      limit < 0 || maps < 0 ? -1 : (limit - base::memory_maps_needed(threads, maps)) / 2, limit);
 #ifdef WALLSIM_ASAN
   // What the simulation's threads allocate is not leak-checked: a thread still suspended at
   // the end (a deadlock wallsim reports, a rank that never arrives) holds its objects on a

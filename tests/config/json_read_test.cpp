@@ -140,5 +140,19 @@ TEST(HostMemory, ThreadsBeyondTheMapLimitAreAnInputError) {
   EXPECT_GT(memory_maps_now(), 0);
 }
 
+// DMA queues spawn their threads on first use, within what the map limit leaves at the start.
+TEST(HostMemory, ThreadsSpawnedAfterTheStartTakeFromABudget) {
+  set_thread_budget(2, 1000);
+  EXPECT_TRUE(take_thread());
+  EXPECT_TRUE(take_thread());
+  EXPECT_FALSE(take_thread());
+  const std::string e = thread_budget_text();
+  EXPECT_NE(e.find("more SystemC threads than the 2 that vm.max_map_count (1000)"),
+            std::string::npos)
+      << e;
+  set_thread_budget(-1, -1);  // unlimited
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(take_thread());
+}
+
 }  // namespace
 }  // namespace wallsim::base

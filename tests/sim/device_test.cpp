@@ -407,6 +407,34 @@ TEST(Device, DeadlockIsReportedWithTheWait) {
       << report[0];
 }
 
+// SystemC threads under `objects`, at any depth (a spawned one is its spawner's child).
+int64_t threads_under(const std::vector<sc_core::sc_object*>& objects) {
+  int64_t n = 0;
+  for (const sc_core::sc_object* o : objects) {
+    n += std::string(o->kind()) == "sc_thread_process";
+    n += threads_under(o->get_child_objects());
+  }
+  return n;
+}
+
+// A core holds a thread per compute engine and its launcher; a DMA queue's thread starts with
+// its first stream (issue 39: 64 idle queue threads a core were most of a 512-rank run's maps).
+TEST(Device, DmaQueueThreadsStartOnlyForTheQueuesPlansUse) {
+  Rig rig(true);
+  isa::Plan p = example("matmul");
+  int dma_streams = 0;
+  for (const isa::Stream& s : p.streams) dma_streams += s.engine == isa::Engine::dma;
+  ASSERT_GT(dma_streams, 0);
+  ASSERT_LT(dma_streams, rig.cfg.chip.arch.dma.queues_max());
+  memory::fill_random(rig.put(p, "a_t"), 1);
+  memory::fill_random(rig.put(p, "b"), 2);
+  rig.put(p, "c");
+  const int64_t before = threads_under(sc_core::sc_get_top_level_objects());
+  rig.launch(p);
+  rig.run();
+  EXPECT_EQ(threads_under(sc_core::sc_get_top_level_objects()), before + dma_streams);
+}
+
 TEST(Device, MatmulExampleMatchesEigen) {
   Rig rig(true);
   isa::Plan p = example("matmul");

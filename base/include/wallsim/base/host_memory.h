@@ -31,6 +31,13 @@ int64_t memory_maps_needed(int64_t threads, int64_t maps_now);
 // Throws InputError(what, ...) naming the threads, the maps and `limit` when
 // memory_maps_needed() exceeds it; no check when `limit` < 0 (unknown).
 void check_memory_maps(int64_t threads, int64_t maps_now, int64_t limit, const std::string& what);
+// The SystemC threads a started simulation may still spawn (a DMA queue's on its first stream):
+// simulate() sets the budget from the maps left under the limit after its elaborated threads
+// (-1: unlimited, the default); take_thread() takes one, false once it is spent, and
+// thread_budget_text() says why, for the one-line error.
+void set_thread_budget(int64_t threads, int64_t limit);
+bool take_thread();
+std::string thread_budget_text();
 // This process's memory maps (/proc/self/maps lines) and the limit on them
 // (/proc/sys/vm/max_map_count); -1 when unknown.
 int64_t memory_maps_now();

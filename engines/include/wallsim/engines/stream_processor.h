@@ -1,6 +1,7 @@
 // StreamProcessor: runs instruction streams in program order — wait on semaphores, issue to an
 // ExecutionUnit, record stats/trace/provenance, and have the semaphores fire when the result
-// is ready. One per compute engine and one per DMA queue.
+// is ready. One per compute engine and one per DMA queue; a DMA queue's SystemC thread starts
+// when its first stream is queued, so a core holds threads only for the queues its plans use.
 #pragma once
 
 #include <systemc>
@@ -61,6 +62,9 @@ class StreamProcessor : public sc_core::sc_module {
     const isa::Stream* stream;
   };
   void thread();
+  // Spawns the DMA queue's thread on its first stream; false (and the simulation stopped, with
+  // error() set) when the memory-map budget has no thread left (base::take_thread).
+  bool start_thread();
   void run_stream(const Work& w);
   void ensure_outputs();
   void record(const Work& w, size_t index, const isa::Instruction& in, sc_core::sc_time start,
@@ -81,6 +85,7 @@ class StreamProcessor : public sc_core::sc_module {
 
   // Stats, registered on first use so idle DMA queues stay out of the output.
   bool m_registered = false;
+  bool m_started = false;
   traces::Counter* m_instr_stat = nullptr;
   traces::Counter* m_macs_stat = nullptr;
   std::array<traces::Counter*, isa::kNumDTypes> m_macs_by_dtype{};  // registered on first use
