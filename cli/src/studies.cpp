@@ -1,6 +1,7 @@
 // `wallsim study NAME [--config C] [--spec FILE] [--out DIR] [--jobs N]` for the studies that
-// are a list of labelled runs (decode, serving, mask, granularity, fallback, scaleout): each run is
-// its own `wallsim run` process; the study gathers their key figures into NAME.md and NAME.csv,
+// are a list of labelled runs (decode, serving, mask, granularity, fallback, scaleout,
+// tensor-parallel): each run is its own `wallsim run` process; the study gathers their key
+// figures into NAME.md and NAME.csv,
 // keeps their run directories (traces included) under runs/, and draws its plots with
 // tools/plot_study.py. The spec, configs/studies/NAME.json, holds the sizes and distributions,
 // and may name the study's default config (`"config"`, used when --config is not given).
