@@ -41,7 +41,8 @@ sys.path.insert(0, ROOT)
 import open_questions  # noqa: E402
 
 ROOT = os.path.dirname(ROOT)
-STUDIES = ["wall", "decode", "mask", "granularity", "fallback", "serving", "scaleout"]
+STUDIES = ["wall", "decode", "mask", "granularity", "fallback", "serving", "scaleout",
+           "tensor-parallel"]
 
 
 def block(md):

@@ -1,6 +1,7 @@
 // `wallsim study NAME [--config C] [--spec FILE] [--out DIR] [--jobs N]` for the studies that
-// are a list of labelled runs (decode, serving, mask, granularity, fallback, scaleout): each run is
-// its own `wallsim run` process; the study gathers their key figures into NAME.md and NAME.csv,
+// are a list of labelled runs (decode, serving, mask, granularity, fallback, scaleout,
+// tensor-parallel): each run is its own `wallsim run` process; the study gathers their key
+// figures into NAME.md and NAME.csv,
 // keeps their run directories (traces included) under runs/, and draws its plots with
 // tools/plot_study.py. The spec, configs/studies/NAME.json, holds the sizes and distributions,
 // and may name the study's default config (`"config"`, used when --config is not given).
@@ -80,11 +81,28 @@ struct StudySpec {
 // What a study's columns may name: the key figures and the step figures below.
 std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
-  for (const char* k :
-       {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns", "hbm_bytes_per_step",
-        "host_link_busy_ns", "wasted_flop_fraction", "plans_per_step", "transfer_per_step_ns",
-        "device_per_step_ns", "world", "instances", "step_wall_ns", "step_comm_wait_ns",
-        "step_compute_ns", "efa_bytes_per_step"}) {
+  for (const char* k : {"p50_step_ns",
+                        "p99_step_ns",
+                        "token_p50_ns",
+                        "token_p99_ns",
+                        "hbm_bytes_per_step",
+                        "host_link_busy_ns",
+                        "wasted_flop_fraction",
+                        "plans_per_step",
+                        "transfer_per_step_ns",
+                        "device_per_step_ns",
+                        "world",
+                        "instances",
+                        "step_wall_ns",
+                        "step_comm_wait_ns",
+                        "step_compute_ns",
+                        "efa_bytes_per_step",
+                        "prefill_ns",
+                        "prefill_comm_fraction",
+                        "prefill_tokens_per_s",
+                        "token_ns",
+                        "token_comm_fraction",
+                        "tokens_per_s"}) {
     n.push_back(k);
   }
   return n;
@@ -261,6 +279,42 @@ void add_distributed_figures(const Json& stats, const Json& config, Json& f) {
       d.at("whole_run").at("link_bytes").value("efa", 0.0) / double(steps.size());
 }
 
+// Figures of a run with a prefill step and token steps (decode), sharded or not: the prefill's
+// wall time and the last token step's (a distributed step's slowest rank's), the share of each
+// that is rank 0's exposed communication, and the tokens per second each makes (the prompt's
+// tokens over the prefill; one token a step, batch 1). Only the tensor-parallel study adds them.
+void add_prefill_token_figures(const Json& stats, Json& f) {
+  const Json& steps = stats.at("steps");
+  const Json* walls = stats.contains("distributed")
+                          ? &stats["distributed"].at("whole_run").at("step_wall_ns")
+                          : nullptr;
+  auto wall = [&](size_t i) {
+    return walls ? (*walls)[i].get<double>() : steps[i].at("wall_ns").get<double>();
+  };
+  int64_t prefill = -1, token = -1;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string kind = steps[i].value("kind", "");
+    if (kind == "prefill" && prefill < 0) prefill = int64_t(i);
+    if (kind == "token") token = int64_t(i);
+  }
+  if (prefill < 0 || token < 0) return;
+  const Json& params = stats.at("workload").at("params");
+  const double prompt =
+      params.contains("prompt") ? std::stod(params["prompt"].get<std::string>()) : std::nan("");
+  const Json& p = steps[size_t(prefill)];
+  const Json& t = steps[size_t(token)];
+  const double pw = wall(size_t(prefill)), tw = wall(size_t(token));
+  // A prefill that compiled (fused: a new shape at step 0) shows "-": its time is the compile's.
+  const bool compiled = p.value("compile_ns", 0.0) > 0;
+  f["prefill_ns"] = compiled ? Json(nullptr) : Json(pw);
+  f["prefill_comm_fraction"] = compiled ? Json(nullptr) : Json(p.value("comm_wait_ns", 0.0) / pw);
+  f["prefill_tokens_per_s"] =
+      compiled || std::isnan(prompt) ? Json(nullptr) : Json(prompt / pw * 1e9);
+  f["token_ns"] = tw;
+  f["token_comm_fraction"] = t.value("comm_wait_ns", 0.0) / tw;
+  f["tokens_per_s"] = 1e9 / tw;
+}
+
 void run_study(const std::string& name, const std::string& config, const std::string& spec_file,
                const std::string& out, const std::vector<std::string>& extra_overrides,
                const std::vector<std::string>& extra_models, int jobs) {
@@ -324,7 +378,9 @@ void run_study(const std::string& name, const std::string& config, const std::st
       const Json resolved = base::read_json_file(run_dirs[i] + "/config.resolved.json");
       Json f = key_figures(report, resolved);
       add_step_figures(report, f);
-      add_distributed_figures(base::read_json_file(run_dirs[i] + "/stats.json"), resolved, f);
+      const Json stats = base::read_json_file(run_dirs[i] + "/stats.json");
+      add_distributed_figures(stats, resolved, f);
+      if (name == "tensor-parallel") add_prefill_token_figures(stats, f);
       for (const auto& [k, v] : f.items()) {
         // figure_names() lists what the spec may name; a figure missing there is a bug here.
         if (!is_figure(k)) throw std::logic_error("figure '" + k + "' missing from figure_names()");

@@ -352,6 +352,56 @@ TEST(Study, ScaleoutDegradedEfaSlowsOnlyTheStepAcrossInstances) {
   EXPECT_EQ(first.dump(), Json::parse(slurp(again + "/study.json"))["runs"].dump());
 }
 
+// tensor-parallel on tiny (2 cores a chip): decode at TP 1, 2 and 4 (two chips) under AOT. TP 1
+// exposes no communication; the exposed share of a token step grows with the degree; tokens/s is
+// one token over the token step; the findings name the fastest degree the table shows; the same
+// spec twice is the same table and findings.
+TEST(Study, TensorParallelExposedCommunicationGrowsWithTheDegree) {
+  const std::string w = "decode:layers=1,d_model=64,heads=4,d_ff=128,prompt=32,new_tokens=2";
+  std::string runs_json;
+  for (int tp : {1, 2, 4}) {
+    runs_json += std::string(runs_json.empty() ? "" : ",") + R"({"label": "TP )" +
+                 std::to_string(tp) + R"(", "workload": ")" + w + ",tp=" + std::to_string(tp) +
+                 R"(", "mode": "aot", "series": "tiny, aot"})";
+  }
+  const std::string spec = R"({"title": "small tp", "trace_level": "none", "columns": ["world",
+      "prefill_ns", "prefill_comm_fraction", "token_ns", "token_comm_fraction", "tokens_per_s"],
+      "runs": [)" + runs_json +
+                           "]}";
+  std::string dir;
+  auto runs = study("tensor-parallel", spec, &dir);
+  const Json &t1 = runs["TP 1"], &t2 = runs["TP 2"], &t4 = runs["TP 4"];
+  EXPECT_EQ(fig(t2, "world"), 2);
+  EXPECT_EQ(fig(t4, "world"), 4);
+  EXPECT_EQ(fig(t1, "token_comm_fraction"), 0);
+  EXPECT_EQ(fig(t1, "prefill_comm_fraction"), 0);
+  EXPECT_GT(fig(t2, "token_comm_fraction"), 0);
+  EXPECT_GT(fig(t4, "token_comm_fraction"), fig(t2, "token_comm_fraction"));
+  EXPECT_GT(fig(t4, "prefill_comm_fraction"), fig(t2, "prefill_comm_fraction"));
+  for (const auto& [label, r] : runs) {
+    EXPECT_LT(fig(r, "token_comm_fraction"), 1) << label;
+    EXPECT_NEAR(fig(r, "tokens_per_s") * fig(r, "token_ns"), 1e9, 1) << label;
+  }
+  const std::string md = slurp(dir + "/tensor-parallel.md");
+  int best = 1;
+  for (int tp : {2, 4}) {
+    if (fig(runs["TP " + std::to_string(tp)], "token_ns") <
+        fig(runs["TP " + std::to_string(best)], "token_ns"))
+      best = tp;
+  }
+  const std::string head = "- tiny, aot, a token step: TP 1 ";
+  const size_t at = md.find(head);
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string line = md.substr(at, md.find('\n', at) - at);
+  EXPECT_NE(line.find(best == 1 ? "No larger degree is faster than TP 1"
+                                : "The fastest is TP " + std::to_string(best)),
+            std::string::npos)
+      << line;
+  std::string again;
+  study("tensor-parallel", spec, &again);
+  EXPECT_EQ(md, slurp(again + "/tensor-parallel.md"));
+}
+
 // Runs `wallsim ARGS` in `dir` (not the source tree); stdout into `out`, stderr into `err`.
 int run_in(const std::string& dir, const std::string& args, std::string* out, std::string* err) {
   const std::string cmd =

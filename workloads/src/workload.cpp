@@ -129,6 +129,12 @@ class Mlp final : public Workload {
 // (dynamic_update_slice) and attends over the first L rows, where L = shape_for(real length):
 // the exact length in the lazy modes (a new shape every token), the smallest bucket that fits
 // under AOT, whose padded keys a mask uploaded with the token hides.
+//
+// tp > 1 (Megatron-LM, as transformer): each tensor-parallel rank holds heads / tp heads — the
+// column blocks of Wq, Wk, Wv and the row block of Wo — and their d_model / tp columns of every
+// layer's K and V cache; the MLP's W1 by column blocks, W2 by row blocks. The attention output
+// projection and the MLP output are partial sums, all-reduced over "tp" (two all-reduces per
+// layer and step). Every shard is the unsharded run's slice of the same seeded weight.
 class Decode final : public Workload {
  public:
   explicit Decode(Params& p)
@@ -142,11 +148,22 @@ class Decode final : public Workload {
         m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
         m_paged(p.choice("kv", "contiguous", {"contiguous", "paged"}) == "paged"),
         m_block(p.integer("block", 16, 1, 65536)),
-        m_dtype(p.dtype("dtype", isa::DType::bf16)),
-        m_params((p.finish(), p.resolved())) {
+        m_dtype(p.dtype("dtype", isa::DType::bf16)) {
+    m_sizes.tp = p.integer("tp", 1, 1, 65536);
+    p.finish();
+    m_params = p.resolved();
     check_heads(p, m_d, m_heads);
+    if (m_heads % m_sizes.tp) {
+      p.fail("tp", "heads " + std::to_string(m_heads) + " do not split over " +
+                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
+    }
+    if (m_ff % m_sizes.tp) {
+      p.fail("tp", "d_ff " + std::to_string(m_ff) + " does not split over " +
+                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
+    }
   }
   std::map<std::string, std::string> params() const override { return m_params; }
+  runtime::ParallelSizes parallel() const override { return m_sizes; }
   bool masks_instead_of_padding() const override { return m_dynamic == "bounded"; }
   int64_t default_steps() const override { return 1 + m_new; }
   bool fixed_steps() const override { return true; }
@@ -172,13 +189,17 @@ class Decode final : public Workload {
     s.declare_scalar("start", 0, 0);
     s.set_scalar("start", 0);
     uint64_t k = 1;
-    auto up = [&](std::vector<int64_t> shape) {
-      return s.upload_random(shape, m_dtype, seed(s, k++));
+    const int64_t tp = m_sizes.tp, dc = m_d / tp;
+    // This rank's columns (its heads) of a cache of the unsharded run's seeded values.
+    auto cache = [&]() {
+      if (tp == 1) return s.upload_random({pool_rows, m_d}, m_dtype, seed(s, k++));
+      const int64_t at = s.rank().tp_rank * dc;
+      return s.upload_random_slice({pool_rows, m_d}, m_dtype, seed(s, k++), 1, at, at + dc);
     };
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w{detail::upload_gpt_weights(s, m_d, m_ff, m_dtype, k), {}, {}};
-      w.k_cache = up({pool_rows, m_d});
-      w.v_cache = up({pool_rows, m_d});
+      Layer w{detail::upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp), {}, {}};
+      w.k_cache = cache();
+      w.v_cache = cache();
       m_w.push_back(w);
     }
   }
@@ -228,7 +249,7 @@ class Decode final : public Workload {
   // at position real - 1 attending over `len` >= real cached rows.
   Tensor run(Session& s, int64_t index, int64_t real, int64_t len) {
     using namespace runtime;
-    const int64_t hd = m_d / m_heads;
+    const int64_t hd = m_d / m_heads, H = m_heads / m_sizes.tp, dc = m_d / m_sizes.tp;
     const bool prefill = index == 0;
     const int64_t rows = prefill ? len : 1;
     Tensor x =
@@ -242,7 +263,7 @@ class Decode final : public Workload {
       // Set before the op that reads it: a per-op mode launches that op when it is recorded.
       s.set_scalar("kv_len", real);
       s.set_scalar("pos", real - 1);
-      Tensor keys_at = s.iota({m_heads, 1, len}, isa::DType::int32, 2);  // the scores' shape
+      Tensor keys_at = s.iota({H, 1, len}, isa::DType::int32, 2);  // the scores' shape
       bias = scale(s.op(compiler_stub::OpKind::compare, {keys_at},
                         {{"cmp", std::string("ge")}, {"scalar", std::string("kv_len")}}),
                    -1e9);
@@ -299,12 +320,12 @@ class Decode final : public Workload {
           keys = slice(w.k_cache, 0, 0, len);
           values = slice(w.v_cache, 0, 0, len);
         }
-        q = transpose(reshape(q, {rows, m_heads, hd}), {1, 0, 2});
-        Tensor kt = transpose(reshape(keys, {len, m_heads, hd}), {1, 2, 0});
-        Tensor vt = transpose(reshape(values, {len, m_heads, hd}), {1, 0, 2});
+        q = transpose(reshape(q, {rows, H, hd}), {1, 0, 2});
+        Tensor kt = transpose(reshape(keys, {len, H, hd}), {1, 2, 0});
+        Tensor vt = transpose(reshape(values, {len, H, hd}), {1, 0, 2});
         Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
         if (bias.valid()) scores = add(scores, bias);
-        return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, m_d});
+        return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, dc});
       });
     }
     s.clear_origin();
@@ -317,11 +338,12 @@ class Decode final : public Workload {
         macs(prefill, prefill ? len : real, len) - real_macs;
     return x;
   }
-  // The model's MACs of a step with `rows` query rows (a prefill's tokens, else 1) over `keys`.
+  // The model's MACs of a step with `rows` query rows (a prefill's tokens, else 1) over `keys`,
+  // a rank's share (1 / tp) under tensor parallel.
   double macs(bool prefill, int64_t rows, int64_t keys) const {
     const double R = double(prefill ? rows : 1), L = double(keys), D = double(m_d),
                  F = double(m_ff);
-    return double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F);
+    return double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F) / double(m_sizes.tp);
   }
 
  public:
@@ -344,6 +366,7 @@ class Decode final : public Workload {
   int64_t m_block;
   std::optional<runtime::KvBlockManager> m_kv;
   isa::DType m_dtype;
+  runtime::ParallelSizes m_sizes;
   std::map<std::string, std::string> m_params;
   std::vector<Layer> m_w;
   int64_t m_cache_len = 0;
@@ -444,8 +467,9 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "all-reduce the gradients"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
-       "dynamic=exact,kv=contiguous,block=16,dtype=bf16 - a prefill, then one step per token "
-       "over a KV cache (dynamic: exact, bounded or bucketed shapes; kv: contiguous or paged)"},
+       "dynamic=exact,kv=contiguous,block=16,tp=1,dtype=bf16 - a prefill, then one step per "
+       "token over a KV cache (dynamic: exact, bounded or bucketed shapes; kv: contiguous or "
+       "paged); tp ranks split the heads, the KV cache and the MLP (Megatron-LM)"},
       {"serve",
        "serve:requests=200,rate=0,scheduler=continuous,max_batch=32,dynamic=exact,block=16,"
        "kv_blocks=0,prompt_mean=161,output_mean=338,sigma=1,max_prompt=768,context=1024,"

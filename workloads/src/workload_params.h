@@ -162,40 +162,53 @@ inline nlohmann::ordered_json padding_by_source(double real, double batch, doubl
 struct GptWeights {
   runtime::Tensor ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w1, w2;
 };
-// Uploads one layer's weights with seeds k, k+1, ... (k advances), in a fixed order.
+// Uploads one layer's weights with seeds k, k+1, ... (k advances), in a fixed order. tp > 1
+// (Megatron-LM): this tensor-parallel rank's shards of the same seeded weights, the column blocks
+// of Wq, Wk, Wv and W1 (its heads, its share of the MLP) and the row blocks of Wo and W2; the
+// norms whole. d and ff must divide by tp.
 inline GptWeights upload_gpt_weights(Session& s, int64_t d, int64_t ff, isa::DType dtype,
-                                     uint64_t& k) {
+                                     uint64_t& k, int64_t tp = 1) {
   auto up = [&](std::vector<int64_t> shape) { return s.upload_random(shape, dtype, seed(s, k++)); };
+  // This rank's block along `axis` of a weight of shape `full` (whole when tp is 1).
+  auto part = [&](std::vector<int64_t> full, int64_t axis) {
+    if (tp == 1) return up(full);
+    const int64_t block = full[static_cast<size_t>(axis)] / tp, at = s.rank().tp_rank * block;
+    return s.upload_random_slice(full, dtype, seed(s, k++), axis, at, at + block);
+  };
   GptWeights w;
   w.ln1_g = up({d});
   w.ln1_b = up({d});
-  w.wq = up({d, d});
-  w.wk = up({d, d});
-  w.wv = up({d, d});
-  w.wo = up({d, d});
+  w.wq = part({d, d}, 1);  // column-parallel: this rank's heads
+  w.wk = part({d, d}, 1);
+  w.wv = part({d, d}, 1);
+  w.wo = part({d, d}, 0);  // row-parallel
   w.ln2_g = up({d});
   w.ln2_b = up({d});
-  w.w1 = up({d, ff});
-  w.w2 = up({ff, d});
+  w.w1 = part({d, ff}, 1);
+  w.w2 = part({ff, d}, 0);
   return w;
 }
 
-// x + W2 gelu(W1 layernorm(x)): the layer's MLP with its residual.
+// x + W2 gelu(W1 layernorm(x)): the layer's MLP with its residual. Under tensor parallel W1 is
+// column- and W2 row-parallel, so W2's product is a partial sum, all-reduced over "tp" (the
+// value itself in a group of one).
 inline runtime::Tensor gpt_mlp(const runtime::Tensor& x, const GptWeights& w) {
   using namespace runtime;
-  return add(x, matmul(gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1)), w.w2));
+  Tensor up = gelu(matmul(layernorm(x, w.ln2_g, w.ln2_b), w.w1));
+  return add(x, all_reduce(matmul(up, w.w2), "tp"));
 }
 
 // One decoder layer: pre-norm attention, then the MLP, each with its residual. `attend(q, k, v)`
 // writes the layer's KV cache as the caller keeps it and returns the attention context
-// [rows, d_model]: the graph decode and serve share.
+// [rows, d_model / tp] of this rank's heads: the graph decode and serve share. Under tensor
+// parallel the output projection's partial sums are all-reduced over "tp", as the MLP's.
 template <class Attend>
 runtime::Tensor gpt_layer(const runtime::Tensor& x, const GptWeights& w, Attend&& attend) {
   using namespace runtime;
   Tensor h = layernorm(x, w.ln1_g, w.ln1_b);
   Tensor q = matmul(h, w.wq), k = matmul(h, w.wk), v = matmul(h, w.wv);
   Tensor ctx = attend(q, k, v);
-  return gpt_mlp(add(x, matmul(ctx, w.wo)), w);
+  return gpt_mlp(add(x, all_reduce(matmul(ctx, w.wo), "tp")), w);
 }
 
 std::unique_ptr<Workload> make_transformer(Params& p);  // transformer.cpp

@@ -29,6 +29,7 @@ std::vector<std::string> mask_findings(const Json& rows);
 std::vector<std::string> granularity_findings(const Json& rows);
 std::vector<std::string> serving_findings(const Json& rows);
 std::vector<std::string> scaleout_findings(const Json& rows);
+std::vector<std::string> tensor_parallel_findings(const Json& rows);
 inline std::vector<std::string> no_findings(const Json&) { return {}; }
 
 }  // namespace wallsim::cli::findings
