@@ -2,11 +2,13 @@
 #include "wallsim/chakra/astra_configs.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <stdexcept>
+
+#include "wallsim/traces/write_error.h"
 
 namespace wallsim::chakra {
 
@@ -22,7 +24,7 @@ std::string algorithm_name(collectives::Algorithm a) {
 
 std::ofstream open(const std::string& path) {
   std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error("cannot write " + path);
+  if (!out) throw traces::WriteError(path, traces::errno_reason(errno));
   return out;
 }
 

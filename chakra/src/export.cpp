@@ -4,6 +4,7 @@
 #include <google/protobuf/util/delimited_message_util.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "proto/et_def.pb.h"
+#include "wallsim/traces/write_error.h"
 
 namespace wallsim::chakra {
 
@@ -67,7 +69,7 @@ class RankRecorder {
  public:
   RankRecorder(Exporter& owner, int64_t rank, const std::string& path)
       : m_owner(owner), m_rank(rank), m_path(path), m_out(path, std::ios::binary) {
-    if (!m_out) throw std::runtime_error("cannot write " + path);
+    if (!m_out) throw traces::WriteError(path, traces::errno_reason(errno));
     pb::GlobalMetadata meta;
     meta.set_version("0.0.4");  // what ASTRA-sim's own generators write; never empty
     const ExportInfo& info = owner.info();
@@ -127,7 +129,7 @@ class RankRecorder {
   // Closes the file; the rank's figures for chakra.json.
   nlohmann::ordered_json finish() {
     m_out.close();
-    if (!m_out) throw std::runtime_error("cannot write " + m_path);
+    if (!m_out) throw traces::WriteError(m_path, traces::errno_reason(errno));
     nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
     for (const auto& [t, count] : m_counts) by_type[pb::NodeType_Name(t)] = count;
     return {{"rank", m_rank},
@@ -311,7 +313,7 @@ class RankRecorder {
 
   void write(const google::protobuf::MessageLite& m) {
     if (!google::protobuf::util::SerializeDelimitedToOstream(m, &m_out) || !m_out)
-      throw std::runtime_error("cannot write " + m_path);
+      throw traces::WriteError(m_path, traces::errno_reason(errno));
   }
 
   Exporter& m_owner;
@@ -368,7 +370,7 @@ void Exporter::finish() {
                                     {"ranks", ranks}};
   std::ofstream s(m_dir + "/chakra.json");
   s << summary.dump(2) << "\n";
-  if (!g || !s) throw std::runtime_error("cannot write " + m_dir);
+  if (!g || !s) throw traces::WriteError(m_dir, traces::errno_reason(errno));
 }
 
 }  // namespace wallsim::chakra

@@ -38,7 +38,7 @@ class Exporter {
 
   void record(int64_t rank, const engines::Launch& launch);
   // Closes the files and writes <name>.comm_groups.json and chakra.json (per rank: nodes by type,
-  // compute_ns). Throws std::runtime_error when a file cannot be written.
+  // compute_ns). Throws traces::WriteError when a file cannot be written.
   void finish();
 
   // The id (>= 1, in first-seen order) of a communicator's sorted member ranks.
