@@ -177,6 +177,7 @@ class RankRecorder {
       at = std::max(at, c.end_ns);
     }
     if (end > at) comp.push_back({at, end});
+    if (comp.empty() && colls.empty()) comp.push_back({begin, begin});  // every launch a node
     int64_t comp_ns = 0;
     for (const auto& [a, b] : comp) comp_ns += b - a;
     double macs = 0;
