@@ -16,9 +16,12 @@ namespace {
 
 std::string algorithm_name(collectives::Algorithm a) {
   switch (a) {
-    case collectives::Algorithm::mesh: return "direct";
-    case collectives::Algorithm::rhd: return "halvingDoubling";
-    default: return "ring";  // ring; automatic: ASTRA-sim cannot switch by size
+    case collectives::Algorithm::mesh:
+      return "direct";
+    case collectives::Algorithm::rhd:
+      return "halvingDoubling";
+    default:
+      return "ring";  // ring; automatic: ASTRA-sim cannot switch by size
   }
 }
 
@@ -40,16 +43,15 @@ NetworkDims network_dims(const sim::SystemConfig& s, const sim::ChipConfig& core
   const double c = double(s.chip.cores);
   const auto& nl = s.links.neuronlink;
   const auto& between = s.topology.instance_ring ? s.links.instance_ring : s.links.efa;
-  const NetworkDims all = {
-      {"FullyConnected", s.chip.cores, chip_hbm_gb_per_s(s, core) / (2 * c),
-       double(s.collectives.step_overhead_ns), "cores"},
-      {"Ring", s.topology.torus_x, nl.effective_bandwidth_gb_per_s() / c,
-       double(nl.effective_latency_ns()), "torus x"},
-      {"Ring", s.topology.torus_y, nl.effective_bandwidth_gb_per_s() / c,
-       double(nl.effective_latency_ns()), "torus y"},
-      {s.topology.instance_ring ? "Ring" : "Switch", s.topology.instances,
-       between.effective_bandwidth_gb_per_s() / c, double(between.effective_latency_ns()),
-       "instances"}};
+  const NetworkDims all = {{"FullyConnected", s.chip.cores, chip_hbm_gb_per_s(s, core) / (2 * c),
+                            double(s.collectives.step_overhead_ns), "cores"},
+                           {"Ring", s.topology.torus_x, nl.effective_bandwidth_gb_per_s() / c,
+                            double(nl.effective_latency_ns()), "torus x"},
+                           {"Ring", s.topology.torus_y, nl.effective_bandwidth_gb_per_s() / c,
+                            double(nl.effective_latency_ns()), "torus y"},
+                           {s.topology.instance_ring ? "Ring" : "Switch", s.topology.instances,
+                            between.effective_bandwidth_gb_per_s() / c,
+                            double(between.effective_latency_ns()), "instances"}};
   NetworkDims dims;
   int64_t product = 1;
   for (NetworkDim d : all) {
@@ -90,8 +92,10 @@ void write_astra_configs(const std::string& dir, const std::string& name,
   for (const NetworkDim& d : dims) what += (what.empty() ? "" : ", ") + d.what;
   open(dir + "/network.yml") << "# ASTRA-sim analytical network from the wallsim config: dims "
                              << what << " (" << world << " NPUs = ranks 0.." << world - 1 << ")\n"
-                             << topology.str() << "\n" << npus.str() << "\n"
-                             << bandwidth.str() << "   # GB/s\n" << latency.str() << "   # ns\n";
+                             << topology.str() << "\n"
+                             << npus.str() << "\n"
+                             << bandwidth.str() << "   # GB/s\n"
+                             << latency.str() << "   # ns\n";
 
   const std::vector<std::string> algo(dims.size(), algorithm_name(s.collectives.algorithm));
   nlohmann::ordered_json sys = {{"scheduling-policy", "FIFO"},
@@ -119,14 +123,15 @@ void write_astra_configs(const std::string& dir, const std::string& name,
       {"remote-mem-bw", std::max<int64_t>(1, static_cast<int64_t>(host.bandwidth_gb_per_s + 0.5))}};
   open(dir + "/remote_memory.json") << mem.dump(2) << "\n";
 
-  open(dir + "/README.md")
-      << "# Chakra traces of a wallsim run\n\n"
-      << "Replay with ASTRA-sim's analytical backend (docs/CHAKRA.md in wallsim), from this folder:\n\n"
-      << "    AstraSim_Analytical_Congestion_Unaware --workload-configuration=" << name << " \\\n"
-      << "      --comm-group-configuration=" << name << ".comm_groups.json"
-      << " --system-configuration=system.json \\\n"
-      << "      --network-configuration=network.yml"
-      << " --remote-memory-configuration=remote_memory.json\n";
+  open(dir + "/README.md") << "# Chakra traces of a wallsim run\n\n"
+                           << "Replay with ASTRA-sim's analytical backend (docs/CHAKRA.md in "
+                              "wallsim), from this folder:\n\n"
+                           << "    AstraSim_Analytical_Congestion_Unaware --workload-configuration="
+                           << name << " \\\n"
+                           << "      --comm-group-configuration=" << name << ".comm_groups.json"
+                           << " --system-configuration=system.json \\\n"
+                           << "      --network-configuration=network.yml"
+                           << " --remote-memory-configuration=remote_memory.json\n";
 }
 
 }  // namespace wallsim::chakra

@@ -47,11 +47,16 @@ void attr_uint64(pb::Node& n, const char* name, uint64_t v) {
 // comm_type of a collective opcode (et_def.proto CollectiveCommType); -1: not a COMM_COLL.
 int comm_type(isa::Opcode op) {
   switch (op) {
-    case isa::Opcode::all_reduce: return pb::ALL_REDUCE;
-    case isa::Opcode::all_gather: return pb::ALL_GATHER;
-    case isa::Opcode::reduce_scatter: return pb::REDUCE_SCATTER;
-    case isa::Opcode::all_to_all: return pb::ALL_TO_ALL;
-    default: return -1;
+    case isa::Opcode::all_reduce:
+      return pb::ALL_REDUCE;
+    case isa::Opcode::all_gather:
+      return pb::ALL_GATHER;
+    case isa::Opcode::reduce_scatter:
+      return pb::REDUCE_SCATTER;
+    case isa::Opcode::all_to_all:
+      return pb::ALL_TO_ALL;
+    default:
+      return -1;
   }
 }
 
@@ -329,7 +334,8 @@ class RankRecorder {
   std::map<std::pair<int64_t, int64_t>, int64_t> m_tags;
 };
 
-Exporter::Exporter(std::string dir, ExportInfo info) : m_dir(std::move(dir)), m_info(std::move(info)) {
+Exporter::Exporter(std::string dir, ExportInfo info)
+    : m_dir(std::move(dir)), m_info(std::move(info)) {
   for (int64_t r = 0; r < m_info.world; ++r) {
     m_ranks.push_back(std::make_unique<RankRecorder>(
         *this, r, m_dir + "/" + m_info.name + "." + std::to_string(r) + ".et"));

@@ -225,7 +225,8 @@ std::unique_ptr<chakra::Exporter> start_chakra(const traces::RunDirectory& out,
   for (size_t r = 0; r < sessions.size(); ++r) {
     chakra::Exporter* e = exporter.get();
     const auto rank = static_cast<int64_t>(r);
-    sessions[r]->device_core().on_retire([e, rank](const engines::Launch& l) { e->record(rank, l); });
+    sessions[r]->device_core().on_retire(
+        [e, rank](const engines::Launch& l) { e->record(rank, l); });
   }
   return exporter;
 }
@@ -371,7 +372,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
 
   std::unique_ptr<chakra::Exporter> chakra_export;
   if (chakra_dir) {
-    chakra_export = start_chakra(*chakra_dir, config, system_config, spec, options, group, sessions);
+    chakra_export =
+        start_chakra(*chakra_dir, config, system_config, spec, options, group, sessions);
   }
   const auto wall_start = std::chrono::steady_clock::now();
   std::vector<runtime::HostRank> hosts;

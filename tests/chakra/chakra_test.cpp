@@ -3,13 +3,13 @@
 #include <google/protobuf/util/delimited_message_util.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
-#include <fcntl.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <unistd.h>
 
 #include "cli_test_util.h"
 #include "proto/et_def.pb.h"
@@ -40,8 +40,7 @@ RankFile read_rank(const std::string& path) {
   while (true) {
     pb::Node n;
     if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&n, &in, &clean_eof)) {
-      EXPECT_TRUE(clean_eof) << path << ": a truncated or malformed node after "
-                             << f.nodes.size();
+      EXPECT_TRUE(clean_eof) << path << ": a truncated or malformed node after " << f.nodes.size();
       break;
     }
     f.nodes.push_back(std::move(n));
@@ -171,7 +170,8 @@ void check_attributes(const Export& e, const RankFile& f) {
         if (const V* pg = attr(n, "pg_name")) EXPECT_EQ(pg->value_case(), V::kStringVal);
         break;
       }
-      default: ADD_FAILURE() << n.name() << ": type " << pb::NodeType_Name(n.type());
+      default:
+        ADD_FAILURE() << n.name() << ": type " << pb::NodeType_Name(n.type());
     }
   }
 }
@@ -274,8 +274,7 @@ TEST(ChakraExport, AotCollectivesInsideAPlanSplitItsCompute) {
     check_graph(e.ranks[r], "rank " + std::to_string(r));
     check_attributes(e, e.ranks[r]);
     int64_t segments = 0;
-    for (const pb::Node& n : e.ranks[r].nodes)
-      segments += n.name().find("#1") != std::string::npos;
+    for (const pb::Node& n : e.ranks[r].nodes) segments += n.name().find("#1") != std::string::npos;
     EXPECT_GT(segments, 0) << "no launch split around a collective";
   }
   check_collectives(e);
@@ -284,7 +283,8 @@ TEST(ChakraExport, AotCollectivesInsideAPlanSplitItsCompute) {
 }
 
 TEST(ChakraExport, SameRunGivesByteIdenticalFiles) {
-  const std::string w = "transformer:layers=1,d_model=256,heads=8,d_ff=512,seq=128,batch=2,tp=2,dp=2";
+  const std::string w =
+      "transformer:layers=1,d_model=256,heads=8,d_ff=512,seq=128,batch=2,tp=2,dp=2";
   const Export a = run_export("same_a", w, "fused");
   const Export b = run_export("same_b", w, "fused");
   for (int r = 0; r < 4; ++r) {
@@ -304,7 +304,8 @@ TEST(ChakraExport, BadDirectoryIsOneLineExitTwoAndNothingWritten) {
   for (const std::string& bad : {base + "/file", base + "/file/sub", base + "/mine"}) {
     std::string err;
     EXPECT_EQ(run_wallsim("run -c configs/trn1.json -w transformer:layers=1,seq=128,tp=2 "
-                          "--chakra " + bad + " -o " + base + "/out",
+                          "--chakra " +
+                              bad + " -o " + base + "/out",
                           &err),
               2)
         << bad;
