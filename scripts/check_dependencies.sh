@@ -13,8 +13,8 @@ set -euo pipefail
 # isa <- collectives (algorithms as schedules, plain C++) <- sim (the collective engine);
 # isa <- compiler_stub <- runtime; compiler_stub <- frontends (wallsim_onnx, wallsim_torch) <- cli;
 # compiler_stub's PlanBuilder <- validation (published kernels as plans) <- cli;
-# frontends/torch's program reader <- workloads (the program replay); traces is
-# used by whatever observes.
+# frontends/torch's program reader <- workloads (the program replay); sim, engines <- chakra
+# (Chakra traces of retired launches) <- driver; traces is used by whatever observes.
 declare -A ALLOWED=(
   [base]=""
   [traces]="base"
@@ -27,7 +27,8 @@ declare -A ALLOWED=(
   [compiler_stub]="base isa"
   [runtime]="base isa memory sim compiler_stub traces"
   [workloads]="base isa compiler_stub runtime traces torch"  # torch: the program reader
-  [driver]="base isa memory engines sim compiler_stub runtime workloads traces"
+  [chakra]="base isa memory dma engines sim collectives traces chakra_proto"  # Chakra export
+  [driver]="base isa memory engines sim compiler_stub runtime workloads traces chakra"
   [frontends]="base isa memory compiler_stub onnx torch"  # wallsim_onnx, wallsim_torch
   [validation]="base isa compiler_stub"
   [cli]="base isa memory dma engines sim collectives compiler_stub validation runtime workloads driver traces frontends onnx"

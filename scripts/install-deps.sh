@@ -10,6 +10,7 @@ want=(
   libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev  # frontends/onnx: ONNX's protobuf classes, linked by wallsim
+  protobuf-compiler            # chakra/: protoc generates the Chakra trace schema's classes
 )
 case "${1:-build}" in
   build) ;;
@@ -17,9 +18,9 @@ case "${1:-build}" in
   # the PyTorch capture's tests (tests/frontends/torch): torch, torchvision, numpy
   test) want+=(python3 python3-matplotlib parallel libonnx-testdata
                python3-numpy python3-torch python3-torchvision) ;;
-  # jq: compare_outputs.sh; python3-onnx, protobuf-compiler: the bad-input corpus's .onnx files
+  # jq: compare_outputs.sh; python3-onnx (and the build's protoc): the bad-input corpus's .onnx files
   # python3-torch, python3-torchvision: `wallsim capture` of PyTorch programs
-  tools) want+=(python3 python3-matplotlib python3-numpy parallel jq python3-onnx protobuf-compiler
+  tools) want+=(python3 python3-matplotlib python3-numpy parallel jq python3-onnx
                 python3-torch python3-torchvision) ;;
   fuzz) want+=(clang) ;;  # `make fuzz` only: libFuzzer (libclang_rt.fuzzer comes with clang)
   *) echo "install-deps.sh: unknown profile '$1' (expected build, test, tools or fuzz)" >&2; exit 2 ;;

@@ -26,6 +26,7 @@ struct RunArgs {
   double progress_seconds = 10;
   bool no_memory_check = false;
   std::vector<std::string> bounds;  // --bound NAME<=MAX
+  std::string chakra;               // --chakra DIR: Chakra execution traces
 };
 
 // What a run allocates before its first step, from the config alone: a functional run's SBUF
@@ -77,6 +78,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--bound", a->bounds,
                   "run the program's named dim NAME bounded: NAME<=MAX (repeatable; the "
                   "program workload's bound= parameter)");
+  cmd->add_option("--chakra", a->chakra,
+                  "also write each rank's Chakra execution trace (DIR/<workload>.<rank>.et) and "
+                  "ASTRA-sim configs into DIR (docs/CHAKRA.md)");
   cmd->add_flag("--no-memory-check", a->no_memory_check,
                 "run even when the estimated host memory exceeds what is available");
   cmd->callback([a, steps] {
@@ -102,6 +106,7 @@ void add_run_command(CLI::App& app) {
                                                 : engines::TraceLevel::instructions;
     if (!a->trace_window.empty()) o.trace_window_ns = parse_window(a->trace_window);
     o.instruction_csv = a->csv;
+    o.chakra_dir = a->chakra;
     workloads::WorkloadSpec spec = workloads::parse_spec(a->workload);
     if (!a->bounds.empty()) {
       if (spec.params.count("bound"))

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 
+#include "wallsim/chakra/export.h"
 #include "wallsim/driver/compile_metrics.h"
 #include "wallsim/driver/ranks.h"
 #include "wallsim/driver/run_report.h"
@@ -193,6 +194,50 @@ void append_report_text(const traces::RunDirectory& dir, const ordered_json& rep
   steps.finish(dir.file("stats.json"), dir.file("stats.txt"), sections);
 }
 
+// The Chakra export of every rank (options.chakra_dir), recording each core's launches as they
+// retire, and ASTRA-sim's configs for the run's system.
+std::unique_ptr<chakra::Exporter> start_chakra(const traces::RunDirectory& out,
+                                               const runtime::Config& config,
+                                               const sim::SystemConfig& system_config,
+                                               const workloads::WorkloadSpec& spec,
+                                               const RunOptions& options,
+                                               const std::optional<runtime::ProcessGroup>& group,
+                                               const std::vector<runtime::Session*>& sessions) {
+  const std::string dir = std::filesystem::path(out.file("chakra.json")).parent_path().string();
+  const sim::SystemConfig& system = group ? system_config : config.system;
+  chakra::ExportInfo info;
+  info.name = spec.name;
+  info.workload = spec.text;
+  info.mode = std::string(options.mode->name());
+  info.world = static_cast<int64_t>(sessions.size());
+  std::map<std::pair<int, int>, int64_t> ranks;
+  for (size_t r = 0; r < sessions.size(); ++r) {
+    const runtime::RankContext& c = sessions[r]->rank();
+    ranks[{static_cast<int>(c.chip), static_cast<int>(c.core)}] = static_cast<int64_t>(r);
+  }
+  info.rank_of = [ranks](int chip, int core) {
+    const auto it = ranks.find({chip, core});
+    return it == ranks.end() ? int64_t{-1} : it->second;
+  };
+  info.dims = chakra::network_dims(system, config.chip, info.world);
+  chakra::write_astra_configs(dir, info.name, system, config.chip, info.dims, info.world);
+  auto exporter = std::make_unique<chakra::Exporter>(dir, std::move(info));
+  for (size_t r = 0; r < sessions.size(); ++r) {
+    chakra::Exporter* e = exporter.get();
+    const auto rank = static_cast<int64_t>(r);
+    sessions[r]->device_core().on_retire(
+        [e, rank](const engines::Launch& l) { e->record(rank, l); });
+  }
+  return exporter;
+}
+
+// Retires every rank's last launches into the export and closes its files.
+void finish_chakra(chakra::Exporter& exporter, const std::vector<runtime::Session*>& sessions) {
+  for (runtime::Session* s : sessions) s->device_core().retire_drained();
+  exporter.finish();
+  for (runtime::Session* s : sessions) s->device_core().on_retire(nullptr);
+}
+
 }  // namespace
 
 std::optional<std::string> large_trace_warning(const std::string& path, engines::TraceLevel level) {
@@ -231,6 +276,14 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   std::vector<std::unique_ptr<workloads::Workload>> rank_workloads;
   for (int64_t r = 1; r < world; ++r) rank_workloads.push_back(workloads::make_workload(spec));
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);
+  std::unique_ptr<traces::RunDirectory> chakra_dir;
+  if (!options.chakra_dir.empty()) {
+    try {
+      chakra_dir = std::make_unique<traces::RunDirectory>(options.chakra_dir);
+    } catch (const std::runtime_error& e) {
+      throw base::InputError("--chakra", e.what());
+    }
+  }
   traces::StatsRegistry stats;
   sim::DeviceTimeStats device_time(stats, config.chip);
 
@@ -317,6 +370,11 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   for (auto& s : rank_sessions) sessions.push_back(s.get());
   for (auto& w : rank_workloads) rank_workload.push_back(w.get());
 
+  std::unique_ptr<chakra::Exporter> chakra_export;
+  if (chakra_dir) {
+    chakra_export =
+        start_chakra(*chakra_dir, config, system_config, spec, options, group, sessions);
+  }
   const auto wall_start = std::chrono::steady_clock::now();
   std::vector<runtime::HostRank> hosts;
   for (size_t r = 0; r < sessions.size(); ++r) {
@@ -340,6 +398,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   }
   for (runtime::Session* s : sessions) s->finish_trace();
   device_time.set(end);
+  if (chakra_export) finish_chakra(*chakra_export, sessions);
 
   // The report: the compilation wall per step.
   RunReport report;
@@ -401,6 +460,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   }
   if (csv) csv->finish();
   dir->commit();
+  if (chakra_dir) chakra_dir->commit();
   if (const auto& f = session.fallback_log(); !f.empty()) {
     std::cerr << "wallsim: run: " << f.size() << " group(s) failed to compile and fell back ("
               << f.front().policy << "); the first: " << f.front().reason

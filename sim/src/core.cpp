@@ -329,6 +329,7 @@ void Core::retire_drained() {
     }
     m_retired_end = std::max(m_retired_end, l.end_time);
     if (m_launch_track) m_retired.push_back({l.name, {l.launch_begin, l.start_time, l.end_time}});
+    if (m_on_retire) m_on_retire(l);
   }
 }
 

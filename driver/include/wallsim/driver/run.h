@@ -28,6 +28,9 @@ struct RunOptions {
   // are; short ones print nothing.
   double progress_seconds = 10;
   bool memory_check = true;  // runtime::SessionOptions::memory_check
+  // Non-empty: also write each rank's Chakra execution trace and ASTRA-sim's configs into this
+  // directory (docs/CHAKRA.md), complete or not at all, like the run directory.
+  std::string chakra_dir;
 };
 
 struct RunSummary {
@@ -45,7 +48,7 @@ constexpr std::uintmax_t kLargeTraceBytes = std::uintmax_t{100} << 20;
 std::optional<std::string> large_trace_warning(const std::string& path, engines::TraceLevel level);
 
 // Runs `spec` and writes `out_dir` (config.resolved.json, stats.json, stats.txt, trace.json,
-// instructions.csv with `instruction_csv`):
+// instructions.csv with `instruction_csv`; options.chakra_dir too when set):
 // complete, or not at all. Bad input throws base::InputError; a run that cannot go on throws
 // runtime::RuntimeError or sim::SimulationError. Elaborates SystemC: once per process.
 RunSummary run_workload(const runtime::Config& config, const base::Json& resolved_config,

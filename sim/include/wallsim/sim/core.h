@@ -5,6 +5,7 @@
 #include <systemc>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -87,6 +88,9 @@ class Core : public sc_core::sc_module {
   // launch_busy_time(), and frees them: a long run's memory stays bounded by the live
   // launches. When a trace is written, each retired launch's name and times are kept for it.
   void retire_drained();
+  // Called by retire_drained with each launch before it is freed (its plan still valid), in
+  // launch order; unset by default (the Chakra export sets it).
+  void on_retire(std::function<void(const engines::Launch&)> f) { m_on_retire = std::move(f); }
   const std::map<std::string, OpTotals>& op_totals() const { return m_op_totals; }
   // The same totals by the runtime's origin of each node (engines::Launch::origins).
   const std::map<int32_t, OpTotals>& origin_totals() const { return m_origin_totals; }
@@ -155,6 +159,7 @@ class Core : public sc_core::sc_module {
   std::map<int32_t, OpTotals> m_origin_totals;
   sc_core::sc_event m_launch_added;
   std::optional<traces::Track> m_launch_track;
+  std::function<void(const engines::Launch&)> m_on_retire;
 
   traces::Counter* m_plans_stat = nullptr;
   traces::Value* m_launch_ns_stat = nullptr;
