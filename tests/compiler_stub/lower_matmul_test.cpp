@@ -68,6 +68,20 @@ TEST(LowerMatmul, AInHbmGetsItsStationariesWhereTheModelledCostIsLeast) {
   EXPECT_EQ(count_of(strided.text, "src=a<bf16>[r128*1]"), 8);
 }
 
+TEST(LowerMatmul, APlanOutputsLastRowTilesAreStoredInFinerPiecesOverTheStoreQueues) {
+  // [4096 x 128] x [128 x 256] bf16: 32 output row tiles of 64 KiB, each one piece at
+  // dma_split_bytes. Nothing after the last ones overlaps their stores: the last as many as
+  // there are store queues (16) are cut at dma_dependent_split_bytes (32 KiB: 2 pieces each).
+  const auto p = print_plan(matmul_graph(4096, 128, 256));
+  const int64_t stores = count_of(p.text, "dma_copy dst=v2<");
+  LoweringOptions whole;
+  whole.dma_dependent_split_bytes = whole.dma_split_bytes;
+  const auto q = print_plan(matmul_graph(4096, 128, 256), {}, GroupPolicy::whole, whole);
+  EXPECT_EQ(count_of(q.text, "dma_copy dst=v2<"), 32) << q.text;
+  EXPECT_EQ(stores, 16 + 16 * 2) << p.text;
+  EXPECT_EQ(p.stats().hbm_bytes_out, q.stats().hbm_bytes_out);
+}
+
 TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
   LoweringOptions streamed;
   streamed.streamed_operand_percent = 1;

@@ -76,7 +76,8 @@ class Emitter {
   int next_side_load_queue() const { return m_queues.next_side_load(); }
   // A row-block copy between a tile and HBM, split by columns over several queues when it is
   // large, so one big transfer is not serialised on one DMA engine.
-  void copy_rows(bool load, AccessPattern dst, AccessPattern src);
+  // `split`: pieces of at most this many bytes instead of the options' (0: theirs).
+  void copy_rows(bool load, AccessPattern dst, AccessPattern src, int64_t split = 0);
   void dma(int queue, const AccessPattern& dst, const AccessPattern& src);
 
   // ---- compute ----

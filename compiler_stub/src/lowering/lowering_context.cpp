@@ -255,9 +255,26 @@ bool LoweringContext::store(int32_t id, isa::TensorRole role) {
   const bool narrowed = m_window && m_window->cols > 0 && m_window->col_ids.count(id);
   const int64_t c0 = narrowed ? m_window->c0 : 0;
   const View view{v.rows, narrowed ? view_of(n.type).cols : v.cols};
+  // A plan output's last row tiles are stored as the plan ends: nothing after them overlaps
+  // their stores, and each, one piece of up to dma_split_bytes on one engine, outlasts the
+  // compute of the tiles after it (trn2 1024^3: a 256 KiB row tile 12 us on one queue, the
+  // last 8 tiles' stores the plan's last 12 us). The last as many tiles as there are store
+  // queues, when one would be a single piece, are cut as finely as a load that waits for
+  // compute, over the store queues; the ones before stay whole (cut finer, a DMA-bound plan's
+  // many stores only cost descriptors), and so do tiles already cut over several engines.
+  const int64_t fine = std::min(m_options.dma_dependent_split_bytes, m_options.dma_split_bytes);
+  // (In row windows the value's last rows, not each window's.) The matmul family's only: its
+  // row tiles complete together, in the last column block, where another op's complete one by
+  // one as their loads land and their stores overlap the next tiles' work.
+  const bool matmul = n.op == OpKind::matmul || n.op == OpKind::batch_matmul;
+  const int64_t tail =
+      view_of(n.type).rows - queues().store_queue_count() * static_cast<int64_t>(m_tile_rows);
   for (int64_t t = 0; t < v.count(); ++t) {
+    const bool last =
+        role == isa::TensorRole::output && matmul && v.row0(t) >= tail &&
+        v.rows_in(t) * v.cols * isa::dtype_bytes(n.type.dtype) <= m_options.dma_split_bytes;
     copy_rows(false, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), c0, v.cols),
-              tile_ap(v, t, 0, v.cols));
+              tile_ap(v, t, 0, v.cols), last ? fine : 0);
   }
   m_bytes_out += v.stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
   m_in_hbm.insert(id);
