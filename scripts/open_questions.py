@@ -328,7 +328,51 @@ def claims(dirs):
     md.append("![mask](../img/oq_mask.png)\n")
     if "scaleout" in dirs:
         md.extend(case_d(by_label(load(dirs["scaleout"]))))
+    if "tensor-parallel" in dirs:
+        md.extend(tensor_parallel(load(dirs["tensor-parallel"])))
     return md
+
+
+def tensor_parallel(runs):
+    """The communication layer inside an instance: where more tensor-parallel cores stop making a
+    decode token faster, per model and mode (the tensor-parallel study's series)."""
+    series = {}
+    for r in runs:
+        fig = r.get("figures", {})
+        if r["status"] != "ok" or fig.get("token_ns") is None:
+            continue
+        tp = int(fig.get("world") or 1)
+        for name in r["series"]:
+            series.setdefault(name, {})[tp] = r
+    parts = []
+    for name, pts in series.items():
+        if 1 not in pts or len(pts) < 2:
+            continue
+        one = f(pts[1], "token_ns")
+        best = min(pts, key=lambda t: f(pts[t], "token_ns"))
+        top = max(pts)
+        text = f"{name}: a token {ms(one)} at TP 1"
+        if best == 1:
+            text += (f", and every larger degree is slower (TP {top} "
+                     f"{f(pts[top], 'token_ns') / one:.2f}x, "
+                     f"{pct(f(pts[top], 'token_comm_fraction'))} of it exposed communication)")
+        else:
+            text += (f", fastest at TP {best} ({ms(f(pts[best], 'token_ns'))}, "
+                     f"{one / f(pts[best], 'token_ns'):.2f}x on {best}x the cores, "
+                     f"{pct(f(pts[best], 'token_comm_fraction'))} exposed communication)")
+            if top > best:
+                text += (f"; TP {top} is {f(pts[top], 'token_ns') / f(pts[best], 'token_ns'):.2f}x "
+                         f"slower than that ({pct(f(pts[top], 'token_comm_fraction'))} exposed)")
+        parts.append(text)
+    if not parts:
+        return []
+    return ["### The communication layer inside an instance: tensor-parallel decoding\n",
+            "Not a claim of the seed's, but the same question one level down (tensor-parallel "
+            "study, trn2, a decode token at batch 1, two all-reduces per layer): "
+            + "; ".join(parts) + ". Each all-reduce carries fixed costs (`collectives.launch_ns` and the "
+            "per-step handshakes, docs/COLLECTIVES.md) that splitting the matmuls does not "
+            "shrink, so a larger degree pays only while the matmul time it saves is larger. Profile sensitivity: none; warm token steps. Rows and the per-series "
+            "prefill in docs/studies/tensor-parallel.md.\n"]
 
 
 def curves(runs):

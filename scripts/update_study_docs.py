@@ -10,7 +10,7 @@ Each doc holds generated text between the markers <!-- study NAME: begin --> and
 between them, so the sentences stay those the command computes from its own table after any
 model change; the README's plots of the study (docs/img/study_NAME*.png) are copied from the same
 run. `open-questions` answers the seed's questions and case claims from the decode, mask,
-serving, scaleout, granularity and fallback studies, the last two also under each compile-cost variant
+serving, scaleout, tensor-parallel, granularity and fallback studies, the last two also under each compile-cost variant
 (neuron and xla as fitted, every term x0.5 and x2): scripts/open_questions.py.
 granularity's block also holds a captured model with repeated layers: torchvision's ViT-B/16
 (12 identical encoder layers, random weights), captured with `wallsim capture` into
@@ -194,7 +194,7 @@ def main():
                               block(f.read()) +
                               f"\n({took['serving-large']:.0f} s of real time, at {rev}.)\n")
         if "open-questions" in a.names:
-            for name in ("decode", "mask", "serving", "scaleout"):
+            for name in ("decode", "mask", "serving", "scaleout", "tensor-parallel"):
                 run(name, name)
             for name in ("granularity", "fallback"):
                 for profile, factor in open_questions.VARIANTS:

@@ -281,6 +281,37 @@ def plot_scaleout(study, d):
     save(fig, d, "scaleout.png")
 
 
+def plot_tensor_parallel(study, d):
+    """Token step and its exposed-communication share against the tensor-parallel degree."""
+    series = {}
+    for r in study["runs"]:
+        f = r["figures"]
+        if r["status"] != "ok" or f.get("token_ns") is None:
+            continue
+        for name in r["series"]:
+            series.setdefault(name, []).append(
+                (f["world"], ms(f["token_ns"]), f["token_comm_fraction"]))
+    if not series:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, pts in series.items():
+        pts.sort()
+        axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        axes[1].plot([p[0] for p in pts], [p[2] for p in pts], marker="o", label=name)
+    axes[0].set_ylabel("token step (ms, simulated; slowest rank)")
+    axes[1].set_ylabel("rank 0's exposed communication / token step")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ticks = sorted({p[0] for pts in series.values() for p in pts})
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(t) for t in ticks])
+        ax.set_xlabel("tensor-parallel degree (cores; 8 a trn2 chip)")
+    axes[0].set_title("Decode token step against TP")
+    axes[1].set_title("Exposed communication")
+    axes[0].legend(fontsize=7)
+    save(fig, d, "tensor-parallel.png")
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
@@ -289,7 +320,7 @@ def main():
     study = load(d)
     time_bars(study, d)
     # A study's own plots, if it has any: plot_<name> (the studies are listed in cli/src/studies.def).
-    extra = globals().get("plot_" + study["study"])
+    extra = globals().get("plot_" + study["study"].replace("-", "_"))
     if extra:
         extra(study, d)
     return 0

@@ -5,6 +5,7 @@
 // keeps their run directories (traces included) under runs/, and draws its plots with
 // tools/plot_study.py. The spec, configs/studies/NAME.json, holds the sizes and distributions,
 // and may name the study's default config (`"config"`, used when --config is not given).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -282,7 +283,11 @@ void add_distributed_figures(const Json& stats, const Json& config, Json& f) {
 // Figures of a run with a prefill step and token steps (decode), sharded or not: the prefill's
 // wall time and the last token step's (a distributed step's slowest rank's), the share of each
 // that is rank 0's exposed communication, and the tokens per second each makes (the prompt's
-// tokens over the prefill; one token a step, batch 1). Only the tensor-parallel study adds them.
+// tokens over the prefill; one token a step, batch 1). Added where a spec's columns name one.
+const std::vector<std::string> kPrefillTokenFigures = {
+    "prefill_ns", "prefill_comm_fraction", "prefill_tokens_per_s",
+    "token_ns",   "token_comm_fraction",   "tokens_per_s"};
+
 void add_prefill_token_figures(const Json& stats, Json& f) {
   const Json& steps = stats.at("steps");
   const Json* walls = stats.contains("distributed")
@@ -319,6 +324,10 @@ void run_study(const std::string& name, const std::string& config, const std::st
                const std::string& out, const std::vector<std::string>& extra_overrides,
                const std::vector<std::string>& extra_models, int jobs) {
   const StudySpec spec = read_study(spec_file, config, extra_models);
+  const bool names_prefill_token =
+      std::any_of(spec.columns.begin(), spec.columns.end(), [](const std::string& c) {
+        return std::count(kPrefillTokenFigures.begin(), kPrefillTokenFigures.end(), c) > 0;
+      });
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out);
   const std::string runs_dir = dir->subdir("runs");
   std::vector<std::vector<std::string>> commands;
@@ -380,7 +389,7 @@ void run_study(const std::string& name, const std::string& config, const std::st
       add_step_figures(report, f);
       const Json stats = base::read_json_file(run_dirs[i] + "/stats.json");
       add_distributed_figures(stats, resolved, f);
-      if (name == "tensor-parallel") add_prefill_token_figures(stats, f);
+      if (names_prefill_token) add_prefill_token_figures(stats, f);
       for (const auto& [k, v] : f.items()) {
         // figure_names() lists what the spec may name; a figure missing there is a bug here.
         if (!is_figure(k)) throw std::logic_error("figure '" + k + "' missing from figure_names()");
