@@ -167,7 +167,9 @@ void check_attributes(const Export& e, const RankFile& f) {
             << n.name();
         EXPECT_GT(typed(n, "comm_size", V::kInt64Val).int64_val(), 0) << n.name();
         EXPECT_EQ(typed(n, "involved_dim", V::kBoolList).bool_list().values_size(), e.dims);
-        if (const V* pg = attr(n, "pg_name")) EXPECT_EQ(pg->value_case(), V::kStringVal);
+        if (const V* pg = attr(n, "pg_name")) {
+          EXPECT_EQ(pg->value_case(), V::kStringVal);
+        }
         break;
       }
       default:
