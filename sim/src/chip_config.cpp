@@ -27,6 +27,15 @@ void check_consistency(const ChipConfig& chip) {
   }
 }
 
+double peak_tensor_flops(double rows, double cols, double freq_mhz) {
+  return 2.0 * rows * cols * freq_mhz * 1e6;
+}
+
+double peak_tensor_flops(const ChipConfig& chip) {
+  return peak_tensor_flops(chip.arch.tensor.rows, chip.arch.tensor.cols,
+                           chip.timing.tensor.freq_mhz);
+}
+
 isa::CostHints cost_hints(const TimingConfig& t) {
   isa::CostHints h;
   h.tensor_freq_mhz = t.tensor.freq_mhz;
