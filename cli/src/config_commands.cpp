@@ -39,12 +39,12 @@ std::string kib(int64_t bytes) {
 void print_summary(const runtime::Config& c) {
   const auto& a = c.chip.arch;
   const auto& t = c.chip.timing;
-  double macs_per_s = double(a.tensor.rows) * a.tensor.cols * t.tensor.freq_mhz * 1e6;
+  const double peak = sim::peak_tensor_flops(c.chip);  // FLOP/s
   double dma_total = t.dma.bandwidth_gb_per_s * a.dma.engines;
   std::cout << "chip " << c.chip.name << "\n"
             << "  tensor engine  " << a.tensor.rows << " x " << a.tensor.cols << " array @ "
-            << fixed(t.tensor.freq_mhz, 0) << " MHz: peak " << fixed(2 * macs_per_s / 1e12, 1)
-            << " TFLOP/s bf16, " << fixed(2 * macs_per_s / t.tensor.fp32_slowdown / 1e12, 1)
+            << fixed(t.tensor.freq_mhz, 0) << " MHz: peak " << fixed(peak / 1e12, 1)
+            << " TFLOP/s bf16, " << fixed(peak / t.tensor.fp32_slowdown / 1e12, 1)
             << " fp32; moving tile up to " << a.tensor.moving_free_max << "\n"
             << "  vector engine  " << a.sbuf.partitions << " lanes @ "
             << fixed(t.vector.freq_mhz, 0) << " MHz; scalar engine " << a.sbuf.partitions

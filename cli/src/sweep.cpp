@@ -259,9 +259,9 @@ base::Json key_figures(const driver::RunReport& r, const base::Json& c) {
   // The roofline's roof, from the point's own config.
   const Json& arch = c.at("arch");
   const Json& timing = c.at("timing");
-  f["peak_tflops"] = driver::peak_tensor_flops(arch.at("tensor").at("rows").get<double>(),
-                                               arch.at("tensor").at("cols").get<double>(),
-                                               timing.at("tensor").at("freq_mhz").get<double>()) /
+  f["peak_tflops"] = sim::peak_tensor_flops(arch.at("tensor").at("rows").get<double>(),
+                                            arch.at("tensor").at("cols").get<double>(),
+                                            timing.at("tensor").at("freq_mhz").get<double>()) /
                      1e12;
   f["hbm_gb_per_s"] = timing.at("hbm").at("bandwidth_gb_per_s");
   if (dev.contains("host_link")) f["host_link_bytes"] = dev["host_link"].at("bytes");

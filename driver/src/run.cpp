@@ -50,7 +50,7 @@ ordered_json dma_engine_bytes(const sim::Core::OpTotals& r, size_t engines) {
 ordered_json op_table(sim::Core& device, const runtime::Session& session,
                       const sim::ChipConfig& chip) {
   device.retire_drained();
-  const double peak = peak_tensor_flops(chip);  // FLOP/s
+  const double peak = sim::peak_tensor_flops(chip);  // FLOP/s
   const double hbm = chip.timing.hbm.bandwidth_gb_per_s * 1e9;
   std::map<std::string, sim::Core::OpTotals> ops = device.op_totals();
   for (const auto& [op, ns] : session.host_ns_by_op()) ops[op];  // host-only ops get a row too
@@ -58,13 +58,11 @@ ordered_json op_table(sim::Core& device, const runtime::Session& session,
   for (const auto& [op, r] : ops) dma_engines = std::max(dma_engines, r.dma_engine_bytes.size());
   ordered_json out = ordered_json::array();
   for (const auto& [op, r] : ops) {
-    ordered_json busy = ordered_json::object();
     std::string bound = "hbm";
     double time_s = double(r.dma_bytes) / hbm;
     for (int e = 0; e < isa::kNumEngines; ++e) {
       const auto engine = static_cast<isa::Engine>(e);
       const double s = r.busy[e].to_seconds();
-      busy[std::string(isa::name_of(engine))] = s * 1e9;
       // DMA's busy time sums its parallel queues: HBM bandwidth stands for it.
       if (engine != isa::Engine::dma && s > time_s) {
         time_s = s;
@@ -76,7 +74,7 @@ ordered_json op_table(sim::Core& device, const runtime::Session& session,
         {"op", op},
         {"nodes", r.nodes},
         {"instructions", r.instructions},
-        {"busy_ns", busy},
+        {"busy_ns", sim::busy_ns_json(r.busy)},
         {"dma_bytes", r.dma_bytes},
         {"macs", r.macs},
         {"exposed_ns", r.exposed_ns},
@@ -111,25 +109,16 @@ ordered_json layer_table(const runtime::Session& session) {
     by_layer[o.module];
   }
   for (const auto& [id, t] : session.origin_totals()) {
-    sim::Core::OpTotals& r = by_layer[origins.at(static_cast<size_t>(id)).module];
-    r.nodes += t.nodes;
-    r.instructions += t.instructions;
-    r.dma_bytes += t.dma_bytes;
-    r.macs += t.macs;
-    r.exposed_ns += t.exposed_ns;
-    for (int e = 0; e < isa::kNumEngines; ++e) r.busy[e] += t.busy[e];
+    by_layer[origins.at(static_cast<size_t>(id)).module] += t;
   }
   ordered_json out = ordered_json::array();
   for (const std::string& layer : order) {
     const sim::Core::OpTotals& r = by_layer.at(layer);
-    ordered_json busy = ordered_json::object();
-    for (int e = 0; e < isa::kNumEngines; ++e)
-      busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = r.busy[e].to_seconds() * 1e9;
     out.push_back({{"layer", layer},
                    {"nodes", r.nodes},
                    {"instructions", r.instructions},
                    {"exposed_ns", r.exposed_ns},
-                   {"busy_ns", busy},
+                   {"busy_ns", sim::busy_ns_json(r.busy)},
                    {"dma_bytes", r.dma_bytes},
                    {"macs", r.macs}});
   }

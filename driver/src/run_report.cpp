@@ -232,13 +232,4 @@ std::string RunReport::overtakes(const RunReport& other) const {
   return std::to_string(static_cast<int64_t>(std::ceil((fixed_a - fixed_b) / (warm_b - warm_a))));
 }
 
-double peak_tensor_flops(double rows, double cols, double freq_mhz) {
-  return 2.0 * rows * cols * freq_mhz * 1e6;
-}
-
-double peak_tensor_flops(const sim::ChipConfig& chip) {
-  return peak_tensor_flops(chip.arch.tensor.rows, chip.arch.tensor.cols,
-                           chip.timing.tensor.freq_mhz);
-}
-
 }  // namespace wallsim::driver

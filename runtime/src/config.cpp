@@ -55,6 +55,8 @@ Config config_from_json(const base::Json& j) {
   base::read_params(j, c, "");
   sim::resolve(c.system, c.chip, has_path(j, "arch.hbm.bytes"),
                has_path(j, "timing.hbm.bandwidth_gb_per_s"));
+  sim::resolve_dma_transpose(c.chip, has_path(j, "arch.dma.hardware_transpose"),
+                             has_path(j, "timing.dma.transpose_chunk_bytes"));
   sim::check_consistency(c.chip);
   c.chip.arch.costs = sim::cost_hints(c.chip.timing);
   check_runtime(c.runtime);

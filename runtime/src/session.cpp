@@ -195,7 +195,6 @@ int64_t Session::host_compute(double flops, double bytes) {
   const double ns = std::max(flops / cpu.gflops, bytes / cpu.memory_gb_per_s);  // GFLOP/s = FLOP/ns
   const int64_t charged = cpu.op_overhead_ns + static_cast<int64_t>(std::ceil(ns));
   m_host.charge(HostState::other, charged);
-  m_host_compute_ns += charged;
   return charged;
 }
 

@@ -20,11 +20,35 @@ void check_consistency(const ChipConfig& chip) {
                            "is true but timing.dma.transpose_chunk_bytes is 0: a hardware DMA "
                            "transpose needs its chunk size");
   }
+  if (!chip.arch.dma.hardware_transpose && chip.timing.dma.transpose_chunk_bytes > 0) {
+    throw base::InputError("arch.dma.hardware_transpose",
+                           "is false but timing.dma.transpose_chunk_bytes is " +
+                               std::to_string(chip.timing.dma.transpose_chunk_bytes) +
+                               ": both say whether the DMA engines transpose in hardware; set "
+                               "one of them, or both alike");
+  }
   try {
     memory::make_bandwidth_share(chip.timing.hbm.sharing);
   } catch (const std::invalid_argument& e) {
     throw base::InputError("timing.hbm.sharing", e.what());
   }
+}
+
+void resolve_dma_transpose(ChipConfig& chip, bool arch_given, bool timing_given) {
+  if (timing_given && !arch_given) {
+    chip.arch.dma.hardware_transpose = chip.timing.dma.transpose_chunk_bytes > 0;
+  } else if (!timing_given && !chip.arch.dma.hardware_transpose) {
+    chip.timing.dma.transpose_chunk_bytes = 0;  // no hardware transpose (the default) has no chunk
+  }
+}
+
+double peak_tensor_flops(double rows, double cols, double freq_mhz) {
+  return 2.0 * rows * cols * freq_mhz * 1e6;
+}
+
+double peak_tensor_flops(const ChipConfig& chip) {
+  return peak_tensor_flops(chip.arch.tensor.rows, chip.arch.tensor.cols,
+                           chip.timing.tensor.freq_mhz);
 }
 
 isa::CostHints cost_hints(const TimingConfig& t) {

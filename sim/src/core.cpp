@@ -291,13 +291,13 @@ Core::LaunchTimes Core::launch_times(size_t index) const {
 
 namespace {
 
-void add_node(Core::OpTotals& o, const engines::NodeTotals& t, sc_time exposed) {
-  ++o.nodes;
+// Sums the totals both kinds have (a node's and an op's).
+template <class T>
+void add_common(Core::OpTotals& o, const T& t) {
   o.instructions += t.instructions;
   o.dma_bytes += t.dma_bytes;
   o.macs += t.macs;
   for (int e = 0; e < isa::kNumEngines; ++e) o.busy[e] += t.busy[e];
-  o.exposed_ns += exposed.to_seconds() * 1e9;
   if (o.dma_engine_bytes.size() < t.dma_engine_bytes.size())
     o.dma_engine_bytes.resize(t.dma_engine_bytes.size());
   for (size_t e = 0; e < t.dma_engine_bytes.size(); ++e)
@@ -305,6 +305,19 @@ void add_node(Core::OpTotals& o, const engines::NodeTotals& t, sc_time exposed) 
 }
 
 }  // namespace
+
+void Core::OpTotals::add(const engines::NodeTotals& t, sc_time exposed) {
+  ++nodes;
+  add_common(*this, t);
+  exposed_ns += exposed.to_seconds() * 1e9;
+}
+
+Core::OpTotals& Core::OpTotals::operator+=(const OpTotals& o) {
+  nodes += o.nodes;
+  add_common(*this, o);
+  exposed_ns += o.exposed_ns;
+  return *this;
+}
 
 void Core::retire_drained() {
   for (; !m_launches.empty() && m_launches.front().drained;
@@ -318,9 +331,9 @@ void Core::retire_drained() {
         m_outside_ops += path.by_node[i];
         continue;
       }
-      add_node(m_op_totals[n.op], l.nodes[i], path.by_node[i]);
+      m_op_totals[n.op].add(l.nodes[i], path.by_node[i]);
       if (i < l.origins.size() && l.origins[i] >= 0)
-        add_node(m_origin_totals[l.origins[i]], l.nodes[i], path.by_node[i]);
+        m_origin_totals[l.origins[i]].add(l.nodes[i], path.by_node[i]);
     }
     // Launches start in launch order, so the union grows at its end.
     if (l.end_time > l.start_time && l.end_time > m_busy_end) {
@@ -387,7 +400,7 @@ void Core::finalize() {
         traces::StatsScope t = d.scope("engines.tensor." + name);
         t.add_value("peak_tflops", "TFLOP/s",
                     "the array's peak at this dtype: 2 x rows x cols x clock / passes")
-            .set(2.0 * per_cycle * tt.freq_mhz * 1e6 / passes / 1e12);
+            .set(peak_tensor_flops(m_chip) / passes / 1e12);
         t.add_value("peak_fraction", "fraction",
                     "MACs at this dtype / what the array could do at this dtype in the run's time")
             .set(peak > 0 ? double(c->value()) / peak : 0.0);

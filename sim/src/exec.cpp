@@ -93,23 +93,30 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out.flush()) throw traces::WriteError(path, traces::errno_reason(errno));
 }
 
+}  // namespace
+
+nlohmann::ordered_json busy_ns_json(const sc_core::sc_time (&busy)[isa::kNumEngines]) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (int e = 0; e < isa::kNumEngines; ++e)
+    out[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = busy[e].to_seconds() * 1e9;
+  return out;
+}
+
+namespace {
+
 nlohmann::ordered_json node_report(const Core& device) {
   nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
   for (const engines::Launch& l : device.launches()) {
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
       const isa::NodeInfo& n = l.plan->nodes[i];
       const engines::NodeTotals& t = l.nodes[i];
-      nlohmann::ordered_json busy = nlohmann::ordered_json::object();
-      for (int e = 0; e < isa::kNumEngines; ++e) {
-        busy[std::string(isa::name_of(static_cast<isa::Engine>(e)))] = t.busy[e].to_seconds() * 1e9;
-      }
       nodes.push_back({{"plan", l.plan->name},
                        {"launch", l.index},
                        {"node", n.id},
                        {"name", n.name},
                        {"op", n.op},
                        {"instructions", t.instructions},
-                       {"busy_ns", busy},
+                       {"busy_ns", busy_ns_json(t.busy)},
                        {"dma_bytes", t.dma_bytes}});
     }
   }

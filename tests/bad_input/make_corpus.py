@@ -301,6 +301,8 @@ case("config.cache_is_file", "runtime.aot.disk_cache",
      "run -c $C --set runtime.aot.disk_cache=$C -w gemm:m=128,k=96,n=96 --mode aot --out $T/o")
 case("config.hardware_transpose_unpriced", "arch.dma.hardware_transpose",
      "compile examples/graphs/mlp.json -c configs/trn2.json --set timing.dma.transpose_chunk_bytes=0 --out $T/p.json")
+case("config.hardware_transpose_contradicts", "timing.dma.transpose_chunk_bytes is 256",
+     "compile examples/graphs/mlp.json -c configs/trn2.json --set arch.dma.hardware_transpose=false --out $T/p.json")
 
 def sweep_case(name, mutate, expected, extra="--count"):
     s = copy.deepcopy(sweep)

@@ -112,6 +112,18 @@ TEST(Config, HardwareDmaTransposeNeedsItsTimingAndFeedsTheCompilersCostHints) {
                          "timing": {"dma": {"transpose_chunk_bytes": 0}}})"),
             "arch.dma.hardware_transpose: is true but timing.dma.transpose_chunk_bytes is 0: a "
             "hardware DMA transpose needs its chunk size");
+  // One fact in two keys: the one left out follows the one given; both given must agree.
+  EXPECT_EQ(error_of(R"({"arch": {"dma": {"hardware_transpose": false}},
+                         "timing": {"dma": {"transpose_chunk_bytes": 256}}})"),
+            "arch.dma.hardware_transpose: is false but timing.dma.transpose_chunk_bytes is 256: "
+            "both say whether the DMA engines transpose in hardware; set one of them, or both "
+            "alike");
+  const Config chunked =
+      config_from_json(Json::parse(R"({"timing": {"dma": {"transpose_chunk_bytes": 128}}})"));
+  EXPECT_TRUE(chunked.chip.arch.dma.hardware_transpose);
+  const Config plain = config_from_json(Json::parse("{}"));
+  EXPECT_FALSE(plain.chip.arch.dma.hardware_transpose);
+  EXPECT_EQ(plain.chip.timing.dma.transpose_chunk_bytes, 0);
   EXPECT_EQ(error_of(R"({"arch": {"dma": {"hardware_transpose": "yes"}}})"),
             "arch.dma.hardware_transpose: expected true or false, got \"yes\"");
   EXPECT_TRUE(load_config(source("configs/trn2.json")).chip.arch.dma.hardware_transpose);

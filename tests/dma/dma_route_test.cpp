@@ -132,7 +132,9 @@ TEST(DmaRoute, SmallChunksCostTheirOverhead) {
 }
 
 TEST(DmaRoute, HardwareTransposeIsItsOwnCheaperRoute) {
-  const auto hw = cost(transposed_load());
+  DmaTiming trn2;
+  trn2.transpose_chunk_bytes = 256;
+  const auto hw = cost(transposed_load(), trn2);
   DmaTiming none;
   none.transpose_chunk_bytes = 0;
   const auto strided = cost(transposed_load(), none);

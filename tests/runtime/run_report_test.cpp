@@ -183,7 +183,7 @@ TEST(LargeTrace, WarnsPastOneHundredMiB) {
 }
 
 TEST(RunReport, PeakTensorFlopsIsTwoFlopPerMacPerCycle) {
-  EXPECT_DOUBLE_EQ(peak_tensor_flops(128, 128, 1000), 2.0 * 128 * 128 * 1e9);
+  EXPECT_DOUBLE_EQ(sim::peak_tensor_flops(128, 128, 1000), 2.0 * 128 * 128 * 1e9);
 }
 
 }  // namespace

@@ -450,20 +450,12 @@ class ProgramReplay final : public Workload {
 std::optional<std::pair<std::string, nlohmann::ordered_json>> ProgramReplay::report() const {
   using nlohmann::ordered_json;
   // Device figures by ATen op: every origin of that source op, over every module.
-  struct DeviceRow {
-    int64_t nodes = 0, instructions = 0, dma_bytes = 0;
-    double macs = 0, exposed_ns = 0;
-  };
+  using DeviceRow = sim::Core::OpTotals;
   std::map<std::string, DeviceRow> dev;
   if (m_session) {
     const auto& origins = m_session->origins();
     for (const auto& [id, t] : m_session->origin_totals()) {
-      DeviceRow& d = dev[origins.at(static_cast<size_t>(id)).source];
-      d.nodes += t.nodes;
-      d.instructions += t.instructions;
-      d.dma_bytes += t.dma_bytes;
-      d.macs += t.macs;
-      d.exposed_ns += t.exposed_ns;
+      dev[origins.at(static_cast<size_t>(id)).source] += t;
     }
   }
   std::set<std::string> names;

@@ -12,7 +12,8 @@ Emitter::Emitter(const isa::ArchSpec& arch, const LoweringOptions& options,
       m_options(options),
       m_builder(plan_name),
       m_queues(arch.dma.engines),
-      m_vector_cost_percent(vector_cost_percent(arch.costs)) {
+      m_vector_cost_percent(vector_cost_percent(arch.costs)),
+      m_lane_overhead(lane_overhead(arch.costs)) {
   // Loads and stores on separate queues, so a store waiting for a result never holds up the
   // prefetch behind it; the queues cover every DMA engine (dma_queue_layout).
   for (const QueueSpec& q :
@@ -228,14 +229,18 @@ void Emitter::activation(ActFn fn, const AccessPattern& dst, const AccessPattern
 
 // The modelled occupancy of a vector or scalar instruction, in element-cycles: the lane
 // engines' model (a fixed overhead plus one cycle per element per input, engines/src/
-// lane_timing.cpp) at one element per cycle and its trn2 overhead. Only the comparison of the
-// two engines' running sums matters; it is deterministic, not a timing.
-int64_t Emitter::lane_cost(const Instruction& in) {
+// lane_timing.cpp) at one element per cycle and the chip's overhead (lane_overhead). Only the
+// comparison of the two engines' running sums matters; it is deterministic, not a timing.
+int64_t Emitter::lane_cost(const Instruction& in) const {
   int inputs = 0;
   for (int i = 0; i < 3; ++i) inputs += (isa::info(in.op).fields & (isa::F_Src0 << i)) ? 1 : 0;
   const int64_t elements =
       in.op == Opcode::tensor_reduce ? in.src[0].free_elements() : in.dst.free_elements();
-  return 100 + std::max(1, inputs) * elements;
+  return m_lane_overhead + std::max(1, inputs) * elements;
+}
+
+int64_t Emitter::lane_overhead(const isa::CostHints& costs) {
+  return std::llround(double(costs.vector_fixed_ns) * costs.vector_elements_per_ns);
 }
 
 int64_t Emitter::vector_cost_percent(const isa::CostHints& costs) {

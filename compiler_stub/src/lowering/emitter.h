@@ -97,7 +97,10 @@ class Emitter {
   // matmul's bias): on the vector engine, the only one that adds a tensor operand.
   void evacuate(const AccessPattern& dst, const AccessPattern& psum,
                 const AccessPattern* add = nullptr);
-  static int64_t lane_cost(const Instruction& in);
+  int64_t lane_cost(const Instruction& in) const;
+  // A lane instruction's fixed overhead in element-cycles: CostHints::vector_fixed_ns at the
+  // vector engine's element rate (100 on trn2 and trn1, 20 on tiny; 0 without cost hints).
+  static int64_t lane_overhead(const isa::CostHints& costs);
   // The vector engine's time per element-cycle as a share of the scalar engine's, in percent:
   // the scalar engine's element rate over the vector engine's (isa::CostHints; 125 on trn2's
   // 1.2 and 0.96 GHz).
@@ -132,6 +135,7 @@ class Emitter {
   int32_t m_current_node = -1;
   int m_position = 0;  // of the current op in the group
   int64_t m_vector_cost_percent = 100;
+  int64_t m_lane_overhead = 0;  // lane_overhead(arch.costs)
   int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
   int64_t m_emitted = 0;            // instructions
 };

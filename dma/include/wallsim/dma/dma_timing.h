@@ -16,8 +16,9 @@ struct DmaTiming {
   // cost their predecessor's transfer did not hide. false: issue, then transfer, in turn.
   bool issue_overlaps_transfer = false;
   int64_t chunk_overhead_bytes = 512;  // each contiguous chunk costs the engine this much more
-  int64_t transpose_chunk_bytes =
-      256;  // hardware 2-byte DMA transpose moves this per chunk; 0: none
+  // Hardware 2-byte DMA transpose moves this per chunk; 0 (the default, as
+  // arch.dma.hardware_transpose's false): none.
+  int64_t transpose_chunk_bytes = 0;
 };
 
 // The PCIe-like link between host memory and HBM, shared fairly by its transfers.
@@ -39,7 +40,8 @@ void describe(V& v, DmaTiming& t) {
           "per contiguous chunk of a descriptor, the engine spends the time of this many bytes");
   v.field("transpose_chunk_bytes", t.transpose_chunk_bytes, {0, 1 << 20}, "bytes",
           "hardware DMA transpose of 2-byte elements moves chunks of this size; 0: no hardware "
-          "transpose (a transposing copy moves element by element)");
+          "transpose (a transposing copy moves element by element); left out: 0 unless "
+          "arch.dma.hardware_transpose is true (given with it, the two must agree)");
 }
 
 template <class V>

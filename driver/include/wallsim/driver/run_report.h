@@ -97,8 +97,4 @@ struct RunReport {
   std::string overtakes(const RunReport& other) const;
 };
 
-// The tensor engine's peak: 2 FLOP per MAC, rows x cols MACs per cycle.
-double peak_tensor_flops(double rows, double cols, double freq_mhz);
-double peak_tensor_flops(const sim::ChipConfig& chip);
-
 }  // namespace wallsim::driver

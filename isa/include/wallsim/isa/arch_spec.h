@@ -159,7 +159,8 @@ void describe(V& v, DmaSpec& s) {
           "declares at most engines x this many");
   v.field("hardware_transpose", s.hardware_transpose,
           "the DMA engines transpose 2-byte elements in hardware, so the compiler may load a "
-          "transposed operand by DMA (needs timing.dma.transpose_chunk_bytes > 0)");
+          "transposed operand by DMA; left out: timing.dma.transpose_chunk_bytes > 0 (given "
+          "with it, the two must agree)");
 }
 template <class V>
 void describe(V& v, HbmSpec& s) {

@@ -216,9 +216,8 @@ class Session {
   // ---- host compute ----
   // Work the host CPU does itself (an op with no device lowering): `flops` and `bytes` at
   // runtime.host_cpu's rates (a roofline) plus its per-op overhead, charged as host_other time.
-  // Returns the ns charged; host_compute_ns() sums them.
+  // Returns the ns charged.
   int64_t host_compute(double flops, double bytes);
-  int64_t host_compute_ns() const { return m_host_compute_ns; }
 
   // ---- steps ----
   // AOT: `trace(bucket)` records one step at that bucket's shape; called once per bucket
@@ -311,7 +310,6 @@ class Session {
   std::map<Origin, int32_t> m_origin_index;
   int32_t m_current_origin = -1;
   std::unordered_map<int32_t, int32_t> m_node_origin;  // pending node id -> origin index
-  int64_t m_host_compute_ns = 0;
   std::map<std::string, int64_t> m_host_ns_by_op;
   size_t m_step_first_launch = 0;
   std::vector<int64_t> m_aot_buckets;

@@ -66,6 +66,18 @@ void describe(V& v, TimingConfig& t) {
 // Cross-field consistency of the whole chip; throws base::InputError with the JSON path.
 void check_consistency(const ChipConfig& chip);
 
+// arch.dma.hardware_transpose and timing.dma.transpose_chunk_bytes are one fact (the DMA engines
+// transpose 2-byte elements in hardware) in two keys: the key the config left out is derived
+// from the one it gave (a chunk > 0: hardware transpose; none, the default: a chunk of 0). With
+// both given, check_consistency refuses them unless they agree.
+void resolve_dma_transpose(ChipConfig& chip, bool arch_given, bool timing_given);
+
+// The tensor engine's peak FLOP/s at one pass per matmul (bf16): 2 FLOP per MAC, rows x cols
+// MACs per cycle of the tensor clock; a dtype of several passes divides it. The one formula the
+// device's stats, the run report's op table, the sweep's table and `config show` use.
+double peak_tensor_flops(double rows, double cols, double freq_mhz);
+double peak_tensor_flops(const ChipConfig& chip);
+
 // The speeds the compiler's cost model needs (isa::CostHints), taken from the timing section.
 isa::CostHints cost_hints(const TimingConfig& t);
 

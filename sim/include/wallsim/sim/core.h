@@ -83,6 +83,11 @@ class Core : public sc_core::sc_module {
     // waited on then. Over every op, plus critical_time_outside_ops(), the launches' time. ns.
     double exposed_ns = 0;
     std::vector<int64_t> dma_engine_bytes;  // by DMA engine
+
+    // Adds one node's totals, its exposed time `exposed` on its launch's critical path.
+    void add(const engines::NodeTotals& t, sc_core::sc_time exposed);
+    // Adds another set of totals (the sum over several ops, origins or layers).
+    OpTotals& operator+=(const OpTotals& o);
   };
   // Folds the launches drained so far (in launch order) into op_totals() and
   // launch_busy_time(), and frees them: a long run's memory stays bounded by the live

@@ -21,6 +21,10 @@
 
 namespace wallsim::sim {
 
+// Busy time per engine, {engine name: ns} in engine order: the `busy_ns` of every report's
+// rows (nodes, ops, layers).
+nlohmann::ordered_json busy_ns_json(const sc_core::sc_time (&busy)[isa::kNumEngines]);
+
 // The simulation could not finish: a deadlock or a run-time invariant violation. The message
 // is one line naming cycle, module, instruction and (for deadlocks) each blocked wait.
 class SimulationError : public std::runtime_error {
