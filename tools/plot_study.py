@@ -249,6 +249,30 @@ def plot_fallback(study, d):
     save(fig, d, "fallback.png")
 
 
+def two_panels(series, d, name, xlabel, ylabels, titles, log_y=False):
+    """Two panels against a log2 x axis (instances, or the tensor-parallel degree), one line per
+    series: series = {name: [(x, left y, right y), ...]}; dotted lines for variants "(...)"."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for label, pts in series.items():
+        pts.sort()
+        style = "-" if "(" not in label else ":"
+        for i in (0, 1):
+            axes[i].plot([p[0] for p in pts], [p[i + 1] for p in pts], style, marker="o",
+                         label=label)
+    if log_y:
+        axes[0].set_yscale("log")
+    ticks = sorted({p[0] for pts in series.values() for p in pts})
+    for ax, ylabel, title in zip(axes, ylabels, titles):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(t) for t in ticks])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+    axes[0].legend(fontsize=6)
+    save(fig, d, name)
+
+
 def plot_scaleout(study, d):
     series = {}
     for r in study["runs"]:
@@ -258,27 +282,10 @@ def plot_scaleout(study, d):
         for name in r["series"]:
             series.setdefault(name, []).append(
                 (f["instances"], ms(f["step_wall_ns"]), f["step_comm_wait_ns"] / f["step_wall_ns"]))
-    if not series:
-        return
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, pts in series.items():
-        pts.sort()
-        style = "-" if "(" not in name else ":"
-        axes[0].plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=name)
-        axes[1].plot([p[0] for p in pts], [p[2] for p in pts], style, marker="o", label=name)
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel("step (ms, simulated; slowest rank)")
-    axes[1].set_ylabel("rank 0's exposed communication / step")
-    for ax in axes:
-        ax.set_xscale("log", base=2)
-        ticks = sorted({p[0] for pts in series.values() for p in pts})
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([str(t) for t in ticks])
-        ax.set_xlabel("trn1 instances (32 ranks each)")
-    axes[0].set_title("Data-parallel step against instances")
-    axes[1].set_title("Exposed communication")
-    axes[0].legend(fontsize=6)
-    save(fig, d, "scaleout.png")
+    if series:
+        two_panels(series, d, "scaleout.png", "trn1 instances (32 ranks each)",
+                   ["step (ms, simulated; slowest rank)", "rank 0's exposed communication / step"],
+                   ["Data-parallel step against instances", "Exposed communication"], log_y=True)
 
 
 def plot_tensor_parallel(study, d):
@@ -290,26 +297,13 @@ def plot_tensor_parallel(study, d):
             continue
         for name in r["series"]:
             series.setdefault(name, []).append(
-                (f["world"], ms(f["token_ns"]), f["token_comm_fraction"]))
-    if not series:
-        return
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, pts in series.items():
-        pts.sort()
-        axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
-        axes[1].plot([p[0] for p in pts], [p[2] for p in pts], marker="o", label=name)
-    axes[0].set_ylabel("token step (ms, simulated; slowest rank)")
-    axes[1].set_ylabel("rank 0's exposed communication / token step")
-    for ax in axes:
-        ax.set_xscale("log", base=2)
-        ticks = sorted({p[0] for pts in series.values() for p in pts})
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([str(t) for t in ticks])
-        ax.set_xlabel("tensor-parallel degree (cores; 8 a trn2 chip)")
-    axes[0].set_title("Decode token step against TP")
-    axes[1].set_title("Exposed communication")
-    axes[0].legend(fontsize=7)
-    save(fig, d, "tensor-parallel.png")
+                (f.get("world") or 1, ms(f["token_ns"]), f["token_comm_fraction"]))
+    if series:
+        two_panels(series, d, "tensor-parallel.png",
+                   "tensor-parallel degree (cores; 8 a trn2 chip)",
+                   ["token step (ms, simulated; slowest rank)",
+                    "rank 0's exposed communication / token step"],
+                   ["Decode token step against TP", "Exposed communication"])
 
 
 def main():

@@ -481,11 +481,12 @@ TEST(Study, BadSpecIsOneLineAndExitCode2) {
 namespace wallsim {
 namespace {
 
-// docs/studies/{decode,mask,granularity,serving,scaleout}.md carry the study's own table and
-// findings between markers (scripts/update_study_docs.py rewrites them from a fresh run), not
-// hand-written ones.
+// docs/studies/{decode,mask,granularity,serving,scaleout,tensor-parallel}.md carry the study's own
+// table and findings between markers (scripts/update_study_docs.py rewrites them from a fresh run),
+// not hand-written ones.
 TEST(Study, DocsHoldTheGeneratedTableAndFindings) {
-  for (const std::string name : {"decode", "mask", "granularity", "serving", "scaleout"}) {
+  for (const std::string name :
+       {"decode", "mask", "granularity", "serving", "scaleout", "tensor-parallel"}) {
     const std::string doc =
         test::slurp(std::string(WALLSIM_SOURCE_DIR) + "/docs/studies/" + name + ".md");
     const size_t begin = doc.find("<!-- study " + name + ": begin -->\n| run | mode | status |");
@@ -528,8 +529,8 @@ TEST(Study, GeneratedBlocksOfWallValidationAndCompilerDocs) {
   }
 }
 
-// docs/studies/open-questions.md answers the five questions and the three case claims inside
-// its generated block, each claim with a verdict (scripts/open_questions.py writes them).
+// docs/studies/open-questions.md answers the five questions, the three case claims and Case D
+// inside its generated block, each claim with a verdict (scripts/open_questions.py writes them).
 TEST(Study, OpenQuestionsDocAnswersEveryQuestionAndClaimInItsGeneratedBlock) {
   const std::string doc =
       test::slurp(std::string(WALLSIM_SOURCE_DIR) + "/docs/studies/open-questions.md");
@@ -541,7 +542,8 @@ TEST(Study, OpenQuestionsDocAnswersEveryQuestionAndClaimInItsGeneratedBlock) {
   for (const char* q : {"### 1. ", "### 2. ", "### 3. ", "### 4. ", "### 5. "}) {
     EXPECT_NE(block.find(q), std::string::npos) << q;
   }
-  for (const char* claim : {"### Bucketing wastes", "### Continuous batching", "### Rebuilding"}) {
+  for (const char* claim :
+       {"### Bucketing wastes", "### Continuous batching", "### Rebuilding", "### Case D"}) {
     const size_t at = block.find(claim);
     ASSERT_NE(at, std::string::npos) << claim;
     const size_t next = block.find("\n### ", at + 4);

@@ -36,14 +36,7 @@ class Transformer final : public Workload {
     p.finish();
     m_params = p.resolved();
     check_heads(p, m_d, m_heads);
-    if (m_heads % m_sizes.tp) {
-      p.fail("tp", "heads " + std::to_string(m_heads) + " do not split over " +
-                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
-    }
-    if (m_ff % m_sizes.tp) {
-      p.fail("tp", "d_ff " + std::to_string(m_ff) + " does not split over " +
-                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
-    }
+    check_tensor_parallel(p, m_heads, m_ff, m_sizes.tp);
     if (m_batch % m_sizes.dp) {
       p.fail("dp", "batch " + std::to_string(m_batch) + " does not split over " +
                        std::to_string(m_sizes.dp) + " data-parallel ranks");

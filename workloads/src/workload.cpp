@@ -153,14 +153,7 @@ class Decode final : public Workload {
     p.finish();
     m_params = p.resolved();
     check_heads(p, m_d, m_heads);
-    if (m_heads % m_sizes.tp) {
-      p.fail("tp", "heads " + std::to_string(m_heads) + " do not split over " +
-                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
-    }
-    if (m_ff % m_sizes.tp) {
-      p.fail("tp", "d_ff " + std::to_string(m_ff) + " does not split over " +
-                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
-    }
+    check_tensor_parallel(p, m_heads, m_ff, m_sizes.tp);
   }
   std::map<std::string, std::string> params() const override { return m_params; }
   runtime::ParallelSizes parallel() const override { return m_sizes; }

@@ -144,6 +144,19 @@ inline void check_heads(const Params& p, int64_t d_model, int64_t heads) {
   }
 }
 
+// Megatron-LM's tensor-parallel split: each of `tp` ranks takes heads / tp heads and d_ff / tp
+// of the MLP, so both must divide.
+inline void check_tensor_parallel(const Params& p, int64_t heads, int64_t d_ff, int64_t tp) {
+  if (heads % tp) {
+    p.fail("tp", "heads " + std::to_string(heads) + " do not split over " + std::to_string(tp) +
+                     " tensor-parallel ranks");
+  }
+  if (d_ff % tp) {
+    p.fail("tp", "d_ff " + std::to_string(d_ff) + " does not split over " + std::to_string(tp) +
+                     " tensor-parallel ranks");
+  }
+}
+
 // A workload's padded work by source, from its own MAC counts: each source's share of the padded
 // MACs (rows of no live sequence, tokens past a prompt, keys past a sequence's length) and the
 // padded fraction of all MACs.
