@@ -135,7 +135,7 @@ class Emitter {
   int32_t m_current_node = -1;
   int m_position = 0;  // of the current op in the group
   int64_t m_vector_cost_percent = 100;
-  int64_t m_lane_overhead = 0;  // lane_overhead(arch.costs)
+  int64_t m_lane_overhead = 0;      // lane_overhead(arch.costs)
   int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
   int64_t m_emitted = 0;            // instructions
 };
