@@ -228,8 +228,8 @@ void run_validate(const ValidateArgs& a) {
   if (a.config.empty() && !a.overrides.empty()) {
     throw base::InputError("--set", "needs --config");
   }
-  const runtime::Config cfg =
-      a.config.empty() ? runtime::Config{} : runtime::load_config(a.config, a.overrides);
+  runtime::Config cfg;  // the defaults unless a config is named (not a ?: temporary: GCC 12 warns)
+  if (!a.config.empty()) cfg = runtime::load_config(a.config, a.overrides);
   const sim::ChipConfig& chip = cfg.chip;
   const auto& t = chip.timing;
   const int64_t parts = chip.arch.sbuf.partitions;

@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string first = text.substr(0, text.find('\n'));
   if (first.find('=') == std::string::npos) return 0;
   fuzz::expect_input_error_only([&] {
-    base::Json j = runtime::to_json(runtime::Config{});
+    const runtime::Config defaults;  // named: GCC 12 warns (-Wmaybe-uninitialized) on a temporary
+    base::Json j = runtime::to_json(defaults);
     base::apply_override(j, first);
     (void)runtime::config_from_json(j);
   });
