@@ -79,33 +79,22 @@ struct StudySpec {
   std::string trace_level = "plans";
 };
 
+// The figures of add_prefill_token_figures, below.
+const std::vector<std::string> kPrefillTokenFigures = {
+    "prefill_ns", "prefill_comm_fraction", "prefill_tokens_per_s",
+    "token_ns",   "token_comm_fraction",   "tokens_per_s"};
+
 // What a study's columns may name: the key figures and the step figures below.
 std::vector<std::string> study_figure_names() {
   std::vector<std::string> n = figure_names();
-  for (const char* k : {"p50_step_ns",
-                        "p99_step_ns",
-                        "token_p50_ns",
-                        "token_p99_ns",
-                        "hbm_bytes_per_step",
-                        "host_link_busy_ns",
-                        "wasted_flop_fraction",
-                        "plans_per_step",
-                        "transfer_per_step_ns",
-                        "device_per_step_ns",
-                        "world",
-                        "instances",
-                        "step_wall_ns",
-                        "step_comm_wait_ns",
-                        "step_compute_ns",
-                        "efa_bytes_per_step",
-                        "prefill_ns",
-                        "prefill_comm_fraction",
-                        "prefill_tokens_per_s",
-                        "token_ns",
-                        "token_comm_fraction",
-                        "tokens_per_s"}) {
+  for (const char* k :
+       {"p50_step_ns", "p99_step_ns", "token_p50_ns", "token_p99_ns", "hbm_bytes_per_step",
+        "host_link_busy_ns", "wasted_flop_fraction", "plans_per_step", "transfer_per_step_ns",
+        "device_per_step_ns", "world", "instances", "step_wall_ns", "step_comm_wait_ns",
+        "step_compute_ns", "efa_bytes_per_step"}) {
     n.push_back(k);
   }
+  n.insert(n.end(), kPrefillTokenFigures.begin(), kPrefillTokenFigures.end());
   return n;
 }
 bool is_figure(const std::string& k) {
@@ -283,10 +272,8 @@ void add_distributed_figures(const Json& stats, const Json& config, Json& f) {
 // Figures of a run with a prefill step and token steps (decode), sharded or not: the prefill's
 // wall time and the last token step's (a distributed step's slowest rank's), the share of each
 // that is rank 0's exposed communication, and the tokens per second each makes (the prompt's
-// tokens over the prefill; one token a step, batch 1). Added where a spec's columns name one.
-const std::vector<std::string> kPrefillTokenFigures = {
-    "prefill_ns", "prefill_comm_fraction", "prefill_tokens_per_s",
-    "token_ns",   "token_comm_fraction",   "tokens_per_s"};
+// tokens over the prefill; one token a step, batch 1). Added where a spec's columns name one
+// (kPrefillTokenFigures).
 
 void add_prefill_token_figures(const Json& stats, Json& f) {
   const Json& steps = stats.at("steps");

@@ -102,14 +102,14 @@ AccessPattern Emitter::ids_ap(Slot ids, const Tiles& rows, int64_t t) {
 }
 
 // ---- DMA ----
-void Emitter::copy_rows(bool load, AccessPattern dst, AccessPattern src, int64_t split) {
+void Emitter::copy_rows(bool load, AccessPattern dst, AccessPattern src, bool fine) {
   // A load of a value the plan writes waits for compute and is waited for (a KV cache after
   // its update): it is cut finer, over more engines, so that its latency is short.
   const bool dependent =
       load && src.space == MemSpace::hbm && m_builder.role(src.buffer) != isa::TensorRole::input;
-  if (split <= 0)
-    split = dependent ? std::min(m_options.dma_dependent_split_bytes, m_options.dma_split_bytes)
-                      : m_options.dma_split_bytes;
+  const int64_t split =
+      dependent || fine ? std::min(m_options.dma_dependent_split_bytes, m_options.dma_split_bytes)
+                        : m_options.dma_split_bytes;
   const int64_t cols = dst.free[0].size;
   const int64_t bytes = int64_t(dst.partitions) * cols * isa::dtype_bytes(dst.dtype);
   const int64_t want =

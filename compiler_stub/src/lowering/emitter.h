@@ -76,8 +76,8 @@ class Emitter {
   int next_side_load_queue() const { return m_queues.next_side_load(); }
   // A row-block copy between a tile and HBM, split by columns over several queues when it is
   // large, so one big transfer is not serialised on one DMA engine.
-  // `split`: pieces of at most this many bytes instead of the options' (0: theirs).
-  void copy_rows(bool load, AccessPattern dst, AccessPattern src, int64_t split = 0);
+  // `fine`: cut as finely as a load that waits for compute (a copy nothing after it overlaps).
+  void copy_rows(bool load, AccessPattern dst, AccessPattern src, bool fine = false);
   void dma(int queue, const AccessPattern& dst, const AccessPattern& src);
 
   // ---- compute ----

@@ -262,7 +262,6 @@ bool LoweringContext::store(int32_t id, isa::TensorRole role) {
   // queues, when one would be a single piece, are cut as finely as a load that waits for
   // compute, over the store queues; the ones before stay whole (cut finer, a DMA-bound plan's
   // many stores only cost descriptors), and so do tiles already cut over several engines.
-  const int64_t fine = std::min(m_options.dma_dependent_split_bytes, m_options.dma_split_bytes);
   // (In row windows the value's last rows, not each window's.) The matmul family's only: its
   // row tiles complete together, in the last column block, where another op's complete one by
   // one as their loads land and their stores overlap the next tiles' work.
@@ -274,7 +273,7 @@ bool LoweringContext::store(int32_t id, isa::TensorRole role) {
         role == isa::TensorRole::output && matmul && v.row0(t) >= tail &&
         v.rows_in(t) * v.cols * isa::dtype_bytes(n.type.dtype) <= m_options.dma_split_bytes;
     copy_rows(false, hbm_ap(dst, n.type.dtype, view, v.row0(t), v.rows_in(t), c0, v.cols),
-              tile_ap(v, t, 0, v.cols), last ? fine : 0);
+              tile_ap(v, t, 0, v.cols), last);
   }
   m_bytes_out += v.stored_rows() * v.cols * isa::dtype_bytes(n.type.dtype);
   m_in_hbm.insert(id);
