@@ -440,6 +440,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
 }
 
 LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
+  if (const MatmulSchedule* s = ctx.matmul_schedule(n.id); s && s->conv_window)
+    return lower_window_matmul(ctx, n);
   const int32_t aid = n.inputs[0];
   // Sized as the footprint sized them, before A's row tiles are loaded (matmul_blocking.h).
   const MatmulBlocking blocking = matmul_blocking(ctx, n);

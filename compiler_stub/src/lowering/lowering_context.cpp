@@ -375,6 +375,7 @@ void LoweringContext::prefetch_weights(int position) {
     // Only where B's load outweighs the matmul: one row tile of A. With more rows the array
     // works longer than B takes to load, and the room is the row windows'.
     if (view_of(type_of(n.inputs[0])).rows > m_tile_rows) continue;
+    if (m_options.matmul_schedule != -2 && im2col_fed(*this, n.inputs[0])) continue;
     const View v = view_of(bn.type);
     const Tiles t = tiling(v.rows, v.cols, bn.type.dtype, run_of(bn.type));
     const int64_t bytes =

@@ -348,6 +348,26 @@ std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n);
 // cache's old rows before the write).
 bool spliced_by_attention(const LoweringContext& ctx, const Node& dus);
 
+// A matmul's A as an im2col window of x [N, C, H, W] in HBM (window_matmul.cpp): A's rows
+// are output pixels (n, oh, ow), its columns (c, kh, kw); element (oh·sh + kh·dh, ow·sw + kw·dw)
+// of plane c of image n, from `offset` in `base`. Missing dims are 1.
+struct WindowFacts {
+  int32_t base = -1;
+  int64_t offset = 0;
+  int64_t N = 1, C = 1, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1;
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+};
+std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a);
+// Whether value `a` is an im2col seen through reshapes and transposes (its matmul's B is then
+// not prefetched in row tiles: the window route loads it by channels).
+bool im2col_fed(const LoweringContext& ctx, int32_t a);
+// The window route's point for matmul `n` when its A is a window (window_of) and the cost model
+// prices it below the rules' point (compiler.matmul_schedule: -2 never, 0 the rules, > 0 always
+// where it fits); its predicted time in `predicted_ns`.
+std::optional<MatmulSchedule> window_schedule(const LoweringContext& ctx, const Node& n,
+                                              int64_t mode, double* predicted_ns);
+LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n);
+
 // The op families, one file each.
 void populate_matmul_lowerings(LoweringTable& table);
 void populate_elementwise_lowerings(LoweringTable& table);

@@ -27,6 +27,10 @@ int64_t moving_cycles(int64_t N, int64_t width, int64_t min_cycles) {
 
 std::string MatmulSchedule::describe() const {
   std::ostringstream o;
+  if (conv_window) {
+    o << "conv window n=" << panel_cols << " tiles=" << window_tiles;
+    return o.str();
+  }
   o << (narrow ? "narrow" : "rows") << (k_blocked ? "+kblocked" : "") << " n=" << panel_cols
     << " m_tiles=" << window_tiles << " bufs=" << buffers << " a^T=" << name_of(a_route);
   return o.str();

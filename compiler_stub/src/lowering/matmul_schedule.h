@@ -27,6 +27,9 @@ struct MatmulSchedule {
   int64_t window_tiles = 0;  // M block: A's row tiles per row window
   int64_t buffers = 2;       // panels (slabs) of B in flight
   TransposeRoute a_route = TransposeRoute::array;  // how A^T is made (stationary_route)
+  // A is an im2col window of x: x's planes resident, the windows read from SBUF by the array
+  // (window_matmul.cpp); the other fields then describe its output tiles and blocks.
+  bool conv_window = false;
   std::string describe() const;
 };
 

@@ -23,6 +23,15 @@ std::pair<int64_t, int64_t> LoweringContext::window_fit(const Node& n) const {
 void LoweringContext::choose_matmul_schedule(const Node& n) {
   m_schedule.reset();
   const int64_t mode = m_options.matmul_schedule;
+  // A convolution's window route (window_matmul.cpp) against the rules' point.
+  double window_ns = 0;
+  if (auto w = window_schedule(*this, n, mode, &window_ns)) {
+    m_schedule = {n.id, *w};
+    ++m_search.searched;
+    m_search.candidates = 2;
+    m_search.predicted_ns += window_ns;
+    return;
+  }
   if (mode == -2 || n.op != OpKind::matmul || n.inputs.size() > 3 || !streams_b(*this, n)) return;
   const int32_t aid = n.inputs[0], bid = n.inputs[1];
   const TensorType &at = type_of(aid), &bt = type_of(bid);

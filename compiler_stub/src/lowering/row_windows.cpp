@@ -158,6 +158,8 @@ bool LoweringContext::too_wide(const Node& n, int64_t one_tile) const {
 
 bool LoweringContext::row_windowed(const Node& n) const {
   if (info(n.op).row_window == RowWindow::none) return false;
+  // The convolution window route keeps its own SBUF (window_matmul.cpp).
+  if (const MatmulSchedule* s = matmul_schedule(n.id); s && s->conv_window) return false;
   // A matmul schedule's M block smaller than the op: windows of that many row tiles.
   if (const MatmulSchedule* s = matmul_schedule(n.id);
       s && s->window_tiles > 0 && s->window_tiles < tile_count(n))
