@@ -348,14 +348,16 @@ std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n);
 // cache's old rows before the write).
 bool spliced_by_attention(const LoweringContext& ctx, const Node& dus);
 
-// A matmul's A as an im2col window of x [N, C, H, W] in HBM (window_matmul.cpp): A's rows
-// are output pixels (n, oh, ow), its columns (c, kh, kw); element (oh·sh + kh·dh, ow·sw + kw·dw)
-// of plane c of image n, from `offset` in `base`. Missing dims are 1.
+// A matmul's A as an im2col window of x [N, C, H, W] (or a reshape keeping W last) in HBM,
+// with C > 1 (window_matmul.cpp): A's rows are output pixels (n, oh, ow), its columns
+// (c, kh, kw); element (oh·sh + kh·dh, ow·sw + kw·dw) of plane c of image n, from `offset` in
+// `base`. Missing dims are 1.
 struct WindowFacts {
   int32_t base = -1;
   int64_t offset = 0;
   int64_t N = 1, C = 1, H = 1, W = 1, OH = 1, OW = 1, KH = 1, KW = 1;
   int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t image = 0;  // elements from one image to the next
 };
 std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a);
 // Whether value `a` is an im2col seen through reshapes and transposes (its matmul's B is then

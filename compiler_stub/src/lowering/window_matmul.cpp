@@ -130,13 +130,9 @@ std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a) {
   const ViewDesc v = ctx.view_of_value(a);
   if (v.groups.size() != 2 || ctx.on_chip(v.base)) return std::nullopt;
   const TensorType& base = ctx.type_of(v.base);
-  if (base.dims.size() != 4) return std::nullopt;
-  WindowFacts w;
-  w.base = v.base;
-  w.offset = v.offset;
-  w.H = base.dims[2].size;
-  w.W = base.dims[3].size;
-  const int64_t plane = w.H * w.W, image = base.dims[1].size * plane;
+  if (base.dims.empty()) return std::nullopt;
+  int64_t elements = 1;
+  for (const Dim& d : base.dims) elements *= d.size;
   auto dims = [](const std::vector<SubDim>& g) {
     std::vector<SubDim> out;
     for (const SubDim& d : g)
@@ -144,20 +140,17 @@ std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a) {
     return out;
   };
   const std::vector<SubDim> rows = dims(v.groups[0]), cols = dims(v.groups[1]);
-  size_t i = 0;
-  if (i < rows.size() && rows[i].stride == image) w.N = rows[i++].size;
-  if (i < rows.size() && rows[i].stride >= w.W && rows[i].stride % w.W == 0 &&
-      rows[i].stride < image) {
-    w.OH = rows[i].size;
-    w.sh = rows[i++].stride / w.W;
-  }
-  if (i < rows.size() && rows[i].stride < w.W) {
-    w.OW = rows[i].size;
-    w.sw = rows[i++].stride;
-  }
-  if (i != rows.size()) return std::nullopt;
-  i = 0;
-  if (i < cols.size() && cols[i].stride == plane) w.C = cols[i++].size;
+  // The base is x [N, C, H, W] or a reshape of it keeping W last ([N·C·H, W]); the channel
+  // sub-dim (C > 1) gives the plane, H·W.
+  WindowFacts w;
+  w.base = v.base;
+  w.offset = v.offset;
+  w.W = base.dims.back().size;
+  if (cols.empty() || cols[0].stride < w.W || cols[0].stride % w.W) return std::nullopt;
+  const int64_t plane = cols[0].stride;
+  w.C = cols[0].size;
+  w.H = plane / w.W;
+  size_t i = 1;
   if (i < cols.size() && cols[i].stride >= w.W && cols[i].stride % w.W == 0 &&
       cols[i].stride < plane) {
     w.KH = cols[i].size;
@@ -167,12 +160,28 @@ std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a) {
     w.KW = cols[i].size;
     w.dw = cols[i++].stride;
   }
-  if (i != cols.size() || w.sw < 1 || w.dw < 1) return std::nullopt;
-  // Every window element inside the base.
-  const int64_t last = w.offset + (w.N - 1) * image + (w.C - 1) * plane +
-                       ((w.OH - 1) * w.sh + (w.KH - 1) * w.dh) * w.W +
-                       (w.OW - 1) * w.sw + (w.KW - 1) * w.dw;
-  if ((w.OW - 1) * w.sw + (w.KW - 1) * w.dw >= w.W || last >= base.dims[0].size * image)
+  if (i != cols.size()) return std::nullopt;
+  i = 0;
+  int64_t image = w.C * plane;
+  if (i < rows.size() && rows[i].stride >= plane) {
+    w.N = rows[i].size;
+    image = rows[i++].stride;
+  }
+  if (i < rows.size() && rows[i].stride >= w.W && rows[i].stride % w.W == 0 &&
+      rows[i].stride < plane) {
+    w.OH = rows[i].size;
+    w.sh = rows[i++].stride / w.W;
+  }
+  if (i < rows.size() && rows[i].stride < w.W) {
+    w.OW = rows[i].size;
+    w.sw = rows[i++].stride;
+  }
+  if (i != rows.size() || w.sw < 1 || w.dw < 1) return std::nullopt;
+  w.image = image;
+  // Every window element inside its plane and the base.
+  const int64_t last = w.offset + (w.N - 1) * image + (w.C - 1) * plane + plane - 1;
+  if ((w.OW - 1) * w.sw + (w.KW - 1) * w.dw >= w.W ||
+      (w.OH - 1) * w.sh + (w.KH - 1) * w.dh >= w.H || last >= elements)
     return std::nullopt;
   return w;
 }
@@ -209,7 +218,7 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
   const WindowFacts& w = *wf;
   const DType dt = ctx.type_of(aid).dtype;
   const int64_t OC = view_of(n.type).cols, KK = w.KH * w.KW, rows_max = ctx.tile_rows();
-  const int64_t plane = w.H * w.W, image = ctx.type_of(w.base).dims[1].size * plane;
+  const int64_t plane = w.H * w.W, image = w.image;
   const int64_t cc = ceil_div(w.C, rows_max), width = std::min(moving_cols(ctx), OC);
   auto chunk_rows = [&](int64_t k) { return static_cast<int32_t>(std::min(rows_max, w.C - k * rows_max)); };
   if (!ctx.ensure_hbm(w.base) || !ctx.ensure_hbm(bid)) return ctx.no_room();
