@@ -349,9 +349,9 @@ std::vector<int32_t> spliced_reads(const LoweringContext& ctx, const Node& n);
 bool spliced_by_attention(const LoweringContext& ctx, const Node& dus);
 
 // A matmul's A as an im2col window of x [N, C, H, W] (or a reshape keeping W last) in HBM,
-// with C > 1 (window_matmul.cpp): A's rows are output pixels (n, oh, ow), its columns
-// (c, kh, kw); element (oh·sh + kh·dh, ow·sw + kw·dw) of plane c of image n, from `offset` in
-// `base`. Missing dims are 1.
+// with C > 1, made by an im2col (im2col_fed; window_matmul.cpp): A's rows are output pixels
+// (n, oh, ow), its columns (c, kh, kw); element (oh·sh + kh·dh, ow·sw + kw·dw) of plane c of
+// image n, from `offset` in `base`. Missing dims are 1.
 struct WindowFacts {
   int32_t base = -1;
   int64_t offset = 0;

@@ -126,7 +126,7 @@ bool im2col_fed(const LoweringContext& ctx, int32_t a) {
 }
 
 std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a) {
-  if (!ctx.is_view(a) || ctx.on_chip(a)) return std::nullopt;
+  if (!ctx.is_view(a) || ctx.on_chip(a) || !im2col_fed(ctx, a)) return std::nullopt;
   const ViewDesc v = ctx.view_of_value(a);
   if (v.groups.size() != 2 || ctx.on_chip(v.base)) return std::nullopt;
   const TensorType& base = ctx.type_of(v.base);
