@@ -159,5 +159,23 @@ TEST(WindowConvOnChip, Trn1Dilation2BiasRelu) {
   expect_matches({2, 130, 11, 70, 3, 1, 2, "fp32", 0, true}, "trn1", 1);
 }
 
+// The torch capture's padded x is a [N·C·H, W] value reshaped to [N, C, H, W]: the window is
+// recognised from the view's strides over that flat base.
+TEST(WindowConvOnChip, Trn2FlatBase) {
+  const Graph g = test::graph(R"({"format": "wallsim-graph", "version": 1, "name": "conv", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [160, 10], "role": "input"},
+    {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [72, 12], "role": "weight"},
+    {"id": 2, "op": "reshape", "inputs": [0], "shape": [2, 8, 10, 10]},
+    {"id": 3, "op": "im2col", "inputs": [2], "kernel": [3, 3], "strides": [1, 1], "dilations": [1, 1]},
+    {"id": 4, "op": "transpose", "inputs": [3], "perm": [0, 2, 3, 1, 4, 5]},
+    {"id": 5, "op": "reshape", "inputs": [4], "shape": [128, 72]},
+    {"id": 6, "op": "matmul", "inputs": [5, 1]}], "outputs": [6]})");
+  auto ops = ops_of(g, "trn2", schedule(1));
+  EXPECT_EQ(ops[isa::Opcode::transpose], 0);
+  EXPECT_EQ(ops[isa::Opcode::matmul], 2 * 9);  // one tile of 8 rows of 8 per image
+  Outcome o = run_on_chip(g, "trn2", GroupPolicy::whole, {}, schedule(1));
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
 }  // namespace
 }  // namespace wallsim::compiler_stub
