@@ -264,6 +264,8 @@ for name, spec, expected in [
     ("decode_tp_zero", "decode:tp=0", "decode.tp"),
     ("serve_tp_heads", "serve:heads=12,tp=8", "heads 12 do not split over 8"),
     ("serve_tp_vocab", "serve:tp=2", "vocab 50257 does not split over 2"),
+    ("sp_without_tp", "transformer:sp=1", "sequence parallel needs tp > 1"),
+    ("sp_tokens", "transformer:heads=2,d_model=64,d_ff=128,seq=7,tp=2,sp=1", "7 tokens do not split"),
     ("train_dp_batch", "train:batch=5,dp=2", "batch 5 does not split"),
     ("train_lr", "train:lr=-1", "lr"),
     ("train_bucket_mb", "train:bucket_mb=-1", "bucket_mb"),

@@ -103,6 +103,31 @@ TEST(Distributed, TensorParallel8Gpt2LayerMatchesUnsharded) {
   }
 }
 
+// Sequence parallel (the norm and residual rows split over tp, all-gathers before the
+// column-parallel linears, reduce-scatters after the row-parallel ones): the output rows,
+// all-gathered, match the unsharded forward on every rank.
+void expect_sequence_parallel_matches(const std::string& model, int64_t tp, const char* mode) {
+  const Outcome o = run_both(model + ",tp=" + std::to_string(tp) + ",sp=1", model, mode);
+  const auto& want = o.values.back().at(0);
+  for (size_t r = 0; r + 1 < o.values.size(); ++r) {
+    EXPECT_LT(relative_error(o.values[r].at(0), want), 1e-3) << "rank " << r;
+  }
+  const auto& report = o.reports.front();
+  EXPECT_EQ(report.at("rows_per_rank").get<int64_t>(), want.shape.at(0) / tp);
+  EXPECT_LT(report.at("activation_bytes_per_layer").get<double>(),
+            report.at("activation_bytes_per_layer_without_sp").get<double>());
+}
+// Two GPT-2 layers over a batch of two sequences, TP=2.
+TEST(Distributed, SequenceParallelGpt2MatchesUnshardedTp2UnderFused) {
+  expect_sequence_parallel_matches(
+      "transformer:layers=2,d_model=128,heads=8,d_ff=256,seq=64,batch=2,dtype=fp32", 2, "fused");
+}
+// Two Llama layers (rmsnorm, SwiGLU), TP=4.
+TEST(Distributed, SequenceParallelLlamaMatchesUnshardedTp4UnderAot) {
+  expect_sequence_parallel_matches(
+      "transformer:layers=2,d_model=128,heads=4,d_ff=256,seq=64,style=llama,dtype=fp32", 4, "aot");
+}
+
 // Decode over a KV cache, TP=4 (2 heads and a quarter of the cache and MLP a rank): the prefill
 // and two tokens, each a step of its own reading the cache the earlier steps wrote, match the
 // unsharded decode on every rank, under AOT (buckets: the padded keys masked) and fused.

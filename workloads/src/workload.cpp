@@ -452,8 +452,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"mlp", "mlp:batch=512,d_model=768,d_ff=3072,layers=1,dtype=bf16 - residual gelu MLP blocks"},
       {"transformer",
        "transformer:layers=1,d_model=768,heads=12,d_ff=3072,seq=512,batch=1,style=gpt2,"
-       "tp=1,dp=1,dtype=bf16 - GPT-2- or Llama-style blocks, causal attention; tp ranks split "
-       "heads and the MLP (Megatron-LM), dp ranks the batch"},
+       "tp=1,sp=0,dp=1,dtype=bf16 - GPT-2- or Llama-style blocks, causal attention; tp ranks "
+       "split heads and the MLP (Megatron-LM; sp=1: the norms' rows too), dp ranks the batch"},
       {"train",
        "train:batch=512,d_model=768,d_ff=3072,layers=1,lr=0.01,dp=1,dtype=bf16 - a training "
        "step of residual tanh MLP blocks (forward, backward, SGD); dp ranks split the batch and "
