@@ -119,12 +119,6 @@ class Transformer final : public Workload {
     Tensor x = rows == m_batch * seq ? s.upload_random({rows, m_d}, m_dtype, sd)
                                      : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0,
                                                              first, first + rows);
-    // Into the column-parallel linears every row (sp: gathered), out of the row-parallel ones the
-    // sum over tp (sp: this rank's rows of it).
-    auto enter = [&](const Tensor& h) { return m_sp ? all_gather(h, "tp") : h; };
-    auto leave = [&](const Tensor& y) {
-      return m_sp ? reduce_scatter(y, "tp") : all_reduce(y, "tp");
-    };
     for (const Layer& w : m_w) {
       s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
       Tensor h = enter(norm(x, w.ln1_g, w.ln1_b));
@@ -144,6 +138,12 @@ class Transformer final : public Workload {
                     (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F) /
                     double(m_sizes.tp));
     return x;
+  }
+  // Into the column-parallel linears every row (sp: gathered), out of the row-parallel ones the
+  // sum over tp (sp: this rank's rows of it).
+  Tensor enter(const Tensor& h) const { return m_sp ? runtime::all_gather(h, "tp") : h; }
+  Tensor leave(const Tensor& y) const {
+    return m_sp ? runtime::reduce_scatter(y, "tp") : runtime::all_reduce(y, "tp");
   }
   static Tensor bias(const Tensor& y, const Tensor& b) {
     return b.valid() ? runtime::bias_add(y, b) : y;
