@@ -30,10 +30,12 @@ double relative_error(const compiler_stub::HostTensor& got, const compiler_stub:
 }
 
 // `sharded` on its world's ranks (chip 0's cores, then chip 1's), `whole` on the last core of
-// chip 1, both `steps` steps under `mode`, functional. Returns, per rank and for the unsharded
-// run (last), each step's output and then the workload's state, read back.
+// chip 1, both `steps` steps under `mode`, functional (steps 0: each runs its own loop, as
+// serve). Returns, per rank and for the unsharded run (last), each step's output and then the
+// workload's state, read back, and the workload's report.
 struct Outcome {
   std::vector<std::vector<compiler_stub::HostTensor>> values;  // by rank: output, then state
+  std::vector<nlohmann::ordered_json> reports;                 // by rank
 };
 Outcome run_both(const std::string& sharded, const std::string& whole, const char* mode,
                  int64_t steps = 1) {
@@ -75,6 +77,7 @@ Outcome run_both(const std::string& sharded, const std::string& whole, const cha
     hosts.push_back({&s.device_core(), [&s, &w, &values, steps] {
                        w.setup(s);
                        s.startup(w.buckets(s), [&](int64_t b) { w.trace(s, b); });
+                       if (steps == 0) w.run(s, 0);
                        for (int64_t i = 0; i < steps; ++i) {
                          s.begin_step(i);
                          values.push_back(s.to_host(w.step(s, i)));
@@ -84,6 +87,10 @@ Outcome run_both(const std::string& sharded, const std::string& whole, const cha
                      }});
   }
   run_hosts(hosts);
+  for (const auto& w : workloads) {
+    const auto report = w->report();
+    out.reports.push_back(report ? report->second : nlohmann::ordered_json());
+  }
   return out;
 }
 
@@ -94,6 +101,31 @@ TEST(Distributed, TensorParallel8Gpt2LayerMatchesUnsharded) {
   for (size_t r = 0; r + 1 < o.values.size(); ++r) {
     EXPECT_LT(relative_error(o.values[r].at(0), want), 1e-3) << "rank " << r;
   }
+}
+
+// Sequence parallel (the norm and residual rows split over tp, all-gathers before the
+// column-parallel linears, reduce-scatters after the row-parallel ones): the output rows,
+// all-gathered, match the unsharded forward on every rank.
+void expect_sequence_parallel_matches(const std::string& model, int64_t tp, const char* mode) {
+  const Outcome o = run_both(model + ",tp=" + std::to_string(tp) + ",sp=1", model, mode);
+  const auto& want = o.values.back().at(0);
+  for (size_t r = 0; r + 1 < o.values.size(); ++r) {
+    EXPECT_LT(relative_error(o.values[r].at(0), want), 1e-3) << "rank " << r;
+  }
+  const auto& report = o.reports.front();
+  EXPECT_EQ(report.at("rows_per_rank").get<int64_t>(), want.shape.at(0) / tp);
+  EXPECT_LT(report.at("activation_bytes_per_layer").get<double>(),
+            report.at("activation_bytes_per_layer_without_sp").get<double>());
+}
+// Two GPT-2 layers over a batch of two sequences, TP=2.
+TEST(Distributed, SequenceParallelGpt2MatchesUnshardedTp2UnderFused) {
+  expect_sequence_parallel_matches(
+      "transformer:layers=2,d_model=128,heads=8,d_ff=256,seq=64,batch=2,dtype=fp32", 2, "fused");
+}
+// Two Llama layers (rmsnorm, SwiGLU), TP=4.
+TEST(Distributed, SequenceParallelLlamaMatchesUnshardedTp4UnderAot) {
+  expect_sequence_parallel_matches(
+      "transformer:layers=2,d_model=128,heads=4,d_ff=256,seq=64,style=llama,dtype=fp32", 4, "aot");
 }
 
 // Decode over a KV cache, TP=4 (2 heads and a quarter of the cache and MLP a rank): the prefill
@@ -143,6 +175,40 @@ TEST(Distributed, DataParallel4BucketedTrainingStepMatchesUnsharded) {
       EXPECT_LT(relative_error(o.values[r][k], want[k]), 1e-4) << "rank " << r << " weight " << k;
     }
   }
+}
+
+// Serving at TP=2 (2 heads, half the KV pools, the MLP and the vocab head a rank): a Poisson
+// stream under continuous and static batching. Every rank's report is the same (the same
+// scheduling decisions, tokens and times: the ranks stay in step), and each request's token
+// values match the unsharded server's.
+void expect_serve_matches(const std::string& scheduler, const char* mode) {
+  const std::string model =
+      "serve:requests=5,rate=20,layers=2,d_model=64,heads=4,d_ff=128,vocab=96,context=48,"
+      "max_prompt=24,prompt_mean=10,output_mean=6,max_batch=4,block=4,dtype=fp32,scheduler=" +
+      scheduler;
+  const Outcome o = run_both(model + ",tp=2", model, mode, 0);
+  const auto& want = o.reports.back().at("per_request");
+  ASSERT_EQ(want.size(), 5u);
+  for (size_t r = 0; r + 1 < o.reports.size(); ++r) {
+    EXPECT_EQ(o.reports[r], o.reports[0]) << "rank " << r;
+    const auto& got = o.reports[r].at("per_request");
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t q = 0; q < want.size(); ++q) {
+      const auto& a = got[q].at("values");
+      const auto& b = want[q].at("values");
+      ASSERT_EQ(a.size(), b.size()) << "rank " << r << " request " << q;
+      for (size_t t = 0; t < a.size(); ++t) {
+        EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
+            << "rank " << r << " request " << q << " token " << t;
+      }
+    }
+  }
+}
+TEST(Distributed, TensorParallel2ServeMatchesUnshardedContinuousUnderFused) {
+  expect_serve_matches("continuous", "fused");
+}
+TEST(Distributed, TensorParallel2ServeMatchesUnshardedStaticUnderAot) {
+  expect_serve_matches("static", "aot");
 }
 
 }  // namespace

@@ -10,6 +10,15 @@
 // its new keys and values into the pool rows its block tables name (index_copy, a scatter DMA)
 // and attention reads every key through the tables (embedding, a gather DMA), so the plans do not
 // depend on where blocks are: shapes are (batch rows, key length, prompt length) only.
+//
+// tp > 1 (Megatron-LM, as decode): each tensor-parallel rank holds heads / tp heads (Wq, Wk, Wv
+// by column blocks, Wo by row blocks) and their d_model / tp columns of every layer's KV pool,
+// W1 by column and W2 by row blocks, with an all-reduce over "tp" after the output projection
+// and after the MLP. The vocab head is vocab-parallel (Megatron's and NxD's inference
+// ColumnParallelLinear): a rank holds vocab / tp of its columns and takes the max over them; the
+// ranks' maxima are all-gathered and the max of those is every rank's output (NxD's on-device
+// sampling: a gather of tp values a row, not of the logits). The embedding is replicated. Every
+// rank runs the same seeded stream under the same scheduler, so their decisions agree.
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -55,6 +64,7 @@ class Serve final : public Workload, public ServeLoop {
         m_kv_blocks(p.integer("kv_blocks", 0, 0, kBig)),
         m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
+    m_sizes.tp = p.integer("tp", 1, 1, 65536);
     m_spec.count = p.integer("requests", 200, 1, 1000000);
     m_spec.rate = p.real("rate", 0, 0, 1e9);
     m_spec.prompt_mean = p.real("prompt_mean", 161, 1, 1e6);
@@ -64,7 +74,14 @@ class Serve final : public Workload, public ServeLoop {
     m_spec.max_prompt = p.integer("max_prompt", std::min<int64_t>(768, m_context - 1), 1, kBig);
     const std::string lengths = p.text("lengths");
     m_params = (p.finish(), p.resolved());
+    if (m_sizes.tp == 1) m_params.erase("tp");  // unsharded runs report as before
     check_heads(p, m_d, m_heads);
+    check_tensor_parallel(p, m_heads, m_ff, m_sizes.tp);
+    if (m_vocab % m_sizes.tp) {
+      p.fail("tp", "vocab " + std::to_string(m_vocab) + " does not split over " +
+                       std::to_string(m_sizes.tp) +
+                       " tensor-parallel ranks (pad it, as Megatron-LM pads 50257 to 50304)");
+    }
     if (m_spec.max_prompt >= m_context) {
       p.fail("max_prompt", std::to_string(m_spec.max_prompt) + " leaves no room to generate in " +
                                "a context of " + std::to_string(m_context));
@@ -81,6 +98,7 @@ class Serve final : public Workload, public ServeLoop {
   }
 
   std::map<std::string, std::string> params() const override { return m_params; }
+  runtime::ParallelSizes parallel() const override { return m_sizes; }
   bool fixed_steps() const override { return true; }
   bool masks_instead_of_padding() const override { return m_dynamic == "bounded"; }
   std::string step_kind(int64_t index) const override {
@@ -102,19 +120,26 @@ class Serve final : public Workload, public ServeLoop {
     m_tally.pool_blocks = m_pool_blocks;
     m_scratch = m_pool_blocks * m_block;  // one more row: padding writes land there
     uint64_t k = 1;
+    const int64_t tp = m_sizes.tp;
     auto up = [&](std::vector<int64_t> shape) {
       return s.upload_random(shape, m_dtype, seed(s, k++));
     };
+    // This rank's block of columns of a weight of shape `full` (whole when tp is 1).
+    auto columns = [&](std::vector<int64_t> full) {
+      if (tp == 1) return up(full);
+      const int64_t block = full[1] / tp, at = s.rank().tp_rank * block;
+      return s.upload_random_slice(full, m_dtype, seed(s, k++), 1, at, at + block);
+    };
     m_wte = up({m_vocab, m_d});
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k), {}, {}};
-      w.k_pool = up({m_scratch + 1, m_d});
-      w.v_pool = up({m_scratch + 1, m_d});
+      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp), {}, {}};
+      w.k_pool = columns({m_scratch + 1, m_d});  // this rank's heads
+      w.v_pool = columns({m_scratch + 1, m_d});
       m_w.push_back(w);
     }
     m_lnf_g = up({m_d});
     m_lnf_b = up({m_d});
-    m_head = up({m_d, m_vocab});
+    m_head = columns({m_d, m_vocab});  // vocab-parallel
   }
 
   // AOT: every plan shape the run may need, traced before the first request.
@@ -295,7 +320,8 @@ class Serve final : public Workload, public ServeLoop {
   // The graph of one iteration at `shape`: real sequences `seqs` first, then padding rows.
   Tensor iteration(Session& s, const std::vector<Seq*>& seqs, const Shape& shape) {
     using namespace runtime;
-    const int64_t B = shape.batch, hd = m_d / m_heads, H = m_heads;
+    const int64_t B = shape.batch, hd = m_d / m_heads, H = m_heads / m_sizes.tp;
+    const int64_t dc = m_d / m_sizes.tp;  // this rank's columns of attention
     auto live = [&](int64_t i) -> const Seq* {
       return i < static_cast<int64_t>(seqs.size()) && !seqs[static_cast<size_t>(i)]->done()
                  ? seqs[static_cast<size_t>(i)]
@@ -342,7 +368,7 @@ class Serve final : public Workload, public ServeLoop {
         Tensor sc = scale(batch_matmul(heads(q), heads(k), true), inv_sqrt_hd);
         Tensor p = softmax(add(sc, mask));
         return reshape(transpose(reshape(batch_matmul(p, heads(v)), {B, H, P, hd}), {0, 2, 1, 3}),
-                       {rows, m_d});
+                       {rows, dc});
       };
     } else {
       const int64_t L = shape.len;
@@ -383,7 +409,12 @@ class Serve final : public Workload, public ServeLoop {
     }
     if (shape.prefill) x = embedding(x, s.upload({B}, isa::DType::int32, last_row));
     Tensor out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});
-    s.add_real_macs(real_macs);
+    if (m_sizes.tp > 1) {  // [B, 1] maxima of each rank's vocab columns -> the max over ranks
+      const int64_t tp = m_sizes.tp;
+      out = transpose(reshape(all_gather(out, "tp"), {tp, B}), {1, 0});
+      out = s.op(OpKind::reduce_max, {out});
+    }
+    s.add_real_macs(real_macs / double(m_sizes.tp));  // a rank's share
     return out;
   }
 
@@ -392,6 +423,7 @@ class Serve final : public Workload, public ServeLoop {
   int64_t m_max_batch, m_block, m_kv_blocks;
   std::string m_dynamic;
   isa::DType m_dtype;
+  runtime::ParallelSizes m_sizes;
   RequestSpec m_spec;
   std::map<std::string, std::string> m_params;
 

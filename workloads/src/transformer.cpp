@@ -20,6 +20,12 @@ using runtime::Tensor;
 // residual are added. dp > 1: each data-parallel rank runs batch / dp of the sequences. Every
 // shard is the unsharded run's slice of the same seeded weight, so the ranks' outputs are the
 // unsharded run's.
+//
+// sp=1 with tp > 1 (Megatron-LM sequence parallelism, Korthikanti et al. 2022): the norm,
+// residual and bias regions hold this rank's block of the rows ([tokens, d_model], tokens /
+// tp a rank); each tp all-reduce becomes an all-gather of the rows before the column-parallel
+// linears and a reduce-scatter after the row-parallel ones (the same bytes per layer, a tp-th of
+// the activations a rank holds). The step's output is the last layer's rows all-gathered.
 class Transformer final : public Workload {
  public:
   explicit Transformer(Params& p)
@@ -33,8 +39,15 @@ class Transformer final : public Workload {
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
     m_sizes.tp = p.integer("tp", 1, 1, 65536);
     m_sizes.dp = p.integer("dp", 1, 1, 65536);
+    m_sp = p.integer("sp", 0, 0, 1) == 1;
     p.finish();
     m_params = p.resolved();
+    if (!m_sp) m_params.erase("sp");  // runs without it report as before
+    if (m_sp && m_sizes.tp == 1) p.fail("sp", "sequence parallel needs tp > 1");
+    if (m_sp && (m_batch / m_sizes.dp * m_seq) % m_sizes.tp) {
+      p.fail("sp", std::to_string(m_batch / m_sizes.dp * m_seq) + " tokens do not split over " +
+                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
+    }
     check_heads(p, m_d, m_heads);
     check_tensor_parallel(p, m_heads, m_ff, m_sizes.tp);
     if (m_batch % m_sizes.dp) {
@@ -43,6 +56,7 @@ class Transformer final : public Workload {
     }
   }
   std::map<std::string, std::string> params() const override { return m_params; }
+  std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const override;
   runtime::ParallelSizes parallel() const override { return m_sizes; }
   void setup(Session& s) override {
     const runtime::RankContext& r = s.rank();
@@ -98,29 +112,38 @@ class Transformer final : public Workload {
   Tensor run(Session& s, int64_t seq, int64_t index) {
     using namespace runtime;
     const int64_t B = m_batch / m_sizes.dp, H = m_heads / m_sizes.tp;
-    const int64_t first = s.rank().dp_rank * B * seq;  // this rank's rows of the batch
+    // This rank's rows of the batch (sp: its block of its data-parallel rank's rows).
+    const int64_t rows = m_sp ? B * seq / m_sizes.tp : B * seq;
+    const int64_t first = s.rank().dp_rank * B * seq + (m_sp ? s.rank().tp_rank * rows : 0);
     const uint64_t sd = seed(s, 100000 + static_cast<uint64_t>(index));
-    Tensor x = m_sizes.dp == 1 ? s.upload_random({B * seq, m_d}, m_dtype, sd)
-                               : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0, first,
-                                                       first + B * seq);
+    Tensor x = rows == m_batch * seq ? s.upload_random({rows, m_d}, m_dtype, sd)
+                                     : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0,
+                                                             first, first + rows);
     for (const Layer& w : m_w) {
       s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
-      Tensor h = norm(x, w.ln1_g, w.ln1_b);
+      Tensor h = enter(norm(x, w.ln1_g, w.ln1_b));
       // Causal attention per sequence of `seq` rows, fused (the mask made on the chip).
       Tensor a = attention(linear(h, w.wq, w.bq), linear(h, w.wk, w.bk), linear(h, w.wv, w.bv),
                            nullptr, H, true, B > 1 ? seq : 0);
-      x = add(x, bias(all_reduce(matmul(a, w.wo), "tp"), w.bo));
-      Tensor h2 = norm(x, w.ln2_g, w.ln2_b);
+      x = add(x, bias(leave(matmul(a, w.wo)), w.bo));
+      Tensor h2 = enter(norm(x, w.ln2_g, w.ln2_b));
       Tensor up =
           m_llama ? mul(silu(matmul(h2, w.w1)), matmul(h2, w.w3)) : gelu(linear(h2, w.w1, w.b1));
-      x = add(x, bias(all_reduce(matmul(up, w.w2), "tp"), w.b2));
+      x = add(x, bias(leave(matmul(up, w.w2)), w.b2));
     }
     s.clear_origin();
+    if (m_sp) x = all_gather(x, "tp");
     const double S = double(m_seq), D = double(m_d), F = double(m_ff);
     s.add_real_macs(double(m_layers) * double(B) *
                     (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F) /
                     double(m_sizes.tp));
     return x;
+  }
+  // Into the column-parallel linears every row (sp: gathered), out of the row-parallel ones the
+  // sum over tp (sp: this rank's rows of it).
+  Tensor enter(const Tensor& h) const { return m_sp ? runtime::all_gather(h, "tp") : h; }
+  Tensor leave(const Tensor& y) const {
+    return m_sp ? runtime::reduce_scatter(y, "tp") : runtime::all_reduce(y, "tp");
   }
   static Tensor bias(const Tensor& y, const Tensor& b) {
     return b.valid() ? runtime::bias_add(y, b) : y;
@@ -129,12 +152,31 @@ class Transformer final : public Workload {
     Tensor ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2, w3;
   };
   int64_t m_layers, m_d, m_heads, m_ff, m_seq, m_batch;
-  bool m_llama;
+  bool m_llama, m_sp = false;
   isa::DType m_dtype;
   runtime::ParallelSizes m_sizes;
   std::map<std::string, std::string> m_params;
   std::vector<Layer> m_w;
 };
+
+// sp=1: the activations a training step would keep per layer and rank (Korthikanti et al. 2022,
+// 16-bit: s b h (34/t + 5 a s / (h t)) bytes with sequence parallel, s b h (10 + 24/t + 5 a s /
+// (h t)) with tensor parallel alone), and the rows this rank's residual stream holds.
+std::optional<std::pair<std::string, nlohmann::ordered_json>> Transformer::report() const {
+  if (!m_sp) return std::nullopt;
+  const double s = double(m_seq), b = double(m_batch / m_sizes.dp), h = double(m_d),
+               a = double(m_heads), t = double(m_sizes.tp), att = 5 * a * s / (h * t);
+  const int64_t rows = m_batch / m_sizes.dp * m_seq / m_sizes.tp;
+  return std::make_pair(
+      std::string("sequence_parallel"),
+      nlohmann::ordered_json{
+          {"tp", m_sizes.tp},
+          {"rows_per_rank", rows},
+          {"residual_bytes_per_rank", rows * m_d * isa::dtype_bytes(m_dtype)},
+          {"activation_bytes_per_layer", s * b * h * (34 / t + att)},
+          {"activation_bytes_per_layer_without_sp", s * b * h * (10 + 24 / t + att)},
+          {"collectives_per_layer", {{"all_gather", 2}, {"reduce_scatter", 2}}}});
+}
 
 }  // namespace
 

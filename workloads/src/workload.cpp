@@ -452,8 +452,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"mlp", "mlp:batch=512,d_model=768,d_ff=3072,layers=1,dtype=bf16 - residual gelu MLP blocks"},
       {"transformer",
        "transformer:layers=1,d_model=768,heads=12,d_ff=3072,seq=512,batch=1,style=gpt2,"
-       "tp=1,dp=1,dtype=bf16 - GPT-2- or Llama-style blocks, causal attention; tp ranks split "
-       "heads and the MLP (Megatron-LM), dp ranks the batch"},
+       "tp=1,sp=0,dp=1,dtype=bf16 - GPT-2- or Llama-style blocks, causal attention; tp ranks "
+       "split heads and the MLP (Megatron-LM; sp=1: the norms' rows too), dp ranks the batch"},
       {"train",
        "train:batch=512,d_model=768,d_ff=3072,layers=1,lr=0.01,dp=1,dtype=bf16 - a training "
        "step of residual tanh MLP blocks (forward, backward, SGD); dp ranks split the batch and "
@@ -466,9 +466,10 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"serve",
        "serve:requests=200,rate=0,scheduler=continuous,max_batch=32,dynamic=exact,block=16,"
        "kv_blocks=0,prompt_mean=161,output_mean=338,sigma=1,max_prompt=768,context=1024,"
-       "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,dtype=bf16 - a seeded "
-       "request stream (Poisson at rate/s, 0: all at once) under a static or continuous batch "
-       "scheduler over a paged KV cache"},
+       "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,tp=1,dtype=bf16 - a "
+       "seeded request stream (Poisson at rate/s, 0: all at once) under a static or continuous "
+       "batch scheduler over a paged KV cache; tp ranks split the heads, the KV pools, the MLP "
+       "and the vocab head (Megatron-LM)"},
       {"mask",
        "mask:seq=1024,segments=4,d_model=768,heads=12,mask=host,dtype=bf16 - attention over "
        "packed sequences with a block-diagonal mask, sent dense by the host or rebuilt on the "
