@@ -70,7 +70,7 @@ bool accepts_attr(OpKind op, std::string_view attr) {
 
 std::optional<AttrKind> attr_kind(std::string_view attr) {
   if (attr == "axis" || attr == "start" || attr == "limit" || attr == "transpose_b" ||
-      attr == "heads" || attr == "causal" || attr == "seq" || attr == "ranks") {
+      attr == "heads" || attr == "causal" || attr == "seq" || attr == "ranks" || attr == "peer") {
     return AttrKind::integer;
   }
   if (attr == "value" || attr == "eps" || attr == "scale" || attr == "lo" || attr == "hi" ||

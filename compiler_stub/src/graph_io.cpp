@@ -25,7 +25,9 @@ using Obj = base::JsonObject;
 std::string idx(const std::string& path, size_t i) { return base::json_index(path, i); }
 
 // Ops whose `shape` and `dtype` keys declare the output type instead of being attributes.
-bool declares_type(OpKind op) { return op == OpKind::input || op == OpKind::iota; }
+bool declares_type(OpKind op) {
+  return op == OpKind::input || op == OpKind::iota || op == OpKind::recv;
+}
 
 // ---- reading ---------------------------------------------------------------------------------
 

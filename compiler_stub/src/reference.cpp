@@ -234,6 +234,8 @@ class Evaluator {
       case OpKind::all_reduce:
       case OpKind::all_gather:
       case OpKind::reduce_scatter:
+      case OpKind::send:
+      case OpKind::recv:
         // The value depends on the other ranks' inputs, which one graph does not hold.
         throw InputError(m_path, std::string(name_of(n.op)) +
                                      " has no single-rank reference (it needs every rank's input)");

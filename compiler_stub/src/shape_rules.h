@@ -101,6 +101,9 @@ class NodeChecker {
   // all_reduce, all_gather, reduce_scatter (validate_indirect.cpp): a communicator `comm` of
   // `ranks` ranks; the gather and scatter along axis 0, of fixed size.
   TensorType collective() const;
+  // send, recv (validate_indirect.cpp): `comm`, `ranks` and a `peer` rank of it; a send's
+  // value is its token, int32[1] (a recv declares its type).
+  TensorType point_to_point() const;
 
   const Graph& m_g;
   const Node& m_n;

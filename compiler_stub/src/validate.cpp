@@ -19,6 +19,11 @@ TensorType NodeChecker::infer() {
     case OpKind::input:
     case OpKind::iota:
       return declared();
+    case OpKind::recv:
+      point_to_point();
+      return declared();
+    case OpKind::send:
+      return point_to_point();
     case OpKind::matmul:
       return matmul();
     case OpKind::batch_matmul:
@@ -94,7 +99,7 @@ TensorType NodeChecker::infer() {
 }
 
 void NodeChecker::check_attrs() const {
-  const bool declares = m_n.op == OpKind::input || m_n.op == OpKind::iota;
+  const bool declares = m_n.op == OpKind::input || m_n.op == OpKind::iota || m_n.op == OpKind::recv;
   for (const auto& [key, value] : m_n.attrs) {
     if (declares && (key == "shape" || key == "dtype" || key == "role")) {
       fail("'" + key + "' is held by Node::" + (key == "role" ? "role" : "type") +
@@ -125,7 +130,7 @@ void NodeChecker::check_attrs() const {
   }
   if (declares && m_n.dtype && *m_n.dtype != m_n.type.dtype) {
     fail("explicit dtype " + std::string(isa::name_of(*m_n.dtype)) + " differs from the declared " +
-         std::string(isa::name_of(m_n.type.dtype)) + " (input and iota declare their type)");
+         std::string(isa::name_of(m_n.type.dtype)) + " (input, iota and recv declare their type)");
   }
 }
 

@@ -152,6 +152,31 @@ TensorType NodeChecker::dynamic_update_slice() const {
   return *m_in[0];
 }
 
+TensorType NodeChecker::point_to_point() const {
+  const std::string& comm = required_text("comm");
+  if (comm.empty()) fail("attribute 'comm' must name a communicator");
+  const int64_t ranks = required_int("ranks");
+  if (ranks < 2 || ranks > 65536) {
+    fail("attribute 'ranks' must be 2 to 65536, not " + std::to_string(ranks));
+  }
+  const int64_t peer = required_int("peer");
+  if (peer < 0 || peer >= ranks) {
+    fail("attribute 'peer' must be a rank of the " + std::to_string(ranks) + ", not " +
+         std::to_string(peer));
+  }
+  const Dims& shape = m_n.op == OpKind::recv ? m_n.type.dims : dims(0);
+  for (const Dim& d : shape) {
+    if (d.kind != Dim::Kind::fixed) {
+      fail(std::string(name_of(m_n.op)) + " needs a static shape, not " + to_string(shape));
+    }
+  }
+  if (m_n.op == OpKind::recv) return m_n.type;
+  TensorType token;
+  token.dtype = isa::DType::int32;
+  token.dims = {Dim::of(1)};
+  return token;
+}
+
 TensorType NodeChecker::collective() const {
   const std::string& comm = required_text("comm");
   if (comm.empty()) fail("attribute 'comm' must name a communicator");

@@ -126,7 +126,8 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
   n.id = m_next_node++;
   n.op = kind;
   n.name = name;
-  n.dtype = kind == OpKind::iota ? std::nullopt : dtype;
+  const bool declares = kind == OpKind::iota || kind == OpKind::recv;  // shape attr, dtype
+  n.dtype = declares ? std::nullopt : dtype;
   for (const Tensor& t : inputs) {
     const auto& p = t.impl();
     if (p->pending >= 0) {
@@ -146,7 +147,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
     }
     n.inputs.push_back(it->second);
   }
-  if (kind == OpKind::iota) {
+  if (declares) {
     const auto* shape = std::get_if<std::vector<int64_t>>(&attrs.at("shape"));
     n.type.dtype = dtype.value_or(isa::DType::int32);
     for (int64_t d : *shape) n.type.dims.push_back(compiler_stub::Dim::of(d));
@@ -298,9 +299,11 @@ void Session::run_group(const std::vector<int32_t>& nodes, bool allow_fallback) 
     if (auto o = m_node_origin.find(id); o != m_node_origin.end()) g.origin_of[n.id] = o->second;
     g.sub.nodes.push_back(std::move(n));
   }
-  // Outputs: values someone still holds, or that later pending ops read.
+  // Outputs: values someone still holds, or that later pending ops read; every send and recv
+  // (a peer waits for it: never dropped as dead).
   for (int32_t id : nodes) {
-    bool needed = false;
+    const OpKind op = m_pending.find(id)->op;
+    bool needed = op == OpKind::send || op == OpKind::recv;
     if (auto it = m_pending_out.find(id); it != m_pending_out.end() && !it->second.expired())
       needed = true;
     for (const Node& later : m_pending.nodes) {

@@ -270,6 +270,12 @@ for name, spec, expected in [
     ("train_lr", "train:lr=-1", "lr"),
     ("train_bucket_mb", "train:bucket_mb=-1", "bucket_mb"),
     ("too_many_ranks", "transformer:batch=4,tp=4,dp=4", "16 ranks"),
+    ("train_pp_layers", "train:layers=3,pp=2", "layers 3 do not split over 2 pipeline stages"),
+    ("train_pp_zero", "train:pp=0", "train.pp"),
+    ("train_microbatches", "train:batch=6,microbatches=4", "do not split into 4 micro-batches"),
+    ("transformer_pp_layers", "transformer:layers=3,pp=2", "layers 3 do not split over 2"),
+    ("transformer_microbatches", "transformer:batch=2,pp=2,layers=2,microbatches=3",
+     "2 sequences of a data-parallel rank do not split into 3"),
 ]:
     case(f"workload.{name}", expected,
          f"run -c $C -w '{spec}' --mode native --out $T/o --trace-level none")

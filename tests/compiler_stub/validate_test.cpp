@@ -95,6 +95,11 @@ TEST(InferTypes, EveryOp) {
       {R"({"id": 8, "op": "all_gather", "inputs": [0], "comm": "tp", "ranks": 4})", "fp32[8, 3]"},
       {R"({"id": 8, "op": "reduce_scatter", "inputs": [4], "comm": "dp", "ranks": 2})",
        "fp32[2, 2, 3]"},
+      {R"({"id": 8, "op": "send", "inputs": [4], "comm": "pp", "ranks": 2, "peer": 1})",
+       "int32[1]"},
+      {R"({"id": 8, "op": "recv", "dtype": "bf16", "shape": [4, 6], "comm": "pp", "ranks": 4,
+           "peer": 3})",
+       "bf16[4, 6]"},
   };
   for (const Case& c : cases) EXPECT_EQ(type_of(c.node), c.type) << c.node;
   // Every op of ops.def has a case above.
@@ -336,8 +341,8 @@ TEST(InferTypes, AttributeErrorsInGraphsBuiltInCode) {
   g.nodes[0].attrs.clear();
   g.nodes[0].dtype = isa::DType::bf16;
   EXPECT_EQ(error_of([&] { infer_types(g); }),
-            "nodes[0] (op 'input'): explicit dtype bf16 differs from the declared fp32 (input and "
-            "iota declare their type)");
+            "nodes[0] (op 'input'): explicit dtype bf16 differs from the declared fp32 (input, "
+            "iota and recv declare their type)");
 }
 
 TEST(InferTypes, CollectiveErrors) {
@@ -349,6 +354,21 @@ TEST(InferTypes, CollectiveErrors) {
             std::string::npos);
   EXPECT_NE(problem(R"({"id": 8, "op": "all_reduce", "inputs": [0], "comm": "tp", "ranks": 0})")
                 .find("'ranks' must be 1 to 65536"),
+            std::string::npos);
+}
+
+TEST(InferTypes, PointToPointErrors) {
+  EXPECT_NE(
+      problem(R"({"id": 8, "op": "send", "inputs": [0], "comm": "pp", "ranks": 2, "peer": 2})")
+          .find("'peer' must be a rank of the 2, not 2"),
+      std::string::npos);
+  EXPECT_NE(
+      problem(R"({"id": 8, "op": "send", "inputs": [0], "comm": "pp", "ranks": 1, "peer": 0})")
+          .find("'ranks' must be 2 to 65536"),
+      std::string::npos);
+  EXPECT_NE(problem(R"({"id": 8, "op": "recv", "dtype": "fp32", "shape": [2], "comm": "pp",
+                        "ranks": 2})")
+                .find("missing attribute 'peer'"),
             std::string::npos);
 }
 

@@ -1,6 +1,6 @@
-// Distributed runs (issue 38): a TP=8 GPT-2 layer, TP=4 decode and a DP=4 training step on
-// ranks of one System match the same workload unsharded, run in the same simulation on a core
-// of its own.
+// Distributed runs (issue 38): a TP=8 GPT-2 layer, TP=4 decode, a DP=4 training step and
+// pipelines (PP=2 training by 1F1B, a PP=2 forward) on ranks of one System match the same workload
+// unsharded, run in the same simulation on a core of its own.
 // One system per process.
 #include <gtest/gtest.h>
 
@@ -209,6 +209,53 @@ TEST(Distributed, TensorParallel2ServeMatchesUnshardedContinuousUnderFused) {
 }
 TEST(Distributed, TensorParallel2ServeMatchesUnshardedStaticUnderAot) {
   expect_serve_matches("static", "aot");
+}
+
+// Pipeline parallel (1F1B): 4 layers on `pp` stages, 4 micro-batches, maybe data parallel too;
+// each stage's updated weights are the unsharded step's weights of its layers, and with dp = 1
+// the last stage's output is the unsharded step's loss rows.
+void expect_pipeline_matches(int64_t pp, int64_t dp, const char* mode) {
+  const std::string model = "train:batch=64,d_model=64,d_ff=128,layers=4,lr=0.5,dtype=fp32";
+  const Outcome o = run_both(
+      model + ",pp=" + std::to_string(pp) + ",dp=" + std::to_string(dp) + ",microbatches=4", model,
+      mode);
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), 9u);  // the loss rows, then W1, W2 of each layer
+  const size_t per = 2 * size_t(4 / pp);
+  ASSERT_EQ(o.values.size(), size_t(pp * dp) + 1);
+  for (size_t r = 0; r + 1 < o.values.size(); ++r) {
+    const size_t stage = r % size_t(pp);
+    ASSERT_EQ(o.values[r].size(), 1 + per) << "rank " << r;
+    for (size_t k = 1; k <= per; ++k) {
+      EXPECT_LT(relative_error(o.values[r][k], want[stage * per + k]), 1e-4)
+          << "rank " << r << " weight " << k;
+    }
+    if (dp == 1 && stage + 1 == size_t(pp)) {
+      EXPECT_LT(relative_error(o.values[r][0], want[0]), 1e-4) << "rank " << r << " loss";
+    }
+  }
+}
+TEST(Distributed, PipelineParallel2TrainingStepMatchesUnshardedUnderAot) {
+  expect_pipeline_matches(2, 1, "aot");
+}
+TEST(Distributed, PipelineParallel2TrainingStepMatchesUnshardedUnderEager) {
+  expect_pipeline_matches(2, 1, "eager");
+}
+TEST(Distributed, PipelineParallel2DataParallel2TrainingStepMatchesUnshardedUnderFused) {
+  expect_pipeline_matches(2, 2, "fused");
+}
+
+// A forward pipeline composed with tensor parallel: 2 layers on 2 stages of TP=2, 4 sequences in
+// 2 micro-batches; the last stage's ranks (2 and 3: tp fastest) output the unsharded rows.
+TEST(Distributed, PipelineParallel2TransformerForwardMatchesUnsharded) {
+  const std::string model =
+      "transformer:layers=2,d_model=128,heads=4,d_ff=256,seq=32,batch=4,dtype=fp32";
+  const Outcome o = run_both(model + ",tp=2,pp=2,microbatches=2", model, "fused");
+  ASSERT_EQ(o.values.size(), 5u);
+  const auto& want = o.values.back().at(0);
+  for (size_t r = 2; r < 4; ++r) {
+    EXPECT_LT(relative_error(o.values[r].at(0), want), 1e-3) << "rank " << r;
+  }
 }
 
 }  // namespace

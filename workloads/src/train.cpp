@@ -1,6 +1,7 @@
 // train: one training step of residual MLP blocks — forward, backward and SGD — split over dp
-// (data parallel) ranks that all-reduce their gradients.
+// (data parallel) ranks that all-reduce their gradients and pp (pipeline) stages running 1F1B.
 #include "wallsim/runtime/ops.h"
+#include "wallsim/workloads/pipeline_schedule.h"
 #include "workload_params.h"
 
 namespace wallsim::workloads::detail {
@@ -18,6 +19,12 @@ using runtime::Tensor;
 // that is all-reduced (one concat, one all-reduce, a slice per weight) once it holds bucket_mb MB
 // (10^6 bytes) or more, the last one at the backward's end. A bucket's all-reduce is issued where
 // it closes; the core runs it in program order (no overlap with the backward is modelled).
+//
+// pp > 1 (or microbatches > 1): stage pp_rank holds layers / pp consecutive layers; each rank's
+// rows split into `microbatches` micro-batches that flow through the stages by the 1F1B schedule
+// (pipeline_schedule.h): activations sent to the next stage over "pp", gradients back; each stage
+// accumulates its weight gradients over the micro-batches, all-reduces them over "dp" after its
+// last backward and applies SGD once.
 class Train final : public Workload {
  public:
   explicit Train(Params& p)
@@ -29,12 +36,15 @@ class Train final : public Workload {
         m_bucket_bytes(p.real("bucket_mb", 0.0, 0.0, 1e6) * 1e6),
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
     m_sizes.dp = p.integer("dp", 1, 1, 65536);
+    m_sizes.pp = p.integer_if_given("pp", 1, 1, 1024);
+    m_micro = p.integer_if_given("microbatches", 1, 1, kBig);
     p.finish();
     m_params = p.resolved();
     if (m_batch % m_sizes.dp) {
       p.fail("dp", "batch " + std::to_string(m_batch) + " does not split over " +
                        std::to_string(m_sizes.dp) + " data-parallel ranks");
     }
+    check_pipeline(p, m_layers, m_batch / m_sizes.dp, m_sizes.pp, m_micro, "rows");
   }
   std::map<std::string, std::string> params() const override { return m_params; }
   runtime::ParallelSizes parallel() const override { return m_sizes; }
@@ -47,8 +57,10 @@ class Train final : public Workload {
     return out;
   }
   void setup(Session& s) override {
-    uint64_t k = 1;
-    for (int64_t l = 0; l < m_layers; ++l) {
+    // This stage's layers, each with the unsharded run's seeds (two a layer).
+    const int64_t per = m_layers / m_sizes.pp, first = s.rank().pp_rank * per;
+    uint64_t k = 1 + 2 * static_cast<uint64_t>(first);
+    for (int64_t l = first; l < first + per; ++l) {
       Layer w;
       w.w1 = s.upload_random({m_d, m_ff}, m_dtype, seed(s, k++));
       w.w2 = s.upload_random({m_ff, m_d}, m_dtype, seed(s, k++));
@@ -72,6 +84,7 @@ class Train final : public Workload {
   }
   Tensor train_step(Session& s, int64_t index) {
     using namespace runtime;
+    if (m_sizes.pp > 1 || m_micro > 1) return pipeline_step(s, index);
     const uint64_t i = static_cast<uint64_t>(index);
     Tensor x = rows_of(s, seed(s, 100000 + 2 * i)), t = rows_of(s, seed(s, 100001 + 2 * i));
     std::vector<Tensor> xs, hs;  // each layer's input and tanh output
@@ -101,6 +114,7 @@ class Train final : public Workload {
     s.add_real_macs(6.0 * double(m_layers) * rows * double(m_d) * double(m_ff));
     return reduce_sum(mul(e, e));  // each row's squared error
   }
+  Tensor pipeline_step(Session& s, int64_t index);
   struct Layer {
     Tensor w1, w2;
   };
@@ -144,13 +158,102 @@ class Train final : public Workload {
     double m_bytes = 0;
     std::vector<std::pair<Tensor, Tensor*>> m_pending, m_ready;
   };
-  int64_t m_batch, m_d, m_ff, m_layers;
+  int64_t m_batch, m_d, m_ff, m_layers, m_micro = 1;
   double m_lr, m_bucket_bytes;
   isa::DType m_dtype;
   runtime::ParallelSizes m_sizes;
   std::map<std::string, std::string> m_params;
   std::vector<Layer> m_w;
 };
+
+// One step of stage pp_rank by the 1F1B schedule (the class comment).
+Tensor Train::pipeline_step(Session& s, int64_t index) {
+  using namespace runtime;
+  const int64_t stages = m_sizes.pp, stage = s.rank().pp_rank;
+  const bool last = stage == stages - 1;
+  const int64_t rows = m_batch / m_sizes.dp, mb = rows / m_micro;
+  const int64_t first_layer = stage * (m_layers / stages);
+  const uint64_t i = static_cast<uint64_t>(index);
+  // Micro-batch m's rows of a seeded [batch, d_model] tensor (this data-parallel rank's).
+  const auto micro_rows = [&](uint64_t sd, int64_t m) {
+    const int64_t at = s.rank().dp_rank * rows + m * mb;
+    return s.upload_random_slice({m_batch, m_d}, m_dtype, sd, 0, at, at + mb);
+  };
+  struct Micro {
+    std::vector<Tensor> xs, hs;  // each layer's input and tanh output
+    Tensor y, dy;                // the stage's output (or received input); the gradient
+  };
+  std::vector<Micro> micro(static_cast<size_t>(m_micro));
+  std::vector<Layer> grad(m_w.size());  // accumulated over the micro-batches
+  const auto accumulate = [](Tensor& sum, const Tensor& g) { sum = sum.valid() ? add(sum, g) : g; };
+  std::vector<Tensor> losses;
+  Tensor last_grad;
+  const auto layer_name = [&](size_t l) { return "layers." + std::to_string(first_layer + l); };
+  for (const PipeStep& st : pipeline_program(stages, stage, m_micro, true)) {
+    Micro& u = micro[static_cast<size_t>(st.micro)];
+    switch (st.op) {
+      case PipeOp::recv_forward:
+        u.y = recv(s, {mb, m_d}, m_dtype, "pp", stage - 1);
+        break;
+      case PipeOp::forward: {
+        Tensor x = stage == 0 ? micro_rows(seed(s, 100000 + 2 * i), st.micro) : u.y;
+        for (size_t l = 0; l < m_w.size(); ++l) {
+          s.set_origin({layer_name(l), "forward"});
+          u.xs.push_back(x);
+          u.hs.push_back(tanh(matmul(x, m_w[l].w1)));
+          x = add(matmul(u.hs.back(), m_w[l].w2), x);
+        }
+        u.y = x;
+        if (last) {
+          Tensor e = sub(x, micro_rows(seed(s, 100001 + 2 * i), st.micro));
+          u.dy = scale(e, 1.0 / double(m_batch));  // of the whole batch's mean loss
+          losses.push_back(reduce_sum(mul(e, e)));
+        }
+        break;
+      }
+      case PipeOp::send_forward:
+        send(u.y, "pp", stage + 1);
+        u.y = Tensor();
+        break;
+      case PipeOp::recv_backward:
+        u.dy = last_grad = recv(s, {mb, m_d}, m_dtype, "pp", stage + 1);
+        break;
+      case PipeOp::backward: {
+        Tensor dy = u.dy;
+        for (size_t l = m_w.size(); l-- > 0;) {
+          const Layer& w = m_w[l];
+          s.set_origin({layer_name(l), "backward"});
+          accumulate(grad[l].w2, matmul(transpose(u.hs[l], {1, 0}), dy));
+          Tensor dh = matmul(dy, transpose(w.w2, {1, 0}));
+          Tensor dpre = sub(dh, mul(mul(dh, u.hs[l]), u.hs[l]));
+          accumulate(grad[l].w1, matmul(transpose(u.xs[l], {1, 0}), dpre));
+          if (l > 0 || stage > 0) dy = add(matmul(dpre, transpose(w.w1, {1, 0})), dy);
+        }
+        u = Micro();
+        u.dy = dy;
+        break;
+      }
+      case PipeOp::send_backward:
+        send(u.dy, "pp", stage - 1);
+        u.dy = Tensor();
+        break;
+    }
+  }
+  // The data-parallel all-reduce after the last backward (the last layer's first), then SGD.
+  s.set_origin({layer_name(m_w.size() - 1), "backward"});
+  Buckets buckets(m_bucket_bytes, m_lr, m_ff, m_d);
+  for (size_t l = m_w.size(); l-- > 0;) {
+    buckets.add(grad[l].w2, &m_w[l].w2);
+    buckets.add(grad[l].w1, &m_w[l].w1);
+  }
+  buckets.reduce();
+  buckets.apply();
+  s.clear_origin();
+  s.add_real_macs(6.0 * double(m_w.size()) * double(rows) * double(m_d) * double(m_ff));
+  // The last stage's rows' squared errors; another stage's, the last gradient it received.
+  if (last) return join_rows(losses);
+  return reduce_sum(last_grad);
+}
 
 }  // namespace
 

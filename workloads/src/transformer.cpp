@@ -1,6 +1,7 @@
 // transformer: GPT-2- or Llama-style blocks, one forward pass, split over tp (tensor parallel,
-// Megatron-LM) and dp (data parallel) ranks.
+// Megatron-LM), pp (pipeline stages) and dp (data parallel) ranks.
 #include "wallsim/runtime/ops.h"
+#include "wallsim/workloads/pipeline_schedule.h"
 #include "workload_params.h"
 
 namespace wallsim::workloads::detail {
@@ -26,6 +27,11 @@ using runtime::Tensor;
 // tp a rank); each tp all-reduce becomes an all-gather of the rows before the column-parallel
 // linears and a reduce-scatter after the row-parallel ones (the same bytes per layer, a tp-th of
 // the activations a rank holds). The step's output is the last layer's rows all-gathered.
+//
+// pp > 1 (or microbatches > 1): stage pp_rank holds layers / pp consecutive layers; a rank's
+// sequences split into `microbatches` micro-batches that flow through the stages (a forward
+// pipeline: recv from the stage before over "pp", the layers, send on); the last stage's output
+// is the unsharded run's rows. sp does not combine with a pipeline yet.
 class Transformer final : public Workload {
  public:
   explicit Transformer(Params& p)
@@ -40,6 +46,8 @@ class Transformer final : public Workload {
     m_sizes.tp = p.integer("tp", 1, 1, 65536);
     m_sizes.dp = p.integer("dp", 1, 1, 65536);
     m_sp = p.integer("sp", 0, 0, 1) == 1;
+    m_sizes.pp = p.integer_if_given("pp", 1, 1, 1024);
+    m_micro = p.integer_if_given("microbatches", 1, 1, 4096);
     p.finish();
     m_params = p.resolved();
     if (!m_sp) m_params.erase("sp");  // runs without it report as before
@@ -54,6 +62,10 @@ class Transformer final : public Workload {
       p.fail("dp", "batch " + std::to_string(m_batch) + " does not split over " +
                        std::to_string(m_sizes.dp) + " data-parallel ranks");
     }
+    check_pipeline(p, m_layers, m_batch / m_sizes.dp, m_sizes.pp, m_micro, "sequences");
+    if (m_sp && (m_sizes.pp > 1 || m_micro > 1)) {
+      p.fail("sp", "sequence parallel does not combine with pp or microbatches yet");
+    }
   }
   std::map<std::string, std::string> params() const override { return m_params; }
   std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const override;
@@ -62,16 +74,21 @@ class Transformer final : public Workload {
     const runtime::RankContext& r = s.rank();
     const int64_t tp = m_sizes.tp, dc = m_d / tp, fc = m_ff / tp;
     uint64_t k = 1;
+    bool mine = true;  // a layer of this pipeline stage's (the others only take their seeds)
     auto up = [&](std::vector<int64_t> shape) {
-      return s.upload_random(shape, m_dtype, seed(s, k++));
+      const uint64_t sd = seed(s, k++);
+      return mine ? s.upload_random(shape, m_dtype, sd) : Tensor();
     };
     // This rank's block along `axis` of a weight of shape `full` (whole when tp is 1).
     auto part = [&](std::vector<int64_t> full, int64_t axis, int64_t block) {
       if (tp == 1) return up(full);
       const int64_t at = r.tp_rank * block;
-      return s.upload_random_slice(full, m_dtype, seed(s, k++), axis, at, at + block);
+      const uint64_t sd = seed(s, k++);
+      return mine ? s.upload_random_slice(full, m_dtype, sd, axis, at, at + block) : Tensor();
     };
+    const int64_t per = m_layers / m_sizes.pp;
     for (int64_t l = 0; l < m_layers; ++l) {
+      mine = l / per == r.pp_rank;
       Layer w;
       w.ln1_g = up({m_d});
       w.wq = part({m_d, m_d}, 1, dc);  // column-parallel: this rank's heads
@@ -93,7 +110,7 @@ class Transformer final : public Workload {
         w.b1 = part({m_ff}, 0, fc);
         w.b2 = up({m_d});
       }
-      m_w.push_back(w);
+      if (mine) m_w.push_back(w);
     }
   }
   std::vector<int64_t> buckets(const Session&) const override { return {m_seq}; }
@@ -110,17 +127,55 @@ class Transformer final : public Workload {
     return m_llama ? runtime::rmsnorm(x, g) : runtime::layernorm(x, g, b);
   }
   Tensor run(Session& s, int64_t seq, int64_t index) {
-    using namespace runtime;
-    const int64_t B = m_batch / m_sizes.dp, H = m_heads / m_sizes.tp;
-    // This rank's rows of the batch (sp: its block of its data-parallel rank's rows).
-    const int64_t rows = m_sp ? B * seq / m_sizes.tp : B * seq;
-    const int64_t first = s.rank().dp_rank * B * seq + (m_sp ? s.rank().tp_rank * rows : 0);
+    const int64_t B = m_batch / m_sizes.dp;
     const uint64_t sd = seed(s, 100000 + static_cast<uint64_t>(index));
-    Tensor x = rows == m_batch * seq ? s.upload_random({rows, m_d}, m_dtype, sd)
-                                     : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0,
-                                                             first, first + rows);
+    Tensor x;
+    if (m_sizes.pp > 1 || m_micro > 1) {
+      x = pipeline(s, seq, sd);
+    } else {
+      // This rank's rows of the batch (sp: its block of its data-parallel rank's rows).
+      const int64_t rows = m_sp ? B * seq / m_sizes.tp : B * seq;
+      const int64_t first = s.rank().dp_rank * B * seq + (m_sp ? s.rank().tp_rank * rows : 0);
+      x = rows == m_batch * seq ? s.upload_random({rows, m_d}, m_dtype, sd)
+                                : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0,
+                                                        first, first + rows);
+      x = layers(s, x, B, seq);
+      if (m_sp) x = runtime::all_gather(x, "tp");
+    }
+    const double S = double(m_seq), D = double(m_d), F = double(m_ff);
+    s.add_real_macs(double(m_w.size()) * double(B) *
+                    (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F) /
+                    double(m_sizes.tp));
+    return x;
+  }
+  // This stage's micro-batches through its layers (pipeline_schedule.h's forward program): the
+  // last stage's outputs joined (the unsharded run's rows), another stage's last one sent.
+  Tensor pipeline(Session& s, int64_t seq, uint64_t sd) {
+    using namespace runtime;
+    const int64_t stage = s.rank().pp_rank, B = m_batch / m_sizes.dp / m_micro, rows = B * seq;
+    const bool last = stage == m_sizes.pp - 1;
+    std::vector<Tensor> in(static_cast<size_t>(m_micro)), outs;
+    for (const PipeStep& st : pipeline_program(m_sizes.pp, stage, m_micro, false)) {
+      Tensor& x = in[static_cast<size_t>(st.micro)];
+      if (st.op == PipeOp::recv_forward) x = recv(s, {rows, m_d}, m_dtype, "pp", stage - 1);
+      if (st.op == PipeOp::send_forward) send(x, "pp", stage + 1);
+      if (st.op != PipeOp::forward) continue;
+      if (stage == 0) {
+        const int64_t at = (s.rank().dp_rank * m_micro + st.micro) * rows;
+        x = s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0, at, at + rows);
+      }
+      x = layers(s, x, B, seq);
+      if (last) outs.push_back(x);
+    }
+    return last ? join_rows(outs) : in.back();
+  }
+  // This rank's layers over x, B sequences of `seq` rows.
+  Tensor layers(Session& s, Tensor x, int64_t B, int64_t seq) {
+    using namespace runtime;
+    const int64_t H = m_heads / m_sizes.tp;
+    const int64_t first_layer = s.rank().pp_rank * (m_layers / m_sizes.pp);
     for (const Layer& w : m_w) {
-      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
+      s.set_origin({"layers." + std::to_string(first_layer + (&w - m_w.data())), ""});
       Tensor h = enter(norm(x, w.ln1_g, w.ln1_b));
       // Causal attention per sequence of `seq` rows, fused (the mask made on the chip).
       Tensor a = attention(linear(h, w.wq, w.bq), linear(h, w.wk, w.bk), linear(h, w.wv, w.bv),
@@ -132,11 +187,6 @@ class Transformer final : public Workload {
       x = add(x, bias(leave(matmul(up, w.w2)), w.b2));
     }
     s.clear_origin();
-    if (m_sp) x = all_gather(x, "tp");
-    const double S = double(m_seq), D = double(m_d), F = double(m_ff);
-    s.add_real_macs(double(m_layers) * double(B) *
-                    (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F) /
-                    double(m_sizes.tp));
     return x;
   }
   // Into the column-parallel linears every row (sp: gathered), out of the row-parallel ones the
@@ -151,7 +201,7 @@ class Transformer final : public Workload {
   struct Layer {
     Tensor ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2, w3;
   };
-  int64_t m_layers, m_d, m_heads, m_ff, m_seq, m_batch;
+  int64_t m_layers, m_d, m_heads, m_ff, m_seq, m_batch, m_micro = 1;
   bool m_llama, m_sp = false;
   isa::DType m_dtype;
   runtime::ParallelSizes m_sizes;

@@ -44,6 +44,13 @@ class Params {
     m_resolved[key] = std::to_string(v);
     return v;
   }
+  // As integer(), but in resolved() only when the spec gives it: a parameter added after the
+  // workload's reports were settled (they do not change when it is left out).
+  int64_t integer_if_given(const std::string& key, int64_t def, int64_t min, int64_t max) {
+    const int64_t v = integer(key, def, min, max);
+    if (!m_spec.params.count(key)) m_resolved.erase(key);
+    return v;
+  }
   double real(const std::string& key, double def, double min, double max) {
     m_known.insert(key);
     double v = def;
@@ -155,6 +162,35 @@ inline void check_tensor_parallel(const Params& p, int64_t heads, int64_t d_ff, 
     p.fail("tp", "d_ff " + std::to_string(d_ff) + " does not split over " + std::to_string(tp) +
                      " tensor-parallel ranks");
   }
+}
+
+// Pipeline parallel: `layers` split into `pp` stages, a data-parallel rank's `items` (rows,
+// sequences) into `micro` micro-batches.
+inline void check_pipeline(const Params& p, int64_t layers, int64_t items, int64_t pp,
+                           int64_t micro, const char* what) {
+  if (layers % pp) {
+    p.fail("pp", "layers " + std::to_string(layers) + " do not split over " + std::to_string(pp) +
+                     " pipeline stages");
+  }
+  if (items % micro) {
+    p.fail("microbatches", "the " + std::to_string(items) + " " + what +
+                               " of a data-parallel rank do not split into " +
+                               std::to_string(micro) + " micro-batches");
+  }
+}
+
+// Tensors joined along axis 0, 16 at a time (concat's most inputs); one is itself.
+inline runtime::Tensor join_rows(std::vector<runtime::Tensor> xs) {
+  while (xs.size() > 1) {
+    std::vector<runtime::Tensor> joined;
+    for (size_t k = 0; k < xs.size(); k += 16) {
+      const std::vector<runtime::Tensor> part(xs.begin() + long(k),
+                                              xs.begin() + long(std::min(k + 16, xs.size())));
+      joined.push_back(part.size() == 1 ? part[0] : runtime::concat(part, 0));
+    }
+    xs.swap(joined);
+  }
+  return xs.at(0);
 }
 
 // A workload's padded work by source, from its own MAC counts: each source's share of the padded

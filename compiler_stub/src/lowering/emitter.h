@@ -70,6 +70,12 @@ class Emitter {
   // up the weight prefetch queued behind it.
   int next_load_queue() const { return m_queues.next_load(); }
   int next_store_queue() const { return m_queues.next_store(); }
+  // The one queue every send and recv of the plan takes (the first one's store queue): they
+  // run in program order, so a rank issues them in the order its peers match them by.
+  int point_to_point_queue() {
+    if (m_p2p_queue < 0) m_p2p_queue = next_store_queue();
+    return m_p2p_queue;
+  }
   // A queue beside the input prefetch queues (the dependent loads'): a plan input loaded for a
   // later phase (the next window's stationaries) shares the engines with the prefetch behind
   // it instead of queueing in front of it.
@@ -138,6 +144,7 @@ class Emitter {
   int64_t m_lane_overhead = 0;      // lane_overhead(arch.costs)
   int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
   int64_t m_emitted = 0;            // instructions
+  int m_p2p_queue = -1;             // point_to_point_queue(), once chosen
 };
 
 }  // namespace wallsim::compiler_stub::lowering

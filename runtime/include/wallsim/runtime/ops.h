@@ -109,4 +109,20 @@ inline Tensor reduce_scatter(const Tensor& x, const std::string& comm) {
   return collective(OpKind::reduce_scatter, x, comm);
 }
 
+// Point to point over communicator `comm` (pipeline parallel: "pp"), `peer` a rank of it. The
+// send blocks until the peer's matching recv (the next one on the same route) arrives; its
+// result is a token nothing needs to hold (the runtime keeps every send and recv).
+inline Tensor send(const Tensor& x, const std::string& comm, int64_t peer) {
+  const int64_t ranks = x.session().rank().comm_size(comm);
+  return x.session().op(OpKind::send, {x}, {{"comm", comm}, {"ranks", ranks}, {"peer", peer}});
+}
+// The value the peer's matching send sent, declared `shape` and `dtype`.
+inline Tensor recv(Session& s, std::vector<int64_t> shape, isa::DType dtype,
+                   const std::string& comm, int64_t peer) {
+  const int64_t ranks = s.rank().comm_size(comm);
+  return s.op(OpKind::recv, {},
+              {{"shape", std::move(shape)}, {"comm", comm}, {"ranks", ranks}, {"peer", peer}},
+              dtype);
+}
+
 }  // namespace wallsim::runtime
