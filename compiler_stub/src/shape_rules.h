@@ -101,6 +101,10 @@ class NodeChecker {
   // all_reduce, all_gather, reduce_scatter (validate_indirect.cpp): a communicator `comm` of
   // `ranks` ranks; the gather and scatter along axis 0, of fixed size.
   TensorType collective() const;
+  // The composites (validate_composite.cpp): pad(x) by `begin`, `end` per axis, a fixed dim
+  // wherever it pads; reduce(x) over `axes` (distinct, in range) by `reduction`.
+  TensorType pad() const;
+  TensorType reduce() const;
 
   const Graph& m_g;
   const Node& m_n;

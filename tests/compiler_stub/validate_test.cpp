@@ -95,6 +95,10 @@ TEST(InferTypes, EveryOp) {
       {R"({"id": 8, "op": "all_gather", "inputs": [0], "comm": "tp", "ranks": 4})", "fp32[8, 3]"},
       {R"({"id": 8, "op": "reduce_scatter", "inputs": [4], "comm": "dp", "ranks": 2})",
        "fp32[2, 2, 3]"},
+      {R"({"id": 8, "op": "pad", "inputs": [4], "begin": [0, 1, 0], "end": [1, 0, 2]})",
+       "fp32[5, 3, 5]"},
+      {R"({"id": 8, "op": "reduce", "inputs": [4], "reduction": "sum", "axes": [0, 2]})",
+       "fp32[2]"},
   };
   for (const Case& c : cases) EXPECT_EQ(type_of(c.node), c.type) << c.node;
   // Every op of ops.def has a case above.
