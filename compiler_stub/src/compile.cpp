@@ -2,7 +2,9 @@
 #include "wallsim/compiler_stub/compile.h"
 
 #include <chrono>
+#include <map>
 
+#include "wallsim/compiler_stub/composites.h"
 #include "wallsim/compiler_stub/estimate.h"
 #include "wallsim/isa/verifier.h"
 
@@ -42,11 +44,33 @@ CompileError over_hbm(int64_t need, const isa::ArchSpec& arch, const char* what)
 }  // namespace
 
 std::variant<CompiledGraph, CompileError> compile_graph(
-    const Graph& g, const isa::ArchSpec& arch, GroupPolicy policy,
+    const Graph& graph, const isa::ArchSpec& arch, GroupPolicy policy,
     const std::vector<std::vector<int32_t>>& groups, const LoweringOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // Composites are lowered as their expansion; an explicit group names a composite by its id,
+  // which stands for every node of its expansion.
+  std::vector<std::pair<int32_t, std::vector<int32_t>>> expanded;
+  Graph expansion;
+  if (has_composites(graph)) expansion = expand_composites(graph, &expanded);
+  const Graph& g = expanded.empty() ? graph : expansion;
+  std::vector<std::vector<int32_t>> explicit_groups = groups;
+  if (!expanded.empty()) {
+    const std::map<int32_t, std::vector<int32_t>> of(expanded.begin(), expanded.end());
+    for (auto& group : explicit_groups) {
+      std::vector<int32_t> ids;
+      for (int32_t id : group) {
+        auto it = of.find(id);
+        if (it == of.end()) {
+          ids.push_back(id);
+        } else {
+          ids.insert(ids.end(), it->second.begin(), it->second.end());
+        }
+      }
+      group = std::move(ids);
+    }
+  }
   CompiledGraph out;
-  const auto parts = partition(g, policy, groups);
+  const auto parts = partition(g, policy, explicit_groups);
   const GraphUses uses(g);
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string name = g.name + (parts.size() > 1 ? "_g" + std::to_string(i) : "");

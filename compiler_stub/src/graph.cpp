@@ -70,16 +70,17 @@ bool accepts_attr(OpKind op, std::string_view attr) {
 
 std::optional<AttrKind> attr_kind(std::string_view attr) {
   if (attr == "axis" || attr == "start" || attr == "limit" || attr == "transpose_b" ||
-      attr == "heads" || attr == "causal" || attr == "seq" || attr == "ranks" || attr == "peer") {
+      attr == "heads" || attr == "causal" || attr == "seq" || attr == "ranks" || attr == "peer" ||
+      attr == "keepdim") {
     return AttrKind::integer;
   }
   if (attr == "value" || attr == "eps" || attr == "scale" || attr == "lo" || attr == "hi" ||
       attr == "offset") {
     return AttrKind::real;
   }
-  if (attr == "cmp" || attr == "scalar" || attr == "comm") return AttrKind::text;
+  if (attr == "cmp" || attr == "scalar" || attr == "comm" || attr == "reduction") return AttrKind::text;
   if (attr == "perm" || attr == "shape" || attr == "kernel" || attr == "strides" ||
-      attr == "dilations") {
+      attr == "dilations" || attr == "begin" || attr == "end" || attr == "axes") {
     return AttrKind::ints;
   }
   return std::nullopt;

@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include "wallsim/base/params.h"
+#include "wallsim/compiler_stub/composites.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/isa/dtype_convert.h"
 
@@ -239,6 +240,9 @@ class Evaluator {
         // The value depends on the other ranks' inputs, which one graph does not hold.
         throw InputError(m_path, std::string(name_of(n.op)) +
                                      " has no single-rank reference (it needs every rank's input)");
+      case OpKind::pad:
+      case OpKind::reduce:
+        break;  // evaluated as their expansion (evaluate() expands them first)
     }
     throw InputError(m_path, "unhandled op");
   }
@@ -610,6 +614,9 @@ std::map<int32_t, HostTensor> evaluate(const Graph& g,
     }
   }
   infer_types(t);
+  // Composites are evaluated as the ops the compiler expands them into (composites.h).
+  const bool composite = has_composites(t);
+  if (composite) t = expand_composites(t);
   check_scalars(t, scalars);
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     for (const Dim& d : t.nodes[i].type.dims) {
@@ -637,6 +644,11 @@ std::map<int32_t, HostTensor> evaluate(const Graph& g,
     HostTensor out = ev.node(i, in, inputs_by_name);
     for (float& v : out.data) v = round_to_dtype(n.type.dtype, v);
     values[n.id] = std::move(out);
+  }
+  if (composite) {
+    for (auto it = values.begin(); it != values.end();) {
+      it = g.find(it->first) ? std::next(it) : values.erase(it);
+    }
   }
   return values;
 }

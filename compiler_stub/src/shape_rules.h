@@ -104,6 +104,10 @@ class NodeChecker {
   // send, recv (validate_indirect.cpp): `comm`, `ranks` and a `peer` rank of it; a send's
   // value is its token, int32[1] (a recv declares its type).
   TensorType point_to_point() const;
+  // The composites (validate_composite.cpp): pad(x) by `begin`, `end` per axis, a fixed dim
+  // wherever it pads; reduce(x) over `axes` (distinct, in range) by `reduction`.
+  TensorType pad() const;
+  TensorType reduce() const;
 
   const Graph& m_g;
   const Node& m_n;

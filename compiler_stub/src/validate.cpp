@@ -92,6 +92,10 @@ TensorType NodeChecker::infer() {
     case OpKind::all_gather:
     case OpKind::reduce_scatter:
       return collective();
+    case OpKind::pad:
+      return pad();
+    case OpKind::reduce:
+      return reduce();
     default:
       break;
   }

@@ -13,8 +13,10 @@
 namespace wallsim::compiler_stub::test {
 namespace {
 
+// Composites are expanded into other ops before lowering (composites.h).
 TEST(LoweringContext, EveryOpOfOpsDefHasALowering) {
   for (int op = 0; op < kNumOps; ++op) {
+    if (info(static_cast<OpKind>(op)).kind == OpClass::composite) continue;
     EXPECT_TRUE(has_lowering(static_cast<OpKind>(op))) << name_of(static_cast<OpKind>(op));
   }
 }

@@ -1,7 +1,7 @@
 // Ops of the torchvision models issue 40 tried, compiled and run on the chip model against the
 // reference evaluator: a channel shuffle feeding a conv (shufflenet_v2), a concat along the last
 // axis too large for SBUF (deeplabv3's and efficientnet_b0's padding) and a slice through a
-// merged dim (swin's windows). One device per process.
+// merged dim (swin's windows), and mobilenet_v2's padded image. One device per process.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -89,6 +89,29 @@ TEST(ModelOpsOnChip, SliceThroughAMergedDimWholeOnTrn2) {
 TEST(ModelOpsOnChip, SliceThroughAMergedDimWholeOnTiny) {
   Outcome o = run_on_chip(slice_through_merged_dims(), "tiny", GroupPolicy::whole);
   EXPECT_LT(o.max_error, 1e-6);
+}
+
+// mobilenet_v2's last blocks: a 960-channel 7x7 image padded by 1 for a 3x3 depthwise conv,
+// with the composite pad (issue 41). Its expansion pads W on the [N C H, W] rows: concatenated
+// as [N, C, H, W] pieces, the rows load as one 7-row tile per channel, 960 of them, more than
+// SBUF holds; then a reduction over H and W (the composite reduce, a global average pool).
+Graph padded_image() {
+  return graph(R"({"format": "wallsim-graph", "version": 1, "name": "pad", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [1, 960, 7, 7], "role": "input"},
+    {"id": 1, "op": "pad", "inputs": [0], "begin": [0, 0, 1, 1], "end": [0, 0, 1, 1]},
+    {"id": 2, "op": "relu", "inputs": [1]},
+    {"id": 3, "op": "reduce", "inputs": [2], "reduction": "mean", "axes": [2, 3], "keepdim": 1}],
+    "outputs": [1, 3]})");
+}
+
+TEST(ModelOpsOnChip, PaddedWideImageWholeOnTrn2) {
+  Outcome o = run_on_chip(padded_image(), "trn2", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-5);
+}
+
+TEST(ModelOpsOnChip, PaddedWideImageOpByOpOnTrn2) {
+  Outcome o = run_on_chip(padded_image(), "trn2", GroupPolicy::per_op);
+  EXPECT_LT(o.max_error, 1e-5);
 }
 
 }  // namespace

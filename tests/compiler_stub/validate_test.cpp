@@ -100,6 +100,10 @@ TEST(InferTypes, EveryOp) {
       {R"({"id": 8, "op": "recv", "dtype": "bf16", "shape": [4, 6], "comm": "pp", "ranks": 4,
            "peer": 3})",
        "bf16[4, 6]"},
+      {R"({"id": 8, "op": "pad", "inputs": [4], "begin": [0, 1, 0], "end": [1, 0, 2]})",
+       "fp32[5, 3, 5]"},
+      {R"({"id": 8, "op": "reduce", "inputs": [4], "reduction": "sum", "axes": [0, 2]})",
+       "fp32[2]"},
   };
   for (const Case& c : cases) EXPECT_EQ(type_of(c.node), c.type) << c.node;
   // Every op of ops.def has a case above.

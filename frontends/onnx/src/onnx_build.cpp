@@ -2,6 +2,8 @@
 #include "onnx_build.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace wallsim::frontends::onnx {
 
@@ -165,34 +167,14 @@ int32_t binary(I& m, OpKind op, int32_t a, int32_t b) {
   return binary(m, op, Val{a, nullptr}, Val{b, nullptr});
 }
 
-// The reduction `op` (reduce_sum, reduce_max, reduce_mean) of x over `axes`, keeping them as 1s
-// or dropping them.
+// The reduction `op` (reduce_sum, reduce_max, reduce_mean) of x over `axes` (none: nothing is
+// reduced), keeping them as 1s or dropping them: compiler_stub's composite `reduce`.
 int32_t reduce(I& m, OpKind op, int32_t x, Ints axes, bool keepdims) {
-  const Shape s = m.shape_of(x);
-  const int64_t rank = static_cast<int64_t>(s.size());
-  for (int64_t& a : axes) a = norm_axis(m, a, rank);
-  std::sort(axes.begin(), axes.end());
-  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  Ints perm, kept_shape, out_shape;
-  int64_t inner = 1;
-  for (int64_t k = 0; k < rank; ++k) {
-    const bool reduced = std::binary_search(axes.begin(), axes.end(), k);
-    if (!reduced) {
-      perm.push_back(k);
-      kept_shape.push_back(s[k]);
-    }
-    if (!reduced || keepdims) out_shape.push_back(reduced ? 1 : s[k]);
-  }
-  for (int64_t a : axes) {
-    perm.push_back(a);
-    inner *= s[a];
-  }
-  int32_t t = transpose(m, x, perm);
-  Shape flat = kept_shape;
-  flat.push_back(inner);
-  t = reshape(m, t, flat);
-  t = m.emit(op, {t});
-  return reshape(m, t, out_shape);
+  const char* reduction = op == OpKind::reduce_sum ? "sum" : op == OpKind::reduce_max ? "max" : "mean";
+  return m.emit(OpKind::reduce, {x},
+                {{"reduction", std::string(reduction)},
+                 {"axes", axes},
+                 {"keepdim", int64_t{keepdims ? 1 : 0}}});
 }
 
 // Slice [start, limit) of one axis (an identity when it covers the axis).
@@ -211,24 +193,20 @@ int32_t concat(I& m, std::vector<int32_t> xs, int64_t axis) {
   return m.emit(OpKind::concat, xs, {{"axis", axis}});
 }
 
-// x padded with `value` by begin[k], end[k] along each axis k.
+// x padded with `value` by begin[k], end[k] along each axis k: compiler_stub's composite `pad`.
 int32_t pad(I& m, int32_t x, const Ints& begin, const Ints& end, double value) {
+  bool any = false;
   for (size_t k = 0; k < begin.size(); ++k) {
     if (begin[k] < 0 || end[k] < 0) m.fail("negative pads are not supported");
-    if (!begin[k] && !end[k]) continue;
-    Shape s = m.shape_of(x);
-    std::vector<int32_t> parts;
-    auto block = [&](int64_t n) {
-      Shape b = s;
-      b[k] = n;
-      return m.id(m.konst(filled(m, b, value)));
-    };
-    if (begin[k]) parts.push_back(block(begin[k]));
-    parts.push_back(x);
-    if (end[k]) parts.push_back(block(end[k]));
-    x = concat(m, parts, static_cast<int64_t>(k));
+    any = any || begin[k] || end[k];
   }
-  return x;
+  if (!any) return x;
+  if (std::isnan(value)) m.fail("a NaN pad value is not supported");
+  const double big = std::numeric_limits<float>::max();
+  value = std::max(-big, std::min(big, value));
+  std::map<std::string, AttrValue> attrs{{"begin", begin}, {"end", end}};
+  if (value != 0.0) attrs["value"] = value;
+  return m.emit(OpKind::pad, {x}, std::move(attrs));
 }
 
 }  // namespace wallsim::frontends::onnx

@@ -81,7 +81,8 @@ int32_t reduce(Importer& m, OpKind op, int32_t x, Ints axes, bool keepdims);
 int32_t slice(Importer& m, int32_t x, int64_t axis, int64_t start, int64_t limit);
 // Concatenation of any number of values (the IR's concat takes at most 16 inputs).
 int32_t concat(Importer& m, std::vector<int32_t> xs, int64_t axis);
-// x padded with `value` by begin[k], end[k] along each axis k.
+// x padded with `value` by begin[k], end[k] along each axis k (compiler_stub's composite `pad`;
+// an infinite value is taken as the largest finite float of its sign).
 int32_t pad(Importer& m, int32_t x, const Ints& begin, const Ints& end, double value);
 
 // Moves `axis` last, applies f, moves it back.

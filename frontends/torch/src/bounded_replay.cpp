@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "wallsim/base/params.h"
+#include "wallsim/compiler_stub/composites.h"
 #include "wallsim/compiler_stub/validate.h"
 
 namespace wallsim::torch {
@@ -168,6 +169,21 @@ BoundedOp BoundedReplay::plan_op(const Event& e) {
       for (const auto* t : in) {
         const size_t ax = static_cast<size_t>(axis < 0 ? axis + int64_t(t->shape.size()) : axis);
         if (bound_of(*t, ax) > 0) refuse("a concat along a bounded axis");
+      }
+      break;
+    }
+    case OpKind::pad:
+    case OpKind::reduce: {
+      // Composites: exact when the axes they pad or reduce are not bounded (the others pass
+      // through their expansion's reshapes whole).
+      const std::vector<bool> reduced =
+          k == OpKind::reduce ? cs::reduced_axes(e.node, int64_t(in[0]->shape.size()))
+                              : std::vector<bool>{};
+      for (size_t ax = 0; ax < in[0]->shape.size(); ++ax) {
+        const bool touched = k == OpKind::reduce
+                                 ? bool(reduced[ax])
+                                 : (*e.node.ints_attr("begin"))[ax] || (*e.node.ints_attr("end"))[ax];
+        if (touched && bound_of(*in[0], ax) > 0) refuse("it pads or reduces a bounded axis");
       }
       break;
     }

@@ -41,7 +41,8 @@ enum class OpClass : uint8_t {
   layout,
   indirect,
   attention,
-  collective
+  collective,
+  composite
 };
 
 struct OpInfo {

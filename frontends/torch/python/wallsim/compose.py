@@ -1,7 +1,6 @@
-"""Graph-op builders and the composites the IR has no op for, the ONNX importer's idioms
-(frontends/onnx/src/onnx_ops.cpp): a reduction over any axes is transpose + reshape + a
-last-axis reduction, an op along another axis moves it last and back, padding is a concat with
-constant blocks, constants are iota + affine (docs/PROGRAM_FORMAT.md). `c` is the capture: each
+"""Graph-op builders: a reduction over any axes and padding are the IR's composite ops (reduce,
+pad: compiler_stub's composites.h expands them, for the ONNX importer too), an op along another
+axis moves it last and back, constants are iota + affine (docs/PROGRAM_FORMAT.md). `c` is the capture: each
 builder emits through `c.g.op` and returns the new SSA id (the input's when nothing changes)."""
 
 import math
@@ -102,19 +101,12 @@ def norm_axis(a, rank):
 
 
 def reduce(c, op, x, axes, keepdim):
-    s = S(c, x)
-    r = len(s)
-    axes = sorted(set(norm_axis(a, r) for a in axes)) if axes else list(range(r))
-    others = [k for k in range(r) if k not in axes]
-    t = transpose(c, x, others + axes)
-    inner = math.prod(s[k] for k in axes)
-    t = reshape(c, t, [s[k] for k in others] + [inner])
-    t = c.g.op(op, [t])
-    if keepdim:
-        out = [1 if k in axes else s[k] for k in range(r)]
-    else:
-        out = [s[k] for k in others] or [1]
-    return reshape(c, t, out)
+    """The last-axis reduction `op` (reduce_sum, reduce_max, reduce_mean) of x over `axes` (all
+    when empty): the graph IR's composite `reduce`, which the compiler expands."""
+    attrs = {"reduction": op[len("reduce_"):], "keepdim": 1 if keepdim else 0}
+    if axes:
+        attrs["axes"] = sorted(set(norm_axis(a, len(S(c, x))) for a in axes))
+    return c.g.op("reduce", [x], attrs)
 
 
 def on_last_axis(c, x, axis, f):
@@ -128,32 +120,11 @@ def on_last_axis(c, x, axis, f):
 
 
 def pad(c, x, begin, end, value):
-    """x padded with `value` by begin[k], end[k] along each axis k (concat with constants)."""
-    for k in range(len(begin)):
-        if begin[k] == 0 and end[k] == 0:
-            continue
-        s = S(c, x)
-        if k == len(s) - 1 and len(s) > 2 and not any(c.g.nm(x)):
-            # Along the last axis, as 2-D [rows, axis] (a reshape of a row-major value is
-            # free): the compiler tiles a 4-D value's rows per innermost batch, so a padded
-            # image's rows would load as 9-row tiles, one per channel (960 of them in
-            # mobilenet_v2's last blocks), more than SBUF holds.
-            outer, inner = math.prod(s[:k]), 1
-            dt = c.g.dtype[x]
-            parts = []
-            if begin[k]:
-                parts.append(const(c, [outer, begin[k] * inner], value, dt))
-            parts.append(reshape(c, x, [outer, s[k] * inner]))
-            if end[k]:
-                parts.append(const(c, [outer, end[k] * inner], value, dt))
-            x = reshape(c, concat(c, parts, 1), s[:k] + [s[k] + begin[k] + end[k]] + s[k + 1:])
-            continue
-        nm = c.g.nm(x)[:k] + [None] + c.g.nm(x)[k + 1:]
-        parts = []
-        if begin[k]:
-            parts.append(const(c, s[:k] + [begin[k]] + s[k + 1:], value, c.g.dtype[x], nm))
-        parts.append(x)
-        if end[k]:
-            parts.append(const(c, s[:k] + [end[k]] + s[k + 1:], value, c.g.dtype[x], nm))
-        x = concat(c, parts, k)
-    return x
+    """x padded with `value` by begin[k], end[k] along each axis k: the graph IR's composite
+    `pad`, which the compiler expands."""
+    if not any(begin) and not any(end):
+        return x
+    attrs = {"begin": list(begin), "end": list(end)}
+    if value:
+        attrs["value"] = finite(value)
+    return c.g.op("pad", [x], attrs)

@@ -13,11 +13,21 @@ import sys
 
 import numpy as np
 
+from .ops_def import OPS, of_kind
+
 
 def _gelu(x):
     from math import sqrt
     v = np.vectorize(lambda t: 0.5 * t * (1.0 + math.erf(t / sqrt(2.0))), otypes=[np.float64])
     return v(x)
+
+
+# The scalar engine's functions (isa::ActFn), by name: an activation op of ops.def is its `act`.
+ACT_FNS = {"relu": lambda t: np.maximum(t, 0), "exp": np.exp, "tanh": np.tanh,
+           "sigmoid": lambda t: 1 / (1 + np.exp(-t)), "rsqrt": lambda t: 1 / np.sqrt(t),
+           "sqrt": np.sqrt, "log": np.log, "abs": np.abs, "reciprocal": lambda t: 1 / t,
+           "square": np.square, "gelu": _gelu, "silu": lambda t: t / (1 + np.exp(-t))}
+ACTIVATIONS = of_kind("activation")
 
 
 def _pos(p, extents):
@@ -44,13 +54,9 @@ def run_op(ev, ins, extents):
         return x * a.get("value", 1.0) + a.get("offset", 0.0)
     if op == "clip":
         return np.clip(x, a.get("lo", -np.inf), a.get("hi", np.inf))
-    un = {"relu": lambda t: np.maximum(t, 0), "exp": np.exp, "tanh": np.tanh,
-          "sigmoid": lambda t: 1 / (1 + np.exp(-t)), "rsqrt": lambda t: 1 / np.sqrt(t),
-          "sqrt": np.sqrt, "log": np.log, "abs": np.abs, "reciprocal": lambda t: 1 / t,
-          "gelu": _gelu, "silu": lambda t: t / (1 + np.exp(-t))}
-    if op in un:
+    if op in ACTIVATIONS:
         with np.errstate(all="ignore"):
-            return un[op](x)
+            return ACT_FNS[OPS[op].act](x)
     if op == "matmul":
         return x @ ins[1]
     if op == "batch_matmul":
@@ -62,6 +68,14 @@ def run_op(ev, ins, extents):
         return x.max(-1, keepdims=True)
     if op == "reduce_mean":
         return x.mean(-1, keepdims=True)
+    if op == "reduce":
+        f = {"sum": np.sum, "max": np.max, "mean": np.mean}[a["reduction"]]
+        axes = a.get("axes")
+        axes = tuple(k % x.ndim for k in axes) if axes is not None else tuple(range(x.ndim))
+        return np.asarray(f(x, axis=axes, keepdims=bool(a.get("keepdim", 0)))).reshape(
+            ev["shape"])
+    if op == "pad":
+        return np.pad(x, list(zip(a["begin"], a["end"])), constant_values=a.get("value", 0.0))
     if op in ("softmax", "log_softmax"):
         m = x - x.max(-1, keepdims=True)
         e = np.exp(m)

@@ -217,6 +217,20 @@ class Graph:
             return [s[0][0], s[0][1], n], dt[0], [nm[0][0], nm[0][1], nm[1][1 if tb else 2]]
         if op in REDUCE:
             return s[0][:-1] + [1], dt[0], nm[0][:-1] + [None]
+        if op == "reduce":
+            r = len(s[0])
+            axes = a.get("axes")
+            red = {k % r for k in axes} if axes is not None else set(range(r))
+            keep = a.get("keepdim", 0)
+            out = [(1 if k in red else s[0][k], None if k in red else nm[0][k])
+                   for k in range(r) if keep or k not in red] or [(1, None)]
+            return [e for e, _ in out], dt[0], [n for _, n in out]
+        if op == "pad":
+            b, e = a["begin"], a["end"]
+            if len(b) != len(s[0]) or len(e) != len(s[0]) or min(b + e) < 0:
+                raise MappingError("pad %s by %s, %s" % (s[0], b, e))
+            return ([x + b[k] + e[k] for k, x in enumerate(s[0])], dt[0],
+                    [n if not b[k] and not e[k] else None for k, n in enumerate(nm[0])])
         if op in ROWWISE or op in ("layernorm", "rmsnorm"):
             return list(s[0]), dt[0], list(nm[0])
         if op == "transpose":

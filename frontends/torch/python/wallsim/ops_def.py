@@ -1,8 +1,9 @@
 """The graph IR's op table, read from compiler_stub's ops.def (the one place it is written).
 
 OPS maps each op name to an Op: its attribute names, its kind (source, contraction, binary,
-unary, activation, elementwise, reduction, row, layout, indirect, attention; ops.def describes
-them) and the ATen op mapped to it alone (`aten`, "" when none). The package runs from the
+unary, activation, elementwise, reduction, row, layout, indirect, attention, collective,
+composite; ops.def describes them), an activation's scalar-engine function (`act`, "identity"
+otherwise) and the ATen op mapped to it alone (`aten`, "" when none). The package runs from the
 source tree (wallsim capture puts frontends/torch/python on PYTHONPATH), so ops.def is found
 relative to this file.
 """
@@ -11,11 +12,11 @@ import collections
 import os
 import re
 
-Op = collections.namedtuple("Op", "attrs kind aten")
+Op = collections.namedtuple("Op", "attrs kind act aten")
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..",
                     "compiler_stub", "include", "wallsim", "compiler_stub", "ops.def")
-_ROW = re.compile(r'WALLSIM_GRAPH_OP\((\w+), \d+, \d+, "([^"]*)", \w+, \w+, (\w+), \w+, '
+_ROW = re.compile(r'WALLSIM_GRAPH_OP\((\w+), \d+, \d+, "([^"]*)", \w+, \w+, (\w+), (\w+), '
                   r'"[^"]*", "[^"]*", "([^"]*)", ')
 
 
@@ -25,7 +26,8 @@ def _read(path):
         for line in f:
             m = _ROW.match(line)
             if m:
-                table[m.group(1)] = Op(set(m.group(2).split()), m.group(3), m.group(4))
+                table[m.group(1)] = Op(set(m.group(2).split()), m.group(3), m.group(4),
+                                      m.group(5))
     if not table:
         raise RuntimeError("no WALLSIM_GRAPH_OP rows in " + path)
     return table
