@@ -2,6 +2,7 @@
 #include "wallsim/dma/network.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace wallsim::dma {
 
@@ -52,9 +53,9 @@ void Network::count(double bytes, const std::vector<memory::ResourceUse>& uses) 
 }
 
 void Network::enqueue(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses,
-                      const Waiter& waiter) {
+                      int64_t multiplicity, const Waiter& waiter) {
   uint64_t& sequence = m_sequence[{key.chip, key.core, key.queue}];
-  m_pending.push_back({key, sequence++, bytes, std::move(uses), waiter});
+  m_pending.push_back({key, sequence++, bytes, std::move(uses), multiplicity, waiter});
   m_wake.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -64,7 +65,7 @@ void Network::transfer(const TransferKey& key, double bytes,
   sc_core::sc_event done;
   if (!m_ordered) {
     const Ps now = now_ps();
-    const bool finished_now = apply(bytes, std::move(uses), Waiter{&done});
+    const bool finished_now = apply(bytes, std::move(uses), 1, Waiter{&done});
     reschedule(now);
     after_change(now);
     if (!finished_now) sc_core::wait(done);
@@ -72,30 +73,97 @@ void Network::transfer(const TransferKey& key, double bytes,
   }
   // Ordered: nothing moves for an empty transfer; others wait for wake() a delta cycle later.
   if (bytes == 0.0) return;
-  enqueue(key, bytes, std::move(uses), Waiter{&done});
+  enqueue(key, bytes, std::move(uses), 1, Waiter{&done});
   sc_core::wait(done);
 }
 
+namespace {
+
+bool same_uses(const std::vector<memory::ResourceUse>& a,
+               const std::vector<memory::ResourceUse>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const memory::ResourceUse& x, const memory::ResourceUse& y) {
+                      return x.resource == y.resource && x.weight == y.weight;
+                    });
+}
+
+bool uses_less(const std::vector<memory::ResourceUse>& a,
+               const std::vector<memory::ResourceUse>& b) {
+  return std::lexicographical_compare(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const memory::ResourceUse& x, const memory::ResourceUse& y) {
+        return std::tie(x.resource, x.weight) < std::tie(y.resource, y.weight);
+      });
+}
+
+bool key_less(const TransferKey& a, const TransferKey& b) {
+  return std::tie(a.chip, a.core, a.queue) < std::tie(b.chip, b.core, b.queue);
+}
+
+}  // namespace
+
 std::vector<Network::Ps> Network::transfer_all(std::vector<Move> moves) {
   const Ps now = now_ps();
-  std::vector<Ps> finished(moves.size(), now);
-  int remaining = static_cast<int>(moves.size());
-  sc_core::sc_event done;
+  for (const Move& m : moves) count(m.bytes, m.uses);  // per move: the same sums as transfers
+  // Identical moves (bytes and uses) form a group: one fluid transfer of their multiplicity,
+  // led by the member first in key order (ties: the earlier move).
+  std::vector<size_t> order(moves.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&moves](size_t a, size_t b) {
+    if (moves[a].bytes != moves[b].bytes) return moves[a].bytes < moves[b].bytes;
+    return uses_less(moves[a].uses, moves[b].uses);
+  });
+  struct Group {
+    size_t lead;
+    int64_t members;
+  };
+  std::vector<Group> groups;
+  std::vector<size_t> group_of(moves.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    if (groups.empty() || moves[groups.back().lead].bytes != moves[i].bytes ||
+        !same_uses(moves[groups.back().lead].uses, moves[i].uses)) {
+      groups.push_back({i, 0});
+    } else if (key_less(moves[i].key, moves[groups.back().lead].key)) {
+      groups.back().lead = i;
+    }
+    ++groups.back().members;
+    group_of[i] = groups.size() - 1;
+  }
+  std::vector<size_t> lead_of(moves.size());
   for (size_t i = 0; i < moves.size(); ++i) {
-    Move& m = moves[i];
-    count(m.bytes, m.uses);
-    const Waiter w{&done, &remaining, &finished[i]};
+    lead_of[i] = groups[group_of[i]].lead;
+    // A member's own start sequence still advances, as its transfer() would.
+    const TransferKey& k = moves[i].key;
+    if (m_ordered && lead_of[i] != i && moves[i].bytes != 0.0) {
+      ++m_sequence[{k.chip, k.core, k.queue}];
+    }
+  }
+  // Start the groups in the order of their leads' moves.
+  std::sort(groups.begin(), groups.end(),
+            [](const Group& a, const Group& b) { return a.lead < b.lead; });
+  std::vector<size_t> group_of_lead(moves.size());
+  for (size_t g = 0; g < groups.size(); ++g) group_of_lead[groups[g].lead] = g;
+
+  std::vector<Ps> group_finish(groups.size(), now);
+  int remaining = static_cast<int>(groups.size());
+  sc_core::sc_event done;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Move& m = moves[groups[g].lead];
+    const Waiter w{&done, &remaining, &group_finish[g]};
     if (!m_ordered) {
-      if (apply(m.bytes, std::move(m.uses), w)) finish(w, now);
+      if (apply(m.bytes, std::move(m.uses), groups[g].members, w)) finish(w, now);
       reschedule(now);
       after_change(now);
     } else if (m.bytes == 0.0) {
       --remaining;  // as transfer(): nothing moves
     } else {
-      enqueue(m.key, m.bytes, std::move(m.uses), w);
+      enqueue(m.key, m.bytes, std::move(m.uses), groups[g].members, w);
     }
   }
   if (remaining > 0) sc_core::wait(done);
+  std::vector<Ps> finished(moves.size());
+  for (size_t i = 0; i < moves.size(); ++i) finished[i] = group_finish[group_of_lead[lead_of[i]]];
   return finished;
 }
 
@@ -104,9 +172,10 @@ void Network::finish(const Waiter& w, Ps now) {
   if (!w.remaining || --*w.remaining == 0) w.done->notify();
 }
 
-bool Network::apply(double bytes, std::vector<memory::ResourceUse> uses, const Waiter& waiter) {
+bool Network::apply(double bytes, std::vector<memory::ResourceUse> uses, int64_t multiplicity,
+                    const Waiter& waiter) {
   const Ps now = now_ps();
-  const uint64_t id = m_share->start_weighted(now, bytes, std::move(uses));
+  const uint64_t id = m_share->start_weighted(now, bytes, std::move(uses), multiplicity);
   m_waiting.emplace(id, waiter);
   bool finished_now = false;
   for (uint64_t f : m_share->advance(now)) {
@@ -136,7 +205,7 @@ void Network::wake() {
              std::tie(b.key.chip, b.key.core, b.key.queue, b.sequence);
     });
     for (Pending& p : starts) {
-      if (apply(p.bytes, std::move(p.uses), p.waiter)) finish(p.waiter, now);
+      if (apply(p.bytes, std::move(p.uses), p.multiplicity, p.waiter)) finish(p.waiter, now);
       after_change(now);
     }
   }

@@ -15,6 +15,26 @@ constexpr double kPsPerSecond = 1e12;
 // A duration within this relative distance of a whole picosecond is rounded to it, so that
 // floating-point noise (1e-16 relative per operation) never adds a picosecond.
 constexpr double kRoundingTolerance = 1e-12;
+// Weights are exact integers in units of 2^-kFixedBits (a double >= 2^-27 converts exactly).
+constexpr int kFixedBits = 80;
+constexpr double kMinWeight = 1e-12, kMaxWeight = 16777216.0;  // 2^24
+constexpr int64_t kMaxMultiplicity = int64_t{1} << 24;
+
+constexpr double kFixedUnit = 0x1p-80, kFixedScale = 0x1p80;
+static_assert(kFixedScale == static_cast<double>(__int128{1} << kFixedBits), "2^80");
+
+// Scaling by a power of two is exact; the rounding matters only below 2^-27.
+__int128 to_fixed(double weight) {
+  return static_cast<__int128>(std::nearbyint(weight * kFixedScale));
+}
+
+double to_double(__int128 fixed) { return static_cast<double>(fixed) * kFixedUnit; }
+
+void add_exact(__int128& sum, __int128 value) {
+  if (__builtin_add_overflow(sum, value, &sum)) {
+    throw std::overflow_error("FluidShare: a resource's summed weight overflows");
+  }
+}
 
 }  // namespace
 
@@ -24,7 +44,7 @@ int FluidShare::add_resource(std::string name, double bytes_per_second) {
                                 "' needs a finite bandwidth > 0 bytes/second");
   }
   m_resources.push_back(
-      Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0, 0.0, {}, 0, false});
+      Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0, 0, 0.0, 0, {}, 0, false});
   return static_cast<int>(m_resources.size() - 1);
 }
 
@@ -42,40 +62,48 @@ uint64_t FluidShare::start(Ps now, double bytes, std::vector<int> resources) {
   return start_weighted(now, bytes, std::move(uses));
 }
 
-uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses) {
+uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses,
+                                    int64_t multiplicity) {
   if (now < m_now) throw std::invalid_argument("FluidShare::start: time goes back");
   if (!(bytes >= 0.0) || !std::isfinite(bytes)) {
     throw std::invalid_argument("FluidShare::start: bytes must be finite and >= 0");
   }
   if (uses.empty()) throw std::invalid_argument("FluidShare::start: no resources");
+  if (multiplicity < 1 || multiplicity > kMaxMultiplicity) {
+    throw std::invalid_argument("FluidShare::start: multiplicity must be in [1, 2^24]");
+  }
   for (const ResourceUse& u : uses) {
     check_resource(u.resource);
-    if (!(u.weight > 0.0) || !std::isfinite(u.weight)) {
-      throw std::invalid_argument("FluidShare::start: weights must be finite and > 0");
+    if (!(u.weight >= kMinWeight && u.weight <= kMaxWeight)) {
+      throw std::invalid_argument("FluidShare::start: weights must be in [1e-12, 2^24]");
     }
   }
   std::sort(uses.begin(), uses.end(),
             [](const ResourceUse& a, const ResourceUse& b) { return a.resource < b.resource; });
-  size_t kept = 0;  // merge uses of the same resource in place
-  for (size_t i = 0; i < uses.size(); ++i) {
-    if (kept > 0 && uses[kept - 1].resource == uses[i].resource) {
-      uses[kept - 1].weight += uses[i].weight;
+  std::vector<Use> fixed;  // uses of the same resource merged, exactly
+  fixed.reserve(uses.size());
+  for (const ResourceUse& u : uses) {
+    Fixed weight = 0;
+    if (__builtin_mul_overflow(to_fixed(u.weight), Fixed{multiplicity}, &weight)) {
+      throw std::overflow_error("FluidShare::start: weight x multiplicity overflows");
+    }
+    if (!fixed.empty() && fixed.back().resource == u.resource) {
+      add_exact(fixed.back().weight, weight);
     } else {
-      uses[kept++] = uses[i];
+      fixed.push_back({u.resource, weight});
     }
   }
-  uses.resize(kept);
 
   run_until(now);
   const uint64_t id = m_next_id++;
-  Transfer t{id, bytes, -1.0, now, std::move(uses), false, 0};
+  Transfer t{id, bytes, -1.0, now, std::move(fixed), false, 0};
   if (bytes == 0.0) {
     t.rate = 0.0;
     m_finished.push_back(std::move(t));
     return id;
   }
   m_seeds.clear();
-  for (const ResourceUse& u : t.uses) {
+  for (const Use& u : t.uses) {
     m_resources[u.resource].users.push_back(id);  // ids increase: the lists stay ascending
     m_seeds.push_back(u.resource);
   }
@@ -156,7 +184,7 @@ void FluidShare::run_until(Ps now) {
     for (uint64_t id : done) {
       const size_t i = index_of(id);
       Transfer& x = m_active[i];
-      for (const ResourceUse& u : x.uses) {
+      for (const Use& u : x.uses) {
         auto& users = m_resources[u.resource].users;
         users.erase(std::lower_bound(users.begin(), users.end(), id));
         m_seeds.push_back(u.resource);
@@ -207,7 +235,7 @@ void FluidShare::recompute_component() {
       if (t.mark == m_search) continue;
       t.mark = m_search;
       m_members.push_back(static_cast<int32_t>(i));
-      for (const ResourceUse& u : t.uses) {
+      for (const Use& u : t.uses) {
         Resource& res = m_resources[u.resource];
         if (res.mark == m_search) continue;
         res.mark = m_search;
@@ -218,17 +246,19 @@ void FluidShare::recompute_component() {
   std::sort(m_component.begin(), m_component.end());
   std::sort(m_members.begin(), m_members.end());
 
-  // Per resource, its transfers in id order (the order every round freezes them in), and the
-  // resources that carry any, in index order (the order ties are broken in): each round then
-  // visits only the most constrained resource's transfers. The arithmetic and its order are
-  // those of a scan over every transfer, so the rates are bit for bit the same.
+  // Per resource, its transfers in id order, and the resources that carry any: each round
+  // then visits only the most constrained resources' transfers. A round freezes every
+  // resource whose share equals the minimum, all at that share, and decrements each resource
+  // its freezes touch once, by the round's exact total weight: the result depends neither on
+  // the order of resources nor on how equal weights are grouped into transfers.
   if (m_users.size() < m_resources.size()) m_users.resize(m_resources.size());
   for (int32_t r : m_component) {
     ++m_work;
     Resource& res = m_resources[r];
     res.free = res.capacity;
     res.unfrozen = 0;
-    res.demand = 0.0;
+    res.demand = 0;
+    res.round_weight = 0;
     res.allocated = 0.0;
     m_users[r].clear();
     if (!res.touched) {
@@ -240,50 +270,64 @@ void FluidShare::recompute_component() {
   for (size_t k = 0; k < m_members.size(); ++k) {
     Transfer& t = m_active[m_members[k]];
     t.frozen = false;
-    for (const ResourceUse& u : t.uses) {
+    for (const Use& u : t.uses) {
       Resource& res = m_resources[u.resource];
       ++res.unfrozen;
-      res.demand += u.weight;
+      add_exact(res.demand, u.weight);
       m_users[u.resource].push_back(static_cast<int32_t>(k));
     }
   }
   m_live.clear();
   for (int32_t r : m_component) {
-    if (m_resources[r].unfrozen > 0) m_live.push_back(r);
+    Resource& res = m_resources[r];
+    res.demand_double = to_double(res.demand);
+    if (res.unfrozen > 0) m_live.push_back(r);
   }
   size_t left = m_members.size();
   while (left > 0) {
-    // The most constrained resource: the smallest equal share among its unfrozen transfers.
-    int best = -1;
+    // The most constrained resources: the smallest equal share among their unfrozen transfers.
     double best_share = std::numeric_limits<double>::infinity();
+    m_tied.clear();
     size_t kept = 0;
     for (int32_t r : m_live) {
       ++m_work;
       const Resource& res = m_resources[r];
       if (res.unfrozen == 0) continue;
       m_live[kept++] = r;
-      const double share = std::max(0.0, res.free) / res.demand;
+      const double share = std::max(0.0, res.free) / res.demand_double;
       if (share < best_share) {
         best_share = share;
-        best = r;
+        m_tied.clear();
       }
+      if (share == best_share) m_tied.push_back(r);
     }
     m_live.resize(kept);
-    if (best < 0) break;  // unreachable: every unfrozen transfer holds a resource
-    for (int32_t k : m_users[best]) {
-      ++m_work;
-      Transfer& t = m_active[m_members[k]];
-      if (t.frozen) continue;
-      t.frozen = true;
-      m_new_rate[k] = best_share;
-      --left;
-      for (const ResourceUse& u : t.uses) {
-        Resource& res = m_resources[u.resource];
-        res.free -= best_share * u.weight;
-        res.allocated += best_share * u.weight;
-        res.demand -= u.weight;
-        --res.unfrozen;
+    if (m_tied.empty()) break;  // unreachable: every unfrozen transfer holds a resource
+    m_round.clear();
+    for (int32_t best : m_tied) {
+      for (int32_t k : m_users[best]) {
+        ++m_work;
+        Transfer& t = m_active[m_members[k]];
+        if (t.frozen) continue;
+        t.frozen = true;
+        m_new_rate[k] = best_share;
+        --left;
+        for (const Use& u : t.uses) {
+          Resource& res = m_resources[u.resource];
+          if (res.round_weight == 0) m_round.push_back(u.resource);
+          res.round_weight += u.weight;  // <= demand: cannot overflow
+          --res.unfrozen;
+        }
       }
+    }
+    for (int32_t r : m_round) {
+      Resource& res = m_resources[r];
+      const double taken = best_share * to_double(res.round_weight);
+      res.free -= taken;
+      res.allocated += taken;
+      res.demand -= res.round_weight;
+      res.demand_double = to_double(res.demand);
+      res.round_weight = 0;
     }
   }
   for (size_t k = 0; k < m_members.size(); ++k) {

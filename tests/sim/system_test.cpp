@@ -146,5 +146,48 @@ TEST(System, InstancesTalkOverEfaOrTheRing) {
   EXPECT_EQ(r[1].name(), "chip1.ring+");
 }
 
+// A collective step's identical moves (same bytes, same uses) are one fluid transfer of their
+// multiplicity: they finish when the same moves started as separate transfers would, and the
+// resources count every move's bytes.
+TEST(System, IdenticalMovesOfATransferAllFinishAsSeparateTransfersWould) {
+  init_systemc();
+  System sys(small_core(), small_system(2, 2), CoreOptions{});
+  dma::Network& net = sys.network();
+  const auto use = [&net](const char* name, double weight) {
+    const int r = net.find_resource(name);
+    EXPECT_GE(r, 0) << name;
+    return memory::ResourceUse{r, weight};
+  };
+  const std::vector<memory::ResourceUse> remote = {use("chip0.hbm", 1.0), use("chip0.x+", 1.0),
+                                                   use("chip1.hbm", 1.0)};
+  const std::vector<memory::ResourceUse> local = {use("chip0.hbm", 1.3),
+                                                  use("chip0.core1.dma1", 1.07)};
+  std::vector<dma::Network::Move> moves = {{{0, 1, 7}, 3e5, remote},
+                                           {{0, 0, 9}, 3e5, remote},
+                                           {{0, 1, 3}, 7e5, local},
+                                           {{0, 0, 2}, 3e5, remote}};
+  constexpr int64_t kLater = 1'000'000'000;  // ps: the first batch is long over
+  std::vector<int64_t> together;
+  sc_core::sc_spawn([&] { together = net.transfer_all(moves); });
+  std::vector<Finish> apart(moves.size());
+  for (size_t i = 0; i < moves.size(); ++i) {
+    const dma::Network::Move m = moves[i];
+    Finish* out = &apart[i];
+    sc_core::sc_spawn([&net, m, out] {
+      sc_core::wait(sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(kLater)));
+      net.transfer(m.key, m.bytes, m.uses);
+      out->ps = static_cast<int64_t>(sc_core::sc_time_stamp().value()) - kLater;
+    });
+  }
+  wallsim::sim::simulate();
+  ASSERT_EQ(together.size(), moves.size());
+  for (size_t i = 0; i < moves.size(); ++i) EXPECT_EQ(together[i], apart[i].ps) << "move " << i;
+  EXPECT_EQ(together[0], together[1]);
+  EXPECT_EQ(together[0], together[3]);
+  EXPECT_NE(together[0], together[2]);
+  EXPECT_EQ(net.bytes(net.find_resource("chip0.x+")), 2 * 3 * 300'000);
+  EXPECT_EQ(net.bytes(net.find_resource("chip0.hbm")), 2 * (3 * 300'000 + 700'000));
+}
+
 }  // namespace
 }  // namespace wallsim::sim

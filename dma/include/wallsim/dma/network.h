@@ -55,7 +55,11 @@ class Network : public sc_core::sc_module {
   };
   // Moves every one of `moves` from the calling SC_THREAD, exactly as that many transfer()
   // calls from as many processes started now would, but without a process (and its stack)
-  // each; returns when the last byte of all has moved, with each one's finish time.
+  // each; returns when the last byte of all has moved, with each one's finish time. Moves with
+  // the same bytes and the same uses (in the same order) are one fluid transfer of that
+  // multiplicity, started in the place of the first of them in (chip, core, queue) order:
+  // the rates are those of the separate transfers bit for bit (memory::FluidShare), and they
+  // finish together. Bytes and load are counted per move.
   std::vector<Ps> transfer_all(std::vector<Move> moves);
 
   size_t resources() const { return m_share->resources(); }
@@ -96,6 +100,7 @@ class Network : public sc_core::sc_module {
     uint64_t sequence;
     double bytes;
     std::vector<memory::ResourceUse> uses;
+    int64_t multiplicity;
     Waiter waiter;
   };
   struct Traced {
@@ -109,12 +114,13 @@ class Network : public sc_core::sc_module {
   void wake();
   // Starts one transfer now; notifies `done` when it finishes (at once if it already has).
   // Returns whether it finished at once.
-  bool apply(double bytes, std::vector<memory::ResourceUse> uses, const Waiter& waiter);
+  bool apply(double bytes, std::vector<memory::ResourceUse> uses, int64_t multiplicity,
+             const Waiter& waiter);
   // Records a finish for `w` and notifies its event when its last transfer has finished.
   static void finish(const Waiter& w, Ps now);
   // Queues a start for wake() (ordered mode).
   void enqueue(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses,
-               const Waiter& waiter);
+               int64_t multiplicity, const Waiter& waiter);
   void count(double bytes, const std::vector<memory::ResourceUse>& uses);
   void complete(const std::vector<uint64_t>& done, uint64_t self);
   void after_change(Ps now);

@@ -19,8 +19,9 @@ struct ResourceUse {
 
 // Contract: not thread-safe; time is in picoseconds and never goes back (every `now` >= the
 // previous one). A transfer's rate may change only when a transfer starts or finishes; finish
-// times are whole picoseconds, rounded up. Results are deterministic (ties by index, transfers
-// reported in id order). Resources are added before transfers start.
+// times are whole picoseconds, rounded up. Results are deterministic (transfers reported in id
+// order) and do not depend on the order of resources or transfers. Resources are added before
+// transfers start.
 class BandwidthShare {
  public:
   using Ps = int64_t;
@@ -28,8 +29,10 @@ class BandwidthShare {
   // Adds a resource with a capacity > 0 bytes/second; returns its index (0, 1, ... in order).
   virtual int add_resource(std::string name, double bytes_per_second) = 0;
   // Starts a transfer of `bytes` >= 0 using `uses` (valid, non-empty; weights > 0; uses of the
-  // same resource add up) at `now`. Returns its id (0, 1, 2, ...).
-  virtual uint64_t start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses) = 0;
+  // same resource add up) at `now`. Returns its id (0, 1, 2, ...). `multiplicity` m >= 1: the
+  // transfer stands for m identical ones, all at its rate, taking m times its weights.
+  virtual uint64_t start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses,
+                                  int64_t multiplicity = 1) = 0;
   // Earliest finish time of a transfer not yet returned by advance(); INT64_MAX if none.
   virtual Ps next_finish() const = 0;
   // Progresses every transfer to `now`; removes and returns, in id order, those finished.

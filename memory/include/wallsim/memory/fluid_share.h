@@ -28,8 +28,12 @@ namespace wallsim::memory {
 // first advance() whose `now` reaches its finish time. Cost per start or finish is
 // O(transfers x resources) of its connected component (plus one multiply-add per transfer in
 // flight to bring its remaining bytes up to date), independent of bytes and of simulated time.
-// Results are deterministic: ties go to the lowest resource index, transfers are reported in id
-// order, and the caller decides the id order (the order of its start() calls).
+// Results are deterministic, transfers are reported in id order (the order of the start()
+// calls), and rates do not depend on the order of resources or transfers: weights are summed
+// exactly (integers in units of 2^-80, exact for weights >= 2^-27), every resource whose share
+// ties at a round's minimum is frozen in that round, at that share, and each resource's free
+// capacity is decremented once per round by its round's total weight. So symmetric resources
+// get bit-equal rates, and one transfer of multiplicity m is bit for bit m identical ones.
 class FluidShare final : public BandwidthShare {
  public:
   using Ps = BandwidthShare::Ps;  // picoseconds, the simulator's time resolution
@@ -41,7 +45,11 @@ class FluidShare final : public BandwidthShare {
   // A transfer of 0 bytes finishes at `now`.
   // Weight 1 on each resource (duplicates count once).
   uint64_t start(Ps now, double bytes, std::vector<int> resources);
-  uint64_t start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses) override;
+  // Each weight in [1e-12, 2^24] and the multiplicity in [1, 2^24], or std::invalid_argument;
+  // std::overflow_error if a resource's summed weight passes 2^127 units (2^47 transfers of
+  // weight 1 at once: never in practice).
+  uint64_t start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses,
+                          int64_t multiplicity = 1) override;
   // Earliest finish time of a transfer not yet returned by advance(); INT64_MAX if none.
   Ps next_finish() const override;
   // Progresses every transfer to `now`; removes and returns, in id order, the transfers whose
@@ -66,25 +74,33 @@ class FluidShare final : public BandwidthShare {
   uint64_t work() const { return m_work; }
 
  private:
+  // A weight as an exact integer: units of 2^-80 of a byte of capacity per byte moved.
+  using Fixed = __int128;
+  struct Use {
+    int resource;
+    Fixed weight;  // the transfer's weight times its multiplicity
+  };
   struct Resource {
     std::string name;
     double capacity;              // bytes/second
     double allocated;             // bytes/second given to transfers now
     double free;                  // scratch: capacity left during progressive filling
     int unfrozen;                 // scratch: transfers still to be given a rate
-    double demand;                // scratch: the sum of their weights
+    Fixed demand;                 // scratch: the sum of their weights
+    double demand_double;         // scratch: demand as a double (rounded once)
+    Fixed round_weight;           // scratch: weight frozen in the current round
     std::vector<uint64_t> users;  // ids of the active transfers using it, ascending
     uint64_t mark;                // scratch: last component search that reached it
     bool touched;                 // listed in m_touched
   };
   struct Transfer {
     uint64_t id;
-    double remaining;               // at m_now
-    double rate;                    // bytes/second; -1 until first computed
-    Ps finish;                      // whole ps, rounded up; INT64_MAX while the rate is 0
-    std::vector<ResourceUse> uses;  // sorted by resource, distinct
-    bool frozen;                    // scratch: rate fixed during progressive filling
-    uint64_t mark;                  // scratch: last component search that reached it
+    double remaining;       // at m_now
+    double rate;            // bytes/second; -1 until first computed
+    Ps finish;              // whole ps, rounded up; INT64_MAX while the rate is 0
+    std::vector<Use> uses;  // sorted by resource, distinct
+    bool frozen;            // scratch: rate fixed during progressive filling
+    uint64_t mark;          // scratch: last component search that reached it
   };
 
   void check_resource(int r) const;
@@ -112,6 +128,8 @@ class FluidShare final : public BandwidthShare {
   std::vector<int32_t> m_members;             // its transfers' indices in m_active, ascending
   std::vector<std::vector<int32_t>> m_users;  // per resource: member transfers' indices
   std::vector<int32_t> m_live;                // resources with unfrozen transfers
+  std::vector<int32_t> m_tied;                // a round's resources at the minimum share
+  std::vector<int32_t> m_round;               // resources a round's freezes decrement
   std::vector<double> m_new_rate;             // per member transfer
 };
 
