@@ -11,6 +11,7 @@
 #include "wallsim/compiler_stub/graph_io.h"
 #include "wallsim/compiler_stub/signature.h"
 #include "wallsim/compiler_stub/validate.h"
+#include "wallsim/sim/chip_config.h"
 
 namespace wallsim::compiler_stub {
 namespace {
@@ -32,7 +33,7 @@ Graph gpt2_layer(int seq) {
 
 void BM_CompileGpt2Layer(benchmark::State& state) {
   const Graph g = gpt2_layer(static_cast<int>(state.range(1)));
-  const isa::ArchSpec arch;  // trn2 defaults
+  const isa::ArchSpec arch = sim::ChipConfig().arch;  // trn2, its cost hints from its timing
   const auto policy = state.range(0) ? GroupPolicy::per_op : GroupPolicy::whole;
   for (auto _ : state) {
     auto r = compile_graph(g, arch, policy);
@@ -69,7 +70,7 @@ void BM_CompileDecodeAttention(benchmark::State& state) {
     "outputs": [5]})";
   Graph g = graph_from_json(base::Json::parse(text));
   infer_types(g);
-  const isa::ArchSpec arch;
+  const isa::ArchSpec arch = sim::ChipConfig().arch;
   int64_t instructions = 0;
   for (auto _ : state) {
     auto r = compile_graph(g, arch, GroupPolicy::whole);
@@ -114,7 +115,7 @@ Graph relu_chain(int64_t n) {
 // The whole compile (partition, lowering, the plan verifier).
 void BM_CompileReluChain(benchmark::State& state) {
   const Graph g = relu_chain(state.range(0));
-  const isa::ArchSpec arch;
+  const isa::ArchSpec arch = sim::ChipConfig().arch;
   for (auto _ : state) {
     auto r = compile_graph(g, arch, GroupPolicy::whole);
     if (!std::holds_alternative<CompiledGraph>(r)) {
@@ -134,7 +135,7 @@ BENCHMARK(BM_CompileReluChain)
 // Lowering alone (no verifier): what compiler_stub's own passes cost per node.
 void BM_LowerReluChain(benchmark::State& state) {
   const Graph g = relu_chain(state.range(0));
-  const isa::ArchSpec arch;
+  const isa::ArchSpec arch = sim::ChipConfig().arch;
   const auto group = partition(g, GroupPolicy::whole).at(0);
   for (auto _ : state) {
     auto r = lower_group(g, group, arch, "chain");
@@ -164,7 +165,7 @@ void BM_GroupSignature20Ops(benchmark::State& state) {
   infer_types(g);
   std::vector<int32_t> group;
   for (int i = 1; i <= 20; ++i) group.push_back(i);
-  const uint64_t arch = arch_fingerprint(isa::ArchSpec{});
+  const uint64_t arch = arch_fingerprint(sim::ChipConfig().arch);
   for (auto _ : state) benchmark::DoNotOptimize(group_signature(g, group, arch));
 }
 BENCHMARK(BM_GroupSignature20Ops)->Unit(benchmark::kMicrosecond);
@@ -183,7 +184,7 @@ void BM_RejectGraphOverHbm(benchmark::State& state) {
         {"id": 2, "op": "matmul", "inputs": [0, 1], "name": "mm"}], "outputs": [2]})";
   Graph g = graph_from_json(base::parse_json(text, "bench"));
   infer_types(g);
-  const isa::ArchSpec arch;
+  const isa::ArchSpec arch = sim::ChipConfig().arch;
   for (auto _ : state) {
     auto r = compile_graph(g, arch, GroupPolicy::whole);
     if (!std::holds_alternative<CompileError>(r)) state.SkipWithError("expected a refusal");

@@ -49,8 +49,15 @@ inline std::pair<int64_t, int64_t> parse_window(const std::string& s) {
   throw base::InputError("--trace-window " + s, "expected FROM_NS:TO_NS with 0 <= FROM <= TO");
 }
 
-// The options `exec` and `run` share to keep a trace small: a window and the CSV alternative.
-inline void add_trace_limits(CLI::App* cmd, std::string* window, bool* csv) {
+// The output options `exec` and `run` share: the directory, the trace's level, and what keeps a
+// trace small (a window, the CSV alternative).
+inline void add_output_options(CLI::App* cmd, std::string* out, std::string* trace_level,
+                               std::string* window, bool* csv) {
+  cmd->add_option(
+      "--out,-o", *out,
+      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
+  cmd->add_option("--trace-level", *trace_level, "none, plans or instructions")
+      ->check(CLI::IsMember({"none", "plans", "instructions"}));
   cmd->add_option("--trace-window", *window,
                   "keep only the slices overlapping FROM_NS:TO_NS (simulated ns) in the trace");
   cmd->add_flag("--instruction-csv", *csv,

@@ -88,12 +88,7 @@ void add_exec_command(CLI::App& app) {
   cmd->add_option("--inputs", a->inputs,
                   "directory of <tensor>.npy inputs (default: seeded random)");
   cmd->add_option("--scalar", a->scalars, "bind a run-time scalar: name=value (repeatable)");
-  cmd->add_option(
-      "--out,-o", a->out,
-      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
-  cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
-      ->check(CLI::IsMember({"none", "plans", "instructions"}));
-  add_trace_limits(cmd, &a->trace_window, &a->csv);
+  add_output_options(cmd, &a->out, &a->trace_level, &a->trace_window, &a->csv);
   cmd->add_flag("--reverse-elaboration", a->reverse_elaboration,
                 "a plan file that places plans on cores: elaborate the cores last to first (a "
                 "determinism check: the outputs must not change)");

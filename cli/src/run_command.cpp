@@ -61,12 +61,7 @@ void add_run_command(CLI::App& app) {
   CLI::Option* steps =
       cmd->add_option("--steps", a->steps, "steps to run (default: the workload's)");
   cmd->add_flag("--functional", a->functional, "compute real values (default: timing only)");
-  cmd->add_option(
-      "--out,-o", a->out,
-      "output directory (replaced only if it is an earlier wallsim output: .wallsim-output)");
-  cmd->add_option("--trace-level", a->trace_level, "none, plans or instructions")
-      ->check(CLI::IsMember({"none", "plans", "instructions"}));
-  add_trace_limits(cmd, &a->trace_window, &a->csv);
+  add_output_options(cmd, &a->out, &a->trace_level, &a->trace_window, &a->csv);
   cmd->add_option("--plan-memory", a->plan_memory_mib,
                   "MiB of compiled plans the simulator keeps for cache hits; beyond it plans are "
                   "rebuilt on their next hit (results are the same, only run time changes)")

@@ -280,6 +280,7 @@ std::variant<Lowered, CompileError> lower_group(const Graph& g, const std::vecto
                                                 const std::string& plan_name,
                                                 const LoweringOptions& options,
                                                 const GraphUses* uses) {
+  arch.costs.require_priced("compiler_stub::lower_group");
   if (uses) return lowering::run_lowering(g, group, arch, options, *uses, plan_name);
   return lowering::run_lowering(g, group, arch, options, GraphUses(g), plan_name);
 }

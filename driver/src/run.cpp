@@ -43,10 +43,10 @@ ordered_json dma_engine_bytes(const sim::Core::OpTotals& r, size_t engines) {
 // instruction's provenance; ops the host ran without device work too): engine time, exposed
 // time (the op's time on its launches' critical paths, Device::OpTotals::exposed_ns), host time of
 // the op's calls, DMA bytes in all and per DMA engine, MACs, and the op's time `time_ns`: the
-// longest of its engines' busy times and its DMA bytes at HBM bandwidth (`bound`, the resource
-// that sets it). `achieved_tflops` (2 x MACs / time_ns) and `roofline_tflops` (min(peak,
-// 2 x MACs / DMA bytes x HBM bandwidth)) use the same MACs, bytes and time, so achieved stays
-// at or under the roofline as long as the tensor engine never beats its peak.
+// longest of its compute engines' busy times and the time its DMA transfers were in flight as
+// simulated (`dma_active_ns`: over every queue at once, contention and all; `bound` names the one
+// that sets it). `achieved_tflops` is 2 x MACs / time_ns; `roofline_tflops` (min(peak, 2 x MACs /
+// DMA bytes x HBM bandwidth)) is the op's bound had its bytes streamed at HBM bandwidth.
 ordered_json op_table(sim::Core& device, const runtime::Session& session,
                       const sim::ChipConfig& chip) {
   device.retire_drained();
@@ -58,12 +58,12 @@ ordered_json op_table(sim::Core& device, const runtime::Session& session,
   for (const auto& [op, r] : ops) dma_engines = std::max(dma_engines, r.dma_engine_bytes.size());
   ordered_json out = ordered_json::array();
   for (const auto& [op, r] : ops) {
-    std::string bound = "hbm";
-    double time_s = double(r.dma_bytes) / hbm;
+    std::string bound = "dma";
+    double time_s = r.dma_active_ns * 1e-9;
     for (int e = 0; e < isa::kNumEngines; ++e) {
       const auto engine = static_cast<isa::Engine>(e);
       const double s = r.busy[e].to_seconds();
-      // DMA's busy time sums its parallel queues: HBM bandwidth stands for it.
+      // DMA's busy time sums its parallel queues: the time in flight stands for it.
       if (engine != isa::Engine::dma && s > time_s) {
         time_s = s;
         bound = isa::name_of(engine);
@@ -78,6 +78,7 @@ ordered_json op_table(sim::Core& device, const runtime::Session& session,
         {"dma_bytes", r.dma_bytes},
         {"macs", r.macs},
         {"exposed_ns", r.exposed_ns},
+        {"dma_active_ns", r.dma_active_ns},
         {"host_ns", host_ns(session, op)},
         {"time_ns", time_s * 1e9},
         {"bound", time_s > 0 ? bound : "none"},

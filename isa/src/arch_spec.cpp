@@ -2,6 +2,8 @@
 #include "wallsim/isa/arch_spec.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace wallsim::isa {
 
@@ -77,6 +79,13 @@ void check_consistency(const ArchSpec& a, const std::string& prefix) {
   if (a.may_read(Engine::dma, MemSpace::psum) || a.may_write(Engine::dma, MemSpace::psum)) {
     fail("access.dma", "DMA engines cannot access PSUM");
   }
+}
+
+void CostHints::require_priced(const char* who) const {
+  if (priced()) return;
+  throw std::invalid_argument(std::string(who) +
+                              ": the ArchSpec's cost hints are unset (no engine rates): build it "
+                              "from a chip config (sim::cost_hints of its timing section)");
 }
 
 }  // namespace wallsim::isa

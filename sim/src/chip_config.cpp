@@ -51,6 +51,8 @@ double peak_tensor_flops(const ChipConfig& chip) {
                            chip.timing.tensor.freq_mhz);
 }
 
+ChipConfig::ChipConfig() { arch.costs = cost_hints(timing); }
+
 isa::CostHints cost_hints(const TimingConfig& t) {
   isa::CostHints h;
   h.tensor_freq_mhz = t.tensor.freq_mhz;

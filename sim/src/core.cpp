@@ -306,16 +306,18 @@ void add_common(Core::OpTotals& o, const T& t) {
 
 }  // namespace
 
-void Core::OpTotals::add(const engines::NodeTotals& t, sc_time exposed) {
+void Core::OpTotals::add(const engines::NodeTotals& t, sc_time exposed, sc_time dma_active) {
   ++nodes;
   add_common(*this, t);
   exposed_ns += exposed.to_seconds() * 1e9;
+  dma_active_ns += dma_active.to_seconds() * 1e9;
 }
 
 Core::OpTotals& Core::OpTotals::operator+=(const OpTotals& o) {
   nodes += o.nodes;
   add_common(*this, o);
   exposed_ns += o.exposed_ns;
+  dma_active_ns += o.dma_active_ns;
   return *this;
 }
 
@@ -324,6 +326,7 @@ void Core::retire_drained() {
        m_launches.pop_front(), ++m_first_live) {
     Launch& l = m_launches.front();
     const CriticalPath path = critical_path(l);
+    const std::vector<sc_time> dma_active = dma_active_by_node(l);
     m_outside_ops += path.no_node;
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
       const isa::NodeInfo& n = l.plan->nodes[i];
@@ -331,9 +334,9 @@ void Core::retire_drained() {
         m_outside_ops += path.by_node[i];
         continue;
       }
-      m_op_totals[n.op].add(l.nodes[i], path.by_node[i]);
+      m_op_totals[n.op].add(l.nodes[i], path.by_node[i], dma_active[i]);
       if (i < l.origins.size() && l.origins[i] >= 0)
-        m_origin_totals[l.origins[i]].add(l.nodes[i], path.by_node[i]);
+        m_origin_totals[l.origins[i]].add(l.nodes[i], path.by_node[i], dma_active[i]);
     }
     // Launches start in launch order, so the union grows at its end.
     if (l.end_time > l.start_time && l.end_time > m_busy_end) {

@@ -129,4 +129,33 @@ CriticalPath critical_path(const engines::Launch& l) {
   return out;
 }
 
+std::vector<sc_time> dma_active_by_node(const engines::Launch& launch) {
+  const isa::Plan& plan = *launch.plan;
+  std::vector<std::vector<std::pair<sc_time, sc_time>>> spans(plan.nodes.size());
+  for (size_t s = 0; s < plan.streams.size(); ++s) {
+    const isa::Stream& stream = plan.streams[s];
+    if (stream.engine != isa::Engine::dma) continue;
+    for (size_t i = 0; i < stream.instructions.size(); ++i) {
+      const int32_t node = stream.instructions[i].node;
+      if (node < 0) continue;
+      auto it = launch.node_index.find(node);
+      if (it == launch.node_index.end()) continue;
+      const engines::InstructionTimes& t = launch.times[launch.stream_offset[s] + i];
+      if (t.end > t.start) spans[it->second].emplace_back(t.start, t.end);
+    }
+  }
+  std::vector<sc_time> out(plan.nodes.size());
+  for (size_t n = 0; n < spans.size(); ++n) {
+    std::vector<std::pair<sc_time, sc_time>>& v = spans[n];
+    std::sort(v.begin(), v.end());
+    sc_time covered_to;
+    for (const auto& [start, end] : v) {
+      if (end <= covered_to) continue;
+      out[n] += end - std::max(start, covered_to);
+      covered_to = end;
+    }
+  }
+  return out;
+}
+
 }  // namespace wallsim::sim

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/chip_arch.h"
 #include "graph_test_util.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph_io.h"
@@ -22,11 +23,11 @@ std::vector<int32_t> op_nodes(const Graph& g) {
 
 // The default array and a small one (fewer MACs per instruction: a larger bound).
 std::vector<isa::ArchSpec> arches() {
-  isa::ArchSpec small;
+  isa::ArchSpec small = wallsim::test::trn2_arch();
   small.tensor.rows = 32;
   small.tensor.cols = 32;
   small.tensor.moving_free_max = 128;
-  return {isa::ArchSpec{}, small};
+  return {wallsim::test::trn2_arch(), small};
 }
 
 TEST(Estimate, InstructionBoundIsAtMostWhatEveryExampleGraphCompilesTo) {
@@ -63,11 +64,29 @@ TEST(Estimate, InstructionBoundGrowsWithTheMacs) {
             {"id": 2, "op": "matmul", "inputs": [0, 1]}])",
                          "[2]");
     infer_types(g);
-    return min_plan_instructions(g, op_nodes(g), isa::ArchSpec{});
+    return min_plan_instructions(g, op_nodes(g), wallsim::test::trn2_arch());
   };
   // 4096^3 MACs over 128 x 128 x 512 per instruction.
   EXPECT_EQ(gemm(4096), 8192);
   EXPECT_EQ(gemm(8192), 2 * gemm(4096));
+}
+
+// An ArchSpec made by hand carries no engine rates: the compiler refuses it in one line
+// instead of pricing with some chip's speeds.
+TEST(Compile, AnArchSpecWithoutCostHintsIsRefused) {
+  Graph g = test::make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "bf16",
+                                  "shape": [128, 128], "role": "input"},
+                                 {"id": 1, "op": "relu", "inputs": [0]}])",
+                             "[1]");
+  infer_types(g);
+  try {
+    (void)compile_graph(g, isa::ArchSpec{}, GroupPolicy::whole);
+    FAIL() << "compiled without cost hints";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cost hints are unset"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::holds_alternative<CompiledGraph>(
+      compile_graph(g, wallsim::test::trn2_arch(), GroupPolicy::whole)));
 }
 
 }  // namespace

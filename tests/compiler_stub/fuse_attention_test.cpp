@@ -88,7 +88,8 @@ TEST(FuseAttention, FormsThatAreNotExactlyAttentionStayUnfused) {
 }
 
 TEST(FuseAttention, OneOpGroupsAreNotRewritten) {
-  EXPECT_FALSE(fused(print_plan(attention_graph({}), {}, GroupPolicy::per_op)));
+  EXPECT_FALSE(
+      fused(print_plan(attention_graph({}), wallsim::test::trn2_arch(), GroupPolicy::per_op)));
 }
 
 TEST(FuseAttention, TheTransformerBlockExampleIsRecognised) {

@@ -44,8 +44,10 @@ TEST(LowerAttention, SequencesArePipelinedUnlessTheirStateCrowdsSbuf) {
   // The lowering's own order (the list schedule, schedule.h, would interleave both).
   LoweringOptions one_at_a_time = emission_order();
   one_at_a_time.attention_pipeline_percent = 1;
-  const auto pipelined = print_plan(attention(3, 200), {}, GroupPolicy::whole, emission_order());
-  const auto serial = print_plan(attention(3, 200), {}, GroupPolicy::whole, one_at_a_time);
+  const auto pipelined = print_plan(attention(3, 200), wallsim::test::trn2_arch(),
+                                    GroupPolicy::whole, emission_order());
+  const auto serial =
+      print_plan(attention(3, 200), wallsim::test::trn2_arch(), GroupPolicy::whole, one_at_a_time);
   EXPECT_EQ(pipelined.plan().instruction_count(), serial.plan().instruction_count());
   // On the vector engine, sequence 1's block-diagonal query comes before sequence 0's stage 3
   // (its head mask) when pipelined, after it when not.

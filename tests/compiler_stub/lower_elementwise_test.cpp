@@ -38,7 +38,7 @@ TEST(LowerElementwise, AnIntermediateStaysOnChipAndAChainReadsItsProducersTiles)
       {"id": 1, "op": "relu", "inputs": [0]},
       {"id": 2, "op": "add", "inputs": [1, 0]}])",
                                        "[2]"),
-                            {}, GroupPolicy::whole, emission_order());
+                            wallsim::test::trn2_arch(), GroupPolicy::whole, emission_order());
   // x is loaded once and read twice; v1 never goes to HBM.
   EXPECT_EQ(stream_summary(p.text), kTwoTileIo +
                                         "scalar: activation.relu x2\n"
@@ -62,7 +62,7 @@ TEST(LowerElementwise, SoftmaxIsMaxSubtractExpWithSumReciprocalAndMultiplyPerRow
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "softmax", "inputs": [0]}])",
                                        "[1]"),
-                            {}, GroupPolicy::whole, emission_order());
+                            wallsim::test::trn2_arch(), GroupPolicy::whole, emission_order());
   // Per row tile: max, x - max, (exp with its row sum on the scalar engine), 1 / sum, multiply.
   EXPECT_EQ(stream_summary(p.text), kTwoTileIo +
                                         "vector: tensor_reduce.max x1\n"
@@ -137,7 +137,7 @@ TEST(LowerElementwise, ReduceMeanIsASumThenAScaleIntoOneColumn) {
   const auto p = print_plan(make_graph(std::string("[") + kX + R"(,
       {"id": 1, "op": "reduce_mean", "inputs": [0]}])",
                                        "[1]"),
-                            {}, GroupPolicy::whole, emission_order());
+                            wallsim::test::trn2_arch(), GroupPolicy::whole, emission_order());
   EXPECT_EQ(stream_summary(p.text), kTwoTileIo +
                                         "vector: tensor_reduce.add x1\n"
                                         "vector: tensor_scalar.mul x1\n"

@@ -3,6 +3,7 @@
 // run on the scalar engine, and the op's HBM traffic grows with L x D. No SystemC.
 #include <gtest/gtest.h>
 
+#include "../support/chip_arch.h"
 #include "graph_test_util.h"
 #include "plan_check.h"
 
@@ -86,7 +87,7 @@ TEST(LowerFusedAttention, SegmentMasksAreComparedPerTileFromTheIds) {
   EXPECT_EQ(count_of(p.text, "tensor_tensor.ne"), 4);
   EXPECT_EQ(p.stats().spills, 0);
   // With too little SBUF left beside the pipeline to keep them, each pass compares again.
-  isa::ArchSpec small;
+  isa::ArchSpec small = wallsim::test::trn2_arch();
   small.sbuf.bytes_per_partition = 32 * 1024;
   const auto q = print_plan(fused(256, 256, 4, "", "int32"), small);
   EXPECT_EQ(count_of(q.text, "tensor_tensor.ne"), 2 * 4);
@@ -103,7 +104,7 @@ TEST(LowerFusedAttention, ADenseBiasIsReadTilePerStep) {
 }
 
 TEST(LowerFusedAttention, OnTinyHeadsAreStackedOnTheArrayRows) {
-  isa::ArchSpec tiny;
+  isa::ArchSpec tiny = wallsim::test::trn2_arch();
   tiny.partition_alignment = 8;
   tiny.sbuf.partitions = tiny.psum.partitions = tiny.tensor.rows = tiny.tensor.cols = 32;
   tiny.sbuf.bytes_per_partition = 16384;

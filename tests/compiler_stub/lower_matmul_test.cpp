@@ -4,6 +4,7 @@
 // per batch. No SystemC.
 #include <gtest/gtest.h>
 
+#include "../support/chip_arch.h"
 #include "graph_test_util.h"
 #include "plan_check.h"
 
@@ -23,7 +24,8 @@ Graph matmul_graph(int64_t m, int64_t k, int64_t n) {
 }
 
 TEST(LowerMatmul, TwoByTwoTilesTransposeAFirstThenAccumulateKChunksInOneBankEach) {
-  const auto p = print_plan(matmul_graph(256, 256, 512), {}, GroupPolicy::whole, emission_order());
+  const auto p = print_plan(matmul_graph(256, 256, 512), wallsim::test::trn2_arch(),
+                            GroupPolicy::whole, emission_order());
   const std::string s = stream_summary(p.text);
   // 2 row tiles x 2 K chunks: 4 transposes into stationaries, then per output tile a
   // start..stop accumulation of 2 matmuls.
@@ -43,8 +45,9 @@ TEST(LowerMatmul, AInHbmGetsItsStationariesWhereTheModelledCostIsLeast) {
   // transposes to the tensor engine (the bound); by hardware DMA transpose it adds 0.85 us to
   // the DMA engines, still under the tensor time: the DMA wins on a chip that has it.
   const Graph g = matmul_graph(256, 512, 2048);
-  isa::ArchSpec hw;
-  hw.dma.hardware_transpose = true;
+  isa::ArchSpec hw = wallsim::test::trn2_arch();
+  hw.dma.hardware_transpose = true;  // as configs/trn2.json: in 256-byte chunks
+  hw.costs.dma_transpose_chunk_bytes = 256;
   const auto by_array = print_plan(g);
   const auto by_dma = print_plan(g, hw);
   EXPECT_EQ(count_of(by_array.text, " transpose dst="), 8);  // 2 row tiles x 4 K chunks
@@ -61,7 +64,7 @@ TEST(LowerMatmul, AInHbmGetsItsStationariesWhereTheModelledCostIsLeast) {
   EXPECT_EQ(count_of(print_plan(g, slow_dma).text, " transpose dst="), 8);
   // No hardware transpose but DMA engines 1000x faster: even element-by-element reads (1 + 512
   // / 2 of the bytes) cost less than the array's transposes: a strided DMA.
-  isa::ArchSpec fast_dma;
+  isa::ArchSpec fast_dma = wallsim::test::trn2_arch();
   fast_dma.costs.dma_gb_per_s = 28990;
   const auto strided = print_plan(g, fast_dma);
   EXPECT_EQ(count_of(strided.text, " transpose dst="), 0);
@@ -76,7 +79,8 @@ TEST(LowerMatmul, APlanOutputsLastRowTilesAreStoredInFinerPiecesOverTheStoreQueu
   const int64_t stores = count_of(p.text, "dma_copy dst=v2<");
   LoweringOptions whole;
   whole.dma_dependent_split_bytes = whole.dma_split_bytes;
-  const auto q = print_plan(matmul_graph(4096, 128, 256), {}, GroupPolicy::whole, whole);
+  const auto q = print_plan(matmul_graph(4096, 128, 256), wallsim::test::trn2_arch(),
+                            GroupPolicy::whole, whole);
   EXPECT_EQ(count_of(q.text, "dma_copy dst=v2<"), 32) << q.text;
   EXPECT_EQ(stores, 16 + 16 * 2) << p.text;
   EXPECT_EQ(p.stats().hbm_bytes_out, q.stats().hbm_bytes_out);
@@ -86,7 +90,8 @@ TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
   LoweringOptions streamed;
   streamed.streamed_operand_percent = 1;
   const auto whole = print_plan(matmul_graph(128, 256, 2048));
-  const auto p = print_plan(matmul_graph(128, 256, 2048), {}, GroupPolicy::whole, streamed);
+  const auto p = print_plan(matmul_graph(128, 256, 2048), wallsim::test::trn2_arch(),
+                            GroupPolicy::whole, streamed);
   EXPECT_EQ(count_of(whole.text, "buffer    panel"), 0);
   // 2048 columns in panels of 512 (one PSUM bank of fp32), each panel two K chunks.
   EXPECT_EQ(count_of(p.text, "buffer    panel"), 4);
@@ -101,7 +106,7 @@ TEST(LowerMatmul, BatchMatmulMultipliesPerBatchEntry) {
           {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [4, 128, 64]},
           {"id": 2, "op": "batch_matmul", "inputs": [0, 1]}])",
           "[2]"),
-      {}, GroupPolicy::whole, emission_order());
+      wallsim::test::trn2_arch(), GroupPolicy::whole, emission_order());
   // Each batch entry: one row tile of A, one K chunk of B: one transpose, one matmul.
   EXPECT_TRUE(check_in_order(
       stream_summary(p.text),
@@ -192,7 +197,8 @@ TEST(LowerMatmul, AnActivationOrAResidualAddAfterTheBiasIsAppliedAsPsumIsEvacuat
 
 TEST(LowerMatmul, PerOpGroupsKeepTheBiasAddApart) {
   // Fusion is within a group: one-op groups lower the matmul and the bias_add separately.
-  const auto p = print_plan(matmul_bias_graph("", "[4]"), {}, GroupPolicy::per_op);
+  const auto p =
+      print_plan(matmul_bias_graph("", "[4]"), wallsim::test::trn2_arch(), GroupPolicy::per_op);
   EXPECT_EQ(count_of(p.text, "lhs=psum"), 0);
   EXPECT_EQ(count_of(p.text, "tensor_tensor.add"), 2);
 }
@@ -201,7 +207,7 @@ TEST(LowerMatmul, EvacuationsGoToTheLaneEngineWithLessModelledBusyTimeInTheOp) {
   // Alone the 6 evacuations alternate; a softmax before (vector-heavy) does not shift them (the
   // sums restart with each op) on lane engines of one clock; a slower vector engine (trn2's
   // clocks, the ArchSpec's cost hints) takes fewer.
-  const isa::ArchSpec base;
+  const isa::ArchSpec base = wallsim::test::trn2_arch();
   isa::ArchSpec even = base;
   even.costs.scalar_elements_per_ns = even.costs.vector_elements_per_ns;
   const auto alone = print_plan(matmul_graph(256, 256, 512), even);
@@ -247,12 +253,15 @@ TEST(LowerMatmul, OneRowMatmulLoadsItsWeightInChunksOfAtLeastTheMinimum) {
   const LoweringOptions on;
   LoweringOptions off;
   off.matmul_k_interleave = 0;
-  const auto p = print_plan(matmul_graph(1, 768, 768), {}, GroupPolicy::whole, on);
-  const auto q = print_plan(matmul_graph(1, 768, 768), {}, GroupPolicy::whole, off);
+  const auto p =
+      print_plan(matmul_graph(1, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, on);
+  const auto q =
+      print_plan(matmul_graph(1, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, off);
   EXPECT_GE(shortest_weight_run(p.plan()), on.dma_min_chunk_bytes);
   EXPECT_EQ(shortest_weight_run(q.plan()), 768 * 2);  // one weight row per chunk
   // Several row tiles of A keep plain row tiles of B.
-  const auto r = print_plan(matmul_graph(256, 768, 768), {}, GroupPolicy::whole, on);
+  const auto r =
+      print_plan(matmul_graph(256, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, on);
   EXPECT_EQ(shortest_weight_run(r.plan()), 768 * 2);
 }
 
@@ -261,8 +270,8 @@ TEST(LowerMatmul, OneRowMatmulLoadsItsWeightInChunksOfAtLeastTheMinimum) {
 // of transposing every K chunk first.
 TEST(LowerMatmul, OneRowTileMultipliesBeforeItsLastStationaryIsMade) {
   for (int64_t rows : {1, 128, 256}) {
-    const auto p =
-        print_plan(matmul_graph(rows, 3072, 768), {}, GroupPolicy::whole, emission_order());
+    const auto p = print_plan(matmul_graph(rows, 3072, 768), wallsim::test::trn2_arch(),
+                              GroupPolicy::whole, emission_order());
     int64_t first_matmul = -1, last_transpose = -1, i = 0;
     for (const auto& st : p.plan().streams) {
       if (st.engine != isa::Engine::tensor) continue;

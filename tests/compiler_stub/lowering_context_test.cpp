@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "../support/chip_arch.h"
 #include "graph_test_util.h"
 #include "plan_check.h"
 
@@ -41,8 +42,10 @@ TEST(LoweringContext, ALargeRowBlockTransferIsSplitByColumnsOrRowsOverTheQueues)
   LoweringOptions long_rows;
   long_rows.dma_split_bytes = 64 * 1024;
   const auto whole = print_plan(relu_chain(128, 512, 1));
-  const auto split = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, small_pieces);
-  const auto by_rows = print_plan(relu_chain(128, 512, 1), {}, GroupPolicy::whole, long_rows);
+  const auto split = print_plan(relu_chain(128, 512, 1), wallsim::test::trn2_arch(),
+                                GroupPolicy::whole, small_pieces);
+  const auto by_rows = print_plan(relu_chain(128, 512, 1), wallsim::test::trn2_arch(),
+                                  GroupPolicy::whole, long_rows);
   // The store takes the least loaded engine: 1, the load having used engine 0.
   EXPECT_EQ(stream_summary(whole.text),
             "ld0: dma_copy x1\n"
@@ -71,7 +74,7 @@ TEST(LoweringContext, QueueCountsFollowTheOptionsAndTheChip) {
   // One load queue per engine: too few for a class of plan-input loads and one of loads of
   // values the plan writes that each reach every engine, so both take either (on two engines,
   // the four input loads alternate); one store queue per engine.
-  isa::ArchSpec two_engines;
+  isa::ArchSpec two_engines = wallsim::test::trn2_arch();
   two_engines.dma.engines = 2;
   LoweringOptions one_load;
   one_load.load_queues_per_engine = 1;
@@ -98,7 +101,7 @@ TEST(LoweringContext, QueuesScaleWithTheDmaEngines) {
   // load queues, of which each class (plan-input loads, ld0-ld19; loads of values the plan
   // writes, ld20-ld39) reaches every engine, and 20 store queues. A fixed count (32 load
   // queues) gave one shared class, and a KV-cache reload queued behind weight prefetch.
-  isa::ArchSpec twenty;
+  isa::ArchSpec twenty = wallsim::test::trn2_arch();
   twenty.dma.engines = 20;
   const auto p = print_plan(relu_chain(512, 64, 1), twenty);
   std::map<std::string, std::set<int32_t>> engines;  // by queue class
@@ -113,7 +116,7 @@ TEST(LoweringContext, QueuesScaleWithTheDmaEngines) {
 }
 
 TEST(LoweringContext, DeadBuffersAreReusedAndTheReuseWaitsForTheirReaders) {
-  isa::ArchSpec small;
+  isa::ArchSpec small = wallsim::test::trn2_arch();
   small.sbuf.bytes_per_partition = 3 * 2048;  // three 128 x 512 fp32 tiles
   const auto p = print_plan(
       make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [128, 512]},
@@ -139,7 +142,7 @@ TEST(LoweringContext, DeadBuffersAreReusedAndTheReuseWaitsForTheirReaders) {
 }
 
 TEST(LoweringContext, WhenSbufIsFullAValueTheOpDoesNotUseIsSpilledToHbmAndReloaded) {
-  isa::ArchSpec small;
+  isa::ArchSpec small = wallsim::test::trn2_arch();
   small.sbuf.bytes_per_partition = 3 * 2048;  // three 128 x 512 fp32 tiles
   // At node 3, v2 and x are the op's operands (pinned) and v3 needs the third slot: v1, next
   // used at node 5, is the one value that may go. It exists only on chip, so it is stored to an
@@ -171,7 +174,8 @@ TEST(LoweringContext, AnOpLargerThanTheTriggerShareRunsInRowWindowsThroughHbm) {
   eager_windows.row_window_trigger_percent = 1;
   eager_windows.row_window_fill_percent = 1;  // four 256-byte row tiles (in and out) a window
   const auto whole = print_plan(relu_chain(1024, 64, 2));
-  const auto windowed = print_plan(relu_chain(1024, 64, 2), {}, GroupPolicy::whole, eager_windows);
+  const auto windowed = print_plan(relu_chain(1024, 64, 2), wallsim::test::trn2_arch(),
+                                   GroupPolicy::whole, eager_windows);
   EXPECT_EQ(whole.stats().spills, 0);
   EXPECT_EQ(count_of(whole.text, "tensor    v1 "), 0);
   // v1's windows go to an HBM scratch tensor (one spill); the next op reads them back.
@@ -188,7 +192,8 @@ TEST(LoweringContext, HbmScratchOfADeadValueIsReusedByALaterOne) {
   eager_windows.row_window_fill_percent = 1;
   // x -> v1 -> v2 -> v3 -> v4, each windowed through HBM: v1 is dead once v2 is written, so v3
   // is stored in v1's scratch tensor (and its writes wait for v2's reads of v1).
-  const auto p = print_plan(relu_chain(1024, 64, 4), {}, GroupPolicy::whole, eager_windows);
+  const auto p = print_plan(relu_chain(1024, 64, 4), wallsim::test::trn2_arch(), GroupPolicy::whole,
+                            eager_windows);
   EXPECT_EQ(p.stats().spills, 3);
   EXPECT_EQ(count_of(p.text, "scratch hbm"), 2);
   EXPECT_EQ(count_of(p.text, "tensor    v3 "), 0);
@@ -204,7 +209,7 @@ TEST(LoweringContext, AValueReadByALaterGroupIsStoredAndOneReadOnlyInsideIsNot) 
                      {"id": 2, "op": "exp", "inputs": [1]},
                      {"id": 3, "op": "add", "inputs": [2, 1]}])",
                  "[3]"),
-      {}, GroupPolicy::per_op);
+      wallsim::test::trn2_arch(), GroupPolicy::per_op);
   ASSERT_EQ(p.compiled.plans.plans.size(), 3u);
   EXPECT_TRUE(
       check_in_order(p.text, {"plan 0", "tensor    v1 output", "plan 1", "tensor    v1 input",

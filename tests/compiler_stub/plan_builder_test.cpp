@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "../support/chip_arch.h"
 #include "slot_instructions.h"
 #include "wallsim/isa/verifier.h"
 
@@ -36,7 +37,7 @@ TEST(PlanBuilder, ReadAfterWriteAcrossEnginesWaits) {
   ASSERT_EQ(v[1].signals.size(), 1u);
   ASSERT_EQ(p.streams[1].instructions[0].waits.size(), 1u);
   EXPECT_EQ(p.streams[1].instructions[0].waits[0].value, 1);
-  isa::ArchSpec arch;
+  isa::ArchSpec arch = wallsim::test::trn2_arch();
   EXPECT_TRUE(isa::verify(p, arch).empty());
 }
 
@@ -96,7 +97,7 @@ TEST(PlanBuilder, AWaitAnEarlierInstructionOfTheStreamMadeIsDropped) {
   EXPECT_EQ(v[0].signals.size(), 0u);  // nobody waits for vector[0] any more
   EXPECT_EQ(v[1].signals.size(), 1u);
   EXPECT_EQ(v[2].signals.size(), 1u);
-  isa::ArchSpec arch;
+  isa::ArchSpec arch = wallsim::test::trn2_arch();
   EXPECT_TRUE(isa::verify(p, arch).empty());
 }
 
@@ -113,7 +114,7 @@ TEST(PlanBuilder, SignalCountsFollowStreamOrder) {
   const auto& scalar = p.streams[1].instructions;
   EXPECT_EQ(scalar[0].waits[0].value, 1);
   EXPECT_EQ(scalar[1].waits[0].value, 2);
-  isa::ArchSpec arch;
+  isa::ArchSpec arch = wallsim::test::trn2_arch();
   EXPECT_TRUE(isa::verify(p, arch).empty());
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/chip_arch.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/isa/disasm.h"
@@ -32,7 +33,7 @@ inline LoweringOptions emission_order(LoweringOptions o = {}) {
 }
 
 // Compiles `g` (types inferred here), asserts success and that every plan passes the verifier.
-inline PrintedPlan print_plan(Graph g, const isa::ArchSpec& arch = {},
+inline PrintedPlan print_plan(Graph g, const isa::ArchSpec& arch = wallsim::test::trn2_arch(),
                               GroupPolicy policy = GroupPolicy::whole,
                               const LoweringOptions& options = {}) {
   infer_types(g);
@@ -50,7 +51,7 @@ inline PrintedPlan print_plan(Graph g, const isa::ArchSpec& arch = {},
 }
 
 // The error a compile of `g` returns, or "compiled".
-inline std::string compile_error(Graph g, const isa::ArchSpec& arch = {},
+inline std::string compile_error(Graph g, const isa::ArchSpec& arch = wallsim::test::trn2_arch(),
                                  const LoweringOptions& options = {}) {
   infer_types(g);
   auto r = compile_graph(g, arch, GroupPolicy::whole, {}, options);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/chip_arch.h"
 #include "slot_instructions.h"
 #include "wallsim/compiler_stub/plan_builder.h"
 #include "wallsim/isa/verifier.h"
@@ -43,8 +44,8 @@ TEST(SchedulePlan, AnEngineWaitingOnAnotherTakesIndependentLaterWorkFirst) {
   isa::Plan before = b.build();
   ASSERT_EQ(before.streams[1].instructions[0].waits.size(), 1u);
 
-  isa::Plan p = schedule_plan(before, isa::ArchSpec{}.costs);
-  isa::ArchSpec arch;
+  isa::Plan p = schedule_plan(before, wallsim::test::trn2_arch().costs);
+  isa::ArchSpec arch = wallsim::test::trn2_arch();
   EXPECT_TRUE(isa::verify(p, arch).empty());
   const auto& vi = p.streams[1].instructions;
   ASSERT_EQ(vi.size(), 2u);
@@ -69,8 +70,8 @@ TEST(SchedulePlan, AccessesToTheSameBytesKeepTheirOrder) {
   b.emit(vec, copy(z, v));        // WAW on z
   b.emit(vec, copy(v, z));        // RAW on z
   b.emit(vec, copy(z_again, v));  // z's bytes again
-  isa::Plan p = schedule_plan(b.build(), isa::ArchSpec{}.costs);
-  isa::ArchSpec arch;
+  isa::Plan p = schedule_plan(b.build(), wallsim::test::trn2_arch().costs);
+  isa::ArchSpec arch = wallsim::test::trn2_arch();
   EXPECT_TRUE(isa::verify(p, arch).empty());
   const auto& vi = p.streams[1].instructions;
   ASSERT_EQ(vi.size(), 4u);
@@ -90,7 +91,7 @@ TEST(SchedulePlan, ADeadlockedPlanIsReturnedUnchanged) {
   isa::Plan p = b.build();
   p.semaphores.push_back("never");
   p.streams[0].instructions[0].waits.push_back({0, 1});
-  EXPECT_EQ(schedule_plan(p, isa::ArchSpec{}.costs), p);
+  EXPECT_EQ(schedule_plan(p, wallsim::test::trn2_arch().costs), p);
 }
 
 }  // namespace

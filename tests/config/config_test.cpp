@@ -147,8 +147,15 @@ TEST(Config, HardwareDmaTransposeNeedsItsTimingAndFeedsTheCompilersCostHints) {
   const Config trn1 = load_config(source("configs/trn1.json"));
   EXPECT_EQ(trn1.chip.arch.costs.dma_gb_per_s, trn1.chip.timing.dma.bandwidth_gb_per_s);
   EXPECT_EQ(trn1.chip.arch.costs.hbm_gb_per_s, trn1.chip.timing.hbm.bandwidth_gb_per_s);
-  EXPECT_EQ(isa::CostHints{}.hbm_gb_per_s, 0.0);  // a default ArchSpec carries no chip's HBM
+  // A default ArchSpec knows no chip's speeds (the compiler refuses it); a default ChipConfig
+  // derives its own from its default timing, as a loaded config does.
+  EXPECT_FALSE(isa::CostHints{}.priced());
+  EXPECT_EQ(isa::CostHints{}.hbm_gb_per_s, 0.0);
   EXPECT_EQ(isa::CostHints{}.fp32_passes(), 1);
+  const sim::ChipConfig chip;
+  EXPECT_TRUE(chip.arch.costs.priced());
+  EXPECT_EQ(chip.arch.costs.dma_gb_per_s, chip.timing.dma.bandwidth_gb_per_s);
+  EXPECT_EQ(chip.arch.costs.tensor_freq_mhz, chip.timing.tensor.freq_mhz);
 }
 
 TEST(Config, OverridesParseJsonElseString) {

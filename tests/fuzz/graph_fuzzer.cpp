@@ -1,4 +1,5 @@
 // libFuzzer harness: graph files (reading and validation; small graphs are also compiled).
+#include "../support/chip_arch.h"
 #include "fuzz_util.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph_io.h"
@@ -17,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       elements += e;
     }
     if (elements > (1 << 18) || g.nodes.size() > 64) return;
-    (void)compiler_stub::compile_graph(g, isa::ArchSpec{}, compiler_stub::GroupPolicy::whole, {},
-                                       {});
+    (void)compiler_stub::compile_graph(g, wallsim::test::trn2_arch(),
+                                       compiler_stub::GroupPolicy::whole, {}, {});
   });
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "../support/chip_arch.h"
 #include "test_plans.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/graph_io.h"
@@ -99,7 +100,7 @@ TEST(PlanPack, CompiledPlansUnpackToThemselvesAtAFifthOfTheirSize) {
                                             name + ".json");
     compiler_stub::infer_types(g);
     for (auto policy : {compiler_stub::GroupPolicy::whole, compiler_stub::GroupPolicy::per_op}) {
-      auto r = compiler_stub::compile_graph(g, ArchSpec{}, policy);
+      auto r = compiler_stub::compile_graph(g, wallsim::test::trn2_arch(), policy);
       if (!std::holds_alternative<compiler_stub::CompiledGraph>(r)) continue;  // too big here
       ++compiled;
       int64_t packed = 0, unpacked = 0;

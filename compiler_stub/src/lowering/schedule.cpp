@@ -294,6 +294,7 @@ std::vector<std::vector<int32_t>> list_schedule(const Plan& plan, const std::vec
 }  // namespace
 
 isa::Plan schedule_plan(isa::Plan plan, const isa::CostHints& costs) {
+  costs.require_priced("compiler_stub::schedule_plan");
   const std::vector<Ref> order = linear_order(plan);
   if (order.empty()) return plan;
   const auto preds = dependencies(plan, order);

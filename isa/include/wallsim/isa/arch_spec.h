@@ -46,27 +46,37 @@ struct DmaSpec {
 };
 
 // What the compiler's cost model (choosing where a transpose runs) knows of the chip's speeds.
-// Not config keys: derived from the config's `timing` section when it is loaded
-// (runtime::config_from_json); the defaults are trn2's.
+// Not config keys: derived from the config's `timing` section (sim::cost_hints), when a config is
+// loaded (runtime::config_from_json) or a sim::ChipConfig is made. A default-constructed
+// CostHints knows no speed: every field is 0 and the compiler refuses it (require_priced), so no
+// ArchSpec carries a chip's speeds without having been built from that chip's config.
 struct CostHints {
-  double tensor_freq_mhz = 2400.0;          // timing.tensor.freq_mhz
-  int64_t moving_min_cycles = 64;           // timing.tensor.moving_min_cycles
-  double vector_elements_per_ns = 0.96;     // timing.vector: freq x elements per cycle
-  int64_t vector_fixed_ns = 104;            // timing.vector.fixed_overhead_cycles / freq
-  double scalar_elements_per_ns = 1.2;      // timing.scalar: freq x elements per cycle
-  double dma_gb_per_s = 28.99;              // timing.dma.bandwidth_gb_per_s, per engine
-  int64_t dma_chunk_overhead_bytes = 512;   // timing.dma.chunk_overhead_bytes
-  int64_t dma_transpose_chunk_bytes = 256;  // timing.dma.transpose_chunk_bytes
-  // The rest has no default speed: 0 until sim::cost_hints fills it from a chip's timing section
-  // (a default-constructed ArchSpec then prices no HBM term, one pass for fp32, no latencies).
-  int64_t tensor_fp32_passes = 0;     // timing.tensor.fp32_slowdown
-  int64_t tensor_latency_cycles = 0;  // timing.tensor.fill_cycles + drain_cycles
-  int64_t lane_access_ns = 0;         // timing.vector.access_latency_cycles / freq
-  double hbm_gb_per_s = 0;            // timing.hbm.bandwidth_gb_per_s (the core's share)
-  int64_t hbm_latency_ns = 0;         // timing.hbm.latency_ns
-  int64_t dma_issue_ns = 0;           // timing.dma.descriptor_issue_ns
-  bool dma_issue_overlaps = false;    // timing.dma.issue_overlaps_transfer
-  int64_t launch_ns = 0;              // timing.launch.switch_ns + semaphore_reset_ns
+  double tensor_freq_mhz = 0;             // timing.tensor.freq_mhz
+  int64_t moving_min_cycles = 0;          // timing.tensor.moving_min_cycles
+  double vector_elements_per_ns = 0;      // timing.vector: freq x elements per cycle
+  int64_t vector_fixed_ns = 0;            // timing.vector.fixed_overhead_cycles / freq
+  double scalar_elements_per_ns = 0;      // timing.scalar: freq x elements per cycle
+  double dma_gb_per_s = 0;                // timing.dma.bandwidth_gb_per_s, per engine
+  int64_t dma_chunk_overhead_bytes = 0;   // timing.dma.chunk_overhead_bytes
+  int64_t dma_transpose_chunk_bytes = 0;  // timing.dma.transpose_chunk_bytes
+  int64_t tensor_fp32_passes = 0;         // timing.tensor.fp32_slowdown
+  int64_t tensor_latency_cycles = 0;      // timing.tensor.fill_cycles + drain_cycles
+  int64_t lane_access_ns = 0;             // timing.vector.access_latency_cycles / freq
+  double hbm_gb_per_s = 0;                // timing.hbm.bandwidth_gb_per_s (the core's share)
+  int64_t hbm_latency_ns = 0;             // timing.hbm.latency_ns
+  int64_t dma_issue_ns = 0;               // timing.dma.descriptor_issue_ns
+  bool dma_issue_overlaps = false;        // timing.dma.issue_overlaps_transfer
+  int64_t launch_ns = 0;                  // timing.launch.switch_ns + semaphore_reset_ns
+
+  // Whether the engines' rates are known (a chip's timing filled them): the cost model divides
+  // by them. The latencies and overheads may be 0.
+  bool priced() const {
+    return tensor_freq_mhz > 0 && vector_elements_per_ns > 0 && scalar_elements_per_ns > 0 &&
+           dma_gb_per_s > 0;
+  }
+  // Throws std::invalid_argument naming `who` unless priced(): a caller that built an ArchSpec
+  // by hand instead of from a chip config (sim::cost_hints).
+  void require_priced(const char* who) const;
 
   // Passes through the array of an fp32 instruction (1 when not given).
   int64_t fp32_passes() const { return tensor_fp32_passes > 0 ? tensor_fp32_passes : 1; }

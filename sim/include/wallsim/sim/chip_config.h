@@ -34,8 +34,10 @@ struct TimingConfig {
 };
 
 struct ChipConfig {
+  // The defaults (trn2's), the compiler's cost hints derived from the default timing.
+  ChipConfig();
   std::string name = "trn2";
-  isa::ArchSpec arch;
+  isa::ArchSpec arch;  // arch.costs: sim::cost_hints(timing), derived again when a config loads
   TimingConfig timing;
 };
 

@@ -34,4 +34,9 @@ struct CriticalPath {
 };
 CriticalPath critical_path(const engines::Launch& launch);
 
+// The time each node's DMA transfers were in flight, by Plan::nodes index: the union of the
+// [start, end) occupancies of its DMA instructions over every queue, as simulated (transfers of
+// one node overlapping on several queues count once; waits between them not at all).
+std::vector<sc_core::sc_time> dma_active_by_node(const engines::Launch& launch);
+
 }  // namespace wallsim::sim
