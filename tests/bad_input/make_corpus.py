@@ -434,7 +434,7 @@ for name, shape, expected in [("constant_of_shape_huge", [2 ** 30, 2 ** 30], "mo
               onnx_graph([helper.make_node("ConstantOfShape", ["s"], ["c"], name="n0"),
                           helper.make_node("Add", ["x", "c"], ["y"], name="n1")],
                          [("x", (1,))], [onnx_ints("s", shape)]))
-onnx_case("pad_huge", "more than 2^27",
+onnx_case("pad_huge", "has more than 2^40 elements",
           onnx_graph([helper.make_node("Pad", ["x", "p"], ["y"], name="n0")], [("x", (2, 3))],
                      [onnx_ints("p", [0, 2 ** 40, 0, 0])]))
 onnx_case("range_huge", "more than 2^27",

@@ -224,16 +224,11 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
   if (!ctx.ensure_hbm(w.base) || !ctx.ensure_hbm(bid)) return ctx.no_room();
   const Slot x = ctx.hbm_tensor(w.base, isa::TensorRole::input);
   const Slot b = ctx.hbm_tensor(bid, isa::TensorRole::input);
+  // `parts` rows of `cols` contiguous elements, `stride` apart in HBM.
   auto hbm_rows = [&](Slot s, int32_t parts, int64_t stride, int64_t offset, int64_t cols) {
-    AccessPattern p;
+    AccessPattern p = Emitter::sbuf_ap(s, dt, parts, offset, cols);
     p.space = MemSpace::hbm;
-    p.buffer = s.index;
-    p.dtype = dt;
-    p.partitions = parts;
     p.partition_stride = stride;
-    p.offset = offset;
-    p.num_free = 1;
-    p.free[0] = {cols, 1};
     return p;
   };
   // x's planes of image `i`, a channel chunk per buffer: one descriptor row per channel.
