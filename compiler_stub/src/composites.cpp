@@ -151,7 +151,7 @@ int32_t expand_pad(Expander& e, const Node& n, int32_t x) {
 // last-axis reduction, reshaped to the result.
 int32_t expand_reduce(Expander& e, const Node& n, int32_t x) {
   const std::string& r = *n.text_attr("reduction");
-  const OpKind op = r == "sum" ? OpKind::reduce_sum
+  const OpKind op = r == "sum"   ? OpKind::reduce_sum
                     : r == "max" ? OpKind::reduce_max
                                  : OpKind::reduce_mean;
   const std::vector<Dim>& dims = e.type(x).dims;

@@ -78,7 +78,8 @@ std::optional<AttrKind> attr_kind(std::string_view attr) {
       attr == "offset") {
     return AttrKind::real;
   }
-  if (attr == "cmp" || attr == "scalar" || attr == "comm" || attr == "reduction") return AttrKind::text;
+  if (attr == "cmp" || attr == "scalar" || attr == "comm" || attr == "reduction")
+    return AttrKind::text;
   if (attr == "perm" || attr == "shape" || attr == "kernel" || attr == "strides" ||
       attr == "dilations" || attr == "begin" || attr == "end" || attr == "axes") {
     return AttrKind::ints;

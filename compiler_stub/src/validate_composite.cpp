@@ -15,12 +15,14 @@ TensorType NodeChecker::pad() const {
   }
   Dims out = dims(0);
   for (size_t k = 0; k < out.size(); ++k) {
-    if (begin[k] < 0 || end[k] < 0) fail("negative padding " + std::to_string(begin[k]) + ", " +
-                                         std::to_string(end[k]) + " of axis " + std::to_string(k));
+    if (begin[k] < 0 || end[k] < 0)
+      fail("negative padding " + std::to_string(begin[k]) + ", " + std::to_string(end[k]) +
+           " of axis " + std::to_string(k));
     if (!begin[k] && !end[k]) continue;
     if (out[k].kind != Dim::Kind::fixed) {
-      fail("padding along the " + std::string(out[k].kind == Dim::Kind::bounded ? "bounded" : "unknown") +
-           " dim " + to_string(out[k]) + " is not supported");
+      fail("padding along the " +
+           std::string(out[k].kind == Dim::Kind::bounded ? "bounded" : "unknown") + " dim " +
+           to_string(out[k]) + " is not supported");
     }
     out[k] = Dim::of(out[k].size + begin[k] + end[k]);
   }

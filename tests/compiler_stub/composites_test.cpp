@@ -21,8 +21,8 @@ using test::make_graph;
 Graph with(const std::string& node) {
   Graph g = make_graph(std::string(R"([{"id": 0, "op": "input", "name": "x", "dtype": "fp32",
                                      "shape": [2, 3, 4, 5]}, )") +
-                        node + "]",
-                    "[1]");
+                           node + "]",
+                       "[1]");
   infer_types(g);
   return g;
 }
@@ -42,19 +42,22 @@ std::vector<Dim> dims(std::initializer_list<int64_t> s) {
 TEST(Composites, ShapeRules) {
   EXPECT_EQ(with(R"({"id": 1, "op": "pad", "inputs": [0], "begin": [0, 0, 1, 2],
                      "end": [0, 1, 1, 0], "value": -1.5})")
-                .nodes[1].type.dims,
+                .nodes[1]
+                .type.dims,
             dims({2, 4, 6, 7}));
   EXPECT_EQ(with(R"({"id": 1, "op": "reduce", "inputs": [0], "reduction": "sum",
                      "axes": [1, -1], "keepdim": 1})")
-                .nodes[1].type.dims,
+                .nodes[1]
+                .type.dims,
             dims({2, 1, 4, 1}));
   EXPECT_EQ(with(R"({"id": 1, "op": "reduce", "inputs": [0], "reduction": "max",
                      "axes": [0, 2]})")
-                .nodes[1].type.dims,
+                .nodes[1]
+                .type.dims,
             dims({3, 5}));
-  EXPECT_EQ(with(R"({"id": 1, "op": "reduce", "inputs": [0], "reduction": "mean"})")
-                .nodes[1].type.dims,
-            dims({1}));
+  EXPECT_EQ(
+      with(R"({"id": 1, "op": "reduce", "inputs": [0], "reduction": "mean"})").nodes[1].type.dims,
+      dims({1}));
 }
 
 TEST(Composites, ShapeErrors) {
@@ -144,7 +147,8 @@ TEST(Composites, ReferenceReducesOverAxes) {
     for (int64_t w = 0; w < 5; ++w) {
       float want = -1e30f;
       for (int64_t n = 0; n < 2; ++n)
-        for (int64_t h = 0; h < 4; ++h) want = std::max(want, x.data[((n * 3 + c) * 4 + h) * 5 + w]);
+        for (int64_t h = 0; h < 4; ++h)
+          want = std::max(want, x.data[((n * 3 + c) * 4 + h) * 5 + w]);
       EXPECT_FLOAT_EQ(max.data[c * 5 + w], want);
     }
   }

@@ -22,8 +22,8 @@ TEST(LowerConv, Im2colIsAStridedReadStraightIntoTheMatmulsRowTiles) {
   // The rules' route (the window route, window_matmul.cpp, is WindowConvOnChip's).
   LoweringOptions rules;
   rules.matmul_schedule = -2;
-  const auto p = print_plan(make_graph(kConv, "[6]"), wallsim::test::trn2_arch(),
-                            GroupPolicy::whole, rules);
+  const auto p =
+      print_plan(make_graph(kConv, "[6]"), wallsim::test::trn2_arch(), GroupPolicy::whole, rules);
   for (int n : {2, 3, 4}) EXPECT_EQ(count_of(p.text, "@node " + std::to_string(n) + "\n"), 0);
   // One row tile of the 16 pixels, one DMA per output row (4 pixels on 4 partitions, 1 element
   // apart); each partition reads its window: 2 channels x 3 rows x 3 columns of x, overlapping

@@ -14,8 +14,8 @@ using test::run_on_chip;
 struct Conv {
   int64_t n, c, hw, oc, k, s, d;
   std::string dt = "fp32";
-  int64_t pad = 0;   // a zero border of `pad` made by concats with a zeros input (the importer's)
-  bool bias = false; // + bias_add and relu
+  int64_t pad = 0;    // a zero border of `pad` made by concats with a zeros input (the importer's)
+  bool bias = false;  // + bias_add and relu
 };
 
 std::string ints(const std::vector<int64_t>& v) {
@@ -29,13 +29,13 @@ std::string ints(const std::vector<int64_t>& v) {
 Graph conv_graph(const Conv& v) {
   const int64_t hw = v.hw + 2 * v.pad, span = (v.k - 1) * v.d + 1;
   const int64_t o = (hw - span) / v.s + 1, ck = v.c * v.k * v.k, px = v.n * o * o;
-  std::string nodes =
-      R"({"id": 0, "op": "input", "name": "x", "dtype": ")" + v.dt + R"(", "shape": )" +
-      ints({v.n, v.c, v.hw, v.hw}) + R"(, "role": "input"},
-    {"id": 1, "op": "input", "name": "w", "dtype": ")" + v.dt + R"(", "shape": )" + ints({ck, v.oc}) +
-      R"(, "role": "weight"},
-    {"id": 2, "op": "input", "name": "b", "dtype": ")" + v.dt + R"(", "shape": )" + ints({v.oc}) +
-      R"(, "role": "weight"},)";
+  std::string nodes = R"({"id": 0, "op": "input", "name": "x", "dtype": ")" + v.dt +
+                      R"(", "shape": )" + ints({v.n, v.c, v.hw, v.hw}) + R"(, "role": "input"},
+    {"id": 1, "op": "input", "name": "w", "dtype": ")" +
+                      v.dt + R"(", "shape": )" + ints({ck, v.oc}) +
+                      R"(, "role": "weight"},
+    {"id": 2, "op": "input", "name": "b", "dtype": ")" +
+                      v.dt + R"(", "shape": )" + ints({v.oc}) + R"(, "role": "weight"},)";
   int32_t x = 0, id = 3;
   if (v.pad) {
     // Zeros as x - x: a border [n, c, pad, hw] above and below, [n, c, hw + 2 pad, pad] beside.
@@ -43,8 +43,9 @@ Graph conv_graph(const Conv& v) {
       nodes += R"({"id": )" + std::to_string(id) + R"(, "op": "input", "name": "z)" +
                std::to_string(id) + R"(", "dtype": ")" + v.dt + R"(", "shape": )" + ints(shape) +
                R"(, "role": "input"},
-    {"id": )" + std::to_string(id + 1) + R"(, "op": "sub", "inputs": [)" + std::to_string(id) +
-               ", " + std::to_string(id) + "]},";
+    {"id": )" + std::to_string(id + 1) +
+               R"(, "op": "sub", "inputs": [)" + std::to_string(id) + ", " + std::to_string(id) +
+               "]},";
       id += 2;
       return id - 1;
     };
@@ -62,19 +63,24 @@ Graph conv_graph(const Conv& v) {
   nodes += R"({"id": )" + std::to_string(im) + R"(, "op": "im2col", "inputs": [)" +
            std::to_string(x) + R"(], "kernel": )" + ints({v.k, v.k}) + R"(, "strides": )" +
            ints({v.s, v.s}) + R"(, "dilations": )" + ints({v.d, v.d}) + R"(},
-    {"id": )" + std::to_string(im + 1) + R"(, "op": "transpose", "inputs": [)" +
-           std::to_string(im) + R"(], "perm": [0, 2, 3, 1, 4, 5]},
-    {"id": )" + std::to_string(im + 2) + R"(, "op": "reshape", "inputs": [)" +
-           std::to_string(im + 1) + R"(], "shape": )" + ints({px, ck}) + R"(},
-    {"id": )" + std::to_string(im + 3) + R"(, "op": "matmul", "inputs": [)" +
-           std::to_string(im + 2) + R"(, 1]})";
+    {"id": )" +
+           std::to_string(im + 1) + R"(, "op": "transpose", "inputs": [)" + std::to_string(im) +
+           R"(], "perm": [0, 2, 3, 1, 4, 5]},
+    {"id": )" +
+           std::to_string(im + 2) + R"(, "op": "reshape", "inputs": [)" + std::to_string(im + 1) +
+           R"(], "shape": )" + ints({px, ck}) + R"(},
+    {"id": )" +
+           std::to_string(im + 3) + R"(, "op": "matmul", "inputs": [)" + std::to_string(im + 2) +
+           R"(, 1]})";
   int32_t out = im + 3;
   if (v.bias) {
     nodes += R"(,
-    {"id": )" + std::to_string(im + 4) + R"(, "op": "bias_add", "inputs": [)" +
+    {"id": )" +
+             std::to_string(im + 4) + R"(, "op": "bias_add", "inputs": [)" +
              std::to_string(im + 3) + R"(, 2]},
-    {"id": )" + std::to_string(im + 5) + R"(, "op": "relu", "inputs": [)" +
-             std::to_string(im + 4) + "]}";
+    {"id": )" +
+             std::to_string(im + 5) + R"(, "op": "relu", "inputs": [)" + std::to_string(im + 4) +
+             "]}";
     out = im + 5;
   }
   return test::graph(R"({"format": "wallsim-graph", "version": 1, "name": "conv", "nodes": [)" +
@@ -140,7 +146,9 @@ TEST(WindowConvOnChip, RulesPointStaysAvailable) {
 TEST(WindowConvOnChip, Trn2K3S1) { expect_matches({2, 16, 18, 24, 3, 1, 1}, "trn2", 1); }
 TEST(WindowConvOnChip, Trn2K3S2) { expect_matches({3, 8, 17, 20, 3, 2, 1}, "trn2", 1); }
 TEST(WindowConvOnChip, Trn2K3Dilation2) { expect_matches({1, 8, 20, 12, 3, 1, 2}, "trn2", 1); }
-TEST(WindowConvOnChip, Trn2K5Padded) { expect_matches({2, 6, 12, 10, 5, 1, 1, "fp32", 2}, "trn2", 1); }
+TEST(WindowConvOnChip, Trn2K5Padded) {
+  expect_matches({2, 6, 12, 10, 5, 1, 1, "fp32", 2}, "trn2", 1);
+}
 TEST(WindowConvOnChip, Trn2K1) { expect_matches({2, 40, 14, 30, 1, 1, 1}, "trn2", 1); }
 TEST(WindowConvOnChip, Trn2K1S2) { expect_matches({2, 40, 14, 30, 1, 2, 1}, "trn2", 1); }
 // C = 200: a short second channel chunk; OC = 600: two column blocks; OW = 130: row pieces.
@@ -153,8 +161,12 @@ TEST(WindowConvOnChip, Trn2BiasRelu) {
   expect_matches({2, 16, 12, 24, 3, 1, 1, "fp32", 1, true}, "trn2", 1);
 }
 TEST(WindowConvOnChip, Trn2CostModelPick) { expect_matches({2, 64, 30, 64, 3, 1, 1}, "trn2"); }
-TEST(WindowConvOnChip, Trn1K3S2Padded) { expect_matches({2, 24, 15, 40, 3, 2, 1, "fp32", 1}, "trn1", 1); }
-TEST(WindowConvOnChip, Trn1K7S2Bf16) { expect_matches({1, 3, 37, 16, 7, 2, 1, "bf16", 3}, "trn1", 1); }
+TEST(WindowConvOnChip, Trn1K3S2Padded) {
+  expect_matches({2, 24, 15, 40, 3, 2, 1, "fp32", 1}, "trn1", 1);
+}
+TEST(WindowConvOnChip, Trn1K7S2Bf16) {
+  expect_matches({1, 3, 37, 16, 7, 2, 1, "bf16", 3}, "trn1", 1);
+}
 TEST(WindowConvOnChip, Trn1Dilation2BiasRelu) {
   expect_matches({2, 130, 11, 70, 3, 1, 2, "fp32", 0, true}, "trn1", 1);
 }
@@ -162,7 +174,8 @@ TEST(WindowConvOnChip, Trn1Dilation2BiasRelu) {
 // The torch capture's padded x is a [N·C·H, W] value reshaped to [N, C, H, W]: the window is
 // recognised from the view's strides over that flat base.
 TEST(WindowConvOnChip, Trn2FlatBase) {
-  const Graph g = test::graph(R"({"format": "wallsim-graph", "version": 1, "name": "conv", "nodes": [
+  const Graph g =
+      test::graph(R"({"format": "wallsim-graph", "version": 1, "name": "conv", "nodes": [
     {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [160, 10], "role": "input"},
     {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [72, 12], "role": "weight"},
     {"id": 2, "op": "reshape", "inputs": [0], "shape": [2, 8, 10, 10]},

@@ -136,9 +136,9 @@ class Transformer final : public Workload {
       // This rank's rows of the batch (sp: its block of its data-parallel rank's rows).
       const int64_t rows = m_sp ? B * seq / m_sizes.tp : B * seq;
       const int64_t first = s.rank().dp_rank * B * seq + (m_sp ? s.rank().tp_rank * rows : 0);
-      x = rows == m_batch * seq ? s.upload_random({rows, m_d}, m_dtype, sd)
-                                : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0,
-                                                        first, first + rows);
+      x = rows == m_batch * seq
+              ? s.upload_random({rows, m_d}, m_dtype, sd)
+              : s.upload_random_slice({m_batch * seq, m_d}, m_dtype, sd, 0, first, first + rows);
       x = layers(s, x, B, seq);
       if (m_sp) x = runtime::all_gather(x, "tp");
     }

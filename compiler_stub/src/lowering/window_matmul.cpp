@@ -21,7 +21,8 @@ std::vector<TileSpan> tile_spans(const WindowFacts& w, int64_t tile_rows) {
   for (int64_t n = 0; n < w.N; ++n) {
     if (w.OW <= tile_rows) {
       const int64_t r = tile_rows / w.OW;
-      for (int64_t oh = 0; oh < w.OH; oh += r) out.push_back({n, oh, std::min(r, w.OH - oh), 0, w.OW});
+      for (int64_t oh = 0; oh < w.OH; oh += r)
+        out.push_back({n, oh, std::min(r, w.OH - oh), 0, w.OW});
     } else {
       for (int64_t oh = 0; oh < w.OH; ++oh)
         for (int64_t ow = 0; ow < w.OW; ow += tile_rows)
@@ -62,8 +63,10 @@ MatmulCost predict_window(const LoweringContext& ctx, const WindowFacts& w, cons
                 cycle_ns;
   c.lanes_ns = double(tiles * ocb) *
                (double(h.vector_fixed_ns) + double(width) / h.vector_elements_per_ns) / 2;
-  const double x_pay = double(w.N * w.C * w.H * w.W * db), w_pay = double(w.C * w.KH * w.KW * oc * db);
-  const double engine = h.dma_engine_bytes(x_pay, double(w.N * w.C)) + h.dma_engine_bytes(w_pay, double(w.C));
+  const double x_pay = double(w.N * w.C * w.H * w.W * db),
+               w_pay = double(w.C * w.KH * w.KW * oc * db);
+  const double engine =
+      h.dma_engine_bytes(x_pay, double(w.N * w.C)) + h.dma_engine_bytes(w_pay, double(w.C));
   const double rate_all = h.dma_gb_per_s * double(ctx.arch().dma.engines);
   c.dma_ns = engine / rate_all;
   c.hbm_ns = h.hbm_gb_per_s > 0 ? (x_pay + w_pay) / h.hbm_gb_per_s : 0;
@@ -109,8 +112,8 @@ MatmulCost predict_today(const LoweringContext& ctx, const WindowFacts& w, const
   double chunks = a_pay / double(run * f.a_bytes);
   if (run == 1 && f.a_bytes == 2 && arch.dma.hardware_transpose && h.dma_transpose_chunk_bytes > 0)
     chunks = a_pay / double(h.dma_transpose_chunk_bytes);
-  c.dma_ns = std::max(c.dma_ns, h.dma_engine_bytes(a_pay, chunks) /
-                                    (h.dma_gb_per_s * double(arch.dma.engines)));
+  c.dma_ns = std::max(
+      c.dma_ns, h.dma_engine_bytes(a_pay, chunks) / (h.dma_gb_per_s * double(arch.dma.engines)));
   return c;
 }
 
@@ -220,7 +223,9 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
   const int64_t OC = view_of(n.type).cols, KK = w.KH * w.KW, rows_max = ctx.tile_rows();
   const int64_t plane = w.H * w.W, image = w.image;
   const int64_t cc = ceil_div(w.C, rows_max), width = std::min(moving_cols(ctx), OC);
-  auto chunk_rows = [&](int64_t k) { return static_cast<int32_t>(std::min(rows_max, w.C - k * rows_max)); };
+  auto chunk_rows = [&](int64_t k) {
+    return static_cast<int32_t>(std::min(rows_max, w.C - k * rows_max));
+  };
   if (!ctx.ensure_hbm(w.base) || !ctx.ensure_hbm(bid)) return ctx.no_room();
   const Slot x = ctx.hbm_tensor(w.base, isa::TensorRole::input);
   const Slot b = ctx.hbm_tensor(bid, isa::TensorRole::input);
@@ -301,8 +306,8 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
         for (int64_t kw = 0; kw < w.KW; ++kw)
           for (int64_t k = 0; k < cc; ++k, ++step) {
             const int32_t cs = chunk_rows(k);
-            AccessPattern st = LoweringContext::sbuf_ap((*planes)[static_cast<size_t>(k)], dt, cs,
-                                                        0, sp.cols);
+            AccessPattern st =
+                LoweringContext::sbuf_ap((*planes)[static_cast<size_t>(k)], dt, cs, 0, sp.cols);
             st.offset = (sp.oh0 * w.sh + kh * w.dh) * w.W + sp.ow0 * w.sw + kw * w.dw;
             if (sp.rows > 1) {
               st.num_free = 2;
@@ -311,8 +316,8 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
             } else {
               st.free[0] = {sp.cols, w.sw};
             }
-            const AccessPattern mv = LoweringContext::sbuf_ap(
-                wt[static_cast<size_t>(k)], dt, cs, (kh * w.KW + kw) * OC + n0, ns);
+            const AccessPattern mv = LoweringContext::sbuf_ap(wt[static_cast<size_t>(k)], dt, cs,
+                                                              (kh * w.KW + kw) * OC + n0, ns);
             ctx.emit_matmul(ps, st, mv, step == 0, step + 1 == KK * cc);
           }
       const AccessPattern o = ctx.tile_ap(*out, static_cast<int64_t>(t), n0, ns);

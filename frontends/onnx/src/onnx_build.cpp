@@ -170,7 +170,9 @@ int32_t binary(I& m, OpKind op, int32_t a, int32_t b) {
 // The reduction `op` (reduce_sum, reduce_max, reduce_mean) of x over `axes` (none: nothing is
 // reduced), keeping them as 1s or dropping them: compiler_stub's composite `reduce`.
 int32_t reduce(I& m, OpKind op, int32_t x, Ints axes, bool keepdims) {
-  const char* reduction = op == OpKind::reduce_sum ? "sum" : op == OpKind::reduce_max ? "max" : "mean";
+  const char* reduction = op == OpKind::reduce_sum   ? "sum"
+                          : op == OpKind::reduce_max ? "max"
+                                                     : "mean";
   return m.emit(OpKind::reduce, {x},
                 {{"reduction", std::string(reduction)},
                  {"axes", axes},

@@ -176,13 +176,13 @@ BoundedOp BoundedReplay::plan_op(const Event& e) {
     case OpKind::reduce: {
       // Composites: exact when the axes they pad or reduce are not bounded (the others pass
       // through their expansion's reshapes whole).
-      const std::vector<bool> reduced =
-          k == OpKind::reduce ? cs::reduced_axes(e.node, int64_t(in[0]->shape.size()))
-                              : std::vector<bool>{};
+      const std::vector<bool> reduced = k == OpKind::reduce
+                                            ? cs::reduced_axes(e.node, int64_t(in[0]->shape.size()))
+                                            : std::vector<bool>{};
       for (size_t ax = 0; ax < in[0]->shape.size(); ++ax) {
-        const bool touched = k == OpKind::reduce
-                                 ? bool(reduced[ax])
-                                 : (*e.node.ints_attr("begin"))[ax] || (*e.node.ints_attr("end"))[ax];
+        const bool touched = k == OpKind::reduce ? bool(reduced[ax])
+                                                 : (*e.node.ints_attr("begin"))[ax] ||
+                                                       (*e.node.ints_attr("end"))[ax];
         if (touched && bound_of(*in[0], ax) > 0) refuse("it pads or reduces a bounded axis");
       }
       break;
