@@ -306,11 +306,10 @@ void add_common(Core::OpTotals& o, const T& t) {
 
 }  // namespace
 
-void Core::OpTotals::add(const engines::NodeTotals& t, sc_time exposed, sc_time dma_active) {
+void Core::OpTotals::add(const engines::NodeTotals& t, sc_time exposed) {
   ++nodes;
   add_common(*this, t);
   exposed_ns += exposed.to_seconds() * 1e9;
-  dma_active_ns += dma_active.to_seconds() * 1e9;
 }
 
 Core::OpTotals& Core::OpTotals::operator+=(const OpTotals& o) {
@@ -326,18 +325,27 @@ void Core::retire_drained() {
        m_launches.pop_front(), ++m_first_live) {
     Launch& l = m_launches.front();
     const CriticalPath path = critical_path(l);
-    const std::vector<sc_time> dma_active = dma_active_by_node(l);
     m_outside_ops += path.no_node;
+    // The launch's ops, in order of first node, to group their DMA time.
+    std::vector<OpTotals*> ops;
+    std::vector<int32_t> op_of(l.plan->nodes.size(), -1);
     for (size_t i = 0; i < l.plan->nodes.size(); ++i) {
       const isa::NodeInfo& n = l.plan->nodes[i];
       if (n.op == "input") {
         m_outside_ops += path.by_node[i];
         continue;
       }
-      m_op_totals[n.op].add(l.nodes[i], path.by_node[i], dma_active[i]);
+      OpTotals& op = m_op_totals[n.op];
+      op.add(l.nodes[i], path.by_node[i]);
+      const auto at = std::find(ops.begin(), ops.end(), &op);
+      op_of[i] = static_cast<int32_t>(at - ops.begin());
+      if (at == ops.end()) ops.push_back(&op);
       if (i < l.origins.size() && l.origins[i] >= 0)
-        m_origin_totals[l.origins[i]].add(l.nodes[i], path.by_node[i], dma_active[i]);
+        m_origin_totals[l.origins[i]].add(l.nodes[i], path.by_node[i]);
     }
+    const std::vector<sc_time> dma_active = dma_active_by_group(l, op_of, ops.size());
+    for (size_t k = 0; k < ops.size(); ++k)
+      ops[k]->dma_active_ns += dma_active[k].to_seconds() * 1e9;
     // Launches start in launch order, so the union grows at its end.
     if (l.end_time > l.start_time && l.end_time > m_busy_end) {
       m_busy += l.end_time - std::max(l.start_time, m_busy_end);

@@ -129,9 +129,10 @@ CriticalPath critical_path(const engines::Launch& l) {
   return out;
 }
 
-std::vector<sc_time> dma_active_by_node(const engines::Launch& launch) {
+std::vector<sc_time> dma_active_by_group(const engines::Launch& launch,
+                                         const std::vector<int32_t>& group, size_t groups) {
   const isa::Plan& plan = *launch.plan;
-  std::vector<std::vector<std::pair<sc_time, sc_time>>> spans(plan.nodes.size());
+  std::vector<std::vector<std::pair<sc_time, sc_time>>> spans(groups);
   for (size_t s = 0; s < plan.streams.size(); ++s) {
     const isa::Stream& stream = plan.streams[s];
     if (stream.engine != isa::Engine::dma) continue;
@@ -139,19 +140,20 @@ std::vector<sc_time> dma_active_by_node(const engines::Launch& launch) {
       const int32_t node = stream.instructions[i].node;
       if (node < 0) continue;
       auto it = launch.node_index.find(node);
-      if (it == launch.node_index.end()) continue;
+      if (it == launch.node_index.end() || group[it->second] < 0) continue;
       const engines::InstructionTimes& t = launch.times[launch.stream_offset[s] + i];
-      if (t.end > t.start) spans[it->second].emplace_back(t.start, t.end);
+      if (t.end > t.start)
+        spans[static_cast<size_t>(group[it->second])].emplace_back(t.start, t.end);
     }
   }
-  std::vector<sc_time> out(plan.nodes.size());
-  for (size_t n = 0; n < spans.size(); ++n) {
-    std::vector<std::pair<sc_time, sc_time>>& v = spans[n];
+  std::vector<sc_time> out(groups);
+  for (size_t g = 0; g < groups; ++g) {
+    std::vector<std::pair<sc_time, sc_time>>& v = spans[g];
     std::sort(v.begin(), v.end());
     sc_time covered_to;
     for (const auto& [start, end] : v) {
       if (end <= covered_to) continue;
-      out[n] += end - std::max(start, covered_to);
+      out[g] += end - std::max(start, covered_to);
       covered_to = end;
     }
   }

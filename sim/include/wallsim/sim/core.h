@@ -82,14 +82,13 @@ class Core : public sc_core::sc_module {
     // launch, from its start to its end, belongs to the one node whose instruction the launch
     // waited on then. Over every op, plus critical_time_outside_ops(), the launches' time. ns.
     double exposed_ns = 0;
-    // The time the op's DMA transfers were in flight (sim/critical_path.h dma_active_by_node),
-    // summed over its nodes. ns.
+    // The time any of the op's DMA transfers was in flight, summed over launches (in each, the
+    // union over its nodes of the op: sim/critical_path.h dma_active_by_group). ns.
     double dma_active_ns = 0;
     std::vector<int64_t> dma_engine_bytes;  // by DMA engine
 
-    // Adds one node's totals: its exposed time `exposed` on its launch's critical path and the
-    // time `dma_active` its DMA transfers were in flight.
-    void add(const engines::NodeTotals& t, sc_core::sc_time exposed, sc_core::sc_time dma_active);
+    // Adds one node's totals, its exposed time `exposed` on its launch's critical path.
+    void add(const engines::NodeTotals& t, sc_core::sc_time exposed);
     // Adds another set of totals (the sum over several ops, origins or layers).
     OpTotals& operator+=(const OpTotals& o);
   };

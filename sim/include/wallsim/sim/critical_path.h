@@ -34,9 +34,11 @@ struct CriticalPath {
 };
 CriticalPath critical_path(const engines::Launch& launch);
 
-// The time each node's DMA transfers were in flight, by Plan::nodes index: the union of the
-// [start, end) occupancies of its DMA instructions over every queue, as simulated (transfers of
-// one node overlapping on several queues count once; waits between them not at all).
-std::vector<sc_core::sc_time> dma_active_by_node(const engines::Launch& launch);
+// The time the DMA transfers of each group of a launch's nodes were in flight, as simulated:
+// per group, the union of the [start, end) occupancies of its nodes' DMA instructions over every
+// queue (transfers of the group overlapping on several queues, or of several of its nodes,
+// count once; the time between them not at all). group[i] is Plan::nodes[i]'s group, or -1.
+std::vector<sc_core::sc_time> dma_active_by_group(const engines::Launch& launch,
+                                                  const std::vector<int32_t>& group, size_t groups);
 
 }  // namespace wallsim::sim
