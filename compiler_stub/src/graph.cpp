@@ -109,6 +109,17 @@ std::optional<InputRole> parse_role(std::string_view s) {
   return std::nullopt;
 }
 
+double contraction_macs(const TensorType& a, const TensorType& out) {
+  double elements = 1;
+  for (const Dim& d : out.dims) elements *= double(d.size);
+  return elements * double(a.dims.back().size);
+}
+
+double node_macs(const Graph& g, const Node& n) {
+  if (info(n.op).kind != OpClass::contraction) return 0;
+  return contraction_macs(g.find(n.inputs[0])->type, n.type);
+}
+
 int64_t TensorType::elements() const {
   int64_t n = 1;
   for (const Dim& d : dims) {

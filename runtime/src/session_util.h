@@ -31,17 +31,10 @@ inline int64_t bytes_of(const TensorType& t) {
 
 inline int64_t now_ps() { return static_cast<int64_t>(sc_core::sc_time_stamp().value()); }
 
-// MACs of the matmuls in `nodes` of `g`, from their types.
+// MACs of the contractions in `nodes` of `g`, from their types.
 inline double macs_of(const Graph& g, const std::vector<int32_t>& nodes) {
   double macs = 0;
-  for (int32_t id : nodes) {
-    const Node& n = *g.find(id);
-    if (n.op != OpKind::matmul && n.op != OpKind::batch_matmul) continue;
-    const TensorType& a = g.find(n.inputs[0])->type;
-    double out = 1;
-    for (const auto& d : n.type.dims) out *= double(d.size);
-    macs += out * double(a.dims.back().size);
-  }
+  for (int32_t id : nodes) macs += compiler_stub::node_macs(g, *g.find(id));
   return macs;
 }
 

@@ -43,12 +43,7 @@ class GraphFile final : public Workload {
       if (n.op == cs::OpKind::iota) {
         throw base::InputError(m_file, "the graph workload cannot record iota nodes");
       }
-      if (n.op == cs::OpKind::matmul || n.op == cs::OpKind::batch_matmul) {
-        const auto& a = m_graph.find(n.inputs[0])->type;
-        double macs = 1;
-        for (const cs::Dim& d : a.dims) macs *= double(d.size);
-        m_macs += macs * double(n.type.dims.back().size);
-      }
+      m_macs += cs::node_macs(m_graph, n);
     }
     if (m_weights.empty()) {
       const std::filesystem::path f(m_file);

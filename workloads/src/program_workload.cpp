@@ -58,11 +58,10 @@ class ProgramReplay final : public Workload {
     for (size_t si = 0; si < m_program.steps.size(); ++si) {
       for (size_t i = m_program.steps[si].first; i < m_program.steps[si].second; ++i) {
         const pt::Event& e = m_program.events[i];
-        if (e.kind != EventKind::op) continue;
-        if (e.node.op != OpKind::matmul && e.node.op != OpKind::batch_matmul) continue;
-        // At the captured shapes: the result's elements times the contraction length.
-        const pt::ProgramTensor& a = tensor(e.node.inputs[0]);
-        m_real_macs[si] += double(product(e.out.shape, 0)) * double(a.shape.back());
+        if (e.kind != EventKind::op || cs::info(e.node.op).kind != cs::OpClass::contraction)
+          continue;
+        // At the captured shapes.
+        m_real_macs[si] += cs::contraction_macs(tensor(e.node.inputs[0]).type(), e.out.type());
       }
     }
   }

@@ -166,4 +166,13 @@ struct Graph {
   const ScalarParam* find_scalar(const std::string& name) const;
 };
 
+// The multiply-accumulates of a contraction (kind `contraction` in ops.def: matmul,
+// batch_matmul) from its types: the result's elements times the contracted length, the last dim
+// of its first operand `a` (bounded dims at their bound).
+double contraction_macs(const TensorType& a, const TensorType& out);
+// The multiply-accumulates of node `n` of `g` (its inputs' types in `g`): contraction_macs for
+// a contraction, 0 for every other op. The one count of a node's MACs: a plan's, a graph's, a
+// workload's.
+double node_macs(const Graph& g, const Node& n);
+
 }  // namespace wallsim::compiler_stub
