@@ -91,6 +91,7 @@ Tensor Session::iota(const std::vector<int64_t>& shape, isa::DType dtype, int64_
 
 Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
                    std::optional<isa::DType> dtype, const std::string& name) {
+  if (m_count) return count_op(kind, given, std::move(attrs), dtype);
   const ExecutionMode& mode = *m_options.mode;
   // A pre-laid weight (upload's layout): the transpose it was laid out for is a view of its
   // storage, dispatched by the framework but recorded as no op; any other read goes through
@@ -126,14 +127,13 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
   n.id = m_next_node++;
   n.op = kind;
   n.name = name;
-  const bool declares = kind == OpKind::iota || kind == OpKind::recv;  // shape attr, dtype
-  n.dtype = declares ? std::nullopt : dtype;
   for (const Tensor& t : inputs) {
     const auto& p = t.impl();
     if (p->pending >= 0) {
       n.inputs.push_back(p->pending);
       continue;
     }
+    require_value(*p);
     auto it = m_pending_inputs.find(p->storage());
     if (it == m_pending_inputs.end()) {
       Node in;
@@ -147,14 +147,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
     }
     n.inputs.push_back(it->second);
   }
-  if (declares) {
-    const auto* shape = std::get_if<std::vector<int64_t>>(&attrs.at("shape"));
-    n.type.dtype = dtype.value_or(isa::DType::int32);
-    for (int64_t d : *shape) n.type.dims.push_back(compiler_stub::Dim::of(d));
-    attrs.erase("shape");
-  }
-  n.attrs = std::move(attrs);
-  if (kind != OpKind::iota) n.type = compiler_stub::infer_node(m_pending, n);
+  type_node(m_pending, n, std::move(attrs), dtype);
   auto t = new_tensor();
   t->type = n.type;
   t->pending = n.id;
@@ -182,6 +175,7 @@ Tensor Session::op(OpKind kind, const std::vector<Tensor>& given, Attrs attrs,
 }
 
 void Session::set_origin(const Origin& origin) {
+  if (m_count) return;
   auto [it, added] = m_origin_index.emplace(origin, static_cast<int32_t>(m_origins.size()));
   if (added) m_origins.push_back(origin);
   m_current_origin = it->second;
@@ -192,6 +186,7 @@ const std::map<int32_t, sim::Core::OpTotals>& Session::origin_totals() const {
 }
 
 int64_t Session::host_compute(double flops, double bytes) {
+  if (m_count) return 0;
   const HostCpuConfig& cpu = m_config.runtime.host_cpu;
   const double ns = std::max(flops / cpu.gflops, bytes / cpu.memory_gb_per_s);  // GFLOP/s = FLOP/ns
   const int64_t charged = cpu.op_overhead_ns + static_cast<int64_t>(std::ceil(ns));
@@ -199,9 +194,12 @@ int64_t Session::host_compute(double flops, double bytes) {
   return charged;
 }
 
-void Session::mark_step() { flush("mark_step"); }
+void Session::mark_step() {
+  if (!m_count) flush("mark_step");
+}
 
 void Session::synchronize() {
+  if (m_count) return;
   flush("synchronize");
   wait_launched(nullptr);
   for (size_t i = m_step_first_launch; i < m_device.launches(); ++i)
@@ -210,6 +208,7 @@ void Session::synchronize() {
 }
 
 void Session::mark_split() {
+  if (m_count) return;
   for (auto it = m_pending.nodes.rbegin(); it != m_pending.nodes.rend(); ++it) {
     if (it->op != OpKind::input) {
       m_split_marks.insert(it->id);
@@ -219,6 +218,7 @@ void Session::mark_split() {
 }
 
 void Session::declare_scalar(const std::string& name, int64_t min, int64_t max) {
+  if (m_count) return count_scalar(name, min, max);
   if (m_pending.find_scalar(name)) return;
   m_pending.scalars.push_back({name, min, max});
 }
@@ -459,6 +459,7 @@ void Session::finish_trace() {
 
 void Session::startup(const std::vector<int64_t>& buckets,
                       const std::function<void(int64_t)>& trace) {
+  refuse_counting("startup");
   if (!m_options.mode->compiles_ahead()) return;
   m_aot_buckets = buckets;
   std::sort(m_aot_buckets.begin(), m_aot_buckets.end());
@@ -472,7 +473,7 @@ void Session::startup(const std::vector<int64_t>& buckets,
 }
 
 int64_t Session::shape_for(int64_t real) {
-  if (!m_options.mode->pads_shapes() || m_tracing) return real;
+  if (!m_options.mode->pads_shapes() || m_tracing || m_count) return real;
   for (int64_t b : m_aot_buckets) {
     if (b >= real) return b;
   }
@@ -488,6 +489,7 @@ int64_t Session::shape_for(int64_t real) {
 }
 
 void Session::begin_step(int64_t index) {
+  refuse_counting("begin_step");
   m_host.enter(HostState::other);
   if (m_log.in_step()) end_step();
   m_log.begin(index, now_ns());
@@ -496,11 +498,13 @@ void Session::begin_step(int64_t index) {
 }
 
 void Session::idle_until(int64_t ns) {
+  refuse_counting("idle_until");
   if (m_log.in_step()) throw RuntimeError("internal: idle_until inside a step");
   m_host.idle_until(ns);
 }
 
 void Session::end_step() {
+  refuse_counting("end_step");
   if (!m_log.in_step()) return;
   flush("step end");
   wait_launched(nullptr);

@@ -22,6 +22,7 @@ compiler_stub::WeightLayout Session::weight_layout(
 Tensor Session::upload(const std::vector<int64_t>& shape, isa::DType dtype,
                        const std::vector<float>& values,
                        const compiler_stub::WeightLayout& layout) {
+  if (m_count) return count_upload(shape, dtype);
   TensorType type;
   type.dtype = dtype;
   for (int64_t d : shape) type.dims.push_back(compiler_stub::Dim::of(d));
@@ -88,7 +89,8 @@ Tensor Session::upload_npy(const std::string& path, isa::DType dtype,
 Tensor Session::upload_random(const std::vector<int64_t>& shape, isa::DType dtype, uint64_t seed,
                               const compiler_stub::WeightLayout& layout) {
   // Timing only: the values are never read, so none are drawn (the transfer is the same).
-  if (!m_options.functional && !m_options.keep_reference) return upload(shape, dtype, {}, layout);
+  if (m_count || (!m_options.functional && !m_options.keep_reference))
+    return upload(shape, dtype, {}, layout);
   memory::TensorStore::Tensor tmp;
   tmp.space = isa::MemSpace::host;
   tmp.dtype = dtype;
@@ -102,7 +104,8 @@ Tensor Session::upload_random_slice(const std::vector<int64_t>& full, isa::DType
                                     uint64_t seed, int64_t axis, int64_t start, int64_t limit) {
   std::vector<int64_t> shape = full;
   shape.at(static_cast<size_t>(axis)) = limit - start;
-  if (!m_options.functional && !m_options.keep_reference) return upload(shape, dtype, {});
+  if (m_count || (!m_options.functional && !m_options.keep_reference))
+    return upload(shape, dtype, {});
   memory::TensorStore::Tensor tmp;
   tmp.space = isa::MemSpace::host;
   tmp.dtype = dtype;
@@ -175,6 +178,8 @@ Tensor Session::undo_layout(const Tensor& t) {
 }
 
 compiler_stub::HostTensor Session::to_host(const Tensor& t) {
+  refuse_counting("to_host");
+  require_value(*t.impl());
   if (!t.impl()->layout.as_given()) {
     return to_host(undo_layout(t));
   }

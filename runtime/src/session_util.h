@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "wallsim/compiler_stub/validate.h"
 #include "wallsim/runtime/session.h"
 
 namespace wallsim::runtime::session_detail {
@@ -36,6 +37,29 @@ inline double macs_of(const Graph& g, const std::vector<int32_t>& nodes) {
   double macs = 0;
   for (int32_t id : nodes) macs += compiler_stub::node_macs(g, *g.find(id));
   return macs;
+}
+
+// Throws std::logic_error for a tensor of Session::count_macs (a type, no value) outside it.
+inline void require_value(const TensorImpl& t) {
+  if (t.pending < 0 && t.storage().empty())
+    throw std::logic_error("a tensor of Session::count_macs (a type, no value) read outside it");
+}
+
+// Types node `n` of a recorded op (its op, id and inputs set; the inputs nodes of `g`) with
+// `attrs` and `dtype`: iota and recv declare theirs (the `shape` attribute, `dtype` or int32),
+// every other op's is inferred and checked by compiler_stub's shape rules (recv's against its
+// declaration). Session::op and count_macs type every op by it.
+inline void type_node(const Graph& g, Node& n, Attrs attrs, std::optional<isa::DType> dtype) {
+  const bool declares = n.op == OpKind::iota || n.op == OpKind::recv;  // shape attr, dtype
+  n.dtype = declares ? std::nullopt : dtype;
+  if (declares) {
+    const auto* shape = std::get_if<std::vector<int64_t>>(&attrs.at("shape"));
+    n.type.dtype = dtype.value_or(isa::DType::int32);
+    for (int64_t d : *shape) n.type.dims.push_back(compiler_stub::Dim::of(d));
+    attrs.erase("shape");
+  }
+  n.attrs = std::move(attrs);
+  if (n.op != OpKind::iota) n.type = compiler_stub::infer_node(g, n);
 }
 
 // A plan's name from the ops of its group (`nodes` of `g`, inputs skipped): the op itself for

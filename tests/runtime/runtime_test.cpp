@@ -588,5 +588,55 @@ TEST(Runtime, CompileFailureUnderSplitRetriesThenStops) {
   EXPECT_EQ(rig.session->totals().fallbacks, 2);
 }
 
+// count_macs records a step's shapes only: a hand-built step's MACs are its contractions' (a
+// matmul [64, 32] x [32, 48] and a batch_matmul [4, 8, 16] x [4, 8, 16]^T; not the attention,
+// the softmax or the element-wise ops), and nothing is uploaded, compiled, launched, charged to
+// the host or logged; its tensors have no value outside it.
+TEST(CountMacs, CountsAHandBuiltStepsContractionsAndLeavesNoTrace) {
+  Rig rig(load("trn2"), mode_named("fused"));
+  rig.run([&](Session& s) {
+    Tensor w = s.upload_random({32, 48}, isa::DType::fp32, 1);
+    s.synchronize();
+    const Counts before = s.totals();
+    const int64_t now = s.now_ns();
+    const auto host_by_op = s.host_ns_by_op();
+    Tensor kept;
+    const double macs = s.count_macs([&] {
+      s.set_origin({"counted", ""});
+      Tensor x = s.upload_random({64, 32}, isa::DType::fp32, 2);
+      Tensor y = gelu(matmul(x, w));
+      EXPECT_EQ(y.shape(), (std::vector<int64_t>{64, 48}));
+      Tensor q = s.upload({4, 8, 16}, isa::DType::fp32, {});
+      Tensor p = softmax(batch_matmul(q, q, /*transpose_b=*/true));
+      EXPECT_EQ(p.shape(), (std::vector<int64_t>{4, 8, 8}));
+      Tensor a = s.upload_random({16, 32}, isa::DType::fp32, 3);
+      Tensor o = attention(a, a, a, nullptr, 2, true);
+      EXPECT_EQ(s.iota({16, 32}, isa::DType::int32, 1).shape(), (std::vector<int64_t>{16, 32}));
+      EXPECT_THROW(add(o, s.upload_random({3}, isa::DType::fp32, 4)), base::InputError);
+      s.mark_step();
+      s.mark_split();
+      s.synchronize();
+      EXPECT_THROW(s.to_host(y), std::logic_error);
+      EXPECT_THROW(s.begin_step(0), std::logic_error);
+      EXPECT_THROW(s.count_macs([] {}), std::logic_error);
+      kept = y;
+    });
+    EXPECT_EQ(macs, 64.0 * 32 * 48 + 4.0 * 8 * 8 * 16);
+    EXPECT_EQ(s.now_ns(), now);
+    EXPECT_EQ(s.host_ns_by_op(), host_by_op);
+    const Counts after = s.totals();
+    EXPECT_EQ(after.ops, before.ops);
+    EXPECT_EQ(after.transfers, before.transfers);
+    EXPECT_EQ(after.compiles, before.compiles);
+    EXPECT_EQ(after.plans_launched, before.plans_launched);
+    EXPECT_TRUE(s.cache_entries().empty());
+    EXPECT_TRUE(s.origins().empty());
+    EXPECT_TRUE(s.steps().empty());
+    EXPECT_THROW(s.reference(kept), RuntimeError);
+    EXPECT_THROW(s.to_host(kept), std::logic_error);
+    EXPECT_THROW(matmul(kept, s.upload_random({48, 8}, isa::DType::fp32, 5)), std::logic_error);
+  });
+}
+
 }  // namespace
 }  // namespace wallsim::runtime

@@ -199,14 +199,18 @@ class Session {
   // Run-time scalars (a KV append's position, a bounded dim's extent): declared once with
   // their range, set before the ops that use them are launched.
   void declare_scalar(const std::string& name, int64_t min, int64_t max);
-  void set_scalar(const std::string& name, int64_t value) { m_scalar_values[name] = value; }
+  void set_scalar(const std::string& name, int64_t value) {
+    if (!m_count) m_scalar_values[name] = value;
+  }
 
   // ---- provenance ----
   // Ops recorded from now on come from `origin` (until the next set_origin or clear_origin).
   // Every launch carries each node's origin, so a cached plan shared by many layers still
   // reports per layer: origin_totals() folds device time and bytes by origin.
   void set_origin(const Origin& origin);
-  void clear_origin() { m_current_origin = -1; }
+  void clear_origin() {
+    if (!m_count) m_current_origin = -1;
+  }
   // Every origin set, by index (origin_totals' keys).
   const std::vector<Origin>& origins() const { return m_origins; }
   // Device totals of drained launches by origin index (sim::Core::OpTotals; exposed_ns
@@ -233,8 +237,24 @@ class Session {
   // time is idle, in no step's record (idle_ns() sums it).
   void idle_until(int64_t ns);
   int64_t idle_ns() const { return m_log.idle_ns(); }
-  // The MACs of the step at its real shapes (a padded AOT step reports what it wastes).
-  void add_real_macs(double macs) { m_log.add_real_macs(macs); }
+  // The MACs of the step at its real shapes (a padded AOT step reports what it wastes): the
+  // count_macs of the step recorded at them.
+  void add_real_macs(double macs) {
+    refuse_counting("add_real_macs");
+    m_log.add_real_macs(macs);
+  }
+
+  // ---- counting (mac_count.cpp) ----
+  // Runs `record` (workload code on this session) as a shape-only recording and returns the
+  // multiply-accumulates of the ops it records (compiler_stub::node_macs). While it runs, op(),
+  // iota, the uploads, collectives, sends and recvs make tensors that carry only their type,
+  // inferred and checked by compiler_stub's shape rules as a recorded op's is. Nothing is
+  // uploaded, compiled, launched, charged to host time, traced, logged in the step's record or
+  // kept in the reference graph; set_scalar, the origins, mark_step, mark_split and synchronize
+  // do nothing (declare_scalar declares for the recording's shape checks only); shape_for
+  // returns the real extent; to_host and the step calls throw std::logic_error. Its tensors
+  // are for ops inside it only (a recorded op outside refuses them).
+  double count_macs(const std::function<void()>& record);
 
   // The reference evaluator's value of `t` (keep_reference only).
   compiler_stub::HostTensor reference(const Tensor& t) const;
@@ -266,6 +286,14 @@ class Session {
 
  private:
   struct Group;
+  class MacCount;
+  // In count_macs: the op, upload and scalar declaration of a shape-only recording.
+  Tensor count_op(compiler_stub::OpKind kind, const std::vector<Tensor>& inputs, Attrs attrs,
+                  std::optional<isa::DType> dtype);
+  Tensor count_upload(const std::vector<int64_t>& shape, isa::DType dtype);
+  void count_scalar(const std::string& name, int64_t min, int64_t max);
+  // Throws std::logic_error naming `call` inside count_macs.
+  void refuse_counting(const char* call) const;
   void flush(const char* reason);
   void run_group(const std::vector<int32_t>& nodes, bool allow_fallback);
   void launch_group(const Group& g, const std::shared_ptr<CompiledPlan>& c, int64_t compile_ns);
@@ -314,6 +342,7 @@ class Session {
   size_t m_step_first_launch = 0;
   std::vector<int64_t> m_aot_buckets;
   bool m_tracing = false;                     // AOT startup: recording a bucket's step
+  MacCount* m_count = nullptr;                // count_macs: a shape-only recording
   size_t m_collectives_seen = 0;              // engine records already looked at
   std::optional<traces::Track> m_comm_track;  // the comm_wait slices (traced ranks)
   int64_t m_collective_ns = 0;
