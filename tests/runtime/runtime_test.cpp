@@ -192,6 +192,7 @@ struct DecodeRun {
   Counts startup, steps;
   std::vector<Counts> per_step;  // step 0 is the prefill
   double padded_macs = 0, real_macs = 0;
+  nlohmann::ordered_json report;  // the workload's own section ("decoding")
 };
 DecodeRun decode_run(const ExecutionMode& mode, const std::string& dynamic = "exact") {
   Rig rig(load("trn2"), mode, false);
@@ -203,6 +204,7 @@ DecodeRun decode_run(const ExecutionMode& mode, const std::string& dynamic = "ex
     w->run(s, 9);
   });
   DecodeRun r;
+  r.report = w->report()->second;
   r.startup = rig.session->startup_record().counts;
   for (const auto& st : rig.session->steps()) {
     r.steps.add(st.counts);
@@ -636,6 +638,102 @@ TEST(CountMacs, CountsAHandBuiltStepsContractionsAndLeavesNoTrace) {
     EXPECT_THROW(s.to_host(kept), std::logic_error);
     EXPECT_THROW(matmul(kept, s.upload_random({48, 8}, isa::DType::fp32, 5)), std::logic_error);
   });
+}
+
+// The real MACs of a step are its MACs recorded at its real shapes (Session::count_macs): a
+// workload that never pads does exactly the MACs it reports.
+TEST(CountMacs, GemmUnderAotDoesItsRealMacs) {
+  Rig rig(load("trn2"), mode_named("aot"), false);
+  auto w = workloads::make_workload(workloads::parse_spec("gemm:m=100,k=64,n=48"));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
+    w->run(s, 2);
+  });
+  ASSERT_EQ(rig.session->steps().size(), 2u);
+  for (const StepRecord& r : rig.session->steps()) {
+    EXPECT_EQ(r.real_macs, 100.0 * 64 * 48);
+    EXPECT_EQ(r.padded_macs, r.real_macs);
+  }
+}
+// A run of `spec` under native (no padding): the steps' real MACs equal their plans' MACs.
+void expect_real_equals_padded(const std::string& spec) {
+  Rig rig(load("trn2"), mode_named("native"), false);
+  auto w = workloads::make_workload(workloads::parse_spec(spec));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    w->run(s, 1);
+  });
+  ASSERT_EQ(rig.session->steps().size(), 1u);
+  const StepRecord& r = rig.session->steps()[0];
+  EXPECT_GT(r.real_macs, 0);
+  EXPECT_EQ(r.real_macs, r.padded_macs);
+}
+// The fused attention is not a contraction: its MACs are in neither count.
+TEST(CountMacs, TransformerDoesItsRealMacs) { expect_real_equals_padded(kTransformer); }
+// The first layer's backward computes no input gradient.
+TEST(CountMacs, TrainingStepDoesItsRealMacs) {
+  expect_real_equals_padded("train:batch=64,d_model=32,d_ff=96,layers=2,dtype=fp32");
+}
+TEST(CountMacs, ExactDecodeUnderNativeDoesItsRealMacs) {
+  DecodeRun r = decode_run(mode_named("native"));
+  EXPECT_GT(r.real_macs, 0);
+  EXPECT_EQ(r.padded_macs, r.real_macs);
+  EXPECT_EQ(r.report["padding_by_source"]["padded_fraction"], 0.0);
+}
+
+// (padded - real) / padded, from the steps' records.
+double padded_fraction(const DecodeRun& r) { return (r.padded_macs - r.real_macs) / r.padded_macs; }
+
+// AOT pads the keys (and the prompt) to buckets; the padding by source sums to what the plans
+// did beyond the real MACs.
+TEST(CountMacs, AotDecodePaddingBySourceSumsToPaddedLessReal) {
+  DecodeRun r = decode_run(mode_named("aot"));
+  EXPECT_GT(r.padded_macs, r.real_macs);
+  const auto& by = r.report["padding_by_source"];
+  EXPECT_NEAR(by["padded_fraction"].get<double>(), padded_fraction(r), 1e-12);
+  EXPECT_EQ(by["batch_share"], 0.0);
+  EXPECT_GT(by["keys_share"].get<double>(), 0.0);
+  EXPECT_GT(by["prompt_share"].get<double>(), 0.0);  // the prompt of 40 runs at 64 rows
+  EXPECT_NEAR(by["keys_share"].get<double>() + by["prompt_share"].get<double>(), 1.0, 1e-12);
+}
+
+// serve under the static scheduler pads batches (finished sequences ride along), prompts and
+// keys to buckets: each source's MACs are counted at the shapes between real and padded, and
+// they sum to the plans' MACs beyond the real ones. Continuous batching under AOT pads too.
+void check_serve_padding(const std::string& scheduler, const char* mode) {
+  Rig rig(load("trn2"), mode_named(mode), false);
+  auto w = workloads::make_workload(workloads::parse_spec(
+      "serve:requests=6,layers=1,d_model=64,heads=4,d_ff=128,vocab=100,context=64,max_prompt=32,"
+      "prompt_mean=12,max_batch=4,block=4,scheduler=" +
+      scheduler));
+  rig.run([&](Session& s) {
+    w->setup(s);
+    s.startup(w->buckets(s), [&](int64_t b) { w->trace(s, b); });
+    w->run(s, 0);
+  });
+  double padded = 0, real = 0;
+  for (const StepRecord& st : rig.session->steps()) {
+    padded += st.padded_macs;
+    real += st.real_macs;
+  }
+  EXPECT_GT(padded, real);
+  const auto by = w->report()->second["padding_by_source"];
+  EXPECT_NEAR(by["padded_fraction"].get<double>(), (padded - real) / padded, 1e-12);
+  EXPECT_GT(by["prompt_share"].get<double>(), 0.0);
+  EXPECT_GT(by["batch_share"].get<double>(), 0.0);
+  // A token's keys past its sequence cost decode_attention work, which is not a contraction:
+  // neither the plans' MACs nor the real ones count it.
+  EXPECT_EQ(by["keys_share"], 0.0);
+  const double shares = by["batch_share"].get<double>() + by["prompt_share"].get<double>() +
+                        by["keys_share"].get<double>();
+  EXPECT_NEAR(shares, 1.0, 1e-12);
+}
+TEST(CountMacs, StaticServePaddingBySourceSumsToPaddedLessReal) {
+  check_serve_padding("static", "native");
+}
+TEST(CountMacs, ContinuousServeUnderAotPaddingBySourceSumsToPaddedLessReal) {
+  check_serve_padding("continuous", "aot");
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <functional>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
 
 #include "serve_batching.h"
 #include "wallsim/runtime/kv_blocks.h"
@@ -266,8 +267,9 @@ class Serve final : public Workload, public ServeLoop {
   // a token for every unfinished sequence.
   void run_iteration(Session& s, const std::vector<Seq*>& seqs, bool prefill) override {
     const Shape shape = shape_of(s, seqs, prefill);
-    tally_padding(seqs, shape);
+    const double real_macs = tally_padding(s, seqs, shape);
     s.begin_step(m_iterations++);
+    s.add_real_macs(real_macs);
     m_prefill_steps.push_back(prefill);
     const compiler_stub::HostTensor out = s.to_host(iteration(s, seqs, shape));
     s.end_step();
@@ -291,28 +293,37 @@ class Serve final : public Workload, public ServeLoop {
     }
   }
 
-  // The MACs of one sequence's row(s) in an iteration, by the model's own count (as
-  // add_real_macs): a prefill of `len` tokens, or a token attending over `len` keys.
-  double sequence_macs(bool prefill, int64_t len) const {
-    const double D = double(m_d), F = double(m_ff), L = double(len);
-    const double layers =
-        prefill ? 4 * L * D * D + 2 * L * L * D + 2 * L * D * F : 4 * D * D + 2 * L * D + 2 * D * F;
-    return double(m_layers) * layers + D * double(m_vocab);
-  }
-  // Where an iteration's padded work comes from (called before its sequences advance): rows of
-  // no live sequence (batch), a prefill's tokens past each prompt (prompt), a token's keys past
-  // its sequence's own length (keys).
-  void tally_padding(const std::vector<Seq*>& seqs, const Shape& shape) {
-    const double full = sequence_macs(shape.prefill, shape.len);
-    int64_t live = 0;
-    for (const Seq* q : seqs) {
+  // An iteration's MACs at its real shapes (returned) and where its padded work comes from,
+  // each the iteration recorded at those shapes (macs_at; called before its sequences advance):
+  // real, each live sequence alone at its own length; prompt or keys, the live sequences at the
+  // iteration's length less that (a prefill's tokens past each prompt, a token's keys past its
+  // sequence's own length); batch, the whole iteration less the live sequences (rows of no
+  // live sequence).
+  double tally_padding(Session& s, const std::vector<Seq*>& seqs, const Shape& shape) {
+    std::vector<Seq*> live;
+    double real = 0;
+    for (Seq* q : seqs) {
       if (q->done()) continue;
-      ++live;
-      const double real = sequence_macs(shape.prefill, shape.prefill ? q->kv : q->kv + 1);
-      m_tally.real_macs += real;
-      (shape.prefill ? m_tally.prompt_pad_macs : m_tally.keys_pad_macs) += full - real;
+      live.push_back(q);
+      real += macs_at(s, {q}, {shape.prefill, 1, shape.prefill ? q->kv : q->kv + 1});
     }
-    m_tally.batch_pad_macs += double(shape.batch - live) * full;
+    const auto rows = static_cast<int64_t>(live.size());
+    const double live_macs = rows > 0 ? macs_at(s, live, {shape.prefill, rows, shape.len}) : 0.0;
+    m_tally.real_macs += real;
+    (shape.prefill ? m_tally.prompt_pad_macs : m_tally.keys_pad_macs) += live_macs - real;
+    m_tally.batch_pad_macs += macs_at(s, seqs, shape) - live_macs;
+    return real;
+  }
+  // The MACs of the iteration over `seqs` at `shape` (Session::count_macs; the pools stay as
+  // they are), once per shape: an iteration's graph depends on its shape alone.
+  double macs_at(Session& s, const std::vector<Seq*>& seqs, const Shape& shape) {
+    auto [it, added] = m_macs_at.try_emplace({shape.prefill, shape.batch, shape.len}, 0.0);
+    if (added) {
+      const std::vector<Layer> kept = m_w;
+      it->second = s.count_macs([&] { iteration(s, seqs, shape); });
+      m_w = kept;
+    }
+    return it->second;
   }
 
   // ---- the model ----
@@ -330,8 +341,6 @@ class Serve final : public Workload, public ServeLoop {
     auto token_id = [&](const Seq* q, int64_t pos) {
       return float((q->req->id * 7919 + pos) % m_vocab);
     };
-    double real_macs = 0;
-    const double D = double(m_d), F = double(m_ff);
     const double inv_sqrt_hd = 1.0 / std::sqrt(double(hd));
     Tensor x, slot_t;
     std::vector<float> last_row;  // prefill: each sequence's last row, read after the layers
@@ -350,9 +359,6 @@ class Serve final : public Workload, public ServeLoop {
           slots[static_cast<size_t>(i * P + j)] = float(m_kv->row(q->req->id, j));
         }
         last_row[static_cast<size_t>(i)] = float(i * P + q->kv - 1);
-        const double L = double(q->kv);
-        real_macs += double(m_layers) * (4 * L * D * D + 2 * L * L * D + 2 * L * D * F) +
-                     D * double(m_vocab);
       }
       slot_t = s.upload({rows}, isa::DType::int32, slots);
       x = embedding(m_wte, s.upload({rows}, isa::DType::int32, ids));
@@ -385,8 +391,6 @@ class Serve final : public Workload, public ServeLoop {
           gather[static_cast<size_t>(i * L + j)] = float(m_kv->row(q->req->id, j));
         }
         std::fill_n(lens.begin() + i * H, H, float(len));
-        real_macs +=
-            double(m_layers) * (4 * D * D + 2 * double(len) * D + 2 * D * F) + D * double(m_vocab);
       }
       slot_t = s.upload({B}, isa::DType::int32, slots);
       Tensor gather_t = s.upload({B, L}, isa::DType::int32, gather);
@@ -414,7 +418,6 @@ class Serve final : public Workload, public ServeLoop {
       out = transpose(reshape(all_gather(out, "tp"), {tp, B}), {1, 0});
       out = s.op(OpKind::reduce_max, {out});
     }
-    s.add_real_macs(real_macs / double(m_sizes.tp));  // a rank's share
     return out;
   }
 
@@ -437,6 +440,7 @@ class Serve final : public Workload, public ServeLoop {
   int64_t m_iterations = 0;
   std::vector<bool> m_prefill_steps;  // by step index
   ServeTally m_tally;
+  std::map<std::tuple<bool, int64_t, int64_t>, double> m_macs_at;  // by (prefill, batch, len)
 };
 
 }  // namespace

@@ -77,7 +77,7 @@ struct ServeTally {
   int64_t prefills = 0, decodes = 0, decode_rows = 0, decode_padded_rows = 0;
   int64_t block_rows = 0, pool_blocks = 0, peak_blocks = 0, kv_samples = 0;
   double kv_util_sum = 0;
-  // The model's MACs (its own count, as add_real_macs) of the live sequences, and of the padding
+  // The MACs of the live sequences at their real shapes (as add_real_macs), and of the padding
   // by source: rows of no live sequence, prefill tokens past a prompt, keys past a sequence.
   double real_macs = 0, batch_pad_macs = 0, prompt_pad_macs = 0, keys_pad_macs = 0;
 };

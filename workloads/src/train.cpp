@@ -68,7 +68,12 @@ class Train final : public Workload {
     }
   }
   std::vector<int64_t> buckets(const Session&) const override { return {m_batch}; }
-  Tensor step(Session& s, int64_t index) override { return train_step(s, index); }
+  Tensor step(Session& s, int64_t index) override {
+    const std::vector<Layer> kept = m_w;  // the recording's updates are not the step's
+    s.add_real_macs(s.count_macs([&] { train_step(s, index); }));
+    m_w = kept;
+    return train_step(s, index);
+  }
   void trace(Session& s, int64_t) override {
     const std::vector<Layer> kept = m_w;  // tracing runs nothing: the weights stay
     s.to_host(train_step(s, 0));
@@ -110,8 +115,6 @@ class Train final : public Workload {
     buckets.reduce();
     buckets.apply();
     s.clear_origin();
-    const double rows = double(m_batch / m_sizes.dp);
-    s.add_real_macs(6.0 * double(m_layers) * rows * double(m_d) * double(m_ff));
     return reduce_sum(mul(e, e));  // each row's squared error
   }
   Tensor pipeline_step(Session& s, int64_t index);
@@ -249,7 +252,6 @@ Tensor Train::pipeline_step(Session& s, int64_t index) {
   buckets.reduce();
   buckets.apply();
   s.clear_origin();
-  s.add_real_macs(6.0 * double(m_w.size()) * double(rows) * double(m_d) * double(m_ff));
   // The last stage's rows' squared errors; another stage's, the last gradient it received.
   if (last) return join_rows(losses);
   return reduce_sum(last_grad);

@@ -114,7 +114,10 @@ class Transformer final : public Workload {
     }
   }
   std::vector<int64_t> buckets(const Session&) const override { return {m_seq}; }
-  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_seq), index); }
+  Tensor step(Session& s, int64_t index) override {
+    s.add_real_macs(s.count_macs([&] { run(s, m_seq, index); }));
+    return run(s, s.shape_for(m_seq), index);
+  }
   void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
 
  private:
@@ -142,10 +145,6 @@ class Transformer final : public Workload {
       x = layers(s, x, B, seq);
       if (m_sp) x = runtime::all_gather(x, "tp");
     }
-    const double S = double(m_seq), D = double(m_d), F = double(m_ff);
-    s.add_real_macs(double(m_w.size()) * double(B) *
-                    (4 * S * D * D + 2 * S * S * D + (m_llama ? 3 : 2) * S * D * F) /
-                    double(m_sizes.tp));
     return x;
   }
   // This stage's micro-batches through its layers (pipeline_schedule.h's forward program): the

@@ -62,13 +62,15 @@ class Gemm final : public Workload {
   std::map<std::string, std::string> params() const override { return m_params; }
   void setup(Session& s) override { m_b = s.upload_random({m_k, m_n}, m_dtype, seed(s, 1)); }
   std::vector<int64_t> buckets(const Session&) const override { return {m_m}; }
-  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_m), index); }
+  Tensor step(Session& s, int64_t index) override {
+    s.add_real_macs(s.count_macs([&] { run(s, m_m, index); }));
+    return run(s, s.shape_for(m_m), index);
+  }
   void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
 
  private:
   Tensor run(Session& s, int64_t m, int64_t index) {
     Tensor a = s.upload_random({m, m_k}, m_dtype, seed(s, 100 + static_cast<uint64_t>(index)));
-    s.add_real_macs(double(m_m) * double(m_k) * double(m_n));
     return runtime::matmul(a, m_b);
   }
   int64_t m_m, m_k, m_n;
@@ -100,7 +102,10 @@ class Mlp final : public Workload {
     }
   }
   std::vector<int64_t> buckets(const Session&) const override { return {m_batch}; }
-  Tensor step(Session& s, int64_t index) override { return run(s, s.shape_for(m_batch), index); }
+  Tensor step(Session& s, int64_t index) override {
+    s.add_real_macs(s.count_macs([&] { run(s, m_batch, index); }));
+    return run(s, s.shape_for(m_batch), index);
+  }
   void trace(Session& s, int64_t bucket) override { s.to_host(run(s, bucket, 0)); }
 
  private:
@@ -111,7 +116,6 @@ class Mlp final : public Workload {
       Tensor h = gelu(bias_add(matmul(x, w.w1), w.b1));
       x = add(bias_add(matmul(h, w.w2), w.b2), x);
     }
-    s.add_real_macs(2.0 * double(m_layers) * double(m_batch) * double(m_d) * double(m_ff));
     return x;
   }
   struct Layer {
@@ -205,22 +209,20 @@ class Decode final : public Workload {
   std::string step_kind(int64_t index) const override { return index == 0 ? "prefill" : "token"; }
   Tensor step(Session& s, int64_t index) override {
     const int64_t real = index == 0 ? m_prompt : m_prompt + index;
-    return run(s, index, real, length(s, index, real));
+    const int64_t len = length(s, index, real);
+    tally_macs(s, index, real, len);
+    return run(s, index, real, len);
   }
   void trace(Session& s, int64_t bucket) override {
     // Every bucket a token step may use; the prefill at the prompt's bucket.
     if (bucket < padded(s, m_prompt) || bucket > m_cache_len) return;
     const std::vector<Layer> kept = m_w;  // tracing runs nothing: the caches stay as they are
-    const double counts[] = {m_real_macs, m_prompt_pad_macs, m_keys_pad_macs};
     if (bucket == padded(s, m_prompt)) s.to_host(run(s, 0, m_prompt, bucket));
     m_w = kept;
     const bool token_bucket =
         m_dynamic == "bounded" ? bucket == m_cache_len : bucket >= m_prompt + 1;
     if (token_bucket) s.to_host(run(s, 1, std::min(bucket, m_prompt + 1), bucket));
     m_w = kept;
-    m_real_macs = counts[0];  // nor counts any work
-    m_prompt_pad_macs = counts[1];
-    m_keys_pad_macs = counts[2];
   }
 
  private:
@@ -322,21 +324,25 @@ class Decode final : public Workload {
       });
     }
     s.clear_origin();
-    const double real_macs = macs(prefill, real, real);
-    s.add_real_macs(real_macs);
-    // Where the padded work comes from: a prefill's rows past the prompt, a token's keys past
-    // the tokens so far (batch is 1: no padding rows).
-    m_real_macs += real_macs;
-    (prefill ? m_prompt_pad_macs : m_keys_pad_macs) +=
-        macs(prefill, prefill ? len : real, len) - real_macs;
     return x;
   }
-  // The model's MACs of a step with `rows` query rows (a prefill's tokens, else 1) over `keys`,
-  // a rank's share (1 / tp) under tensor parallel.
-  double macs(bool prefill, int64_t rows, int64_t keys) const {
-    const double R = double(prefill ? rows : 1), L = double(keys), D = double(m_d),
-                 F = double(m_ff);
-    return double(m_layers) * (4 * R * D * D + 2 * R * L * D + 2 * R * D * F) / double(m_sizes.tp);
+  // Step `index`'s MACs at its real shapes (to its record) and where its padded work comes
+  // from, each the step recorded at those shapes (Session::count_macs; the caches and the block
+  // table stay as they are): a prefill's rows past the prompt, a token's keys past the tokens
+  // so far (batch is 1: no padding rows).
+  void tally_macs(Session& s, int64_t index, int64_t real, int64_t len) {
+    const std::vector<Layer> kept = m_w;
+    const std::optional<runtime::KvBlockManager> kv = m_kv;
+    const auto at = [&](int64_t extent) {
+      const double macs = s.count_macs([&] { run(s, index, real, extent); });
+      m_w = kept;
+      m_kv = kv;
+      return macs;
+    };
+    const double real_macs = at(real);
+    s.add_real_macs(real_macs);
+    m_real_macs += real_macs;
+    if (len != real) (index == 0 ? m_prompt_pad_macs : m_keys_pad_macs) += at(len) - real_macs;
   }
 
  public:
@@ -395,7 +401,10 @@ class PackedMask final : public Workload {
     }
   }
   std::vector<int64_t> buckets(const Session&) const override { return {m_seq}; }
-  Tensor step(Session& s, int64_t index) override { return forward(s, index); }
+  Tensor step(Session& s, int64_t index) override {
+    s.add_real_macs(s.count_macs([&] { forward(s, index); }));
+    return forward(s, index);
+  }
   void trace(Session& s, int64_t) override { s.to_host(forward(s, 0)); }
 
  private:
@@ -424,8 +433,6 @@ class PackedMask final : public Workload {
     }
     // Fused attention: the segment ids (mask=chip) or the dense bias (mask=host) as its mask.
     Tensor ctx = attention(matmul(x, m_wq), matmul(x, m_wk), matmul(x, m_wv), &mask, H, false);
-    const double Ld = double(L), D = double(m_d);
-    s.add_real_macs(4 * Ld * D * D + 2 * Ld * Ld * D);
     return add(x, matmul(ctx, m_wo));
   }
   int64_t m_seq, m_segments, m_d, m_heads;
