@@ -276,6 +276,14 @@ for name, spec, expected in [
     ("transformer_pp_layers", "transformer:layers=3,pp=2", "layers 3 do not split over 2"),
     ("transformer_microbatches", "transformer:batch=2,pp=2,layers=2,microbatches=3",
      "2 sequences of a data-parallel rank do not split into 3"),
+    ("decode_pp_layers", "decode:layers=3,pp=2", "decode.pp: layers 3 do not split over 2"),
+    ("decode_dp_batch", "decode:batch=3,dp=2", "decode.dp: batch 3 does not split over 2"),
+    ("decode_microbatches", "decode:batch=2,layers=2,pp=2,microbatches=3",
+     "2 sequences of a data-parallel rank do not split into 3"),
+    ("decode_paged_batch", "decode:batch=2,kv=paged", "decode.batch: kv=paged decodes one"),
+    ("decode_sp", "decode:tp=2,pp=2,sp=1", "unknown parameter 'sp' of decode"),
+    ("serve_pp", "serve:pp=2", "serve.pp: pipeline-parallel serving is not built"),
+    ("serve_dp_requests", "serve:requests=3,dp=4", "serve.dp: 3 requests leave some of 4"),
 ]:
     case(f"workload.{name}", expected,
          f"run -c $C -w '{spec}' --mode native --out $T/o --trace-level none")

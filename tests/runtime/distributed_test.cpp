@@ -1,6 +1,6 @@
-// Distributed runs (issue 38): a TP=8 GPT-2 layer, TP=4 decode, a DP=4 training step and
-// pipelines (PP=2 training by 1F1B, a PP=2 forward) on ranks of one System match the same workload
-// unsharded, run in the same simulation on a core of its own.
+// Distributed runs (issue 38): a TP=8 GPT-2 layer, TP=4, PP=2 and DP=2 decode, DP=2 serving, a
+// DP=4 training step and pipelines (PP=2 training by 1F1B, a PP=2 forward) on ranks of one
+// System match the same workload unsharded, run in the same simulation on a core of its own.
 // One system per process.
 #include <gtest/gtest.h>
 
@@ -36,6 +36,7 @@ double relative_error(const compiler_stub::HostTensor& got, const compiler_stub:
 struct Outcome {
   std::vector<std::vector<compiler_stub::HostTensor>> values;  // by rank: output, then state
   std::vector<nlohmann::ordered_json> reports;                 // by rank
+  nlohmann::ordered_json replicas;  // dp > 1: the whole run's report (replicas_report)
 };
 Outcome run_both(const std::string& sharded, const std::string& whole, const char* mode,
                  int64_t steps = 1) {
@@ -90,6 +91,14 @@ Outcome run_both(const std::string& sharded, const std::string& whole, const cha
   for (const auto& w : workloads) {
     const auto report = w->report();
     out.reports.push_back(report ? report->second : nlohmann::ordered_json());
+  }
+  const ParallelSizes sizes = ws->parallel();
+  if (sizes.dp > 1) {  // each replica's last rank, as the run driver picks them
+    std::vector<const workloads::Workload*> replicas;
+    for (int64_t d = 0; d < sizes.dp; ++d) {
+      replicas.push_back(workloads[size_t((d * sizes.pp + sizes.pp - 1) * sizes.tp)].get());
+    }
+    if (auto whole = workloads[0]->replicas_report(replicas)) out.replicas = whole->second;
   }
   return out;
 }
@@ -256,6 +265,106 @@ TEST(Distributed, PipelineParallel2TransformerForwardMatchesUnsharded) {
   for (size_t r = 2; r < 4; ++r) {
     EXPECT_LT(relative_error(o.values[r].at(0), want), 1e-3) << "rank " << r;
   }
+}
+
+// Rows [first, first + count) of a [rows, width] host tensor.
+compiler_stub::HostTensor rows_of(const compiler_stub::HostTensor& t, size_t rows, size_t first,
+                                  size_t count) {
+  const size_t width = t.data.size() / rows;
+  compiler_stub::HostTensor out = t;
+  out.data.assign(t.data.begin() + long(first * width),
+                  t.data.begin() + long((first + count) * width));
+  return out;
+}
+
+// Decode on pipeline stages: 4 layers on 2 stages of TP=2 (ranks 2 and 3 the last stage), a
+// prefill and two tokens, each step's hidden rows sent stage to stage; with batch=2 and
+// microbatches=2 the two sequences flow through the stages one after the other. The last stage's
+// output of every step matches the unsharded decode's.
+void expect_decode_pipeline_matches(const std::string& extra, const char* mode) {
+  const std::string model =
+      "decode:layers=4,d_model=128,heads=4,d_ff=256,prompt=24,new_tokens=2,"
+      "dtype=fp32" +
+      extra;
+  const Outcome o = run_both(model + ",tp=2,pp=2", model, mode, 3);
+  ASSERT_EQ(o.values.size(), 5u);
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), 3u);
+  for (size_t r = 2; r < 4; ++r) {
+    ASSERT_EQ(o.values[r].size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_LT(relative_error(o.values[r][k], want[k]), 1e-3) << "rank " << r << " step " << k;
+    }
+  }
+}
+TEST(Distributed, PipelineParallel2DecodeMatchesUnshardedUnderAot) {
+  expect_decode_pipeline_matches("", "aot");
+}
+TEST(Distributed, PipelineParallel2DecodeMatchesUnshardedUnderEager) {
+  expect_decode_pipeline_matches("", "eager");
+}
+TEST(Distributed, PipelineParallel2DecodeOfTwoMicrobatchesMatchesUnshardedUnderFused) {
+  expect_decode_pipeline_matches(",batch=2,microbatches=2", "fused");
+}
+
+// Decode data parallel: 4 sequences on 2 replicas (no collective), each replica's rows of every
+// step the unsharded batch's rows of its two sequences (a prefill's 24 rows a sequence, then a
+// row a sequence per token).
+TEST(Distributed, DataParallel2DecodeMatchesUnshardedUnderFused) {
+  const std::string model =
+      "decode:layers=2,d_model=128,heads=4,d_ff=256,prompt=24,new_tokens=2,batch=4,dtype=fp32";
+  const Outcome o = run_both(model + ",dp=2", model, "fused", 3);
+  ASSERT_EQ(o.values.size(), 3u);
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), 3u);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(o.values[r].size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const size_t rows = k == 0 ? 24 : 1;
+      EXPECT_LT(relative_error(o.values[r][k], rows_of(want[k], 4 * rows, 2 * r * rows, 2 * rows)),
+                1e-3)
+          << "replica " << r << " step " << k;
+    }
+  }
+}
+
+// Serving on 2 data-parallel replicas: requests 0, 2, 4 to replica 0 and 1, 3 to replica 1
+// (round-robin by arrival), each replica its own scheduler and KV pool; every request's token
+// values match the unsharded server's, and the whole run's report holds every request once.
+TEST(Distributed, DataParallel2ServeMatchesUnshardedUnderAot) {
+  const std::string model =
+      "serve:requests=5,rate=20,layers=2,d_model=64,heads=4,d_ff=128,vocab=96,context=48,"
+      "max_prompt=24,prompt_mean=10,output_mean=6,max_batch=4,block=4,dtype=fp32";
+  const Outcome o = run_both(model + ",dp=2", model, "aot", 0);
+  const auto& want = o.reports.back().at("per_request");
+  ASSERT_EQ(want.size(), 5u);
+  auto expect_same_values = [&](const nlohmann::ordered_json& got, const std::string& where) {
+    const auto& a = got.at("values");
+    const auto& b = want[got.at("id").get<size_t>()].at("values");
+    ASSERT_EQ(a.size(), b.size()) << where;
+    for (size_t t = 0; t < a.size(); ++t) {
+      EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
+          << where << " token " << t;
+    }
+  };
+  for (size_t r = 0; r < 2; ++r) {
+    const auto& got = o.reports[r].at("per_request");
+    ASSERT_EQ(got.size(), r == 0 ? 3u : 2u);
+    for (const auto& q : got) {
+      EXPECT_EQ(q.at("id").get<size_t>() % 2, r);
+      expect_same_values(q, "replica " + std::to_string(r));
+    }
+  }
+  const auto& whole = o.replicas;
+  ASSERT_EQ(whole.at("per_request").size(), 5u);
+  for (size_t q = 0; q < 5; ++q) {
+    EXPECT_EQ(whole.at("per_request")[q].at("id").get<size_t>(), q);
+    expect_same_values(whole.at("per_request")[q], "whole run");
+  }
+  ASSERT_EQ(whole.at("replicas").size(), 2u);
+  EXPECT_EQ(whole.at("output_tokens").get<int64_t>(),
+            o.reports[0].at("output_tokens").get<int64_t>() +
+                o.reports[1].at("output_tokens").get<int64_t>());
 }
 
 }  // namespace

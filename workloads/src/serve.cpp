@@ -19,7 +19,13 @@
 // ranks' maxima are all-gathered and the max of those is every rank's output (NxD's on-device
 // sampling: a gather of tp values a row, not of the logits). The embedding is replicated. Every
 // rank runs the same seeded stream under the same scheduler, so their decisions agree.
+//
+// dp > 1 (inference data parallel: no collective): dp independent replicas, each with its own
+// scheduler and KV pool. The seeded stream is routed round-robin by arrival: request i goes to
+// replica i mod dp. The report is the whole run's (every replica's requests) with a row a
+// replica (replicas_report). pp > 1 is refused: pipeline-parallel serving is not built.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -65,6 +71,8 @@ class Serve final : public Workload, public ServeLoop {
         m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
     m_sizes.tp = p.integer("tp", 1, 1, 65536);
+    m_sizes.dp = p.integer_if_given("dp", 1, 1, 65536);
+    const int64_t pp = p.integer_if_given("pp", 1, 1, 1024);
     m_spec.count = p.integer("requests", 200, 1, 1000000);
     m_spec.rate = p.real("rate", 0, 0, 1e9);
     m_spec.prompt_mean = p.real("prompt_mean", 161, 1, 1e6);
@@ -81,6 +89,11 @@ class Serve final : public Workload, public ServeLoop {
       p.fail("tp", "vocab " + std::to_string(m_vocab) + " does not split over " +
                        std::to_string(m_sizes.tp) +
                        " tensor-parallel ranks (pad it, as Megatron-LM pads 50257 to 50304)");
+    }
+    if (pp > 1) p.fail("pp", "pipeline-parallel serving is not built (decode takes pp=)");
+    if (m_spec.count < m_sizes.dp) {
+      p.fail("dp", std::to_string(m_spec.count) + " requests leave some of " +
+                       std::to_string(m_sizes.dp) + " data-parallel replicas without any");
     }
     if (m_spec.max_prompt >= m_context) {
       p.fail("max_prompt", std::to_string(m_spec.max_prompt) + " leaves no room to generate in " +
@@ -108,6 +121,13 @@ class Serve final : public Workload, public ServeLoop {
 
   void setup(Session& s) override {
     m_requests = generate_requests(m_spec, seed(s, 999));
+    if (m_sizes.dp > 1) {  // round-robin by arrival: request i to replica i mod dp
+      std::vector<Request> mine;
+      for (const Request& r : m_requests) {
+        if (r.id % m_sizes.dp == s.rank().dp_rank) mine.push_back(r);
+      }
+      m_requests.swap(mine);
+    }
     const int64_t per_seq_blocks = (capacity_rows() + m_block - 1) / m_block;
     m_pool_blocks = m_kv_blocks > 0 ? m_kv_blocks : m_max_batch * per_seq_blocks;
     // Continuous batching hands out blocks in a seeded scattered order, as a long-running server's
@@ -189,6 +209,55 @@ class Serve final : public Workload, public ServeLoop {
   std::optional<std::pair<std::string, ordered_json>> report() const override {
     return std::make_pair(std::string("serving"),
                           serving_report(m_scheduler->name(), m_seqs, m_tally));
+  }
+  // dp > 1: the whole run's serving section (every replica's requests, by id; the tallies
+  // summed, the span from the first arrival to the last replica's end; kv: the pools summed,
+  // peak_blocks the sum of each replica's peak) and `replicas`, each replica's throughput and
+  // TTFT.
+  std::optional<std::pair<std::string, ordered_json>> replicas_report(
+      const std::vector<const Workload*>& replicas) const override {
+    if (m_sizes.dp == 1) return std::nullopt;
+    std::vector<Seq> seqs;
+    ServeTally t;
+    t.start_ns = INT64_MAX;
+    ordered_json rows = ordered_json::array();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      const auto* r = dynamic_cast<const Serve*>(replicas[i]);
+      if (!r) throw std::logic_error("internal: serve replicas of another workload");
+      seqs.insert(seqs.end(), r->m_seqs.begin(), r->m_seqs.end());
+      const ServeTally& u = r->m_tally;
+      t.start_ns = std::min(t.start_ns, u.start_ns);
+      t.end_ns = std::max(t.end_ns, u.end_ns);
+      t.prefills += u.prefills;
+      t.decodes += u.decodes;
+      t.decode_rows += u.decode_rows;
+      t.decode_padded_rows += u.decode_padded_rows;
+      t.block_rows = u.block_rows;
+      t.pool_blocks += u.pool_blocks;
+      t.peak_blocks += u.peak_blocks;
+      t.kv_samples += u.kv_samples;
+      t.kv_util_sum += u.kv_util_sum;
+      t.real_macs += u.real_macs;
+      t.batch_pad_macs += u.batch_pad_macs;
+      t.prompt_pad_macs += u.prompt_pad_macs;
+      t.keys_pad_macs += u.keys_pad_macs;
+      const ordered_json own = serving_report(m_scheduler->name(), r->m_seqs, u);
+      rows.push_back({{"dp_rank", static_cast<int64_t>(i)},
+                      {"requests", own.at("requests")},
+                      {"output_tokens", own.at("output_tokens")},
+                      {"span_ns", own.at("span_ns")},
+                      {"throughput_tokens_per_s", own.at("throughput_tokens_per_s")},
+                      {"ttft_p50_ns", own.at("latency").at("ttft_p50_ns")},
+                      {"ttft_p99_ns", own.at("latency").at("ttft_p99_ns")}});
+    }
+    // Every replica's clock starts its run at the same time (after the same start-up), so the
+    // arrivals are on one time line.
+    std::sort(seqs.begin(), seqs.end(),
+              [](const Seq& a, const Seq& b) { return a.req->id < b.req->id; });
+    ordered_json out = serving_report(m_scheduler->name(), seqs, t);
+    out["routing"] = "round-robin by arrival";
+    out["replicas"] = rows;
+    return std::make_pair(std::string("serving"), out);
   }
 
   // ---- ServeLoop ----

@@ -63,6 +63,13 @@ class Workload {
   virtual std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const {
     return std::nullopt;
   }
+  // A data-parallel run's own section for the whole run, from every replica's workload (one a dp
+  // rank, in order; this one among them), if it has one: serve's requests of all replicas.
+  virtual std::optional<std::pair<std::string, nlohmann::ordered_json>> replicas_report(
+      const std::vector<const Workload*>& replicas) const {
+    (void)replicas;
+    return std::nullopt;
+  }
 };
 
 // Builds the named workload. Throws base::InputError for an unknown name or parameter, or
