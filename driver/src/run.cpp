@@ -416,7 +416,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   report.layers = layer_table(session);
   report.compile_metrics = compile_metrics_json(session, step_stream.device_busy_ns);
   std::optional<std::pair<std::string, nlohmann::ordered_json>> own = workload->report();
-  if (group && sizes.dp > 1) {  // data parallel: the whole run's, from each replica's last rank
+  if (group && (sizes.dp > 1 || sizes.pp > 1)) {  // the whole run's, from each replica's last stage
     std::vector<const workloads::Workload*> replicas;
     for (int64_t d = 0; d < sizes.dp; ++d) {
       const int64_t r = (d * sizes.pp + sizes.pp - 1) * sizes.tp;

@@ -76,10 +76,26 @@ TEST(InferenceParallelCli, ServeDataParallelUnderEveryMode) {
   }
 }
 
+TEST(InferenceParallelCli, ServePipelineUnderEveryMode) {
+  for (const std::string& mode : kModes) {
+    // Every request at once (rate=0): the stages' schedulers need no shared clock.
+    std::string w = kServe;
+    w.replace(w.find("rate=50"), 7, "rate=0");
+    const Json st = run(w + ",pp=2", mode, "serve_pp");
+    expect_ranks_sum(st, 2, mode);
+    EXPECT_EQ(st.at("serving").at("requests"), 5) << mode;
+    for (const Json& r : st.at("distributed").at("ranks")) {
+      EXPECT_GT(r.at("collective_ns").get<int64_t>(), 0) << mode << " rank " << r.at("rank");
+    }
+  }
+}
+
 // The same sharded run twice: the same report (but its real-time figures) and trace.
 TEST(InferenceParallelCli, SameRunTwiceIsByteIdentical) {
+  std::string at_once = kServe;
+  at_once.replace(at_once.find("rate=50"), 7, "rate=0");
   for (const std::string& w : {std::string(kDecode) + ",tp=2,pp=2,batch=2,microbatches=2",
-                               std::string(kServe) + ",dp=2"}) {
+                               std::string(kServe) + ",dp=2", at_once + ",pp=2"}) {
     std::string a, b;
     Json first = run(w, "fused", "twice_a", &a), second = run(w, "fused", "twice_b", &b);
     first.erase("measured");

@@ -367,5 +367,38 @@ TEST(Distributed, DataParallel2ServeMatchesUnshardedUnderAot) {
                 o.reports[1].at("output_tokens").get<int64_t>());
 }
 
+// Serving on 2 pipeline stages of TP=2 (every request at once: the stages' schedulers agree
+// without a clock): each iteration's batch flows through the stages; the last stage's report
+// (ranks 2 and 3) has every request's token values of the unsharded server.
+void expect_serve_pipeline_matches(const std::string& scheduler, const char* mode) {
+  const std::string model =
+      "serve:requests=5,layers=2,d_model=64,heads=4,d_ff=128,vocab=96,context=48,max_prompt=24,"
+      "prompt_mean=10,output_mean=6,max_batch=4,block=4,dtype=fp32,scheduler=" +
+      scheduler;
+  const Outcome o = run_both(model + ",tp=2,pp=2", model, mode, 0);
+  ASSERT_EQ(o.reports.size(), 5u);
+  const auto& want = o.reports.back().at("per_request");
+  ASSERT_EQ(want.size(), 5u);
+  for (size_t r = 2; r < 4; ++r) {
+    const auto& got = o.reports[r].at("per_request");
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t q = 0; q < want.size(); ++q) {
+      const auto& a = got[q].at("values");
+      const auto& b = want[q].at("values");
+      ASSERT_EQ(a.size(), b.size()) << "rank " << r << " request " << q;
+      for (size_t t = 0; t < a.size(); ++t) {
+        EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
+            << "rank " << r << " request " << q << " token " << t;
+      }
+    }
+  }
+}
+TEST(Distributed, PipelineParallel2ServeMatchesUnshardedContinuousUnderFused) {
+  expect_serve_pipeline_matches("continuous", "fused");
+}
+TEST(Distributed, PipelineParallel2ServeMatchesUnshardedStaticUnderAot) {
+  expect_serve_pipeline_matches("static", "aot");
+}
+
 }  // namespace
 }  // namespace wallsim::runtime

@@ -23,7 +23,15 @@
 // dp > 1 (inference data parallel: no collective): dp independent replicas, each with its own
 // scheduler and KV pool. The seeded stream is routed round-robin by arrival: request i goes to
 // replica i mod dp. The report is the whole run's (every replica's requests) with a row a
-// replica (replicas_report). pp > 1 is refused: pipeline-parallel serving is not built.
+// replica (replicas_report).
+//
+// pp > 1: stage pp_rank holds layers / pp consecutive layers and their KV pools (stage 0 the
+// embedding, the last stage the final norm and the vocab head); each iteration's batch flows
+// through the stages (send/recv over "pp") and the last stage sends the iteration's sampled ids
+// (int32, one a row; an iota stands in) back to stage 0, whose iteration ends when they arrive.
+// Every stage runs the same scheduler: with every request at once (rate=0) its decisions depend
+// on no clock, so the stages agree (with arrivals over time they would need one shared clock, not
+// built). The report is the last stage's.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -72,7 +80,7 @@ class Serve final : public Workload, public ServeLoop {
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
     m_sizes.tp = p.integer("tp", 1, 1, 65536);
     m_sizes.dp = p.integer_if_given("dp", 1, 1, 65536);
-    const int64_t pp = p.integer_if_given("pp", 1, 1, 1024);
+    m_sizes.pp = p.integer_if_given("pp", 1, 1, 1024);
     m_spec.count = p.integer("requests", 200, 1, 1000000);
     m_spec.rate = p.real("rate", 0, 0, 1e9);
     m_spec.prompt_mean = p.real("prompt_mean", 161, 1, 1e6);
@@ -90,7 +98,15 @@ class Serve final : public Workload, public ServeLoop {
                        std::to_string(m_sizes.tp) +
                        " tensor-parallel ranks (pad it, as Megatron-LM pads 50257 to 50304)");
     }
-    if (pp > 1) p.fail("pp", "pipeline-parallel serving is not built (decode takes pp=)");
+    if (m_layers % m_sizes.pp) {
+      p.fail("pp", "layers " + std::to_string(m_layers) + " do not split over " +
+                       std::to_string(m_sizes.pp) + " pipeline stages");
+    }
+    if (m_sizes.pp > 1 && m_spec.rate > 0) {
+      p.fail("pp",
+             "pipeline stages schedule without a shared clock: they need rate=0 (every "
+             "request at once)");
+    }
     if (m_spec.count < m_sizes.dp) {
       p.fail("dp", std::to_string(m_spec.count) + " requests leave some of " +
                        std::to_string(m_sizes.dp) + " data-parallel replicas without any");
@@ -141,25 +157,31 @@ class Serve final : public Workload, public ServeLoop {
     m_scratch = m_pool_blocks * m_block;  // one more row: padding writes land there
     uint64_t k = 1;
     const int64_t tp = m_sizes.tp;
-    auto up = [&](std::vector<int64_t> shape) {
-      return s.upload_random(shape, m_dtype, seed(s, k++));
+    // `mine` false: a weight of another pipeline stage's, its seed only taken.
+    auto up = [&](std::vector<int64_t> shape, bool mine) {
+      const uint64_t sd = seed(s, k++);
+      return mine ? s.upload_random(shape, m_dtype, sd) : Tensor();
     };
     // This rank's block of columns of a weight of shape `full` (whole when tp is 1).
-    auto columns = [&](std::vector<int64_t> full) {
-      if (tp == 1) return up(full);
+    auto columns = [&](std::vector<int64_t> full, bool mine) {
+      if (tp == 1) return up(full, mine);
       const int64_t block = full[1] / tp, at = s.rank().tp_rank * block;
-      return s.upload_random_slice(full, m_dtype, seed(s, k++), 1, at, at + block);
+      const uint64_t sd = seed(s, k++);
+      return mine ? s.upload_random_slice(full, m_dtype, sd, 1, at, at + block) : Tensor();
     };
-    m_wte = up({m_vocab, m_d});
+    const int64_t stage = s.rank().pp_rank, per = m_layers / m_sizes.pp;
+    const bool last = stage == m_sizes.pp - 1;
+    m_wte = up({m_vocab, m_d}, stage == 0);
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp), {}, {}};
-      w.k_pool = columns({m_scratch + 1, m_d});  // this rank's heads
-      w.v_pool = columns({m_scratch + 1, m_d});
-      m_w.push_back(w);
+      const bool mine = l / per == stage;
+      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp, mine), {}, {}};
+      w.k_pool = columns({m_scratch + 1, m_d}, mine);  // this rank's heads
+      w.v_pool = columns({m_scratch + 1, m_d}, mine);
+      if (mine) m_w.push_back(w);
     }
-    m_lnf_g = up({m_d});
-    m_lnf_b = up({m_d});
-    m_head = columns({m_d, m_vocab});  // vocab-parallel
+    m_lnf_g = up({m_d}, last);
+    m_lnf_b = up({m_d}, last);
+    m_head = columns({m_d, m_vocab}, last);  // vocab-parallel
   }
 
   // AOT: every plan shape the run may need, traced before the first request.
@@ -216,7 +238,7 @@ class Serve final : public Workload, public ServeLoop {
   // TTFT.
   std::optional<std::pair<std::string, ordered_json>> replicas_report(
       const std::vector<const Workload*>& replicas) const override {
-    if (m_sizes.dp == 1) return std::nullopt;
+    if (m_sizes.dp == 1) return m_sizes.pp > 1 ? replicas.at(0)->report() : std::nullopt;
     std::vector<Seq> seqs;
     ServeTally t;
     t.start_ns = INT64_MAX;
@@ -276,6 +298,7 @@ class Serve final : public Workload, public ServeLoop {
   };
 
   int64_t now(const Session& s) const { return s.now_ns() - m_tally.start_ns; }
+  bool last_stage(const Session& s) const { return s.rank().pp_rank == m_sizes.pp - 1; }
   bool pads(const Session& s) const {
     return m_scheduler->pads_to_buckets() || m_dynamic == "bucketed" || s.pads_shapes();
   }
@@ -349,7 +372,7 @@ class Serve final : public Workload, public ServeLoop {
       if (!prefill) ++q->kv;  // the token's keys and values went into the cache
       ++q->generated;
       q->token_ns.push_back(t);
-      if (s.functional()) q->values.push_back(out.data.at(i));
+      if (s.functional() && last_stage(s)) q->values.push_back(out.data.at(i));
     }
     if (prefill) {
       ++m_tally.prefills;
@@ -401,6 +424,9 @@ class Serve final : public Workload, public ServeLoop {
     };
     double real_macs = 0;
     const double D = double(m_d), F = double(m_ff);
+    const int64_t stage = s.rank().pp_rank;
+    const bool last = last_stage(s);
+    const double head = last ? D * double(m_vocab) : 0;  // the vocab head's MACs, a sequence
     const double inv_sqrt_hd = 1.0 / std::sqrt(double(hd));
     Tensor x, slot_t;
     std::vector<float> last_row;  // prefill: each sequence's last row, read after the layers
@@ -420,11 +446,12 @@ class Serve final : public Workload, public ServeLoop {
         }
         last_row[static_cast<size_t>(i)] = float(i * P + q->kv - 1);
         const double L = double(q->kv);
-        real_macs += double(m_layers) * (4 * L * D * D + 2 * L * L * D + 2 * L * D * F) +
-                     D * double(m_vocab);
+        real_macs +=
+            double(m_layers / m_sizes.pp) * (4 * L * D * D + 2 * L * L * D + 2 * L * D * F) + head;
       }
       slot_t = s.upload({rows}, isa::DType::int32, slots);
-      x = embedding(m_wte, s.upload({rows}, isa::DType::int32, ids));
+      x = stage == 0 ? embedding(m_wte, s.upload({rows}, isa::DType::int32, ids))
+                     : recv(s, {rows, m_d}, m_dtype, "pp", stage - 1);
       // The causal mask, built on the chip: -1e9 where the key is after the query (padding rows
       // come after a sequence's tokens, so it hides them too).
       Tensor row = s.iota({P, P}, isa::DType::int32, 0);
@@ -455,7 +482,7 @@ class Serve final : public Workload, public ServeLoop {
         }
         std::fill_n(lens.begin() + i * H, H, float(len));
         real_macs +=
-            double(m_layers) * (4 * D * D + 2 * double(len) * D + 2 * D * F) + D * double(m_vocab);
+            double(m_layers / m_sizes.pp) * (4 * D * D + 2 * double(len) * D + 2 * D * F) + head;
       }
       slot_t = s.upload({B}, isa::DType::int32, slots);
       Tensor gather_t = s.upload({B, L}, isa::DType::int32, gather);
@@ -463,7 +490,8 @@ class Serve final : public Workload, public ServeLoop {
       Tensor keys_at = s.iota({B, H, L}, isa::DType::fp32, 2);
       Tensor bias =
           scale(compare(keys_at, s.upload({B, H, 1}, isa::DType::fp32, lens), "ge"), -1e9);
-      x = embedding(m_wte, s.upload({B}, isa::DType::int32, ids));
+      x = stage == 0 ? embedding(m_wte, s.upload({B}, isa::DType::int32, ids))
+                     : recv(s, {B, m_d}, m_dtype, "pp", stage - 1);
       // Each query attends to its keys and values through the block tables (gathered rows).
       attend = [=](const Layer& w, const Tensor& q, const Tensor&, const Tensor&) {
         return decode_attention(q, w.k_pool, w.v_pool, gather_t, &bias, H);
@@ -476,6 +504,11 @@ class Serve final : public Workload, public ServeLoop {
         return attend(w, q, k, v);
       });
     }
+    if (!last) {  // on to the next stage; stage 0's iteration ends with the sampled ids back
+      Tensor sent = send(x, "pp", stage + 1);
+      s.add_real_macs(real_macs / double(m_sizes.tp));
+      return stage == 0 ? recv(s, {B}, isa::DType::int32, "pp", m_sizes.pp - 1) : sent;
+    }
     if (shape.prefill) x = embedding(x, s.upload({B}, isa::DType::int32, last_row));
     Tensor out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});
     if (m_sizes.tp > 1) {  // [B, 1] maxima of each rank's vocab columns -> the max over ranks
@@ -484,6 +517,7 @@ class Serve final : public Workload, public ServeLoop {
       out = s.op(OpKind::reduce_max, {out});
     }
     s.add_real_macs(real_macs / double(m_sizes.tp));  // a rank's share
+    if (m_sizes.pp > 1) send(s.iota({B}, isa::DType::int32, 0), "pp", 0);
     return out;
   }
 
