@@ -559,10 +559,11 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"serve",
        "serve:requests=200,rate=0,scheduler=continuous,max_batch=32,dynamic=exact,block=16,"
        "kv_blocks=0,prompt_mean=161,output_mean=338,sigma=1,max_prompt=768,context=1024,"
-       "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,tp=1,dp=1,dtype=bf16 - "
-       "a seeded request stream (Poisson at rate/s, 0: all at once) under a static or "
-       "continuous batch scheduler over a paged KV cache; tp ranks split the heads, the KV "
-       "pools, the MLP and the vocab head (Megatron-LM), dp replicas the requests"},
+       "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,tp=1,pp=1,dp=1,"
+       "dtype=bf16 - a seeded request stream (Poisson at rate/s, 0: all at once) under a static "
+       "or continuous batch scheduler over a paged KV cache; tp ranks split the heads, the KV "
+       "pools, the MLP and the vocab head (Megatron-LM), pp stages the layers (rate=0), dp "
+       "replicas the requests"},
       {"mask",
        "mask:seq=1024,segments=4,d_model=768,heads=12,mask=host,dtype=bf16 - attention over "
        "packed sequences with a block-diagonal mask, sent dense by the host or rebuilt on the "
