@@ -426,6 +426,21 @@ class NamedDims(Base):
             self.assertEqual(names["aten.transpose.int"], [None, None, "seq"])
             self.assertNotIn(merged if batch > 1 else "-", doc.get("dims", {}))
 
+    def test_a_broadcast_takes_the_names_of_every_operand(self):
+        # [1, 4] * [batch, 4]: the [1, 4] operand's explicit broadcast runs at the batch's
+        # extent, so it is named by the other operand (a sharded or bounded replay resizes it)
+        x = wallsim.mark_dynamic(torch.randn(6, 4), 0, "batch")
+        w = torch.randn(1, 4)
+        s = torch.randn(1, 1)
+        with wallsim.capture(self.path("b.json")):
+            ((x * w) * s + s).sum().item()
+        doc = self.load("b.json")
+        ops = [ev for ev in kinds(doc, "op") if ev["op"] in ("broadcast", "reshape")]
+        self.assertTrue(any(ev["op"] == "broadcast" for ev in ops), ops)
+        for ev in ops:
+            if ev["shape"] == [6, 4]:
+                self.assertEqual(ev.get("dim_names"), ["batch", None], ev)
+
 
 class Meta(Base):
     def test_meta_capture_writes_the_same_events_without_compute(self):
