@@ -18,7 +18,8 @@
 namespace wallsim::runtime {
 
 // The worst difference relative to the largest magnitude of `want`.
-inline double relative_error(const compiler_stub::HostTensor& got, const compiler_stub::HostTensor& want) {
+inline double relative_error(const compiler_stub::HostTensor& got,
+                             const compiler_stub::HostTensor& want) {
   EXPECT_EQ(got.data.size(), want.data.size());
   double worst = 0, scale = 1e-6;
   for (size_t k = 0; k < got.data.size() && k < want.data.size(); ++k) {
@@ -30,14 +31,15 @@ inline double relative_error(const compiler_stub::HostTensor& got, const compile
 
 // `sharded` on its world's ranks (chip 0's cores, then chip 1's), `whole` on the last core of
 // chip 1, both `steps` steps under `mode`, functional (steps 0: each runs its own loop, as
-// serve; -1: each runs its default steps by its own loop, as a program replay). Returns, per rank and for the unsharded run (last), each step's output and then the
-// workload's state, read back, and the workload's report.
+// serve; -1: each runs its default steps by its own loop, as a program replay). Returns, per rank
+// and for the unsharded run (last), each step's output and then the workload's state, read back,
+// and the workload's report.
 struct Outcome {
   std::vector<std::vector<compiler_stub::HostTensor>> values;  // by rank: output, then state
   std::vector<nlohmann::ordered_json> reports;                 // by rank
 };
 inline Outcome run_both(const std::string& sharded, const std::string& whole, const char* mode,
-                 int64_t steps = 1) {
+                        int64_t steps = 1) {
   Config config = load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json",
                               {"topology.torus_x=2", "topology.torus_y=1"});
   sim::init_systemc();

@@ -37,7 +37,8 @@ void expect_matches(int64_t dp, const char* mode, const std::string& extra = "")
   // The steps move the weights far more than the tolerance: a gradient scaled by 1/N (DDP's
   // average on top of the captured global-batch loss scale) would miss by about half of it.
   double moved = 0;
-  for (size_t k = 0; k < want.size(); ++k) moved = std::max(moved, relative_error(want[k], before[k]));
+  for (size_t k = 0; k < want.size(); ++k)
+    moved = std::max(moved, relative_error(want[k], before[k]));
   EXPECT_GT(moved, 1e-2);  // 0.2 here; a 1/N on top misses by about half of it
   ASSERT_EQ(o.values.size(), size_t(dp) + 1);
   for (size_t r = 0; r + 1 < o.values.size(); ++r) {

@@ -32,14 +32,15 @@ std::vector<int32_t> uses(const pt::Event& e) {
 
 }  // namespace
 
-ProgramDp::ProgramDp(const pt::Program& program, int64_t dp, double bucket_bytes,
-                     std::string dim, const std::string& where)
+ProgramDp::ProgramDp(const pt::Program& program, int64_t dp, double bucket_bytes, std::string dim,
+                     const std::string& where)
     : m_program(program), m_dp(dp), m_bucket_bytes(bucket_bytes), m_dim(std::move(dim)) {
   if (std::find(program.dim_names.begin(), program.dim_names.end(), m_dim) ==
       program.dim_names.end()) {
     throw base::InputError(where, "program.dp: the program names no dim '" + m_dim +
                                       "' to split (mark the batch axis of each batch input with "
-                                      "wallsim.mark_dynamic(x, 0, \"" + m_dim + "\"))");
+                                      "wallsim.mark_dynamic(x, 0, \"" +
+                                      m_dim + "\"))");
   }
   std::map<int32_t, size_t> defs;
   bool grads = false, updates = false;
@@ -55,8 +56,9 @@ ProgramDp::ProgramDp(const pt::Program& program, int64_t dp, double bucket_bytes
     grads = grads || e.kind == EventKind::grad;
   }
   if (updates && !grads) {
-    throw base::InputError(where, "program.dp: the program updates its weights but marks no "
-                                  "gradients (captured before grad events): capture it again");
+    throw base::InputError(where,
+                           "program.dp: the program updates its weights but marks no "
+                           "gradients (captured before grad events): capture it again");
   }
   m_buckets.resize(program.steps.size());
   for (size_t si = 0; si < program.steps.size(); ++si) plan_step(si, defs);
@@ -79,8 +81,8 @@ void ProgramDp::plan_step(size_t step, const std::map<int32_t, size_t>& defs) {
     g.bytes = numel(e->out.shape) * isa::dtype_bytes(e->out.dtype);
     g.shape = e->out.shape;
     g.first_use = m_program.events.size();
-    for (size_t i = g.def + 1; i < m_program.events.size() && g.first_use == m_program.events.size();
-         ++i) {
+    for (size_t i = g.def + 1;
+         i < m_program.events.size() && g.first_use == m_program.events.size(); ++i) {
       for (int32_t id : uses(m_program.events[i])) {
         if (id == g.id) g.first_use = i;
       }

@@ -19,11 +19,11 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "program_dp.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/compiler_stub/weight_layouts.h"
 #include "wallsim/torch/bounded_replay.h"
 #include "wallsim/torch/program.h"
-#include "program_dp.h"
 #include "workload_params.h"
 
 namespace wallsim::workloads::detail {
@@ -54,8 +54,7 @@ class ProgramReplay final : public Workload {
   explicit ProgramReplay(Params& p) : m_file(p.text("file")) {
     const std::string bounds = p.text("bound");
     m_sizes.dp = p.integer_if_given("dp", 1, 1, 65536);
-    const double bucket_mb =
-        p.text("bucket_mb").empty() ? 0.0 : p.real("bucket_mb", 0.0, 0.0, 1e6);
+    const double bucket_mb = p.text("bucket_mb").empty() ? 0.0 : p.real("bucket_mb", 0.0, 0.0, 1e6);
     std::string dp_dim = p.text("dp_dim");
     if (dp_dim.empty()) dp_dim = "batch";
     p.finish();
@@ -494,11 +493,11 @@ class ProgramReplay final : public Workload {
   std::string m_file;
   std::map<std::string, std::string> m_params;
   pt::Program m_program;
-  std::unique_ptr<pt::BoundedReplay> m_bounded;         // how each op runs (at the bounds, if any)
-  std::unique_ptr<ProgramDp> m_dp;                      // data parallel (dp > 1), or null
+  std::unique_ptr<pt::BoundedReplay> m_bounded;  // how each op runs (at the bounds, if any)
+  std::unique_ptr<ProgramDp> m_dp;               // data parallel (dp > 1), or null
   runtime::ParallelSizes m_sizes;
-  std::vector<int32_t> m_latest;  // each weight's id after the program
-  std::map<int32_t, Tensor> m_final;  // those the program frees, as they were
+  std::vector<int32_t> m_latest;                        // each weight's id after the program
+  std::map<int32_t, Tensor> m_final;                    // those the program frees, as they were
   std::vector<std::map<std::string, AtenRow>> m_calls;  // per step
   std::vector<double> m_real_macs;                      // per step, at the captured shapes
   bool m_values = false;

@@ -239,9 +239,7 @@ void BoundedReplay::plan_sharded(const Event& e, BoundedOp& r) const {
   for (int32_t id : e.node.inputs) in.push_back(&tensor(id));
   bool touched = any_sharded(e.out);
   for (const auto* t : in) touched = touched || any_sharded(*t);
-  const auto refuse = [&](const std::string& why) {
-    fail(e, "cannot run data parallel: " + why);
-  };
+  const auto refuse = [&](const std::string& why) { fail(e, "cannot run data parallel: " + why); };
   for (const auto& rel : e.relative) {
     if (m_shards.count(rel.dim) && k != OpKind::slice)
       refuse("attribute " + rel.key + " is relative to the sharded dim '" + rel.dim + "'");
@@ -326,8 +324,8 @@ void BoundedReplay::check_extents() {
       for (size_t a = 0; a < t.shape.size(); ++a) {
         if (bound_of(t, a) >= 0 || shards_of(t, a) > 1)
           fail(e, std::string("a set-up value with the ") +
-                      (shards_of(t, a) > 1 ? "sharded" : "bounded") + " dim '" +
-                      t.dim_names[a] + "' (set-up runs once, at its captured shapes)");
+                      (shards_of(t, a) > 1 ? "sharded" : "bounded") + " dim '" + t.dim_names[a] +
+                      "' (set-up runs once, at its captured shapes)");
       }
     }
   }
@@ -396,8 +394,8 @@ void BoundedReplay::check_bounded_types() {
       try {
         n.type = cs::infer_node(g, n);
       } catch (const base::InputError& x) {
-        fail(e, std::string(m_shards.empty() ? "at the bounds: " : "at the run shapes: ") +
-                    x.what());
+        fail(e,
+             std::string(m_shards.empty() ? "at the bounds: " : "at the run shapes: ") + x.what());
       }
     }
     if (!(n.type == want)) {

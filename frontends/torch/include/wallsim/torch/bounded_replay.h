@@ -96,7 +96,7 @@ class BoundedReplay {
 
   const Program& m_program;
   std::map<std::string, int64_t> m_bounds;
-  std::map<std::string, int64_t> m_shards;  // dim name -> N
+  std::map<std::string, int64_t> m_shards;             // dim name -> N
   std::map<size_t, BoundedOp> m_ops;                   // by op event index
   std::unordered_map<int32_t, ProgramTensor> m_defs;   // every tensor, by id
   std::vector<std::map<std::string, int64_t>> m_base;  // per step: base extent per bounded dim

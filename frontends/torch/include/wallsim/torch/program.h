@@ -44,7 +44,7 @@ struct Event {
   // op: the graph op (id = out.id, inputs, attrs with relative ones resolved, dtype).
   compiler_stub::Node node;
   std::vector<RelativeAttr> relative;
-  int32_t inplace_of = -1;  // op: the id whose value it replaces (informational), or -1
+  int32_t inplace_of = -1;             // op: the id whose value it replaces (informational), or -1
   std::string aten, module;            // op, host_op
   std::vector<int32_t> inputs;         // host_op
   std::vector<ProgramTensor> outputs;  // host_op
