@@ -1,6 +1,7 @@
-// A captured training program replayed data parallel from the command line (issue 38): DP=2 of
-// mlp_sgd_dp.json completes under every mode, every rank's host states sum exactly to its wall
-// time, every rank all-reduces its gradients, and the same run twice is byte-identical.
+// Data parallel from the command line (issue 38): a captured training program (DP=2 of
+// mlp_sgd_dp.json) completes under every mode, every rank's host states sum exactly to its wall
+// time, every rank all-reduces its gradients, and the same run twice is byte-identical; under
+// AOT a bucket's all-reduce overlaps the rest of the backward.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,6 +61,33 @@ TEST(ProgramDpCli, SameRunTwiceIsByteIdentical) {
     b.erase("measured");
     EXPECT_EQ(a.dump(), b.dump()) << mode;
   }
+}
+
+// The step's plan runs each bucket's all-reduce on its collective queue while the backward goes
+// on, and applies SGD after the backward: a DP=2 step (4 blocks, 2 buckets of 10 MB) takes less
+// than the same rows' step on one rank plus half of the rank's time in collectives. Before the
+// collective queue (collectives on store queues, each layer's update inside the backward
+// waiting for its bucket) it took the sum and more: 2.36 ms against 1.45 + 0.13 ms.
+TEST(ProgramDpCli, BucketAllReducesOverlapTheBackwardUnderAot) {
+  const auto step = [](const std::string& workload, const std::string& name) {
+    const std::string dir = test::fresh_dir("overlap_" + name, "aot");
+    std::string err;
+    EXPECT_EQ(test::run_wallsim("run -c configs/trn2.json -w " + workload +
+                                    " -m aot --steps 1 --trace-level none --out " + dir,
+                                &err),
+              0)
+        << err;
+    return Json::parse(test::slurp(dir + "/stats.json"));
+  };
+  const std::string model = "train:d_model=768,d_ff=3072,layers=4";
+  const Json one = step(model + ",batch=256", "one");
+  const Json two = step(model + ",batch=512,dp=2,bucket_mb=10", "two");
+  const int64_t alone = one.at("steps")[0].at("wall_ns").get<int64_t>();
+  const Json& d = two.at("distributed");
+  const int64_t wall = d.at("whole_run").at("step_wall_ns")[0].get<int64_t>();
+  const int64_t comm = d.at("ranks")[0].at("collective_ns").get<int64_t>();
+  EXPECT_GT(comm, alone / 20);  // communication worth hiding
+  EXPECT_LT(wall, alone + comm / 2) << "alone " << alone << " collectives " << comm;
 }
 
 }  // namespace
