@@ -71,7 +71,6 @@ class ProgramReplay final : public Workload {
       shards[dp_dim] = m_sizes.dp;
     }
     m_bounded = std::make_unique<pt::BoundedReplay>(m_program, bound, shards);
-    m_latest = latest_weight_ids(m_program);
     count_calls();
     m_real_macs.assign(m_program.steps.size(), 0.0);
     for (size_t si = 0; si < m_program.steps.size(); ++si) {
@@ -103,6 +102,7 @@ class ProgramReplay final : public Workload {
   void setup(Session& s) override {
     m_session = &s;
     m_session_rank = s.rank().dp_rank;
+    m_latest = latest_weight_ids(m_program);
     if (!s.config().runtime.host_fallback) {
       // every event, set-up included
       for (const pt::Event& e : m_program.events) {
