@@ -10,12 +10,12 @@ namespace {
 
 namespace pt = wallsim::torch;
 
-const std::string kFile =
-    std::string(WALLSIM_SOURCE_DIR) + "/tests/frontends/torch/programs/mlp_sgd_dp.json";
+const std::string kDir = std::string(WALLSIM_SOURCE_DIR) + "/tests/frontends/torch/programs/";
+const std::string kFile = kDir + "mlp_sgd_dp.json";
 
 // The captured weights' values before the steps, in weight-event order.
-std::vector<compiler_stub::HostTensor> captured_weights() {
-  const pt::Program p = pt::read_program_file(kFile);
+std::vector<compiler_stub::HostTensor> captured_weights(const std::string& file) {
+  const pt::Program p = pt::read_program_file(file);
   std::vector<compiler_stub::HostTensor> out;
   for (const pt::Event& e : p.events) {
     if (e.kind != pt::EventKind::weight) continue;
@@ -27,28 +27,32 @@ std::vector<compiler_stub::HostTensor> captured_weights() {
   return out;
 }
 
-void expect_matches(int64_t dp, const char* mode, const std::string& extra = "") {
-  const std::string whole = "program:file=" + kFile;
+void expect_matches(int64_t dp, const char* mode, const std::string& extra = "",
+                    const std::string& file = kFile, size_t weights = 6, int64_t rows = 8,
+                    double tolerance = 1e-4) {
+  const std::string whole = "program:file=" + file;
   const Outcome o = run_both(whole + ",dp=" + std::to_string(dp) + extra, whole, mode, -1);
   const auto& want = o.values.back();  // the unsharded replay's weights after the steps
-  const auto before = captured_weights();
-  ASSERT_EQ(want.size(), 6u);
-  ASSERT_EQ(before.size(), 6u);
+  const auto before = captured_weights(file);
+  ASSERT_EQ(want.size(), weights);
+  ASSERT_EQ(before.size(), weights);
   // The steps move the weights far more than the tolerance: a gradient scaled by 1/N (DDP's
   // average on top of the captured global-batch loss scale) would miss by about half of it.
   double moved = 0;
   for (size_t k = 0; k < want.size(); ++k)
     moved = std::max(moved, relative_error(want[k], before[k]));
-  EXPECT_GT(moved, 1e-2);  // 0.2 here; a 1/N on top misses by about half of it
+  EXPECT_GT(moved, 100 * tolerance);  // a 1/N on top misses by about half of it
   ASSERT_EQ(o.values.size(), size_t(dp) + 1);
   for (size_t r = 0; r + 1 < o.values.size(); ++r) {
     ASSERT_EQ(o.values[r].size(), want.size()) << "rank " << r;
     for (size_t k = 0; k < want.size(); ++k)
-      EXPECT_LT(relative_error(o.values[r][k], want[k]), 1e-4) << "rank " << r << " weight " << k;
+      EXPECT_LT(relative_error(o.values[r][k], want[k]), tolerance)
+          << "rank " << r << " weight " << k;
     const auto& d = o.reports.at(r).at("data_parallel");
     EXPECT_EQ(d.at("dp").get<int64_t>(), dp);
-    EXPECT_EQ(d.at("rows_per_rank").get<int64_t>(), 8 / dp);
-    EXPECT_EQ(d.at("gradients").get<int64_t>(), 12);  // 6 parameters, 2 steps
+    EXPECT_EQ(d.at("rows_per_rank").get<int64_t>(), rows / dp);
+    // every parameter (the causal mask is a buffer), 2 steps
+    EXPECT_EQ(d.at("gradients").get<int64_t>(), 2 * int64_t(weights - (weights > 6)));
     EXPECT_EQ(d, o.reports.front().at("data_parallel"));
   }
   EXPECT_FALSE(o.reports.back().contains("data_parallel"));  // dp = 1: no section
@@ -63,6 +67,12 @@ TEST(Distributed, DataParallel2BucketedProgramMatchesUnshardedUnderFused) {
   expect_matches(2, "fused", ",bucket_mb=0.015");
 }
 TEST(Distributed, DataParallel4ProgramMatchesUnshardedUnderFused) { expect_matches(4, "fused"); }
+// A 2-block transformer LM (embeddings, layer norms, causal attention, GELU MLP, cross-entropy
+// over batch*seq rows), 2 SGD steps over 6 sequences: 3 a rank, the merged [batch*seq, d] rows
+// of each rank's sequences.
+TEST(Distributed, DataParallel2TransformerProgramMatchesUnshardedUnderAot) {
+  expect_matches(2, "aot", "", kDir + "transformer_sgd_dp.json", 31, 6);
+}
 
 }  // namespace
 }  // namespace wallsim::runtime

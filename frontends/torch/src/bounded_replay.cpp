@@ -254,16 +254,22 @@ void BoundedReplay::plan_sharded(const Event& e, BoundedOp& r) const {
       if (!touched) break;
       r.attrs["shape"] = run_shape(e.out);
       if (k == OpKind::broadcast) break;
-      // The i-th sharded axis of the input and of the result hold the same elements inside
-      // them, so a rank's rows stay its rows.
+      // The i-th sharded axis of the input and of the result have as many elements outside
+      // them (before it), so within each outer block a rank's share is the same element range:
+      // [B, T, D] -> [B*T, D] keeps a rank's rows, [T, B] -> [T*B] would not.
       std::vector<size_t> a, b;
       for (size_t i = 0; i < in[0]->shape.size(); ++i)
         if (shards_of(*in[0], i) > 1) a.push_back(i);
       for (size_t i = 0; i < e.out.shape.size(); ++i)
         if (shards_of(e.out, i) > 1) b.push_back(i);
       bool ok = a.size() == b.size();
+      const auto outer = [](const std::vector<int64_t>& s, size_t to) {
+        int64_t p = 1;
+        for (size_t i = 0; i < to; ++i) p *= s[i];
+        return p;
+      };
       for (size_t i = 0; ok && i < a.size(); ++i)
-        ok = product(in[0]->shape, a[i] + 1) == product(e.out.shape, b[i] + 1);
+        ok = outer(in[0]->shape, a[i]) == outer(e.out.shape, b[i]);
       if (!ok) refuse("the reshape moves the sharded axis across others");
       break;
     }
