@@ -66,6 +66,22 @@ TEST(Distributed, DataParallel2ProgramMatchesUnshardedUnderEager) { expect_match
 TEST(Distributed, DataParallel2BucketedProgramMatchesUnshardedUnderFused) {
   expect_matches(2, "fused", ",bucket_mb=0.015");
 }
+// The bucket plan: in both steps (step 1's gradients are views re-derived from their accumulated
+// bases) the order the backward made them, the last layer first, filled to 15,000 bytes or more.
+TEST(Distributed, DataParallelProgramBucketsFollowTheBackwardOrder) {
+  const std::string whole = "program:file=" + kFile;
+  const Outcome o = run_both(whole + ",dp=2,bucket_mb=0.015", whole, "aot", -1);
+  const auto& buckets = o.reports.front().at("data_parallel").at("buckets");
+  ASSERT_EQ(buckets.size(), 2u);
+  for (const auto& step : buckets) {
+    ASSERT_EQ(step.size(), 2u);
+    EXPECT_EQ(step[0].at("grads"),
+              nlohmann::ordered_json({"4.bias", "4.weight", "2.bias", "2.weight"}));
+    EXPECT_EQ(step[0].at("bytes").get<int64_t>(), 40 + 2560 + 256 + 16384);
+    EXPECT_EQ(step[1].at("grads"), nlohmann::ordered_json({"0.bias", "0.weight"}));
+    EXPECT_EQ(step[1].at("bytes").get<int64_t>(), 256 + 4096);
+  }
+}
 TEST(Distributed, DataParallel4ProgramMatchesUnshardedUnderFused) { expect_matches(4, "fused"); }
 // A 2-block transformer LM (embeddings, layer norms, causal attention, GELU MLP, cross-entropy
 // over batch*seq rows), 2 SGD steps over 6 sequences: 3 a rank, the merged [batch*seq, d] rows
