@@ -574,7 +574,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"program",
        "program:file=P.json,bound=NAME<=MAX;... - a captured PyTorch program replayed step by "
        "step (docs/PROGRAM_FORMAT.md); bound: named dims run at MAX, masked past the real "
-       "extent (also `run --bound`)"}};
+       "extent (also `run --bound`); dp=N,bucket_mb=X,dp_dim=batch: data parallel over N "
+       "ranks, each its rows of the dim, gradients all-reduced per step (docs/DISTRIBUTED.md)"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {
