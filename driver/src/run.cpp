@@ -415,7 +415,17 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   report.device_busy = device_busy_section(device, session, stats, device_scope);
   report.layers = layer_table(session);
   report.compile_metrics = compile_metrics_json(session, step_stream.device_busy_ns);
-  if (auto own = workload->report()) {
+  std::optional<std::pair<std::string, nlohmann::ordered_json>> own = workload->report();
+  if (group && (sizes.dp > 1 || sizes.pp > 1)) {  // the whole run's, from each replica's last stage
+    std::vector<const workloads::Workload*> replicas;
+    for (int64_t d = 0; d < sizes.dp; ++d) {
+      const int64_t r = (d * sizes.pp + sizes.pp - 1) * sizes.tp;
+      replicas.push_back(r == 0 ? workload.get()
+                                : rank_workloads[static_cast<size_t>(r - 1)].get());
+    }
+    if (auto whole = workload->replicas_report(replicas)) own = whole;
+  }
+  if (own) {
     report.workload_section = own->first;
     report.workload_report = own->second;
   }

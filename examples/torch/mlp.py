@@ -16,6 +16,8 @@ p.add_argument("--steps", type=int, default=2)
 p.add_argument("--batch", type=int, default=8)
 p.add_argument("--width", type=int, default=32)
 p.add_argument("--classes", type=int, default=10)
+p.add_argument("--mark-batch", action="store_true",
+               help="name the batch axis of x and y 'batch' (a data-parallel replay splits it)")
 args = p.parse_args()
 
 torch.manual_seed(0)
@@ -24,6 +26,9 @@ net = nn.Sequential(nn.Linear(args.width, 4 * args.width), nn.GELU(),
                     nn.Linear(4 * args.width, args.classes))
 x = torch.randn(args.batch, args.width)
 y = torch.randint(0, args.classes, (args.batch,))
+if args.mark_batch:
+    wallsim.mark_dynamic(x, 0, "batch")
+    wallsim.mark_dynamic(y, 0, "batch")
 
 if args.train == "none":
     with torch.no_grad():

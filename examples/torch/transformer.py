@@ -20,6 +20,9 @@ p.add_argument("--width", type=int, default=64)
 p.add_argument("--heads", type=int, default=4)
 p.add_argument("--layers", type=int, default=2)
 p.add_argument("--vocab", type=int, default=128)
+p.add_argument("--mark-batch", action="store_true",
+               help="name the batch axis of the ids and targets 'batch' (a data-parallel "
+               "replay splits it)")
 args = p.parse_args()
 
 
@@ -72,6 +75,9 @@ opt = (torch.optim.SGD(model.parameters(), lr=0.05) if args.opt == "sgd" else
        torch.optim.Adam(model.parameters(), lr=1e-3))
 inp = torch.randint(0, args.vocab, (args.batch, args.seq))
 tgt = torch.randint(0, args.vocab, (args.batch, args.seq))
+if args.mark_batch:
+    wallsim.mark_dynamic(inp, 0, "batch")
+    wallsim.mark_dynamic(tgt, 0, "batch")
 for _ in range(args.steps):
     logits = model(inp)
     loss = nn.functional.cross_entropy(logits.reshape(-1, args.vocab), tgt.reshape(-1))

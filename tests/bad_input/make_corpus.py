@@ -276,6 +276,15 @@ for name, spec, expected in [
     ("transformer_pp_layers", "transformer:layers=3,pp=2", "layers 3 do not split over 2"),
     ("transformer_microbatches", "transformer:batch=2,pp=2,layers=2,microbatches=3",
      "2 sequences of a data-parallel rank do not split into 3"),
+    ("decode_pp_layers", "decode:layers=3,pp=2", "decode.pp: layers 3 do not split over 2"),
+    ("decode_dp_batch", "decode:batch=3,dp=2", "decode.dp: batch 3 does not split over 2"),
+    ("decode_microbatches", "decode:batch=2,layers=2,pp=2,microbatches=3",
+     "2 sequences of a data-parallel rank do not split into 3"),
+    ("decode_paged_batch", "decode:batch=2,kv=paged", "decode.batch: kv=paged decodes one"),
+    ("decode_sp", "decode:tp=2,pp=2,sp=1", "unknown parameter 'sp' of decode"),
+    ("serve_pp_rate", "serve:layers=2,pp=2,rate=5", "serve.pp: pipeline stages schedule without"),
+    ("serve_pp_layers", "serve:layers=3,pp=2", "serve.pp: layers 3 do not split over 2"),
+    ("serve_dp_requests", "serve:requests=3,dp=4", "serve.dp: 3 requests leave some of 4"),
 ]:
     case(f"workload.{name}", expected,
          f"run -c $C -w '{spec}' --mode native --out $T/o --trace-level none")
@@ -526,6 +535,33 @@ for name, setup, events, extra, want in [
     write(f"program_{name}.json", json.dumps(doc))
     case(f"program.{name}", want,
          f"run -c $C -w program:file=$D/program_{name}.json{extra} --out $T/o")
+# Issue 38, data-parallel program replay (dp=N): no dim to split, a batch that does not split,
+# weight updates without grad events (an older capture), a dim both bounded and split, a slice of
+# part of the split axis and a concat along it (a row index is global).
+xb = {"ev": "input", "id": 0, "name": "x", "dtype": "fp32", "shape": [4], "dim_names": ["batch"]}
+w4 = {"ev": "weight", "id": 1, "name": "w", "dtype": "fp32", "shape": [4]}
+red = {"ev": "read", "id": 0, "reason": "item"}
+for name, events, extra, want in [
+        ("dp_no_dim", [x_in, {"ev": "read", "id": 0, "reason": "item"}], ",dp=2",
+         "the program names no dim 'batch' to split"),
+        ("dp_batch_6", [dict(xb, shape=[6]), red], ",dp=4",
+         "dim 'batch' has extent 6, which does not split over 4 data-parallel ranks"),
+        ("dp_no_grads", [w4, {"ev": "op", "id": 2, "op": "scale", "inputs": [1],
+                              "attrs": {"value": 0.5}, "dtype": "fp32", "shape": [4],
+                              "aten": "aten.mul_.Tensor", "module": "", "inplace_of": 1}, xb, red],
+         ",dp=2", "updates its weights but marks no gradients"),
+        ("dp_bounded", [xb, red], ",dp=2 --bound 'batch<=8'", "is both bounded and split"),
+        ("dp_slice", [xb, {"ev": "op", "id": 2, "op": "slice", "inputs": [0],
+                           "attrs": {"axis": 0, "start": 0, "limit": 2}, "dtype": "fp32",
+                           "shape": [2], "aten": "aten.slice.Tensor", "module": ""}, red], ",dp=2",
+         "a slice of part of the sharded axis"),
+        ("dp_concat", [xb, {"ev": "op", "id": 2, "op": "concat", "inputs": [0, 0],
+                            "attrs": {"axis": 0}, "dtype": "fp32", "shape": [8],
+                            "aten": "aten.cat.default", "module": "",
+                            "dim_names": ["batch"]}, red], ",dp=2",
+         "a concat along the sharded axis")]:
+    write(f"program_{name}.json", program(events))
+    case(f"program.{name}", want, f"run -c $C -w program:file=$D/program_{name}.json{extra} --out $T/o")
 case("system.too_many_cores", "more than 65536 one simulation holds",
      "run -c $C -w gemm:m=64,k=64,n=64 --set topology.torus_x=64 --set topology.torus_y=64 "
      "--set topology.instances=4096 --out $T/o")

@@ -1,98 +1,11 @@
-// Distributed runs (issue 38): a TP=8 GPT-2 layer, TP=4 decode, a DP=4 training step and
-// pipelines (PP=2 training by 1F1B, a PP=2 forward) on ranks of one System match the same workload
-// unsharded, run in the same simulation on a core of its own.
+// Distributed runs (issue 38): a TP=8 GPT-2 layer, TP=4, PP=2 and DP=2 decode, DP=2 serving, a
+// DP=4 training step and pipelines (PP=2 training by 1F1B, a PP=2 forward) on ranks of one
+// System match the same workload unsharded, run in the same simulation on a core of its own.
 // One system per process.
-#include <gtest/gtest.h>
-
-#include <algorithm>
-#include <cmath>
-#include <memory>
-
-#include "wallsim/runtime/ops.h"
-#include "wallsim/runtime/process_group.h"
-#include "wallsim/runtime/session.h"
-#include "wallsim/sim/exec.h"
-#include "wallsim/sim/system.h"
-#include "wallsim/workloads/workload.h"
+#include "distributed_run.h"
 
 namespace wallsim::runtime {
 namespace {
-
-// The worst difference relative to the largest magnitude of `want`.
-double relative_error(const compiler_stub::HostTensor& got, const compiler_stub::HostTensor& want) {
-  EXPECT_EQ(got.data.size(), want.data.size());
-  double worst = 0, scale = 1e-6;
-  for (size_t k = 0; k < got.data.size() && k < want.data.size(); ++k) {
-    worst = std::max(worst, double(std::fabs(got.data[k] - want.data[k])));
-    scale = std::max(scale, double(std::fabs(want.data[k])));
-  }
-  return worst / scale;
-}
-
-// `sharded` on its world's ranks (chip 0's cores, then chip 1's), `whole` on the last core of
-// chip 1, both `steps` steps under `mode`, functional (steps 0: each runs its own loop, as
-// serve). Returns, per rank and for the unsharded run (last), each step's output and then the
-// workload's state, read back, and the workload's report.
-struct Outcome {
-  std::vector<std::vector<compiler_stub::HostTensor>> values;  // by rank: output, then state
-  std::vector<nlohmann::ordered_json> reports;                 // by rank
-};
-Outcome run_both(const std::string& sharded, const std::string& whole, const char* mode,
-                 int64_t steps = 1) {
-  Config config = load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json",
-                              {"topology.torus_x=2", "topology.torus_y=1"});
-  sim::init_systemc();
-  sim::CoreOptions o;
-  o.functional = true;
-  sim::System system(config.chip, config.system, o);
-  auto ws = workloads::make_workload(workloads::parse_spec(sharded));
-  const ProcessGroup group(ws->parallel(), 2, config.system.chip.cores, "test");
-  std::vector<std::unique_ptr<workloads::Workload>> workloads;
-  std::vector<std::unique_ptr<Session>> sessions;
-  auto shared = std::make_shared<SharedPlans>();
-  for (int64_t r = 0; r <= group.world(); ++r) {
-    SessionOptions so;
-    so.mode = &mode_named(mode);
-    so.functional = true;
-    so.name_prefix = "r" + std::to_string(r) + "_";
-    sim::Core* core = &system.core(1, config.system.chip.cores - 1);
-    if (r < group.world()) {
-      so.rank = group.context(r);
-      so.collectives = system.collectives();
-      so.shared_plans = shared;
-      core = &system.core(static_cast<size_t>(so.rank.chip), static_cast<size_t>(so.rank.core));
-      workloads.push_back(workloads::make_workload(workloads::parse_spec(sharded)));
-    } else {
-      workloads.push_back(workloads::make_workload(workloads::parse_spec(whole)));
-    }
-    sessions.push_back(std::make_unique<Session>(config, *core, so));
-  }
-  Outcome out;
-  out.values.resize(sessions.size());
-  std::vector<HostRank> hosts;
-  for (size_t r = 0; r < sessions.size(); ++r) {
-    Session& s = *sessions[r];
-    workloads::Workload& w = *workloads[r];
-    auto& values = out.values[r];
-    hosts.push_back({&s.device_core(), [&s, &w, &values, steps] {
-                       w.setup(s);
-                       s.startup(w.buckets(s), [&](int64_t b) { w.trace(s, b); });
-                       if (steps == 0) w.run(s, 0);
-                       for (int64_t i = 0; i < steps; ++i) {
-                         s.begin_step(i);
-                         values.push_back(s.to_host(w.step(s, i)));
-                         s.end_step();
-                       }
-                       for (const Tensor& t : w.state()) values.push_back(s.to_host(t));
-                     }});
-  }
-  run_hosts(hosts);
-  for (const auto& w : workloads) {
-    const auto report = w->report();
-    out.reports.push_back(report ? report->second : nlohmann::ordered_json());
-  }
-  return out;
-}
 
 TEST(Distributed, TensorParallel8Gpt2LayerMatchesUnsharded) {
   const std::string model = "transformer:layers=1,d_model=256,heads=8,d_ff=512,seq=128,dtype=fp32";
@@ -256,6 +169,139 @@ TEST(Distributed, PipelineParallel2TransformerForwardMatchesUnsharded) {
   for (size_t r = 2; r < 4; ++r) {
     EXPECT_LT(relative_error(o.values[r].at(0), want), 1e-3) << "rank " << r;
   }
+}
+
+// Rows [first, first + count) of a [rows, width] host tensor.
+compiler_stub::HostTensor rows_of(const compiler_stub::HostTensor& t, size_t rows, size_t first,
+                                  size_t count) {
+  const size_t width = t.data.size() / rows;
+  compiler_stub::HostTensor out = t;
+  out.data.assign(t.data.begin() + long(first * width),
+                  t.data.begin() + long((first + count) * width));
+  return out;
+}
+
+// Decode on pipeline stages: 4 layers on 2 stages of TP=2 (ranks 2 and 3 the last stage), a
+// prefill and two tokens, each step's hidden rows sent stage to stage; with batch=2 and
+// microbatches=2 the two sequences flow through the stages one after the other. The last stage's
+// output of every step matches the unsharded decode's.
+void expect_decode_pipeline_matches(const std::string& extra, const char* mode) {
+  const std::string model =
+      "decode:layers=4,d_model=128,heads=4,d_ff=256,prompt=24,new_tokens=2,"
+      "dtype=fp32" +
+      extra;
+  const Outcome o = run_both(model + ",tp=2,pp=2", model, mode, 3);
+  ASSERT_EQ(o.values.size(), 5u);
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), 3u);
+  for (size_t r = 2; r < 4; ++r) {
+    ASSERT_EQ(o.values[r].size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_LT(relative_error(o.values[r][k], want[k]), 1e-3) << "rank " << r << " step " << k;
+    }
+  }
+}
+TEST(Distributed, PipelineParallel2DecodeMatchesUnshardedUnderAot) {
+  expect_decode_pipeline_matches("", "aot");
+}
+TEST(Distributed, PipelineParallel2DecodeMatchesUnshardedUnderEager) {
+  expect_decode_pipeline_matches("", "eager");
+}
+TEST(Distributed, PipelineParallel2DecodeOfTwoMicrobatchesMatchesUnshardedUnderFused) {
+  expect_decode_pipeline_matches(",batch=2,microbatches=2", "fused");
+}
+
+// Decode data parallel: 4 sequences on 2 replicas (no collective), each replica's rows of every
+// step the unsharded batch's rows of its two sequences (a prefill's 24 rows a sequence, then a
+// row a sequence per token).
+TEST(Distributed, DataParallel2DecodeMatchesUnshardedUnderFused) {
+  const std::string model =
+      "decode:layers=2,d_model=128,heads=4,d_ff=256,prompt=24,new_tokens=2,batch=4,dtype=fp32";
+  const Outcome o = run_both(model + ",dp=2", model, "fused", 3);
+  ASSERT_EQ(o.values.size(), 3u);
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), 3u);
+  for (size_t r = 0; r < 2; ++r) {
+    ASSERT_EQ(o.values[r].size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const size_t rows = k == 0 ? 24 : 1;
+      EXPECT_LT(relative_error(o.values[r][k], rows_of(want[k], 4 * rows, 2 * r * rows, 2 * rows)),
+                1e-3)
+          << "replica " << r << " step " << k;
+    }
+  }
+}
+
+// Serving on 2 data-parallel replicas: requests 0, 2, 4 to replica 0 and 1, 3 to replica 1
+// (round-robin by arrival), each replica its own scheduler and KV pool; every request's token
+// values match the unsharded server's, and the whole run's report holds every request once.
+TEST(Distributed, DataParallel2ServeMatchesUnshardedUnderAot) {
+  const std::string model =
+      "serve:requests=5,rate=20,layers=2,d_model=64,heads=4,d_ff=128,vocab=96,context=48,"
+      "max_prompt=24,prompt_mean=10,output_mean=6,max_batch=4,block=4,dtype=fp32";
+  const Outcome o = run_both(model + ",dp=2", model, "aot", 0);
+  const auto& want = o.reports.back().at("per_request");
+  ASSERT_EQ(want.size(), 5u);
+  auto expect_same_values = [&](const nlohmann::ordered_json& got, const std::string& where) {
+    const auto& a = got.at("values");
+    const auto& b = want[got.at("id").get<size_t>()].at("values");
+    ASSERT_EQ(a.size(), b.size()) << where;
+    for (size_t t = 0; t < a.size(); ++t) {
+      EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
+          << where << " token " << t;
+    }
+  };
+  for (size_t r = 0; r < 2; ++r) {
+    const auto& got = o.reports[r].at("per_request");
+    ASSERT_EQ(got.size(), r == 0 ? 3u : 2u);
+    for (const auto& q : got) {
+      EXPECT_EQ(q.at("id").get<size_t>() % 2, r);
+      expect_same_values(q, "replica " + std::to_string(r));
+    }
+  }
+  const auto& whole = o.replicas;
+  ASSERT_EQ(whole.at("per_request").size(), 5u);
+  for (size_t q = 0; q < 5; ++q) {
+    EXPECT_EQ(whole.at("per_request")[q].at("id").get<size_t>(), q);
+    expect_same_values(whole.at("per_request")[q], "whole run");
+  }
+  ASSERT_EQ(whole.at("replicas").size(), 2u);
+  EXPECT_EQ(whole.at("output_tokens").get<int64_t>(),
+            o.reports[0].at("output_tokens").get<int64_t>() +
+                o.reports[1].at("output_tokens").get<int64_t>());
+}
+
+// Serving on 2 pipeline stages of TP=2 (every request at once: the stages' schedulers agree
+// without a clock): each iteration's batch flows through the stages; the last stage's report
+// (ranks 2 and 3) has every request's token values of the unsharded server.
+void expect_serve_pipeline_matches(const std::string& scheduler, const char* mode) {
+  const std::string model =
+      "serve:requests=5,layers=2,d_model=64,heads=4,d_ff=128,vocab=96,context=48,max_prompt=24,"
+      "prompt_mean=10,output_mean=6,max_batch=4,block=4,dtype=fp32,scheduler=" +
+      scheduler;
+  const Outcome o = run_both(model + ",tp=2,pp=2", model, mode, 0);
+  ASSERT_EQ(o.reports.size(), 5u);
+  const auto& want = o.reports.back().at("per_request");
+  ASSERT_EQ(want.size(), 5u);
+  for (size_t r = 2; r < 4; ++r) {
+    const auto& got = o.reports[r].at("per_request");
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t q = 0; q < want.size(); ++q) {
+      const auto& a = got[q].at("values");
+      const auto& b = want[q].at("values");
+      ASSERT_EQ(a.size(), b.size()) << "rank " << r << " request " << q;
+      for (size_t t = 0; t < a.size(); ++t) {
+        EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
+            << "rank " << r << " request " << q << " token " << t;
+      }
+    }
+  }
+}
+TEST(Distributed, PipelineParallel2ServeMatchesUnshardedContinuousUnderFused) {
+  expect_serve_pipeline_matches("continuous", "fused");
+}
+TEST(Distributed, PipelineParallel2ServeMatchesUnshardedStaticUnderAot) {
+  expect_serve_pipeline_matches("static", "aot");
 }
 
 }  // namespace

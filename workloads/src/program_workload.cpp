@@ -9,12 +9,17 @@
 // run-time scalar; ops that reduce or contract over such an axis mask what lies past the real
 // extent first (an iota compared with the scalar), so one plan serves every length. An op whose
 // bounded replay would not be exact is refused with a one-line error when the program is read.
+//
+// Data parallel (dp=N[,bucket_mb=X][,dp_dim=batch]): each rank runs its share of the captured
+// global batch (every axis named dp_dim at extent / N) and all-reduces each step's gradients in
+// DDP's buckets (program_dp.h).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <unordered_map>
 
+#include "program_dp.h"
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/compiler_stub/weight_layouts.h"
 #include "wallsim/torch/bounded_replay.h"
@@ -48,11 +53,24 @@ class ProgramReplay final : public Workload {
  public:
   explicit ProgramReplay(Params& p) : m_file(p.text("file")) {
     const std::string bounds = p.text("bound");
+    m_sizes.dp = p.integer_if_given("dp", 1, 1, 65536);
+    const double bucket_mb = p.text("bucket_mb").empty() ? 0.0 : p.real("bucket_mb", 0.0, 0.0, 1e6);
+    std::string dp_dim = p.text("dp_dim");
+    if (dp_dim.empty()) dp_dim = "batch";
     p.finish();
     m_params = p.resolved();
     if (m_file.empty()) p.fail("file", "the program file is required (program:file=P.json)");
+    if (m_sizes.dp == 1 && m_params.count("bucket_mb"))
+      p.fail("bucket_mb", "applies only to a data-parallel replay (dp=N, N > 1)");
     m_program = pt::read_program_file(m_file);
-    m_bounded = std::make_unique<pt::BoundedReplay>(m_program, parse_bounds(p, bounds));
+    std::map<std::string, int64_t> bound = parse_bounds(p, bounds), shards;
+    if (m_sizes.dp > 1) {
+      if (bound.count(dp_dim)) p.fail("dp", "dim '" + dp_dim + "' is both bounded and split");
+      m_dp = std::make_unique<ProgramDp>(m_program, m_sizes.dp, bucket_mb * 1e6, dp_dim,
+                                         "--workload program");
+      shards[dp_dim] = m_sizes.dp;
+    }
+    m_bounded = std::make_unique<pt::BoundedReplay>(m_program, bound, shards);
     count_calls();
     m_real_macs.assign(m_program.steps.size(), 0.0);
     for (size_t si = 0; si < m_program.steps.size(); ++si) {
@@ -69,9 +87,21 @@ class ProgramReplay final : public Workload {
   std::map<std::string, std::string> params() const override { return m_params; }
   int64_t default_steps() const override { return static_cast<int64_t>(m_program.steps.size()); }
   bool masks_instead_of_padding() const override { return !m_bounded->bounds().empty(); }
+  runtime::ParallelSizes parallel() const override { return m_sizes; }
+  // Each weight's value after the steps (its last in-place update), in weight-event order.
+  std::vector<Tensor> state() const override {
+    std::vector<Tensor> out;
+    for (int32_t id : m_latest) {
+      if (m_live.count(id)) out.push_back(m_live.at(id));
+      if (!m_live.count(id) && m_final.count(id)) out.push_back(m_final.at(id));
+    }
+    return out;
+  }
 
   void setup(Session& s) override {
     m_session = &s;
+    m_session_rank = s.rank().dp_rank;
+    m_latest = latest_weight_ids(m_program);
     if (!s.config().runtime.host_fallback) {
       // every event, set-up included
       for (const pt::Event& e : m_program.events) {
@@ -231,13 +261,34 @@ class ProgramReplay final : public Workload {
 
   // A device tensor for `t` at its run shape: its captured values (zero-padded past real
   // extents) when `npy` is given, else seeded random (functional) or none (timing only).
+  // Data parallel: an input with the split dim gets this rank's rows of it (the unsharded
+  // run's rows: its values, or the same seeded tensor).
   Tensor upload(Session& s, const pt::ProgramTensor& t, const std::string& npy, uint64_t seed,
                 const cs::WeightLayout& layout = {}) {
     const std::vector<int64_t> shape = m_bounded->run_shape(t);
+    const int64_t split = m_dp ? m_dp->split_axis(t) : -1;
+    const size_t ax = static_cast<size_t>(std::max<int64_t>(split, 0));
+    const int64_t first = split < 0 ? 0 : s.rank().dp_rank * shape[ax];
+    if (npy.empty() && split >= 0) {
+      std::vector<int64_t> full = shape;
+      full[ax] = t.shape[ax];
+      return s.upload_random_slice(full, t.dtype, seed, split, first, first + shape[ax]);
+    }
     if (npy.empty()) return s.upload_random(shape, t.dtype, seed, layout);
-    const std::vector<float> real = read_values(npy, t);
-    if (shape == t.shape) return s.upload(shape, t.dtype, real, layout);
-    return s.upload(shape, t.dtype, pad(real, t.shape, shape), layout);
+    return s.upload(shape, t.dtype, values_at(read_values(npy, t), t, shape), layout);
+  }
+  // Captured values at run shape `shape`: this rank's rows of the split dim, zero-padded past
+  // real extents.
+  std::vector<float> values_at(std::vector<float> real, const pt::ProgramTensor& t,
+                               const std::vector<int64_t>& shape) const {
+    std::vector<int64_t> from = t.shape;
+    if (const int64_t split = m_dp ? m_dp->split_axis(t) : -1; split >= 0) {
+      const size_t ax = static_cast<size_t>(split);
+      const int64_t first = m_session_rank * shape[ax];
+      real = ProgramDp::rows(real, t.shape, ax, first, first + shape[ax]);
+      from[ax] = shape[ax];
+    }
+    return shape == from ? real : pad(real, from, shape);
   }
 
   static std::vector<float> pad(const std::vector<float>& v, const std::vector<int64_t>& from,
@@ -318,6 +369,11 @@ class ProgramReplay final : public Workload {
         r.calls += row.calls;
         r.graph_ops += row.graph_ops;
       }
+      if (m_dp) {
+        const auto [calls, ops] = m_dp->calls(step);
+        m_rows["wallsim.dp_all_reduce"].calls += calls;
+        m_rows["wallsim.dp_all_reduce"].graph_ops += ops;
+      }
     }
   }
 
@@ -329,6 +385,7 @@ class ProgramReplay final : public Workload {
       switch (e.kind) {
         case EventKind::weight:
         case EventKind::step:
+        case EventKind::grad:  // data parallel: all-reduced below, once its bucket closes
           break;
         case EventKind::input:
           s.clear_origin();
@@ -359,12 +416,18 @@ class ProgramReplay final : public Workload {
           break;
         case EventKind::read: {
           const cs::HostTensor v = s.to_host(m_live.at(e.out.id));
-          if (m_values && !tracing) check_read(v, e);
+          if (m_values && !tracing && !m_dp) check_read(v, e);  // dp: a rank reads its share
           break;
         }
         case EventKind::free:
+          if (std::count(m_latest.begin(), m_latest.end(), e.out.id))  // a capture's end frees it
+            m_final[e.out.id] = m_live.at(e.out.id);
           m_live.erase(e.out.id);
           break;
+      }
+      if (m_dp && i >= m_program.setup) {
+        m_dp->after_event(s, step, i, m_live);
+        s.clear_origin();
       }
     }
     s.clear_origin();
@@ -393,7 +456,7 @@ class ProgramReplay final : public Workload {
       if (s.functional()) {
         values = m_values ? read_values(pt::value_file(m_program, 'o', o.id), o)
                           : std::vector<float>(static_cast<size_t>(product(o.shape, 0)), 0.0f);
-        if (shape != o.shape) values = pad(values, o.shape, shape);
+        values = values_at(std::move(values), o, shape);
       }
       m_live[o.id] = s.upload(shape, o.dtype, values);
       bytes += product(shape, 0) * isa::dtype_bytes(o.dtype);
@@ -429,7 +492,11 @@ class ProgramReplay final : public Workload {
   std::string m_file;
   std::map<std::string, std::string> m_params;
   pt::Program m_program;
-  std::unique_ptr<pt::BoundedReplay> m_bounded;         // how each op runs (at the bounds, if any)
+  std::unique_ptr<pt::BoundedReplay> m_bounded;  // how each op runs (at the bounds, if any)
+  std::unique_ptr<ProgramDp> m_dp;               // data parallel (dp > 1), or null
+  runtime::ParallelSizes m_sizes;
+  std::vector<int32_t> m_latest;                        // each weight's id after the program
+  std::map<int32_t, Tensor> m_final;                    // those the program frees, as they were
   std::vector<std::map<std::string, AtenRow>> m_calls;  // per step
   std::vector<double> m_real_macs;                      // per step, at the captured shapes
   bool m_values = false;
@@ -440,6 +507,7 @@ class ProgramReplay final : public Workload {
   } m_setup_host;          // the set-up section's host ops
   int64_t m_setup_ns = 0;  // the set-up section's start-up time, drained
   const Session* m_session = nullptr;
+  int64_t m_session_rank = 0;  // this rank's dp_rank
   std::map<std::string, AtenRow> m_rows;
   int64_t m_steps_run = 0, m_host_ns = 0, m_host_bytes = 0, m_host_op_count = 0;
   int64_t m_reads_checked = 0;
@@ -496,6 +564,14 @@ std::optional<std::pair<std::string, nlohmann::ordered_json>> ProgramReplay::rep
       {"max_rel_error",
        m_reads_checked > 0 ? ordered_json(m_max_rel_error) : ordered_json(nullptr)},
       {"aten_ops", rows}};
+  if (m_dp) {
+    int64_t rows_per_rank = 0;  // of the split dim's largest extent
+    for (const pt::Event& e : m_program.events) {
+      const int64_t a = e.kind == EventKind::input ? m_dp->split_axis(e.out) : -1;
+      if (a >= 0) rows_per_rank = std::max(rows_per_rank, e.out.shape[size_t(a)] / m_dp->dp());
+    }
+    out["data_parallel"] = m_dp->report(rows_per_rank);
+  }
   return std::make_pair(std::string("program"), out);
 }
 

@@ -19,7 +19,21 @@
 // ranks' maxima are all-gathered and the max of those is every rank's output (NxD's on-device
 // sampling: a gather of tp values a row, not of the logits). The embedding is replicated. Every
 // rank runs the same seeded stream under the same scheduler, so their decisions agree.
+//
+// dp > 1 (inference data parallel: no collective): dp independent replicas, each with its own
+// scheduler and KV pool. The seeded stream is routed round-robin by arrival: request i goes to
+// replica i mod dp. The report is the whole run's (every replica's requests) with a row a
+// replica (replicas_report).
+//
+// pp > 1: stage pp_rank holds layers / pp consecutive layers and their KV pools (stage 0 the
+// embedding, the last stage the final norm and the vocab head); each iteration's batch flows
+// through the stages (send/recv over "pp") and the last stage sends the iteration's sampled ids
+// (int32, one a row; an iota stands in) back to stage 0, whose iteration ends when they arrive.
+// Every stage runs the same scheduler: with every request at once (rate=0) its decisions depend
+// on no clock, so the stages agree (with arrivals over time they would need one shared clock, not
+// built). The report is the last stage's.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -66,6 +80,8 @@ class Serve final : public Workload, public ServeLoop {
         m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
     m_sizes.tp = p.integer("tp", 1, 1, 65536);
+    m_sizes.dp = p.integer_if_given("dp", 1, 1, 65536);
+    m_sizes.pp = p.integer_if_given("pp", 1, 1, 1024);
     m_spec.count = p.integer("requests", 200, 1, 1000000);
     m_spec.rate = p.real("rate", 0, 0, 1e9);
     m_spec.prompt_mean = p.real("prompt_mean", 161, 1, 1e6);
@@ -82,6 +98,19 @@ class Serve final : public Workload, public ServeLoop {
       p.fail("tp", "vocab " + std::to_string(m_vocab) + " does not split over " +
                        std::to_string(m_sizes.tp) +
                        " tensor-parallel ranks (pad it, as Megatron-LM pads 50257 to 50304)");
+    }
+    if (m_layers % m_sizes.pp) {
+      p.fail("pp", "layers " + std::to_string(m_layers) + " do not split over " +
+                       std::to_string(m_sizes.pp) + " pipeline stages");
+    }
+    if (m_sizes.pp > 1 && m_spec.rate > 0) {
+      p.fail("pp",
+             "pipeline stages schedule without a shared clock: they need rate=0 (every "
+             "request at once)");
+    }
+    if (m_spec.count < m_sizes.dp) {
+      p.fail("dp", std::to_string(m_spec.count) + " requests leave some of " +
+                       std::to_string(m_sizes.dp) + " data-parallel replicas without any");
     }
     if (m_spec.max_prompt >= m_context) {
       p.fail("max_prompt", std::to_string(m_spec.max_prompt) + " leaves no room to generate in " +
@@ -109,6 +138,13 @@ class Serve final : public Workload, public ServeLoop {
 
   void setup(Session& s) override {
     m_requests = generate_requests(m_spec, seed(s, 999));
+    if (m_sizes.dp > 1) {  // round-robin by arrival: request i to replica i mod dp
+      std::vector<Request> mine;
+      for (const Request& r : m_requests) {
+        if (r.id % m_sizes.dp == s.rank().dp_rank) mine.push_back(r);
+      }
+      m_requests.swap(mine);
+    }
     const int64_t per_seq_blocks = (capacity_rows() + m_block - 1) / m_block;
     m_pool_blocks = m_kv_blocks > 0 ? m_kv_blocks : m_max_batch * per_seq_blocks;
     // Continuous batching hands out blocks in a seeded scattered order, as a long-running server's
@@ -122,25 +158,31 @@ class Serve final : public Workload, public ServeLoop {
     m_scratch = m_pool_blocks * m_block;  // one more row: padding writes land there
     uint64_t k = 1;
     const int64_t tp = m_sizes.tp;
-    auto up = [&](std::vector<int64_t> shape) {
-      return s.upload_random(shape, m_dtype, seed(s, k++));
+    // `mine` false: a weight of another pipeline stage's, its seed only taken.
+    auto up = [&](std::vector<int64_t> shape, bool mine) {
+      const uint64_t sd = seed(s, k++);
+      return mine ? s.upload_random(shape, m_dtype, sd) : Tensor();
     };
     // This rank's block of columns of a weight of shape `full` (whole when tp is 1).
-    auto columns = [&](std::vector<int64_t> full) {
-      if (tp == 1) return up(full);
+    auto columns = [&](std::vector<int64_t> full, bool mine) {
+      if (tp == 1) return up(full, mine);
       const int64_t block = full[1] / tp, at = s.rank().tp_rank * block;
-      return s.upload_random_slice(full, m_dtype, seed(s, k++), 1, at, at + block);
+      const uint64_t sd = seed(s, k++);
+      return mine ? s.upload_random_slice(full, m_dtype, sd, 1, at, at + block) : Tensor();
     };
-    m_wte = up({m_vocab, m_d});
+    const int64_t stage = s.rank().pp_rank, per = m_layers / m_sizes.pp;
+    const bool last = stage == m_sizes.pp - 1;
+    m_wte = up({m_vocab, m_d}, stage == 0);
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp), {}, {}};
-      w.k_pool = columns({m_scratch + 1, m_d});  // this rank's heads
-      w.v_pool = columns({m_scratch + 1, m_d});
-      m_w.push_back(w);
+      const bool mine = l / per == stage;
+      Layer w{upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp, mine), {}, {}};
+      w.k_pool = columns({m_scratch + 1, m_d}, mine);  // this rank's heads
+      w.v_pool = columns({m_scratch + 1, m_d}, mine);
+      if (mine) m_w.push_back(w);
     }
-    m_lnf_g = up({m_d});
-    m_lnf_b = up({m_d});
-    m_head = columns({m_d, m_vocab});  // vocab-parallel
+    m_lnf_g = up({m_d}, last);
+    m_lnf_b = up({m_d}, last);
+    m_head = columns({m_d, m_vocab}, last);  // vocab-parallel
   }
 
   // AOT: every plan shape the run may need, traced before the first request.
@@ -191,6 +233,55 @@ class Serve final : public Workload, public ServeLoop {
     return std::make_pair(std::string("serving"),
                           serving_report(m_scheduler->name(), m_seqs, m_tally));
   }
+  // dp > 1: the whole run's serving section (every replica's requests, by id; the tallies
+  // summed, the span from the first arrival to the last replica's end; kv: the pools summed,
+  // peak_blocks the sum of each replica's peak) and `replicas`, each replica's throughput and
+  // TTFT.
+  std::optional<std::pair<std::string, ordered_json>> replicas_report(
+      const std::vector<const Workload*>& replicas) const override {
+    if (m_sizes.dp == 1) return m_sizes.pp > 1 ? replicas.at(0)->report() : std::nullopt;
+    std::vector<Seq> seqs;
+    ServeTally t;
+    t.start_ns = INT64_MAX;
+    ordered_json rows = ordered_json::array();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      const auto* r = dynamic_cast<const Serve*>(replicas[i]);
+      if (!r) throw std::logic_error("internal: serve replicas of another workload");
+      seqs.insert(seqs.end(), r->m_seqs.begin(), r->m_seqs.end());
+      const ServeTally& u = r->m_tally;
+      t.start_ns = std::min(t.start_ns, u.start_ns);
+      t.end_ns = std::max(t.end_ns, u.end_ns);
+      t.prefills += u.prefills;
+      t.decodes += u.decodes;
+      t.decode_rows += u.decode_rows;
+      t.decode_padded_rows += u.decode_padded_rows;
+      t.block_rows = u.block_rows;
+      t.pool_blocks += u.pool_blocks;
+      t.peak_blocks += u.peak_blocks;
+      t.kv_samples += u.kv_samples;
+      t.kv_util_sum += u.kv_util_sum;
+      t.real_macs += u.real_macs;
+      t.batch_pad_macs += u.batch_pad_macs;
+      t.prompt_pad_macs += u.prompt_pad_macs;
+      t.keys_pad_macs += u.keys_pad_macs;
+      const ordered_json own = serving_report(m_scheduler->name(), r->m_seqs, u);
+      rows.push_back({{"dp_rank", static_cast<int64_t>(i)},
+                      {"requests", own.at("requests")},
+                      {"output_tokens", own.at("output_tokens")},
+                      {"span_ns", own.at("span_ns")},
+                      {"throughput_tokens_per_s", own.at("throughput_tokens_per_s")},
+                      {"ttft_p50_ns", own.at("latency").at("ttft_p50_ns")},
+                      {"ttft_p99_ns", own.at("latency").at("ttft_p99_ns")}});
+    }
+    // Every replica's clock starts its run at the same time (after the same start-up), so the
+    // arrivals are on one time line.
+    std::sort(seqs.begin(), seqs.end(),
+              [](const Seq& a, const Seq& b) { return a.req->id < b.req->id; });
+    ordered_json out = serving_report(m_scheduler->name(), seqs, t);
+    out["routing"] = "round-robin by arrival";
+    out["replicas"] = rows;
+    return std::make_pair(std::string("serving"), out);
+  }
 
   // ---- ServeLoop ----
   runtime::KvBlockManager& kv() override { return *m_kv; }
@@ -208,6 +299,7 @@ class Serve final : public Workload, public ServeLoop {
   };
 
   int64_t now(const Session& s) const { return s.now_ns() - m_tally.start_ns; }
+  bool last_stage(const Session& s) const { return s.rank().pp_rank == m_sizes.pp - 1; }
   bool pads(const Session& s) const {
     return m_scheduler->pads_to_buckets() || m_dynamic == "bucketed" || s.pads_shapes();
   }
@@ -282,7 +374,7 @@ class Serve final : public Workload, public ServeLoop {
       if (!prefill) ++q->kv;  // the token's keys and values went into the cache
       ++q->generated;
       q->token_ns.push_back(t);
-      if (s.functional()) q->values.push_back(out.data.at(i));
+      if (s.functional() && last_stage(s)) q->values.push_back(out.data.at(i));
     }
     if (prefill) {
       ++m_tally.prefills;
@@ -341,6 +433,8 @@ class Serve final : public Workload, public ServeLoop {
     auto token_id = [&](const Seq* q, int64_t pos) {
       return float((q->req->id * 7919 + pos) % m_vocab);
     };
+    const int64_t stage = s.rank().pp_rank;
+    const bool last = last_stage(s);
     const double inv_sqrt_hd = 1.0 / std::sqrt(double(hd));
     Tensor x, slot_t;
     std::vector<float> last_row;  // prefill: each sequence's last row, read after the layers
@@ -361,7 +455,8 @@ class Serve final : public Workload, public ServeLoop {
         last_row[static_cast<size_t>(i)] = float(i * P + q->kv - 1);
       }
       slot_t = s.upload({rows}, isa::DType::int32, slots);
-      x = embedding(m_wte, s.upload({rows}, isa::DType::int32, ids));
+      x = stage == 0 ? embedding(m_wte, s.upload({rows}, isa::DType::int32, ids))
+                     : recv(s, {rows, m_d}, m_dtype, "pp", stage - 1);
       // The causal mask, built on the chip: -1e9 where the key is after the query (padding rows
       // come after a sequence's tokens, so it hides them too).
       Tensor row = s.iota({P, P}, isa::DType::int32, 0);
@@ -398,7 +493,8 @@ class Serve final : public Workload, public ServeLoop {
       Tensor keys_at = s.iota({B, H, L}, isa::DType::fp32, 2);
       Tensor bias =
           scale(compare(keys_at, s.upload({B, H, 1}, isa::DType::fp32, lens), "ge"), -1e9);
-      x = embedding(m_wte, s.upload({B}, isa::DType::int32, ids));
+      x = stage == 0 ? embedding(m_wte, s.upload({B}, isa::DType::int32, ids))
+                     : recv(s, {B, m_d}, m_dtype, "pp", stage - 1);
       // Each query attends to its keys and values through the block tables (gathered rows).
       attend = [=](const Layer& w, const Tensor& q, const Tensor&, const Tensor&) {
         return decode_attention(q, w.k_pool, w.v_pool, gather_t, &bias, H);
@@ -411,6 +507,10 @@ class Serve final : public Workload, public ServeLoop {
         return attend(w, q, k, v);
       });
     }
+    if (!last) {  // on to the next stage; stage 0's iteration ends with the sampled ids back
+      Tensor sent = send(x, "pp", stage + 1);
+      return stage == 0 ? recv(s, {B}, isa::DType::int32, "pp", m_sizes.pp - 1) : sent;
+    }
     if (shape.prefill) x = embedding(x, s.upload({B}, isa::DType::int32, last_row));
     Tensor out = s.op(OpKind::reduce_max, {matmul(layernorm(x, m_lnf_g, m_lnf_b), m_head)});
     if (m_sizes.tp > 1) {  // [B, 1] maxima of each rank's vocab columns -> the max over ranks
@@ -418,6 +518,7 @@ class Serve final : public Workload, public ServeLoop {
       out = transpose(reshape(all_gather(out, "tp"), {tp, B}), {1, 0});
       out = s.op(OpKind::reduce_max, {out});
     }
+    if (m_sizes.pp > 1) send(s.iota({B}, isa::DType::int32, 0), "pp", 0);
     return out;
   }
 

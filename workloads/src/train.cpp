@@ -18,7 +18,10 @@ using runtime::Tensor;
 // > 0: DDP's bucketing — gradients gathered in the order the backward produces them into a bucket
 // that is all-reduced (one concat, one all-reduce, a slice per weight) once it holds bucket_mb MB
 // (10^6 bytes) or more, the last one at the backward's end. A bucket's all-reduce is issued where
-// it closes; the core runs it in program order (no overlap with the backward is modelled).
+// it closes, on the plan's collective queue (its own, in program order), so inside one plan (AOT;
+// fused with the collective kept in its group) it overlaps the rest of the backward; the SGD
+// updates, which wait for the reduced gradients, come after the whole backward, as DDP's
+// optimizer step does.
 //
 // pp > 1 (or microbatches > 1): stage pp_rank holds layers / pp consecutive layers; each rank's
 // rows split into `microbatches` micro-batches that flow through the stages by the 1F1B schedule
@@ -110,10 +113,9 @@ class Train final : public Workload {
       Tensor dpre = sub(dh, mul(mul(dh, hs[l]), hs[l]));
       buckets.add(matmul(transpose(xs[l], {1, 0}), dpre), &w.w1);
       if (l > 0) dy = add(matmul(dpre, transpose(w.w1, {1, 0})), dy);
-      buckets.apply();  // this layer's weights are not read again in this backward
     }
     buckets.reduce();
-    buckets.apply();
+    buckets.apply();  // after the backward, as DDP's optimizer step: no update waits in it
     s.clear_origin();
     return reduce_sum(mul(e, e));  // each row's squared error
   }

@@ -9,6 +9,7 @@
 #include "wallsim/base/params.h"
 #include "wallsim/runtime/kv_blocks.h"
 #include "wallsim/runtime/ops.h"
+#include "wallsim/workloads/pipeline_schedule.h"
 #include "workload_params.h"
 
 namespace wallsim::workloads {
@@ -139,6 +140,16 @@ class Mlp final : public Workload {
 // layer's K and V cache; the MLP's W1 by column blocks, W2 by row blocks. The attention output
 // projection and the MLP output are partial sums, all-reduced over "tp" (two all-reduces per
 // layer and step). Every shard is the unsharded run's slice of the same seeded weight.
+//
+// batch > 1: `batch` sequences of the same prompt length decode together, each over a KV cache
+// of its own (contiguous only); their rows are stacked and attention runs sequence by sequence.
+// dp > 1 (inference data parallel: no collective): each replica decodes batch / dp of them.
+// pp > 1 (NxD and Megatron inference): stage pp_rank holds layers / pp consecutive layers and
+// their caches; every step (the prefill, each token) the hidden rows go stage to stage by
+// send/recv over "pp" and the last stage's output is the step's; a token step waits for the
+// step before's tokens, sent back from the last stage to stage 0 (so one sequence's steps do not
+// overlap across stages). `microbatches` splits a replica's sequences so the stages overlap
+// within a step (the forward program of pipeline_schedule.h).
 class Decode final : public Workload {
  public:
   explicit Decode(Params& p)
@@ -148,16 +159,28 @@ class Decode final : public Workload {
         m_ff(p.integer("d_ff", 3072, 1, kBig)),
         m_prompt(p.integer("prompt", 128, 1, kBig)),
         m_new(p.integer("new_tokens", 128, 1, kBig)),
-        m_batch(p.integer("batch", 1, 1, 1)),
+        m_batch(p.integer("batch", 1, 1, 4096)),
         m_dynamic(p.choice("dynamic", "exact", {"exact", "bounded", "bucketed"})),
         m_paged(p.choice("kv", "contiguous", {"contiguous", "paged"}) == "paged"),
         m_block(p.integer("block", 16, 1, 65536)),
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
     m_sizes.tp = p.integer("tp", 1, 1, 65536);
+    m_sizes.pp = p.integer_if_given("pp", 1, 1, 1024);
+    m_sizes.dp = p.integer_if_given("dp", 1, 1, 65536);
+    m_micro = p.integer_if_given("microbatches", 1, 1, 4096);
     p.finish();
     m_params = p.resolved();
     check_heads(p, m_d, m_heads);
     check_tensor_parallel(p, m_heads, m_ff, m_sizes.tp);
+    if (m_batch % m_sizes.dp) {
+      p.fail("dp", "batch " + std::to_string(m_batch) + " does not split over " +
+                       std::to_string(m_sizes.dp) + " data-parallel replicas");
+    }
+    detail::check_pipeline(p, m_layers, m_batch / m_sizes.dp, m_sizes.pp, m_micro, "sequences");
+    if (m_paged && m_batch / m_sizes.dp > 1) {
+      p.fail("batch", "kv=paged decodes one sequence a replica, not " +
+                          std::to_string(m_batch / m_sizes.dp));
+    }
   }
   std::map<std::string, std::string> params() const override { return m_params; }
   runtime::ParallelSizes parallel() const override { return m_sizes; }
@@ -186,18 +209,23 @@ class Decode final : public Workload {
     s.declare_scalar("start", 0, 0);
     s.set_scalar("start", 0);
     uint64_t k = 1;
-    const int64_t tp = m_sizes.tp, dc = m_d / tp;
-    // This rank's columns (its heads) of a cache of the unsharded run's seeded values.
-    auto cache = [&]() {
-      if (tp == 1) return s.upload_random({pool_rows, m_d}, m_dtype, seed(s, k++));
+    const int64_t tp = m_sizes.tp, dc = m_d / tp, B = m_batch / m_sizes.dp;
+    // This rank's columns (its heads) of sequence g's cache, of the unsharded run's seeded values.
+    auto cache = [&](uint64_t sd, int64_t g) {
+      sd += static_cast<uint64_t>(g) * 0x9E3779B97F4A7C15ull;  // sequence 0's seed is the layer's
+      if (tp == 1) return s.upload_random({pool_rows, m_d}, m_dtype, sd);
       const int64_t at = s.rank().tp_rank * dc;
-      return s.upload_random_slice({pool_rows, m_d}, m_dtype, seed(s, k++), 1, at, at + dc);
+      return s.upload_random_slice({pool_rows, m_d}, m_dtype, sd, 1, at, at + dc);
     };
+    const int64_t per = m_layers / m_sizes.pp;
     for (int64_t l = 0; l < m_layers; ++l) {
-      Layer w{detail::upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp), {}, {}};
-      w.k_cache = cache();
-      w.v_cache = cache();
-      m_w.push_back(w);
+      const bool mine = l / per == s.rank().pp_rank;  // a layer of this pipeline stage
+      Layer w{detail::upload_gpt_weights(s, m_d, m_ff, m_dtype, k, tp, mine), {}, {}};
+      for (std::vector<Tensor>* c : {&w.k_cache, &w.v_cache}) {
+        const uint64_t sd = seed(s, k++);
+        for (int64_t b = 0; mine && b < B; ++b) c->push_back(cache(sd, s.rank().dp_rank * B + b));
+      }
+      if (mine) m_w.push_back(w);
     }
   }
   std::vector<int64_t> buckets(const Session& s) const override {
@@ -240,16 +268,33 @@ class Decode final : public Workload {
     while (b < real) b *= 2;
     return b;
   }
+  struct Layer : detail::GptWeights {
+    std::vector<Tensor> k_cache, v_cache;  // one a sequence of this replica
+  };
+  // What the layers of one step share: its kind, lengths and the attention bias over the keys.
+  struct StepCtx {
+    bool prefill = false;
+    int64_t real = 0, len = 0, rows = 0;  // rows: a sequence's rows (len in a prefill, else 1)
+    Tensor bias, ids;                     // ids (paged): the pool rows of the sequence's keys
+  };
   // One step: `index` 0 is the prefill of `real` tokens (run at `len` rows); otherwise a token
   // at position real - 1 attending over `len` >= real cached rows.
   Tensor run(Session& s, int64_t index, int64_t real, int64_t len) {
     using namespace runtime;
-    const int64_t hd = m_d / m_heads, H = m_heads / m_sizes.tp, dc = m_d / m_sizes.tp;
-    const bool prefill = index == 0;
-    const int64_t rows = prefill ? len : 1;
-    Tensor x =
-        s.upload_random({rows, m_d}, m_dtype, seed(s, 100000 + static_cast<uint64_t>(index)));
-    Tensor bias;  // attention bias over the keys
+    const int64_t H = m_heads / m_sizes.tp;
+    const bool prefill = index == 0, piped = m_sizes.pp > 1 || m_micro > 1;
+    StepCtx st{prefill, real, len, prefill ? len : 1, {}, {}};
+    const uint64_t sd = seed(s, 100000 + static_cast<uint64_t>(index));
+    if (m_sizes.pp > 1 && index > 0) {
+      // A token step starts from the tokens the last stage sampled at the step before: their
+      // ids (int32, one a sequence; an iota stands in) go back to stage 0 first.
+      const int64_t stage = s.rank().pp_rank, last = m_sizes.pp - 1, B = m_batch / m_sizes.dp;
+      if (stage == last) send(s.iota({B}, isa::DType::int32, 0), "pp", 0);
+      if (stage == 0) recv(s, {B}, isa::DType::int32, "pp", last);
+    }
+    Tensor x;
+    if (!piped) x = input(s, sd, st.rows, 0, m_batch / m_sizes.dp);
+    Tensor& bias = st.bias;  // attention bias over the keys
     if (prefill) {
       Tensor row = s.iota({len, len}, isa::DType::int32, 0);
       Tensor col = s.iota({len, len}, isa::DType::int32, 1);
@@ -271,7 +316,6 @@ class Decode final : public Workload {
     } else {
       s.set_scalar("pos", real - 1);
     }
-    Tensor ids;  // paged: the pool rows of the sequence's keys, from its block table
     if (m_paged) {
       if (!m_kv->reserve(0, real)) throw runtime::RuntimeError("the KV pool is full");
       if (prefill) {
@@ -280,56 +324,106 @@ class Decode final : public Workload {
         }
       } else {
         s.set_scalar("slot", m_kv->row(0, real - 1));
-        ids = s.upload({len}, isa::DType::int32, m_kv->rows(0, len));
+        st.ids = s.upload({len}, isa::DType::int32, m_kv->rows(0, len));
       }
     }
+    x = piped ? pipeline(s, st, sd) : layers(s, x, st, 0, m_batch / m_sizes.dp);
+    return x;
+  }
+  // The rows of this replica's sequences [first, first + count) in a step's input (`rows` a
+  // sequence): the unsharded run's rows.
+  Tensor input(Session& s, uint64_t sd, int64_t rows, int64_t first, int64_t count) const {
+    const int64_t n = count * rows, at = (s.rank().dp_rank * (m_batch / m_sizes.dp) + first) * rows;
+    if (n == m_batch * rows) return s.upload_random({n, m_d}, m_dtype, sd);
+    return s.upload_random_slice({m_batch * rows, m_d}, m_dtype, sd, 0, at, at + n);
+  }
+  // This stage's micro-batches of the step through its layers (pipeline_schedule.h's forward
+  // program): the last stage's outputs joined, another stage's last one sent.
+  Tensor pipeline(Session& s, const StepCtx& st, uint64_t sd) {
+    using namespace runtime;
+    const int64_t stage = s.rank().pp_rank, per = m_batch / m_sizes.dp / m_micro;
+    const bool last = stage == m_sizes.pp - 1;
+    std::vector<Tensor> in(static_cast<size_t>(m_micro)), outs;
+    for (const PipeStep& p : pipeline_program(m_sizes.pp, stage, m_micro, false)) {
+      Tensor& x = in[static_cast<size_t>(p.micro)];
+      if (p.op == PipeOp::recv_forward) x = recv(s, {per * st.rows, m_d}, m_dtype, "pp", stage - 1);
+      if (p.op == PipeOp::send_forward) send(x, "pp", stage + 1);
+      if (p.op != PipeOp::forward) continue;
+      if (stage == 0) x = input(s, sd, st.rows, p.micro * per, per);
+      x = layers(s, x, st, p.micro * per, per);
+      if (last) outs.push_back(x);
+    }
+    return last ? detail::join_rows(outs) : in.back();
+  }
+  // This stage's layers over x, the rows of this replica's sequences [first, first + count).
+  Tensor layers(Session& s, Tensor x, const StepCtx& st, int64_t first, int64_t count) {
+    using namespace runtime;
+    const int64_t first_layer = s.rank().pp_rank * (m_layers / m_sizes.pp);
     for (Layer& w : m_w) {
-      s.set_origin({"layers." + std::to_string(&w - m_w.data()), ""});  // per-layer report
-      x = detail::gpt_layer(x, w, [&](Tensor q, const Tensor& k, const Tensor& v) {
-        Tensor keys, values;
-        if (m_paged) {
-          if (prefill) {  // the prompt's rows, block by block, into the blocks of its table
-            for (int64_t b = 0; b * m_block < real; ++b) {
-              const int64_t lo = b * m_block, hi = std::min(real, lo + m_block);
-              const Attrs at{{"scalar", "blk" + std::to_string(b)}};
-              w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
-                               {w.k_cache, slice(k, 0, lo, hi)}, at);
-              w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice,
-                               {w.v_cache, slice(v, 0, lo, hi)}, at);
-            }
-            keys = k;
-            values = v;
-          } else {  // append, then gather every key through the block table
-            const Attrs at{{"scalar", std::string("slot")}};
-            w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k}, at);
-            w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v}, at);
-            keys = embedding(w.k_cache, ids);
-            values = embedding(w.v_cache, ids);
-          }
-        } else {
-          const char* at = prefill ? "start" : "pos";
-          w.k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.k_cache, k},
-                           {{"scalar", std::string(at)}});
-          w.v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {w.v_cache, v},
-                           {{"scalar", std::string(at)}});
-          keys = slice(w.k_cache, 0, 0, len);
-          values = slice(w.v_cache, 0, 0, len);
+      s.set_origin({"layers." + std::to_string(first_layer + (&w - m_w.data())), ""});
+      x = detail::gpt_layer(x, w, [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+        if (count == 1) return attend(s, st, w, static_cast<size_t>(first), q, k, v);
+        std::vector<Tensor> ctx;  // sequence by sequence, over its own cache
+        for (int64_t b = 0; b < count; ++b) {
+          const int64_t lo = b * st.rows, hi = lo + st.rows;
+          ctx.push_back(attend(s, st, w, static_cast<size_t>(first + b), slice(q, 0, lo, hi),
+                               slice(k, 0, lo, hi), slice(v, 0, lo, hi)));
         }
-        q = transpose(reshape(q, {rows, H, hd}), {1, 0, 2});
-        Tensor kt = transpose(reshape(keys, {len, H, hd}), {1, 2, 0});
-        Tensor vt = transpose(reshape(values, {len, H, hd}), {1, 0, 2});
-        Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
-        if (bias.valid()) scores = add(scores, bias);
-        return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, dc});
+        return detail::join_rows(ctx);
       });
     }
     s.clear_origin();
     return x;
   }
+  // One sequence's attention in one layer: its keys and values written into its cache `b`, its
+  // queries over the cached keys; [rows, d_model / tp], this rank's heads.
+  Tensor attend(Session& s, const StepCtx& st, Layer& w, size_t b, Tensor q, const Tensor& k,
+                const Tensor& v) {
+    using namespace runtime;
+    const int64_t hd = m_d / m_heads, H = m_heads / m_sizes.tp, dc = m_d / m_sizes.tp;
+    const int64_t len = st.len, real = st.real, rows = st.rows;
+    const bool prefill = st.prefill;
+    Tensor &k_cache = w.k_cache[b], &v_cache = w.v_cache[b];
+    Tensor keys, values;
+    if (m_paged) {
+      if (prefill) {  // the prompt's rows, block by block, into the blocks of its table
+        for (int64_t blk = 0; blk * m_block < real; ++blk) {
+          const int64_t lo = blk * m_block, hi = std::min(real, lo + m_block);
+          const Attrs at{{"scalar", "blk" + std::to_string(blk)}};
+          k_cache =
+              s.op(compiler_stub::OpKind::dynamic_update_slice, {k_cache, slice(k, 0, lo, hi)}, at);
+          v_cache =
+              s.op(compiler_stub::OpKind::dynamic_update_slice, {v_cache, slice(v, 0, lo, hi)}, at);
+        }
+        keys = k;
+        values = v;
+      } else {  // append, then gather every key through the block table
+        const Attrs at{{"scalar", std::string("slot")}};
+        k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {k_cache, k}, at);
+        v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {v_cache, v}, at);
+        keys = embedding(k_cache, st.ids);
+        values = embedding(v_cache, st.ids);
+      }
+    } else {
+      const char* at = prefill ? "start" : "pos";
+      k_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {k_cache, k},
+                     {{"scalar", std::string(at)}});
+      v_cache = s.op(compiler_stub::OpKind::dynamic_update_slice, {v_cache, v},
+                     {{"scalar", std::string(at)}});
+      keys = slice(k_cache, 0, 0, len);
+      values = slice(v_cache, 0, 0, len);
+    }
+    q = transpose(reshape(q, {rows, H, hd}), {1, 0, 2});
+    Tensor kt = transpose(reshape(keys, {len, H, hd}), {1, 2, 0});
+    Tensor vt = transpose(reshape(values, {len, H, hd}), {1, 0, 2});
+    Tensor scores = scale(batch_matmul(q, kt), 1.0 / std::sqrt(double(hd)));
+    if (st.bias.valid()) scores = add(scores, st.bias);
+    return reshape(transpose(batch_matmul(softmax(scores), vt), {1, 0, 2}), {rows, dc});
+  }
   // Step `index`'s MACs at its real shapes (to its record) and where its padded work comes
   // from, each the step recorded at those shapes (Session::count_macs; the caches and the block
   // table stay as they are): a prefill's rows past the prompt, a token's keys past the tokens
-  // so far (batch is 1: no padding rows).
+  // so far (every sequence of a batch has the same length: no padding rows).
   void tally_macs(Session& s, int64_t index, int64_t real, int64_t len) {
     const std::vector<Layer> kept = m_w;
     const std::optional<runtime::KvBlockManager> kv = m_kv;
@@ -356,10 +450,7 @@ class Decode final : public Workload {
 
  private:
   double m_real_macs = 0, m_prompt_pad_macs = 0, m_keys_pad_macs = 0;
-  struct Layer : detail::GptWeights {
-    Tensor k_cache, v_cache;
-  };
-  int64_t m_layers, m_d, m_heads, m_ff, m_prompt, m_new, m_batch;
+  int64_t m_layers, m_d, m_heads, m_ff, m_prompt, m_new, m_batch, m_micro = 1;
   std::string m_dynamic;
   bool m_paged;
   int64_t m_block;
@@ -467,16 +558,18 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "all-reduce the gradients"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
-       "dynamic=exact,kv=contiguous,block=16,tp=1,dtype=bf16 - a prefill, then one step per "
-       "token over a KV cache (dynamic: exact, bounded or bucketed shapes; kv: contiguous or "
-       "paged); tp ranks split the heads, the KV cache and the MLP (Megatron-LM)"},
+       "dynamic=exact,kv=contiguous,block=16,tp=1,pp=1,microbatches=1,dp=1,dtype=bf16 - a "
+       "prefill, then one step per token over a KV cache (dynamic: exact, bounded or bucketed "
+       "shapes; kv: contiguous or paged); tp ranks split the heads, the KV cache and the MLP "
+       "(Megatron-LM), pp stages the layers, dp replicas the batch"},
       {"serve",
        "serve:requests=200,rate=0,scheduler=continuous,max_batch=32,dynamic=exact,block=16,"
        "kv_blocks=0,prompt_mean=161,output_mean=338,sigma=1,max_prompt=768,context=1024,"
-       "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,tp=1,dtype=bf16 - a "
-       "seeded request stream (Poisson at rate/s, 0: all at once) under a static or continuous "
-       "batch scheduler over a paged KV cache; tp ranks split the heads, the KV pools, the MLP "
-       "and the vocab head (Megatron-LM)"},
+       "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,tp=1,pp=1,dp=1,"
+       "dtype=bf16 - a seeded request stream (Poisson at rate/s, 0: all at once) under a static "
+       "or continuous batch scheduler over a paged KV cache; tp ranks split the heads, the KV "
+       "pools, the MLP and the vocab head (Megatron-LM), pp stages the layers (rate=0), dp "
+       "replicas the requests"},
       {"mask",
        "mask:seq=1024,segments=4,d_model=768,heads=12,mask=host,dtype=bf16 - attention over "
        "packed sequences with a block-diagonal mask, sent dense by the host or rebuilt on the "
@@ -487,7 +580,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
       {"program",
        "program:file=P.json,bound=NAME<=MAX;... - a captured PyTorch program replayed step by "
        "step (docs/PROGRAM_FORMAT.md); bound: named dims run at MAX, masked past the real "
-       "extent (also `run --bound`)"}};
+       "extent (also `run --bound`); dp=N,bucket_mb=X,dp_dim=batch: data parallel over N "
+       "ranks, each its rows of the dim, gradients all-reduced per step (docs/DISTRIBUTED.md)"}};
 }
 
 std::unique_ptr<Workload> make_workload(const WorkloadSpec& spec) {

@@ -214,15 +214,20 @@ struct GptWeights {
 // Uploads one layer's weights with seeds k, k+1, ... (k advances), in a fixed order. tp > 1
 // (Megatron-LM): this tensor-parallel rank's shards of the same seeded weights, the column blocks
 // of Wq, Wk, Wv and W1 (its heads, its share of the MLP) and the row blocks of Wo and W2; the
-// norms whole. d and ff must divide by tp.
+// norms whole. d and ff must divide by tp. `mine` false (a layer of another pipeline stage):
+// nothing is uploaded, the seeds are only taken.
 inline GptWeights upload_gpt_weights(Session& s, int64_t d, int64_t ff, isa::DType dtype,
-                                     uint64_t& k, int64_t tp = 1) {
-  auto up = [&](std::vector<int64_t> shape) { return s.upload_random(shape, dtype, seed(s, k++)); };
+                                     uint64_t& k, int64_t tp = 1, bool mine = true) {
+  auto up = [&](std::vector<int64_t> shape) {
+    const uint64_t sd = seed(s, k++);
+    return mine ? s.upload_random(shape, dtype, sd) : runtime::Tensor();
+  };
   // This rank's block along `axis` of a weight of shape `full` (whole when tp is 1).
   auto part = [&](std::vector<int64_t> full, int64_t axis) {
     if (tp == 1) return up(full);
     const int64_t block = full[static_cast<size_t>(axis)] / tp, at = s.rank().tp_rank * block;
-    return s.upload_random_slice(full, dtype, seed(s, k++), axis, at, at + block);
+    const uint64_t sd = seed(s, k++);
+    return mine ? s.upload_random_slice(full, dtype, sd, axis, at, at + block) : runtime::Tensor();
   };
   GptWeights w;
   w.ln1_g = up({d});

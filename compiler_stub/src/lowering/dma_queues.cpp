@@ -49,7 +49,15 @@ void DmaQueuePlanner::add_queue(int stream, int64_t engine, QueueClass cls) {
     case QueueClass::store:
       m_store_queues.push_back(stream);
       break;
+    case QueueClass::collective:
+      break;
   }
+}
+
+void DmaQueuePlanner::take_store(int stream) {
+  if (m_store_queues.size() < 2) return;
+  m_store_queues.erase(std::remove(m_store_queues.begin(), m_store_queues.end(), stream),
+                       m_store_queues.end());
 }
 
 int DmaQueuePlanner::least_loaded(const std::vector<int>& queues) const {

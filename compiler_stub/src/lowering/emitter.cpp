@@ -29,6 +29,18 @@ Emitter::Emitter(const isa::ArchSpec& arch, const LoweringOptions& options,
   }
 }
 
+int Emitter::collective_queue() {
+  if (m_cc_queue >= 0) return m_cc_queue;
+  if (m_queues.queue_count() < m_arch.dma.queues_max()) {
+    m_cc_queue = m_builder.add_queue("cc0", 0);
+    m_queues.add_queue(m_cc_queue, 0, QueueClass::collective);
+  } else {
+    m_cc_queue = next_store_queue();
+    m_queues.take_store(m_cc_queue);
+  }
+  return m_cc_queue;
+}
+
 void Emitter::begin_op(int32_t node, int position) {
   m_current_node = node;
   m_position = position;
@@ -176,7 +188,7 @@ void Emitter::emit(int stream, Instruction in) {
                        m_builder.role(in.src[0].buffer) == isa::TensorRole::input;
     stream = m_queues.place_load(stream, input, m_current_node, m_position);
   }
-  if (m_queues.is_queue(stream)) {
+  if (m_queues.is_queue(stream) && stream != m_cc_queue) {  // a collective moves no DMA bytes
     const int64_t bytes = in.op == Opcode::dma_scatter ? in.src[0].bytes() : in.dst.bytes();
     m_queues.record(stream, bytes, m_current_node);
   }

@@ -76,6 +76,13 @@ class Emitter {
     if (m_p2p_queue < 0) m_p2p_queue = next_store_queue();
     return m_p2p_queue;
   }
+  // The one queue every all_reduce, all_gather and reduce_scatter of the plan takes, in program
+  // order (NCCL's one communication stream; every rank issues them in the same order): a queue
+  // of its own, declared at the plan's first collective (a plan without one is unchanged), so
+  // the stores queued after a collective, and the compute waiting for them, do not wait for the
+  // collective to complete on every rank. A plan that declares every queue already (tiny)
+  // dedicates its least loaded store queue, taken out of the store rotation.
+  int collective_queue();
   // A queue beside the input prefetch queues (the dependent loads'): a plan input loaded for a
   // later phase (the next window's stationaries) shares the engines with the prefetch behind
   // it instead of queueing in front of it.
@@ -145,6 +152,7 @@ class Emitter {
   int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)
   int64_t m_emitted = 0;            // instructions
   int m_p2p_queue = -1;             // point_to_point_queue(), once chosen
+  int m_cc_queue = -1;              // collective_queue(), once made
 };
 
 }  // namespace wallsim::compiler_stub::lowering

@@ -44,7 +44,7 @@ LowerResult lower_collective(LoweringContext& ctx, const Node& n) {
   c.comm = static_cast<int16_t>(ctx.builder().add_comm(*n.text_attr("comm"), *n.int_attr("ranks")));
   c.src[0] = whole(src, elements_of(in), in.dtype);
   c.dst = whole(dst, elements_of(n.type), n.type.dtype);
-  ctx.emit(ctx.next_store_queue(), c);
+  ctx.emit(ctx.collective_queue(), c);
   const int64_t bytes = elements_of(in) * isa::dtype_bytes(in.dtype);
   ctx.count_bytes_in(bytes);
   ctx.count_bytes_out(elements_of(n.type) * isa::dtype_bytes(n.type.dtype));

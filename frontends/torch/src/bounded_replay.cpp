@@ -28,15 +28,17 @@ int64_t product(const std::vector<int64_t>& s, size_t from) {
 
 }  // namespace
 
-BoundedReplay::BoundedReplay(const Program& program, std::map<std::string, int64_t> bounds)
-    : m_program(program), m_bounds(std::move(bounds)) {
-  if (!m_bounds.empty()) check_extents();
+BoundedReplay::BoundedReplay(const Program& program, std::map<std::string, int64_t> bounds,
+                             std::map<std::string, int64_t> shards)
+    : m_program(program), m_bounds(std::move(bounds)), m_shards(std::move(shards)) {
+  const bool resized = !m_bounds.empty() || !m_shards.empty();
+  if (resized) check_extents();
   for (const Event& e : m_program.events) {
     if (e.kind == EventKind::weight || e.kind == EventKind::input) m_defs[e.out.id] = e.out;
     for (const auto& o : e.outputs) m_defs[o.id] = o;
     if (e.kind == EventKind::op) m_ops[e.index] = plan_op(e);
   }
-  if (!m_bounds.empty()) check_bounded_types();
+  if (resized) check_bounded_types();
 }
 
 void BoundedReplay::fail(const Event& e, const std::string& problem) const {
@@ -48,6 +50,15 @@ int64_t BoundedReplay::bound_of(const ProgramTensor& t, size_t axis) const {
   const auto [name, factor] = split_composite(t.dim_names[axis]);
   auto it = m_bounds.find(name);
   return it == m_bounds.end() ? -1 : it->second * factor;
+}
+int64_t BoundedReplay::shards_of(const ProgramTensor& t, size_t axis) const {
+  if (axis >= t.dim_names.size() || t.dim_names[axis].empty() || t.shape[axis] == 1) return 1;
+  auto it = m_shards.find(split_composite(t.dim_names[axis]).first);
+  return it == m_shards.end() ? 1 : it->second;
+}
+int64_t BoundedReplay::run_extent(const ProgramTensor& t, size_t axis) const {
+  const int64_t b = bound_of(t, axis);
+  return b > 0 ? b : t.shape[axis] / shards_of(t, axis);
 }
 std::pair<std::string, int64_t> BoundedReplay::split_composite(const std::string& n) {
   const size_t star = n.find('*');
@@ -61,10 +72,14 @@ bool BoundedReplay::composite_bounded(const ProgramTensor& t, size_t axis) const
 }
 std::vector<int64_t> BoundedReplay::run_shape(const ProgramTensor& t) const {
   std::vector<int64_t> s = t.shape;
-  for (size_t a = 0; a < s.size(); ++a) {
-    if (bound_of(t, a) > 0) s[a] = bound_of(t, a);
-  }
+  for (size_t a = 0; a < s.size(); ++a) s[a] = run_extent(t, a);
   return s;
+}
+bool BoundedReplay::any_sharded(const ProgramTensor& t) const {
+  for (size_t a = 0; a < t.shape.size(); ++a) {
+    if (shards_of(t, a) > 1) return true;
+  }
+  return false;
 }
 bool BoundedReplay::any_bounded(const ProgramTensor& t) const {
   for (size_t a = 0; a < t.shape.size(); ++a) {
@@ -83,6 +98,7 @@ BoundedOp BoundedReplay::plan_op(const Event& e) {
   std::vector<const ProgramTensor*> in;
   for (int32_t id : e.node.inputs) in.push_back(&tensor(id));
   if (k == OpKind::iota) r.attrs["shape"] = run_shape(e.out);
+  if (!m_shards.empty()) plan_sharded(e, r);
   bool touched = any_bounded(e.out);
   for (const auto* t : in) touched = touched || any_bounded(*t);
   for (const auto& rel : e.relative) touched = touched || m_bounds.count(rel.dim);
@@ -215,6 +231,81 @@ BoundedOp BoundedReplay::plan_op(const Event& e) {
   return r;
 }
 
+// Sharded axes (dp): shapes at this rank's rows; an op that would need another rank's rows or a
+// global row index is refused.
+void BoundedReplay::plan_sharded(const Event& e, BoundedOp& r) const {
+  const OpKind k = e.node.op;
+  std::vector<const ProgramTensor*> in;
+  for (int32_t id : e.node.inputs) in.push_back(&tensor(id));
+  bool touched = any_sharded(e.out);
+  for (const auto* t : in) touched = touched || any_sharded(*t);
+  const auto refuse = [&](const std::string& why) { fail(e, "cannot run data parallel: " + why); };
+  for (const auto& rel : e.relative) {
+    if (m_shards.count(rel.dim) && k != OpKind::slice)
+      refuse("attribute " + rel.key + " is relative to the sharded dim '" + rel.dim + "'");
+  }
+  const auto axis_of = [&](const ProgramTensor& t) {
+    const int64_t a = *e.node.int_attr("axis");
+    return static_cast<size_t>(a < 0 ? a + int64_t(t.shape.size()) : a);
+  };
+  switch (k) {
+    case OpKind::reshape:
+    case OpKind::broadcast: {
+      if (!touched) break;
+      r.attrs["shape"] = run_shape(e.out);
+      if (k == OpKind::broadcast) break;
+      // The i-th sharded axis of the input and of the result have as many elements outside
+      // them (before it), so within each outer block a rank's share is the same element range:
+      // [B, T, D] -> [B*T, D] keeps a rank's rows, [T, B] -> [T*B] would not.
+      std::vector<size_t> a, b;
+      for (size_t i = 0; i < in[0]->shape.size(); ++i)
+        if (shards_of(*in[0], i) > 1) a.push_back(i);
+      for (size_t i = 0; i < e.out.shape.size(); ++i)
+        if (shards_of(e.out, i) > 1) b.push_back(i);
+      bool ok = a.size() == b.size();
+      const auto outer = [](const std::vector<int64_t>& s, size_t to) {
+        int64_t p = 1;
+        for (size_t i = 0; i < to; ++i) p *= s[i];
+        return p;
+      };
+      for (size_t i = 0; ok && i < a.size(); ++i)
+        ok = outer(in[0]->shape, a[i]) == outer(e.out.shape, b[i]);
+      if (!ok) refuse("the reshape moves the sharded axis across others");
+      break;
+    }
+    case OpKind::slice: {
+      const size_t ax = axis_of(*in[0]);
+      bool rel = false;
+      for (const auto& x : e.relative) rel = rel || m_shards.count(x.dim);
+      if (shards_of(*in[0], ax) > 1) {
+        if (*e.node.int_attr("start") != 0 || *e.node.int_attr("limit") != in[0]->shape[ax])
+          refuse("a slice of part of the sharded axis (a row index is global)");
+        r.attrs["limit"] = run_extent(*in[0], ax);
+      } else if (rel) {
+        refuse("a slice at a position relative to the sharded dim (a row index is global)");
+      }
+      break;
+    }
+    case OpKind::concat:
+      for (const auto* t : in) {
+        if (shards_of(*t, axis_of(*t)) > 1) refuse("a concat along the sharded axis");
+      }
+      break;
+    case OpKind::embedding:
+      if (any_sharded(*in[0])) refuse("the table is sharded");
+      break;
+    case OpKind::pad:
+      for (size_t ax = 0; ax < in[0]->shape.size(); ++ax) {
+        if (((*e.node.ints_attr("begin"))[ax] || (*e.node.ints_attr("end"))[ax]) &&
+            shards_of(*in[0], ax) > 1)
+          refuse("it pads the sharded axis");
+      }
+      break;
+    default:
+      break;
+  }
+}
+
 std::string BoundedReplay::scalar_name(const std::string& dim, int64_t offset) const {
   if (offset == 0) return dim;
   return dim + (offset > 0 ? "_p" : "_m") + std::to_string(std::abs(offset));
@@ -237,8 +328,9 @@ void BoundedReplay::check_extents() {
       defs.push_back(e.out);
     for (const auto& t : defs) {
       for (size_t a = 0; a < t.shape.size(); ++a) {
-        if (bound_of(t, a) >= 0)
-          fail(e, "a set-up value with the bounded dim '" + t.dim_names[a] +
+        if (bound_of(t, a) >= 0 || shards_of(t, a) > 1)
+          fail(e, std::string("a set-up value with the ") +
+                      (shards_of(t, a) > 1 ? "sharded" : "bounded") + " dim '" + t.dim_names[a] +
                       "' (set-up runs once, at its captured shapes)");
       }
     }
@@ -252,6 +344,14 @@ void BoundedReplay::check_extents() {
       for (const auto& o : e.outputs) defs.push_back(o);
       for (const auto& t : defs) {
         for (size_t a = 0; a < t.shape.size(); ++a) {
+          const std::string dim =
+              a < t.dim_names.size() ? split_composite(t.dim_names[a]).first : "";
+          const auto shard = dim.empty() ? m_shards.end() : m_shards.find(dim);
+          if (shard != m_shards.end() && t.shape[a] % shard->second) {
+            fail(e, "dim '" + t.dim_names[a] + "' has extent " + std::to_string(t.shape[a]) +
+                        ", which does not split over " + std::to_string(shard->second) +
+                        " data-parallel ranks");
+          }
           if (bound_of(t, a) < 0) continue;
           if (t.shape[a] > bound_of(t, a)) {
             fail(e, "dim '" + t.dim_names[a] + "' has extent " + std::to_string(t.shape[a]) +
@@ -300,11 +400,13 @@ void BoundedReplay::check_bounded_types() {
       try {
         n.type = cs::infer_node(g, n);
       } catch (const base::InputError& x) {
-        fail(e, std::string("at the bounds: ") + x.what());
+        fail(e,
+             std::string(m_shards.empty() ? "at the bounds: " : "at the run shapes: ") + x.what());
       }
     }
     if (!(n.type == want)) {
-      fail(e, "at the bounds the op's type is " + cs::to_string(n.type) + ", expected " +
+      fail(e, std::string(m_shards.empty() ? "at the bounds" : "at the run shapes") +
+                  " the op's type is " + cs::to_string(n.type) + ", expected " +
                   cs::to_string(want));
     }
     pos[e.out.id] = n.id;

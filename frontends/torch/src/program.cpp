@@ -168,7 +168,7 @@ class Reader {
     static const std::vector<std::pair<const char*, EventKind>> kKinds = {
         {"weight", EventKind::weight},   {"input", EventKind::input}, {"op", EventKind::op},
         {"host_op", EventKind::host_op}, {"read", EventKind::read},   {"free", EventKind::free},
-        {"step", EventKind::step}};
+        {"step", EventKind::step},       {"grad", EventKind::grad}};
     bool known = false;
     for (const auto& [name, kind] : kKinds) {
       if (ev == name) {
@@ -253,6 +253,13 @@ class Reader {
         o.finish();
         if (m_in_setup) err.fail("a step boundary in the set-up section (set-up is not a step)");
         break;
+      case EventKind::grad:
+        e.out.id = read_id(o.req("id"), o.at("id"));
+        e.name = o.str("name");
+        o.finish();
+        e.out = use(e.out.id, err);
+        if (m_in_setup) err.fail("a gradient in the set-up section (set-up runs no backward)");
+        break;
     }
     return e;
   }
@@ -267,7 +274,7 @@ class Reader {
     e.out = read_tensor(o, id);
     e.aten = o.str("aten");
     e.module = o.str("module");
-    if (const Json* v = o.opt("inplace_of")) read_id(*v, o.at("inplace_of"));  // informational
+    if (const Json* v = o.opt("inplace_of")) e.inplace_of = read_id(*v, o.at("inplace_of"));
     o.finish();
     // The node as a graph file writes it, inputs by their position in m_graph.
     Json node = Json::object();
@@ -445,6 +452,8 @@ std::string_view name_of(EventKind k) {
       return "free";
     case EventKind::step:
       return "step";
+    case EventKind::grad:
+      return "grad";
   }
   return "?";
 }

@@ -165,6 +165,50 @@ class Events(Base):
         self.assertEqual(sorted(ev["name"] for ev in kinds(doc, "weight")), ["bias", "weight"])
         self.assertEqual(len(kinds(doc, "input")), 1)  # the randn input, not the init values
 
+    def test_backward_marks_each_parameters_gradient(self):
+        # one grad a parameter a step, last parameter first, after the backward's ops and before
+        # the optimizer's first update; the update derives from it (SGD momentum: step 0's grad
+        # is the backward's op, step 1's a view re-derived from the accumulated base)
+        net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        x = torch.randn(6, 4)
+        with wallsim.capture(self.path("g.json"), values=True):
+            for _ in range(2):
+                loss = net(x).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                loss.item()
+                wallsim.step()
+        doc = self.load("g.json")
+        self.check_well_formed(doc)
+        weights = {ev["id"] for ev in kinds(doc, "weight")}
+        steps, cur = [], []
+        for ev in doc["events"]:
+            if ev["ev"] == "step":
+                steps.append(cur)
+                cur = []
+            else:
+                cur.append(ev)
+        steps.append(cur)
+        self.assertEqual(len(steps), 2)
+        for evs in steps:
+            grads = [(k, ev) for k, ev in enumerate(evs) if ev["ev"] == "grad"]
+            self.assertEqual([ev["name"] for _, ev in grads],
+                             ["2.bias", "2.weight", "0.bias", "0.weight"])
+            updates = []
+            for k, ev in enumerate(evs):
+                if ev["ev"] == "op" and ev.get("inplace_of") in weights:
+                    weights.add(ev["id"])
+                    updates.append(k)
+            self.assertEqual(len(updates), 4)
+            self.assertLess(max(k for k, _ in grads), min(updates))
+            for k, g in grads:
+                self.assertTrue(any(g["id"] in ev.get("inputs", []) for ev in evs[k + 1:]), g)
+        err, n, _ = evaluate(self.path("g.json"))
+        self.assertEqual(n, 2)
+        self.assertLess(err, 1e-4)
+
 
 class Setup(Base):
     def test_set_up_math_is_in_the_set_up_section_once(self):
@@ -425,6 +469,21 @@ class NamedDims(Base):
             self.assertEqual(names["aten.mm.default"], [merged, None])
             self.assertEqual(names["aten.transpose.int"], [None, None, "seq"])
             self.assertNotIn(merged if batch > 1 else "-", doc.get("dims", {}))
+
+    def test_a_broadcast_takes_the_names_of_every_operand(self):
+        # [1, 4] * [batch, 4]: the [1, 4] operand's explicit broadcast runs at the batch's
+        # extent, so it is named by the other operand (a sharded or bounded replay resizes it)
+        x = wallsim.mark_dynamic(torch.randn(6, 4), 0, "batch")
+        w = torch.randn(1, 4)
+        s = torch.randn(1, 1)
+        with wallsim.capture(self.path("b.json")):
+            ((x * w) * s + s).sum().item()
+        doc = self.load("b.json")
+        ops = [ev for ev in kinds(doc, "op") if ev["op"] in ("broadcast", "reshape")]
+        self.assertTrue(any(ev["op"] == "broadcast" for ev in ops), ops)
+        for ev in ops:
+            if ev["shape"] == [6, 4]:
+                self.assertEqual(ev.get("dim_names"), ["batch", None], ev)
 
 
 class Meta(Base):

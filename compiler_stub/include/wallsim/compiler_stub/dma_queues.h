@@ -2,6 +2,7 @@
 // function of the bytes placed so far, the transfer's role and the position of the op it serves.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -10,8 +11,9 @@
 namespace wallsim::compiler_stub {
 
 // Loads of plan inputs (weights: they wait for nothing but SBUF room), loads of values the plan
-// writes (they wait for compute), and stores.
-enum class QueueClass { input_load, dependent_load, store };
+// writes (they wait for compute), stores, and the plan's collectives (a queue of their own, in no
+// rotation).
+enum class QueueClass { input_load, dependent_load, store, collective };
 
 struct QueueSpec {
   std::string name;  // "ld<k>" or "st<k>"
@@ -48,6 +50,14 @@ class DmaQueuePlanner {
   // later phase shares the engines with the prefetch behind it instead of queueing in front.
   int next_side_load() const { return least_loaded(dependent_queues()); }
   int64_t load_queue_count() const { return static_cast<int64_t>(m_load_queues.size()); }
+  // Every queue added, of every class.
+  int64_t queue_count() const {
+    return std::count_if(m_queue_engine.begin(), m_queue_engine.end(),
+                         [](int64_t e) { return e >= 0; });
+  }
+  // Takes store queue `stream` out of the store rotation (a plan with no queue to spare
+  // dedicates one to its collectives); the last store queue stays.
+  void take_store(int stream);
   int64_t store_queue_count() const { return static_cast<int64_t>(m_store_queues.size()); }
 
   // Weight prefetch (lowering::LoweringContext::prefetch_weights): loads placed between

@@ -105,6 +105,13 @@ def _composite_names(ins, in_nm, outs, names, j0):
             names[j0 + big_out[0]] = names[j0 + big_out[0]] or a
 
 
+def _or_given(names, given):
+    """Inferred names, an unnamed axis taking the name `given` has for it (broadcast_all's)."""
+    if not isinstance(given, list):
+        return names
+    return [n or g for n, g in zip(names, given)]
+
+
 class Graph:
     """Holds the shape, dtype and names of every SSA id and appends op events to `events`."""
 
@@ -167,15 +174,18 @@ class Graph:
         full = self.shape[inputs[0]]
         for x in inputs[1:]:
             full = bcast_shape(full, self.shape[x])
+        # the result's names from every operand: a [1, 1] operand broadcast to [batch, C] runs
+        # at the batch's run extent (a bounded or sharded replay), as the other operand does
+        names = aligned_names(full, [(self.shape[x], self.nm(x)) for x in inputs])
         out = []
         for x in inputs:
             s = self.shape[x]
             if s == full:
                 out.append(x)
             elif [1] * (len(full) - len(s)) + s == full:
-                out.append(self.op("reshape", [x], {"shape": list(full)}))
+                out.append(self.op("reshape", [x], {"shape": list(full)}, names=names))
             else:
-                out.append(self.op("broadcast", [x], {"shape": list(full)}))
+                out.append(self.op("broadcast", [x], {"shape": list(full)}, names=names))
         return out
 
     # ---- shape inference (validate.cpp's rules) ----
@@ -241,12 +251,13 @@ class Graph:
         if op == "reshape":
             if math.prod(a["shape"]) != math.prod(s[0]) or min(a["shape"]) < 1:
                 raise MappingError("reshape %s to %s" % (s[0], a["shape"]))
-            return list(a["shape"]), dt[0], reshape_names(s[0], nm[0], a["shape"])
+            out = reshape_names(s[0], nm[0], a["shape"])
+            return list(a["shape"]), dt[0], _or_given(out, given)
         if op == "broadcast":
             out = list(a["shape"])
             if bcast_shape(s[0], out) != out:
                 raise MappingError("broadcast %s to %s" % (s[0], out))
-            return out, dt[0], aligned_names(out, [(s[0], nm[0])])
+            return out, dt[0], _or_given(aligned_names(out, [(s[0], nm[0])]), given)
         if op == "slice":
             ax = a["axis"]
             start, limit = self.position(a["start"]), self.position(a["limit"])

@@ -55,7 +55,7 @@ def check_program(doc):
             if section == "setup" and kind == "step":
                 raise CaptureError("%s: a step boundary in the set-up section" % where)
             uses = list(ev.get("inputs", []))
-            if kind in ("read", "free"):
+            if kind in ("read", "free", "grad"):
                 uses.append(ev["id"])
             for i in uses:
                 if i not in state:

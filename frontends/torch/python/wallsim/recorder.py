@@ -17,7 +17,7 @@ import torch._decomp
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from . import aten_map, guards, reads, sections
+from . import aten_map, grads, guards, reads, sections
 from .dtypes import graph_dtype
 from .graph import Graph, MappingError
 from .program_file import write_program
@@ -636,10 +636,12 @@ class Capture(TorchDispatchMode):
         self.write()
 
     def _patch(self):
-        self._patches = reads.patch(self)
+        self._patches = (reads.patch(self), grads.patch(self))
 
     def _unpatch(self):
-        reads.unpatch(self._patches)
+        if self._patches:
+            reads.unpatch(self._patches[0])
+            grads.unpatch(self._patches[1])
         self._patches = []
 
     def write(self):

@@ -35,7 +35,7 @@ def live_events(events, live, value_files):
         kind = ev["ev"]
         if kind == "step":
             live |= ev.pop("_live")
-        elif kind == "read":
+        elif kind in ("read", "grad"):  # a grad marks a value the replay may all-reduce
             live.add(ev["id"])
         elif kind == "host_op":
             if not any(o["id"] in live for o in ev["outputs"]):

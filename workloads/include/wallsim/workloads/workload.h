@@ -63,6 +63,14 @@ class Workload {
   virtual std::optional<std::pair<std::string, nlohmann::ordered_json>> report() const {
     return std::nullopt;
   }
+  // A data-parallel or pipelined run's own section for the whole run, from every replica's last
+  // pipeline stage's workload (one a dp rank, in order), if it has one: serve's requests of all
+  // replicas, as their last stages saw them.
+  virtual std::optional<std::pair<std::string, nlohmann::ordered_json>> replicas_report(
+      const std::vector<const Workload*>& replicas) const {
+    (void)replicas;
+    return std::nullopt;
+  }
 };
 
 // Builds the named workload. Throws base::InputError for an unknown name or parameter, or

@@ -4,6 +4,11 @@
 // once per program and without a runtime, how each op runs at the bounds and which run-time
 // scalars the masks read; an op whose bounded replay would not be exact is refused with a
 // one-line error. With no bounds every op runs as captured.
+//
+// Shards (a data-parallel replay, dp=N): each axis named a sharded dim (or a composite of it)
+// runs at exactly its captured extent / N, this rank's rows: no padding, so no masks (a matmul or
+// reduction over the rows is this rank's partial sum). A slice of such an axis must take all of
+// it, and a concat along it or a position relative to it is refused (a row index is global).
 #pragma once
 
 #include <cstdint>
@@ -45,7 +50,8 @@ class BoundedReplay {
   // `bounds`: MAX per dim name, each a dim the program names. Throws base::InputError
   // (program.file, "events[i] (kind ...): ...") for an extent over its bound or an op whose
   // bounded replay would not be exact. `program` must outlive this.
-  BoundedReplay(const Program& program, std::map<std::string, int64_t> bounds);
+  BoundedReplay(const Program& program, std::map<std::string, int64_t> bounds,
+                std::map<std::string, int64_t> shards = {});
 
   const std::map<std::string, int64_t>& bounds() const { return m_bounds; }
   const BoundedOp& op(size_t event_index) const { return m_ops.at(event_index); }
@@ -58,6 +64,11 @@ class BoundedReplay {
   // others of F elements in all (nn.Linear's [B, T, D] -> [B*T, D]): it runs at F times the
   // bound, the padded rows of each of the F blocks inside it.
   int64_t bound_of(const ProgramTensor& t, size_t axis) const;
+  // The axis' sharding (N of its dim's shard), or 1.
+  int64_t shards_of(const ProgramTensor& t, size_t axis) const;
+  // The extent the axis runs at: its bound, its captured extent / N when sharded, or its
+  // captured extent.
+  int64_t run_extent(const ProgramTensor& t, size_t axis) const;
   std::vector<int64_t> run_shape(const ProgramTensor& t) const;
 
   // Scalars are named by the offset of a tensor's real extent from its step's base extent (the
@@ -76,13 +87,16 @@ class BoundedReplay {
   static std::pair<std::string, int64_t> split_composite(const std::string& n);
   bool composite_bounded(const ProgramTensor& t, size_t axis) const;
   bool any_bounded(const ProgramTensor& t) const;
+  bool any_sharded(const ProgramTensor& t) const;
   BoundedOp plan_op(const Event& e);
+  void plan_sharded(const Event& e, BoundedOp& r) const;
   size_t step_of(size_t event) const;
   void check_extents();
   void check_bounded_types();
 
   const Program& m_program;
   std::map<std::string, int64_t> m_bounds;
+  std::map<std::string, int64_t> m_shards;             // dim name -> N
   std::map<size_t, BoundedOp> m_ops;                   // by op event index
   std::unordered_map<int32_t, ProgramTensor> m_defs;   // every tensor, by id
   std::vector<std::map<std::string, int64_t>> m_base;  // per step: base extent per bounded dim

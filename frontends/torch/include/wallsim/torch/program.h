@@ -33,17 +33,18 @@ struct RelativeAttr {
   int64_t offset = 0;
 };
 
-enum class EventKind : uint8_t { weight, input, op, host_op, read, free, step };
+enum class EventKind : uint8_t { weight, input, op, host_op, read, free, step, grad };
 std::string_view name_of(EventKind k);
 
 struct Event {
   EventKind kind = EventKind::step;
   size_t index = 0;   // in Program::events (set-up events first; event_error names its place)
-  ProgramTensor out;  // weight, input, op: the tensor it defines; read, free: out.id
-  std::string name;   // weight, input: the parameter or argument name
+  ProgramTensor out;  // weight, input, op: the tensor it defines; read, free, grad: out.id
+  std::string name;   // weight, input: the parameter or argument name; grad: its parameter's
   // op: the graph op (id = out.id, inputs, attrs with relative ones resolved, dtype).
   compiler_stub::Node node;
   std::vector<RelativeAttr> relative;
+  int32_t inplace_of = -1;             // op: the id whose value it replaces (informational), or -1
   std::string aten, module;            // op, host_op
   std::vector<int32_t> inputs;         // host_op
   std::vector<ProgramTensor> outputs;  // host_op

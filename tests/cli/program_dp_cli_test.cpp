@@ -1,0 +1,94 @@
+// Data parallel from the command line (issue 38): a captured training program (DP=2 of
+// mlp_sgd_dp.json) completes under every mode, every rank's host states sum exactly to its wall
+// time, every rank all-reduces its gradients, and the same run twice is byte-identical; under
+// AOT a bucket's all-reduce overlaps the rest of the backward.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+
+namespace wallsim {
+namespace {
+
+using Json = nlohmann::json;
+
+const char* const kHostStates[] = {"host_dispatch_ns", "compile_ns",   "transfer_ns",
+                                   "sync_wait_ns",     "comm_wait_ns", "host_other_ns"};
+
+std::string run_dp(const std::string& mode, const std::string& name) {
+  const std::string dir = test::fresh_dir("program_dp_" + name, mode);
+  std::string err;
+  EXPECT_EQ(test::run_wallsim("run -c configs/trn2.json -w program:file=tests/frontends/torch/"
+                              "programs/mlp_sgd_dp.json,dp=2,bucket_mb=0.015 -m " +
+                                  mode + " --trace-level none --out " + dir,
+                              &err),
+            0)
+      << mode << "\n"
+      << err;
+  return dir;
+}
+
+TEST(ProgramDpCli, DataParallel2ReplayUnderEveryMode) {
+  for (const std::string mode : {"native", "eager", "eager-debug", "fused", "aot"}) {
+    const std::string dir = run_dp(mode, "a");
+    const Json stats = Json::parse(test::slurp(dir + "/stats.json"));
+    const Json& d = stats.at("distributed");
+    EXPECT_EQ(d.at("dp"), 2);
+    ASSERT_EQ(d.at("ranks").size(), 2u);
+    for (const Json& r : d.at("ranks")) {
+      int64_t sum = 0;
+      for (const char* k : kHostStates) sum += r.value(k, int64_t{0});
+      EXPECT_EQ(sum, r.at("wall_ns").get<int64_t>()) << mode << " rank " << r.at("rank");
+      EXPECT_GT(r.at("collective_ns").get<int64_t>(), 0) << mode << " rank " << r.at("rank");
+    }
+    const Json& p = stats.at("program").at("data_parallel");
+    EXPECT_EQ(p.at("rows_per_rank"), 4);
+    ASSERT_EQ(p.at("buckets").size(), 2u);  // per program step: 2 buckets of 0.015 MB or more
+    EXPECT_EQ(p.at("buckets")[0].size(), 2u) << mode;
+    EXPECT_EQ(p.at("buckets")[0][0].at("bytes"), 19240) << mode;
+  }
+}
+
+TEST(ProgramDpCli, SameRunTwiceIsByteIdentical) {
+  for (const std::string mode : {"fused", "aot"}) {
+    Json a = Json::parse(test::slurp(run_dp(mode, "a") + "/stats.json"));
+    Json b = Json::parse(test::slurp(run_dp(mode, "b") + "/stats.json"));
+    a.erase("measured");
+    b.erase("measured");
+    EXPECT_EQ(a.dump(), b.dump()) << mode;
+  }
+}
+
+// The step's plan runs each bucket's all-reduce on its collective queue while the backward goes
+// on, and applies SGD after the backward: a DP=2 step (4 blocks, 2 buckets of 10 MB) takes less
+// than the same rows' step on one rank plus half of the rank's time in collectives. Before the
+// collective queue (collectives on store queues, each layer's update inside the backward
+// waiting for its bucket) it took the sum and more: 2.36 ms against 1.45 + 0.13 ms.
+TEST(ProgramDpCli, BucketAllReducesOverlapTheBackwardUnderAot) {
+  const auto step = [](const std::string& workload, const std::string& name) {
+    const std::string dir = test::fresh_dir("overlap_" + name, "aot");
+    std::string err;
+    EXPECT_EQ(test::run_wallsim("run -c configs/trn2.json -w " + workload +
+                                    " -m aot --steps 1 --trace-level none --out " + dir,
+                                &err),
+              0)
+        << err;
+    return Json::parse(test::slurp(dir + "/stats.json"));
+  };
+  const std::string model = "train:d_model=768,d_ff=3072,layers=4";
+  const Json one = step(model + ",batch=256", "one");
+  const Json two = step(model + ",batch=512,dp=2,bucket_mb=10", "two");
+  const int64_t alone = one.at("steps")[0].at("wall_ns").get<int64_t>();
+  const Json& d = two.at("distributed");
+  const int64_t wall = d.at("whole_run").at("step_wall_ns")[0].get<int64_t>();
+  const int64_t comm = d.at("ranks")[0].at("collective_ns").get<int64_t>();
+  EXPECT_GT(comm, alone / 20);  // communication worth hiding
+  EXPECT_LT(wall, alone + comm / 2) << "alone " << alone << " collectives " << comm;
+}
+
+}  // namespace
+}  // namespace wallsim
