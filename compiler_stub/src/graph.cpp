@@ -116,8 +116,24 @@ double contraction_macs(const TensorType& a, const TensorType& out) {
 }
 
 double node_macs(const Graph& g, const Node& n) {
-  if (info(n.op).kind != OpClass::contraction) return 0;
-  return contraction_macs(g.find(n.inputs[0])->type, n.type);
+  const auto type = [&](size_t i) -> const TensorType& { return g.find(n.inputs[i])->type; };
+  if (info(n.op).kind == OpClass::contraction) return contraction_macs(type(0), n.type);
+  if (info(n.op).kind == OpClass::attention) {
+    // q.k and p.v, each query row against the keys it may see: its sequence's `seq` rows, else
+    // every key (a causal or segment mask is data: the dense work is the same).
+    const TensorType& q = type(0);
+    const size_t r = q.dims.size() - 2;  // the rows' dim of [Lq, D] or [B, Lq, D]
+    double rows = 1;
+    for (size_t i = 0; i <= r; ++i) rows *= double(q.dims[i].size);
+    const int64_t* seq = n.int_attr("seq");
+    const double keys = seq ? double(*seq) : double(type(1).dims[r].size);
+    return 2.0 * rows * keys * double(q.dims.back().size);
+  }
+  if (n.op == OpKind::decode_attention) {  // q [B, D] against the L keys of ids [B, L] each
+    const TensorType& q = type(0);
+    return 2.0 * double(q.dims[0].size) * double(type(3).dims[1].size) * double(q.dims[1].size);
+  }
+  return 0;
 }
 
 int64_t TensorType::elements() const {

@@ -170,9 +170,9 @@ struct Graph {
 // batch_matmul) from its types: the result's elements times the contracted length, the last dim
 // of its first operand `a` (bounded dims at their bound).
 double contraction_macs(const TensorType& a, const TensorType& out);
-// The multiply-accumulates of node `n` of `g` (its inputs' types in `g`): contraction_macs for
-// a contraction, 0 for every other op. The one count of a node's MACs: a plan's, a graph's, a
-// workload's.
+// The multiply-accumulates of node `n` of `g` (its inputs' types in `g`): contraction_macs, or
+// for `attention` and `decode_attention` q.k and p.v of each query row against the keys it may
+// see (masks are data, not subtracted); 0 for any other op. The one count: plans', workloads'.
 double node_macs(const Graph& g, const Node& n);
 
 }  // namespace wallsim::compiler_stub
