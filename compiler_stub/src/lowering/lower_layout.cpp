@@ -492,7 +492,8 @@ TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const Vi
   const TensorType& b = ctx.type_of(n.inputs[1]);
   if (!u || !isa::is_float(b.dtype)) return TransposeRoute::strided_dma;
   const isa::CostHints& h = ctx.arch().costs;
-  const int64_t M = ctx.type_of(n.inputs[0]).dims[1].size;
+  const TensorType& at = ctx.type_of(n.inputs[0]);
+  const int64_t M = n.op == OpKind::matmul ? view_of(at).rows : at.dims[1].size;
   const int64_t K = v.groups[1][0].size, N = v.groups[2][0].size;
   const int64_t T = ctx.tile_rows(), chunk = ctx.arch().tensor.rows;
   const int64_t width = std::min(moving_cols(ctx), N);
@@ -544,6 +545,20 @@ std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc&
   if (transpose_rows_into(ctx, v, dt, *bt)) return bt;
   ctx.release(*bt);
   return std::nullopt;
+}
+
+std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
+  const int32_t bid = n.inputs[1];
+  if (n.op != OpKind::matmul || !transposed_view(ctx, bid) || ctx.on_chip(bid) ||
+      ctx.in_window() || ctx.row_windowed(n) || ctx.use_count(bid) != 1 || streams_b(ctx, n))
+    return std::nullopt;
+  ViewDesc v = ctx.view_of_value(bid);
+  if (ctx.on_chip(v.base)) return std::nullopt;
+  v.groups.insert(v.groups.begin(), std::vector<SubDim>{{1, 0}});
+  if (!untransposed(v) || !isa::is_float(ctx.type_of(bid).dtype) ||
+      batch_b_route(ctx, n, v) != TransposeRoute::array || !ctx.ensure_hbm(v.base))
+    return std::nullopt;
+  return load_batch_b_by_array(ctx, v, ctx.type_of(bid).dtype);
 }
 
 void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,

@@ -489,6 +489,7 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const TensorType& bt = ctx.type_of(bid);
   const View bv = view_of(bt);
   Moving b;
+  std::optional<Tiles> own_b;  // B^T made for this op alone (matmul_b_by_array)
   // Asked again now A's row tiles are loaded: they may be B's (x @ x), which then is on chip.
   if (streams_b(ctx, n)) {
     b.streamed = true;
@@ -507,7 +508,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     }
     b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
   } else {
-    auto tiles = kt ? ctx.interleaved_tiles_of(bid, kt) : ctx.tiles_of(bid);
+    own_b = matmul_b_by_array(ctx, n);
+    auto tiles = own_b ? own_b : kt ? ctx.interleaved_tiles_of(bid, kt) : ctx.tiles_of(bid);
     if (!tiles) return ctx.no_room();
     b.tiles = *tiles;
   }
@@ -546,10 +548,12 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   struct ReleaseOnes {
     LoweringContext& ctx;
     const Bias& bias;
+    const std::optional<Tiles>& b;
     ~ReleaseOnes() {
       if (bias.ones) ctx.release(*bias.ones);
+      if (b) ctx.release(*b);
     }
-  } release_ones{ctx, bias};
+  } release_ones{ctx, bias, own_b};
   if (narrow) {
     const isa::TensorRole role =
         ctx.needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
