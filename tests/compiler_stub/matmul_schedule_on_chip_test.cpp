@@ -199,6 +199,39 @@ TEST(MatmulScheduleOnChip, ResidentTransposedBGoesThroughTheArrayOnTrn1) {
   EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 300
 }
 
+// A transposed view A of few rows (M <= 128) times a narrow B of whole K tiles: B was loaded
+// K-interleaved, whose stationaries come from A's row tiles, read element by element from the
+// view (trn1 80 x 15616 x 22 A^T, 185x its twin); A^T now loads from the view's base.
+TEST(MatmulScheduleOnChip, TransposedAViewBesideANarrowBLoadsItsBaseRowsOnTrn1) {
+  const Graph g = transposed_a_matmul("bf16", 1024, 80, 22);
+  const CompiledGraph c = compiled_whole(g, "trn1");
+  int64_t transposes = 0;
+  for (const auto& p : c.plans.plans)
+    for (const auto& st : p.streams)
+      for (const auto& in : st.instructions) transposes += in.op == isa::Opcode::transpose;
+  EXPECT_EQ(transposes, 0);
+  EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 1024
+}
+
+// A batch_matmul with transpose_b whose B streams by batch chunks (streamed share 1 %): on trn1
+// each chunk's entries load by their base's rows and go through the array ("bT" tiles).
+TEST(MatmulScheduleOnChip, StreamedTransposedBatchBGoesThroughTheArrayOnTrn1) {
+  const Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "bmm", "nodes": [
+    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [6, 40, 256], "role": "input"},
+    {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [6, 300, 256], "role": "input"},
+    {"id": 2, "op": "batch_matmul", "inputs": [0, 1], "transpose_b": 1}], "outputs": [2]})");
+  runtime::Config cfg = load("trn1");
+  LoweringOptions o = cfg.compiler;
+  o.streamed_operand_percent = 1;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  int64_t blocks = 0;
+  for (const auto& p : std::get<CompiledGraph>(r).plans.plans)
+    for (const auto& b : p.buffers) blocks += b.name.rfind("bT", 0) == 0;
+  EXPECT_GT(blocks, 0);
+  EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole, {}, o).max_error, 1e-4);
+}
+
 // Non-default points compute the right product on the chip (tiny: B streams at these sizes).
 // One elaborated device per process: a test per (B given transposed, point); a point past the
 // last is the last (compiler.matmul_schedule).

@@ -489,7 +489,6 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const TensorType& bt = ctx.type_of(bid);
   const View bv = view_of(bt);
   Moving b;
-  std::optional<Tiles> own_b;  // B^T made for this op alone (matmul_b_by_array)
   // Asked again now A's row tiles are loaded: they may be B's (x @ x), which then is on chip.
   if (streams_b(ctx, n)) {
     b.streamed = true;
@@ -508,8 +507,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     }
     b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
   } else {
-    own_b = matmul_b_by_array(ctx, n);
-    auto tiles = own_b ? own_b : kt ? ctx.interleaved_tiles_of(bid, kt) : ctx.tiles_of(bid);
+    auto tiles = kt ? ctx.interleaved_tiles_of(bid, kt) : matmul_b_by_array(ctx, n);
+    if (!tiles) tiles = ctx.tiles_of(bid);
     if (!tiles) return ctx.no_room();
     b.tiles = *tiles;
   }
@@ -548,12 +547,10 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   struct ReleaseOnes {
     LoweringContext& ctx;
     const Bias& bias;
-    const std::optional<Tiles>& b;
     ~ReleaseOnes() {
       if (bias.ones) ctx.release(*bias.ones);
-      if (b) ctx.release(*b);
     }
-  } release_ones{ctx, bias, own_b};
+  } release_ones{ctx, bias};
   if (narrow) {
     const isa::TensorRole role =
         ctx.needed_outside(n.id) ? isa::TensorRole::output : isa::TensorRole::scratch;
@@ -608,7 +605,9 @@ LowerResult batch_matmul_streamed(LoweringContext& ctx, const Node& n, const Til
       const int64_t count = std::min(chunk, batches - first);
       c.offset += first / inner * g0[0].stride;
       g0[0].size = count / inner;
-      b = ctx.load_view(c, bn.type.dtype);
+      b = c.groups[0].size() == 1 && batch_b_route(ctx, n, c) == TransposeRoute::array
+              ? load_batch_b_by_array(ctx, c, bn.type.dtype)
+              : ctx.load_view(c, bn.type.dtype);
       if (!b) return ctx.no_room();
       loaded = first;
       moving.tiles = *b;

@@ -313,8 +313,8 @@ TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const Vi
 std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc& v, DType dt);
 // A matmul's B given as a transposed view whose B does not stream (no schedule search), loaded
 // whole through the array (its base's rows contiguous, transposed by K chunks) where
-// batch_b_route prices that below the view's DMA (on trn1, element by element): the tiles, owned
-// by the op; nullopt to load the view as any (tiles_of), or when the base's rows find no room.
+// batch_b_route prices that below the view's DMA (on trn1, element by element): the tiles, kept
+// as the view's (tiles_of); nullopt to load the view as any, or when the base's rows find no room.
 std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n);
 // y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)
 // and three fp32 columns of `stats` on the same partitions (lower_elementwise.cpp).
