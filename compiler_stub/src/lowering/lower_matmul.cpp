@@ -227,10 +227,16 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     if (b.transposed) {
       const SubDim row = b.view->groups[1][0];  // base rows: the view's columns
       const int64_t K = b.tiles.rows;
+      // Two staging buffers in turn (one where SBUF has no room for two): a block's rows load
+      // while the previous block goes through the array, not after its last transpose.
+      std::vector<Slot> stages;
       for (int64_t j0 = n0; j0 < n0 + ns; j0 += ctx.tile_rows()) {
         const int32_t rows = static_cast<int32_t>(std::min<int64_t>(ctx.tile_rows(), n0 + ns - j0));
-        auto stage = ctx.sbuf_alloc(K * isa::dtype_bytes(dt), "panel rows");
-        if (!stage) return std::nullopt;
+        if (auto s = stages.size() < 2 ? ctx.sbuf_alloc(K * isa::dtype_bytes(dt), "panel rows")
+                                       : std::nullopt)
+          stages.push_back(*s);
+        if (stages.empty()) return std::nullopt;
+        const Slot* stage = &stages[static_cast<size_t>((j0 - n0) / ctx.tile_rows()) % stages.size()];
         AccessPattern src;
         src.space = MemSpace::hbm;
         src.buffer = b.hbm.index;
@@ -251,8 +257,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
               LoweringContext::sbuf_ap(*p, dt, ks, static_cast<int64_t>(k) * ns + (j0 - n0), rows),
               tp);
         }
-        ctx.release(*stage);
       }
+      for (const Slot& st : stages) ctx.release(st);
     }
     return p;
   };
