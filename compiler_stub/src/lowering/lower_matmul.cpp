@@ -236,7 +236,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
                                        : std::nullopt)
           stages.push_back(*s);
         if (stages.empty()) return std::nullopt;
-        const Slot* stage = &stages[static_cast<size_t>((j0 - n0) / ctx.tile_rows()) % stages.size()];
+        const Slot* stage =
+            &stages[static_cast<size_t>((j0 - n0) / ctx.tile_rows()) % stages.size()];
         AccessPattern src;
         src.space = MemSpace::hbm;
         src.buffer = b.hbm.index;
