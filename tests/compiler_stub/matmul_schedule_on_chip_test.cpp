@@ -199,6 +199,23 @@ TEST(MatmulScheduleOnChip, ResidentTransposedBGoesThroughTheArrayOnTrn1) {
   EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 300
 }
 
+// On trn2 (a DMA transpose for 2-byte dtypes) the route is priced with B whole: the view's DMA
+// goes one descriptor per K tile, the array's rows in pieces over the engines. B^T of 1024 x
+// 512 (8 row tiles of the base, 4 K tiles) goes by the array; of 107 x 1408 (one row tile of
+// 301 KB, 11 K tiles) by the DMA transpose.
+TEST(MatmulScheduleOnChip, ResidentTransposedBRouteIsPricedWholeOnTrn2) {
+  auto by_array = [](const Graph& g) {
+    int64_t blocks = 0;
+    for (const auto& p : compiled_whole(g, "trn2").plans.plans)
+      for (const auto& b : p.buffers) blocks += b.name.rfind("bT", 0) == 0;
+    return blocks > 0;
+  };
+  const Graph wide = graph(gemm(256, 512, 1024, "bf16", true));
+  EXPECT_TRUE(by_array(wide));
+  EXPECT_FALSE(by_array(graph(gemm(256, 1408, 107, "bf16", true))));
+  EXPECT_LT(run_on_chip(wide, "trn2", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 512
+}
+
 // A transposed view A of few rows (M <= 128) times a narrow B of whole K tiles: B was loaded
 // K-interleaved, whose stationaries come from A's row tiles, read element by element from the
 // view (trn1 80 x 15616 x 22 A^T, 185x its twin); A^T now loads from the view's base.

@@ -557,19 +557,35 @@ std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
     return std::nullopt;
   v.groups.insert(v.groups.begin(), std::vector<SubDim>{{1, 0}});
   const DType dt = ctx.type_of(bid).dtype;
-  if (!untransposed(v) || !isa::is_float(dt) || batch_b_route(ctx, n, v) != TransposeRoute::array)
-    return std::nullopt;
-  // What the per-tile pricing leaves out: the first N tile's rows load whole, on one engine,
-  // before its transposes and every multiply (trn2 4835 x 1408 x 107 B^T: 10.4 us, 16 us slower
-  // than the DMA transpose), against the whole view's DMA over every engine.
-  const isa::CostHints& h = ctx.arch().costs;
-  const int64_t K = v.groups[1][0].size, el = isa::dtype_bytes(dt);
-  const double bytes = double(K) * double(N) * el;
-  const bool hw = ctx.arch().dma.hardware_transpose && el == 2 && h.dma_transpose_chunk_bytes > 0;
+  if (!untransposed(v) || !isa::is_float(dt)) return std::nullopt;
+  // Priced as B whole, which the first column block waits for. The view's DMA: one descriptor
+  // per K tile (one engine each), in a DMA transpose's chunks or, without one, an element per
+  // chunk. The array: the base's N row tiles loaded contiguous (in pieces of dma_split_bytes,
+  // an engine each), then each [N tile x K chunk] block transposed into PSUM and evacuated by
+  // the two lane engines. (Per N tile beside the op's work, as batch_b_route prices it, the
+  // DMA transpose's few engines and the rows' pieces are lost: trn2 1024 x 768 x 3072 B^T took
+  // the DMA transpose, 169.0 us against 121.0 by the array; 4835 x 1408 x 107 B^T would take
+  // the array, 16 us slower.)
+  const isa::ArchSpec& arch = ctx.arch();
+  const isa::CostHints& h = arch.costs;
+  const int64_t K = v.groups[1][0].size, el = isa::dtype_bytes(dt), T = ctx.tile_rows();
+  const bool hw = arch.dma.hardware_transpose && el == 2 && h.dma_transpose_chunk_bytes > 0;
+  const double bytes = double(K) * double(N) * double(el);
   const double chunk = hw ? double(h.dma_transpose_chunk_bytes) : double(el);
-  const double head = double(std::min<int64_t>(ctx.tile_rows(), N)) * K * el / h.dma_gb_per_s;
-  if (head > h.dma_engine_bytes(bytes, bytes / chunk) / (h.dma_gb_per_s * ctx.arch().dma.engines))
-    return std::nullopt;
+  auto over = [&](int64_t tiles) {  // ns per byte over one engine per tile
+    return 1.0 / (h.dma_gb_per_s * double(std::min<int64_t>(arch.dma.engines, tiles)));
+  };
+  const int64_t rows = std::min(T, N);
+  const double blocks = double((N + T - 1) / T * ((K + arch.tensor.rows - 1) / arch.tensor.rows));
+  const double view_ns = h.dma_engine_bytes(bytes, bytes / chunk) * over((K + T - 1) / T);
+  const double array_ns =
+      h.dma_engine_bytes(bytes, double(N)) *
+          over(std::max((N + T - 1) / T,
+                        int64_t(bytes) / std::max<int64_t>(1, ctx.options().dma_split_bytes) + 1)) +
+      std::max(blocks * double(std::max<int64_t>(rows, h.moving_min_cycles)) * 1000.0 /
+                   h.tensor_freq_mhz,
+               blocks * (double(h.vector_fixed_ns) + double(rows) / h.vector_elements_per_ns) / 2);
+  if (array_ns >= view_ns) return std::nullopt;
   if (!ctx.ensure_hbm(v.base)) return std::nullopt;
   auto t = load_batch_b_by_array(ctx, v, dt);
   if (t) ctx.adopt_tiles(bid, *t);  // later row windows and other readers take it as it is
