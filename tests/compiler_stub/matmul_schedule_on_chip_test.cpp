@@ -186,6 +186,69 @@ TEST(MatmulScheduleOnChip, NarrowTransposedAViewIsMaterialisedThroughTheArrayOnT
   EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole).max_error, 1e-4);
 }
 
+// A B given transposed that does not stream (no schedule search) on a chip without a DMA
+// transpose: its base's rows load contiguous and go through the array ("bT" tiles), where the
+// view was read element by element (trn1 1024^3 B^T: 1.27 ms, 16x its plain twin).
+TEST(MatmulScheduleOnChip, ResidentTransposedBGoesThroughTheArrayOnTrn1) {
+  const Graph g = graph(gemm(200, 300, 260, "bf16", true));
+  const CompiledGraph c = compiled_whole(g, "trn1");
+  int64_t blocks = 0;
+  for (const auto& p : c.plans.plans)
+    for (const auto& b : p.buffers) blocks += b.name.rfind("bT", 0) == 0;
+  EXPECT_GT(blocks, 0);
+  EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 300
+}
+
+// On trn2 (a DMA transpose for 2-byte dtypes) the route is priced with B whole: the view's DMA
+// goes one descriptor per K tile, the array's rows in pieces over the engines. B^T of 1024 x
+// 512 (8 row tiles of the base, 4 K tiles) goes by the array; of 107 x 1408 (one row tile of
+// 301 KB, 11 K tiles) by the DMA transpose.
+TEST(MatmulScheduleOnChip, ResidentTransposedBRouteIsPricedWholeOnTrn2) {
+  auto by_array = [](const Graph& g) {
+    int64_t blocks = 0;
+    for (const auto& p : compiled_whole(g, "trn2").plans.plans)
+      for (const auto& b : p.buffers) blocks += b.name.rfind("bT", 0) == 0;
+    return blocks > 0;
+  };
+  const Graph wide = graph(gemm(256, 512, 1024, "bf16", true));
+  EXPECT_TRUE(by_array(wide));
+  EXPECT_FALSE(by_array(graph(gemm(256, 1408, 107, "bf16", true))));
+  EXPECT_LT(run_on_chip(wide, "trn2", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 512
+}
+
+// A transposed view A of few rows (M <= 128) times a narrow B of whole K tiles: B was loaded
+// K-interleaved, whose stationaries come from A's row tiles, read element by element from the
+// view (trn1 80 x 15616 x 22 A^T, 185x its twin); A^T now loads from the view's base.
+TEST(MatmulScheduleOnChip, TransposedAViewBesideANarrowBLoadsItsBaseRowsOnTrn1) {
+  const Graph g = transposed_a_matmul("bf16", 1024, 80, 22);
+  const CompiledGraph c = compiled_whole(g, "trn1");
+  int64_t transposes = 0;
+  for (const auto& p : c.plans.plans)
+    for (const auto& st : p.streams)
+      for (const auto& in : st.instructions) transposes += in.op == isa::Opcode::transpose;
+  EXPECT_EQ(transposes, 0);
+  EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 1024
+}
+
+// A batch_matmul with transpose_b whose B streams by batch chunks (streamed share 1 %): on trn1
+// each chunk's entries load by their base's rows and go through the array ("bT" tiles).
+TEST(MatmulScheduleOnChip, StreamedTransposedBatchBGoesThroughTheArrayOnTrn1) {
+  const Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "bmm", "nodes": [
+    {"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [6, 40, 256], "role": "input"},
+    {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [6, 300, 256], "role": "input"},
+    {"id": 2, "op": "batch_matmul", "inputs": [0, 1], "transpose_b": 1}], "outputs": [2]})");
+  runtime::Config cfg = load("trn1");
+  LoweringOptions o = cfg.compiler;
+  o.streamed_operand_percent = 1;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  int64_t blocks = 0;
+  for (const auto& p : std::get<CompiledGraph>(r).plans.plans)
+    for (const auto& b : p.buffers) blocks += b.name.rfind("bT", 0) == 0;
+  EXPECT_GT(blocks, 0);
+  EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole, {}, o).max_error, 1e-4);
+}
+
 // Non-default points compute the right product on the chip (tiny: B streams at these sizes).
 // One elaborated device per process: a test per (B given transposed, point); a point past the
 // last is the last (compiler.matmul_schedule).

@@ -492,7 +492,8 @@ TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const Vi
   const TensorType& b = ctx.type_of(n.inputs[1]);
   if (!u || !isa::is_float(b.dtype)) return TransposeRoute::strided_dma;
   const isa::CostHints& h = ctx.arch().costs;
-  const int64_t M = ctx.type_of(n.inputs[0]).dims[1].size;
+  const TensorType& at = ctx.type_of(n.inputs[0]);
+  const int64_t M = n.op == OpKind::matmul ? view_of(at).rows : at.dims[1].size;
   const int64_t K = v.groups[1][0].size, N = v.groups[2][0].size;
   const int64_t T = ctx.tile_rows(), chunk = ctx.arch().tensor.rows;
   const int64_t width = std::min(moving_cols(ctx), N);
@@ -544,6 +545,51 @@ std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc&
   if (transpose_rows_into(ctx, v, dt, *bt)) return bt;
   ctx.release(*bt);
   return std::nullopt;
+}
+
+std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
+  const int32_t bid = n.inputs[1];
+  if (n.op != OpKind::matmul || !transposed_view(ctx, bid) || ctx.on_chip(bid) || streams_b(ctx, n))
+    return std::nullopt;
+  ViewDesc v = ctx.view_of_value(bid);
+  const int64_t N = view_of(ctx.type_of(bid)).cols;
+  if (ctx.on_chip(v.base) || ctx.window_col0(bid) != 0 || ctx.window_cols(bid, N) != N)
+    return std::nullopt;
+  v.groups.insert(v.groups.begin(), std::vector<SubDim>{{1, 0}});
+  const DType dt = ctx.type_of(bid).dtype;
+  if (!untransposed(v) || !isa::is_float(dt)) return std::nullopt;
+  // Priced as B whole, which the first column block waits for. The view's DMA: one descriptor
+  // per K tile (one engine each), in a DMA transpose's chunks or, without one, an element per
+  // chunk. The array: the base's N row tiles loaded contiguous (in pieces of dma_split_bytes,
+  // an engine each), then each [N tile x K chunk] block transposed into PSUM and evacuated by
+  // the two lane engines. (Per N tile beside the op's work, as batch_b_route prices it, the
+  // DMA transpose's few engines and the rows' pieces are lost: trn2 1024 x 768 x 3072 B^T took
+  // the DMA transpose, 169.0 us against 121.0 by the array; 4835 x 1408 x 107 B^T would take
+  // the array, 16 us slower.)
+  const isa::ArchSpec& arch = ctx.arch();
+  const isa::CostHints& h = arch.costs;
+  const int64_t K = v.groups[1][0].size, el = isa::dtype_bytes(dt), T = ctx.tile_rows();
+  const bool hw = arch.dma.hardware_transpose && el == 2 && h.dma_transpose_chunk_bytes > 0;
+  const double bytes = double(K) * double(N) * double(el);
+  const double chunk = hw ? double(h.dma_transpose_chunk_bytes) : double(el);
+  auto over = [&](int64_t tiles) {  // ns per byte over one engine per tile
+    return 1.0 / (h.dma_gb_per_s * double(std::min<int64_t>(arch.dma.engines, tiles)));
+  };
+  const int64_t rows = std::min(T, N);
+  const double blocks = double((N + T - 1) / T * ((K + arch.tensor.rows - 1) / arch.tensor.rows));
+  const double view_ns = h.dma_engine_bytes(bytes, bytes / chunk) * over((K + T - 1) / T);
+  const double array_ns =
+      h.dma_engine_bytes(bytes, double(N)) *
+          over(std::max((N + T - 1) / T,
+                        int64_t(bytes) / std::max<int64_t>(1, ctx.options().dma_split_bytes) + 1)) +
+      std::max(blocks * double(std::max<int64_t>(rows, h.moving_min_cycles)) * 1000.0 /
+                   h.tensor_freq_mhz,
+               blocks * (double(h.vector_fixed_ns) + double(rows) / h.vector_elements_per_ns) / 2);
+  if (array_ns >= view_ns) return std::nullopt;
+  if (!ctx.ensure_hbm(v.base)) return std::nullopt;
+  auto t = load_batch_b_by_array(ctx, v, dt);
+  if (t) ctx.adopt_tiles(bid, *t);  // later row windows and other readers take it as it is
+  return t;
 }
 
 void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const View& view,

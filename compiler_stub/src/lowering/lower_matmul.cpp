@@ -1,27 +1,13 @@
-// The matmul family: matmul and batch_matmul through the systolic array, with A's row tiles
-// transposed into stationaries, PSUM accumulation over K chunks, and a large B streamed by
-// panels (matmul) or batch chunks (batch_matmul).
+// The matmul family: matmul through the systolic array, with A's row tiles transposed into
+// stationaries, PSUM accumulation over K chunks, and a large B streamed by panels or K-blocked
+// slabs; matmul_block, shared with batch_matmul (lower_batch_matmul.cpp).
 #include <algorithm>
 
 #include "lowering/lowering_context.h"
 #include "lowering/matmul_blocking.h"
+#include "lowering/matmul_parts.h"
 
 namespace wallsim::compiler_stub::lowering {
-
-namespace {
-
-// The moving operand: resident tiles, or (a large B in HBM) panels streamed per column block.
-struct Moving {
-  Tiles tiles;  // tiling; with storage when resident
-  bool streamed = false;
-  Slot hbm;
-  std::optional<ViewDesc> view;  // a streamed B read through a strided view of its base
-  // The view is its base [N x K] transposed: each panel loads the base's rows (contiguous)
-  // and transposes them through the array, instead of an element-strided DMA.
-  bool transposed = false;
-  int64_t block_cols = 0;  // columns per panel when streamed
-  int64_t slab_cols = 0;   // K-blocked: columns per slab (slab_cols())
-};
 
 // A narrow matmul's A and output in HBM: A's row tiles are loaded a K chunk at a time (unless
 // on chip), each output column block is stored as soon as it is evacuated.
@@ -69,6 +55,8 @@ struct HbmStationaries {
   DType dtype = DType::fp32;
   std::optional<ViewDesc> base;  // A is this transposed view of `a` (TransposeRoute::base)
 };
+
+namespace {
 
 // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
 AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
@@ -167,6 +155,8 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
   return std::nullopt;
 }
 
+}  // namespace
+
 // Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
 // (the K chunks; A's columns start at row0 - k_base). A's tiles are transposed through the
 // array into stationary tiles, all of them first (one row tile: kStationaryLead K chunks ahead
@@ -181,9 +171,8 @@ constexpr size_t kStationaryLead = 4;  // stationaries made ahead of their matmu
 
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
-                         const Tiles& out, const Narrow* narrow = nullptr,
-                         const Bias* bias = nullptr, const Epilogue* epilogue = nullptr,
-                         const HbmStationaries* a_t = nullptr, int32_t a_id = -1) {
+                         const Tiles& out, const Narrow* narrow, const Bias* bias,
+                         const Epilogue* epilogue, const HbmStationaries* a_t, int32_t a_id) {
   // K chunk k of a K-interleaved B (Tiles::k_group G > 1): column block k % G of row tile k / G,
   // B's rows (k / G) * G * tile rows + k % G + G * p; A's columns with stride G from there.
   const int64_t G = b.streamed ? 1 : b.tiles.k_group;
@@ -227,10 +216,17 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     if (b.transposed) {
       const SubDim row = b.view->groups[1][0];  // base rows: the view's columns
       const int64_t K = b.tiles.rows;
+      // Two staging buffers in turn (one where SBUF has no room for two): a block's rows load
+      // while the previous block goes through the array, not after its last transpose.
+      std::vector<Slot> stages;
       for (int64_t j0 = n0; j0 < n0 + ns; j0 += ctx.tile_rows()) {
         const int32_t rows = static_cast<int32_t>(std::min<int64_t>(ctx.tile_rows(), n0 + ns - j0));
-        auto stage = ctx.sbuf_alloc(K * isa::dtype_bytes(dt), "panel rows");
-        if (!stage) return std::nullopt;
+        if (auto s = stages.size() < 2 ? ctx.sbuf_alloc(K * isa::dtype_bytes(dt), "panel rows")
+                                       : std::nullopt)
+          stages.push_back(*s);
+        if (stages.empty()) return std::nullopt;
+        const Slot* stage =
+            &stages[static_cast<size_t>((j0 - n0) / ctx.tile_rows()) % stages.size()];
         AccessPattern src;
         src.space = MemSpace::hbm;
         src.buffer = b.hbm.index;
@@ -251,8 +247,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
               LoweringContext::sbuf_ap(*p, dt, ks, static_cast<int64_t>(k) * ns + (j0 - n0), rows),
               tp);
         }
-        ctx.release(*stage);
       }
+      for (const Slot& st : stages) ctx.release(st);
     }
     return p;
   };
@@ -507,7 +503,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     }
     b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
   } else {
-    auto tiles = kt ? ctx.interleaved_tiles_of(bid, kt) : ctx.tiles_of(bid);
+    auto tiles = kt ? ctx.interleaved_tiles_of(bid, kt) : matmul_b_by_array(ctx, n);
+    if (!tiles) tiles = ctx.tiles_of(bid);
     if (!tiles) return ctx.no_room();
     b.tiles = *tiles;
   }
@@ -571,114 +568,6 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   return matmul_block(ctx, *a, ts, b, kc, 0, *out, nullptr, fused, epilogue, a_t ? &*a_t : nullptr,
                       aid);
 }
-
-// batch_matmul with B streamed: for A's batches in order, B's entries are loaded a chunk at a
-// time (a slice of its batch dim) and released when A moves past them.
-LowerResult batch_matmul_streamed(LoweringContext& ctx, const Node& n, const Tiles& a,
-                                  int64_t chunk) {
-  const Node& bn = ctx.node(n.inputs[1]);
-  const int64_t M = ctx.type_of(n.inputs[0]).dims[1].size;
-  const int64_t K = ctx.type_of(n.inputs[0]).dims[2].size;
-  const int64_t batches = bn.type.dims[0].size;
-  ViewDesc v = bmm_b_view(ctx, n);
-  if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
-  auto out = ctx.output_tiles(n, &a);
-  if (!out) return ctx.no_room();
-  std::optional<Tiles> b;
-  int64_t loaded = -1;  // first entry of the loaded chunk
-  Moving moving;
-  for (int64_t t0 = 0; t0 < a.count();) {
-    const int64_t batch = a.row0(t0) / M;
-    std::vector<int64_t> ts;
-    for (; t0 < a.count() && a.row0(t0) / M == batch; ++t0) {
-      if ((a.row0(t0) + a.rows_in(t0) - 1) / M != batch)
-        return ctx.error("A's row tiles cross batch boundaries");
-      ts.push_back(t0);
-    }
-    const int64_t first = batch / chunk * chunk;
-    if (first != loaded) {
-      if (b) ctx.release(*b);
-      ViewDesc c = v;
-      auto& g0 = c.groups[0];
-      const int64_t inner = inner_size(g0);
-      const int64_t count = std::min(chunk, batches - first);
-      c.offset += first / inner * g0[0].stride;
-      g0[0].size = count / inner;
-      b = ctx.load_view(c, bn.type.dtype);
-      if (!b) return ctx.no_room();
-      loaded = first;
-      moving.tiles = *b;
-    }
-    std::vector<int64_t> kc;
-    for (int64_t k = 0; k < b->count(); ++k) {
-      if (b->row0(k) / K == batch - first) kc.push_back(k);
-    }
-    if (auto e = matmul_block(ctx, a, ts, moving, kc, (batch - first) * K, *out)) return e;
-  }
-  if (b) ctx.release(*b);
-  return std::nullopt;
-}
-
-// [B, M, K] x [B, K, N] (or [B, N, K] with transpose_b): per batch, the rows of A's tiles in
-// that batch times B's tiles in that batch. Both tilings must respect the batch boundaries.
-LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n) {
-  const Node& an = ctx.node(n.inputs[0]);
-  const Node& bn = ctx.node(n.inputs[1]);
-  if (an.type.dims.size() != 3 || bn.type.dims.size() != 3) {
-    return ctx.error("batch_matmul lowers 3-D operands only");
-  }
-  const int64_t M = an.type.dims[1].size;
-  const bool transpose_b = transposes_b(n);
-  const int64_t K = an.type.dims[2].size;
-  auto a = ctx.tiles_of(an.id);
-  if (!a) return ctx.no_room();
-  if (const int64_t chunk = bmm_chunk_entries(ctx, n)) {
-    return batch_matmul_streamed(ctx, n, *a, chunk);
-  }
-  std::optional<Tiles> b;
-  bool own_b = transpose_b;  // loaded for this op alone (released after it)
-  if (transpose_b) {
-    ViewDesc v = ctx.view_of_value(bn.id);
-    std::swap(v.groups[1], v.groups[2]);
-    if (!ctx.ensure_hbm(v.base)) return ctx.no_room();
-    b = batch_b_route(ctx, n, v) == TransposeRoute::array
-            ? load_batch_b_by_array(ctx, v, bn.type.dtype)
-            : ctx.load_view(v, bn.type.dtype);
-  } else if (ctx.is_view(bn.id) && !ctx.on_chip(bn.id) &&
-             batch_b_route(ctx, n, ctx.view_of_value(bn.id)) == TransposeRoute::array) {
-    b = load_batch_b_by_array(ctx, ctx.view_of_value(bn.id), bn.type.dtype);
-    own_b = true;
-  } else {
-    b = ctx.tiles_of(bn.id);
-  }
-  if (!b) return ctx.no_room();
-  auto within = [](const Tiles& x, int64_t t, int64_t block) {
-    return x.row0(t) / block == (x.row0(t) + x.rows_in(t) - 1) / block;
-  };
-  for (int64_t t = 0; t < a->count(); ++t) {
-    if (!within(*a, t, M)) return ctx.error("A's row tiles cross batch boundaries");
-  }
-  for (int64_t t = 0; t < b->count(); ++t) {
-    if (!within(*b, t, K)) return ctx.error("B's row tiles cross batch boundaries");
-  }
-  auto out = ctx.output_tiles(n, &*a);
-  if (!out) return ctx.no_room();
-  Moving moving;
-  moving.tiles = *b;
-  for (int64_t t0 = 0; t0 < a->count();) {  // one batch at a time
-    const int64_t batch = a->row0(t0) / M;
-    std::vector<int64_t> ts, kc;
-    for (; t0 < a->count() && a->row0(t0) / M == batch; ++t0) ts.push_back(t0);
-    for (int64_t k = 0; k < b->count(); ++k) {
-      if (b->row0(k) / K == batch) kc.push_back(k);
-    }
-    if (auto e = matmul_block(ctx, *a, ts, moving, kc, batch * K, *out)) return e;
-  }
-  if (own_b) ctx.release(*b);
-  return std::nullopt;
-}
-
-}  // namespace
 
 void populate_matmul_lowerings(LoweringTable& table) {
   table.add(OpKind::matmul, lower_matmul);

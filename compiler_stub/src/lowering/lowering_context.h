@@ -311,6 +311,12 @@ void load_transposed(LoweringContext& ctx, Slot dst, Slot src, DType dt, const V
 // transpose where the chip has one), priced per N row tile beside the op's own work.
 TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const ViewDesc& v);
 std::optional<Tiles> load_batch_b_by_array(LoweringContext& ctx, const ViewDesc& v, DType dt);
+// A matmul's B given as a transposed view whose B does not stream (no schedule search), loaded
+// whole through the array (its base's rows contiguous, transposed by K chunks) where that is
+// priced below the view's DMA (on trn1, element by element), B whole, as the first column block
+// waits for it: the tiles, kept as the view's (tiles_of); nullopt to load the view as any, or
+// when the base's rows find no room.
+std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n);
 // y = softmax (or log-softmax) of each row of x, through `w` (fp32, x's shape; may be x itself)
 // and three fp32 columns of `stats` on the same partitions (lower_elementwise.cpp).
 void emit_softmax_rows(LoweringContext& ctx, const AccessPattern& x, const AccessPattern& y,

@@ -129,6 +129,9 @@ class ValueStore {
   // Value `id` is (already) the HBM tensor `tensor`: an in-place write's result.
   void alias_hbm(int32_t id, Slot tensor);
   void set_view(int32_t id, ViewDesc v) { m_views[id] = std::move(v); }
+  // Value `id` is (now) on chip as `t`: tiles made for it by an op (matmul_b_by_array), kept
+  // and freed as a loaded value's are.
+  void adopt_tiles(int32_t id, const Tiles& t) { m_tiles[id] = t; }
   void forget_view(int32_t id) { m_views.erase(id); }
   void release(const Tiles& t);
   void release(Slot s) { m_sbuf.release(s); }

@@ -1,0 +1,41 @@
+// The matmul family's lowering shared by lower_matmul.cpp and lower_batch_matmul.cpp: the moving
+// operand as matmul_block takes it, and matmul_block itself (A's row tiles times B's K chunks).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "lowering/lowering_context.h"
+
+namespace wallsim::compiler_stub::lowering {
+
+// The moving operand: resident tiles, or (a large B in HBM) panels streamed per column block.
+struct Moving {
+  Tiles tiles;  // tiling; with storage when resident
+  bool streamed = false;
+  Slot hbm;
+  std::optional<ViewDesc> view;  // a streamed B read through a strided view of its base
+  // The view is its base [N x K] transposed: each panel loads the base's rows (contiguous)
+  // and transposes them through the array, instead of an element-strided DMA.
+  bool transposed = false;
+  int64_t block_cols = 0;  // columns per panel when streamed
+  int64_t slab_cols = 0;   // K-blocked: columns per slab (slab_cols())
+};
+
+struct Narrow;
+struct Bias;
+struct Epilogue;
+struct HbmStationaries;
+
+// Output row tiles `ts` of A times B's K chunks `kc` (B's rows from k_base), into `out`: A^T
+// made (or loaded) per row tile, each column block accumulated over K in a PSUM bank and
+// evacuated; `narrow`: output by column blocks stored as made (lower_matmul.cpp).
+LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
+                         const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
+                         const Tiles& out, const Narrow* narrow = nullptr,
+                         const Bias* bias = nullptr, const Epilogue* epilogue = nullptr,
+                         const HbmStationaries* a_t = nullptr, int32_t a_id = -1);
+
+LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n);
+
+}  // namespace wallsim::compiler_stub::lowering
