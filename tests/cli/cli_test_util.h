@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace wallsim::test {
 
@@ -35,5 +36,11 @@ inline std::string fresh_dir(const std::string& prefix, const std::string& name)
   std::filesystem::remove_all(d);
   return d;
 }
+
+// Every execution mode, and the host states a rank's wall time splits into (stats.json
+// distributed.ranks[]: they sum exactly to wall_ns).
+inline const std::vector<std::string> kModes = {"native", "eager", "eager-debug", "fused", "aot"};
+inline const char* const kHostStates[] = {"host_dispatch_ns", "compile_ns",   "transfer_ns",
+                                          "sync_wait_ns",     "comm_wait_ns", "host_other_ns"};
 
 }  // namespace wallsim::test

@@ -15,9 +15,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::vector<std::string> kModes = {"native", "eager", "eager-debug", "fused", "aot"};
-const char* const kHostStates[] = {"host_dispatch_ns", "compile_ns",   "transfer_ns",
-                                   "sync_wait_ns",     "comm_wait_ns", "host_other_ns"};
+using test::kHostStates;
+using test::kModes;
 const char* const kDecode = "decode:layers=2,d_model=64,heads=4,d_ff=128,prompt=12,new_tokens=3";
 const char* const kServe =
     "serve:requests=5,rate=50,layers=2,d_model=64,heads=4,d_ff=128,vocab=96,context=48,"

@@ -15,9 +15,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::vector<std::string> kModes = {"native", "eager", "eager-debug", "fused", "aot"};
-const char* const kHostStates[] = {"host_dispatch_ns", "compile_ns",   "transfer_ns",
-                                   "sync_wait_ns",     "comm_wait_ns", "host_other_ns"};
+using test::kHostStates;
+using test::kModes;
 
 // `exposed`: the host also waits for it (under eager a forward stage's core may wait only while its
 // host compiles: compile, not comm_wait).

@@ -16,8 +16,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-const char* const kHostStates[] = {"host_dispatch_ns", "compile_ns",   "transfer_ns",
-                                   "sync_wait_ns",     "comm_wait_ns", "host_other_ns"};
+using test::kHostStates;
 
 std::string run_dp(const std::string& mode, const std::string& name) {
   const std::string dir = test::fresh_dir("program_dp_" + name, mode);

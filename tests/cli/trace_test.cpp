@@ -25,7 +25,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::vector<std::string> kModes = {"native", "eager", "eager-debug", "fused", "aot"};
+using test::kModes;
 
 // Runs `wallsim ARGS --out DIR` (exit 0 expected) and returns DIR's trace.
 Json traced(const std::string& args, const std::string& name) {

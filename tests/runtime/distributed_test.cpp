@@ -7,6 +7,19 @@
 namespace wallsim::runtime {
 namespace {
 
+// A request's token values (`got`, a row of a serve report's `per_request`) match the unsharded
+// server's row of the same request id in `want` to 1e-3 relative.
+void expect_same_tokens(const nlohmann::ordered_json& got, const nlohmann::ordered_json& want,
+                        const std::string& where) {
+  const auto& a = got.at("values");
+  const auto& b = want[got.at("id").get<size_t>()].at("values");
+  ASSERT_EQ(a.size(), b.size()) << where;
+  for (size_t t = 0; t < a.size(); ++t) {
+    EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
+        << where << " token " << t;
+  }
+}
+
 TEST(Distributed, TensorParallel8Gpt2LayerMatchesUnsharded) {
   const std::string model = "transformer:layers=1,d_model=256,heads=8,d_ff=512,seq=128,dtype=fp32";
   const Outcome o = run_both(model + ",tp=8", model, "fused");
@@ -107,13 +120,8 @@ void expect_serve_matches(const std::string& scheduler, const char* mode) {
     const auto& got = o.reports[r].at("per_request");
     ASSERT_EQ(got.size(), want.size());
     for (size_t q = 0; q < want.size(); ++q) {
-      const auto& a = got[q].at("values");
-      const auto& b = want[q].at("values");
-      ASSERT_EQ(a.size(), b.size()) << "rank " << r << " request " << q;
-      for (size_t t = 0; t < a.size(); ++t) {
-        EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
-            << "rank " << r << " request " << q << " token " << t;
-      }
+      expect_same_tokens(got[q], want,
+                         "rank " + std::to_string(r) + " request " + std::to_string(q));
     }
   }
 }
@@ -242,28 +250,19 @@ TEST(Distributed, DataParallel2ServeMatchesUnshardedUnderAot) {
   const Outcome o = run_both(model + ",dp=2", model, "aot", 0);
   const auto& want = o.reports.back().at("per_request");
   ASSERT_EQ(want.size(), 5u);
-  auto expect_same_values = [&](const nlohmann::ordered_json& got, const std::string& where) {
-    const auto& a = got.at("values");
-    const auto& b = want[got.at("id").get<size_t>()].at("values");
-    ASSERT_EQ(a.size(), b.size()) << where;
-    for (size_t t = 0; t < a.size(); ++t) {
-      EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
-          << where << " token " << t;
-    }
-  };
   for (size_t r = 0; r < 2; ++r) {
     const auto& got = o.reports[r].at("per_request");
     ASSERT_EQ(got.size(), r == 0 ? 3u : 2u);
     for (const auto& q : got) {
       EXPECT_EQ(q.at("id").get<size_t>() % 2, r);
-      expect_same_values(q, "replica " + std::to_string(r));
+      expect_same_tokens(q, want, "replica " + std::to_string(r));
     }
   }
   const auto& whole = o.replicas;
   ASSERT_EQ(whole.at("per_request").size(), 5u);
   for (size_t q = 0; q < 5; ++q) {
     EXPECT_EQ(whole.at("per_request")[q].at("id").get<size_t>(), q);
-    expect_same_values(whole.at("per_request")[q], "whole run");
+    expect_same_tokens(whole.at("per_request")[q], want, "whole run");
   }
   ASSERT_EQ(whole.at("replicas").size(), 2u);
   EXPECT_EQ(whole.at("output_tokens").get<int64_t>(),
@@ -287,13 +286,8 @@ void expect_serve_pipeline_matches(const std::string& scheduler, const char* mod
     const auto& got = o.reports[r].at("per_request");
     ASSERT_EQ(got.size(), want.size());
     for (size_t q = 0; q < want.size(); ++q) {
-      const auto& a = got[q].at("values");
-      const auto& b = want[q].at("values");
-      ASSERT_EQ(a.size(), b.size()) << "rank " << r << " request " << q;
-      for (size_t t = 0; t < a.size(); ++t) {
-        EXPECT_NEAR(a[t].get<double>(), b[t].get<double>(), 1e-3 * std::fabs(b[t].get<double>()))
-            << "rank " << r << " request " << q << " token " << t;
-      }
+      expect_same_tokens(got[q], want,
+                         "rank " + std::to_string(r) + " request " + std::to_string(q));
     }
   }
 }
