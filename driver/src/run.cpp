@@ -451,6 +451,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       "plans_rebuilt", "",
       "plan bodies rebuilt after --plan-memory dropped them (simulator, not model)") +=
       static_cast<uint64_t>(bodies_rebuilt);
+  // Each core's lazily registered stats (first used in SystemC's run order) next to its others.
+  if (group) stats.group_scopes(2);
   sim::write_run_files(*dir, stats, extra, resolved_config);
   append_report_text(*dir, extra, step_stream);
   if (trace) {

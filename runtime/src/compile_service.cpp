@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "session_util.h"
 #include "wallsim/base/host_memory.h"
@@ -19,7 +20,7 @@ using sc_core::sc_time;
 
 CompileService::CompileService(const Config& config, const ExecutionMode& mode,
                                int64_t plan_memory_bytes, bool memory_check, HostTimeline& host,
-                               StepLog& log, std::shared_ptr<SharedPlans> shared)
+                               StepLog& log, std::shared_ptr<SharedPlans> shared, int64_t rank)
     : m_config(config),
       m_mode(mode),
       m_memory_check(memory_check),
@@ -28,6 +29,7 @@ CompileService::CompileService(const Config& config, const ExecutionMode& mode,
       m_arch_fp(compiler_stub::arch_fingerprint(config.chip.arch)),
       m_cache(config.runtime.cache_capacity, plan_memory_bytes),
       m_shared(std::move(shared)),
+      m_rank(rank),
       m_disk(mode.uses_disk_cache() ? config.runtime.aot.disk_cache : std::string(),
              // The plan depends on the compiler's options, its build, and the timing figures its
              // schedule search ranks by (isa::CostHints come from the chip's timing section).
@@ -100,9 +102,30 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
   if (m_shared && counted) {
     auto it = m_shared->plans.find(sig.hash);
     if (it != m_shared->plans.end()) {
-      const int64_t wait_ps = it->second.ready_ps - HostTimeline::now_ps();
+      SharedPlans::Entry& e = it->second;
+      const int64_t now_ps = HostTimeline::now_ps();
+      auto c = std::make_shared<CompiledPlan>(*e.plan);
+      const bool foreground = !(m_config.runtime.compile_in_background && !tracing);
+      if (e.foreground && foreground && e.requested_ps == now_ps && e.ready_ps > now_ps &&
+          m_rank < e.compiler_rank) {
+        // Requested at the same picosecond by a lower rank: the compile is this rank's. The
+        // compiler still waits in it (ready_ps is ahead), so its step record is the same.
+        e.compiler->yield_compile(sig.hash);
+        if (e.trace_args) *e.trace_args = traces::TraceArgs();
+        count_compile(record, sub, sig.hash, sig.shape_free, sig.hex(), *c, e.compile_ns);
+        traces::TraceArgs args;
+        std::string ops;
+        e.compiler_rank = m_rank;
+        e.compiler = this;
+        e.trace_args = m_host.traced() ? &args : nullptr;
+        charge_compile(sub, ids, sig.hex(), *c, e.compile_ns, args, ops);
+        record.counts.cache_evictions += m_cache.insert(sig.hash, c);
+        m_cache.hold_body(c);
+        out.plan = c;
+        return out;
+      }
+      const int64_t wait_ps = e.ready_ps - now_ps;
       if (wait_ps > 0) m_host.charge(HostState::compile, (wait_ps + 999) / 1000);
-      auto c = std::make_shared<CompiledPlan>(*it->second.plan);
       record.counts.cache_misses--;
       record.counts.cache_hits++;
       record.counts.cache_evictions += m_cache.insert(sig.hash, c);
@@ -177,13 +200,13 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
   }
   if (!loaded && m_disk.enabled()) m_disk.store(sig.hex(), sig.text, *c->plan);
   if (counted && !loaded) {
-    record.counts.compiles++;
-    const bool recompile = m_cache.note_compile(sig.shape_free, sig.hash) && m_log.in_step();
-    if (recompile) record.counts.recompiles++;
     const compiler_stub::CompileWork work{c->nodes, c->stats.instructions, c->stats.spill_bytes};
     const int64_t ns =
         static_cast<int64_t>(std::llround(compiler_stub::compile_latency_ms(curve, work) * 1e6));
-    note_entry(sub, sig.hash, sig.shape_free, sig.hex(), *c, ns, recompile);
+    count_compile(record, sub, sig.hash, sig.shape_free, sig.hex(), *c, ns);
+    const bool background = m_config.runtime.compile_in_background && !tracing;
+    traces::TraceArgs args;
+    std::string ops;
     if (m_shared) {
       // A pristine copy: each rank's cache keeps its own entry (and drops its own bodies).
       auto copy = std::make_shared<CompiledPlan>();
@@ -192,24 +215,22 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
       copy->nodes = c->nodes;
       copy->binding = c->binding;
       copy->macs = c->macs;
-      m_shared->plans[sig.hash] = {copy, HostTimeline::now_ps() + ns * 1000};
+      const int64_t now_ps = HostTimeline::now_ps();
+      SharedPlans::Entry& e = m_shared->plans[sig.hash];
+      e = SharedPlans::Entry{};
+      e.plan = copy;
+      e.ready_ps = now_ps + ns * 1000;
+      e.requested_ps = now_ps;
+      e.compile_ns = ns;
+      e.compiler_rank = m_rank;
+      e.foreground = !background;
+      e.compiler = this;
+      e.trace_args = m_host.traced() ? &args : nullptr;
     }
-    if (m_config.runtime.compile_in_background && !tracing) {
+    if (background) {
       out.background_ns = ns;  // the caller holds the launch behind the compiler
-    } else if (m_host.traced()) {
-      // Modelled figures only: wall-clock compile times stay in stats.json's `measured`.
-      const std::string ops = op_list(sub, ids);
-      const std::string hex = sig.hex();
-      const traces::TraceArgs args = traces::TraceArgs()
-                                         .add("plan", c->plan->name)
-                                         .add("nodes", c->nodes)
-                                         .add("ops", ops)
-                                         .add("signature", hex)
-                                         .add("instructions", c->stats.instructions)
-                                         .add("modelled_ns", ns);
-      m_host.charge(HostState::compile, ns, &args);
     } else {
-      m_host.charge(HostState::compile, ns);
+      charge_compile(sub, ids, sig.hex(), *c, ns, args, ops);
     }
   }
   // Into the cache; the least recently used plan leaves when it is full.
@@ -217,6 +238,69 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
   m_cache.hold_body(c);
   out.plan = c;
   return out;
+}
+
+void CompileService::count_compile(StepRecord& record, const Graph& sub, uint64_t hash,
+                                   uint64_t shape_free, const std::string& hex,
+                                   const CompiledPlan& c, int64_t ns) {
+  Counted k;
+  k.hash = hash;
+  k.shape_free = shape_free;
+  k.record = &record;
+  k.shape_free_fresh = !m_cache.noted(shape_free);
+  if (auto it = m_entry_of.find(hash); it != m_entry_of.end()) k.entry_before = it->second;
+  if (auto it = m_latest_of_shape_free.find(shape_free); it != m_latest_of_shape_free.end())
+    k.latest_before = it->second;
+  record.counts.compiles++;
+  k.recompile = m_cache.note_compile(shape_free, hash) && m_log.in_step();
+  if (k.recompile) record.counts.recompiles++;
+  const size_t recompiles_before = m_recompiles.size();
+  note_entry(sub, hash, shape_free, hex, c, ns, k.recompile);
+  k.recompile_logged = m_recompiles.size() > recompiles_before;
+  m_counted = k;
+}
+
+void CompileService::yield_compile(uint64_t hash) {
+  Counted& k = m_counted;
+  if (k.hash != hash || !k.record || m_entries.empty())
+    throw std::logic_error("shared compile taken over from a rank that did not count it last");
+  StepRecord& record = *k.record;
+  record.counts.compiles--;
+  record.counts.cache_misses--;
+  record.counts.cache_hits++;
+  if (k.recompile) record.counts.recompiles--;
+  if (k.recompile_logged) m_recompiles.pop_back();
+  m_entries.pop_back();
+  if (k.entry_before) {
+    m_entry_of[hash] = *k.entry_before;
+  } else {
+    m_entry_of.erase(hash);
+  }
+  if (k.latest_before) {
+    m_latest_of_shape_free[k.shape_free] = *k.latest_before;
+  } else {
+    m_latest_of_shape_free.erase(k.shape_free);
+  }
+  if (k.shape_free_fresh) m_cache.forget_compile(k.shape_free);
+  k = Counted{};
+}
+
+void CompileService::charge_compile(const Graph& sub, const std::vector<int32_t>& ids,
+                                    const std::string& hex, const CompiledPlan& c, int64_t ns,
+                                    traces::TraceArgs& args, std::string& ops) {
+  if (!m_host.traced()) {
+    m_host.charge(HostState::compile, ns);
+    return;
+  }
+  // Modelled figures only: wall-clock compile times stay in stats.json's `measured`.
+  ops = op_list(sub, ids);
+  args.add("plan", c.plan->name)
+      .add("nodes", c.nodes)
+      .add("ops", ops)
+      .add("signature", hex)
+      .add("instructions", c.stats.instructions)
+      .add("modelled_ns", ns);
+  m_host.charge(HostState::compile, ns, &args);
 }
 
 void CompileService::note_entry(const Graph& sub, uint64_t hash, uint64_t shape_free,

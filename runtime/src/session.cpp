@@ -33,7 +33,7 @@ Session::Session(const Config& config, sim::Core& device, SessionOptions options
       m_device(device, config.chip.arch.hbm.bytes, options.functional,
                config.chip.timing.launch.wait_for_previous),
       m_compiler(m_config, *options.mode, options.plan_memory_bytes, options.memory_check, m_host,
-                 m_log, options.shared_plans) {
+                 m_log, options.shared_plans, options.rank.rank) {
   m_pending.name = "pending";
   m_device.set_rank(m_options.name_prefix, m_options.rank.comms);
   if (m_options.collectives) m_host.keep_sync_waits();

@@ -298,5 +298,106 @@ TEST(Distributed, PipelineParallel2ServeMatchesUnshardedStaticUnderAot) {
   expect_serve_pipeline_matches("static", "aot");
 }
 
+// Two TP=4 transformers, each sharing a compile cache of its own, run together under `mode`:
+// the first on chip 0 with its host threads created in rank order, the second on chip 1 in
+// reverse rank order. Per run and rank: each record's (compiles, recompiles, hits, misses,
+// wall), start-up first, then the number of cache entries the rank reports.
+using RankFigures = std::vector<std::vector<int64_t>>;
+std::pair<RankFigures, RankFigures> shared_compile_figures(const char* mode) {
+  Config config = load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json",
+                              {"topology.torus_x=2", "topology.torus_y=1"});
+  sim::init_systemc();
+  sim::System system(config.chip, config.system, sim::CoreOptions{});
+  const std::string spec = "transformer:layers=1,d_model=128,heads=4,d_ff=256,seq=64,tp=4";
+  const ProcessGroup group(workloads::make_workload(workloads::parse_spec(spec))->parallel(), 2,
+                           config.system.chip.cores, "test");
+  const int64_t world = group.world();
+  std::vector<std::unique_ptr<workloads::Workload>> workloads;
+  std::vector<std::unique_ptr<Session>> sessions;  // run 0's ranks, then run 1's
+  for (int chip = 0; chip < 2; ++chip) {
+    auto shared = std::make_shared<SharedPlans>();
+    for (int64_t r = 0; r < world; ++r) {
+      SessionOptions so;
+      so.mode = &mode_named(mode);
+      so.name_prefix = "c" + std::to_string(chip) + "r" + std::to_string(r) + "_";
+      so.rank = group.context(r);  // every rank of the group is on chip 0: moved to `chip`
+      so.rank.chip = chip;
+      for (auto& [name, members] : so.rank.comms) {
+        for (auto& m : members) m.first = chip;
+      }
+      so.collectives = system.collectives();
+      so.shared_plans = shared;
+      workloads.push_back(workloads::make_workload(workloads::parse_spec(spec)));
+      sessions.push_back(
+          std::make_unique<Session>(config, system.core(size_t(chip), size_t(so.rank.core)), so));
+    }
+  }
+  std::vector<HostRank> hosts;
+  std::vector<int64_t> order;
+  for (int64_t r = 0; r < world; ++r) order.push_back(r);
+  for (int64_t r = world - 1; r >= 0; --r) order.push_back(world + r);
+  for (int64_t k : order) {
+    Session& s = *sessions[size_t(k)];
+    workloads::Workload& w = *workloads[size_t(k)];
+    hosts.push_back({&s.device_core(), [&s, &w] {
+                       w.setup(s);
+                       s.startup(w.buckets(s), [&](int64_t b) { w.trace(s, b); });
+                       for (int64_t i = 0; i < 2; ++i) {
+                         s.begin_step(i);
+                         s.to_host(w.step(s, i));
+                         s.end_step();
+                       }
+                     }});
+  }
+  run_hosts(hosts);
+  std::pair<RankFigures, RankFigures> out;
+  for (size_t k = 0; k < sessions.size(); ++k) {
+    const Session& s = *sessions[k];
+    std::vector<int64_t> f;
+    std::vector<StepRecord> records = {s.startup_record()};
+    records.insert(records.end(), s.steps().begin(), s.steps().end());
+    for (const StepRecord& rec : records) {
+      f.insert(f.end(), {rec.counts.compiles, rec.counts.recompiles, rec.counts.cache_hits,
+                         rec.counts.cache_misses, rec.wall_ns});
+    }
+    f.push_back(static_cast<int64_t>(s.cache_entries().size()));
+    (int64_t(k) < world ? out.first : out.second).push_back(f);
+  }
+  return out;
+}
+
+// Every rank requests each signature at the same instant: rank 0 is charged every compile,
+// whichever order SystemC runs the host threads in, and no figure depends on that order.
+void expect_rank0_compiles(const char* mode) {
+  const auto [forward, reverse] = shared_compile_figures(mode);
+  EXPECT_EQ(forward, reverse);
+  for (const RankFigures& figures : {forward, reverse}) {
+    ASSERT_EQ(figures.size(), 4u);
+    EXPECT_GT(figures[0].back(), 0) << "rank 0's cache entries";
+    int64_t compiles0 = 0, hits0 = 0;
+    for (size_t k = 0; k + 1 < figures[0].size(); k += 5) {
+      compiles0 += figures[0][k];
+      hits0 += figures[0][k + 2];
+    }
+    EXPECT_GT(compiles0, 0);
+    for (size_t r = 1; r < figures.size(); ++r) {
+      int64_t compiles = 0, hits = 0;
+      for (size_t k = 0; k + 1 < figures[r].size(); k += 5) {
+        compiles += figures[r][k];
+        hits += figures[r][k + 2];
+      }
+      EXPECT_EQ(compiles, 0) << "rank " << r;
+      EXPECT_EQ(hits, hits0 + compiles0) << "rank " << r;
+      EXPECT_EQ(figures[r].back(), 0) << "rank " << r << "'s cache entries";
+    }
+  }
+}
+TEST(Distributed, SharedCompileIsChargedToTheLowestSimultaneousRankUnderFused) {
+  expect_rank0_compiles("fused");
+}
+TEST(Distributed, SharedCompileIsChargedToTheLowestSimultaneousRankUnderAot) {
+  expect_rank0_compiles("aot");
+}
+
 }  // namespace
 }  // namespace wallsim::runtime

@@ -288,5 +288,63 @@ TEST(WriteStatsText, EscapesTextValues) {
   EXPECT_EQ(text_of(reg), "t  \"say \\\"hi\\\"\\n\"\n");
 }
 
+// Registrations interleaved in two orders (as cores running in another order register their
+// lazy stats): grouped by 2-segment scope, both registries write the same text, each scope's
+// stats together where its first stat stood and in their own order.
+TEST(StatsRegistry, GroupScopesIsAStablePartitionByScope) {
+  StatsRegistry a, b;
+  a.add_counter("chip0.core0.x", "", "");
+  a.add_counter("chip0.core1.x", "", "");
+  a.add_value("system.total", "", "");
+  a.add_counter("chip0.core1.q7", "", "");
+  a.add_counter("chip0.core0.q3", "", "");
+  a.add_counter("chip0.core0.q1", "", "");
+  b.add_counter("chip0.core0.x", "", "");
+  b.add_counter("chip0.core1.x", "", "");
+  b.add_value("system.total", "", "");
+  b.add_counter("chip0.core0.q3", "", "");
+  b.add_counter("chip0.core1.q7", "", "");
+  b.add_counter("chip0.core0.q1", "", "");
+  EXPECT_NE(text_of(a), text_of(b));
+  a.group_scopes(2);
+  b.group_scopes(2);
+  EXPECT_EQ(text_of(a), text_of(b));
+  std::vector<std::string> names;
+  for (const Stat* s : a.stats()) names.push_back(s->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"chip0.core0.x", "chip0.core0.q3", "chip0.core0.q1",
+                                             "chip0.core1.x", "chip0.core1.q7", "system.total"}));
+}
+
+// copy_scope: existing twins set, missing ones registered in the source's order, every kind's
+// value (an unset Value stays unset); other scopes untouched; bad scopes and kinds throw.
+TEST(StatsRegistry, CopyScopeSetsAndRegistersTwins) {
+  StatsRegistry reg;
+  reg.add_counter("chip0.core0.busy", "cycles", "busy") += 7;
+  reg.add_value("chip0.core0.util", "fraction", "utilisation").set(0.25);
+  reg.add_value("chip0.core0.unset", "", "never set");
+  reg.add_text("chip0.core0.clock", "", "clock").set("2400 MHz");
+  reg.add_counter("chip0.core0.q.q3", "", "lazy queue") += 3;
+  reg.add_counter("chip0.core00.other", "", "not in the scope") += 1;
+  reg.add_counter("chip0.core1.busy", "cycles", "busy");
+  reg.add_value("chip0.core1.unset", "", "never set").set(int64_t{5});
+  reg.copy_scope("chip0.core0", "chip0.core1");
+  EXPECT_EQ(reg.find_as<Counter>("chip0.core1.busy")->value(), 7u);
+  EXPECT_DOUBLE_EQ(reg.find_as<Value>("chip0.core1.util")->as_double(), 0.25);
+  EXPECT_EQ(reg.find_as<Value>("chip0.core1.unset")->type(), Value::Type::kUnset);
+  EXPECT_EQ(reg.find_as<Text>("chip0.core1.clock")->value(), "2400 MHz");
+  EXPECT_EQ(reg.find_as<Counter>("chip0.core1.q.q3")->value(), 3u);
+  EXPECT_EQ(reg.find_as<Counter>("chip0.core1.q.q3")->description(), "lazy queue");
+  EXPECT_EQ(reg.find("chip0.core1.other"), nullptr);
+  std::vector<std::string> added;
+  for (size_t k = 8; k < reg.stats().size(); ++k) added.push_back(reg.stats()[k]->name());
+  EXPECT_EQ(added, (std::vector<std::string>{"chip0.core1.util", "chip0.core1.clock",
+                                             "chip0.core1.q.q3"}));
+  EXPECT_EQ(reg.find_as<Counter>("chip0.core0.busy")->value(), 7u);
+  expect_invalid([&] { reg.copy_scope("chip0.core0", "chip0.core0"); }, "cannot be copied");
+  expect_invalid([&] { reg.copy_scope("chip0", "chip0.core2"); }, "cannot be copied");
+  reg.add_text("chip0.core2.busy", "", "");
+  expect_invalid([&] { reg.copy_scope("chip0.core0", "chip0.core2"); }, "not of the kind");
+}
+
 }  // namespace
 }  // namespace wallsim::traces

@@ -428,4 +428,81 @@ void StatsRegistry::order_by_name() {
                    [](const Stat* a, const Stat* b) { return a->name() < b->name(); });
 }
 
+void StatsRegistry::group_scopes(std::size_t segments) {
+  auto scope_of = [segments](const std::string& name) {
+    std::size_t end = 0, pos = 0;
+    for (std::size_t k = 0; k < segments; ++k, pos = end + 1) {
+      end = name.find('.', pos);
+      if (end == std::string::npos) return std::string_view(name);
+    }
+    return std::string_view(name).substr(0, end);
+  };
+  std::map<std::string_view, std::size_t> first;  // scope -> position of its first stat
+  std::vector<std::size_t> key(m_order.size());
+  for (std::size_t k = 0; k < m_order.size(); ++k) {
+    key[k] = first.emplace(scope_of(m_order[k]->name()), k).first->second;
+  }
+  std::vector<std::size_t> at(m_order.size());
+  for (std::size_t k = 0; k < at.size(); ++k) at[k] = k;
+  std::stable_sort(at.begin(), at.end(),
+                   [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+  std::vector<const Stat*> order;
+  order.reserve(at.size());
+  for (std::size_t k : at) order.push_back(m_order[k]);
+  m_order = std::move(order);
+}
+
+void StatsRegistry::copy_scope(const std::string& from, const std::string& to) {
+  if (from.empty() || to.empty() || to == from || to.rfind(from + ".", 0) == 0 ||
+      from.rfind(to + ".", 0) == 0) {
+    throw std::invalid_argument("stats scope '" + from + "' cannot be copied onto '" + to + "'");
+  }
+  const std::string prefix = from + ".";
+  std::vector<const Stat*> sources;
+  for (const Stat* stat : m_order) {
+    if (stat->name().compare(0, prefix.size(), prefix) == 0) sources.push_back(stat);
+  }
+  for (const Stat* src : sources) {  // checked first: nothing changes when one fails
+    const std::string name = to + src->name().substr(from.size());
+    const Stat* twin = find(name);
+    if (twin != nullptr && twin->kind() != src->kind()) {
+      throw std::invalid_argument("stat '" + name + "' is not of the kind of '" + src->name() +
+                                  "'");
+    }
+    if (twin == nullptr) check_name(name);
+  }
+  for (const Stat* src : sources) {
+    const std::string name = to + src->name().substr(from.size());
+    const Stat* twin = find(name);
+    // The registry owns every stat (non-const in its deques): setting the twin is safe.
+    switch (src->kind()) {
+      case StatKind::kCounter: {
+        Counter& t = twin ? const_cast<Counter&>(static_cast<const Counter&>(*twin))
+                          : add_counter(name, src->unit(), src->description());
+        t.set(static_cast<const Counter*>(src)->value());
+        break;
+      }
+      case StatKind::kValue: {
+        Value& t = twin ? const_cast<Value&>(static_cast<const Value&>(*twin))
+                        : add_value(name, src->unit(), src->description());
+        const Value& v = static_cast<const Value&>(*src);
+        if (v.type() == Value::Type::kInt) {
+          t.set(v.as_int());
+        } else if (v.type() == Value::Type::kDouble) {
+          t.set(v.as_double());
+        } else {
+          t.unset();
+        }
+        break;
+      }
+      case StatKind::kText: {
+        Text& t = twin ? const_cast<Text&>(static_cast<const Text&>(*twin))
+                       : add_text(name, src->unit(), src->description());
+        t.set(static_cast<const Text*>(src)->value());
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace wallsim::traces

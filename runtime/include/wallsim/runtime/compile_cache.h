@@ -78,6 +78,9 @@ class CompileCache {
   // Records a compile of (shape-free, full) signatures: true if the same group was compiled
   // before at other shapes (a recompile).
   bool note_compile(uint64_t shape_free, uint64_t hash);
+  // Whether a compile of the shape-free signature was noted; forgets it (a compile undone).
+  bool noted(uint64_t shape_free) const { return m_shape_free_seen.count(shape_free) != 0; }
+  void forget_compile(uint64_t shape_free) { m_shape_free_seen.erase(shape_free); }
 
   int64_t size() const { return static_cast<int64_t>(m_lru.size()); }
   int64_t body_bytes() const { return m_body_bytes; }

@@ -57,13 +57,25 @@ struct FallbackRecord {
   std::string reason;  // the compiler's error
 };
 
+class CompileService;
+
 // The ranks' shared compile cache (runtime.shared_compile_cache): each plan compiled by the
 // first rank that needed it, and when that compile is done. A rank that finds a plan here
 // waits (in compile) until then and counts a cache hit; it pays no compile of its own.
+// Ranks requesting a signature at the same picosecond: the lowest of them is charged the
+// compile, whatever order SystemC runs them in (a lower rank takes the attribution over from
+// the rank that compiled it, which still waits in that compile: its counts, cache entry and
+// recompile record move). Foreground compiles only: a background compile stays the first's.
 struct SharedPlans {
   struct Entry {
     std::shared_ptr<CompiledPlan> plan;
     int64_t ready_ps = 0;
+    int64_t requested_ps = 0;
+    int64_t compile_ns = 0;
+    int64_t compiler_rank = 0;
+    bool foreground = false;                  // charged to the compiler's host, which still waits
+    CompileService* compiler = nullptr;       // the rank charged the compile
+    traces::TraceArgs* trace_args = nullptr;  // its compile slice's, if traced
   };
   std::unordered_map<uint64_t, Entry> plans;  // by signature hash
 };
@@ -73,7 +85,7 @@ class CompileService {
   // `config` outlives the service. `plan_memory_bytes` and `memory_check`: SessionOptions.
   CompileService(const Config& config, const ExecutionMode& mode, int64_t plan_memory_bytes,
                  bool memory_check, HostTimeline& host, StepLog& log,
-                 std::shared_ptr<SharedPlans> shared = nullptr);
+                 std::shared_ptr<SharedPlans> shared = nullptr, int64_t rank = 0);
 
   struct Outcome {
     std::shared_ptr<CompiledPlan> plan;  // null when the compile failed
@@ -102,6 +114,16 @@ class CompileService {
   // A failure `runtime.inject` asks for, if any.
   std::optional<compiler_stub::CompileError> injected_failure(
       const compiler_stub::Graph& sub, const std::vector<int32_t>& ids) const;
+  // A compile charged to this rank: counts, the entry (and its recompile record), undo data.
+  void count_compile(StepRecord& record, const compiler_stub::Graph& sub, uint64_t hash,
+                     uint64_t shape_free, const std::string& hex, const CompiledPlan& c,
+                     int64_t ns);
+  // A lower rank took over the shared compile of `hash`, the last this rank counted: undone.
+  void yield_compile(uint64_t hash);
+  // Charges a foreground compile of `ns` to the host (traced: into `args`, filled here).
+  void charge_compile(const compiler_stub::Graph& sub, const std::vector<int32_t>& ids,
+                      const std::string& hex, const CompiledPlan& c, int64_t ns,
+                      traces::TraceArgs& args, std::string& ops);
   // Records the compile of a new cache entry (and, for a recompile, why).
   void note_entry(const compiler_stub::Graph& sub, uint64_t hash, uint64_t shape_free,
                   const std::string& hex, const CompiledPlan& c, int64_t compile_ns,
@@ -115,6 +137,15 @@ class CompileService {
   uint64_t m_arch_fp = 0;
   CompileCache m_cache;
   std::shared_ptr<SharedPlans> m_shared;
+  int64_t m_rank = 0;
+  // What count_compile changed, to undo it (yield_compile).
+  struct Counted {
+    uint64_t hash = 0, shape_free = 0;
+    StepRecord* record = nullptr;
+    bool recompile = false, recompile_logged = false, shape_free_fresh = false;
+    std::optional<size_t> entry_before, latest_before;
+  };
+  Counted m_counted;
   DiskPlanCache m_disk;
   std::vector<CacheEntryRecord> m_entries;
   std::unordered_map<uint64_t, size_t> m_entry_of;              // signature hash -> entry

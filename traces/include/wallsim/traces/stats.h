@@ -60,6 +60,8 @@ class Counter : public Stat {
     return *this;
   }
   std::uint64_t value() const { return m_value; }
+  // Replaces the count (StatsRegistry::copy_scope).
+  void set(std::uint64_t v) { m_value = v; }
 
  private:
   std::uint64_t m_value = 0;
@@ -95,6 +97,7 @@ class Value : public Stat {
   }
 
   Type type() const { return m_type; }
+  void unset() { m_type = Type::kUnset; }
   std::int64_t as_int() const { return m_int; }  // meaningful when type() == kInt
   double as_double() const { return m_type == Type::kInt ? static_cast<double>(m_int) : m_double; }
 
@@ -148,6 +151,17 @@ class StatsRegistry {
   // order (several cores), so that the written stats do not.
   void order_by_name();
   std::size_t size() const { return m_order.size(); }
+  // Puts each scope's stats together, where its first stat stands, each scope keeping its own
+  // order (a stable partition). A stat's scope is its first `segments` name segments (itself
+  // when it has no more): with 2, chip0.core1.* is one scope. For runs of several cores whose
+  // lazily registered stats interleave in SystemC's run order: the written order then follows
+  // each core's own, and the scopes' first stats, registered at construction.
+  void group_scopes(std::size_t segments);
+  // Gives every stat under `from.` its twin under `to.` (same unit, description and value):
+  // an existing twin is set (of another kind: std::invalid_argument), a missing one registered,
+  // in `from`'s order. For a core simulated once for several (SPMD folding). Copying a scope
+  // onto itself, or onto one nested in it, throws std::invalid_argument.
+  void copy_scope(const std::string& from, const std::string& to);
 
  private:
   void check_name(const std::string& name) const;
