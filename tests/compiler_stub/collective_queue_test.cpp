@@ -66,12 +66,14 @@ TEST(Compile, CollectivesTakeAQueueOfTheirOwn) {
   int dma = 0;
   for (const isa::Stream& s : p.streams) {
     if (s.engine != isa::Engine::dma) continue;
-    if (s.name == "cc0") EXPECT_EQ(dma, arch.dma.engines * 3);  // 2 load + 1 store per engine
+    if (s.name == "cc0") {
+      EXPECT_EQ(dma, arch.dma.engines * 3);  // 2 load + 1 store per engine
+    }
     ++dma;
   }
   // Without a collective, no such queue.
-  const isa::Plan& q =
-      only_plan(compile_graph(reduce_beside_matmul(false), arch, GroupPolicy::whole));
+  const auto plain = compile_graph(reduce_beside_matmul(false), arch, GroupPolicy::whole);
+  const isa::Plan& q = only_plan(plain);
   for (const isa::Stream& s : q.streams) EXPECT_NE(s.name, "cc0");
 }
 
@@ -79,8 +81,8 @@ TEST(Compile, WithNoQueueToSpareACollectiveTakesAStoreQueueNothingFollows) {
   isa::ArchSpec arch = wallsim::test::trn2_arch();
   arch.dma.engines = 4;  // tiny's: 4 engines x 2 queues, all declared by the plan
   arch.dma.queues_per_engine = 2;
-  const isa::Plan& p =
-      only_plan(compile_graph(reduce_beside_matmul(true), arch, GroupPolicy::whole));
+  const auto r = compile_graph(reduce_beside_matmul(true), arch, GroupPolicy::whole);
+  const isa::Plan& p = only_plan(r);
   int found = 0;
   for (const isa::Stream& s : p.streams) {
     EXPECT_NE(s.name, "cc0");
