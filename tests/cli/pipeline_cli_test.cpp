@@ -41,7 +41,9 @@ void expect_pipeline_run(const std::string& workload, const std::string& mode, i
     // A stage waits for its neighbour's activations or gradients: the bubble.
     EXPECT_GT(r.at("collective_ns").get<int64_t>(), 0) << mode << " rank " << r.at("rank");
   }
-  if (exposed) EXPECT_GT(d.at("whole_run").at("comm_wait_ns").get<int64_t>(), 0) << mode;
+  if (exposed) {
+    EXPECT_GT(d.at("whole_run").at("comm_wait_ns").get<int64_t>(), 0) << mode;
+  }
 }
 
 TEST(PipelineCli, TrainingStepByOneFOneBUnderEveryMode) {
