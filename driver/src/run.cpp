@@ -419,7 +419,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   if (group && (sizes.dp > 1 || sizes.pp > 1)) {  // the whole run's, from each replica's last stage
     std::vector<const workloads::Workload*> replicas;
     for (int64_t d = 0; d < sizes.dp; ++d) {
-      const int64_t r = (d * sizes.pp + sizes.pp - 1) * sizes.tp;
+      const int64_t r = sizes.rank_of(0, sizes.pp - 1, d);
       replicas.push_back(r == 0 ? workload.get()
                                 : rank_workloads[static_cast<size_t>(r - 1)].get());
     }

@@ -97,7 +97,7 @@ inline Outcome run_both(const std::string& sharded, const std::string& whole, co
   if (sizes.dp > 1) {  // each replica's last rank, as the run driver picks them
     std::vector<const workloads::Workload*> replicas;
     for (int64_t d = 0; d < sizes.dp; ++d) {
-      replicas.push_back(workloads[size_t((d * sizes.pp + sizes.pp - 1) * sizes.tp)].get());
+      replicas.push_back(workloads[size_t(sizes.rank_of(0, sizes.pp - 1, d))].get());
     }
     if (auto whole = workloads[0]->replicas_report(replicas)) out.replicas = whole->second;
   }

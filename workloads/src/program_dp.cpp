@@ -16,12 +16,6 @@ namespace pt = wallsim::torch;
 using pt::EventKind;
 using runtime::Tensor;
 
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 // The ids event `e` reads.
 std::vector<int32_t> uses(const pt::Event& e) {
   if (e.kind == EventKind::op) return e.node.inputs;
@@ -78,7 +72,7 @@ void ProgramDp::plan_step(size_t step, const std::map<int32_t, size_t>& defs) {
     g.id = e->out.id;
     g.name = name;
     g.def = defs.at(g.id);
-    g.bytes = numel(e->out.shape) * isa::dtype_bytes(e->out.dtype);
+    g.bytes = pt::elements(e->out.shape) * isa::dtype_bytes(e->out.dtype);
     g.shape = e->out.shape;
     g.first_use = m_program.events.size();
     for (size_t i = g.def + 1;
@@ -159,13 +153,13 @@ void ProgramDp::after_event(runtime::Session& s, size_t step, size_t i,
     std::vector<Tensor> flat;
     for (const DpGradient& g : b.grads) {
       const Tensor& t = live.at(g.id);
-      flat.push_back(t.shape().size() == 1 ? t : runtime::reshape(t, {numel(t.shape())}));
+      flat.push_back(t.shape().size() == 1 ? t : runtime::reshape(t, {pt::elements(t.shape())}));
     }
     const Tensor sum = runtime::all_reduce(runtime::concat(flat, 0), "dp");
     int64_t at = 0;
     for (const DpGradient& g : b.grads) {
       Tensor& t = live.at(g.id);
-      const int64_t n = numel(t.shape());
+      const int64_t n = pt::elements(t.shape());
       Tensor part = runtime::slice(sum, 0, at, at + n);
       t = t.shape().size() == 1 ? part : runtime::reshape(part, t.shape());
       at += n;

@@ -43,12 +43,6 @@ struct AtenRow {
   int64_t host_ns = 0, transfer_bytes = 0;
 };
 
-int64_t product(const std::vector<int64_t>& s, size_t from) {
-  int64_t p = 1;
-  for (size_t i = from; i < s.size(); ++i) p *= s[i];
-  return p;
-}
-
 class ProgramReplay final : public Workload {
  public:
   explicit ProgramReplay(Params& p) : m_file(p.text("file")) {
@@ -293,7 +287,7 @@ class ProgramReplay final : public Workload {
 
   static std::vector<float> pad(const std::vector<float>& v, const std::vector<int64_t>& from,
                                 const std::vector<int64_t>& to) {
-    std::vector<float> out(static_cast<size_t>(product(to, 0)), 0.0f);
+    std::vector<float> out(static_cast<size_t>(torch::elements(to, 0)), 0.0f);
     copy_region(v, from, out, to, true);
     return out;
   }
@@ -301,7 +295,7 @@ class ProgramReplay final : public Workload {
   static void copy_region(const std::vector<float>& a, const std::vector<int64_t>& sa,
                           std::vector<float>& b, const std::vector<int64_t>& sb, bool a_small) {
     const std::vector<int64_t>& small = a_small ? sa : sb;
-    const int64_t n = product(small, 0);
+    const int64_t n = torch::elements(small, 0);
     std::vector<int64_t> idx(small.size(), 0);
     for (int64_t i = 0; i < n; ++i) {
       int64_t ia = 0, ib = 0;
@@ -447,19 +441,20 @@ class ProgramReplay final : public Workload {
     for (int32_t id : e.inputs) {
       const Tensor& t = m_live.at(id);
       s.to_host(t);
-      bytes += product(t.shape(), 0) * isa::dtype_bytes(t.dtype());
+      bytes += torch::elements(t.shape(), 0) * isa::dtype_bytes(t.dtype());
     }
     const int64_t ns = tracing ? 0 : s.host_compute(e.flops, e.bytes);
     for (const pt::ProgramTensor& o : e.outputs) {
       const std::vector<int64_t> shape = m_bounded->run_shape(o);
       std::vector<float> values;
       if (s.functional()) {
-        values = m_values ? read_values(pt::value_file(m_program, 'o', o.id), o)
-                          : std::vector<float>(static_cast<size_t>(product(o.shape, 0)), 0.0f);
+        values = m_values
+                     ? read_values(pt::value_file(m_program, 'o', o.id), o)
+                     : std::vector<float>(static_cast<size_t>(torch::elements(o.shape, 0)), 0.0f);
         values = values_at(std::move(values), o, shape);
       }
       m_live[o.id] = s.upload(shape, o.dtype, values);
-      bytes += product(shape, 0) * isa::dtype_bytes(o.dtype);
+      bytes += torch::elements(shape, 0) * isa::dtype_bytes(o.dtype);
     }
     if (!tracing) {
       AtenRow& r = m_rows[source(e)];

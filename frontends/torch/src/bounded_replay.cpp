@@ -20,12 +20,6 @@ using cs::OpKind;
 // and transpose.
 bool elementwise(OpKind k) { return cs::info(k).elementwise() || k == OpKind::transpose; }
 
-int64_t product(const std::vector<int64_t>& s, size_t from) {
-  int64_t p = 1;
-  for (size_t i = from; i < s.size(); ++i) p *= s[i];
-  return p;
-}
-
 }  // namespace
 
 BoundedReplay::BoundedReplay(const Program& program, std::map<std::string, int64_t> bounds,
@@ -148,7 +142,7 @@ BoundedOp BoundedReplay::plan_op(const Event& e) {
         if (bound_of(e.out, i) > 0) b.push_back(i);
       bool ok = a.size() == b.size();
       for (size_t i = 0; ok && i < a.size(); ++i)
-        ok = product(in[0]->shape, a[i] + 1) == product(e.out.shape, b[i] + 1);
+        ok = elements(in[0]->shape, a[i] + 1) == elements(e.out.shape, b[i] + 1);
       if (!ok) refuse("the reshape moves a bounded axis across others");
       break;
     }

@@ -458,6 +458,12 @@ std::string_view name_of(EventKind k) {
   return "?";
 }
 
+int64_t elements(const std::vector<int64_t>& shape, size_t from) {
+  int64_t n = 1;
+  for (size_t i = from; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
 std::string value_file(const Program& p, char kind, int64_t n) {
   return (std::filesystem::path(p.values) / (std::string(1, kind) + std::to_string(n) + ".npy"))
       .string();

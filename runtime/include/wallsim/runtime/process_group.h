@@ -16,6 +16,10 @@ namespace wallsim::runtime {
 struct ParallelSizes {
   int64_t tp = 1, pp = 1, dp = 1;
   int64_t world() const { return tp * pp * dp; }
+  // The rank at these coordinates (tensor parallel fastest, then pipeline, then data).
+  int64_t rank_of(int64_t tp_rank, int64_t pp_rank, int64_t dp_rank) const {
+    return (dp_rank * pp + pp_rank) * tp + tp_rank;
+  }
 };
 
 // One rank's place in the group, as its Session sees it.

@@ -24,6 +24,9 @@ struct ProgramTensor {
   compiler_stub::TensorType type() const;
 };
 
+// The product of a concrete shape's extents from axis `from` on (1 for none): its elements.
+int64_t elements(const std::vector<int64_t>& shape, size_t from = 0);
+
 // An integer attribute written relative to a named dimension ({"dim": NAME, "offset": K}):
 // resolved to NAME's current extent (its extent at its latest definition) + K; kept for a
 // bounded replay.
