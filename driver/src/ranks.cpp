@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "wallsim/sim/comm_overlap.h"
+
 namespace wallsim::driver {
 
 using nlohmann::ordered_json;
@@ -53,6 +55,15 @@ ordered_json link_bytes(sim::System& system) {
   return out;
 }
 
+// A rank's time in collectives with no compute engine of its core busy, and with one busy
+// (sim/comm_overlap.h), in whole ns.
+int64_t exposed_ns(runtime::Session& s) {
+  return s.device_core().comm_overlap().exposed_ps() / 1000;
+}
+int64_t overlapped_ns(runtime::Session& s) {
+  return s.device_core().comm_overlap().overlapped_ps() / 1000;
+}
+
 }  // namespace
 
 ordered_json distributed_section(const runtime::ProcessGroup& group,
@@ -68,7 +79,8 @@ ordered_json distributed_section(const runtime::ProcessGroup& group,
                       {"compile_cache", shared_cache ? "shared" : "private"}};
   // The whole run: a step ends when its slowest rank ends.
   std::vector<int64_t> step_ns;
-  int64_t busy = 0, comm_wait = 0, collective = 0, compile = 0, compiles = 0;
+  int64_t busy = 0, comm_wait = 0, collective = 0, exposed = 0, overlapped = 0, compile = 0,
+          compiles = 0;
   for (size_t r = 0; r < sums.size(); ++r) {
     const auto& walls = sums[r].step_wall_ns;
     if (step_ns.size() < walls.size()) step_ns.resize(walls.size(), 0);
@@ -81,13 +93,21 @@ ordered_json distributed_section(const runtime::ProcessGroup& group,
         sessions[r]->startup_record().host_ns[static_cast<size_t>(runtime::HostState::compile)];
     compiles += t.counts.compiles + sessions[r]->startup_record().counts.compiles;
     collective += sessions[r]->collective_ns();
+    exposed += exposed_ns(*sessions[r]);
+    overlapped += overlapped_ns(*sessions[r]);
   }
   int64_t wall = 0;
   for (int64_t ns : step_ns) wall += ns;
-  out["whole_run"] = {
-      {"wall_ns", wall},           {"step_wall_ns", step_ns},         {"device_busy_ns", busy},
-      {"comm_wait_ns", comm_wait}, {"collective_ns", collective},     {"compile_ns", compile},
-      {"compiles", compiles},      {"link_bytes", link_bytes(system)}};
+  out["whole_run"] = {{"wall_ns", wall},
+                      {"step_wall_ns", step_ns},
+                      {"device_busy_ns", busy},
+                      {"comm_wait_ns", comm_wait},
+                      {"collective_ns", collective},
+                      {"comm_exposed_ns", exposed},
+                      {"comm_overlapped_ns", overlapped},
+                      {"compile_ns", compile},
+                      {"compiles", compiles},
+                      {"link_bytes", link_bytes(system)}};
   ordered_json ranks = ordered_json::array();
   for (size_t r = 0; r < sums.size(); ++r) {
     const runtime::RankContext& c = sessions[r]->rank();
@@ -97,7 +117,9 @@ ordered_json distributed_section(const runtime::ProcessGroup& group,
                         {"tp_rank", c.tp_rank},
                         {"pp_rank", c.pp_rank},
                         {"dp_rank", c.dp_rank},
-                        {"collective_ns", sessions[r]->collective_ns()}};
+                        {"collective_ns", sessions[r]->collective_ns()},
+                        {"comm_exposed_ns", exposed_ns(*sessions[r])},
+                        {"comm_overlapped_ns", overlapped_ns(*sessions[r])}};
     const runtime::StepRecord& st = sessions[r]->startup_record();
     row["startup_compile_ns"] = st.host_ns[static_cast<size_t>(runtime::HostState::compile)];
     row["startup_compiles"] = st.counts.compiles;

@@ -9,6 +9,7 @@
 #include "wallsim/engines/timing_model.h"
 #include "wallsim/memory/memory_error.h"
 #include "wallsim/sim/collective_engine.h"
+#include "wallsim/sim/comm_overlap.h"
 #include "wallsim/sim/critical_path.h"
 
 namespace wallsim::sim {
@@ -21,12 +22,41 @@ namespace {
 
 sc_time ns(int64_t v) { return sc_time::from_value(static_cast<sc_dt::uint64>(v) * 1000u); }
 
+int64_t now_ps() { return static_cast<int64_t>(sc_core::sc_time_stamp().value()); }
+
+// A compute engine's unit, its occupancy of each instruction told to the core's CommOverlap.
+class MeteredComputeUnit final : public engines::ExecutionUnit {
+ public:
+  MeteredComputeUnit(std::unique_ptr<engines::ExecutionUnit> unit, CommOverlap& meter)
+      : m_unit(std::move(unit)), m_meter(meter) {}
+  sc_time run(const isa::Instruction& in, Launch& launch, bool back_to_back) override {
+    m_meter.begin(CommOverlap::Activity::compute, now_ps());
+    const sc_time tail = m_unit->run(in, launch, back_to_back);
+    m_meter.end(CommOverlap::Activity::compute, now_ps());
+    return tail;
+  }
+  void begin_stream(const isa::Stream& s) override { m_unit->begin_stream(s); }
+  int64_t clock_period_fs() const override { return m_unit->clock_period_fs(); }
+  int64_t bytes_moved(const isa::Instruction& in) const override { return m_unit->bytes_moved(in); }
+
+ private:
+  std::unique_ptr<engines::ExecutionUnit> m_unit;
+  CommOverlap& m_meter;
+};
+
 // A DMA queue's execution unit: descriptors go to the DMA engine serving the queue, collectives
-// to the system's collective engine (the queue waits for the collective to complete).
+// to the system's collective engine (the queue waits for the collective to complete, told to
+// the core's CommOverlap).
 class DmaQueueUnit final : public engines::ExecutionUnit {
  public:
-  DmaQueueUnit(dma::DmaSystem& dma, int queue, CollectiveEngine* collectives, int chip, int core)
-      : m_dma(dma), m_queue(queue), m_collectives(collectives), m_chip(chip), m_core(core) {}
+  DmaQueueUnit(dma::DmaSystem& dma, int queue, CollectiveEngine* collectives, int chip, int core,
+               CommOverlap& meter)
+      : m_dma(dma),
+        m_queue(queue),
+        m_collectives(collectives),
+        m_chip(chip),
+        m_core(core),
+        m_meter(meter) {}
   void begin_stream(const isa::Stream& s) override {
     m_engine = s.dma_engine;
     m_issue = {};
@@ -35,7 +65,9 @@ class DmaQueueUnit final : public engines::ExecutionUnit {
     if (isa::is_collective(in.op)) {
       if (!m_collectives)
         throw memory::MemoryError("collectives run on a system: place the plans on cores");
+      m_meter.begin(CommOverlap::Activity::collective, now_ps());
       m_collectives->run(in, launch, m_chip, m_core, m_queue);
+      m_meter.end(CommOverlap::Activity::collective, now_ps());
       return sc_time();
     }
     return m_dma.execute(in, m_engine, launch.functional ? &launch.memory : nullptr, m_issue,
@@ -52,6 +84,7 @@ class DmaQueueUnit final : public engines::ExecutionUnit {
   int m_queue;
   CollectiveEngine* m_collectives;
   int m_chip, m_core;
+  CommOverlap& m_meter;
   int m_engine = 0;
   dma::DmaSystem::QueueIssue m_issue;
 };
@@ -84,6 +117,21 @@ Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions opt
         std::make_unique<memory::OnChipStore>(arch.psum.partitions, arch.psum.bytes_per_partition);
   }
   m_signals = std::make_unique<engines::SignalScheduler>("signals");
+  m_comm = std::make_unique<CommOverlap>();
+  if (m_options.trace && m_options.trace->enabled() &&
+      m_options.trace_level != engines::TraceLevel::none) {
+    // Each exposed interval a slice on a track of the core's own, declared at the first (a core
+    // without collectives keeps its trace as it was). Above the plan spans' track id.
+    m_comm->on_exposed([this](int64_t lo, int64_t hi) {
+      if (!m_exposed_track) {
+        const int tid = std::max(1000, 100 + m_chip.arch.dma.queues_max()) + 1;
+        m_exposed_track = m_options.trace->declare_track(m_wiring.trace_pid, m_wiring.trace_process,
+                                                         tid, "exposed communication");
+      }
+      m_options.trace->slice(*m_exposed_track, static_cast<traces::TimePs>(lo),
+                             static_cast<traces::TimePs>(hi - lo), "exposed", "comm", {});
+    });
+  }
   dma::DmaWiring dw;
   dw.network = m_wiring.network;
   dw.chip = m_wiring.chip;
@@ -125,8 +173,9 @@ Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions opt
     const std::string engine(isa::name_of(c.engine));
     const auto& shared = timing.shared_sbuf_port;
     const bool shares = std::find(shared.begin(), shared.end(), c.engine) != shared.end();
-    m_units.push_back(std::make_unique<engines::ComputeUnit>(std::move(c.model),
-                                                             shares ? &m_sbuf_port : nullptr));
+    m_units.push_back(std::make_unique<MeteredComputeUnit>(
+        std::make_unique<engines::ComputeUnit>(std::move(c.model), shares ? &m_sbuf_port : nullptr),
+        *m_comm));
     m_compute.push_back(std::make_unique<StreamProcessor>(
         engine.c_str(), c.engine, *m_units.back(), *m_signals,
         outputs(scope + ".engines." + engine, tid++, engine + " engine")));
@@ -134,7 +183,7 @@ Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions opt
   for (int q = 0; q < arch.dma.queues_max(); ++q) {
     const std::string queue = "q" + std::to_string(q);
     m_units.push_back(std::make_unique<DmaQueueUnit>(*m_dma, q, m_wiring.collectives, m_wiring.chip,
-                                                     m_wiring.core));
+                                                     m_wiring.core, *m_comm));
     m_queues.push_back(std::make_unique<StreamProcessor>(
         ("dma_" + queue).c_str(), isa::Engine::dma, *m_units.back(), *m_signals,
         outputs(scope + ".dma.queues." + queue, 100 + q, "dma queue " + std::to_string(q))));
@@ -359,6 +408,7 @@ void Core::retire_drained() {
 
 void Core::finalize() {
   const sc_time elapsed = end_time();
+  m_comm->finish();
   for (auto& p : m_compute) p->finalize(elapsed);
   for (auto& p : m_queues) p->finalize(elapsed);
   m_wiring.network->finalize();
@@ -370,6 +420,18 @@ void Core::finalize() {
         .set(m_sbuf_peak);
     d.add_value("psum.peak_bytes", "bytes", "largest PSUM allocation of a launched plan")
         .set(m_psum_peak);
+    if (m_comm->collective_ps() > 0) {
+      d.add_value("comm.collective_ns", "ns",
+                  "time a collective, send or recv of this core was in progress (the union, "
+                  "from the core's arrival to the end)")
+          .set(double(m_comm->collective_ps()) / 1e3);
+      d.add_value("comm.exposed_ns", "ns",
+                  "of comm.collective_ns, the time no compute engine of the core was busy")
+          .set(double(m_comm->exposed_ps()) / 1e3);
+      d.add_value("comm.overlapped_ns", "ns",
+                  "of comm.collective_ns, the time a compute engine of the core was busy")
+          .set(double(m_comm->overlapped_ps()) / 1e3);
+    }
     // The busiest resource's own time: an engine's occupancy, or the bytes a DMA engine, HBM or
     // the host link carried at full bandwidth. No schedule of the same plans can be shorter.
     std::string bound_by = "none";

@@ -89,5 +89,44 @@ TEST(ProgramDpCli, BucketAllReducesOverlapTheBackwardUnderAot) {
   EXPECT_LT(wall, alone + comm / 2) << "alone " << alone << " collectives " << comm;
 }
 
+// The device's exposed communication (sim/comm_overlap.h): a rank's collective time with no
+// compute engine of its core busy. With each all-reduce a plan of its own, run after the plan
+// before it drains and before the next starts (eager), no compute runs beside it: all of it is
+// exposed. In AOT's one plan a bucket's all-reduce runs beside the rest of the backward: part
+// of it is hidden. Either way exposed + overlapped is the rank's collective time (its union, in
+// ps; collective_ns rounds each interval down to whole ns).
+TEST(ProgramDpCli, ExposedCommunicationIsTheCollectiveTimeNoComputeHides) {
+  const auto run = [](const std::string& mode) {
+    const std::string dir = test::fresh_dir("exposed_comm", mode);
+    std::string err;
+    EXPECT_EQ(test::run_wallsim("run -c configs/trn2.json -w train:dp=2,layers=4,bucket_mb=10 -m " +
+                                    mode + " --steps 1 --trace-level none --out " + dir,
+                                &err),
+              0)
+        << err;
+    return Json::parse(test::slurp(dir + "/stats.json")).at("distributed");
+  };
+  for (const std::string mode : {"eager", "aot"}) {
+    const Json d = run(mode);
+    int64_t exposed = 0, overlapped = 0;
+    for (const Json& r : d.at("ranks")) {
+      const int64_t e = r.at("comm_exposed_ns"), o = r.at("comm_overlapped_ns");
+      const int64_t c = r.at("collective_ns");
+      EXPECT_GT(c, 0) << mode;
+      EXPECT_GE(e + o, c) << mode;
+      EXPECT_LE(e + o, c + 8) << mode;  // a few collectives, each rounded down by < 1 ns
+      if (mode == "eager") {
+        EXPECT_EQ(o, 0) << "rank " << r.at("rank");
+      } else {
+        EXPECT_GT(o, c / 2) << "rank " << r.at("rank") << " exposed " << e;
+      }
+      exposed += e;
+      overlapped += o;
+    }
+    EXPECT_EQ(d.at("whole_run").at("comm_exposed_ns").get<int64_t>(), exposed) << mode;
+    EXPECT_EQ(d.at("whole_run").at("comm_overlapped_ns").get<int64_t>(), overlapped) << mode;
+  }
+}
+
 }  // namespace
 }  // namespace wallsim

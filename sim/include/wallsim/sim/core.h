@@ -27,6 +27,7 @@
 namespace wallsim::sim {
 
 class CollectiveEngine;
+class CommOverlap;
 
 struct CoreOptions {
   bool functional = false;  // compute real values (else timing only: no data moves)
@@ -132,6 +133,9 @@ class Core : public sc_core::sc_module {
   // The live launches (every launch when nothing retired them), in launch order.
   const std::deque<engines::Launch>& launches() const { return m_launches; }
   const ChipConfig& config() const { return m_chip; }
+  // This core's communication against its compute so far (comm_overlap.h): the time its
+  // collectives, sends and recvs were in progress, and the part with no compute engine busy.
+  const CommOverlap& comm_overlap() const { return *m_comm; }
   // The trace track of plan launches and spans (when tracing): flows from a host end there.
   const std::optional<traces::Track>& plan_track() const { return m_launch_track; }
 
@@ -167,6 +171,8 @@ class Core : public sc_core::sc_module {
   std::map<int32_t, OpTotals> m_origin_totals;
   sc_core::sc_event m_launch_added;
   std::optional<traces::Track> m_launch_track;
+  std::unique_ptr<CommOverlap> m_comm;
+  std::optional<traces::Track> m_exposed_track;  // declared at the first exposed interval
   std::function<void(const engines::Launch&)> m_on_retire;
 
   traces::Counter* m_plans_stat = nullptr;
