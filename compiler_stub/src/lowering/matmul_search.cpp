@@ -37,8 +37,12 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   const int32_t aid = n.inputs[0], bid = n.inputs[1];
   // A B that fits SBUF: a plain tensor in HBM that only this matmul reads (whole, it would stay
   // on chip for the others) and not loaded K-interleaved; its rules' point loads it whole.
+  // And A in HBM too: the model prices the op alone, its first loads after the launch; where A
+  // was made on chip by an earlier op of the group, B's load runs beside that op's work
+  // (transformer_block on trn2 was 6.7 % slower with such matmuls searched).
   const bool streamed = streams_b(*this, n);
-  if (!streamed && (on_chip(bid) || is_view(bid) || use_count(bid) != 1 || k_interleave(*this, n)))
+  if (!streamed && (on_chip(bid) || is_view(bid) || use_count(bid) != 1 || on_chip(aid) ||
+                    k_interleave(*this, n)))
     return;
   const TensorType &at = type_of(aid), &bt = type_of(bid);
   const View av = view_of(at), bv = view_of(bt);
@@ -105,10 +109,12 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
         for (const int64_t width : widths)
           for (const bool all_panels : {false, true}) {
             // Panels in flight: two (double buffering) or every panel (B loaded whole, in the
-            // order the multiplies read it, where SBUF holds it).
+            // order the multiplies read it, where SBUF holds it). A transposed B's panels load
+            // one ahead, after each block's multiplies (lower_matmul.cpp): two only.
             const int64_t panels = (f.N + width - 1) / width;
             if ((kb && (!narrow || !slabs || width != widths.front() || all_panels)) ||
-                (narrow && route != TransposeRoute::array) || (all_panels && panels <= 2))
+                (narrow && route != TransposeRoute::array) ||
+                (all_panels && (panels <= 2 || f.b_transposed)))
               continue;
             MatmulSchedule s;
             s.narrow = narrow;
