@@ -612,18 +612,23 @@ TEST(CompiledOnChip, MatmulWhoseRowsAreAMultipleOfKAndWhoseWindowsAreTightFitsTi
 
 TEST(CompiledOnChip, StationariesLoadedByHardwareDmaTransposeMatchTheReferenceOnTrn2) {
   // trn2 has the hardware DMA transpose (arch.dma.hardware_transpose) and this matmul is bound
-  // by its multiplies: A^T comes straight from HBM, no transpose runs on the array.
+  // by its multiplies: at the rules' point (B whole; compiler.matmul_schedule = -2) A^T comes
+  // straight from HBM, no transpose runs on the array. (The model's pick streams B in the order
+  // read with A^T by the array: matmul_schedule_on_chip_test's MatmulBFitsPoint checks such
+  // points against the reference.)
   Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "mm", "nodes": [
     {"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [256, 512], "role": "input"},
     {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [512, 2048], "role": "weight"},
     {"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]})");
-  auto r = compile_graph(g, load("trn2").chip.arch, GroupPolicy::whole);
+  LoweringOptions rules = load("trn2").compiler;
+  rules.matmul_schedule = -2;
+  auto r = compile_graph(g, load("trn2").chip.arch, GroupPolicy::whole, {}, rules);
   ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
   const auto& cg = std::get<CompiledGraph>(r);
   ASSERT_EQ(cg.plans.plans.size(), 1u);
   EXPECT_EQ(count_op(cg, isa::Opcode::transpose), 0);
   EXPECT_EQ(count_op(cg, isa::Opcode::matmul), 32);
-  Outcome o = run_on_chip(g, "trn2", GroupPolicy::whole);
+  Outcome o = run_on_chip(g, "trn2", GroupPolicy::whole, {}, rules);
   EXPECT_LT(o.max_error, 2e-2);  // bf16 output, fp32 accumulation over K = 512
 }
 

@@ -11,6 +11,15 @@
 namespace wallsim::compiler_stub::test {
 namespace {
 
+// These tests print the rules' plan (compiler.matmul_schedule = -2): since a matmul whose B fits
+// SBUF has a schedule space too, the model's pick at these small shapes streams B, and the
+// space's points are tested in matmul_schedule_on_chip_test.cpp.
+PrintedPlan rules_plan(Graph g, const isa::ArchSpec& arch = wallsim::test::trn2_arch(),
+                       GroupPolicy policy = GroupPolicy::whole, LoweringOptions options = {}) {
+  options.matmul_schedule = -2;
+  return print_plan(std::move(g), arch, policy, options);
+}
+
 Graph matmul_graph(int64_t m, int64_t k, int64_t n) {
   const auto dims = [](int64_t a, int64_t b) {
     return "[" + std::to_string(a) + ", " + std::to_string(b) + "]";
@@ -24,7 +33,7 @@ Graph matmul_graph(int64_t m, int64_t k, int64_t n) {
 }
 
 TEST(LowerMatmul, TwoByTwoTilesTransposeAFirstThenAccumulateKChunksInOneBankEach) {
-  const auto p = print_plan(matmul_graph(256, 256, 512), wallsim::test::trn2_arch(),
+  const auto p = rules_plan(matmul_graph(256, 256, 512), wallsim::test::trn2_arch(),
                             GroupPolicy::whole, emission_order());
   const std::string s = stream_summary(p.text);
   // 2 row tiles x 2 K chunks: 4 transposes into stationaries, then per output tile a
@@ -48,8 +57,8 @@ TEST(LowerMatmul, AInHbmGetsItsStationariesWhereTheModelledCostIsLeast) {
   isa::ArchSpec hw = wallsim::test::trn2_arch();
   hw.dma.hardware_transpose = true;  // as configs/trn2.json: in 256-byte chunks
   hw.costs.dma_transpose_chunk_bytes = 256;
-  const auto by_array = print_plan(g);
-  const auto by_dma = print_plan(g, hw);
+  const auto by_array = rules_plan(g);
+  const auto by_dma = rules_plan(g, hw);
   EXPECT_EQ(count_of(by_array.text, " transpose dst="), 8);  // 2 row tiles x 4 K chunks
   EXPECT_EQ(count_of(by_dma.text, " transpose dst="), 0);
   EXPECT_EQ(count_of(by_dma.text, " matmul dst="), 32);
@@ -61,12 +70,12 @@ TEST(LowerMatmul, AInHbmGetsItsStationariesWhereTheModelledCostIsLeast) {
   // DMA engines 100x slower: the 3x of a hardware transpose would bound the op, the array wins.
   isa::ArchSpec slow_dma = hw;
   slow_dma.costs.dma_gb_per_s = 0.29;
-  EXPECT_EQ(count_of(print_plan(g, slow_dma).text, " transpose dst="), 8);
+  EXPECT_EQ(count_of(rules_plan(g, slow_dma).text, " transpose dst="), 8);
   // No hardware transpose but DMA engines 1000x faster: even element-by-element reads (1 + 512
   // / 2 of the bytes) cost less than the array's transposes: a strided DMA.
   isa::ArchSpec fast_dma = wallsim::test::trn2_arch();
   fast_dma.costs.dma_gb_per_s = 28990;
-  const auto strided = print_plan(g, fast_dma);
+  const auto strided = rules_plan(g, fast_dma);
   EXPECT_EQ(count_of(strided.text, " transpose dst="), 0);
   EXPECT_EQ(count_of(strided.text, "src=a<bf16>[r128*1]"), 8);
 }
@@ -75,11 +84,11 @@ TEST(LowerMatmul, APlanOutputsLastRowTilesAreStoredInFinerPiecesOverTheStoreQueu
   // [4096 x 128] x [128 x 256] bf16: 32 output row tiles of 64 KiB, each one piece at
   // dma_split_bytes. Nothing after the last ones overlaps their stores: the last as many as
   // there are store queues (16) are cut at dma_dependent_split_bytes (32 KiB: 2 pieces each).
-  const auto p = print_plan(matmul_graph(4096, 128, 256));
+  const auto p = rules_plan(matmul_graph(4096, 128, 256));
   const int64_t stores = count_of(p.text, "dma_copy dst=v2<");
   LoweringOptions whole;
   whole.dma_dependent_split_bytes = whole.dma_split_bytes;
-  const auto q = print_plan(matmul_graph(4096, 128, 256), wallsim::test::trn2_arch(),
+  const auto q = rules_plan(matmul_graph(4096, 128, 256), wallsim::test::trn2_arch(),
                             GroupPolicy::whole, whole);
   EXPECT_EQ(count_of(q.text, "dma_copy dst=v2<"), 32) << q.text;
   EXPECT_EQ(stores, 16 + 16 * 2) << p.text;
@@ -89,8 +98,8 @@ TEST(LowerMatmul, APlanOutputsLastRowTilesAreStoredInFinerPiecesOverTheStoreQueu
 TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
   LoweringOptions streamed;
   streamed.streamed_operand_percent = 1;
-  const auto whole = print_plan(matmul_graph(128, 256, 2048));
-  const auto p = print_plan(matmul_graph(128, 256, 2048), wallsim::test::trn2_arch(),
+  const auto whole = rules_plan(matmul_graph(128, 256, 2048));
+  const auto p = rules_plan(matmul_graph(128, 256, 2048), wallsim::test::trn2_arch(),
                             GroupPolicy::whole, streamed);
   EXPECT_EQ(count_of(whole.text, "buffer    panel"), 0);
   // 2048 columns in panels of 512 (one PSUM bank of fp32), each panel two K chunks.
@@ -100,7 +109,7 @@ TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
 }
 
 TEST(LowerMatmul, BatchMatmulMultipliesPerBatchEntry) {
-  const auto p = print_plan(
+  const auto p = rules_plan(
       make_graph(
           R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [4, 64, 128]},
           {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [4, 128, 64]},
@@ -115,7 +124,7 @@ TEST(LowerMatmul, BatchMatmulMultipliesPerBatchEntry) {
 }
 
 TEST(LowerMatmul, BatchMatmulWithTransposedBReadsBAsAStridedView) {
-  const auto p = print_plan(make_graph(
+  const auto p = rules_plan(make_graph(
       R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [2, 64, 128]},
           {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [2, 64, 128]},
           {"id": 2, "op": "batch_matmul", "inputs": [0, 1], "transpose_b": 1}])",
@@ -136,7 +145,7 @@ Graph matmul_bias_graph(const std::string& extra, const std::string& outputs) {
 }
 
 TEST(LowerMatmul, AMatmulAndTheBiasAddThatAloneConsumesItAreOneOpTheArrayAddsTheBias) {
-  const auto p = print_plan(matmul_bias_graph("", "[4]"));
+  const auto p = rules_plan(matmul_bias_graph("", "[4]"));
   // Per output tile: its 2 K chunks, then a ones row (stationary) times the bias row (moving,
   // partition 0 of the replicated row) into the same bank; 4 stationaries and the 2 output
   // tiles leave PSUM by plain copies (either lane engine): no vector add, no other pass.
@@ -151,8 +160,8 @@ TEST(LowerMatmul, AMatmulAndTheBiasAddThatAloneConsumesItAreOneOpTheArrayAddsThe
 }
 
 TEST(LowerMatmul, AMatmulWhoseResultHasASecondConsumerIsNotFusedWithItsBiasAdd) {
-  const auto fused = print_plan(matmul_bias_graph("", "[4]"));
-  const auto p = print_plan(matmul_bias_graph(R"(,
+  const auto fused = rules_plan(matmul_bias_graph("", "[4]"));
+  const auto p = rules_plan(matmul_bias_graph(R"(,
       {"id": 5, "op": "relu", "inputs": [3]})",
                                               "[4, 5]"));
   // The matmul's 2 output tiles are evacuated (copies), then added to the bias separately.
@@ -162,7 +171,7 @@ TEST(LowerMatmul, AMatmulWhoseResultHasASecondConsumerIsNotFusedWithItsBiasAdd) 
   EXPECT_EQ(count_of(p.text, "activation.relu"), 2);
   EXPECT_EQ(count_of(p.text, " matmul dst="), 4);
   // The matmul as a graph output is not fused either.
-  const auto out = print_plan(matmul_bias_graph("", "[3, 4]"));
+  const auto out = rules_plan(matmul_bias_graph("", "[3, 4]"));
   EXPECT_EQ(count_of(out.text, "tensor_tensor.add"), 2);
   EXPECT_EQ(count_of(out.text, "tensor    v3 "), 1);
   EXPECT_EQ(count_of(fused.text, "tensor_tensor.add"), 0);
@@ -170,14 +179,14 @@ TEST(LowerMatmul, AMatmulWhoseResultHasASecondConsumerIsNotFusedWithItsBiasAdd) 
 
 TEST(LowerMatmul, AnActivationOrAResidualAddAfterTheBiasIsAppliedAsPsumIsEvacuated) {
   // bias_add -> gelu: the scalar engine evacuates each output block through the gelu.
-  const auto gelu = print_plan(matmul_bias_graph(R"(,
+  const auto gelu = rules_plan(matmul_bias_graph(R"(,
       {"id": 5, "op": "gelu", "inputs": [4]})",
                                                  "[5]"));
   EXPECT_EQ(count_of(gelu.text, "activation.gelu dst=v5_"), 2);
   EXPECT_TRUE(check_in_order(gelu.text, {"activation.gelu dst=v5_", "src=psum"}));
   EXPECT_EQ(count_of(gelu.text, "tensor    v4 "), 0);
   // bias_add -> add(residual a): the vector engine adds the residual as it evacuates.
-  const auto res = print_plan(make_graph(
+  const auto res = rules_plan(make_graph(
       R"([{"id": 0, "op": "input", "name": "a", "dtype": "fp32", "shape": [256, 256]},
           {"id": 1, "op": "input", "name": "b", "dtype": "fp32", "shape": [256, 256], "role": "weight"},
           {"id": 2, "op": "input", "name": "bias", "dtype": "fp32", "shape": [256], "role": "weight"},
@@ -188,7 +197,7 @@ TEST(LowerMatmul, AnActivationOrAResidualAddAfterTheBiasIsAppliedAsPsumIsEvacuat
   EXPECT_EQ(count_of(res.text, "tensor_tensor.add dst=v5_"), 2);
   EXPECT_TRUE(check_in_order(res.text, {"tensor_tensor.add dst=v5_", "lhs=psum", "rhs=in_"}));
   // A bias_add that is also a graph output keeps its value: the gelu stays apart.
-  const auto apart = print_plan(matmul_bias_graph(R"(,
+  const auto apart = rules_plan(matmul_bias_graph(R"(,
       {"id": 5, "op": "gelu", "inputs": [4]})",
                                                   "[4, 5]"));
   EXPECT_EQ(count_of(apart.text, "tensor    v4 "), 1);
@@ -198,7 +207,7 @@ TEST(LowerMatmul, AnActivationOrAResidualAddAfterTheBiasIsAppliedAsPsumIsEvacuat
 TEST(LowerMatmul, PerOpGroupsKeepTheBiasAddApart) {
   // Fusion is within a group: one-op groups lower the matmul and the bias_add separately.
   const auto p =
-      print_plan(matmul_bias_graph("", "[4]"), wallsim::test::trn2_arch(), GroupPolicy::per_op);
+      rules_plan(matmul_bias_graph("", "[4]"), wallsim::test::trn2_arch(), GroupPolicy::per_op);
   EXPECT_EQ(count_of(p.text, "lhs=psum"), 0);
   EXPECT_EQ(count_of(p.text, "tensor_tensor.add"), 2);
 }
@@ -210,8 +219,8 @@ TEST(LowerMatmul, EvacuationsGoToTheLaneEngineWithLessModelledBusyTimeInTheOp) {
   const isa::ArchSpec base = wallsim::test::trn2_arch();
   isa::ArchSpec even = base;
   even.costs.scalar_elements_per_ns = even.costs.vector_elements_per_ns;
-  const auto alone = print_plan(matmul_graph(256, 256, 512), even);
-  const auto p = print_plan(
+  const auto alone = rules_plan(matmul_graph(256, 256, 512), even);
+  const auto p = rules_plan(
       make_graph(
           R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [256, 256]},
           {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [256, 512], "role": "weight"},
@@ -221,7 +230,7 @@ TEST(LowerMatmul, EvacuationsGoToTheLaneEngineWithLessModelledBusyTimeInTheOp) {
       even);
   isa::ArchSpec slow = base;  // one default construction (GCC 12 warns on a second, inlined)
   slow.costs.vector_elements_per_ns = slow.costs.scalar_elements_per_ns / 4;
-  const auto weighted = print_plan(matmul_graph(256, 256, 512), slow);
+  const auto weighted = rules_plan(matmul_graph(256, 256, 512), slow);
   EXPECT_EQ(count_of(alone.text, "tensor_copy"), 3);
   EXPECT_EQ(count_of(p.text, "tensor_copy"), 3);
   EXPECT_EQ(count_of(p.text, "activation.identity"), 3);
@@ -254,14 +263,14 @@ TEST(LowerMatmul, OneRowMatmulLoadsItsWeightInChunksOfAtLeastTheMinimum) {
   LoweringOptions off;
   off.matmul_k_interleave = 0;
   const auto p =
-      print_plan(matmul_graph(1, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, on);
+      rules_plan(matmul_graph(1, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, on);
   const auto q =
-      print_plan(matmul_graph(1, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, off);
+      rules_plan(matmul_graph(1, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, off);
   EXPECT_GE(shortest_weight_run(p.plan()), on.dma_min_chunk_bytes);
   EXPECT_EQ(shortest_weight_run(q.plan()), 768 * 2);  // one weight row per chunk
   // Several row tiles of A keep plain row tiles of B.
   const auto r =
-      print_plan(matmul_graph(256, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, on);
+      rules_plan(matmul_graph(256, 768, 768), wallsim::test::trn2_arch(), GroupPolicy::whole, on);
   EXPECT_EQ(shortest_weight_run(r.plan()), 768 * 2);
 }
 
@@ -270,7 +279,7 @@ TEST(LowerMatmul, OneRowMatmulLoadsItsWeightInChunksOfAtLeastTheMinimum) {
 // of transposing every K chunk first.
 TEST(LowerMatmul, OneRowTileMultipliesBeforeItsLastStationaryIsMade) {
   for (int64_t rows : {1, 128, 256}) {
-    const auto p = print_plan(matmul_graph(rows, 3072, 768), wallsim::test::trn2_arch(),
+    const auto p = rules_plan(matmul_graph(rows, 3072, 768), wallsim::test::trn2_arch(),
                               GroupPolicy::whole, emission_order());
     int64_t first_matmul = -1, last_transpose = -1, i = 0;
     for (const auto& st : p.plan().streams) {

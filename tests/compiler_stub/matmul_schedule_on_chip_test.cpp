@@ -124,7 +124,10 @@ const std::vector<Gemm> kShapes = {{1024, 4096, 4096, "bf16", false},
                                    {768, 2048, 3072, "fp32", false},
                                    // ViT-B/16's MLP down-projection (batch 1): two row tiles, the
                                    // second short; the rules' point is near the best.
-                                   {197, 3072, 768, "fp32", false}};
+                                   {197, 3072, 768, "fp32", false},
+                                   // B fits SBUF: the rules load it whole before the first
+                                   // multiply; the other points stream it in the order read.
+                                   {1024, 1024, 1024, "bf16", false}};
 
 TEST(MatmulScheduleOnChip, ModelRanksSampledPointsLikeTheSimulatorOnTrn2) {
   check_ranking("trn2", kShapes, 10);
@@ -155,9 +158,10 @@ CompiledGraph compiled_whole(const Graph& g, const std::string& chip) {
 }
 
 // A weight gradient x^T . dy whose x is in HBM (an input, or a value spilled there) and whose
-// dy does not stream, so no schedule search runs: A^T is x itself, its rows loaded as they are
-// (TransposeRoute::base), instead of x^T's row tiles read element by element from HBM and
-// transposed back through the array (the train workload's backward past 512 rows on trn1).
+// dy does not stream (its space: dy whole, the rules' point, or streamed in the order read):
+// A^T is x itself, its rows loaded as they are (TransposeRoute::base), instead of x^T's row
+// tiles read element by element from HBM and transposed back through the array (the train
+// workload's backward past 512 rows on trn1).
 TEST(MatmulScheduleOnChip, TransposedAViewOfAnHbmValueLoadsItsBaseRowsOnTrn1) {
   const Graph g = transposed_a_matmul("bf16", 512, 384, 256);
   const CompiledGraph c = compiled_whole(g, "trn1");
@@ -169,7 +173,10 @@ TEST(MatmulScheduleOnChip, TransposedAViewOfAnHbmValueLoadsItsBaseRowsOnTrn1) {
         matmuls += in.op == isa::Opcode::matmul;
       }
   EXPECT_EQ(transposes, 0);
-  EXPECT_EQ(matmuls, 3 * 4);  // 3 row tiles of x^T x 4 K chunks, one column block
+  // 3 row tiles of x^T x 4 K chunks x the point's column blocks (256 columns: one at the
+  // moving width, more in narrower panels).
+  EXPECT_GE(matmuls, 3 * 4);
+  EXPECT_EQ(matmuls % (3 * 4), 0);
   EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole).max_error, 2e-2);  // bf16, K = 512
 }
 
@@ -271,6 +278,26 @@ INSTANTIATE_TEST_SUITE_P(Points, MatmulSchedulePoint,
                          ::testing::Combine(::testing::Bool(),
                                             ::testing::Values(int64_t{-1}, int64_t{3}, int64_t{7},
                                                               int64_t{1000})));
+
+// A B that fits SBUF has a space too (B loaded whole, or streamed by panels in the order the
+// multiplies read them, two or every panel at a time): its points compute the right product.
+class MatmulBFitsPoint : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(MatmulBFitsPoint, MatchesTheReferenceOnTrn2) {
+  const Graph g = graph(gemm(384, 256, 1536, "bf16", false));
+  runtime::Config cfg = load("trn2");
+  LoweringOptions o = cfg.compiler;
+  o.matmul_schedule = 0;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  ASSERT_GE(std::get<CompiledGraph>(r).groups[0].matmul_points, 4);
+  o.matmul_schedule = GetParam();
+  EXPECT_LT(run_on_chip(g, "trn2", GroupPolicy::whole, {}, o).max_error, 2e-2);  // bf16, K = 256
+}
+
+INSTANTIATE_TEST_SUITE_P(Points, MatmulBFitsPoint,
+                         ::testing::Values(int64_t{-1}, int64_t{1}, int64_t{2}, int64_t{5},
+                                           int64_t{1000}));
 
 }  // namespace
 }  // namespace wallsim::compiler_stub

@@ -119,6 +119,7 @@ void Emitter::copy_rows(bool load, AccessPattern dst, AccessPattern src, bool fi
   // its update): it is cut finer, over more engines, so that its latency is short.
   const bool dependent =
       load && src.space == MemSpace::hbm && m_builder.role(src.buffer) != isa::TensorRole::input;
+  fine = fine || (load && m_fine_loads);
   const int64_t split =
       dependent || fine ? std::min(m_options.dma_dependent_split_bytes, m_options.dma_split_bytes)
                         : m_options.dma_split_bytes;

@@ -91,6 +91,9 @@ class Emitter {
   // large, so one big transfer is not serialised on one DMA engine.
   // `fine`: cut as finely as a load that waits for compute (a copy nothing after it overlaps).
   void copy_rows(bool load, AccessPattern dst, AccessPattern src, bool fine = false);
+  // While set, every load is cut `fine` (a matmul whose schedule loads its operands in the
+  // order the multiplies read them: the first pieces then take every queue, not one each).
+  void set_fine_loads(bool on) { m_fine_loads = on; }
   void dma(int queue, const AccessPattern& dst, const AccessPattern& src);
 
   // ---- compute ----
@@ -147,6 +150,7 @@ class Emitter {
   size_t m_next_bank = 0;
   int32_t m_current_node = -1;
   int m_position = 0;  // of the current op in the group
+  bool m_fine_loads = false;
   int64_t m_vector_cost_percent = 100;
   int64_t m_lane_overhead = 0;      // lane_overhead(arch.costs)
   int64_t m_lane_busy[2] = {0, 0};  // modelled vector, scalar busy so far (lane_cost, weighted)

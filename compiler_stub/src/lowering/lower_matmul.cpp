@@ -2,6 +2,7 @@
 // stationaries, PSUM accumulation over K chunks, and a large B streamed by panels or K-blocked
 // slabs; matmul_block, shared with batch_matmul (lower_batch_matmul.cpp).
 #include <algorithm>
+#include <deque>
 
 #include "lowering/lowering_context.h"
 #include "lowering/matmul_blocking.h"
@@ -252,7 +253,9 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     }
     return p;
   };
-  std::optional<Slot> panel, next;
+  std::optional<Slot> panel;
+  std::deque<Slot> ahead;    // panels loaded after the current one, in the order they are read
+  int64_t loaded_to = nmax;  // the first column whose panel is not loaded (panel 0 goes first)
   std::vector<std::vector<Slot>> at(ts.size());
   // A's first column in K chunk k (its columns col, col + G, ... when B is K-interleaved).
   auto a_col = [&](int64_t k) {
@@ -357,10 +360,15 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   for (int64_t n0 = 0; n0 < N; n0 += nmax) {
     const int64_t ns = std::min(nmax, N - n0);
     if (ctx.too_large()) return ctx.too_large_error();
-    // A transposed panel is loaded after this one's matmuls: its transposes queue on the
-    // array behind them, while its DMAs (on their own queues) run ahead.
-    if (b.streamed && !b.transposed && n0 + nmax < N && !(next = load_panel(n0 + nmax)))
-      return ctx.no_room();
+    // The panels after this one, up to b.buffers in all (two: the next one while this one is
+    // read). A transposed panel is loaded after this one's matmuls: its transposes queue on
+    // the array behind them, while its DMAs (on their own queues) run ahead.
+    for (; b.streamed && !b.transposed && loaded_to < N && loaded_to < n0 + b.buffers * nmax;
+         loaded_to += nmax) {
+      auto p = load_panel(loaded_to);
+      if (!p) return ctx.no_room();
+      ahead.push_back(*p);
+    }
     for (size_t i = 0; i < ts.size(); ++i) {
       const int64_t t = ts[i];
       const int32_t rows = a.rows_in(t);
@@ -417,15 +425,22 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
       outs->stored(*block);
     }
-    if (b.streamed && b.transposed && n0 + nmax < N && !(next = load_panel(n0 + nmax)))
-      return ctx.no_room();
+    if (b.streamed && b.transposed && n0 + nmax < N) {
+      auto p = load_panel(n0 + nmax);
+      if (!p) return ctx.no_room();
+      ahead.push_back(*p);
+    }
     if (b.streamed) {
       // The last but one panel's bytes take the next window's first panel: its readers are
       // done a panel earlier than the last one's, so that load overlaps the last panel.
       const bool keep = a_t && ctx.in_window() && n0 + nmax < N && n0 + 2 * nmax >= N;
       keep ? ctx.keep_for_next(*panel, static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt))
            : ctx.release(*panel);
-      panel = next;
+      panel.reset();
+      if (!ahead.empty()) {
+        panel = ahead.front();
+        ahead.pop_front();
+      }
     }
   }
   for (size_t i = 0; i < at.size(); ++i) {
@@ -441,6 +456,13 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const int32_t aid = n.inputs[0];
   // Sized as the footprint sized them, before A's row tiles are loaded (matmul_blocking.h).
   const MatmulBlocking blocking = matmul_blocking(ctx, n);
+  // A schedule that loads A and B in the order the multiplies read them cuts them fine.
+  const MatmulSchedule* point = ctx.matmul_schedule(n.id);
+  struct FineLoads {
+    LoweringContext& ctx;
+    ~FineLoads() { ctx.set_fine_loads(false); }
+  } fine_loads{ctx};
+  ctx.set_fine_loads(point && point->fine_loads);
   const bool narrow = blocking.narrow;
   Narrow nw;
   std::optional<Tiles> a;
@@ -490,6 +512,7 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     b.streamed = true;
     b.block_cols = blocking.block_cols;
     b.slab_cols = blocking.slab_cols;
+    b.buffers = panel_buffers(ctx, n);
     if (ctx.is_view(bid)) {
       b.view = ctx.view_of_value(bid);
       const auto& g = b.view->groups;

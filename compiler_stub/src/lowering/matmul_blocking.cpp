@@ -143,15 +143,22 @@ static bool streamable_view(const LoweringContext& ctx, int32_t b) {
   return v.groups.size() == 2 && LoweringContext::view_rows(v, false).free.size() == 1;
 }
 
-// A matmul streams B by panels when B is large and not on chip already.
+// A matmul streams B by panels when B is large and not on chip already, or when its schedule
+// point (matmul_search.cpp) streams a B that fits.
 bool streams_b(const LoweringContext& ctx, const Node& n) {
   const int32_t b = n.inputs[1];
+  if (ctx.on_chip(b) || !streamable_view(ctx, b)) return false;
+  if (const MatmulSchedule* s = ctx.matmul_schedule(n.id); s && !s->conv_window) return !s->b_whole;
   const TensorType& bt = ctx.type_of(b);
   const View bv = view_of(bt);
   const int64_t bytes =
       ctx.tiling(bv.rows, 1, DType::fp32).count() * bv.cols * isa::dtype_bytes(bt.dtype);
-  return !ctx.on_chip(b) && streamable_view(ctx, b) &&
-         bytes > ctx.sbuf_share(ctx.options().streamed_operand_percent);
+  return bytes > ctx.sbuf_share(ctx.options().streamed_operand_percent);
+}
+
+int64_t panel_buffers(const LoweringContext& ctx, const Node& n) {
+  const MatmulSchedule* s = ctx.matmul_schedule(n.id);
+  return s && !s->k_blocked && !s->conv_window ? std::max<int64_t>(2, s->buffers) : 2;
 }
 
 // K interleave. A weight B [K x N] (row-major in HBM) loaded by row tiles moves one DMA chunk

@@ -30,6 +30,9 @@ int64_t moving_cols(const LoweringContext& ctx);
 bool streams_b(const LoweringContext& ctx, const Node& n);
 int64_t panel_cols(const LoweringContext& ctx, const Node& n);
 int64_t panel_bytes(const LoweringContext& ctx, const Node& n);
+// Panels of a streamed B loaded at a time (the current one and those ahead of it): the schedule
+// point's buffers, else two (double buffering).
+int64_t panel_buffers(const LoweringContext& ctx, const Node& n);
 // Whether a matmul's output row tile is too wide for SBUF: it then runs by column blocks.
 bool narrow_matmul(const LoweringContext& ctx, const Node& n);
 // KT (K / tile rows) when a matmul's B is loaded K-interleaved (Tiles::k_group), else 0.

@@ -19,6 +19,7 @@ struct Moving {
   // and transposes them through the array, instead of an element-strided DMA.
   bool transposed = false;
   int64_t block_cols = 0;  // columns per panel when streamed
+  int64_t buffers = 2;     // panels loaded at a time when streamed (panel_buffers())
   int64_t slab_cols = 0;   // K-blocked: columns per slab (slab_cols())
 };
 

@@ -31,8 +31,9 @@ std::string MatmulSchedule::describe() const {
     o << "conv window n=" << panel_cols << " tiles=" << window_tiles;
     return o.str();
   }
-  o << (narrow ? "narrow" : "rows") << (k_blocked ? "+kblocked" : "") << " n=" << panel_cols
-    << " m_tiles=" << window_tiles << " bufs=" << buffers << " a^T=" << name_of(a_route);
+  o << (narrow ? "narrow" : "rows") << (k_blocked ? "+kblocked" : "") << (b_whole ? " b=whole" : "")
+    << (fine_loads ? " fine" : "") << " n=" << panel_cols << " m_tiles=" << window_tiles
+    << " bufs=" << buffers << " a^T=" << name_of(a_route);
   return o.str();
 }
 
@@ -52,13 +53,15 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   const double cycle_ns = 1000.0 / h.tensor_freq_mhz;
   const double lane_ns_per_el = 1.0 / h.vector_elements_per_ns;
   const int64_t width = std::min(f.moving_cols, f.N);
-  const int64_t nb = s.k_blocked ? width : std::max<int64_t>(1, std::min(s.panel_cols, f.N));
+  const int64_t nb =
+      s.k_blocked || s.b_whole ? width : std::max<int64_t>(1, std::min(s.panel_cols, f.N));
   const int64_t blocks = ceil_div(f.N, nb);
 
   // B's reads: once per M block; K-blocked, once per turn of as many row tiles as leave each
-  // column block of a group its PSUM bank (two banks stay out, as k_blocked emits).
-  int64_t b_reads = windows;
-  int64_t group = nb;  // columns per contiguous DMA row of B
+  // column block of a group its PSUM bank (two banks stay out, as k_blocked emits); whole,
+  // once (its row tiles of all columns stay for the op).
+  int64_t b_reads = s.b_whole ? 1 : windows;
+  int64_t group = s.b_whole ? f.N : nb;  // columns per contiguous DMA row of B
   if (s.k_blocked) {
     const int64_t banks = std::max<int64_t>(1, f.psum_banks - 2);
     b_reads = 0;
@@ -140,7 +143,8 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   // (whole rows of K), the next panel's after this one's multiplies.
   const int64_t bt_rows = std::min({nb, f.N, f.tile_rows});
   const int64_t in_flight =
-      s.k_blocked      ? (s.buffers - 1) * pieces(f, f.k_rows, group * f.b_bytes)
+      s.b_whole        ? Kc * pieces(f, f.k_rows, f.N * f.b_bytes)
+      : s.k_blocked    ? (s.buffers - 1) * pieces(f, f.k_rows, group * f.b_bytes)
       : f.b_transposed ? s.buffers * ceil_div(nb, bt_rows) * pieces(f, bt_rows, f.K * f.b_bytes)
                        : s.buffers * Kc * pieces(f, f.k_rows, nb * f.b_bytes);
   const double b_engines = double(std::min(f.dma_engines, in_flight));
@@ -182,7 +186,21 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   const int64_t rows = std::min(f.tile_rows, f.M);
   const double a_tile = f.a_loaded ? double(rows) * double(f.K) * double(f.a_bytes) : 0.0;
   const double first_b = s.k_blocked ? double(f.k_rows) * double(group) * double(f.b_bytes)
+                         : s.b_whole ? double(f.K) * double(f.N) * double(f.b_bytes)
                                      : double(f.K) * double(nb) * double(f.b_bytes);
+  // B whole loads after A's row tiles of the window when the array makes A^T (both are
+  // loaded before the multiplies, A first); a panel follows the first row tile's (or, a DMA
+  // route, B whole goes first and the first A^T tile after it).
+  const double a_before = s.b_whole && a_by_array && !s.narrow ? double(wt) * a_tile : a_tile;
+  // The first B transfers move over as many engines as they are cut into pieces (B whole:
+  // each K chunk's rows of all columns; a panel: each of its K chunks; a slab: one).
+  const int64_t first_pieces = f.b_transposed ? in_flight
+                               : s.k_blocked
+                                   ? pieces(f, f.k_rows, group * f.b_bytes)
+                                   : Kc * pieces(f, f.k_rows, (s.b_whole ? f.N : nb) * f.b_bytes);
+  const double b_rate =
+      s.fine_loads ? rate
+                   : std::min(rate, double(std::min(f.dma_engines, first_pieces)) * h.dma_gb_per_s);
   const int64_t lead =
       wt == 1 && !(s.narrow && f.a_loaded) && !s.k_blocked ? std::min<int64_t>(4, Kc) : Kc;
   const double ahead =
@@ -199,8 +217,8 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
         transfer_latency;
     first_a = std::max(first_a, double(wt * Kc) * piece / double(std::min(f.dma_engines, wt * Kc)));
   }
-  c.prologue_ns =
-      double(h.launch_ns) + transfer_latency + std::max(first_a, (a_tile + first_b) / rate - ahead);
+  c.prologue_ns = double(h.launch_ns) + transfer_latency +
+                  std::max(first_a, a_before / rate + first_b / b_rate - ahead);
   // Narrow, a transposed A view is materialised in HBM before the multiplies (lower_matmul.cpp,
   // ensure_hbm): its base read by the hardware transpose's chunks where the chip has one, else
   // by row tiles of its rows (an under-estimate on trn1, see docs/COMPILER.md), and the copy
@@ -218,8 +236,17 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
         transfer_latency;
   }
   const double window_out = double(ceil_div(f.M, windows)) * double(f.N) * double(f.out_bytes);
-  const double last_out = s.narrow ? double(rows) * double(nb) * double(f.out_bytes) : window_out;
-  c.epilogue_ns = last_out / rate + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el +
+  // By rows, each row tile's store leaves as its last column block is evacuated (byte-range
+  // semaphores), so the window's stores overlap its last column block's multiplies: after the
+  // last multiply, what of them that block did not hide, at least the last tile's.
+  const int64_t last_cols = f.N - (blocks - 1) * nb;
+  const double last_block_ns =
+      double(wt * Kc * std::max(last_cols, h.moving_min_cycles) * passes) * cycle_ns;
+  const double tile_out = double(rows) * double(f.N) * double(f.out_bytes);
+  const double last_out_ns = s.narrow
+                                 ? double(rows) * double(nb) * double(f.out_bytes) / rate
+                                 : std::max(tile_out / rate, window_out / rate - last_block_ns);
+  c.epilogue_ns = last_out_ns + double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el +
                   double(h.tensor_latency_cycles) * cycle_ns + double(h.lane_access_ns) +
                   transfer_latency;
   c.window_ns = double(windows - 1) * (first_a + (s.narrow ? 0.0 : window_out / rate));

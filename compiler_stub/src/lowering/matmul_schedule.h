@@ -25,7 +25,15 @@ struct MatmulSchedule {
   bool k_blocked = false;    // B by slabs of one K chunk through a ring of kSlabs (narrow only)
   int64_t panel_cols = 0;    // N block: columns of one streamed panel
   int64_t window_tiles = 0;  // M block: A's row tiles per row window
-  int64_t buffers = 2;       // panels (slabs) of B in flight
+  int64_t buffers = 2;       // panels (slabs) of B in flight; panels: loaded this many ahead
+  // B loaded whole before the multiplies (as its rule loads a B that fits SBUF: row tiles of
+  // all columns), kept for the whole op; otherwise B streams by panels in the order the
+  // multiplies read them (a panel's K chunks one DMA each), `buffers` panels at a time.
+  bool b_whole = false;
+  // A's and B's loads cut as finely as a load that waits for compute (dma_dependent_split_bytes)
+  // over the queues, in the order the multiplies read them: the first multiply waits for its
+  // pieces at every engine's rate, not for every operand's first piece sharing HBM.
+  bool fine_loads = false;
   TransposeRoute a_route = TransposeRoute::array;  // how A^T is made (stationary_route)
   // A is an im2col window of x: x's planes resident, the windows read from SBUF by the array
   // (window_matmul.cpp); the other fields then describe its output tiles and blocks.

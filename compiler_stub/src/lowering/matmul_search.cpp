@@ -1,7 +1,8 @@
-// The matmul schedule search (issue 35): as a matmul whose B streams from HBM starts, the points
-// of its schedule space (matmul_schedule.h) that fit SBUF are enumerated, each priced by the cost
-// model, and the cheapest (or compiler.matmul_schedule's pick) is what the op's blocking queries
-// and row windows then follow.
+// The matmul schedule search (issue 35): as a matmul whose B is in HBM starts (B streamed by
+// its rules, or a B that fits SBUF, read by this matmul alone, whose rules load it whole), the
+// points of its schedule space (matmul_schedule.h) that fit SBUF are enumerated, each priced by
+// the cost model, and the cheapest (or compiler.matmul_schedule's pick) is what the op's
+// blocking queries and row windows then follow.
 #include <algorithm>
 
 #include "lowering/lowering_context.h"
@@ -32,8 +33,17 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
     m_search.predicted_ns += window_ns;
     return;
   }
-  if (mode == -2 || n.op != OpKind::matmul || n.inputs.size() > 3 || !streams_b(*this, n)) return;
+  if (mode == -2 || n.op != OpKind::matmul || n.inputs.size() > 3) return;
   const int32_t aid = n.inputs[0], bid = n.inputs[1];
+  // A B that fits SBUF: a plain tensor in HBM that only this matmul reads (whole, it would stay
+  // on chip for the others) and not loaded K-interleaved; its rules' point loads it whole.
+  // And A in HBM too: the model prices the op alone, its first loads after the launch; where A
+  // was made on chip by an earlier op of the group, B's load runs beside that op's work
+  // (transformer_block on trn2 was 6.7 % slower with such matmuls searched).
+  const bool streamed = streams_b(*this, n);
+  if (!streamed && (on_chip(bid) || is_view(bid) || use_count(bid) != 1 || on_chip(aid) ||
+                    k_interleave(*this, n)))
+    return;
   const TensorType &at = type_of(aid), &bt = type_of(bid);
   const View av = view_of(at), bv = view_of(bt);
   MatmulFacts f;
@@ -67,14 +77,20 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   MatmulSchedule today;
   today.narrow = narrow_matmul(*this, n);
   today.k_blocked = slab_cols(*this, n) > 0;
-  today.panel_cols = panel_cols(*this, n);
+  today.b_whole = !streamed;
+  today.panel_cols = streamed ? panel_cols(*this, n) : std::min(f.moving_cols, f.N);
   today.buffers = today.k_blocked ? kSlabs : 2;
   today.a_route = stationary_route(*this, n);
   today.window_tiles = std::max<int64_t>(1, window_fit(n).first);
   points.push_back(today);
 
   std::vector<TransposeRoute> routes{TransposeRoute::array};
-  if (f.a_loaded && !is_view(aid) && at.dtype == bt.dtype) {
+  // A B that fits streams with A's row tiles loaded fine in the order read and A^T made by the
+  // array: a DMA route's transposing loads (one descriptor per stationary, on the side queues)
+  // are not ordered so, and the model under-prices how they pace the multiplies (trn2 1024^3:
+  // 35.0 us predicted, 50.6 us simulated, against the array's 36.0 and 41.2), so only the
+  // rules' point (B whole) keeps one.
+  if (f.a_loaded && !is_view(aid) && at.dtype == bt.dtype && streamed) {
     // A DMA route loads by the hardware transpose where the chip has one (load_transposed).
     const bool hw = m_arch.dma.hardware_transpose && f.a_bytes == 2 &&
                     m_arch.costs.dma_transpose_chunk_bytes > 0;
@@ -90,34 +106,42 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   for (const bool narrow : {false, true})
     for (const bool kb : {false, true})
       for (const TransposeRoute route : routes)
-        for (const int64_t width : widths) {
-          if ((kb && (!narrow || !slabs || width != widths.front())) ||
-              (narrow && route != TransposeRoute::array))
-            continue;
-          MatmulSchedule s;
-          s.narrow = narrow;
-          s.k_blocked = kb;
-          s.panel_cols = width;
-          s.buffers = kb ? kSlabs : 2;
-          s.a_route = route;
-          m_schedule = {n.id, s};
-          if (kb && slab_cols(*this, n) == 0) continue;
-          if (narrow && row_tile_bytes(*this, n, true) > m_sbuf.capacity()) continue;
-          s.window_tiles = 0;  // as many as fit
-          m_schedule = {n.id, s};
-          const int64_t fit = window_fit(n).first;
-          for (int64_t wt = fit; wt >= 1; wt /= 2) {
-            s.window_tiles = wt;
-            if (predict_matmul(f, s, m_arch).matmuls > limit) break;
-            const bool dup =
-                std::any_of(points.begin(), points.end(), [&](const MatmulSchedule& p) {
-                  return p.narrow == s.narrow && p.k_blocked == s.k_blocked &&
-                         p.panel_cols == s.panel_cols && p.window_tiles == s.window_tiles &&
-                         p.a_route == s.a_route;
-                });
-            if (!dup) points.push_back(s);
+        for (const int64_t width : widths)
+          for (const bool all_panels : {false, true}) {
+            // Panels in flight: two (double buffering) or every panel (B loaded whole, in the
+            // order the multiplies read it, where SBUF holds it). A transposed B's panels load
+            // one ahead, after each block's multiplies (lower_matmul.cpp): two only.
+            const int64_t panels = (f.N + width - 1) / width;
+            if ((kb && (!narrow || !slabs || width != widths.front() || all_panels)) ||
+                (narrow && route != TransposeRoute::array) ||
+                (all_panels && (panels <= 2 || f.b_transposed)))
+              continue;
+            MatmulSchedule s;
+            s.narrow = narrow;
+            s.k_blocked = kb;
+            s.panel_cols = width;
+            s.buffers = kb ? kSlabs : all_panels ? panels : 2;
+            s.a_route = route;
+            s.fine_loads = !streamed;
+            m_schedule = {n.id, s};
+            if (kb && slab_cols(*this, n) == 0) continue;
+            if (narrow && row_tile_bytes(*this, n, true) > m_sbuf.capacity()) continue;
+            s.window_tiles = 0;  // as many as fit
+            m_schedule = {n.id, s};
+            const int64_t fit = window_fit(n).first;
+            for (int64_t wt = fit; wt >= 1; wt /= 2) {
+              s.window_tiles = wt;
+              if (predict_matmul(f, s, m_arch).matmuls > limit) break;
+              const bool dup =
+                  std::any_of(points.begin(), points.end(), [&](const MatmulSchedule& p) {
+                    return p.narrow == s.narrow && p.k_blocked == s.k_blocked &&
+                           p.b_whole == s.b_whole && p.buffers == s.buffers &&
+                           p.fine_loads == s.fine_loads && p.panel_cols == s.panel_cols &&
+                           p.window_tiles == s.window_tiles && p.a_route == s.a_route;
+                  });
+              if (!dup) points.push_back(s);
+            }
           }
-        }
   if (points.size() == 1) {  // nothing to choose: the rules (and their errors) as they are
     m_schedule.reset();
     return;

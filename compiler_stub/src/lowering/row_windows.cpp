@@ -113,7 +113,7 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
         if (slab_cols(*this, n)) {
           fixed += slab_ring_bytes(*this, n);
         } else if (streams_b(*this, n)) {
-          fixed += 2 * panel_bytes(*this, n);
+          fixed += panel_buffers(*this, n) * panel_bytes(*this, n);
         }
         break;
       }
@@ -124,7 +124,7 @@ std::pair<int64_t, int64_t> LoweringContext::footprint(const Node& n) const {
       if (rule == RowWindow::matmul && streams_b(*this, n)) {
         const int64_t width = panel_cols(*this, n);
         const int64_t blocks = (view_of(type_of(n.inputs[1])).cols + width - 1) / width;
-        fixed += std::min<int64_t>(2, blocks) * panel_bytes(*this, n);
+        fixed += std::min(panel_buffers(*this, n), blocks) * panel_bytes(*this, n);
       }
       break;
     }
