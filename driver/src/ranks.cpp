@@ -64,19 +64,36 @@ int64_t overlapped_ns(runtime::Session& s) {
   return s.device_core().comm_overlap().overlapped_ps() / 1000;
 }
 
+// Whether the ranks are one SPMD class, or why not; every rank is simulated (folded runs are
+// not built yet: issue 39 steps 6-8).
+ordered_json fold_section(const runtime::FoldDecision& fold, int64_t world) {
+  ordered_json out = {{"eligible", fold.eligible}};
+  if (!fold.eligible) out["why_not"] = fold.why_not;
+  out["classes"] = fold.classes();
+  if (fold.eligible) {
+    std::vector<int64_t> sizes(fold.representatives.size(), 0);
+    for (int64_t c : fold.class_of) ++sizes[static_cast<size_t>(c)];
+    out["representatives"] = fold.representatives;
+    out["class_sizes"] = sizes;
+  }
+  out["simulated_ranks"] = world;
+  return out;
+}
+
 }  // namespace
 
 ordered_json distributed_section(const runtime::ProcessGroup& group,
                                  const std::vector<runtime::Session*>& sessions,
                                  const std::vector<RankSums>& sums, sim::System& system,
-                                 bool shared_cache) {
+                                 bool shared_cache, const runtime::FoldDecision& fold) {
   const runtime::ParallelSizes& s = group.sizes();
   ordered_json out = {{"world", group.world()},
                       {"tp", s.tp},
                       {"pp", s.pp},
                       {"dp", s.dp},
                       {"chips", system.chips()},
-                      {"compile_cache", shared_cache ? "shared" : "private"}};
+                      {"compile_cache", shared_cache ? "shared" : "private"},
+                      {"fold", fold_section(fold, group.world())}};
   // The whole run: a step ends when its slowest rank ends.
   std::vector<int64_t> step_ns;
   int64_t busy = 0, comm_wait = 0, collective = 0, exposed = 0, overlapped = 0, compile = 0,

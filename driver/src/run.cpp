@@ -263,6 +263,15 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     group.emplace(sizes, system_config.chips(), system_config.chip.cores,
                   "--workload " + spec.text);
   }
+  // Which ranks are one SPMD class (reported; every rank is still simulated).
+  runtime::FoldDecision fold;
+  if (group) {
+    runtime::FoldFacts facts;
+    facts.functional = options.functional;
+    facts.chakra = !options.chakra_dir.empty();
+    facts.workload_asymmetry = workload->rank_asymmetry();
+    fold = runtime::decide_fold(*group, system_config, facts);
+  }
   std::vector<std::unique_ptr<workloads::Workload>> rank_workloads;
   for (int64_t r = 1; r < world; ++r) rank_workloads.push_back(workloads::make_workload(spec));
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);
@@ -432,7 +441,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   ordered_json extra = report.to_json(step_stream.wall_times());
   if (group) {
     extra["distributed"] =
-        distributed_section(*group, sessions, rank_sums, system, shared_plans != nullptr);
+        distributed_section(*group, sessions, rank_sums, system, shared_plans != nullptr, fold);
   }
   double compiler_seconds = 0;
   int64_t bodies_rebuilt = 0;

@@ -60,6 +60,16 @@ TEST(InferenceParallelCli, DecodePipelineAndDataParallelUnderEveryMode) {
     const Json dp = run(std::string(kDecode) + ",batch=2,dp=2", mode, "decode_dp");
     expect_ranks_sum(dp, 2, mode + " dp=2");
     EXPECT_EQ(dp.at("distributed").at("dp"), 2);
+    // SPMD folding's decision: the stages differ; the replicas are one class of both ranks.
+    const Json& pp_fold = pp.at("distributed").at("fold");
+    EXPECT_FALSE(pp_fold.at("eligible").get<bool>()) << mode;
+    EXPECT_EQ(pp_fold.at("why_not"), "pipeline stages run different layers (pp 2)") << mode;
+    EXPECT_EQ(pp_fold.at("classes"), 2) << mode;
+    const Json& dp_fold = dp.at("distributed").at("fold");
+    EXPECT_TRUE(dp_fold.at("eligible").get<bool>()) << mode;
+    EXPECT_EQ(dp_fold.at("representatives"), Json::array({0})) << mode;
+    EXPECT_EQ(dp_fold.at("class_sizes"), Json::array({2})) << mode;
+    EXPECT_EQ(dp_fold.at("simulated_ranks"), 2) << mode;  // folded runs are not built yet
   }
 }
 
@@ -72,6 +82,9 @@ TEST(InferenceParallelCli, ServeDataParallelUnderEveryMode) {
     ASSERT_EQ(s.at("replicas").size(), 2u) << mode;
     EXPECT_EQ(s.at("replicas")[0].at("requests"), 3) << mode;  // 0, 2, 4: round-robin
     EXPECT_EQ(s.at("replicas")[1].at("requests"), 2) << mode;
+    EXPECT_EQ(st.at("distributed").at("fold").at("why_not"),
+              "serve's data-parallel replicas serve different requests (dp 2)")
+        << mode;
   }
 }
 

@@ -129,6 +129,11 @@ class Serve final : public Workload, public ServeLoop {
 
   std::map<std::string, std::string> params() const override { return m_params; }
   runtime::ParallelSizes parallel() const override { return m_sizes; }
+  std::optional<std::string> rank_asymmetry() const override {
+    if (m_sizes.dp == 1) return std::nullopt;
+    return "serve's data-parallel replicas serve different requests (dp " +
+           std::to_string(m_sizes.dp) + ")";
+  }
   bool fixed_steps() const override { return true; }
   bool masks_instead_of_padding() const override { return m_dynamic == "bounded"; }
   std::string step_kind(int64_t index) const override {

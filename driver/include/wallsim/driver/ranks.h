@@ -11,6 +11,7 @@
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/process_group.h"
 #include "wallsim/runtime/session.h"
+#include "wallsim/runtime/spmd_fold.h"
 #include "wallsim/sim/system.h"
 
 namespace wallsim::driver {
@@ -27,7 +28,8 @@ struct RankSums {
   void add(const runtime::StepRecord& r);
 };
 
-// The "distributed" section: the process group (world, tp, pp, dp, the compile cache), the
+// The "distributed" section: the process group (world, tp, pp, dp, the compile cache), whether
+// its ranks could fold (`fold`: eligible, or why not; the classes; the ranks simulated), the
 // whole run (each step's time is its slowest rank's; compute, exposed communication and
 // compiles summed over the ranks; bytes per link kind) and each rank's figures (its place, its
 // steps' host states — they sum to its wall time — device busy time, time blocked in
@@ -35,6 +37,6 @@ struct RankSums {
 nlohmann::ordered_json distributed_section(const runtime::ProcessGroup& group,
                                            const std::vector<runtime::Session*>& sessions,
                                            const std::vector<RankSums>& sums, sim::System& system,
-                                           bool shared_cache);
+                                           bool shared_cache, const runtime::FoldDecision& fold);
 
 }  // namespace wallsim::driver

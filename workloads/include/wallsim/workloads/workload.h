@@ -55,6 +55,10 @@ class Workload {
   virtual void run(runtime::Session& s, int64_t steps);
   // How many ways it is split (tp=, pp=, dp=): a distributed run's ranks, one core each.
   virtual runtime::ParallelSizes parallel() const { return {}; }
+  // Why its ranks do not all run the same program at the same sizes, if they do not, beyond
+  // pipeline stages (which differ by construction): what keeps a run from folding (SPMD
+  // folding, runtime/spmd_fold.h). Ranks that differ only in their values are alike.
+  virtual std::optional<std::string> rank_asymmetry() const { return std::nullopt; }
   // Its parameters as they are after the steps (a training step's updated weights): what the
   // tests compare between a sharded and an unsharded run. Empty for most.
   virtual std::vector<runtime::Tensor> state() const { return {}; }
