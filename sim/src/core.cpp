@@ -173,9 +173,11 @@ Core::Core(sc_core::sc_module_name name, const ChipConfig& chip, CoreOptions opt
     const std::string engine(isa::name_of(c.engine));
     const auto& shared = timing.shared_sbuf_port;
     const bool shares = std::find(shared.begin(), shared.end(), c.engine) != shared.end();
-    m_units.push_back(std::make_unique<MeteredComputeUnit>(
-        std::make_unique<engines::ComputeUnit>(std::move(c.model), shares ? &m_sbuf_port : nullptr),
-        *m_comm));
+    // Metered only where collectives can run: without a collective engine none overlaps.
+    std::unique_ptr<engines::ExecutionUnit> unit =
+        std::make_unique<engines::ComputeUnit>(std::move(c.model), shares ? &m_sbuf_port : nullptr);
+    if (m_wiring.collectives) unit = std::make_unique<MeteredComputeUnit>(std::move(unit), *m_comm);
+    m_units.push_back(std::move(unit));
     m_compute.push_back(std::make_unique<StreamProcessor>(
         engine.c_str(), c.engine, *m_units.back(), *m_signals,
         outputs(scope + ".engines." + engine, tid++, engine + " engine")));
