@@ -355,10 +355,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   std::vector<std::unique_ptr<runtime::Session>> rank_sessions;
   for (int64_t r = 1; r < world; ++r) {
     runtime::SessionOptions o = so;
-    workloads::Workload* w = rank_workloads[static_cast<size_t>(r - 1)].get();
     RankSums* sums = &rank_sums[static_cast<size_t>(r)];
     o.on_step_end = [sums](const runtime::StepRecord& rec) { sums->add(rec); };
-    (void)w;
     o = rank_options(o, r);
     rank_sessions.push_back(std::make_unique<runtime::Session>(
         config, system.core(static_cast<size_t>(o.rank.chip), static_cast<size_t>(o.rank.core)), o,
@@ -368,6 +366,9 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   std::vector<workloads::Workload*> rank_workload = {workload.get()};
   for (auto& s : rank_sessions) sessions.push_back(s.get());
   for (auto& w : rank_workloads) rank_workload.push_back(w.get());
+  if (group) {
+    for (workloads::Workload* w : rank_workload) w->join(rank_workload);
+  }
 
   std::unique_ptr<chakra::Exporter> chakra_export;
   if (chakra_dir) {

@@ -41,6 +41,17 @@ void HostTimeline::idle_until(int64_t ns) {
   m_log.add_idle(ns - now);
 }
 
+void HostTimeline::idle_while(const std::function<bool()>& pending, HostSignal& signal) {
+  enter(HostState::other);  // closes the accounting up to now
+  if (!pending()) return;
+  const int64_t from = now_ns();
+  m_log.close_startup(from);
+  while (pending()) sc_core::wait(signal.event());
+  align_to_ns();
+  m_clock.restart(now_ps());  // the wait belongs to no record
+  m_log.add_idle(now_ns() - from);
+}
+
 void HostTimeline::instant(const std::string& name) {
   if (m_track) m_trace->instant(*m_track, static_cast<traces::TimePs>(now_ps()), name, "host", {});
 }

@@ -503,6 +503,12 @@ void Session::idle_until(int64_t ns) {
   m_host.idle_until(ns);
 }
 
+void Session::idle_while(const std::function<bool()>& pending, HostSignal& signal) {
+  refuse_counting("idle_while");
+  if (m_log.in_step()) throw RuntimeError("internal: idle_while inside a step");
+  m_host.idle_while(pending, signal);
+}
+
 void Session::end_step() {
   refuse_counting("end_step");
   if (!m_log.in_step()) return;

@@ -90,12 +90,16 @@ TEST(InferenceParallelCli, ServeDataParallelUnderEveryMode) {
 
 TEST(InferenceParallelCli, ServePipelineUnderEveryMode) {
   for (const std::string& mode : kModes) {
-    // Every request at once (rate=0): the stages' schedulers need no shared clock.
-    std::string w = kServe;
-    w.replace(w.find("rate=50"), 7, "rate=0");
-    const Json st = run(w + ",pp=2", mode, "serve_pp");
+    // Requests arriving over time: stage 1 admits what stage 0 had admitted before each round.
+    const Json st = run(std::string(kServe) + ",pp=2", mode, "serve_pp");
     expect_ranks_sum(st, 2, mode);
-    EXPECT_EQ(st.at("serving").at("requests"), 5) << mode;
+    const Json& s = st.at("serving");
+    EXPECT_EQ(s.at("requests"), 5) << mode;
+    // Arrivals are on stage 0's clock: no request's first token comes before it arrives. (Had
+    // the stages decided differently, their sends and recvs would not pair and the run fail.)
+    for (const Json& q : s.at("per_request")) {
+      EXPECT_GT(q.at("ttft_ns").get<int64_t>(), 0) << mode << " request " << q.at("id");
+    }
     for (const Json& r : st.at("distributed").at("ranks")) {
       EXPECT_GT(r.at("collective_ns").get<int64_t>(), 0) << mode << " rank " << r.at("rank");
     }
@@ -104,10 +108,8 @@ TEST(InferenceParallelCli, ServePipelineUnderEveryMode) {
 
 // The same sharded run twice: the same report (but its real-time figures) and trace.
 TEST(InferenceParallelCli, SameRunTwiceIsByteIdentical) {
-  std::string at_once = kServe;
-  at_once.replace(at_once.find("rate=50"), 7, "rate=0");
   for (const std::string& w : {std::string(kDecode) + ",tp=2,pp=2,batch=2,microbatches=2",
-                               std::string(kServe) + ",dp=2", at_once + ",pp=2"}) {
+                               std::string(kServe) + ",dp=2", std::string(kServe) + ",pp=2"}) {
     std::string a, b;
     Json first = run(w, "fused", "twice_a", &a), second = run(w, "fused", "twice_b", &b);
     first.erase("measured");

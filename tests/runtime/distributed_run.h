@@ -69,6 +69,9 @@ inline Outcome run_both(const std::string& sharded, const std::string& whole, co
     }
     sessions.push_back(std::make_unique<Session>(config, *core, so));
   }
+  std::vector<workloads::Workload*> ranks;  // as the run driver joins them
+  for (int64_t r = 0; r < group.world(); ++r) ranks.push_back(workloads[size_t(r)].get());
+  for (workloads::Workload* w : ranks) w->join(ranks);
   Outcome out;
   out.values.resize(sessions.size());
   std::vector<HostRank> hosts;

@@ -270,14 +270,16 @@ TEST(Distributed, DataParallel2ServeMatchesUnshardedUnderAot) {
                 o.reports[1].at("output_tokens").get<int64_t>());
 }
 
-// Serving on 2 pipeline stages of TP=2 (every request at once: the stages' schedulers agree
-// without a clock): each iteration's batch flows through the stages; the last stage's report
-// (ranks 2 and 3) has every request's token values of the unsharded server.
-void expect_serve_pipeline_matches(const std::string& scheduler, const char* mode) {
+// Serving on 2 pipeline stages of TP=2: each iteration's batch flows through the stages, stage
+// 1 admitting what stage 0 had admitted before each round (requests arriving over time at
+// `rate`, or every one at once at 0); the last stage's report (ranks 2 and 3) has every
+// request's token values of the unsharded server.
+void expect_serve_pipeline_matches(const std::string& scheduler, const char* mode,
+                                   const std::string& rate) {
   const std::string model =
       "serve:requests=5,layers=2,d_model=64,heads=4,d_ff=128,vocab=96,context=48,max_prompt=24,"
-      "prompt_mean=10,output_mean=6,max_batch=4,block=4,dtype=fp32,scheduler=" +
-      scheduler;
+      "prompt_mean=10,output_mean=6,max_batch=4,block=4,dtype=fp32,rate=" +
+      rate + ",scheduler=" + scheduler;
   const Outcome o = run_both(model + ",tp=2,pp=2", model, mode, 0);
   ASSERT_EQ(o.reports.size(), 5u);
   const auto& want = o.reports.back().at("per_request");
@@ -292,10 +294,10 @@ void expect_serve_pipeline_matches(const std::string& scheduler, const char* mod
   }
 }
 TEST(Distributed, PipelineParallel2ServeMatchesUnshardedContinuousUnderFused) {
-  expect_serve_pipeline_matches("continuous", "fused");
+  expect_serve_pipeline_matches("continuous", "fused", "20");
 }
 TEST(Distributed, PipelineParallel2ServeMatchesUnshardedStaticUnderAot) {
-  expect_serve_pipeline_matches("static", "aot");
+  expect_serve_pipeline_matches("static", "aot", "0");
 }
 
 // Two TP=4 transformers, each sharing a compile cache of its own, run together under `mode`:

@@ -29,9 +29,13 @@
 // embedding, the last stage the final norm and the vocab head); each iteration's batch flows
 // through the stages (send/recv over "pp") and the last stage sends the iteration's sampled ids
 // (int32, one a row; an iota stands in) back to stage 0, whose iteration ends when they arrive.
-// Every stage runs the same scheduler: with every request at once (rate=0) its decisions depend
-// on no clock, so the stages agree (with arrivals over time they would need one shared clock, not
-// built). The report is the last stage's.
+// Stage 0 is the server's driver (as in vLLM's and NxD's pipelined inference): it opens once
+// every stage has started up, requests arrive by its clock, and it publishes, before each
+// scheduling round, how many have arrived. Every
+// other stage runs the same scheduler over the same requests, admitting exactly those before its
+// round (waiting idle, between steps, until stage 0 has decided), so the stages make the same
+// decisions without a clock of their own. The report is the last stage's, its arrivals on stage
+// 0's clock.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -103,11 +107,6 @@ class Serve final : public Workload, public ServeLoop {
       p.fail("pp", "layers " + std::to_string(m_layers) + " do not split over " +
                        std::to_string(m_sizes.pp) + " pipeline stages");
     }
-    if (m_sizes.pp > 1 && m_spec.rate > 0) {
-      p.fail("pp",
-             "pipeline stages schedule without a shared clock: they need rate=0 (every "
-             "request at once)");
-    }
     if (m_spec.count < m_sizes.dp) {
       p.fail("dp", std::to_string(m_spec.count) + " requests leave some of " +
                        std::to_string(m_sizes.dp) + " data-parallel replicas without any");
@@ -141,7 +140,14 @@ class Serve final : public Workload, public ServeLoop {
     return i < m_prefill_steps.size() && m_prefill_steps[i] ? "prefill" : "token";
   }
 
+  void join(const std::vector<Workload*>& ranks) override { m_ranks = ranks; }
+
   void setup(Session& s) override {
+    if (s.rank().pp_rank > 0) {  // this stage follows stage 0 of its tensor rank and replica
+      const int64_t r = m_sizes.rank_of(s.rank().tp_rank, 0, s.rank().dp_rank);
+      m_leader = dynamic_cast<Serve*>(m_ranks.at(static_cast<size_t>(r)));
+      if (!m_leader) throw std::logic_error("internal: serve's stage 0 is another workload");
+    }
     m_requests = generate_requests(m_spec, seed(s, 999));
     if (m_sizes.dp > 1) {  // round-robin by arrival: request i to replica i mod dp
       std::vector<Request> mine;
@@ -207,22 +213,47 @@ class Serve final : public Workload, public ServeLoop {
   }
 
   void run(Session& s, int64_t) override {
-    m_tally.start_ns = s.now_ns();
+    // A pipelined server opens when every stage has started up (stage 0 waits for the others);
+    // arrivals are on stage 0's clock from then.
+    if (m_leader) {
+      ++m_leader->m_followers_ready;
+      m_leader->m_ready.notify();
+      s.idle_while([&] { return !m_leader->m_started; }, m_leader->m_decided);
+      m_tally.start_ns = m_leader->m_tally.start_ns;
+    } else {
+      const int64_t followers = m_sizes.pp - 1;
+      s.idle_while([&] { return m_followers_ready < followers; }, m_ready);
+      m_tally.start_ns = s.now_ns();
+      m_started = true;
+      if (followers > 0) m_decided.notify();
+    }
     size_t next = 0;  // the next request to arrive
     std::deque<Seq*> waiting;
     m_seqs.resize(m_requests.size());
     for (size_t i = 0; i < m_requests.size(); ++i) m_seqs[i].req = &m_requests[i];
     size_t finished = 0;
+    size_t round = 0;  // scheduling rounds run
     while (finished < m_seqs.size()) {
-      while (next < m_seqs.size() && m_requests[next].arrival_ns <= now(s)) {
-        waiting.push_back(&m_seqs[next++]);
-      }
-      if (waiting.empty() && !m_scheduler->running()) {
-        if (next == m_seqs.size()) throw std::logic_error("internal: serve lost a request");
-        s.idle_until(m_tally.start_ns + m_requests[next].arrival_ns);
-        continue;
+      if (m_leader) {  // admit what stage 0 had admitted before this round
+        const std::vector<size_t>& decided = m_leader->m_arrived_before_round;
+        s.idle_while([&] { return decided.size() <= round; }, m_leader->m_decided);
+        while (next < decided[round]) waiting.push_back(&m_seqs[next++]);
+      } else {
+        while (next < m_seqs.size() && m_requests[next].arrival_ns <= now(s)) {
+          waiting.push_back(&m_seqs[next++]);
+        }
+        if (waiting.empty() && !m_scheduler->running()) {
+          if (next == m_seqs.size()) throw std::logic_error("internal: serve lost a request");
+          s.idle_until(m_tally.start_ns + m_requests[next].arrival_ns);
+          continue;
+        }
+        if (m_sizes.pp > 1) {
+          m_arrived_before_round.push_back(next);
+          m_decided.notify();
+        }
       }
       finished += m_scheduler->round(s, *this, waiting);
+      ++round;
     }
     m_tally.end_ns = s.now_ns();
     for (const Seq& q : m_seqs) {
@@ -542,6 +573,18 @@ class Serve final : public Workload, public ServeLoop {
   int64_t m_pool_blocks = 0, m_scratch = 0;
   Tensor m_wte, m_lnf_g, m_lnf_b, m_head;
   std::vector<Layer> m_w;
+
+  // pp > 1: every rank's workload (join); stage 0's of this rank's tensor rank and replica
+  // (stages past 0). Stage 0's: how many later stages have started up (signalled on m_ready);
+  // whether its server is open and, by round, how many requests had arrived before it
+  // (signalled on m_decided).
+  std::vector<Workload*> m_ranks;
+  Serve* m_leader = nullptr;
+  int64_t m_followers_ready = 0;
+  runtime::HostSignal m_ready;
+  bool m_started = false;
+  std::vector<size_t> m_arrived_before_round;
+  runtime::HostSignal m_decided;
 
   int64_t m_iterations = 0;
   std::vector<bool> m_prefill_steps;  // by step index

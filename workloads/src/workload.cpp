@@ -568,7 +568,8 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "lengths=FILE,layers=12,d_model=768,heads=12,d_ff=3072,vocab=50257,tp=1,pp=1,dp=1,"
        "dtype=bf16 - a seeded request stream (Poisson at rate/s, 0: all at once) under a static "
        "or continuous batch scheduler over a paged KV cache; tp ranks split the heads, the KV "
-       "pools, the MLP and the vocab head (Megatron-LM), pp stages the layers (rate=0), dp "
+       "pools, the MLP and the vocab head (Megatron-LM), pp stages the layers (stage 0 schedules), "
+       "dp "
        "replicas the requests"},
       {"mask",
        "mask:seq=1024,segments=4,d_model=768,heads=12,mask=host,dtype=bf16 - attention over "

@@ -6,6 +6,8 @@
 #include <systemc>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,6 +19,22 @@
 #include "wallsim/traces/trace_sink.h"
 
 namespace wallsim::runtime {
+
+// HostSignal: one rank's host thread telling the others that something they wait for has
+// happened (serve's pipeline stages wait for stage 0's scheduling decisions). Waiters block in
+// simulated time (HostTimeline::idle_while); notify wakes them in the next delta cycle, so the
+// order of same-instant events does not depend on which thread ran first.
+class HostSignal {
+ public:
+  void notify() { event().notify(sc_core::SC_ZERO_TIME); }
+  sc_core::sc_event& event() {
+    if (!m_event) m_event = std::make_unique<sc_core::sc_event>();  // built in a running kernel
+    return *m_event;
+  }
+
+ private:
+  std::unique_ptr<sc_core::sc_event> m_event;
+};
 
 class HostTimeline {
  public:
@@ -56,6 +74,9 @@ class HostTimeline {
   }
   // Waits until `ns` in no record (idle between steps).
   void idle_until(int64_t ns);
+  // Waits in no record (idle between steps) while `pending()` holds, for `signal` each time;
+  // returns on a whole nanosecond. Nothing when nothing is pending.
+  void idle_while(const std::function<bool()>& pending, HostSignal& signal);
   // An instant on the host track (why the pending graph was cut).
   void instant(const std::string& name);
   // Keeps the intervals spent in sync_wait from now on (a rank's; take_sync_waits hands them

@@ -236,6 +236,9 @@ class Session {
   // Between steps: the host has nothing to do until `ns` (a server waiting for requests). The
   // time is idle, in no step's record (idle_ns() sums it).
   void idle_until(int64_t ns);
+  // Between steps: idle while `pending()` holds, woken by `signal` (another rank's host thread
+  // notifies it when what this one waits for is there).
+  void idle_while(const std::function<bool()>& pending, HostSignal& signal);
   int64_t idle_ns() const { return m_log.idle_ns(); }
   // The MACs of the step at its real shapes (a padded AOT step reports what it wastes): the
   // count_macs of the step recorded at them.

@@ -59,6 +59,10 @@ class Workload {
   // pipeline stages (which differ by construction): what keeps a run from folding (SPMD
   // folding, runtime/spmd_fold.h). Ranks that differ only in their values are alike.
   virtual std::optional<std::string> rank_asymmetry() const { return std::nullopt; }
+  // A distributed run's workloads, one a rank (in rank order, this one among them), before
+  // any rank's setup: a workload whose ranks share host-side state links them here (serve's
+  // pipeline stages follow stage 0's scheduler). The pointers stay valid for the run.
+  virtual void join(const std::vector<Workload*>& ranks) { (void)ranks; }
   // Its parameters as they are after the steps (a training step's updated weights): what the
   // tests compare between a sharded and an unsharded run. Empty for most.
   virtual std::vector<runtime::Tensor> state() const { return {}; }
