@@ -282,7 +282,6 @@ for name, spec, expected in [
      "2 sequences of a data-parallel rank do not split into 3"),
     ("decode_paged_batch", "decode:batch=2,kv=paged", "decode.batch: kv=paged decodes one"),
     ("decode_sp", "decode:tp=2,pp=2,sp=1", "unknown parameter 'sp' of decode"),
-    ("serve_pp_rate", "serve:layers=2,pp=2,rate=5", "serve.pp: pipeline stages schedule without"),
     ("serve_pp_layers", "serve:layers=3,pp=2", "serve.pp: layers 3 do not split over 2"),
     ("serve_dp_requests", "serve:requests=3,dp=4", "serve.dp: 3 requests leave some of 4"),
 ]:
