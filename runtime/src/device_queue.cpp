@@ -28,12 +28,46 @@ void DeviceQueue::start_launcher() {
 }
 
 std::string DeviceQueue::allocate(const TensorType& type, const std::string& hint) {
+  if (m_async) settle_async();
   std::string name = m_memory.allocate(bytes_of(type), m_prefix + hint);
   if (m_functional) m_core.tensors().put(name, isa::MemSpace::hbm, type.dtype, dims_of(type));
   return name;
 }
 
+void DeviceQueue::settle_async() {
+  const auto drained = [this](const Running& r) { return launch_at(r.index).drained(); };
+  m_async_running.erase(std::remove_if(m_async_running.begin(), m_async_running.end(), drained),
+                        m_async_running.end());
+  const auto freed = [this](std::pair<size_t, std::string>& f) {
+    if (!launch_at(f.first).drained()) return false;
+    m_memory.release(std::move(f.second), true);
+    return true;
+  };
+  m_async_frees.erase(std::remove_if(m_async_frees.begin(), m_async_frees.end(), freed),
+                      m_async_frees.end());
+}
+
+void DeviceQueue::release(std::string name, bool now) {
+  if (now && m_async) {
+    settle_async();
+    for (const Running& r : m_async_running) {
+      const auto has = [&](const std::vector<std::string>& v) {
+        return std::find(v.begin(), v.end(), name) != v.end();
+      };
+      if (has(r.reads) || has(r.writes)) {
+        m_async_frees.emplace_back(r.index, std::move(name));
+        return;
+      }
+    }
+  }
+  m_memory.release(std::move(name), now);
+}
+
 void DeviceQueue::free_deferred() {
+  // Those still held by a running asynchronous launch go with the rest (their contents stay
+  // until every launch queued so far has drained, as for any deferred free).
+  for (auto& [index, name] : m_async_frees) m_memory.release(std::move(name), false);
+  m_async_frees.clear();
   for (const std::string& name : m_memory.free_deferred()) {
     if (m_functional) m_core.tensors().erase(name);
   }
@@ -90,9 +124,7 @@ void DeviceQueue::order(engines::Launch& launch, const isa::Plan& plan) {
     if (t.role == isa::TensorRole::input || t.role == isa::TensorRole::inout) reads.push_back(name);
     if (t.role != isa::TensorRole::input) writes.push_back(name);
   }
-  const auto drained = [this](const Running& r) { return launch_at(r.index).drained(); };
-  m_async_running.erase(std::remove_if(m_async_running.begin(), m_async_running.end(), drained),
-                        m_async_running.end());
+  settle_async();
   for (const Running& r : m_async_running) {
     if (shares(reads, r.writes) || shares(writes, r.reads) || shares(writes, r.writes))
       launch.after.push_back(r.index);

@@ -55,8 +55,10 @@ class DeviceQueue {
   // ---- memory ----
   std::string allocate(const compiler_stub::TensorType& type, const std::string& hint);
   bool holds(const std::string& name) const { return m_memory.holds(name); }
-  // Frees `name`, its bytes reusable at once when launches run in order (in_order()).
-  void release(std::string name, bool now) { m_memory.release(std::move(name), now); }
+  // Frees `name`, its bytes reusable at once when launches run in order (in_order()); a tensor
+  // an asynchronous launch still running reads or writes is freed when that launch has drained
+  // (seen at the next allocate, release or launch, or at the step's end).
+  void release(std::string name, bool now);
   // Frees what release deferred (at a step's end).
   void free_deferred();
   // Whether the core runs every launch issued so far before any later one (none is held for
@@ -115,6 +117,10 @@ class DeviceQueue {
     std::vector<std::string> reads, writes;
   };
   std::vector<Running> m_async_running;
+  // Tensors released while an asynchronous launch (its number) used them: freed once it drains.
+  std::vector<std::pair<size_t, std::string>> m_async_frees;
+  // Forgets the drained asynchronous launches and frees the tensors only they held.
+  void settle_async();
   DeviceMemory m_memory;
   std::string m_prefix;
   std::map<std::string, std::vector<std::pair<int, int>>> m_comms;
