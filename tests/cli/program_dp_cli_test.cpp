@@ -92,9 +92,9 @@ TEST(ProgramDpCli, BucketAllReducesOverlapTheBackwardUnderAot) {
 // The device's exposed communication (sim/comm_overlap.h): a rank's collective time with no
 // compute engine of its core busy. With each all-reduce a plan of its own, run after the plan
 // before it drains and before the next starts (eager, runtime.async_collectives off), no compute
-// runs beside it: all of it is exposed. In AOT's one plan a bucket's all-reduce runs beside the rest of the backward: part
-// of it is hidden. Either way exposed + overlapped is the rank's collective time (its union, in
-// ps; collective_ns rounds each interval down to whole ns).
+// runs beside it: all of it is exposed. In AOT's one plan a bucket's all-reduce runs beside the
+// rest of the backward: part of it is hidden. Either way exposed + overlapped is the rank's
+// collective time (its union, in ps; collective_ns rounds each interval down to whole ns).
 Json run_train_dp(const std::string& mode, const std::string& async) {
   const std::string dir = test::fresh_dir("exposed_comm_" + async, mode);
   std::string err;
