@@ -19,6 +19,8 @@ std::string_view name_of(BeyondBuckets b) {
   return b == BeyondBuckets::error ? "error" : "recompile";
 }
 
+std::string_view name_of(AsyncCollectives a) { return a == AsyncCollectives::on ? "on" : "off"; }
+
 namespace {
 void check_runtime(const RuntimeConfig& r) {
   auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };

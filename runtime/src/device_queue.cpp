@@ -12,8 +12,13 @@ namespace wallsim::runtime {
 
 using namespace session_detail;
 
-DeviceQueue::DeviceQueue(sim::Core& core, int64_t hbm_bytes, bool functional, bool in_order)
-    : m_core(core), m_functional(functional), m_in_order(in_order), m_memory(hbm_bytes) {}
+DeviceQueue::DeviceQueue(sim::Core& core, int64_t hbm_bytes, bool functional, bool in_order,
+                         bool async_collectives)
+    : m_core(core),
+      m_functional(functional),
+      m_in_order(in_order),
+      m_async(async_collectives),
+      m_memory(hbm_bytes) {}
 
 void DeviceQueue::start_launcher() {
   sc_core::sc_spawn_options o;
@@ -23,12 +28,46 @@ void DeviceQueue::start_launcher() {
 }
 
 std::string DeviceQueue::allocate(const TensorType& type, const std::string& hint) {
+  if (m_async) settle_async();
   std::string name = m_memory.allocate(bytes_of(type), m_prefix + hint);
   if (m_functional) m_core.tensors().put(name, isa::MemSpace::hbm, type.dtype, dims_of(type));
   return name;
 }
 
+void DeviceQueue::settle_async() {
+  const auto drained = [this](const Running& r) { return launch_at(r.index).drained(); };
+  m_async_running.erase(std::remove_if(m_async_running.begin(), m_async_running.end(), drained),
+                        m_async_running.end());
+  const auto freed = [this](std::pair<size_t, std::string>& f) {
+    if (!launch_at(f.first).drained()) return false;
+    m_memory.release(std::move(f.second), true);
+    return true;
+  };
+  m_async_frees.erase(std::remove_if(m_async_frees.begin(), m_async_frees.end(), freed),
+                      m_async_frees.end());
+}
+
+void DeviceQueue::release(std::string name, bool now) {
+  if (now && m_async) {
+    settle_async();
+    for (const Running& r : m_async_running) {
+      const auto has = [&](const std::vector<std::string>& v) {
+        return std::find(v.begin(), v.end(), name) != v.end();
+      };
+      if (has(r.reads) || has(r.writes)) {
+        m_async_frees.emplace_back(r.index, std::move(name));
+        return;
+      }
+    }
+  }
+  m_memory.release(std::move(name), now);
+}
+
 void DeviceQueue::free_deferred() {
+  // Those still held by a running asynchronous launch go with the rest (their contents stay
+  // until every launch queued so far has drained, as for any deferred free).
+  for (auto& [index, name] : m_async_frees) m_memory.release(std::move(name), false);
+  m_async_frees.clear();
   for (const std::string& name : m_memory.free_deferred()) {
     if (m_functional) m_core.tensors().erase(name);
   }
@@ -47,10 +86,56 @@ sim::LaunchHandle DeviceQueue::issue(Launch& l, const std::shared_ptr<const isa:
     }
     launch.comm_ranks.push_back(it->second);
   }
+  if (m_async) order(launch, *plan);
   const sim::LaunchHandle h(m_core, launch);
   l.record->counts.plans_launched++;
   l.record->padded_macs += l.compiled->macs;
   return h;
+}
+
+namespace {
+
+// A plan with instructions, each a collective, a send or a recv.
+bool communication_only(const isa::Plan& plan) {
+  bool any = false;
+  for (const isa::Stream& s : plan.streams) {
+    for (const isa::Instruction& in : s.instructions) {
+      if (!isa::is_collective(in.op)) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
+bool shares(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  for (const std::string& x : a) {
+    if (std::find(b.begin(), b.end(), x) != b.end()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void DeviceQueue::order(engines::Launch& launch, const isa::Plan& plan) {
+  std::vector<std::string> reads, writes;
+  for (size_t k = 0; k < plan.tensors.size(); ++k) {
+    const isa::TensorDecl& t = plan.tensors[k];
+    const std::string& name = launch.tensor_names.empty() ? t.name : launch.tensor_names[k];
+    if (t.role == isa::TensorRole::input || t.role == isa::TensorRole::inout) reads.push_back(name);
+    if (t.role != isa::TensorRole::input) writes.push_back(name);
+  }
+  settle_async();
+  for (const Running& r : m_async_running) {
+    if (shares(reads, r.writes) || shares(writes, r.reads) || shares(writes, r.writes))
+      launch.after.push_back(r.index);
+  }
+  // An asynchronous launch waits for the launches before it anyway (the core's rule); those
+  // after it wait only through the dependencies above.
+  if (communication_only(plan)) {
+    launch.async = true;
+    m_async_running.push_back(
+        {static_cast<size_t>(launch.index), std::move(reads), std::move(writes)});
+  }
 }
 
 void DeviceQueue::launch(Launch l, int64_t host_ps) {
@@ -120,7 +205,10 @@ sim::LaunchHandle DeviceQueue::transfer(const std::string& src, isa::MemSpace sr
     m_transfer_plans.push_back(body);
   }
   counts.transfers++;
-  return {m_core, m_core.launch(*m_transfer_plans[it->second], {}, {src, dst})};
+  const isa::Plan& plan = *m_transfer_plans[it->second];
+  engines::Launch& launch = m_core.launch(plan, {}, {src, dst});
+  if (m_async) order(launch, plan);
+  return {m_core, launch};
 }
 
 int64_t DeviceQueue::busy_ns_since(size_t first) {

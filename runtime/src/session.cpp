@@ -31,7 +31,8 @@ Session::Session(const Config& config, sim::Core& device, SessionOptions options
       m_log(options.on_step_end, options.keep_steps),
       m_host(m_log),
       m_device(device, config.chip.arch.hbm.bytes, options.functional,
-               config.chip.timing.launch.wait_for_previous),
+               config.chip.timing.launch.wait_for_previous,
+               config.runtime.async_collectives == AsyncCollectives::on),
       m_compiler(m_config, *options.mode, options.plan_memory_bytes, options.memory_check, m_host,
                  m_log, options.shared_plans, options.rank.rank) {
   m_pending.name = "pending";

@@ -250,11 +250,17 @@ void Core::launcher() {
   for (;;) {
     while (m_next_launch == launch_count()) sc_core::wait(m_launch_added);
     Launch& l = m_launches[m_next_launch - m_first_live];
-    if (t.wait_for_previous && m_next_launch > 0) {
-      // Looked up after every wait: a host may retire (free) it as soon as it drains.
+    // Looked up after every wait: a host may retire (free) it as soon as it drains.
+    const auto wait_drained = [this](size_t index) {
       const Launch* prev;
-      while ((prev = live_launch(m_next_launch - 1)) && !prev->drained)
-        sc_core::wait(prev->drained_event);
+      while ((prev = live_launch(index)) && !prev->drained) sc_core::wait(prev->drained_event);
+    };
+    // The launch before it that is not asynchronous (every launch before it, when none is).
+    if (t.wait_for_previous && m_ordered_launches > 0) wait_drained(m_last_ordered);
+    for (size_t index : l.after) wait_drained(index);
+    if (!l.async) {
+      m_last_ordered = m_next_launch;
+      ++m_ordered_launches;
     }
     ++m_next_launch;
     const sc_time begin = sc_core::sc_time_stamp();
@@ -275,7 +281,7 @@ void Core::launcher() {
     const int64_t psum = l.plan->on_chip_bytes(isa::MemSpace::psum);
     m_sbuf_peak = std::max(m_sbuf_peak, sbuf);
     m_psum_peak = std::max(m_psum_peak, psum);
-    if (m_options.trace && m_options.trace->enabled()) {
+    if (m_options.trace && m_options.trace->enabled() && !l.async) {  // beside another plan
       m_options.trace->counter(m_wiring.trace_pid, "SBUF allocated (bytes)",
                                static_cast<traces::TimePs>(started.value()), "sbuf",
                                static_cast<double>(sbuf));
@@ -284,6 +290,12 @@ void Core::launcher() {
     l.started = true;
     l.start_time = started;
     l.streams_pending = static_cast<int>(l.plan->streams.size());
+    // An asynchronous launch's empty streams are not queued: they would wait behind the other
+    // launches' streams on those queues, and its drain with them.
+    if (l.async) {
+      l.streams_pending = 0;
+      for (const isa::Stream& s : l.plan->streams) l.streams_pending += !s.instructions.empty();
+    }
     if (l.streams_pending == 0) {
       l.drained = true;
       l.end_time = started;
@@ -292,7 +304,8 @@ void Core::launcher() {
     }
     int dma_ordinal = 0;
     for (const isa::Stream& s : l.plan->streams) {
-      processor_for(s, s.engine == isa::Engine::dma ? dma_ordinal++ : 0).enqueue(&l, &s);
+      StreamProcessor& p = processor_for(s, s.engine == isa::Engine::dma ? dma_ordinal++ : 0);
+      if (!l.async || !s.instructions.empty()) p.enqueue(&l, &s);
     }
   }
 }
@@ -403,7 +416,8 @@ void Core::retire_drained() {
       m_busy_end = l.end_time;
     }
     m_retired_end = std::max(m_retired_end, l.end_time);
-    if (m_launch_track) m_retired.push_back({l.name, {l.launch_begin, l.start_time, l.end_time}});
+    if (m_launch_track)
+      m_retired.push_back({l.name, {l.launch_begin, l.start_time, l.end_time}, l.async});
     if (m_on_retire) m_on_retire(l);
   }
 }
@@ -487,23 +501,37 @@ void Core::finalize() {
     }
   }
   if (m_launch_track && m_chip.timing.launch.wait_for_previous) {
-    // Plans run one after another, so their spans never overlap on one track.
-    // Its track id lies above every DMA queue's (100 + queue).
+    // Plans that are not asynchronous run one after another, so their spans never overlap on
+    // one track. Its track id lies above every DMA queue's (100 + queue). Asynchronous launches
+    // (collectives beside the compute) go on a track of their own, declared at the first; they
+    // run in order on one queue, so each span starts no earlier than the one before ends.
     const int tid = std::max(1000, 100 + m_chip.arch.dma.queues_max());
     traces::Track plans = m_options.trace->declare_track(m_wiring.trace_pid, m_wiring.trace_process,
                                                          tid, "plan spans");
-    const auto span = [&](size_t index, const std::string& name, sc_time start, sc_time end) {
+    std::optional<traces::Track> async_plans;
+    sc_time async_end;
+    const auto span = [&](size_t index, const std::string& name, sc_time start, sc_time end,
+                          bool async) {
+      if (async) {
+        if (!async_plans) {
+          async_plans = m_options.trace->declare_track(m_wiring.trace_pid, m_wiring.trace_process,
+                                                       tid + 2, "asynchronous plan spans");
+        }
+        start = std::min(end, std::max(start, async_end));
+        async_end = end;
+      }
       traces::TraceArgs args;
       args.add("index", static_cast<int64_t>(index));
-      m_options.trace->slice(plans, static_cast<traces::TimePs>(start.value()),
-                             static_cast<traces::TimePs>((end - start).value()), name, "plan",
-                             args);
+      m_options.trace->slice(
+          async ? *async_plans : plans, static_cast<traces::TimePs>(start.value()),
+          static_cast<traces::TimePs>((end - start).value()), name, "plan", args);
     };
     for (size_t i = 0; i < m_retired.size(); ++i) {
-      span(i, m_retired[i].name, m_retired[i].times.start, m_retired[i].times.end);
+      const Retired& r = m_retired[i];
+      span(i, r.name, r.times.start, r.times.end, r.async);
     }
     for (const Launch& l : m_launches) {
-      if (l.drained) span(static_cast<size_t>(l.index), l.name, l.start_time, l.end_time);
+      if (l.drained) span(static_cast<size_t>(l.index), l.name, l.start_time, l.end_time, l.async);
     }
   }
 }

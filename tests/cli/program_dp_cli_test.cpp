@@ -91,23 +91,27 @@ TEST(ProgramDpCli, BucketAllReducesOverlapTheBackwardUnderAot) {
 
 // The device's exposed communication (sim/comm_overlap.h): a rank's collective time with no
 // compute engine of its core busy. With each all-reduce a plan of its own, run after the plan
-// before it drains and before the next starts (eager), no compute runs beside it: all of it is
-// exposed. In AOT's one plan a bucket's all-reduce runs beside the rest of the backward: part
-// of it is hidden. Either way exposed + overlapped is the rank's collective time (its union, in
-// ps; collective_ns rounds each interval down to whole ns).
+// before it drains and before the next starts (eager, runtime.async_collectives off), no compute
+// runs beside it: all of it is exposed. In AOT's one plan a bucket's all-reduce runs beside the
+// rest of the backward: part of it is hidden. Either way exposed + overlapped is the rank's
+// collective time (its union, in ps; collective_ns rounds each interval down to whole ns).
+Json run_train_dp(const std::string& mode, const std::string& async) {
+  const std::string dir = test::fresh_dir("exposed_comm_" + async, mode);
+  std::string err;
+  EXPECT_EQ(
+      test::run_wallsim("run -c configs/trn2.json -w train:dp=2,layers=4,bucket_mb=10 -m " + mode +
+                            " --steps 1 --trace-level none --set "
+                            "runtime.async_collectives=" +
+                            async + " --out " + dir,
+                        &err),
+      0)
+      << err;
+  return Json::parse(test::slurp(dir + "/stats.json")).at("distributed");
+}
+
 TEST(ProgramDpCli, ExposedCommunicationIsTheCollectiveTimeNoComputeHides) {
-  const auto run = [](const std::string& mode) {
-    const std::string dir = test::fresh_dir("exposed_comm", mode);
-    std::string err;
-    EXPECT_EQ(test::run_wallsim("run -c configs/trn2.json -w train:dp=2,layers=4,bucket_mb=10 -m " +
-                                    mode + " --steps 1 --trace-level none --out " + dir,
-                                &err),
-              0)
-        << err;
-    return Json::parse(test::slurp(dir + "/stats.json")).at("distributed");
-  };
   for (const std::string mode : {"eager", "aot"}) {
-    const Json d = run(mode);
+    const Json d = run_train_dp(mode, "off");
     int64_t exposed = 0, overlapped = 0;
     for (const Json& r : d.at("ranks")) {
       const int64_t e = r.at("comm_exposed_ns"), o = r.at("comm_overlapped_ns");
@@ -126,6 +130,26 @@ TEST(ProgramDpCli, ExposedCommunicationIsTheCollectiveTimeNoComputeHides) {
     EXPECT_EQ(d.at("whole_run").at("comm_exposed_ns").get<int64_t>(), exposed) << mode;
     EXPECT_EQ(d.at("whole_run").at("comm_overlapped_ns").get<int64_t>(), overlapped) << mode;
   }
+}
+
+// Asynchronous collective launches (runtime.async_collectives): under native each bucket's
+// all-reduce is a plan of its own; launched asynchronously it runs beside the rest of the
+// backward (nothing reads its sum before the step's updates), so part of it hides under compute
+// and the step is shorter; launched in order, all of it is exposed.
+TEST(ProgramDpCli, AsyncCollectiveLaunchesOverlapTheBackwardUnderNative) {
+  const Json on = run_train_dp("native", "on"), off = run_train_dp("native", "off");
+  for (size_t r = 0; r < 2; ++r) {
+    const Json &a = on.at("ranks")[r], &b = off.at("ranks")[r];
+    const int64_t c_on = a.at("collective_ns"), c_off = b.at("collective_ns");
+    EXPECT_GT(c_on, 0);
+    EXPECT_LT(a.at("comm_exposed_ns").get<int64_t>(), c_on) << "rank " << r;
+    EXPECT_GT(a.at("comm_overlapped_ns").get<int64_t>(), 0) << "rank " << r;
+    EXPECT_GE(b.at("comm_exposed_ns").get<int64_t>(), c_off) << "rank " << r;
+    EXPECT_LE(b.at("comm_exposed_ns").get<int64_t>(), c_off + 8) << "rank " << r;
+    EXPECT_EQ(b.at("comm_overlapped_ns").get<int64_t>(), 0) << "rank " << r;
+  }
+  EXPECT_LT(on.at("whole_run").at("step_wall_ns")[0].get<int64_t>(),
+            off.at("whole_run").at("step_wall_ns")[0].get<int64_t>());
 }
 
 }  // namespace

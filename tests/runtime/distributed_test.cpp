@@ -103,6 +103,50 @@ TEST(Distributed, DataParallel4BucketedTrainingStepMatchesUnsharded) {
   }
 }
 
+// Under the modes that launch each all-reduce as a plan of its own (asynchronously by default,
+// runtime.async_collectives): the backward goes on beside a gradient's all-reduce, and each
+// update still reads its all-reduced gradient (a launch waits for the asynchronous launches
+// whose tensors it reads or writes), per weight and bucketed (AOT per weight and fused
+// bucketed: the two tests above; one simulation a process, so a test a case).
+void expect_dp_matches(const char* mode, const std::string& bucket) {
+  const std::string model = "train:batch=256,d_model=64,d_ff=128,layers=2,lr=0.5,dtype=fp32";
+  const Outcome o = run_both(model + ",dp=4" + bucket, model, mode);
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), 5u);
+  for (size_t r = 0; r + 1 < o.values.size(); ++r) {
+    ASSERT_EQ(o.values[r].size(), want.size());
+    for (size_t k = 1; k < want.size(); ++k) {
+      EXPECT_LT(relative_error(o.values[r][k], want[k]), 1e-4)
+          << mode << bucket << " rank " << r << " weight " << k;
+    }
+  }
+}
+const std::string kBucketed = ",bucket_mb=0.05";
+TEST(Distributed, DataParallel4TrainingStepMatchesUnshardedUnderNative) {
+  expect_dp_matches("native", "");
+}
+TEST(Distributed, DataParallel4BucketedTrainingStepMatchesUnshardedUnderNative) {
+  expect_dp_matches("native", kBucketed);
+}
+TEST(Distributed, DataParallel4TrainingStepMatchesUnshardedUnderEager) {
+  expect_dp_matches("eager", "");
+}
+TEST(Distributed, DataParallel4BucketedTrainingStepMatchesUnshardedUnderEager) {
+  expect_dp_matches("eager", kBucketed);
+}
+TEST(Distributed, DataParallel4TrainingStepMatchesUnshardedUnderEagerDebug) {
+  expect_dp_matches("eager-debug", "");
+}
+TEST(Distributed, DataParallel4BucketedTrainingStepMatchesUnshardedUnderEagerDebug) {
+  expect_dp_matches("eager-debug", kBucketed);
+}
+TEST(Distributed, DataParallel4TrainingStepMatchesUnshardedUnderFused) {
+  expect_dp_matches("fused", "");
+}
+TEST(Distributed, DataParallel4BucketedTrainingStepMatchesUnshardedUnderAot) {
+  expect_dp_matches("aot", kBucketed);
+}
+
 // Serving at TP=2 (2 heads, half the KV pools, the MLP and the vocab head a rank): a Poisson
 // stream under continuous and static batching. Every rank's report is the same (the same
 // scheduling decisions, tokens and times: the ranks stay in step), and each request's token

@@ -125,7 +125,9 @@ class Train final : public Workload {
   };
   // The gradients waiting for their all-reduce, each with the weight it updates, and the
   // all-reduced ones waiting for their update (W -= lr dW), applied when the backward no longer
-  // reads the weight.
+  // reads the weight. A bucket's gradients are sliced out of its all-reduced sum there too, as
+  // DDP copies its buckets back into the gradients when the backward ends (finalize_backward):
+  // nothing in the backward waits for a bucket's all-reduce.
   class Buckets {
    public:
     Buckets(double cap_bytes, double lr, int64_t ff, int64_t d)
@@ -138,7 +140,7 @@ class Train final : public Workload {
     void reduce() {
       using namespace runtime;
       if (m_pending.size() == 1) {
-        m_ready.push_back({all_reduce(m_pending[0].first, "dp"), m_pending[0].second});
+        m_ready.push_back({all_reduce(m_pending[0].first, "dp"), m_pending[0].second, -1});
       } else if (m_pending.size() > 1) {
         std::vector<Tensor> flat;  // every gradient as [d_ff, d_model] rows (W1's [d, ff] too)
         for (const auto& [g, w] : m_pending) flat.push_back(reshape(g, {m_ff, m_d}));
@@ -146,14 +148,19 @@ class Train final : public Workload {
         for (size_t i = 0; i < m_pending.size(); ++i) {
           Tensor* w = m_pending[i].second;
           const int64_t at = int64_t(i) * m_ff;
-          m_ready.push_back({reshape(slice(sum, 0, at, at + m_ff), w->shape()), w});
+          m_ready.push_back({sum, w, at});
         }
       }
       m_pending.clear();
       m_bytes = 0;
     }
     void apply() {
-      for (auto& [g, w] : m_ready) *w = runtime::sub(*w, runtime::scale(g, m_lr));
+      using namespace runtime;
+      for (Ready& r : m_ready) {
+        const Tensor g =
+            r.at < 0 ? r.grad : reshape(slice(r.grad, 0, r.at, r.at + m_ff), r.w->shape());
+        *r.w = sub(*r.w, scale(g, m_lr));
+      }
       m_ready.clear();
     }
 
@@ -161,7 +168,14 @@ class Train final : public Workload {
     double m_cap, m_lr;
     int64_t m_ff, m_d;
     double m_bytes = 0;
-    std::vector<std::pair<Tensor, Tensor*>> m_pending, m_ready;
+    // An all-reduced gradient, or (at >= 0) its rows [at, at + d_ff) of a bucket's sum.
+    struct Ready {
+      Tensor grad;
+      Tensor* w;
+      int64_t at;
+    };
+    std::vector<std::pair<Tensor, Tensor*>> m_pending;
+    std::vector<Ready> m_ready;
   };
   int64_t m_batch, m_d, m_ff, m_layers, m_micro = 1;
   double m_lr, m_bucket_bytes;

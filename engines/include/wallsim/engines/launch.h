@@ -90,6 +90,15 @@ struct Launch {
   std::vector<size_t> stream_offset;
   std::vector<InstructionTimes> times;
 
+  // An asynchronous launch (a plan of collectives, sends and recvs only, as on NCCL's stream of
+  // its own): it still waits for the launch before it that is not asynchronous, but the launches
+  // after it do not wait for it (timing.launch.wait_for_previous), only those that name it in
+  // `after`. Set by whoever launches it, before the launcher takes it (Core::launch).
+  bool async = false;
+  // Launch numbers that must have drained before this one starts, besides the launch it waits
+  // for anyway: its data dependencies on asynchronous launches (a cudaStreamWaitEvent).
+  std::vector<size_t> after;
+
   int streams_pending = 0;
   bool started = false;
   bool drained = false;

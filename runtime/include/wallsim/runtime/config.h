@@ -23,6 +23,9 @@ std::string_view name_of(Fallback f);
 // What AOT does with a shape beyond its largest bucket.
 enum class BeyondBuckets : uint8_t { error, recompile };
 std::string_view name_of(BeyondBuckets b);
+// Whether a plan of collectives (sends, recvs) only runs beside the plans launched after it.
+enum class AsyncCollectives : uint8_t { off, on };
+std::string_view name_of(AsyncCollectives a);
 
 // Fused eager (lazy tensor): recording costs, when to flush, how to cut groups.
 struct LazyConfig {
@@ -73,6 +76,9 @@ struct RuntimeConfig {
   // Distributed runs: every rank's plans from one cache (one compile per signature, by the first
   // rank that needs it) or each rank's own (every rank compiles).
   bool shared_compile_cache = true;
+  // A launch of collectives only does not hold up the launches after it (a stream of its own);
+  // those that read what it writes, or write what it reads, wait for it.
+  AsyncCollectives async_collectives = AsyncCollectives::on;
   int64_t seed = 1;  // random inputs, request streams
   compiler_stub::CompileCostConfig compile_cost;
   LazyConfig lazy;
@@ -155,6 +161,11 @@ void describe(V& v, RuntimeConfig& r) {
           "distributed runs: the ranks share one compile cache (one compile per signature, "
           "charged to the rank that compiles; the others wait for it); false: each rank "
           "compiles its own");
+  v.field("async_collectives", r.async_collectives,
+          "a plan of collectives, sends and recvs only (a collective under native, eager or "
+          "fused with its cuts) runs beside the plans launched after it, as on a stream of its "
+          "own; a plan that reads what it writes, or writes what it reads, waits for it. off: "
+          "every plan waits for the one before");
   v.field("seed", r.seed, {0, INT64_MAX}, "", "seed of every random choice in a run");
   v.section("compile_cost", r.compile_cost, "modelled compile latency, by named profile");
   v.section("lazy", r.lazy, "fused eager: recording, flushes, fusion policy, fallback");
@@ -207,6 +218,10 @@ struct EnumTraits<runtime::Fallback> {
 };
 template <>
 struct EnumTraits<runtime::BeyondBuckets> {
+  static constexpr int kCount = 2;
+};
+template <>
+struct EnumTraits<runtime::AsyncCollectives> {
   static constexpr int kCount = 2;
 };
 template <>

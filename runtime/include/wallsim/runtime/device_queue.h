@@ -33,8 +33,12 @@ struct TensorImpl;
 class DeviceQueue {
  public:
   // `functional`: tensors hold values on the core; `in_order`: the core runs each launch after
-  // the previous one (timing.launch.wait_for_previous).
-  DeviceQueue(sim::Core& core, int64_t hbm_bytes, bool functional, bool in_order);
+  // the previous one (timing.launch.wait_for_previous); `async_collectives`: a plan of
+  // collectives, sends and recvs only is launched asynchronously (engines::Launch::async), and
+  // each later launch waits for the asynchronous ones still running whose tensors it conflicts
+  // with (it reads what one writes, or writes what one reads or writes).
+  DeviceQueue(sim::Core& core, int64_t hbm_bytes, bool functional, bool in_order,
+              bool async_collectives = false);
   sim::Core& core() { return m_core; }
   // Draws a flow from the host's launch to the plan on the device (finish_trace).
   void trace_flows() { m_flows_on = true; }
@@ -51,8 +55,10 @@ class DeviceQueue {
   // ---- memory ----
   std::string allocate(const compiler_stub::TensorType& type, const std::string& hint);
   bool holds(const std::string& name) const { return m_memory.holds(name); }
-  // Frees `name`, its bytes reusable at once when launches run in order (in_order()).
-  void release(std::string name, bool now) { m_memory.release(std::move(name), now); }
+  // Frees `name`, its bytes reusable at once when launches run in order (in_order()); a tensor
+  // an asynchronous launch still running reads or writes is freed when that launch has drained
+  // (seen at the next allocate, release or launch, or at the step's end).
+  void release(std::string name, bool now);
   // Frees what release deferred (at a step's end).
   void free_deferred();
   // Whether the core runs every launch issued so far before any later one (none is held for
@@ -95,11 +101,26 @@ class DeviceQueue {
  private:
   void launcher();
   sim::LaunchHandle issue(Launch& l, const std::shared_ptr<const isa::Plan>& plan);
+  // Marks `launch` (of `plan`, just made) asynchronous when it may be, and gives it its
+  // dependencies on the asynchronous launches still running (async_collectives).
+  void order(engines::Launch& launch, const isa::Plan& plan);
 
   sim::Core& m_core;
   bool m_functional;
   bool m_in_order;
+  bool m_async;
   bool m_flows_on = false;
+  // The asynchronous launches that may still run: their number and the tensors (store names)
+  // they read and write. Pruned as they drain.
+  struct Running {
+    size_t index;
+    std::vector<std::string> reads, writes;
+  };
+  std::vector<Running> m_async_running;
+  // Tensors released while an asynchronous launch (its number) used them: freed once it drains.
+  std::vector<std::pair<size_t, std::string>> m_async_frees;
+  // Forgets the drained asynchronous launches and frees the tensors only they held.
+  void settle_async();
   DeviceMemory m_memory;
   std::string m_prefix;
   std::map<std::string, std::vector<std::pair<int, int>>> m_comms;

@@ -160,9 +160,12 @@ class Core : public sc_core::sc_module {
   std::deque<engines::Launch> m_launches;  // live: numbers [m_first_live, launch_count())
   size_t m_first_live = 0;                 // launches before it are retired and freed
   size_t m_next_launch = 0;                // the launcher's next launch number
+  size_t m_last_ordered = 0;      // the last launch taken that is not asynchronous (Launch::async)
+  size_t m_ordered_launches = 0;  // how many such launches were taken
   struct Retired {
     std::string name;
     LaunchTimes times;
+    bool async = false;
   };
   std::vector<Retired> m_retired;  // by launch number, only when a trace is written
   sc_core::sc_time m_busy, m_busy_end, m_retired_end;  // retired launches' span union, last end
