@@ -2,6 +2,7 @@
 #include "wallsim/dma/network.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <tuple>
 
 namespace wallsim::dma {
@@ -30,6 +31,31 @@ int Network::add_resource(std::string name, double bytes_per_second) {
   return r;
 }
 
+void Network::set_fold(std::vector<int64_t> counts) {
+  if (!counts.empty() && counts.size() != m_res.size()) {
+    throw std::invalid_argument("Network::set_fold: " + std::to_string(counts.size()) +
+                                " counts for " + std::to_string(m_res.size()) + " resources");
+  }
+  for (int64_t c : counts) {
+    if (c < 0 || c > (int64_t{1} << 24)) {
+      throw std::invalid_argument("Network::set_fold: counts must be in [0, 2^24]");
+    }
+  }
+  m_fold = std::move(counts);
+}
+
+void Network::apply_fold(std::vector<memory::ResourceUse>& uses) const {
+  for (memory::ResourceUse& u : uses) {
+    const int64_t c = m_fold[static_cast<size_t>(u.resource)];
+    if (c == 0) {
+      throw std::logic_error("a folded run's transfer uses " + m_share->resource_name(u.resource) +
+                             ", which the simulated rank does not stand for (folding has no "
+                             "count for it)");
+    }
+    u.count *= c;
+  }
+}
+
 int Network::find_resource(const std::string& name) const {
   for (size_t r = 0; r < m_share->resources(); ++r) {
     if (m_share->resource_name(static_cast<int>(r)) == name) return static_cast<int>(r);
@@ -45,10 +71,12 @@ void Network::trace_rate(int r, traces::TraceSink* trace, int pid, std::string c
 
 void Network::count(double bytes, const std::vector<memory::ResourceUse>& uses) {
   // Per resource, the payload and the capacity used (an HBM->HBM copy uses HBM twice).
+  // A use of count c adds what c transfers would, one after the other.
   for (const auto& u : uses) {
     Resource& r = m_res[static_cast<size_t>(u.resource)];
-    r.bytes += static_cast<int64_t>(bytes);
-    r.load += bytes * u.weight;
+    r.bytes += static_cast<int64_t>(bytes) * u.count;
+    const double load = bytes * u.weight;
+    for (int64_t i = 0; i < u.count; ++i) r.load += load;
   }
 }
 
@@ -61,6 +89,7 @@ void Network::enqueue(const TransferKey& key, double bytes, std::vector<memory::
 
 void Network::transfer(const TransferKey& key, double bytes,
                        std::vector<memory::ResourceUse> uses) {
+  if (!m_fold.empty()) apply_fold(uses);
   count(bytes, uses);
   sc_core::sc_event done;
   if (!m_ordered) {
@@ -83,7 +112,7 @@ bool same_uses(const std::vector<memory::ResourceUse>& a,
                const std::vector<memory::ResourceUse>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const memory::ResourceUse& x, const memory::ResourceUse& y) {
-                      return x.resource == y.resource && x.weight == y.weight;
+                      return x.resource == y.resource && x.weight == y.weight && x.count == y.count;
                     });
 }
 
@@ -92,7 +121,7 @@ bool uses_less(const std::vector<memory::ResourceUse>& a,
   return std::lexicographical_compare(
       a.begin(), a.end(), b.begin(), b.end(),
       [](const memory::ResourceUse& x, const memory::ResourceUse& y) {
-        return std::tie(x.resource, x.weight) < std::tie(y.resource, y.weight);
+        return std::tie(x.resource, x.weight, x.count) < std::tie(y.resource, y.weight, y.count);
       });
 }
 

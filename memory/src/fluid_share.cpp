@@ -77,6 +77,9 @@ uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUs
     if (!(u.weight >= kMinWeight && u.weight <= kMaxWeight)) {
       throw std::invalid_argument("FluidShare::start: weights must be in [1e-12, 2^24]");
     }
+    if (u.count < 1 || u.count > kMaxMultiplicity) {
+      throw std::invalid_argument("FluidShare::start: counts must be in [1, 2^24]");
+    }
   }
   std::sort(uses.begin(), uses.end(),
             [](const ResourceUse& a, const ResourceUse& b) { return a.resource < b.resource; });
@@ -84,8 +87,9 @@ uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUs
   fixed.reserve(uses.size());
   for (const ResourceUse& u : uses) {
     Fixed weight = 0;
-    if (__builtin_mul_overflow(to_fixed(u.weight), Fixed{multiplicity}, &weight)) {
-      throw std::overflow_error("FluidShare::start: weight x multiplicity overflows");
+    if (__builtin_mul_overflow(to_fixed(u.weight), Fixed{multiplicity}, &weight) ||
+        __builtin_mul_overflow(weight, Fixed{u.count}, &weight)) {
+      throw std::overflow_error("FluidShare::start: weight x count x multiplicity overflows");
     }
     if (!fixed.empty() && fixed.back().resource == u.resource) {
       add_exact(fixed.back().weight, weight);

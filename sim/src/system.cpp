@@ -3,6 +3,8 @@
 #include "wallsim/sim/system.h"
 
 #include <map>
+#include <stdexcept>
+#include <string>
 
 namespace wallsim::sim {
 
@@ -64,6 +66,7 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
         w.dma_engines.push_back(m_network->add_resource(name + ".dma" + std::to_string(e),
                                                         t.dma.bandwidth_gb_per_s * 1e9));
       }
+      chip->dma_engines.push_back(w.dma_engines);
       w.tensors = &chip->tensors;
       w.trace_pid = pid_base + k;
       w.trace_process = name;
@@ -103,6 +106,7 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
         double(cc.cores_per_chip * cc.dma_rings_per_core) * t.dma.bandwidth_gb_per_s * 1e9;
     for (int c = 0; c < n_chips; ++c) {
       cc_dma.push_back(m_network->add_resource("chip" + std::to_string(c) + ".cc_dma", rate));
+      m_chips[static_cast<size_t>(c)]->cc_dma = cc_dma.back();
     }
   }
   const Topology* topology = m_topology.get();
@@ -185,6 +189,23 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
 }
 
 System::~System() = default;
+
+void System::fold(int ranks) {
+  if (!m_topology) throw std::invalid_argument("System::fold: the one-core view has no ranks");
+  if (ranks < 1 || ranks > static_cast<int>(cores_per_chip())) {
+    throw std::invalid_argument(
+        "System::fold: " + std::to_string(ranks) + " ranks do not fit one chip of " +
+        std::to_string(cores_per_chip()) + " cores (ranks on several chips do not fold yet)");
+  }
+  // 0: the representative never touches it (other cores' engines, other chips, links).
+  std::vector<int64_t> counts(m_network->resources(), 0);
+  const Chip& c = *m_chips.front();
+  for (int r : {c.hbm, c.host_link, c.cc_dma}) {
+    if (r >= 0) counts[static_cast<size_t>(r)] = ranks;
+  }
+  for (int r : c.dma_engines.front()) counts[static_cast<size_t>(r)] = 1;
+  m_network->set_fold(std::move(counts));
+}
 
 void System::finalize() {
   for (auto& chip : m_chips) {

@@ -156,6 +156,69 @@ TEST(FluidShare, MultiplicityEqualsCopies) {
   }
 }
 
+// SPMD folding: `copies` transfers, each on an engine of its own (equal capacities) and on
+// the shared HBM and link, or the first one alone with count `copies` on the shared ones. Other
+// transfers start and finish in between. Returns the first copy's rate at each event, the rates
+// of HBM, link and the first engine at each event, and every finish (the first copy's for all).
+Outcome run_counted(int copies, bool counted, double link_weight) {
+  FluidShare fs;
+  const int hbm = fs.add_resource("hbm", 362.5 * kGBps);
+  const int link = fs.add_resource("link", 46.77 * kGBps);
+  const int other = fs.add_resource("other_dma", 27.13 * kGBps);
+  std::vector<int> engines;
+  for (int i = 0; i < copies; ++i) engines.push_back(fs.add_resource("dma", 28.99 * kGBps));
+  Outcome out;
+  uint64_t first = 0;
+  bool first_live = true;
+  const auto sample = [&] {
+    if (first_live) out.rates.push_back(fs.rate(first));
+    for (int r : {hbm, link, other, engines[0]}) out.resources.push_back(fs.resource_rate(r));
+  };
+  fs.start_weighted(0, 2.1e5, {{hbm, 1.0}, {other, 1.0 + 64.0 / 3072}});
+  std::vector<uint64_t> group;
+  for (int i = 0; i < (counted ? 1 : copies); ++i) {
+    const int64_t c = counted ? copies : 1;
+    group.push_back(fs.start_weighted(
+        1000, 5.5e5,
+        {{hbm, 2.0, c}, {link, link_weight, c}, {engines[i], 1.0 + 64.0 / 1000}, {link, 0.1, c}}));
+  }
+  first = group[0];
+  sample();
+  fs.start_weighted(2'000'000, 9.9e4, {{link, 0.3}, {other, 1.01}});
+  sample();
+  while (fs.active() > 0) {
+    const Ps t = fs.next_finish();
+    for (uint64_t id : fs.advance(t)) {
+      if (id == first) first_live = false;
+      const bool copy = std::find(group.begin(), group.end(), id) != group.end();
+      if (!copy) out.finishes.push_back(t);
+      if (id == first) out.finishes.insert(out.finishes.end(), static_cast<size_t>(copies), t);
+    }
+    if (fs.active() > 0) sample();
+  }
+  return out;
+}
+
+TEST(FluidShare, CountOnSharedResourcesEqualsCopiesOnPrivateEngines) {
+  for (int copies : {2, 3, 8}) {
+    for (double link_weight : {1.1, 0.7, 1.3}) {
+      SCOPED_TRACE(std::to_string(copies) + " copies, link weight " + std::to_string(link_weight));
+      const Outcome apart = run_counted(copies, false, link_weight);
+      const Outcome counted = run_counted(copies, true, link_weight);
+      EXPECT_EQ(counted.rates, apart.rates);
+      EXPECT_EQ(counted.resources, apart.resources);
+      EXPECT_EQ(counted.finishes, apart.finishes);
+      EXPECT_GT(apart.finishes.size(), 2u);
+      // The copies contend: with count 1 the first one alone would be faster.
+      const Outcome alone = run_counted(1, false, link_weight);
+      EXPECT_NE(alone.finishes,
+                std::vector<Ps>(
+                    counted.finishes.begin(),
+                    counted.finishes.begin() + static_cast<std::ptrdiff_t>(alone.finishes.size())));
+    }
+  }
+}
+
 TEST(FluidShare, RejectsWeightsAndMultiplicitiesOutOfRange) {
   FluidShare fs;
   const int hbm = fs.add_resource("hbm", 1 * kGBps);
@@ -163,7 +226,12 @@ TEST(FluidShare, RejectsWeightsAndMultiplicitiesOutOfRange) {
   EXPECT_THROW(fs.start_weighted(0, 10, {{hbm, 3.0e7}}), std::invalid_argument);
   EXPECT_THROW(fs.start_weighted(0, 10, {{hbm, 1.0}}, 0), std::invalid_argument);
   EXPECT_THROW(fs.start_weighted(0, 10, {{hbm, 1.0}}, int64_t{1} << 25), std::invalid_argument);
+  EXPECT_THROW(fs.start_weighted(0, 10, {{hbm, 1.0, 0}}), std::invalid_argument);
+  EXPECT_THROW(fs.start_weighted(0, 10, {{hbm, 1.0, int64_t{1} << 25}}), std::invalid_argument);
+  // weight x count x multiplicity past 2^127 units: 2^24 x 2^80 x 2^24 x 2^24.
+  EXPECT_THROW(fs.start_weighted(0, 10, {{hbm, 1 << 24, 1 << 24}}, 1 << 24), std::overflow_error);
   fs.start_weighted(0, 10, {{hbm, 1e-12}}, 1 << 24);  // both ends of the ranges are fine
+  fs.start_weighted(0, 10, {{hbm, 1.0, 1 << 24}});
   fs.start_weighted(0, 10, {{hbm, 1 << 24}});
 }
 

@@ -44,6 +44,18 @@ class Network : public sc_core::sc_module {
 
   // Adds a resource (before the simulation starts); returns its index. Names are for reports.
   int add_resource(std::string name, double bytes_per_second);
+  // SPMD folding (docs/DISTRIBUTED.md): one rank simulated for the k identical ranks whose
+  // transfers start in the same picosecond as its own. `counts` has an entry per resource: how
+  // many transfers each transfer started here stands for on it (1 on the representative's own
+  // engines, k on a resource its k ranks share: memory::ResourceUse::count), or 0 for one a
+  // folded run must not touch (another rank's engines, a resource ranks elsewhere share);
+  // a transfer() over a 0 throws std::logic_error naming it. Bytes and load count each
+  // transfer's count times. transfer_all()'s moves are charged as given, counts included: the
+  // collective engine moves every member's sends itself. Empty (the default): not folded, every
+  // count 1. Before the simulation starts; throws std::invalid_argument for a size other than
+  // resources() or a count outside [0, 2^24].
+  void set_fold(std::vector<int64_t> counts);
+  bool folded() const { return !m_fold.empty(); }
   // Moves `bytes` over `uses` from the calling SC_THREAD, under fair sharing; returns when the
   // last byte has moved (latency is the caller's).
   void transfer(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses);
@@ -122,6 +134,8 @@ class Network : public sc_core::sc_module {
   void enqueue(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses,
                int64_t multiplicity, const Waiter& waiter);
   void count(double bytes, const std::vector<memory::ResourceUse>& uses);
+  // Folded: gives each use its resource's count (throws for a resource counted 0).
+  void apply_fold(std::vector<memory::ResourceUse>& uses) const;
   void complete(const std::vector<uint64_t>& done, uint64_t self);
   void after_change(Ps now);
   void reschedule(Ps now);
@@ -129,6 +143,7 @@ class Network : public sc_core::sc_module {
   std::unique_ptr<memory::BandwidthShare> m_share;
   bool m_ordered;
   std::vector<Resource> m_res;
+  std::vector<int64_t> m_fold;  // set_fold's counts; empty when not folded
   std::vector<Traced> m_traced;
   std::map<uint64_t, Waiter> m_waiting;
   std::vector<Pending> m_pending;

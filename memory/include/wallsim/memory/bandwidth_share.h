@@ -11,10 +11,13 @@ namespace wallsim::memory {
 
 // A transfer's use of one resource: `weight` bytes of the resource's capacity per byte moved
 // (2 for HBM on an HBM->HBM copy, which reads and writes it; > 1 for a DMA engine moving small
-// chunks, whose per-chunk cost takes bandwidth).
+// chunks, whose per-chunk cost takes bandwidth). `count` c >= 1: on this resource alone the
+// transfer stands for c identical ones (c times its weight, exactly); its other resources see
+// it once. How a folded SPMD run charges the resources its ranks share (dma::Network::set_fold).
 struct ResourceUse {
   int resource;
   double weight;
+  int64_t count = 1;
 };
 
 // Contract: not thread-safe; time is in picoseconds and never goes back (every `now` >= the
@@ -30,7 +33,8 @@ class BandwidthShare {
   virtual int add_resource(std::string name, double bytes_per_second) = 0;
   // Starts a transfer of `bytes` >= 0 using `uses` (valid, non-empty; weights > 0; uses of the
   // same resource add up) at `now`. Returns its id (0, 1, 2, ...). `multiplicity` m >= 1: the
-  // transfer stands for m identical ones, all at its rate, taking m times its weights.
+  // transfer stands for m identical ones, all at its rate, taking m times its weights (and
+  // each use's count times more: weight x count x m).
   virtual uint64_t start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses,
                                   int64_t multiplicity = 1) = 0;
   // Earliest finish time of a transfer not yet returned by advance(); INT64_MAX if none.

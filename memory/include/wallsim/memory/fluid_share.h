@@ -45,7 +45,8 @@ class FluidShare final : public BandwidthShare {
   // A transfer of 0 bytes finishes at `now`.
   // Weight 1 on each resource (duplicates count once).
   uint64_t start(Ps now, double bytes, std::vector<int> resources);
-  // Each weight in [1e-12, 2^24] and the multiplicity in [1, 2^24], or std::invalid_argument;
+  // Each weight in [1e-12, 2^24], each count and the multiplicity in [1, 2^24], or
+  // std::invalid_argument (a use's fixed-point weight is weight x count x multiplicity, exact);
   // std::overflow_error if a resource's summed weight passes 2^127 units (2^47 transfers of
   // weight 1 at once: never in practice).
   uint64_t start_weighted(Ps now, double bytes, std::vector<ResourceUse> uses,

@@ -23,7 +23,9 @@ struct Chip {
   int index = 0;
   int hbm = -1;        // network resource: the chip's HBM
   int host_link = -1;  // network resource: its link to host memory
-  int trace_pid = 0;   // trace process of its HBM and link counters (0: none)
+  int cc_dma = -1;     // network resource: its collective DMA (-1 when not modelled)
+  std::vector<std::vector<int>> dma_engines;  // per core: its DMA engines' network resources
+  int trace_pid = 0;  // trace process of its HBM and link counters (0: none)
   memory::TensorStore tensors;
   std::vector<std::unique_ptr<Core>> cores;
 };
@@ -55,6 +57,15 @@ class System {
   const Topology* topology() const { return m_topology.get(); }
   // The network resource of each link direction, in Topology::links() order.
   const std::vector<std::pair<LinkId, int>>& links() const { return m_links; }
+  // SPMD folding (docs/DISTRIBUTED.md): core (0, 0) is simulated for the `ranks` identical
+  // ranks on cores 0 .. ranks-1 of chip 0 — it alone runs, their transfers starting in the
+  // same picosecond as its own — so each of its transfers counts `ranks` times on the
+  // resources they share (the chip's HBM, host link and collective DMA) and once on its own DMA
+  // engines (dma::Network::set_fold); any other resource is refused. Ranks on several chips
+  // cannot fold yet (their collective sends reach other chips' HBM): throws
+  // std::invalid_argument for `ranks` outside [1, cores_per_chip()] or the one-core view.
+  // Before the simulation starts.
+  void fold(int ranks);
   // Writes every core's stats and, for a multi-core system, per chip HBM and per link bytes
   // and busy time under "system." (and the collectives run, when any did). Call once after the
   // simulation.

@@ -1,0 +1,221 @@
+// SPMD folding's network (System::fold, dma::Network::set_fold): k cores of one chip running the
+// same plans at the same time against one core simulated for the k with the fold map. The
+// simulated core's figures must be bit for bit those of core 0 among the k. Each run is a
+// SystemC elaboration, so each runs in a child process of its own.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <systemc>
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "wallsim/isa/plan_io.h"
+#include "wallsim/runtime/config.h"
+#include "wallsim/sim/exec.h"
+#include "wallsim/sim/simulate.h"
+#include "wallsim/sim/system.h"
+#include "wallsim/traces/stats.h"
+
+namespace wallsim::sim {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Runs `run` in a child process and returns what it printed as JSON (a string naming the
+// error when it threw, null when it crashed).
+ordered_json in_child(const std::function<ordered_json()>& run) {
+  int fds[2];
+  if (pipe(fds) != 0) return nullptr;
+  std::cout.flush();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string s;
+    try {
+      s = run().dump();
+    } catch (const std::exception& e) {
+      s = ordered_json(std::string("error: ") + e.what()).dump();
+    }
+    for (size_t off = 0; off < s.size();) {
+      const ssize_t w = write(fds[1], s.data() + off, s.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return out.empty() ? ordered_json(nullptr) : ordered_json::parse(out);
+}
+
+isa::Plan example(const std::string& name) {
+  return isa::read_plan_file(std::string(WALLSIM_SOURCE_DIR) + "/examples/plans/" + name + ".json")
+      .plans.at(0);
+}
+
+// A copy of rows x cols fp32 from `src` to `dst` space, one descriptor (as the runtime's
+// host transfers: runtime/src/device_queue.cpp).
+isa::Plan copy_plan(isa::MemSpace src, isa::MemSpace dst, int64_t rows, int64_t cols) {
+  isa::Plan p;
+  p.name = "copy";
+  p.tensors.push_back({"src", src, isa::DType::fp32, {rows, cols}, isa::TensorRole::input});
+  p.tensors.push_back({"dst", dst, isa::DType::fp32, {rows, cols}, isa::TensorRole::output});
+  isa::Stream s{isa::Engine::dma, "copy", 0, {}};
+  isa::Instruction in;
+  in.op = isa::Opcode::dma_copy;
+  for (int k = 0; k < 2; ++k) {
+    isa::AccessPattern& ap = k == 0 ? in.src[0] : in.dst;
+    ap.space = k == 0 ? src : dst;
+    ap.buffer = k;
+    ap.dtype = isa::DType::fp32;
+    ap.partitions = static_cast<int32_t>(rows);
+    ap.partition_stride = cols;
+    ap.num_free = 1;
+    ap.free[0] = {cols, 1};
+  }
+  s.instructions.push_back(in);
+  p.streams.push_back(std::move(s));
+  return p;
+}
+
+// What one rank does: host to HBM uploads, HBM loads and stores with compute (matmul,
+// softmax, vector add), a gather, an HBM to HBM copy, a download; every plan fetched from HBM.
+std::deque<isa::Plan> rank_plans() {
+  std::deque<isa::Plan> plans;
+  plans.push_back(copy_plan(isa::MemSpace::host, isa::MemSpace::hbm, 128, 4096));
+  plans.push_back(example("matmul"));
+  plans.push_back(copy_plan(isa::MemSpace::host, isa::MemSpace::hbm, 64, 1000));
+  plans.push_back(example("softmax"));
+  plans.push_back(example("gather"));
+  plans.push_back(copy_plan(isa::MemSpace::hbm, isa::MemSpace::hbm, 128, 2048));
+  plans.push_back(example("vector_add"));
+  plans.push_back(example("matmul"));
+  plans.push_back(copy_plan(isa::MemSpace::hbm, isa::MemSpace::host, 128, 3000));
+  return plans;
+}
+
+struct RankRun {
+  int chips = 1;
+  int ranks = 1;      // cores 0 .. ranks-1 of chip 0 run rank_plans()
+  bool fold = false;  // core 0 alone runs, folded for `ranks`
+  // Changes every rank's plans.
+  std::function<void(std::deque<isa::Plan>&)> extra = nullptr;
+};
+
+RankRun rank_run(int chips, int ranks, bool fold) {
+  RankRun r;
+  r.chips = chips;
+  r.ranks = ranks;
+  r.fold = fold;
+  return r;
+}
+
+// Core (0, 0)'s figures: its launches' start and end picoseconds, its stats, chip 0's HBM and
+// host-link figures, and the network's per-resource figures for the resources it used.
+ordered_json simulate_ranks(const RankRun& run) {
+  runtime::Config cfg =
+      runtime::load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json");
+  cfg.system.topology.torus_x = run.chips;
+  cfg.system.topology.torus_y = 1;
+  init_systemc();
+  traces::StatsRegistry stats;
+  CoreOptions options;
+  options.stats = &stats;
+  System sys(cfg.chip, cfg.system, options);
+  if (run.fold) sys.fold(run.ranks);
+  std::deque<isa::Plan> plans = rank_plans();
+  if (run.extra) run.extra(plans);
+  std::vector<engines::Launch*> launches;
+  for (int r = 0; r < (run.fold ? 1 : run.ranks); ++r) {
+    for (const isa::Plan& p : plans) {
+      engines::Launch& l = sys.core(0, static_cast<size_t>(r)).launch(p, {});
+      if (r == 0) launches.push_back(&l);
+    }
+  }
+  simulate();
+  for (int r = 0; r < (run.fold ? 1 : run.ranks); ++r) {
+    check_finished(sys, sys.core(0, static_cast<size_t>(r)));
+  }
+  Core& core = sys.core(0, 0);
+  ordered_json times = ordered_json::array();
+  for (size_t i = 0; i < core.launch_count(); ++i) {
+    const Core::LaunchTimes t = core.launch_times(i);
+    times.push_back({t.start.value(), t.end.value()});
+  }
+  sys.finalize();
+  const ordered_json all = stats_to_json(stats);
+  ordered_json out;
+  out["launches"] = times;
+  out["core"] = all.at("chip0").at("core0");
+  out["chip"] = all.at("system").at("chips").at("chip0");
+  dma::Network& net = sys.network();
+  const Chip& chip = sys.chip(0);
+  std::vector<int> resources = {chip.hbm, chip.host_link};
+  for (int e : chip.dma_engines.front()) resources.push_back(e);
+  for (int r : resources) {
+    out["network"][net.resource_name(r)] = {net.bytes(r), net.busy_ps(r), net.load(r)};
+  }
+  return out;
+}
+
+void expect_folded_equals_unfolded(int chips, int ranks) {
+  const ordered_json unfolded =
+      in_child([&] { return simulate_ranks(rank_run(chips, ranks, false)); });
+  const ordered_json folded =
+      in_child([&] { return simulate_ranks(rank_run(chips, ranks, true)); });
+  ASSERT_TRUE(unfolded.is_object()) << unfolded.dump();
+  ASSERT_TRUE(folded.is_object()) << folded.dump();
+  EXPECT_EQ(folded.at("launches"), unfolded.at("launches"));
+  EXPECT_EQ(folded.at("core").dump(2), unfolded.at("core").dump(2));
+  EXPECT_EQ(folded.at("chip").dump(2), unfolded.at("chip").dump(2));
+  EXPECT_EQ(folded.at("network").dump(2), unfolded.at("network").dump(2));
+  // The ranks contend: one core alone, unfolded, is faster. Else the test would show nothing.
+  const ordered_json alone = in_child([&] { return simulate_ranks(rank_run(chips, 1, false)); });
+  ASSERT_TRUE(alone.is_object()) << alone.dump();
+  EXPECT_LT(alone.at("launches").back()[1].get<int64_t>(),
+            unfolded.at("launches").back()[1].get<int64_t>());
+  EXPECT_LT(alone.at("chip").at("hbm").at("bytes").get<int64_t>(),
+            unfolded.at("chip").at("hbm").at("bytes").get<int64_t>());
+}
+
+TEST(SpmdFoldNetwork, FourRanksOfAChipFoldBitForBit) { expect_folded_equals_unfolded(1, 4); }
+
+TEST(SpmdFoldNetwork, EveryCoreOfAChipFoldsBitForBit) { expect_folded_equals_unfolded(1, 8); }
+
+TEST(SpmdFoldNetwork, RanksOnChipZeroOfATwoChipSystemFoldBitForBit) {
+  expect_folded_equals_unfolded(2, 2);
+}
+
+TEST(SpmdFoldNetwork, FoldedTransferToAnotherChipsHbmIsRefused) {
+  const ordered_json r = in_child([] {
+    RankRun run = rank_run(2, 2, true);
+    run.extra = [](std::deque<isa::Plan>& plans) {
+      isa::Plan p = copy_plan(isa::MemSpace::hbm, isa::MemSpace::hbm, 4, 256);
+      p.tensors[1].name = "chip1:remote";
+      plans.push_back(std::move(p));
+    };
+    return simulate_ranks(run);
+  });
+  ASSERT_TRUE(r.is_string()) << r.dump();
+  EXPECT_NE(r.get<std::string>().find("chip1.hbm"), std::string::npos) << r;
+}
+
+TEST(SpmdFoldNetwork, FoldNeedsRanksOnOneChip) {
+  const ordered_json r = in_child([] { return simulate_ranks(rank_run(2, 9, true)); });
+  ASSERT_TRUE(r.is_string()) << r.dump();
+  EXPECT_NE(r.get<std::string>().find("9 ranks do not fit one chip of 8 cores"), std::string::npos)
+      << r;
+}
+
+}  // namespace
+}  // namespace wallsim::sim
