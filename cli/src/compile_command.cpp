@@ -100,8 +100,8 @@ void add_compile_command(CLI::App& app) {
     if (tuning) {
       // The compile latency below models the production compiler alone: tuning's device time
       // is a separate, offline cost (docs/COMPILER.md, Measured tuning).
-      std::cout << "  " << tuning->summary() << "; "
-                << tuning->tuner->stats().wall_seconds << " s\n";
+      std::cout << "  " << tuning->summary() << "; " << tuning->tuner->stats().wall_seconds
+                << " s\n";
     }
     // What the emulated production compiler would take, under each profile.
     const auto& costs = cfg.runtime.compile_cost;

@@ -475,9 +475,9 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
          << " candidates simulated, " << fmt(t.device_ns / 1e6, 4)
          << " ms of simulated device time, " << fmt(t.wall_seconds, 4) << " s), " << t.changed
          << " off the model's pick.\n";
-      summary["tuning"][chip] = {{"queries", t.queries},         {"hits", t.hits},
-                                 {"measured", t.tuned},          {"changed", t.changed},
-                                 {"simulations", t.simulations}, {"device_ms", t.device_ns / 1e6},
+      summary["tuning"][chip] = {{"queries", t.queries},          {"hits", t.hits},
+                                 {"measured", t.tuned},           {"changed", t.changed},
+                                 {"simulations", t.simulations},  {"device_ms", t.device_ns / 1e6},
                                  {"wall_seconds", t.wall_seconds}};
     }
     summary["chips"][chip] = {{"fraction_min", quantile(all, 0)},

@@ -81,8 +81,8 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
     // The body was dropped: unpacked, or else rebuilt (the same plan), at no modelled cost.
     if (!c->plan) {
       if (!m_cache.restore(*c)) {
-        auto again = compiler_stub::compile_graph(
-            sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_options);
+        auto again = compiler_stub::compile_graph(sub, m_config.chip.arch,
+                                                  compiler_stub::GroupPolicy::whole, {}, m_options);
         auto& cg = std::get<compiler_stub::CompiledGraph>(again);
         m_compiler_seconds += cg.compile_wall_seconds;
         c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
@@ -158,8 +158,8 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
       result = *why;
     } else {
       check_plan_memory(sub, ids);
-      result = compiler_stub::compile_graph(
-          sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_options);
+      result = compiler_stub::compile_graph(sub, m_config.chip.arch,
+                                            compiler_stub::GroupPolicy::whole, {}, m_options);
     }
     if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
       m_compiler_seconds += ok->compile_wall_seconds;

@@ -50,8 +50,8 @@ TuningCache TuningCache::load(const std::string& path) {
   if (path.empty() || !std::filesystem::exists(path, ec)) return c;
   const base::Json j = base::read_json_file(path);
   if (!j.is_object() || j.value("format", "") != kFormat)
-    throw base::InputError(path, std::string("not a tuning cache (format is not \"") + kFormat +
-                                     "\")");
+    throw base::InputError(path,
+                           std::string("not a tuning cache (format is not \"") + kFormat + "\")");
   if (j.value("version", 0) != kVersion)
     throw base::InputError(path, "tuning cache version " + j.value("version", base::Json()).dump() +
                                      " (this wallsim reads version " + std::to_string(kVersion) +
@@ -85,8 +85,8 @@ TuningCache TuningCache::load(const std::string& path) {
       t.measured.push_back(p);
     }
     if (!found)
-      throw base::InputError(path, "entries[" + std::to_string(i) +
-                                       "].chosen is not one of its measured points");
+      throw base::InputError(
+          path, "entries[" + std::to_string(i) + "].chosen is not one of its measured points");
     const std::string k = t.key();
     if (!c.m_entries.emplace(k, std::move(t)).second)
       throw base::InputError(path, "entries[" + std::to_string(i) + "] repeats an earlier key");

@@ -43,8 +43,8 @@ std::string gemm(int64_t M, int64_t K, int64_t N, const std::string& dt, bool ta
 std::vector<std::string> population(size_t count) {
   std::mt19937_64 rng(35);
   auto dim = [&](int64_t lo, int64_t hi) {
-    const double e = std::log2(double(lo)) +
-                     double(rng() % 1000000) / 1e6 * (std::log2(double(hi)) - std::log2(double(lo)));
+    const double e = std::log2(double(lo)) + double(rng() % 1000000) / 1e6 *
+                                                 (std::log2(double(hi)) - std::log2(double(lo)));
     int64_t d = std::llround(std::exp2(e));
     if (rng() % 2 == 0 && d >= 128) d = d / 128 * 128;
     return d;
@@ -124,9 +124,8 @@ TEST(MatmulTuning, TunedPointIsNeverSlowerThanTheModelsPickOnTrn2) {
     if (tuner.stats().queries == before) continue;  // no space searched (nothing to tune)
     ++asked;
     changed += model.plans != tuned.plans;
-    std::printf("%s: model's pick %.1f us, tuned %.1f us\n",
-                to_string(g.find(4)->type).c_str(), model.simulated_ns / 1e3,
-                tuned.simulated_ns / 1e3);
+    std::printf("%s: model's pick %.1f us, tuned %.1f us\n", to_string(g.find(4)->type).c_str(),
+                model.simulated_ns / 1e3, tuned.simulated_ns / 1e3);
     EXPECT_LE(tuned.simulated_ns, model.simulated_ns * (1 + 1e-6)) << text;
   }
   std::printf("%d of 6 shapes tuned, %d off the model's pick\n", asked, changed);
@@ -193,7 +192,8 @@ TEST(MatmulTuning, SameInputTwiceGivesByteIdenticalCacheAndPlans) {
   for (int i = 0; i < 2; ++i) {
     TuningCache cache;
     SimulatedTuner tuner(d.cfg, cache, true, &d.core());
-    for (const std::string& text : population(3)) plans[i] += compile_and_run(graph(text), &tuner, d.cfg).plans;
+    for (const std::string& text : population(3))
+      plans[i] += compile_and_run(graph(text), &tuner, d.cfg).plans;
     const std::string path = temp_file("twice" + std::to_string(i) + ".json");
     cache.save(path);
     files[i] = read(path);

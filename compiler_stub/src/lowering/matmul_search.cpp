@@ -180,8 +180,10 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
     pick = model_pick(f, points);
     if (!m_options.forced_point.empty()) {
       const size_t forced = find_point(points, m_options.forced_point);
-      if (forced < points.size()) pick = forced;
-      else ++m_search.forced_missed;
+      if (forced < points.size())
+        pick = forced;
+      else
+        ++m_search.forced_missed;
     } else if (m_options.tuner) {
       pick = tuned_pick(n, f, points, costs, pick);
     }

@@ -71,7 +71,8 @@ size_t LoweringContext::tuned_pick(const Node& n, const MatmulFacts& f,
     if ((x == pick) != (y == pick)) return x == pick;
     return costs[x] < costs[y];
   });
-  order.resize(std::min<size_t>(order.size(), size_t(std::max<int64_t>(1, m_options.tune.candidates))));
+  order.resize(
+      std::min<size_t>(order.size(), size_t(std::max<int64_t>(1, m_options.tune.candidates))));
   for (size_t i : order) q.candidates.push_back({points[i].describe(), costs[i]});
   const std::string chosen = m_options.tuner->choose(q);
   const size_t at = chosen.empty() ? points.size() : find_point(points, chosen);
