@@ -11,6 +11,7 @@
 #include "wallsim/compiler_stub/validate.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/runtime/schedule_tuner.h"
 
 namespace wallsim::cli {
 
@@ -22,6 +23,8 @@ void add_compile_command(CLI::App& app) {
     std::string out;
     std::string group = "all";
     bool no_memory_check = false;
+    bool tune = false;
+    std::string tuning_cache;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("compile", "lower an op graph (JSON) to a plan file");
@@ -33,8 +36,16 @@ void add_compile_command(CLI::App& app) {
       ->check(CLI::IsMember({"all", "per-op"}));
   cmd->add_flag("--no-memory-check", a->no_memory_check,
                 "compile even when the estimated host memory exceeds what is available");
+  cmd->add_flag("--tune", a->tune,
+                "simulate the cost model's best schedule points of each matmul and keep the "
+                "fastest (compiler.tune.enabled=1)");
+  cmd->add_option("--tuning-cache", a->tuning_cache,
+                  "tuning cache file: entries reused, new ones written back (compiler.tune.cache)");
   cmd->callback([a] {
-    runtime::Config cfg = runtime::load_config(a->config, a->overrides);
+    std::vector<std::string> overrides = a->overrides;
+    if (a->tune) overrides.push_back("compiler.tune.enabled=1");
+    if (!a->tuning_cache.empty()) overrides.push_back("compiler.tune.cache=" + a->tuning_cache);
+    runtime::Config cfg = runtime::load_config(a->config, overrides);
     compiler_stub::Graph g = compiler_stub::read_graph_file(a->graph);
     base::check_output_file(a->out);  // a folder or a FIFO is refused before the compile
     try {
@@ -62,7 +73,10 @@ void add_compile_command(CLI::App& app) {
     }
     const auto policy = a->group == "per-op" ? compiler_stub::GroupPolicy::per_op
                                              : compiler_stub::GroupPolicy::whole;
-    auto result = compiler_stub::compile_graph(g, cfg.chip.arch, policy, {}, cfg.compiler);
+    compiler_stub::LoweringOptions options = cfg.compiler;
+    const auto tuning = runtime::setup_tuning(cfg, options, true);
+    auto result = compiler_stub::compile_graph(g, cfg.chip.arch, policy, {}, options);
+    if (tuning) tuning->save();
     if (auto* err = std::get_if<compiler_stub::CompileError>(&result)) {
       throw base::InputError(a->graph, "cannot compile: " + err->message());
     }
@@ -83,6 +97,12 @@ void add_compile_command(CLI::App& app) {
               << " s\n";
     std::cout << "  SBUF peak " << sbuf_peak << " bytes per partition; " << spills
               << " value(s) spilled to HBM (" << spill_bytes << " bytes written)\n";
+    if (tuning) {
+      // The compile latency below models the production compiler alone: tuning's device time
+      // is a separate, offline cost (docs/COMPILER.md, Measured tuning).
+      std::cout << "  " << tuning->summary() << "; " << tuning->tuner->stats().wall_seconds
+                << " s\n";
+    }
     // What the emulated production compiler would take, under each profile.
     const auto& costs = cfg.runtime.compile_cost;
     for (const auto* p : {&costs.neuron, &costs.xla}) {

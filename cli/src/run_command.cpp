@@ -78,7 +78,12 @@ void add_run_command(CLI::App& app) {
                   "ASTRA-sim configs into DIR (docs/CHAKRA.md)");
   cmd->add_flag("--no-memory-check", a->no_memory_check,
                 "run even when the estimated host memory exceeds what is available");
-  cmd->callback([a, steps] {
+  auto tuning_cache = std::make_shared<std::string>();
+  cmd->add_option("--tuning-cache", *tuning_cache,
+                  "reuse this tuning cache's schedule points (compiler.tune.cache; a run measures "
+                  "nothing: tune with `wallsim compile --tune`)");
+  cmd->callback([a, steps, tuning_cache] {
+    if (!tuning_cache->empty()) a->overrides.push_back("compiler.tune.cache=" + *tuning_cache);
     runtime::Config cfg = runtime::load_config(a->config, a->overrides);
     if (!a->no_memory_check) {
       base::check_host_memory(memory_estimate(cfg, a->functional), "--functional",

@@ -22,6 +22,7 @@
 #include "wallsim/dma/dma_route.h"
 #include "wallsim/engines/timing_model.h"
 #include "wallsim/runtime/config.h"
+#include "wallsim/runtime/schedule_tuner.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
@@ -278,6 +279,7 @@ struct Chip {
   runtime::Config cfg;
   std::unique_ptr<sim::System> system;  // the one-core view
   sim::Core* device = nullptr;
+  std::unique_ptr<runtime::SimulatedTuner> tuner;  // --tune / --tuning-cache: measures on `device`
 };
 
 Measured measure(const Shape& s, Chip& c) {
@@ -288,8 +290,10 @@ Measured measure(const Shape& s, Chip& c) {
   compiler_stub::Graph g = compiler_stub::graph_from_json(s.graph);
   compiler_stub::infer_types(g);
   const auto t0 = std::chrono::steady_clock::now();
+  compiler_stub::LoweringOptions options = c.cfg.compiler;
+  options.tuner = c.tuner.get();
   auto r = compiler_stub::compile_graph(g, c.cfg.chip.arch, compiler_stub::GroupPolicy::whole, {},
-                                        c.cfg.compiler);
+                                        options);
   m.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (auto* e = std::get_if<compiler_stub::CompileError>(&r)) {
@@ -342,6 +346,8 @@ struct ShapesArgs {
   uint64_t seed = 35;
   bool quick = false;
   size_t sample = 0;  // 0: every shape
+  bool tune = false;
+  std::string tuning_cache;
 };
 
 void run_shapes(ShapesArgs a, const CLI::App* cmd) {
@@ -357,14 +363,20 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
     shapes = std::move(kept);
   }
   std::vector<Chip> chips;
+  // One tuning cache for every chip (its keys hold the arch and timing fingerprints).
+  runtime::TuningCache cache = runtime::TuningCache::load(a.tuning_cache);
   for (const std::string& path : a.configs) {
-    Chip c{runtime::load_config(path), nullptr, nullptr};
+    Chip c{runtime::load_config(path), nullptr, nullptr, nullptr};
     sim::CoreOptions o;
     c.system =
         std::make_unique<sim::System>(c.cfg.chip, o, "device_" + std::to_string(chips.size()));
     c.device = &c.system->core();
+    if (a.tune) c.cfg.compiler.tune.enabled = 1;
     chips.push_back(std::move(c));
   }
+  for (Chip& c : chips)  // (the tuner keeps a reference to c.cfg: made once chips stay put)
+    if (a.tune || !a.tuning_cache.empty())
+      c.tuner = std::make_unique<runtime::SimulatedTuner>(c.cfg, cache, a.tune, c.device);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Measured> rows;
   std::map<std::pair<std::string, std::string>, double> time_of;  // (chip, shape) -> ns
@@ -376,6 +388,7 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
   }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.tune && !a.tuning_cache.empty()) cache.save(a.tuning_cache);
 
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(a.out);
   std::ostringstream md, csv;
@@ -455,6 +468,18 @@ void run_shapes(ShapesArgs a, const CLI::App* cmd) {
        << ". Floors (roofline >= 20 us): compute-bound >= 0.75 of peak " << compute_ok << "/"
        << compute_n << ", data-bound >= 0.70 " << data_ok << "/" << data_n
        << ", transposed within 10 % of the plain twin " << twin_ok << "/" << twin_n << ".\n";
+    if (c.tuner) {
+      const runtime::TuningStats& t = c.tuner->stats();
+      md << "\nTuning (" << chip << "): " << t.queries << " matmul(s) asked, " << t.hits
+         << " from the cache, " << t.tuned << " measured (" << t.simulations
+         << " candidates simulated, " << fmt(t.device_ns / 1e6, 4)
+         << " ms of simulated device time, " << fmt(t.wall_seconds, 4) << " s), " << t.changed
+         << " off the model's pick.\n";
+      summary["tuning"][chip] = {{"queries", t.queries},          {"hits", t.hits},
+                                 {"measured", t.tuned},           {"changed", t.changed},
+                                 {"simulations", t.simulations},  {"device_ms", t.device_ns / 1e6},
+                                 {"wall_seconds", t.wall_seconds}};
+    }
     summary["chips"][chip] = {{"fraction_min", quantile(all, 0)},
                               {"fraction_p10", quantile(all, 0.1)},
                               {"fraction_median", quantile(all, 0.5)},
@@ -498,6 +523,11 @@ void add_validate_shapes_command(CLI::App& validate) {
   cmd->add_option("--seed", a->seed, "the population's seed");
   cmd->add_option("--sample", a->sample, "run only this many shapes, evenly spread (0: all)");
   cmd->add_flag("--quick", a->quick, "a few small shapes (the test suite's version)");
+  cmd->add_flag("--tune", a->tune,
+                "measured tuning: each matmul's best candidates simulated, the fastest kept "
+                "(compiler.tune.candidates)");
+  cmd->add_option("--tuning-cache", a->tuning_cache,
+                  "tuning cache file: entries reused; with --tune, new ones written back");
   cmd->callback([a, cmd] { run_shapes(*a, cmd); });
 }
 

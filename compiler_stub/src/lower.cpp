@@ -261,6 +261,9 @@ std::variant<Lowered, CompileError> run_lowering(const Graph& g, const std::vect
   out.stats.matmul_searched = ctx.matmul_search().searched;
   out.stats.matmul_points = ctx.matmul_search().candidates;
   out.stats.matmul_predicted_ns = ctx.matmul_search().predicted_ns;
+  out.stats.matmul_tuned = ctx.matmul_search().tuned;
+  out.stats.matmul_tuned_changed = ctx.matmul_search().tuned_changed;
+  out.stats.matmul_forced_missed = ctx.matmul_search().forced_missed;
   out.stats.attention_searched = ctx.attention_search.searched;
   out.stats.attention_points = ctx.attention_search.candidates;
   out.stats.attention_predicted_ns = ctx.attention_search.predicted_ns;

@@ -35,7 +35,10 @@ CompileService::CompileService(const Config& config, const ExecutionMode& mode,
              // schedule search ranks by (isa::CostHints come from the chip's timing section).
              base::write_params(config.compiler).dump() + "\ntiming " +
                  base::write_params(config.chip.timing).dump() + "\nbuild " +
-                 compiler_stub::build_id()) {}
+                 compiler_stub::build_id()),
+      m_options(config.compiler) {
+  m_tuning = setup_tuning(config, m_options, false);
+}
 
 sc_time CompileService::background_done(int64_t ns) {
   const sc_time now = sc_core::sc_time_stamp();
@@ -78,8 +81,8 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
     // The body was dropped: unpacked, or else rebuilt (the same plan), at no modelled cost.
     if (!c->plan) {
       if (!m_cache.restore(*c)) {
-        auto again = compiler_stub::compile_graph(
-            sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_config.compiler);
+        auto again = compiler_stub::compile_graph(sub, m_config.chip.arch,
+                                                  compiler_stub::GroupPolicy::whole, {}, m_options);
         auto& cg = std::get<compiler_stub::CompiledGraph>(again);
         m_compiler_seconds += cg.compile_wall_seconds;
         c->plan = std::make_shared<const isa::Plan>(std::move(cg.plans.plans.at(0)));
@@ -155,8 +158,8 @@ CompileService::Outcome CompileService::compile(const Graph& sub, bool tracing) 
       result = *why;
     } else {
       check_plan_memory(sub, ids);
-      result = compiler_stub::compile_graph(
-          sub, m_config.chip.arch, compiler_stub::GroupPolicy::whole, {}, m_config.compiler);
+      result = compiler_stub::compile_graph(sub, m_config.chip.arch,
+                                            compiler_stub::GroupPolicy::whole, {}, m_options);
     }
     if (auto* ok = std::get_if<compiler_stub::CompiledGraph>(&result))
       m_compiler_seconds += ok->compile_wall_seconds;

@@ -315,6 +315,22 @@ big = write("graph_plan_too_large.json", json.dumps({
         {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [65536, 65536], "role": "weight"},
         {"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]}))
 case("compile.plan_too_large", "instructions", f"compile {big} -c configs/trn2.json --set arch.hbm.bytes=68719476736 --out $T/p.json")
+# A corrupt tuning cache (compiler.tune.cache, issue 35): one line naming the file and what is wrong.
+tc_trunc = write("tuning_cache_truncated.json", '{"format": "wallsim-tuning-cache", "version": 1, "entries": [\n')
+tc_format = write("tuning_cache_wrong_format.json",
+                  json.dumps({"format": "wallsim-plan", "version": 1, "entries": []}) + "\n")
+tc_chosen = write("tuning_cache_no_chosen.json", json.dumps({
+    "format": "wallsim-tuning-cache", "version": 1, "entries": [{
+        "family": "matmul", "signature": "s", "arch": "a", "timing": "t", "build": "b", "candidates": 4,
+        "measured": [{"point": "p", "predicted_ns": 1.0, "simulated_ns": 2.0}]}]}) + "\n")
+case("compile.tuning_cache_truncated", "tuning_cache_truncated.json",
+     f"compile examples/graphs/mlp.json -c configs/trn2.json --tune --tuning-cache {tc_trunc} --out $T/p.json")
+case("compile.tuning_cache_wrong_format", "not a tuning cache",
+     f"compile examples/graphs/mlp.json -c configs/trn2.json --tuning-cache {tc_format} --out $T/p.json")
+case("compile.tuning_cache_no_chosen", "entries[0].chosen is missing",
+     f"compile examples/graphs/mlp.json -c configs/trn2.json --tune --tuning-cache {tc_chosen} --out $T/p.json")
+case("run.tuning_cache_wrong_format", "not a tuning cache",
+     f"run -c $C --tuning-cache {tc_format} -w gemm:m=128,k=96,n=96 --mode native --out $T/o")
 case("config.cache_is_file", "runtime.aot.disk_cache",
      "run -c $C --set runtime.aot.disk_cache=$C -w gemm:m=128,k=96,n=96 --mode aot --out $T/o")
 case("config.hardware_transpose_unpriced", "arch.dma.hardware_transpose",

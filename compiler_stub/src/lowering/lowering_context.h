@@ -157,6 +157,7 @@ class LoweringContext : public Emitter, public ValueStore {
     int64_t searched = 0;     // matmuls whose schedule was chosen from a space
     int64_t candidates = 0;   // points of the last one's space
     double predicted_ns = 0;  // the chosen points' predicted times, summed
+    int64_t tuned = 0, tuned_changed = 0, forced_missed = 0;  // as LowerStats' matmul_*
   };
   const MatmulSearch& matmul_search() const { return m_search; }
   LowerResult lower_in_windows(const Node& n, const LowerFn& lower);
@@ -226,6 +227,11 @@ class LoweringContext : public Emitter, public ValueStore {
   }
 
   void choose_matmul_schedule(const Node& n);
+  // The cost model's pick among `points` (matmul_search.cpp), and the point the options' tuner
+  // chooses among the model's best (matmul_tuning.cpp; `pick` where it chooses none).
+  size_t model_pick(const MatmulFacts& f, const std::vector<MatmulSchedule>& points) const;
+  size_t tuned_pick(const Node& n, const MatmulFacts& f, const std::vector<MatmulSchedule>& points,
+                    const std::vector<double>& costs, size_t pick);
   std::pair<int64_t, int64_t> window_fit(const Node& n) const;  // (row tiles fit, of tiles)
 
   const isa::ArchSpec& m_arch;

@@ -37,6 +37,12 @@ std::string MatmulSchedule::describe() const {
   return o.str();
 }
 
+size_t find_point(const std::vector<MatmulSchedule>& points, const std::string& text) {
+  for (size_t i = 0; i < points.size(); ++i)
+    if (points[i].describe() == text) return i;
+  return points.size();
+}
+
 double MatmulCost::total_ns() const {
   return std::max({tensor_ns, lanes_ns, dma_ns, hbm_ns, store_chain_ns}) + prologue_ns +
          epilogue_ns + window_ns;

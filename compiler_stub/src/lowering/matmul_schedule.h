@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "wallsim/isa/arch_spec.h"
 
@@ -74,6 +75,9 @@ struct MatmulCost {
   int64_t matmuls = 0;    // array instructions (multiplies and transposes)
   double total_ns() const;
 };
+
+// The index of the point whose describe() is `text` in `points`; points.size() when none.
+size_t find_point(const std::vector<MatmulSchedule>& points, const std::string& text);
 
 MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s, const isa::ArchSpec& arch);
 

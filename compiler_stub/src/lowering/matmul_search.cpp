@@ -21,6 +21,31 @@ std::pair<int64_t, int64_t> LoweringContext::window_fit(const Node& n) const {
   return {std::min(tiles, std::max<int64_t>(0, budget / std::max<int64_t>(1, per_tile))), tiles};
 }
 
+size_t LoweringContext::model_pick(const MatmulFacts& f,
+                                   const std::vector<MatmulSchedule>& points) const {
+  // Points within kTie of the fastest are taken as tied (the model's figures are no finer):
+  // of those, the one with the fewest array instructions (the widest moving tiles).
+  std::vector<MatmulCost> costs;
+  double best = 0;
+  for (const MatmulSchedule& p : points) {
+    costs.push_back(predict_matmul(f, p, m_arch));
+    best = costs.size() == 1 ? costs[0].total_ns() : std::min(best, costs.back().total_ns());
+  }
+  constexpr double kTie = 1.01;
+  size_t pick = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const bool tied = costs[i].total_ns() <= best * kTie;
+    if (tied && (costs[pick].total_ns() > best * kTie || costs[i].matmuls < costs[pick].matmuls))
+      pick = i;
+  }
+  // The rules' point stays unless the model's pick beats it by more than the model's error
+  // between neighbouring points (MatmulScheduleOnChip: a few points mispriced by 10-25 %, the
+  // K-blocked ring's refills and the transposed B's chains under-priced).
+  constexpr double kLeaveRules = 1.10;
+  if (costs[0].total_ns() <= costs[pick].total_ns() * kLeaveRules) pick = 0;
+  return pick;
+}
+
 void LoweringContext::choose_matmul_schedule(const Node& n) {
   m_schedule.reset();
   const int64_t mode = m_options.matmul_schedule;
@@ -150,25 +175,18 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   if (mode >= 0) {
     pick = std::min(points.size() - 1, static_cast<size_t>(mode));
   } else {
-    // Points within kTie of the fastest are taken as tied (the model's figures are no finer):
-    // of those, the one with the fewest array instructions (the widest moving tiles).
-    std::vector<MatmulCost> costs;
-    double best = 0;
-    for (const MatmulSchedule& p : points) {
-      costs.push_back(predict_matmul(f, p, m_arch));
-      best = costs.size() == 1 ? costs[0].total_ns() : std::min(best, costs.back().total_ns());
+    std::vector<double> costs;
+    for (const MatmulSchedule& p : points) costs.push_back(predict_matmul(f, p, m_arch).total_ns());
+    pick = model_pick(f, points);
+    if (!m_options.forced_point.empty()) {
+      const size_t forced = find_point(points, m_options.forced_point);
+      if (forced < points.size())
+        pick = forced;
+      else
+        ++m_search.forced_missed;
+    } else if (m_options.tuner) {
+      pick = tuned_pick(n, f, points, costs, pick);
     }
-    constexpr double kTie = 1.01;
-    for (size_t i = 0; i < points.size(); ++i) {
-      const bool tied = costs[i].total_ns() <= best * kTie;
-      if (tied && (costs[pick].total_ns() > best * kTie || costs[i].matmuls < costs[pick].matmuls))
-        pick = i;
-    }
-    // The rules' point stays unless the model's pick beats it by more than the model's error
-    // between neighbouring points (MatmulScheduleOnChip: a few points mispriced by 10-25 %, the
-    // K-blocked ring's refills and the transposed B's chains under-priced).
-    constexpr double kLeaveRules = 1.10;
-    if (costs[0].total_ns() <= costs[pick].total_ns() * kLeaveRules) pick = 0;
   }
   m_schedule = {n.id, points[pick]};
   ++m_search.searched;

@@ -43,6 +43,12 @@ struct LowerStats {
   int64_t matmul_searched = 0;
   int64_t matmul_points = 0;
   double matmul_predicted_ns = 0;
+  // Matmuls whose point a ScheduleTuner chose (LoweringOptions::tuner), of them those whose
+  // point differs from the model's pick, and searched matmuls whose space held no
+  // LoweringOptions::forced_point (they took the model's pick).
+  int64_t matmul_tuned = 0;
+  int64_t matmul_tuned_changed = 0;
+  int64_t matmul_forced_missed = 0;
 };
 
 struct Lowered {

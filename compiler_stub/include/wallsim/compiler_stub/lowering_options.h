@@ -4,10 +4,39 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "wallsim/base/params.h"
 
 namespace wallsim::compiler_stub {
+
+class ScheduleTuner;  // tuning.h
+
+// Measured tuning (`compiler.tune.*`, docs/COMPILER.md "Measured tuning"): off by default.
+struct TuneOptions {
+  int64_t enabled = 0;     // 1: matmuls' top candidates simulated where the cache has no entry
+  int64_t candidates = 4;  // the model's best this-many points measured per op
+  std::string cache;       // tuning cache file (JSON); empty: none
+};
+
+template <class V>
+void describe(V& v, TuneOptions& o) {
+  v.field("enabled", o.enabled, {0, 1}, "flag",
+          "design choice: 1 (or `--tune`) simulates, for each searched matmul the tuning cache "
+          "has no entry for, the cost model's best `candidates` points compiled as one-op plans "
+          "on a core of the run's own chip config and keeps the fastest (where the compile runs "
+          "outside a simulation: `wallsim compile`, `wallsim validate shapes`; `run` and sweeps "
+          "compile inside one and only reuse the cache); 0 takes the model's pick, or the "
+          "cache's where `cache` names one");
+  v.field("candidates", o.candidates, {1, 64}, "points",
+          "design choice: how many of the cost model's best points are simulated per op (its "
+          "pick among them); part of the cache key");
+  v.field("cache", o.cache,
+          "tuning cache file (`--tuning-cache`): entries keyed by op family, shapes, dtypes, "
+          "operand layouts, arch fingerprint, chip timing and compiler build id, each holding "
+          "the measured pick and the model's; read where given, written back by `compile` and "
+          "`validate shapes` after tuning; empty: none");
+}
 
 struct LoweringOptions {
   int64_t dma_split_bytes = 256 * 1024;           // a row-block transfer above this is split
@@ -28,6 +57,13 @@ struct LoweringOptions {
   int64_t schedule_across_ops = 0;          // 1: streams list-scheduled (lowering/schedule.h)
   int64_t matmul_k_interleave = 1;          // 1: a one-row-tile matmul's weight loads K-interleaved
   int64_t matmul_schedule = -1;  // -1: the cost model's best point, -2: the rules, k: point k
+  TuneOptions tune;
+  // Not config (no describe() line): set by the caller. `tuner`: consulted for matmuls whose
+  // schedule is searched (compiler.matmul_schedule -1), when compiler.tune is on or names a cache.
+  // `forced_point`: the point (describe() text) every searched matmul takes, for a tuner's
+  // one-op measurement; where the space holds no such point, LowerStats::matmul_forced_missed.
+  ScheduleTuner* tuner = nullptr;
+  std::string forced_point;
 };
 
 template <class V>
@@ -114,6 +150,7 @@ void describe(V& v, LoweringOptions& o) {
           "fastest from the chip's figures; -2 the fixed rules alone; k >= 0 the k-th point "
           "enumerated (0: the rules' point; the last when there are fewer), for studies of "
           "the model");
+  v.section("tune", o.tune, "measured tuning of schedule points (off by default)");
 }
 
 }  // namespace wallsim::compiler_stub

@@ -21,6 +21,7 @@
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/execution_mode.h"
 #include "wallsim/runtime/host_timeline.h"
+#include "wallsim/runtime/schedule_tuner.h"
 #include "wallsim/runtime/step_log.h"
 
 namespace wallsim::runtime {
@@ -147,6 +148,10 @@ class CompileService {
   };
   Counted m_counted;
   DiskPlanCache m_disk;
+  // The compiler's options, with a tuner reading compiler.tune.cache where one is named (a run
+  // compiles inside the simulation: it reuses the cache and measures nothing).
+  compiler_stub::LoweringOptions m_options;
+  std::unique_ptr<TuningSetup> m_tuning;
   std::vector<CacheEntryRecord> m_entries;
   std::unordered_map<uint64_t, size_t> m_entry_of;              // signature hash -> entry
   std::unordered_map<uint64_t, size_t> m_latest_of_shape_free;  // shape-free hash -> entry
