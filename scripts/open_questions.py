@@ -406,7 +406,7 @@ def case_d(runs):
         one, two = deg[s][1], deg[s][2]
         parts.append(f"{s.split(',')[0]}: one instance {ms(f(one, 'step_wall_ns'))}, two "
                      f"{ms(f(two, 'step_wall_ns'))} ({ratio[s]:.2f}x; "
-                     f"{pct(f(two, 'step_comm_wait_ns') / f(two, 'step_wall_ns'))} of it exposed "
+                     f"{pct(f(two, 'step_comm_exposed_ns') / f(two, 'step_wall_ns'))} of it exposed "
                      "communication)")
     md.append(f"{v} for a data-parallel training step at GPT-2-small's widths on trn1 instances "
               "(scale-out study, strong scaling: a fixed global batch split over more ranks) with "

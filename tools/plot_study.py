@@ -281,7 +281,7 @@ def plot_scaleout(study, d):
             continue
         for name in r["series"]:
             series.setdefault(name, []).append(
-                (f["instances"], ms(f["step_wall_ns"]), f["step_comm_wait_ns"] / f["step_wall_ns"]))
+                (f["instances"], ms(f["step_wall_ns"]), f["step_comm_exposed_ns"] / f["step_wall_ns"]))
     if series:
         two_panels(series, d, "scaleout.png", "trn1 instances (32 ranks each)",
                    ["step (ms, simulated; slowest rank)", "rank 0's exposed communication / step"],

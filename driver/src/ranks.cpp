@@ -34,7 +34,9 @@ namespace {
 // left out when zero.
 void put_figures(ordered_json& out, runtime::StepRecord r) {
   runtime::for_each_figure(r, [&](std::string_view key, int64_t& v, runtime::Shown shown) {
-    if (key == "start_ns") return;
+    // The row states its own start; its exposed communication is the whole run's (the device's
+    // total, start-up included), not the steps' sum.
+    if (key == "start_ns" || key == "comm_exposed_ns") return;
     if (shown == runtime::Shown::when_nonzero && v == 0) return;
     out[std::string(key)] = v;
   });

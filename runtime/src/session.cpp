@@ -11,6 +11,7 @@
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/signature.h"
 #include "wallsim/compiler_stub/validate.h"
+#include "wallsim/sim/comm_overlap.h"
 
 namespace wallsim::runtime {
 
@@ -489,6 +490,8 @@ int64_t Session::shape_for(int64_t real) {
   return b;
 }
 
+int64_t Session::exposed_comm_ns() { return device_core().comm_overlap().exposed_ps() / 1000; }
+
 void Session::begin_step(int64_t index) {
   refuse_counting("begin_step");
   m_host.enter(HostState::other);
@@ -496,6 +499,7 @@ void Session::begin_step(int64_t index) {
   m_log.begin(index, now_ns());
   if (m_options.collectives) m_host.take_sync_waits();  // the start-up's stay there
   m_step_first_launch = m_device.launches();
+  m_step_exposed_from_ns = exposed_comm_ns();
 }
 
 void Session::idle_until(int64_t ns) {
@@ -522,6 +526,9 @@ void Session::end_step() {
   if (m_options.collectives) split_comm_wait();
   m_device.free_deferred();
   const int64_t now = now_ns();
+  // The step's work has drained, so the core's sweep holds all its communication. Whole ns of the
+  // running total, so the steps' figures sum to the run's.
+  m_log.record().comm_exposed_ns = exposed_comm_ns() - m_step_exposed_from_ns;
   // Device busy: the union of the spans of the plans that ran in the step.
   m_log.end(now, m_device.busy_ns_since(m_step_first_launch));
 }

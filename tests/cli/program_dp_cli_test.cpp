@@ -152,5 +152,31 @@ TEST(ProgramDpCli, AsyncCollectiveLaunchesOverlapTheBackwardUnderNative) {
             off.at("whole_run").at("step_wall_ns")[0].get<int64_t>());
 }
 
+// Each step's record holds the device's exposed communication of that step (rank 0's steps in
+// stats.json): nonzero in every step of a data-parallel step, below its wall time, and the steps
+// sum to the rank's whole-run figure.
+TEST(ProgramDpCli, StepsHoldTheirExposedCommunicationSummingToTheRanks) {
+  for (const std::string mode : {"native", "aot"}) {
+    const std::string dir = test::fresh_dir("exposed_comm_steps", mode);
+    std::string err;
+    ASSERT_EQ(test::run_wallsim("run -c configs/trn2.json -w train:dp=2,layers=2,bucket_mb=10 -m " +
+                                    mode + " --steps 2 --trace-level none --out " + dir,
+                                &err),
+              0)
+        << err;
+    const Json stats = Json::parse(test::slurp(dir + "/stats.json"));
+    int64_t sum = 0;
+    ASSERT_EQ(stats.at("steps").size(), 2u) << mode;
+    for (const Json& st : stats.at("steps")) {
+      const int64_t e = st.value("comm_exposed_ns", int64_t{0});
+      EXPECT_GT(e, 0) << mode << " step " << st.at("index");
+      EXPECT_LT(e, st.at("wall_ns").get<int64_t>()) << mode << " step " << st.at("index");
+      sum += e;
+    }
+    EXPECT_EQ(sum, stats.at("distributed").at("ranks")[0].at("comm_exposed_ns").get<int64_t>())
+        << mode;
+  }
+}
+
 }  // namespace
 }  // namespace wallsim

@@ -18,7 +18,7 @@ std::string instances(int64_t n) {
 // "2 instances 11.4 ms (5.49x one's, 95 % of it exposed communication)".
 std::string point(const Curve& c, int64_t n, double one) {
   const Json& r = *c.at(n);
-  const double step = fig(r, "step_wall_ns"), comm = fig(r, "step_comm_wait_ns");
+  const double step = fig(r, "step_wall_ns"), comm = fig(r, "step_comm_exposed_ns");
   std::string s = instances(n) + " " + ms(step) + " (" + fmt(step / one, 2) + "x one's";
   if (!std::isnan(comm) && step > 0) s += ", " + percent(comm / step) + " exposed communication";
   return s + ")";
@@ -28,7 +28,7 @@ std::string point(const Curve& c, int64_t n, double one) {
 // smallest count that breaks even, and the fastest count.
 std::string series_sentence(const std::string& name, const Curve& c) {
   const double one = fig(*c.at(1), "step_wall_ns");
-  const double one_comm = fig(*c.at(1), "step_comm_wait_ns");
+  const double one_comm = fig(*c.at(1), "step_comm_exposed_ns");
   std::string s = name + ": one instance " + ms(one);
   if (!std::isnan(one_comm) && one > 0)
     s += " a step (" + percent(one_comm / one) + " exposed communication)";

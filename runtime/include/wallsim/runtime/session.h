@@ -343,6 +343,9 @@ class Session {
   std::unordered_map<int32_t, int32_t> m_node_origin;  // pending node id -> origin index
   std::map<std::string, int64_t> m_host_ns_by_op;
   size_t m_step_first_launch = 0;
+  // The core's exposed communication so far, in whole ns (sim/comm_overlap.h).
+  int64_t exposed_comm_ns();
+  int64_t m_step_exposed_from_ns = 0;  // the core's exposed communication when the step began
   std::vector<int64_t> m_aot_buckets;
   bool m_tracing = false;                     // AOT startup: recording a bucket's step
   MacCount* m_count = nullptr;                // count_macs: a shape-only recording

@@ -87,6 +87,9 @@ struct StepRecord {
   int64_t wall_ns = 0;
   HostTimes host_ns{};         // by HostState; they sum to wall_ns
   int64_t device_busy_ns = 0;  // union of the spans of plans running during the step
+  // Device time of the step in the core's collectives, sends and recvs with none of its compute
+  // engines busy (sim/comm_overlap.h): the communication nothing hid. 0 without collectives.
+  int64_t comm_exposed_ns = 0;
   Counts counts;
   double padded_macs = 0;  // tensor-engine MACs the step's plans do at the shapes they run
   double real_macs = 0;    // ... and at the workload's real shapes
@@ -100,6 +103,9 @@ void describe(V& v, StepRecord& r) {
   describe(v, r.host_ns);
   v.field("device_busy_ns", r.device_busy_ns, "the union of the spans of the plans that ran in it",
           Shown::always);
+  v.field("comm_exposed_ns", r.comm_exposed_ns,
+          "device time in its collectives, sends and recvs with no compute engine of the core busy",
+          Shown::when_nonzero);
   describe(v, r.counts);
 }
 
