@@ -40,7 +40,8 @@ void add_compile_command(CLI::App& app) {
                 "simulate the cost model's best schedule points of each matmul and keep the "
                 "fastest (compiler.tune.enabled=1)");
   cmd->add_option("--tuning-cache", a->tuning_cache,
-                  "tuning cache file: entries reused, new ones written back (compiler.tune.cache)");
+                  "tuning cache file: entries reused; with --tune, new ones written back "
+                  "(compiler.tune.cache)");
   cmd->callback([a] {
     std::vector<std::string> overrides = a->overrides;
     if (a->tune) overrides.push_back("compiler.tune.enabled=1");

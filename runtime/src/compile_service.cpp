@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
 #include "session_util.h"
@@ -17,6 +19,22 @@ namespace wallsim::runtime {
 
 using namespace session_detail;
 using sc_core::sc_time;
+
+namespace {
+
+// What the disk plan cache's key holds of the tuning cache (compiler.tune.cache): a plan
+// compiled with the cache's answers depends on its contents, not on the file's name (tuning again
+// into the same file changes them). Nothing without one; an absent file is an empty cache.
+std::string tuning_key(const Config& config) {
+  const std::string& path = config.compiler.tune.cache;
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  if (in) bytes << in.rdbuf();
+  return "\ntuning cache " + std::to_string(compiler_stub::fnv1a64(bytes.str()));
+}
+
+}  // namespace
 
 CompileService::CompileService(const Config& config, const ExecutionMode& mode,
                                int64_t plan_memory_bytes, bool memory_check, HostTimeline& host,
@@ -35,7 +53,7 @@ CompileService::CompileService(const Config& config, const ExecutionMode& mode,
              // schedule search ranks by (isa::CostHints come from the chip's timing section).
              base::write_params(config.compiler).dump() + "\ntiming " +
                  base::write_params(config.chip.timing).dump() + "\nbuild " +
-                 compiler_stub::build_id()),
+                 compiler_stub::build_id() + tuning_key(config)),
       m_options(config.compiler) {
   m_tuning = setup_tuning(config, m_options, false);
 }

@@ -228,7 +228,7 @@ std::string TuningSetup::summary() const {
   std::ostringstream o;
   o << "tuning: " << s.queries << " op(s): " << s.hits << " from the cache, " << s.tuned
     << " measured (" << s.simulations << " candidate(s) simulated, " << s.device_ns / 1e6
-    << " ms of simulated device time), " << s.misses << " on the model's pick; " << s.changed
+    << " ms of simulated device time), " << s.misses << " neither (the model's pick); " << s.changed
     << " differ from the model's pick";
   return o.str();
 }

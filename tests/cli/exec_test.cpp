@@ -357,6 +357,35 @@ TEST(Run, AotDiskCacheLoadsOnTheSecondRun) {
   EXPECT_EQ(fourth["disk_hits"], 0);
 }
 
+// With a tuning cache (compiler.tune.cache), AOT's on-disk plans are keyed by the tuning cache's
+// contents, not its name: another file at the same path (tuning again into it) compiles again.
+TEST(Run, AotDiskCacheKeysByTheTuningCachesContents) {
+  const std::string cache = out_dir("disk_tuned_cache"), tuning = out_dir("disk_tuned") + ".json";
+  const auto write_tuning = [&](const std::string& entry) {
+    std::ofstream(tuning) << R"({"format": "wallsim-tuning-cache", "version": 1, "entries": [)"
+                          << entry << "]}\n";
+  };
+  const std::string cmd =
+      "run -c configs/trn2.json -w mlp:batch=128,d_model=128,d_ff=256 --mode aot"
+      " --tuning-cache " +
+      tuning + " --set runtime.aot.disk_cache=" + cache + " --out ";
+  auto startup = [&](const std::string& tag) {
+    std::string err;
+    const std::string dir = out_dir("disk_tuned_" + tag);
+    EXPECT_EQ(run(cmd + dir, &err), 0) << err;
+    return Json::parse(slurp(dir + "/stats.json"))["startup"];
+  };
+  write_tuning("");
+  EXPECT_EQ(startup("a")["disk_hits"], 0);
+  EXPECT_EQ(startup("b")["disk_hits"], 1);  // the same contents: the plan on disk
+  write_tuning(R"({"family": "matmul", "signature": "s", "arch": "a", "timing": "t",)"
+               R"( "build": "b", "candidates": 4, "chosen": "p", "measured": [{"point": "p",)"
+               R"( "predicted_ns": 1.0, "simulated_ns": 2.0}]})");
+  const Json third = startup("c");
+  EXPECT_EQ(third["disk_hits"], 0);
+  EXPECT_EQ(third["compiles"], 1);
+}
+
 // GPT-2-small's 12 layers at seq 4096 compile as one AOT plan and run (issue 17's acceptance).
 // By the tenth layer the q, k and v row tiles (96 of 1.5 KB) fragment SBUF so that no 16 KB run
 // is left with 76 KB free: the attention keeps V for a head group a buffer per key tile.
