@@ -117,6 +117,9 @@ bool shares(const std::vector<std::string>& a, const std::vector<std::string>& b
 }  // namespace
 
 void DeviceQueue::order(engines::Launch& launch, const isa::Plan& plan) {
+  settle_async();
+  const bool async = communication_only(plan);
+  if (!async && m_async_running.empty()) return;  // nothing to order against, nothing to mark
   std::vector<std::string> reads, writes;
   for (size_t k = 0; k < plan.tensors.size(); ++k) {
     const isa::TensorDecl& t = plan.tensors[k];
@@ -124,14 +127,13 @@ void DeviceQueue::order(engines::Launch& launch, const isa::Plan& plan) {
     if (t.role == isa::TensorRole::input || t.role == isa::TensorRole::inout) reads.push_back(name);
     if (t.role != isa::TensorRole::input) writes.push_back(name);
   }
-  settle_async();
   for (const Running& r : m_async_running) {
     if (shares(reads, r.writes) || shares(writes, r.reads) || shares(writes, r.writes))
       launch.after.push_back(r.index);
   }
   // An asynchronous launch waits for the launches before it anyway (the core's rule); those
   // after it wait only through the dependencies above.
-  if (communication_only(plan)) {
+  if (async) {
     launch.async = true;
     m_async_running.push_back(
         {static_cast<size_t>(launch.index), std::move(reads), std::move(writes)});

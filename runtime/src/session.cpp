@@ -33,7 +33,8 @@ Session::Session(const Config& config, sim::Core& device, SessionOptions options
       m_host(m_log),
       m_device(device, config.chip.arch.hbm.bytes, options.functional,
                config.chip.timing.launch.wait_for_previous,
-               config.runtime.async_collectives == AsyncCollectives::on),
+               // Only a rank's core runs collectives, so only there can a plan be asynchronous.
+               options.collectives && config.runtime.async_collectives == AsyncCollectives::on),
       m_compiler(m_config, *options.mode, options.plan_memory_bytes, options.memory_check, m_host,
                  m_log, options.shared_plans, options.rank.rank) {
   m_pending.name = "pending";
