@@ -228,6 +228,32 @@ void finish_chakra(chakra::Exporter& exporter, const std::vector<runtime::Sessio
   for (runtime::Session* s : sessions) s->device_core().on_retire(nullptr);
 }
 
+// What the tuning cache (compiler.tune.cache) answered the run's compiles, every rank's summed;
+// nothing when the run names no cache. A run only reuses the cache: a miss takes the model's pick.
+void write_tuning_stats(traces::StatsRegistry& stats,
+                        const std::vector<runtime::Session*>& sessions) {
+  runtime::TuningStats sum;
+  bool any = false;
+  for (const runtime::Session* s : sessions) {
+    if (const runtime::TuningStats* t = s->tuning_stats()) {
+      any = true;
+      sum.queries += t->queries;
+      sum.hits += t->hits;
+      sum.misses += t->misses;
+      sum.changed += t->changed;
+    }
+  }
+  if (!any) return;
+  traces::StatsScope scope(stats, "compiler.tuning");
+  const auto count = [&](const char* name, int64_t v, const char* doc) {
+    scope.add_counter(name, "", doc) += static_cast<uint64_t>(v);
+  };
+  count("queries", sum.queries, "tunable matmuls compiled (each compile of one counts)");
+  count("hits", sum.hits, "of those, answered by the tuning cache");
+  count("misses", sum.misses, "of those, not in the cache: the cost model's pick");
+  count("changed", sum.changed, "of the hits, a point other than the cost model's pick");
+}
+
 }  // namespace
 
 std::optional<std::string> large_trace_warning(const std::string& path, engines::TraceLevel level) {
@@ -450,6 +476,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     compiler_seconds += s->compiler_seconds();
     bodies_rebuilt += s->bodies_rebuilt();
   }
+  write_tuning_stats(stats, sessions);
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);

@@ -10,6 +10,7 @@
 #include "wallsim/base/file_write.h"
 #include "wallsim/compiler_stub/compile.h"
 #include "wallsim/compiler_stub/signature.h"
+#include "wallsim/sim/build_id.h"
 #include "wallsim/sim/exec.h"
 #include "wallsim/sim/simulate.h"
 #include "wallsim/sim/system.h"
@@ -184,7 +185,7 @@ std::string SimulatedTuner::choose(const compiler_stub::TuningQuery& q) {
   e.signature = q.signature;
   e.arch = m_arch;
   e.timing = m_timing;
-  e.build = compiler_stub::build_id();
+  e.build = std::string(compiler_stub::build_id()) + "/" + sim::build_id();
   e.candidates = m_config.compiler.tune.candidates;
   const std::string model = q.candidates.empty() ? std::string() : q.candidates.front().point;
   if (const TuningEntry* hit = m_cache.find(e.key())) {

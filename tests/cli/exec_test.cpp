@@ -386,6 +386,37 @@ TEST(Run, AotDiskCacheKeysByTheTuningCachesContents) {
   EXPECT_EQ(third["compiles"], 1);
 }
 
+// A run reuses a tuning cache and says what it answered: `compile --tune` measures a GEMM's
+// candidates into the cache; the gemm workload of the same shape then hits it, and its report
+// counts the hit (compiler.tuning); a run naming no cache has no such section.
+TEST(Run, ReportsWhatTheTuningCacheAnswered) {
+  const std::string graph = out_dir("tuned_graph") + ".json", tuning = out_dir("tuned") + ".json";
+  std::ofstream(graph)
+      << R"({"format": "wallsim-graph", "version": 1, "name": "gemm", "nodes": [)"
+         R"({"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [384, 384], "role": "input"},)"
+         R"({"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [384, 8], "role": "input"},)"
+         R"({"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]})";
+  std::string err;
+  ASSERT_EQ(run("compile " + graph + " -c configs/trn2.json --tune --tuning-cache " + tuning +
+                    " -o " + out_dir("tuned_plan") + ".json",
+                &err),
+            0)
+      << err;
+  const std::string cmd =
+      "run -c configs/trn2.json -w gemm:m=384,k=384,n=8 --mode native"
+      " --steps 2 --trace-level none --out ";
+  const std::string with = out_dir("tuned_run"), without = out_dir("untuned_run");
+  ASSERT_EQ(run(cmd + with + " --tuning-cache " + tuning, &err), 0) << err;
+  ASSERT_EQ(run(cmd + without, &err), 0) << err;
+  const Json t = Json::parse(slurp(with + "/stats.json"))["compiler"]["tuning"];
+  ASSERT_TRUE(t.is_object()) << slurp(with + "/stats.json").substr(0, 400);
+  EXPECT_GE(t["queries"].get<int64_t>(), 1);
+  EXPECT_EQ(t["hits"], t["queries"]);
+  EXPECT_EQ(t["misses"], 0);
+  EXPECT_NE(slurp(with + "/stats.txt").find("compiler.tuning.hits"), std::string::npos);
+  EXPECT_FALSE(Json::parse(slurp(without + "/stats.json")).contains("compiler"));
+}
+
 // GPT-2-small's 12 layers at seq 4096 compile as one AOT plan and run (issue 17's acceptance).
 // By the tenth layer the q, k and v row tiles (96 of 1.5 KB) fragment SBUF so that no 16 KB run
 // is left with 76 KB free: the attention keeps V for a head group a buffer per key tile.

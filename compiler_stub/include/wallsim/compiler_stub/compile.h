@@ -37,7 +37,7 @@ std::variant<CompiledGraph, CompileError> compile_graph(
     const std::vector<std::vector<int32_t>>& groups = {}, const LoweringOptions& options = {});
 
 // Which compiler this is: 16 hex digits of a hash over the sources of compiler_stub and the ISA
-// it was built from (generated at build time by compiler_stub/build_id.cmake). Plans cached
+// it was built from (generated at build time: cmake/BuildId.cmake). Plans cached
 // across runs are keyed by it, as ahead-of-time compilers key their caches by compiler version.
 const char* build_id();
 

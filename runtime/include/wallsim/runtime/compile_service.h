@@ -108,6 +108,9 @@ class CompileService {
   // Real seconds compiler_stub spent (measured); plan bodies rebuilt after being dropped.
   double compiler_seconds() const { return m_compiler_seconds; }
   int64_t bodies_rebuilt() const { return m_bodies_rebuilt; }
+  // What the tuning cache (compiler.tune.cache) answered this rank's compiles; null when the
+  // run names none.
+  const TuningStats* tuning_stats() const { return m_tuning ? &m_tuning->tuner->stats() : nullptr; }
 
  private:
   // Throws base::InputError when the host cannot hold the plan for `ids` of `sub`.

@@ -164,8 +164,8 @@ void describe(V& v, RuntimeConfig& r) {
   v.field("async_collectives", r.async_collectives,
           "a plan of collectives, sends and recvs only (a collective under native, eager or "
           "fused with its cuts) runs beside the plans launched after it, as on a stream of its "
-          "own; a plan that reads what it writes, or writes what it reads, waits for it. off: "
-          "every plan waits for the one before");
+          "own; a later plan or host copy that reads what it writes, or writes what it reads or "
+          "writes, waits for it. off: every plan waits for the one before");
   v.field("seed", r.seed, {0, INT64_MAX}, "", "seed of every random choice in a run");
   v.section("compile_cost", r.compile_cost, "modelled compile latency, by named profile");
   v.section("lazy", r.lazy, "fused eager: recording, flushes, fusion policy, fallback");

@@ -9,9 +9,10 @@
 
 namespace wallsim::runtime {
 
-// comm_wait: waiting for a collective's peers (ranks; no run enters it yet). A report lists
-// it only when nonzero (host_state_always_shown), so runs without communication report as
-// before.
+// comm_wait: the part of a step's sync waits during which the rank's core was blocked in a
+// collective, from its arrival to the collective's end (Session::split_comm_wait, at each
+// step's end). A report lists it only when nonzero (host_state_always_shown), so runs without
+// communication report as before.
 enum class HostState : uint8_t { dispatch, compile, transfer, sync_wait, comm_wait, other };
 inline constexpr int kNumHostStates = 6;
 std::string_view name_of(HostState s);  // "host_dispatch", "compile", ...

@@ -23,11 +23,13 @@ namespace wallsim::runtime {
 // One tuned op: its key's parts, the measured pick and the model's (so the cache is also a
 // record of the model's error), and every candidate measured.
 struct TuningEntry {
-  std::string family;      // "matmul"
-  std::string signature;   // the op alone's group signature: shapes, dtypes, layouts, arch
-  std::string arch;        // compiler_stub::arch_fingerprint, 16 hex digits
-  std::string timing;      // the chip's timing section (what the simulated times depend on)
-  std::string build;       // compiler_stub::build_id()
+  std::string family;     // "matmul"
+  std::string signature;  // the op alone's group signature: shapes, dtypes, layouts, arch
+  std::string arch;       // compiler_stub::arch_fingerprint, 16 hex digits
+  std::string timing;     // the chip's timing section (what the simulated times depend on)
+  // compiler_stub::build_id() "/" sim::build_id(): the compiler that made the candidates and
+  // the simulator that timed them (a change to either's code is a miss).
+  std::string build;
   int64_t candidates = 0;  // compiler.tune.candidates
   struct Point {
     std::string point;

@@ -272,6 +272,8 @@ class Session {
   double compiler_seconds() const { return m_compiler.compiler_seconds(); }
   // Plan bodies rebuilt after plan_memory_bytes dropped them (measured, like the above).
   int64_t bodies_rebuilt() const { return m_compiler.bodies_rebuilt(); }
+  // What the tuning cache answered this session's compiles; null when the run names none.
+  const TuningStats* tuning_stats() const { return m_compiler.tuning_stats(); }
   // Host time the ops' own calls cost (dispatch and record), by op kind, startup included.
   const std::map<std::string, int64_t>& host_ns_by_op() const { return m_host_ns_by_op; }
   // Every plan compiled, in compile order, with its lookups; every recompile with its reason.
