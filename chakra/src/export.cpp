@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -68,8 +69,12 @@ struct Collective {
 
 }  // namespace
 
-// One rank's file: node ids 0, 1, ... in launch order; the previous node is each node's control
-// dependency and the last writer of each HBM tensor its readers' data dependency.
+// One rank's file: node ids 0, 1, ... in launch order. Control dependencies follow the core's
+// launcher: a launch's first node depends on the last node of the last launch before it that is
+// not asynchronous (engines::Launch::async) and, for an asynchronous launch, also on the last
+// asynchronous launch's (they run in order on one queue); the nodes of a launch are chained. Data
+// dependencies: the last writer of each HBM tensor the launch reads, and the asynchronous launches
+// it waited for (engines::Launch::after, recorded by the runtime when it issued the launch).
 class RankRecorder {
  public:
   RankRecorder(Exporter& owner, int64_t rank, const std::string& path)
@@ -97,6 +102,11 @@ class RankRecorder {
 
   void record(const engines::Launch& l) {
     const isa::Plan& p = *l.plan;
+    // The first node's control dependencies (then each node's the node before it).
+    m_ctrl.clear();
+    if (m_sync_last) m_ctrl.push_back(*m_sync_last);
+    if (l.async && m_async_last && m_async_last != m_sync_last) m_ctrl.push_back(*m_async_last);
+    std::sort(m_ctrl.begin(), m_ctrl.end());
     const auto tensor = [&](size_t i) -> const std::string& {
       return i < l.tensor_names.size() && !l.tensor_names[i].empty() ? l.tensor_names[i]
                                                                      : p.tensors[i].name;
@@ -107,10 +117,19 @@ class RankRecorder {
       const isa::TensorRole role = p.tensors[i].role;
       if (role != isa::TensorRole::input && role != isa::TensorRole::inout) continue;
       const auto it = m_writer.find(tensor(i));
-      if (it != m_writer.end() && std::find(reads.begin(), reads.end(), it->second) == reads.end())
-        reads.push_back(it->second);
+      if (it != m_writer.end()) reads.push_back(it->second);
+    }
+    for (size_t index : l.after) {
+      const auto it = m_async_end.find(index);
+      if (it == m_async_end.end())
+        throw std::runtime_error("chakra: rank " + std::to_string(m_rank) + " launch " +
+                                 std::to_string(l.index) + " waits for launch " +
+                                 std::to_string(index) +
+                                 ", which is not an asynchronous one before it");
+      reads.push_back(it->second);
     }
     std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
     const std::string base = l.name + "@L" + std::to_string(l.index);
     const int64_t begin = ns(l.launch_begin), end = std::max(begin, ns(l.end_time));
 
@@ -129,6 +148,13 @@ class RankRecorder {
       if (role == isa::TensorRole::output || role == isa::TensorRole::inout)
         m_writer[tensor(i)] = m_next - 1;
     }
+    if (l.async) {
+      m_async_last = m_next - 1;
+      m_async_end[static_cast<size_t>(l.index)] = m_next - 1;
+      ++m_async_launches;
+    } else {
+      m_sync_last = m_next - 1;
+    }
   }
 
   // Closes the file; the rank's figures for chakra.json.
@@ -137,11 +163,14 @@ class RankRecorder {
     if (!m_out) throw traces::WriteError(m_path, traces::errno_reason(errno));
     nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
     for (const auto& [t, count] : m_counts) by_type[pb::NodeType_Name(t)] = count;
-    return {{"rank", m_rank},
-            {"nodes", m_next},
-            {"nodes_by_type", by_type},
-            {"compute_ns", m_compute_ns},
-            {"compute_micros", m_compute_micros}};
+    nlohmann::ordered_json row = {{"rank", m_rank},
+                                  {"nodes", m_next},
+                                  {"nodes_by_type", by_type},
+                                  {"compute_ns", m_compute_ns},
+                                  {"compute_micros", m_compute_micros}};
+    // Written only where there were some, so that a run without them writes what it did before.
+    if (m_async_launches > 0) row["async_launches"] = m_async_launches;
+    return row;
   }
 
  private:
@@ -157,7 +186,8 @@ class RankRecorder {
   }
 
   // COMP segments between the launch's collectives, each collective a COMM node; the plan's
-  // FLOPs and DMA bytes shared among the COMP segments by their time.
+  // FLOPs and DMA bytes shared among the COMP segments by their time. An asynchronous launch is
+  // its COMM nodes alone: its launch overhead and gaps ran beside the compute, not as compute.
   void emit_plan(const engines::Launch& l, const std::string& base, int64_t begin, int64_t end,
                  const std::vector<uint64_t>& reads) {
     const isa::Plan& p = *l.plan;
@@ -182,6 +212,7 @@ class RankRecorder {
       at = std::max(at, c.end_ns);
     }
     if (end > at) comp.push_back({at, end});
+    if (l.async && !colls.empty()) comp.clear();
     if (comp.empty() && colls.empty()) comp.push_back({begin, begin});  // every launch a node
     int64_t comp_ns = 0;
     for (const auto& [a, b] : comp) comp_ns += b - a;
@@ -288,15 +319,15 @@ class RankRecorder {
     write_node(n);
   }
 
-  // A node with the next id, its control dependency on the previous one, `deps` as data deps.
+  // A node with the next id, its control dependencies (m_ctrl), `deps` as data deps.
   pb::Node node(const std::string& name, pb::NodeType type, const std::vector<uint64_t>& deps) {
     pb::Node n;
     n.set_id(m_next);
     n.set_name(name);
     n.set_type(type);
-    if (m_next > 0) n.add_ctrl_deps(m_next - 1);
-    for (uint64_t d : deps) {
-      if (d + 1 != m_next) n.add_data_deps(d);  // the control dependency already orders it
+    for (uint64_t c : m_ctrl) n.add_ctrl_deps(c);
+    for (uint64_t d : deps) {  // a control dependency already orders it
+      if (std::find(m_ctrl.begin(), m_ctrl.end(), d) == m_ctrl.end()) n.add_data_deps(d);
     }
     return n;
   }
@@ -314,6 +345,7 @@ class RankRecorder {
     if (n.type() == pb::COMP_NODE) m_compute_micros += static_cast<int64_t>(n.duration_micros());
     ++m_counts[n.type()];
     write(n);
+    m_ctrl.assign(1, m_next);  // the launch's next node follows this one
     ++m_next;
   }
 
@@ -331,6 +363,12 @@ class RankRecorder {
   int64_t m_compute_ns = 0, m_compute_micros = 0;
   std::map<pb::NodeType, int64_t> m_counts;
   std::unordered_map<std::string, uint64_t> m_writer;  // HBM tensor -> its last writer
+  std::vector<uint64_t> m_ctrl;                        // the next node's control dependencies
+  // The last node of the last launch that is not asynchronous, of the last asynchronous one, and
+  // of each asynchronous launch by launch index (Launch::after's targets).
+  std::optional<uint64_t> m_sync_last, m_async_last;
+  std::unordered_map<size_t, uint64_t> m_async_end;
+  int64_t m_async_launches = 0;
   std::map<std::pair<int64_t, int64_t>, int64_t> m_tags;
 };
 
