@@ -238,6 +238,13 @@ void expect_folded_equals_unfolded(const Grid& g) {
   EXPECT_EQ(folded.at("chip").dump(2), unfolded.at("chip").dump(2));
   EXPECT_EQ(folded.at("network").dump(2), unfolded.at("network").dump(2));
   EXPECT_EQ(without_twins(folded.at("collectives")).dump(2), unfolded.at("collectives").dump(2));
+  // The asynchronous all-reduce runs beside the launch after it.
+  const std::vector<Step> steps = rank_steps(g);
+  for (size_t i = 0; i + 1 < steps.size(); ++i) {
+    if (!steps[i].async) continue;
+    const ordered_json& l = unfolded.at("launches");
+    EXPECT_LT(l.at(i + 1)[1].get<int64_t>(), l.at(i)[2].get<int64_t>()) << "launch " << i;
+  }
   // The twins: the number of communicators of each name; none in the unfolded stats.
   const ordered_json twins = {{"dp", g.tp}, {"tp", g.dp}};
   ASSERT_EQ(folded.at("twins").size(), static_cast<size_t>((g.tp > 1) + (g.dp > 1)));
