@@ -133,9 +133,17 @@ bool key_less(const TransferKey& a, const TransferKey& b) {
 
 std::vector<Network::Ps> Network::transfer_all(std::vector<Move> moves) {
   const Ps now = now_ps();
-  for (const Move& m : moves) count(m.bytes, m.uses);  // per move: the same sums as transfers
-  // Identical moves (bytes and uses) form a group: one fluid transfer of their multiplicity,
-  // led by the member first in key order (ties: the earlier move).
+  for (const Move& m : moves) {
+    if (m.multiplicity < 1) {
+      throw std::invalid_argument("Network::transfer_all: a move's multiplicity must be >= 1");
+    }
+  }
+  // Per move, and m times for a move of multiplicity m: the same sums as transfers.
+  for (const Move& m : moves) {
+    for (int64_t i = 0; i < m.multiplicity; ++i) count(m.bytes, m.uses);
+  }
+  // Identical moves (bytes and uses) form a group: one fluid transfer of their multiplicities'
+  // sum, led by the member first in key order (ties: the earlier move).
   std::vector<size_t> order(moves.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&moves](size_t a, size_t b) {
@@ -156,7 +164,7 @@ std::vector<Network::Ps> Network::transfer_all(std::vector<Move> moves) {
     } else if (key_less(moves[i].key, moves[groups.back().lead].key)) {
       groups.back().lead = i;
     }
-    ++groups.back().members;
+    groups.back().members += moves[i].multiplicity;
     group_of[i] = groups.size() - 1;
   }
   std::vector<size_t> lead_of(moves.size());

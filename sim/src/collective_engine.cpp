@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "wallsim/collectives/results.h"
@@ -125,7 +127,8 @@ struct CollectiveEngine::Arrival {
   const isa::Instruction* in = nullptr;
   engines::Launch* launch = nullptr;
   int queue = 0;
-  int64_t at_ps = 0;  // when this rank issued it
+  int64_t at_ps = 0;    // when this rank issued it
+  bool absent = false;  // folded: a member the representative's arrival stands for
 };
 
 struct CollectiveEngine::Meeting {
@@ -137,6 +140,7 @@ struct CollectiveEngine::Meeting {
   int arrived = 0;
   std::vector<int> chips;  // the distinct chips it spans, ascending
   int64_t ready_ps = 0;
+  int twins = 1;  // folded: the communicators it moves for (a collective core each per chip)
   bool done = false;
   std::string error;
   int waiting = 0;
@@ -180,6 +184,7 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
   for (const auto& r : ranks) comm_id += core_name(r);
 
   const bool pair = in.op == isa::Opcode::send || in.op == isa::Opcode::recv;
+  const int twins = m_fold ? fold_twins(name, ranks, {chip, core}, pair) : 1;
   std::string key, label;
   int slot = rank;
   int64_t index = 0;
@@ -206,6 +211,7 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
     m.label = label;
     m.index = index;
     m.pair = pair;
+    m.twins = twins;
     if (pair) {
       const int from = slot == 0 ? rank : in.peer, to = slot == 0 ? in.peer : rank;
       m.ranks = {ranks.at(static_cast<size_t>(from)), ranks.at(static_cast<size_t>(to))};
@@ -235,7 +241,16 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
     break;
   }
   m.arrivals[static_cast<size_t>(slot)] = Arrival{&in, &launch, queue, now_ps()};
-  if (++m.arrived == static_cast<int>(m.arrivals.size())) {
+  ++m.arrived;
+  if (m_fold) {
+    // The absent members issue the same instruction from the same queue in this picosecond.
+    for (auto& a : m.arrivals) {
+      if (a) continue;
+      a = Arrival{&in, &launch, queue, now_ps(), /*absent=*/true};
+      ++m.arrived;
+    }
+  }
+  if (m.arrived == static_cast<int>(m.arrivals.size())) {
     m.ready_ps = now_ps();
     m_ready.push_back(&m);
     m_schedule.notify(sc_core::SC_ZERO_TIME);
@@ -247,21 +262,103 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
   if (!error.empty()) throw memory::MemoryError(error);
 }
 
-// Starts every ready collective that finds a free collective core on each chip it spans, in
-// (ready time, key) order: never in the order SystemC happened to run the ranks.
+void CollectiveEngine::set_fold(CollectiveFold fold) {
+  const auto stands_for = [&fold](const std::pair<int, int>& r) {
+    return std::find(fold.ranks.begin(), fold.ranks.end(), r) != fold.ranks.end();
+  };
+  if (!stands_for(fold.representative)) {
+    throw std::invalid_argument("CollectiveEngine::set_fold: the representative " +
+                                core_name(fold.representative) +
+                                " is not among the ranks it stands for");
+  }
+  std::map<std::string, std::vector<const CollectiveFold::Communicator*>> by_name;
+  for (const CollectiveFold::Communicator& c : fold.communicators) {
+    if (c.members.empty()) {
+      throw std::invalid_argument("CollectiveEngine::set_fold: communicator '" + c.name +
+                                  "' has no members");
+    }
+    for (const auto& r : c.members) {
+      if (!stands_for(r)) {
+        throw std::invalid_argument("CollectiveEngine::set_fold: communicator '" + c.name +
+                                    "' has rank " + core_name(r) +
+                                    ", which the representative does not stand for");
+      }
+    }
+    by_name[c.name].push_back(&c);
+  }
+  for (const auto& [name, twins] : by_name) {
+    std::set<std::pair<int, int>> seen;
+    for (const CollectiveFold::Communicator* c : twins) {
+      if (c->members.size() != twins.front()->members.size()) {
+        throw std::invalid_argument("CollectiveEngine::set_fold: '" + name + "' communicators of " +
+                                    std::to_string(twins.front()->members.size()) + " and " +
+                                    std::to_string(c->members.size()) + " ranks are not twins");
+      }
+      for (const auto& r : c->members) {
+        if (!seen.insert(r).second) {
+          throw std::invalid_argument("CollectiveEngine::set_fold: rank " + core_name(r) +
+                                      " is twice in the '" + name + "' communicators");
+        }
+      }
+    }
+    // Twins meet together, each on a collective core of its own.
+    if (static_cast<int64_t>(twins.size()) > m_config.cores_per_chip) {
+      throw std::invalid_argument("CollectiveEngine::set_fold: " + std::to_string(twins.size()) +
+                                  " '" + name + "' communicators would wait for a chip's " +
+                                  std::to_string(m_config.cores_per_chip) +
+                                  " collective cores in turn (collectives.cores_per_chip)");
+    }
+  }
+  m_fold = std::move(fold);
+}
+
+int CollectiveEngine::fold_twins(const std::string& name,
+                                 const std::vector<std::pair<int, int>>& ranks,
+                                 std::pair<int, int> core, bool pair) const {
+  const CollectiveFold& f = *m_fold;
+  if (core != f.representative) {
+    throw memory::MemoryError("core " + core_name(core) + " issues a collective on '" + name +
+                              "' in a run folded onto core " + core_name(f.representative) +
+                              ", the only one that runs");
+  }
+  if (pair) {
+    throw memory::MemoryError("communicator '" + name +
+                              "': send and recv do not fold (their two ranks run different "
+                              "instructions)");
+  }
+  int twins = 0;
+  bool found = false;
+  for (const CollectiveFold::Communicator& c : f.communicators) {
+    if (c.name != name) continue;
+    ++twins;
+    found = found || c.members == ranks;
+  }
+  if (!found) {
+    std::string members;
+    for (const auto& r : ranks) members += core_name(r);
+    throw memory::MemoryError("communicator '" + name + "' of ranks " + members +
+                              " is not one of the folded run's communicators");
+  }
+  return twins;
+}
+
+// Starts every ready collective that finds a free collective core on each chip it spans (folded:
+// one per twin), in (ready time, key) order: never in the order SystemC happened to run the
+// ranks.
 void CollectiveEngine::schedule() {
   std::sort(m_ready.begin(), m_ready.end(), [](const Meeting* a, const Meeting* b) {
     return std::tie(a->ready_ps, a->key) < std::tie(b->ready_ps, b->key);
   });
   std::vector<Meeting*> waiting;
   for (Meeting* m : m_ready) {
-    const bool fits = std::all_of(m->chips.begin(), m->chips.end(),
-                                  [&](int c) { return m_free_cores[static_cast<size_t>(c)] > 0; });
+    const bool fits = std::all_of(m->chips.begin(), m->chips.end(), [&](int c) {
+      return m_free_cores[static_cast<size_t>(c)] >= m->twins;
+    });
     if (!fits) {
       waiting.push_back(m);
       continue;
     }
-    for (int c : m->chips) --m_free_cores[static_cast<size_t>(c)];
+    for (int c : m->chips) m_free_cores[static_cast<size_t>(c)] -= m->twins;
     sc_core::sc_spawn([this, m] { execute(m); });
   }
   m_ready.swap(waiting);
@@ -327,7 +424,7 @@ void CollectiveEngine::execute(Meeting* mp) {
       const dma::TransferKey key{
           chip, core,
           kQueueBase + m.arrivals[static_cast<size_t>(s.from)]->queue * kQueueStride + s.to};
-      moves.push_back({key, s.bytes, route.uses});
+      moves.push_back({key, s.bytes, route.uses, m.twins});
       latency_ns.push_back(route.latency_ns);
     }
     const std::vector<int64_t> landed = m_network.transfer_all(std::move(moves));
@@ -362,7 +459,8 @@ void CollectiveEngine::execute(Meeting* mp) {
              "",
              0.0,
              m.ranks,
-             std::move(arrived_ps)};
+             std::move(arrived_ps),
+             m.twins};
   for (const auto& [resource, used] : load) {
     const double ns = used / m_network.resource_capacity(resource) * 1e9;
     if (ns > rec.bound_ns) {
@@ -371,13 +469,14 @@ void CollectiveEngine::execute(Meeting* mp) {
     }
   }
   m_records.push_back(std::move(rec));
-  for (int c : m.chips) ++m_free_cores[static_cast<size_t>(c)];
+  for (int c : m.chips) m_free_cores[static_cast<size_t>(c)] += m.twins;
   m.done = true;
   m.done_event.notify();
   m_schedule.notify(sc_core::SC_ZERO_TIME);
 }
 
-// Each rank's destination from every rank's source, read now that every transfer has landed.
+// Each rank's destination from every rank's source, read now that every transfer has landed
+// (folded: the representative's alone is written; the absent members' sources are its own).
 void CollectiveEngine::write_results(Meeting& m, CollectiveOp op) {
   const isa::Instruction& first = *m.arrivals[0]->in;
   std::vector<std::vector<float>> inputs;
@@ -390,6 +489,7 @@ void CollectiveEngine::write_results(Meeting& m, CollectiveOp op) {
   for (const auto& a : m.arrivals) inputs.push_back(read_flat(*a->launch, a->in->src[0]));
   auto out = collectives::collective_results(op, first.alu, first.peer, inputs);
   for (size_t r = 0; r < m.arrivals.size(); ++r) {
+    if (m.arrivals[r]->absent) continue;
     write_flat(*m.arrivals[r]->launch, m.arrivals[r]->in->dst, std::move(out[r]));
   }
 }
@@ -424,6 +524,7 @@ void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::stri
     int64_t count = 0;
     double bytes = 0, ns = 0;
     std::map<std::string, int64_t> bound_by;
+    int twins = 1;
   };
   // In (communicator, index) order, whatever order collectives finished in.
   std::vector<const Record*> sorted;
@@ -435,10 +536,14 @@ void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::stri
   for (const Record* rp : sorted) {
     const Record& r = *rp;
     Sum& s = sums[r.comm + "." + std::string(collectives::name_of(r.op))];
-    ++s.count;
-    s.bytes += r.bytes;
-    s.ns += double(r.end_ps - r.ready_ps) / 1e3;
-    if (!r.bound_by.empty()) ++s.bound_by[r.bound_by];
+    // Folded: its twins ran it too, at the same times; summed one at a time as they would be.
+    for (int t = 0; t < r.twins; ++t) {
+      ++s.count;
+      s.bytes += r.bytes;
+      s.ns += double(r.end_ps - r.ready_ps) / 1e3;
+      if (!r.bound_by.empty()) ++s.bound_by[r.bound_by];
+    }
+    s.twins = std::max(s.twins, r.twins);
   }
   traces::StatsScope c(stats, scope + ".collectives");
   for (const auto& [name, s] : sums) {
@@ -446,6 +551,12 @@ void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::stri
     k.add_value("count", "", "collectives of this op on this communicator").set(s.count);
     k.add_value("bytes", "bytes", "their sizes (as nccl-tests counts them), summed").set(s.bytes);
     k.add_value("time_ns", "ns", "from each one's last arrival to its end, summed").set(s.ns);
+    if (m_fold) {
+      k.add_value("twins", "",
+                  "communicators of this name running each collective at the same time, the "
+                  "simulated one included (SPMD folding: the figures above count them all)")
+          .set(s.twins);
+    }
     for (const auto& [resource, count] : s.bound_by) {
       k.add_value("bound_by." + resource, "",
                   "collectives this link, NIC or HBM bound (its share of their traffic took the "

@@ -190,7 +190,7 @@ System::System(const ChipConfig& core, const SystemConfig& sys, CoreOptions opti
 
 System::~System() = default;
 
-void System::fold(int ranks) {
+void System::fold(int ranks, std::vector<CollectiveFold::Communicator> communicators) {
   if (!m_topology) throw std::invalid_argument("System::fold: the one-core view has no ranks");
   if (ranks < 1 || ranks > static_cast<int>(cores_per_chip())) {
     throw std::invalid_argument(
@@ -204,6 +204,10 @@ void System::fold(int ranks) {
     if (r >= 0) counts[static_cast<size_t>(r)] = ranks;
   }
   for (int r : c.dma_engines.front()) counts[static_cast<size_t>(r)] = 1;
+  CollectiveFold collectives;
+  for (int k = 0; k < ranks; ++k) collectives.ranks.emplace_back(0, k);
+  collectives.communicators = std::move(communicators);
+  m_collectives->set_fold(std::move(collectives));
   m_network->set_fold(std::move(counts));
 }
 

@@ -3,8 +3,6 @@
 // simulated core's figures must be bit for bit those of core 0 among the k. Each run is a
 // SystemC elaboration, so each runs in a child process of its own.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <systemc>
 
@@ -13,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "in_child.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/sim/exec.h"
@@ -24,39 +23,7 @@ namespace wallsim::sim {
 namespace {
 
 using nlohmann::ordered_json;
-
-// Runs `run` in a child process and returns what it printed as JSON (a string naming the
-// error when it threw, null when it crashed).
-ordered_json in_child(const std::function<ordered_json()>& run) {
-  int fds[2];
-  if (pipe(fds) != 0) return nullptr;
-  std::cout.flush();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    std::string s;
-    try {
-      s = run().dump();
-    } catch (const std::exception& e) {
-      s = ordered_json(std::string("error: ") + e.what()).dump();
-    }
-    for (size_t off = 0; off < s.size();) {
-      const ssize_t w = write(fds[1], s.data() + off, s.size() - off);
-      if (w <= 0) break;
-      off += static_cast<size_t>(w);
-    }
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return out.empty() ? ordered_json(nullptr) : ordered_json::parse(out);
-}
+using test_util::in_child;
 
 isa::Plan example(const std::string& name) {
   return isa::read_plan_file(std::string(WALLSIM_SOURCE_DIR) + "/examples/plans/" + name + ".json")

@@ -50,20 +50,24 @@ class Network : public sc_core::sc_module {
   // engines, k on a resource its k ranks share: memory::ResourceUse::count), or 0 for one a
   // folded run must not touch (another rank's engines, a resource ranks elsewhere share);
   // a transfer() over a 0 throws std::logic_error naming it. Bytes and load count each
-  // transfer's count times. transfer_all()'s moves are charged as given, counts included: the
-  // collective engine moves every member's sends itself. Empty (the default): not folded, every
-  // count 1. Before the simulation starts; throws std::invalid_argument for a size other than
-  // resources() or a count outside [0, 2^24].
+  // transfer's count times. transfer_all()'s moves are charged as given, counts and
+  // multiplicities included: the collective engine moves every member's sends itself, and its
+  // twin communicators' as Move::multiplicity. Empty (the default): not folded, every count 1.
+  // Before the simulation starts; throws std::invalid_argument for a size other than resources() or
+  // a count outside [0, 2^24].
   void set_fold(std::vector<int64_t> counts);
   bool folded() const { return !m_fold.empty(); }
   // Moves `bytes` over `uses` from the calling SC_THREAD, under fair sharing; returns when the
   // last byte has moved (latency is the caller's).
   void transfer(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses);
   // One of the transfers transfer_all() moves together.
+  // `multiplicity` m >= 1: the move stands for m identical ones started together (a folded
+  // collective's twin communicators, sim::CollectiveFold), charged and shared as m moves.
   struct Move {
     TransferKey key;
     double bytes = 0.0;
     std::vector<memory::ResourceUse> uses;
+    int64_t multiplicity = 1;
   };
   // Moves every one of `moves` from the calling SC_THREAD, exactly as that many transfer()
   // calls from as many processes started now would, but without a process (and its stack)
@@ -71,7 +75,8 @@ class Network : public sc_core::sc_module {
   // the same bytes and the same uses (in the same order) are one fluid transfer of that
   // multiplicity, started in the place of the first of them in (chip, core, queue) order:
   // the rates are those of the separate transfers bit for bit (memory::FluidShare), and they
-  // finish together. Bytes and load are counted per move.
+  // finish together. Bytes and load are counted per move, a move of multiplicity m m times
+  // (one at a time, as m moves would be). Throws std::invalid_argument for a multiplicity < 1.
   std::vector<Ps> transfer_all(std::vector<Move> moves);
 
   size_t resources() const { return m_share->resources(); }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,21 @@ namespace wallsim::sim {
 std::vector<int> hierarchy_levels(const std::vector<std::pair<int, int>>& ranks,
                                   const Topology& topology, collectives::Hierarchy hierarchy);
 
+// SPMD folding (docs/DISTRIBUTED.md): one rank, the representative, runs for the ranks it
+// stands for, which issue the same collectives in the same picosecond. The caller says who they
+// are and what the world's communicators are; nothing here guesses them.
+struct CollectiveFold {
+  std::pair<int, int> representative{0, 0};  // (chip, core)
+  std::vector<std::pair<int, int>> ranks;    // the ranks it stands for, itself included
+  struct Communicator {
+    std::string name;                          // as plans name it (isa::CommDecl)
+    std::vector<std::pair<int, int>> members;  // (chip, core) by rank within it
+  };
+  // Every communicator of the world. Those of one name partition ranks they span and run the
+  // same collectives at the same time: each is a twin of the others.
+  std::vector<Communicator> communicators;
+};
+
 class CollectiveEngine : public sc_core::sc_module {
  public:
   // `route(a, b)` gives what a transfer from chip a's HBM to chip b's crosses (a == b: the
@@ -40,11 +56,23 @@ class CollectiveEngine : public sc_core::sc_module {
                    std::function<dma::Route(int, int)> route);
   ~CollectiveEngine() override;
 
+  // Folds the collectives (before the simulation starts): only the representative issues
+  // collectives, and a meeting of one of its communicators is complete when it arrives — the
+  // absent members' arrivals are taken to be its own (same instruction, queue and time) — and
+  // moves its twins' traffic with its own (dma::Network::Move::multiplicity = the communicators
+  // of its name), taking a collective core per twin on each chip it spans. Send and recv do not
+  // fold. Throws std::invalid_argument for a communicator with a member the representative does
+  // not stand for, two of one name sharing a rank or differing in size, or more of one name
+  // than a chip has collective cores (they would run in turn).
+  void set_fold(CollectiveFold fold);
+  bool folded() const { return m_fold.has_value(); }
+
   // Runs collective instruction `in` of `launch` for core (chip, core), issued on DMA queue
   // `queue`, from that queue's SC_THREAD: blocks until the collective has completed on every
   // rank (in functional mode, each rank's destination is written then). Throws
   // memory::MemoryError when the core is not a rank of the bound communicator or when the
-  // ranks issue different collectives.
+  // ranks issue different collectives (folded: when the core is not the representative or the
+  // communicator not one of the fold's).
   void run(const isa::Instruction& in, engines::Launch& launch, int chip, int core, int queue);
 
   // One line per collective some rank issued and another never did: the communicator, the
@@ -70,9 +98,13 @@ class CollectiveEngine : public sc_core::sc_module {
     // blocked in it from its arrival to end_ps (the runtime's comm_wait, issue 38).
     std::vector<std::pair<int, int>> members;
     std::vector<int64_t> arrived_ps;
+    // Folded: the communicators of its name it stands for, itself included (their moves ran
+    // with its own); 1 when not folded.
+    int twins = 1;
   };
   const std::vector<Record>& records() const { return m_records; }
   // Per communicator and op: collectives, bytes and time under "<scope>.collectives.".
+  // Folded: each record counts as its twins would (twins times), and "twins" is written.
   void write_stats(traces::StatsRegistry& stats, const std::string& scope) const;
 
  private:
@@ -81,6 +113,10 @@ class CollectiveEngine : public sc_core::sc_module {
   void schedule();
   void execute(Meeting* m);
   void write_results(Meeting& m, collectives::CollectiveOp op);
+  // Folded: checks that (chip, core) may issue a collective on communicator `name` of `ranks`
+  // and returns the twins that meeting stands for.
+  int fold_twins(const std::string& name, const std::vector<std::pair<int, int>>& ranks,
+                 std::pair<int, int> core, bool pair) const;
 
   collectives::CollectivesConfig m_config;
   dma::Network& m_network;
@@ -94,6 +130,7 @@ class CollectiveEngine : public sc_core::sc_module {
   std::vector<Meeting*> m_ready;                // every rank arrived, waiting for cores
   sc_core::sc_event m_schedule;
   std::vector<Record> m_records;
+  std::optional<CollectiveFold> m_fold;
 };
 
 }  // namespace wallsim::sim

@@ -64,8 +64,11 @@ class System {
   // engines (dma::Network::set_fold); any other resource is refused. Ranks on several chips
   // cannot fold yet (their collective sends reach other chips' HBM): throws
   // std::invalid_argument for `ranks` outside [1, cores_per_chip()] or the one-core view.
-  // Before the simulation starts.
-  void fold(int ranks);
+  // `communicators` are the world's (every rank's, each once; members on chip 0's cores
+  // 0 .. ranks-1): the collective engine runs core (0, 0)'s collectives for every member and
+  // every twin communicator (CollectiveEngine::set_fold, which throws for a communicator that
+  // does not fit). Before the simulation starts.
+  void fold(int ranks, std::vector<CollectiveFold::Communicator> communicators = {});
   // Writes every core's stats and, for a multi-core system, per chip HBM and per link bytes
   // and busy time under "system." (and the collectives run, when any did). Call once after the
   // simulation.
