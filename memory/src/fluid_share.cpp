@@ -100,7 +100,7 @@ uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUs
 
   run_until(now);
   const uint64_t id = m_next_id++;
-  Transfer t{id, bytes, -1.0, now, std::move(fixed), false, 0};
+  Transfer t{id, bytes, -1.0, now, std::move(fixed), false, 0, 0};
   if (bytes == 0.0) {
     t.rate = 0.0;
     m_finished.push_back(std::move(t));
@@ -117,7 +117,7 @@ uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUs
 }
 
 FluidShare::Ps FluidShare::next_finish() const {
-  Ps next = m_finishes.empty() ? INT64_MAX : m_finishes.begin()->first;
+  Ps next = m_finishes.empty() ? INT64_MAX : m_finishes.front().finish;  // current: drop_stale
   for (const Transfer& t : m_finished) next = std::min(next, t.finish);
   return next;
 }
@@ -137,6 +137,65 @@ size_t FluidShare::index_of(uint64_t id) const {
   auto it = std::lower_bound(m_active.begin(), m_active.end(), id,
                              [](const Transfer& t, uint64_t v) { return t.id < v; });
   return static_cast<size_t>(it - m_active.begin());
+}
+
+size_t FluidShare::index_from(size_t from, uint64_t id) const {
+  // Gallop from `from` (whose id is <= `id`), then search the bracket found.
+  const size_t n = m_active.size();
+  size_t lo = from, hi = from, step = 1;
+  while (true) {
+    hi = lo + step;
+    if (hi >= n || m_active[hi].id >= id) break;
+    lo = hi;
+    step *= 2;
+  }
+  hi = std::min(hi, n);
+  auto it = std::lower_bound(m_active.begin() + static_cast<std::ptrdiff_t>(lo),
+                             m_active.begin() + static_cast<std::ptrdiff_t>(hi), id,
+                             [](const Transfer& t, uint64_t v) { return t.id < v; });
+  return static_cast<size_t>(it - m_active.begin());
+}
+
+namespace {
+// std::push_heap and pop_heap with this order keep the earliest (finish, id) on top.
+struct LaterFinish {
+  template <class E>
+  bool operator()(const E& a, const E& b) const {
+    return a.finish != b.finish ? a.finish > b.finish : a.id > b.id;
+  }
+};
+}  // namespace
+
+bool FluidShare::is_current(const FinishEntry& e) const {
+  const size_t i = index_of(e.id);
+  return i < m_active.size() && m_active[i].id == e.id && m_active[i].queued == e.generation;
+}
+
+void FluidShare::queue_finish(Transfer& t) {
+  t.queued = 0;  // any entry queued before is stale from now on
+  if (t.finish == INT64_MAX) return;
+  t.queued = ++m_generation;
+  m_finishes.push_back({t.finish, t.id, t.queued});
+  std::push_heap(m_finishes.begin(), m_finishes.end(), LaterFinish{});
+}
+
+void FluidShare::drop_stale() {
+  while (!m_finishes.empty() && !is_current(m_finishes.front())) {
+    std::pop_heap(m_finishes.begin(), m_finishes.end(), LaterFinish{});
+    m_finishes.pop_back();
+  }
+}
+
+void FluidShare::compact_finishes() {
+  // Stale entries are at most twice the current ones (plus a constant): memory and heap depth
+  // stay proportional to the transfers in flight.
+  if (m_finishes.size() <= 2 * m_active.size() + 64) return;
+  size_t kept = 0;
+  for (const FinishEntry& e : m_finishes) {
+    if (is_current(e)) m_finishes[kept++] = e;
+  }
+  m_finishes.resize(kept);
+  std::make_heap(m_finishes.begin(), m_finishes.end(), LaterFinish{});
 }
 
 double FluidShare::rate(uint64_t id) const {
@@ -173,21 +232,26 @@ std::vector<int> FluidShare::take_touched() {
 }
 
 void FluidShare::run_until(Ps now) {
-  while (!m_finishes.empty() && m_finishes.begin()->first <= now) {
-    const Ps t = m_finishes.begin()->first;
+  // The top of m_finishes is always current (drop_stale after every change), so its time is
+  // the next finish event.
+  while (!m_finishes.empty() && m_finishes.front().finish <= now) {
+    const Ps t = m_finishes.front().finish;
     progress(t);
     // Every transfer finishing at t leaves, in id order; the transfers that shared a resource
     // with one of them, directly or not, get new rates.
     m_seeds.clear();
-    std::vector<uint64_t> done;
-    while (!m_finishes.empty() && m_finishes.begin()->first == t) {
-      done.push_back(m_finishes.begin()->second);
-      m_finishes.erase(m_finishes.begin());
+    m_done.clear();
+    while (!m_finishes.empty() && m_finishes.front().finish == t) {
+      const FinishEntry e = m_finishes.front();
+      std::pop_heap(m_finishes.begin(), m_finishes.end(), LaterFinish{});
+      m_finishes.pop_back();
+      if (is_current(e)) m_done.push_back(e.id);
     }
-    std::sort(done.begin(), done.end());
-    for (uint64_t id : done) {
+    std::sort(m_done.begin(), m_done.end());
+    for (uint64_t id : m_done) {
       const size_t i = index_of(id);
       Transfer& x = m_active[i];
+      x.queued = 0;
       for (const Use& u : x.uses) {
         auto& users = m_resources[u.resource].users;
         users.erase(std::lower_bound(users.begin(), users.end(), id));
@@ -222,7 +286,8 @@ void FluidShare::recompute_component() {
   ++m_search;
   m_component.clear();
   m_members.clear();
-  std::vector<int32_t> stack;
+  std::vector<int32_t>& stack = m_stack;
+  stack.clear();
   for (int r : m_seeds) {
     if (m_resources[r].mark == m_search) continue;
     m_resources[r].mark = m_search;
@@ -232,9 +297,10 @@ void FluidShare::recompute_component() {
     const int32_t r = stack.back();
     stack.pop_back();
     m_component.push_back(r);
+    size_t i = 0;  // the users' ids ascend, and so do their indices
     for (uint64_t id : m_resources[r].users) {
       ++m_work;
-      const size_t i = index_of(id);
+      i = index_from(i, id);
       Transfer& t = m_active[i];
       if (t.mark == m_search) continue;
       t.mark = m_search;
@@ -338,13 +404,15 @@ void FluidShare::recompute_component() {
     Transfer& t = m_active[m_members[k]];
     // An unchanged rate keeps its finish time, so that other transfers' events never move it.
     if (m_new_rate[k] != t.rate) {
-      // A transfer is queued by its finish once it has a rate (-1 before) and a finish time.
-      if (t.rate >= 0.0 && t.finish != INT64_MAX) m_finishes.erase({t.finish, t.id});
+      // A transfer is queued by its finish once it has a rate (-1 before) and a finish time;
+      // queueing the new one leaves the old entry stale.
       t.rate = m_new_rate[k];
       t.finish = finish_time(t);
-      if (t.finish != INT64_MAX) m_finishes.insert({t.finish, t.id});
+      queue_finish(t);
     }
   }
+  compact_finishes();
+  drop_stale();
 }
 
 FluidShare::Ps FluidShare::finish_time(const Transfer& t) const {

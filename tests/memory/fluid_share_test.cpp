@@ -288,5 +288,29 @@ TEST(BandwidthShare, PoliciesAreChosenByName) {
   EXPECT_THROW(make_bandwidth_share("round_robin"), std::invalid_argument);
 }
 
+// Every short transfer's start and finish changes the long one's rate, so its finish event is
+// queued again 400 times (stale entries, compacted as they pile up): the events still come in
+// time order, each transfer once, and the long one finishes when its bytes say.
+TEST(FluidShare, RequeuedFinishesStayInOrder) {
+  FluidShare fs;
+  const int r = fs.add_resource("link", 1e9);
+  const uint64_t long_id = fs.start(0, 1e6, {r});
+  Ps now = 0;
+  for (int k = 0; k < 200; ++k) {
+    const uint64_t id = fs.start(now, 1000.0, {r});  // both at 5e8 B/s: 2 us
+    EXPECT_DOUBLE_EQ(fs.rate(long_id), 5e8);
+    EXPECT_EQ(fs.next_finish(), now + 2'000'000);
+    now = fs.next_finish();
+    EXPECT_EQ(fs.advance(now), std::vector<uint64_t>{id});
+    EXPECT_DOUBLE_EQ(fs.rate(long_id), 1e9);
+  }
+  // 200 x 1000 bytes moved while shared; 800,000 bytes left at 1e9 B/s: 0.8 ms.
+  EXPECT_EQ(fs.next_finish(), Ps{1'200'000'000});
+  EXPECT_EQ(fs.advance(1'199'999'999), std::vector<uint64_t>{});
+  EXPECT_EQ(fs.advance(1'200'000'000), std::vector<uint64_t>{long_id});
+  EXPECT_EQ(fs.next_finish(), INT64_MAX);
+  EXPECT_EQ(fs.active(), 0u);
+}
+
 }  // namespace
 }  // namespace wallsim::memory

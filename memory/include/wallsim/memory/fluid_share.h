@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +101,14 @@ class FluidShare final : public BandwidthShare {
     std::vector<Use> uses;  // sorted by resource, distinct
     bool frozen;            // scratch: rate fixed during progressive filling
     uint64_t mark;          // scratch: last component search that reached it
+    uint64_t queued;        // generation of its live entry in m_finishes (0: none)
+  };
+  // A finish event: (finish, id) ordered; current only while `generation` equals the
+  // transfer's `queued` (a rate change queues a new entry and leaves the old one stale).
+  struct FinishEntry {
+    Ps finish;
+    uint64_t id;
+    uint64_t generation;
   };
 
   void check_resource(int r) const;
@@ -110,6 +117,14 @@ class FluidShare final : public BandwidthShare {
   void progress(Ps now);
   // Index in m_active of active transfer `id` (which must be active).
   size_t index_of(uint64_t id) const;
+  // The same index, searched from `from` (<= the index) by galloping: ascending ids cost O(1)
+  // each when dense.
+  size_t index_from(size_t from, uint64_t id) const;
+  // Finish-event queue (a binary min-heap on (finish, id) with stale entries skipped).
+  bool is_current(const FinishEntry& e) const;
+  void queue_finish(Transfer& t);
+  void drop_stale();  // pops stale entries off the top, so the top is current (or none)
+  void compact_finishes();
   // Recomputes the rates of every transfer connected to the resources in m_seeds.
   void recompute_component();
   Ps finish_time(const Transfer& t) const;
@@ -117,7 +132,11 @@ class FluidShare final : public BandwidthShare {
   std::vector<Resource> m_resources;
   std::vector<Transfer> m_active;    // in flight, in id order
   std::vector<Transfer> m_finished;  // finished, not yet returned by advance(), in id order
-  std::set<std::pair<Ps, uint64_t>> m_finishes;  // (finish, id) of the active transfers
+  // Finish events of the active transfers, a min-heap on (finish, id); entries of transfers
+  // whose rate has changed since, or that have finished, are stale and skipped.
+  std::vector<FinishEntry> m_finishes;
+  uint64_t m_generation = 0;     // of the last queued entry
+  std::vector<uint64_t> m_done;  // run_until's scratch: ids finishing at one time
   std::vector<int> m_touched;
   Ps m_now = 0;
   uint64_t m_next_id = 0;
@@ -125,6 +144,7 @@ class FluidShare final : public BandwidthShare {
   uint64_t m_search = 0;  // component searches so far (the marks' epoch)
   // recompute_component()'s scratch, kept to avoid allocating on every start and finish.
   std::vector<int> m_seeds;                   // resources a start or finish touched
+  std::vector<int32_t> m_stack;               // the component search's resources to visit
   std::vector<int32_t> m_component;           // its resources, ascending
   std::vector<int32_t> m_members;             // its transfers' indices in m_active, ascending
   std::vector<std::vector<int32_t>> m_users;  // per resource: member transfers' indices
