@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "session_util.h"
+#include "wallsim/isa/copy_plan.h"
 #include "wallsim/runtime/runtime_error.h"
 
 namespace wallsim::runtime {
@@ -183,26 +184,8 @@ sim::LaunchHandle DeviceQueue::transfer(const std::string& src, isa::MemSpace sr
                           std::to_string(cols) + "_" + std::string(isa::name_of(src_space));
   auto it = m_transfer_index.find(key);
   if (it == m_transfer_index.end()) {
-    auto body = std::make_shared<isa::Plan>();
-    isa::Plan& p = *body;
-    p.name = "copy_" + key;
-    p.tensors.push_back({"src", src_space, type.dtype, {rows, cols}, isa::TensorRole::input});
-    p.tensors.push_back({"dst", dst_space, type.dtype, {rows, cols}, isa::TensorRole::output});
-    isa::Stream s{isa::Engine::dma, "copy", 0, {}};
-    isa::Instruction in;
-    in.op = isa::Opcode::dma_copy;
-    for (int k = 0; k < 2; ++k) {
-      isa::AccessPattern& ap = k == 0 ? in.src[0] : in.dst;
-      ap.space = k == 0 ? src_space : dst_space;
-      ap.buffer = k == 0 ? 0 : 1;
-      ap.dtype = type.dtype;
-      ap.partitions = static_cast<int32_t>(rows);
-      ap.partition_stride = cols;
-      ap.num_free = 1;
-      ap.free[0] = {cols, 1};
-    }
-    s.instructions.push_back(in);
-    p.streams.push_back(std::move(s));
+    auto body = std::make_shared<isa::Plan>(
+        isa::copy_plan("copy_" + key, src_space, dst_space, type.dtype, rows, cols));
     it = m_transfer_index.emplace(key, m_transfer_plans.size()).first;
     m_transfer_plans.push_back(body);
   }

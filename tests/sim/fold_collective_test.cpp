@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "fold_plans.h"
 #include "in_child.h"
 #include "wallsim/collectives/plan_maker.h"
 #include "wallsim/isa/plan_io.h"
@@ -29,6 +30,8 @@ namespace {
 
 using collectives::CollectiveOp;
 using nlohmann::ordered_json;
+using test_util::copy_plan;
+using test_util::example;
 using test_util::in_child;
 using Ranks = std::vector<std::pair<int, int>>;
 
@@ -55,35 +58,6 @@ struct Grid {
     return out;
   }
 };
-
-isa::Plan example(const std::string& name) {
-  return isa::read_plan_file(std::string(WALLSIM_SOURCE_DIR) + "/examples/plans/" + name + ".json")
-      .plans.at(0);
-}
-
-// A copy of rows x cols fp32 from `src` to `dst` space, one descriptor.
-isa::Plan copy_plan(isa::MemSpace src, isa::MemSpace dst, int64_t rows, int64_t cols) {
-  isa::Plan p;
-  p.name = "copy";
-  p.tensors.push_back({"src", src, isa::DType::fp32, {rows, cols}, isa::TensorRole::input});
-  p.tensors.push_back({"dst", dst, isa::DType::fp32, {rows, cols}, isa::TensorRole::output});
-  isa::Stream s{isa::Engine::dma, "copy", 0, {}};
-  isa::Instruction in;
-  in.op = isa::Opcode::dma_copy;
-  for (int k = 0; k < 2; ++k) {
-    isa::AccessPattern& ap = k == 0 ? in.src[0] : in.dst;
-    ap.space = k == 0 ? src : dst;
-    ap.buffer = k;
-    ap.dtype = isa::DType::fp32;
-    ap.partitions = static_cast<int32_t>(rows);
-    ap.partition_stride = cols;
-    ap.num_free = 1;
-    ap.free[0] = {cols, 1};
-  }
-  s.instructions.push_back(in);
-  p.streams.push_back(std::move(s));
-  return p;
-}
 
 // One collective on communicator `comm`, `count` fp32 elements as nccl-tests counts them.
 isa::Plan collective(CollectiveOp op, const std::string& comm, int ranks, int64_t count) {

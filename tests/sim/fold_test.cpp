@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fold_plans.h"
 #include "in_child.h"
 #include "wallsim/isa/plan_io.h"
 #include "wallsim/runtime/config.h"
@@ -23,37 +24,9 @@ namespace wallsim::sim {
 namespace {
 
 using nlohmann::ordered_json;
+using test_util::copy_plan;
+using test_util::example;
 using test_util::in_child;
-
-isa::Plan example(const std::string& name) {
-  return isa::read_plan_file(std::string(WALLSIM_SOURCE_DIR) + "/examples/plans/" + name + ".json")
-      .plans.at(0);
-}
-
-// A copy of rows x cols fp32 from `src` to `dst` space, one descriptor (as the runtime's
-// host transfers: runtime/src/device_queue.cpp).
-isa::Plan copy_plan(isa::MemSpace src, isa::MemSpace dst, int64_t rows, int64_t cols) {
-  isa::Plan p;
-  p.name = "copy";
-  p.tensors.push_back({"src", src, isa::DType::fp32, {rows, cols}, isa::TensorRole::input});
-  p.tensors.push_back({"dst", dst, isa::DType::fp32, {rows, cols}, isa::TensorRole::output});
-  isa::Stream s{isa::Engine::dma, "copy", 0, {}};
-  isa::Instruction in;
-  in.op = isa::Opcode::dma_copy;
-  for (int k = 0; k < 2; ++k) {
-    isa::AccessPattern& ap = k == 0 ? in.src[0] : in.dst;
-    ap.space = k == 0 ? src : dst;
-    ap.buffer = k;
-    ap.dtype = isa::DType::fp32;
-    ap.partitions = static_cast<int32_t>(rows);
-    ap.partition_stride = cols;
-    ap.num_free = 1;
-    ap.free[0] = {cols, 1};
-  }
-  s.instructions.push_back(in);
-  p.streams.push_back(std::move(s));
-  return p;
-}
 
 // What one rank does: host to HBM uploads, HBM loads and stores with compute (matmul,
 // softmax, vector add), a gather, an HBM to HBM copy, a download; every plan fetched from HBM.
