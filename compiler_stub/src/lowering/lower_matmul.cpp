@@ -156,6 +156,95 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
   return std::nullopt;
 }
 
+// Panel n0 of a streamed B (its columns [n0, n0 + nmax) of every K chunk kc, one DMA per K
+// chunk; a transposed B's base rows through the array), into SBUF: its slot, or nullopt when
+// SBUF has no room.
+std::optional<Slot> load_b_panel(LoweringContext& ctx, const Moving& b,
+                                 const std::vector<int64_t>& kc, int64_t nmax, int64_t n0) {
+  const int64_t N = b.tiles.cols;
+  const DType dt = b.tiles.dtype;
+  const View bv{b.tiles.rows, N};
+  const int64_t ns = std::min(nmax, N - n0);
+  const int64_t bytes = static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt);
+  auto p = ctx.take_kept(bytes);
+  if (!p) p = ctx.sbuf_alloc(bytes, "panel");
+  if (!p) return std::nullopt;
+  for (size_t k = 0; k < kc.size(); ++k) {
+    const int32_t ks = b.tiles.rows_in(kc[k]);
+    const AccessPattern dst = panel_ap(*p, dt, k, ks, ns);
+    if (b.transposed) continue;  // below, a block of the base's rows at a time
+    if (b.view) {                // rows of the view one run at a time, columns [n0, n0 + ns)
+      const ViewRows vr = LoweringContext::view_rows(*b.view, false);
+      const int64_t run = vr.run().size, r0 = b.tiles.row0(kc[k]);
+      for (int64_t r = r0; r < r0 + ks;) {
+        const int32_t m = static_cast<int32_t>(std::min(r0 + ks, (r / run + 1) * run) - r);
+        AccessPattern s = LoweringContext::view_rows_ap(*b.view, vr, b.hbm, dt, r, m);
+        s.offset += n0 * s.free[0].stride;
+        s.free[0].size = ns;
+        AccessPattern d = dst;
+        d.partition_start = static_cast<int32_t>(r - r0);
+        d.partitions = m;
+        ctx.dma(ctx.next_load_queue(), d, s);
+        r += m;
+      }
+    } else {
+      ctx.copy_rows(true, dst, ctx.hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[k]), ks, n0, ns));
+    }
+    ctx.count_bytes_in(ks * ns * isa::dtype_bytes(dt));
+  }
+  if (b.transposed) {
+    const SubDim row = b.view->groups[1][0];  // base rows: the view's columns
+    const int64_t K = b.tiles.rows;
+    // Two staging buffers in turn (one where SBUF has no room for two): a block's rows load
+    // while the previous block goes through the array, not after its last transpose.
+    std::vector<Slot> stages;
+    for (int64_t j0 = n0; j0 < n0 + ns; j0 += ctx.tile_rows()) {
+      const int32_t rows = static_cast<int32_t>(std::min<int64_t>(ctx.tile_rows(), n0 + ns - j0));
+      if (auto s = stages.size() < 2 ? ctx.sbuf_alloc(K * isa::dtype_bytes(dt), "panel rows")
+                                     : std::nullopt)
+        stages.push_back(*s);
+      if (stages.empty()) return std::nullopt;
+      const Slot* stage = &stages[static_cast<size_t>((j0 - n0) / ctx.tile_rows()) % stages.size()];
+      AccessPattern src;
+      src.space = MemSpace::hbm;
+      src.buffer = b.hbm.index;
+      src.dtype = dt;
+      src.partitions = rows;
+      src.partition_stride = row.stride;
+      src.offset = b.view->offset + j0 * row.stride;
+      src.num_free = 1;
+      src.free[0] = {K, 1};
+      ctx.copy_rows(true, LoweringContext::sbuf_ap(*stage, dt, rows, 0, K), src);
+      ctx.count_bytes_in(rows * K * isa::dtype_bytes(dt));
+      for (size_t k = 0; k < kc.size(); ++k) {
+        const int32_t ks = b.tiles.rows_in(kc[k]);
+        const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), ks, rows);
+        ctx.emit_transpose(tp, LoweringContext::sbuf_ap(*stage, dt, rows, b.tiles.row0(kc[k]), ks));
+        ctx.evacuate(
+            LoweringContext::sbuf_ap(*p, dt, ks, static_cast<int64_t>(k) * ns + (j0 - n0), rows),
+            tp);
+      }
+    }
+    for (const Slot& st : stages) ctx.release(st);
+  }
+  return p;
+}
+
+// Whether a row tile's stationaries, made one after each multiply of the row tile before
+// (matmul_block's one-ahead order), are evacuated before their multiplies need them: the
+// `chunks` multiplies of `cols` columns cover the evacuations at two lanes' rate and one
+// evacuation's latency. Where they do not (few K chunks, narrow blocks: the lanes bound),
+// every stationary made first keeps the lanes busy instead.
+bool stationaries_keep_up(const LoweringContext& ctx, int64_t chunks, int64_t cols, int64_t rows,
+                          bool fp32) {
+  const isa::CostHints& h = ctx.arch().costs;
+  if (h.tensor_freq_mhz <= 0 || h.vector_elements_per_ns <= 0) return false;
+  const double multiply = double(std::max(cols, h.moving_min_cycles)) *
+                          double(fp32 ? h.fp32_passes() : 1) * 1000.0 / h.tensor_freq_mhz;
+  const double evacuation = double(h.vector_fixed_ns) + double(rows) / h.vector_elements_per_ns;
+  return double(chunks) * multiply >= (double(chunks) / 2 + 1) * evacuation;
+}
+
 }  // namespace
 
 // Output row tiles `ts` = A's row tiles `ts` times B, accumulating over B's row tiles `kc`
@@ -184,76 +273,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     return ctx.tile_ap(b.tiles, k / G, k % G * N + n0, ns);
   };
   const DType dt = b.tiles.dtype;
-  const View bv{b.tiles.rows, N};
-  auto load_panel = [&](int64_t n0) -> std::optional<Slot> {
-    const int64_t ns = std::min(nmax, N - n0);
-    const int64_t bytes = static_cast<int64_t>(kc.size()) * ns * isa::dtype_bytes(dt);
-    auto p = ctx.take_kept(bytes);
-    if (!p) p = ctx.sbuf_alloc(bytes, "panel");
-    if (!p) return std::nullopt;
-    for (size_t k = 0; k < kc.size(); ++k) {
-      const int32_t ks = b.tiles.rows_in(kc[k]);
-      const AccessPattern dst = panel_ap(*p, dt, k, ks, ns);
-      if (b.transposed) continue;  // below, a block of the base's rows at a time
-      if (b.view) {                // rows of the view one run at a time, columns [n0, n0 + ns)
-        const ViewRows vr = LoweringContext::view_rows(*b.view, false);
-        const int64_t run = vr.run().size, r0 = b.tiles.row0(kc[k]);
-        for (int64_t r = r0; r < r0 + ks;) {
-          const int32_t m = static_cast<int32_t>(std::min(r0 + ks, (r / run + 1) * run) - r);
-          AccessPattern s = LoweringContext::view_rows_ap(*b.view, vr, b.hbm, dt, r, m);
-          s.offset += n0 * s.free[0].stride;
-          s.free[0].size = ns;
-          AccessPattern d = dst;
-          d.partition_start = static_cast<int32_t>(r - r0);
-          d.partitions = m;
-          ctx.dma(ctx.next_load_queue(), d, s);
-          r += m;
-        }
-      } else {
-        ctx.copy_rows(true, dst, ctx.hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[k]), ks, n0, ns));
-      }
-      ctx.count_bytes_in(ks * ns * isa::dtype_bytes(dt));
-    }
-    if (b.transposed) {
-      const SubDim row = b.view->groups[1][0];  // base rows: the view's columns
-      const int64_t K = b.tiles.rows;
-      // Two staging buffers in turn (one where SBUF has no room for two): a block's rows load
-      // while the previous block goes through the array, not after its last transpose.
-      std::vector<Slot> stages;
-      for (int64_t j0 = n0; j0 < n0 + ns; j0 += ctx.tile_rows()) {
-        const int32_t rows = static_cast<int32_t>(std::min<int64_t>(ctx.tile_rows(), n0 + ns - j0));
-        if (auto s = stages.size() < 2 ? ctx.sbuf_alloc(K * isa::dtype_bytes(dt), "panel rows")
-                                       : std::nullopt)
-          stages.push_back(*s);
-        if (stages.empty()) return std::nullopt;
-        const Slot* stage =
-            &stages[static_cast<size_t>((j0 - n0) / ctx.tile_rows()) % stages.size()];
-        AccessPattern src;
-        src.space = MemSpace::hbm;
-        src.buffer = b.hbm.index;
-        src.dtype = dt;
-        src.partitions = rows;
-        src.partition_stride = row.stride;
-        src.offset = b.view->offset + j0 * row.stride;
-        src.num_free = 1;
-        src.free[0] = {K, 1};
-        ctx.copy_rows(true, LoweringContext::sbuf_ap(*stage, dt, rows, 0, K), src);
-        ctx.count_bytes_in(rows * K * isa::dtype_bytes(dt));
-        for (size_t k = 0; k < kc.size(); ++k) {
-          const int32_t ks = b.tiles.rows_in(kc[k]);
-          const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), ks, rows);
-          ctx.emit_transpose(tp,
-                             LoweringContext::sbuf_ap(*stage, dt, rows, b.tiles.row0(kc[k]), ks));
-          ctx.evacuate(
-              LoweringContext::sbuf_ap(*p, dt, ks, static_cast<int64_t>(k) * ns + (j0 - n0), rows),
-              tp);
-        }
-      }
-      for (const Slot& st : stages) ctx.release(st);
-    }
-    return p;
-  };
-  std::optional<Slot> panel;
+  auto load_panel = [&](int64_t n0) { return load_b_panel(ctx, b, kc, nmax, n0); };
+  std::optional<Slot> panel = b.first_panel;
   std::deque<Slot> ahead;    // panels loaded after the current one, in the order they are read
   int64_t loaded_to = nmax;  // the first column whose panel is not loaded (panel 0 goes first)
   std::vector<std::vector<Slot>> at(ts.size());
@@ -323,7 +344,14 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   const size_t lead = !a_t && ts.size() == 1 && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm)
                           ? std::min(kStationaryLead, kc.size())
                           : kc.size();
+  // A's row tiles loaded in the order first read (Moving::first_panel): row tile i + 1's
+  // stationaries are made during row tile i's multiplies of the first panel, one after each
+  // multiply, not all before the first multiply (which then waited for every row tile of A).
+  const bool one_ahead = b.first_panel && by_array && G == 1 && lead == kc.size() &&
+                         ts.size() > 1 &&
+                         std::none_of(taken.begin(), taken.end(), [](bool x) { return x; });
   for (size_t i = 0; i < ts.size(); ++i) {
+    if (one_ahead && i > 0) break;
     const int64_t t = ts[i];
     const int32_t rows = a.rows_in(t);
     for (size_t j = 0; j < kc.size(); ++j) {
@@ -376,7 +404,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       // The stationaries made between two blocks moved the banks on: the previous block's
       // bank may come round again, and its evacuation would hold this block's first matmul.
       if (prev_bank && bank.index == prev_bank->index) bank = ctx.next_bank();
-      if (lead < kc.size()) prev_bank = bank;
+      if (lead < kc.size() || one_ahead) prev_bank = bank;
       const bool bias_by_array = bias && (bias->ones || bias->ident);
       for (size_t k = 0; k < kc.size(); ++k) {
         if (k + lead < kc.size() && at[i].size() == k + lead) {
@@ -386,6 +414,9 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
         ctx.emit_matmul(ctx.psum_ap(bank, rows, ns), stationary_ap(at[i][k], dt, ks, rows),
                         b.streamed ? panel_ap(*panel, dt, k, ks, ns) : b_tile(kc[k], n0, ns),
                         k == 0, k + 1 == kc.size() && !bias_by_array);
+        if (one_ahead && i + 1 < ts.size() && at[i + 1].size() == k) {
+          if (auto e = stationary(i + 1, k, bank)) return e;
+        }
       }
       std::optional<AccessPattern> add;
       if (bias_by_array && bias->ones) {
@@ -472,6 +503,21 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const int32_t bid = n.inputs[1];
   const int64_t kt = blocking.k_interleave;
   const bool interleaved = kt > 0 || (ctx.on_chip(bid) && ctx.tiles_of(bid)->k_group > 1);
+  const TensorType& bt = ctx.type_of(bid);
+  const View bv = view_of(bt);
+  Moving b;
+  bool b_ready = false;
+  // A streamed plain B (the schedule's panels) as the operand it is: its HBM tensor and tiling.
+  auto streamed_b = [&]() -> bool {
+    b.streamed = true;
+    b.block_cols = blocking.block_cols;
+    b.slab_cols = blocking.slab_cols;
+    b.buffers = panel_buffers(ctx, n);
+    if (!ctx.ensure_hbm(bid)) return false;
+    b.hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
+    b.tiles = ctx.tiling(bv.rows, bv.cols, bt.dtype);
+    return true;
+  };
   if (!narrow && !interleaved && stationary_route(ctx, n) != TransposeRoute::array) {
     const TensorType& at = ctx.type_of(aid);
     std::optional<ViewDesc> base;
@@ -491,6 +537,27 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     nw.a_view = view_of(at);
     nw.a_dtype = at.dtype;
     a = ctx.tiling(nw.a_view.rows, nw.a_view.cols, at.dtype, run_of(at), aid);
+  } else if (point && point->fine_loads && !narrow && !ctx.on_chip(aid) && !ctx.is_view(aid) &&
+             !ctx.is_view(bid) && bid != aid && streams_b(ctx, n) && blocking.slab_cols == 0) {
+    // Loads in the order the multiplies first read them (what predict_matmul's prologue
+    // prices): A's first row tile and the next (whose stationaries are made during the first
+    // one's multiplies, matmul_block), B's first panel (the first row tile's multiplies read
+    // all of it), then A's other row tiles. A's row tiles all before the panel held the first
+    // multiply until every one had landed (trn2 1024^3: the first multiply at 10.6 us).
+    const DType at_dtype = ctx.type_of(aid).dtype;
+    a = ctx.tiles_of(aid, [&](int64_t t, int64_t tiles) {
+      if (t != std::min<int64_t>(2, tiles) - 1 || tiles < 2) return;
+      const int64_t chunks = ctx.tiling(bv.rows, bv.cols, bt.dtype).count();
+      if (!stationaries_keep_up(ctx, chunks, std::min(blocking.block_cols, bv.cols),
+                                ctx.tile_rows(),
+                                bt.dtype == DType::fp32 || at_dtype == DType::fp32) ||
+          !streamed_b())
+        return;
+      b_ready = true;
+      std::vector<int64_t> kc(b.tiles.starts.size());
+      for (size_t k = 0; k < kc.size(); ++k) kc[k] = static_cast<int64_t>(k);
+      b.first_panel = load_b_panel(ctx, b, kc, b.block_cols, 0);
+    });
   } else {
     a = ctx.tiles_of(aid);
   }
@@ -504,11 +571,10 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
           " and one output column block) but SBUF has " + std::to_string(ctx.sbuf_capacity()));
     }
   }
-  const TensorType& bt = ctx.type_of(bid);
-  const View bv = view_of(bt);
-  Moving b;
   // Asked again now A's row tiles are loaded: they may be B's (x @ x), which then is on chip.
-  if (streams_b(ctx, n)) {
+  if (b_ready) {
+    // set up (and its first panel loaded) beside A's first row tile
+  } else if (streams_b(ctx, n)) {
     b.streamed = true;
     b.block_cols = blocking.block_cols;
     b.slab_cols = blocking.slab_cols;

@@ -158,7 +158,8 @@ const Tiles* LoweringContext::like_of(const Node& n) {
   return nullptr;
 }
 
-std::optional<Tiles> LoweringContext::tiles_of(int32_t id) {
+std::optional<Tiles> LoweringContext::tiles_of(int32_t id,
+                                               const std::function<void(int64_t, int64_t)>& after) {
   auto it = m_tiles.find(id);
   if (it != m_tiles.end()) return it->second;
   auto view = m_views.find(id);
@@ -176,6 +177,7 @@ std::optional<Tiles> LoweringContext::tiles_of(int32_t id) {
   for (int64_t t = 0; t < tiles->count(); ++t) {
     copy_rows(true, tile_ap(*tiles, t, 0, cols),
               hbm_ap(src, n.type.dtype, v, tiles->row0(t), tiles->rows_in(t), c0, cols));
+    if (after) after(t, tiles->count());
   }
   m_bytes_in += tiles->stored_rows() * cols * isa::dtype_bytes(n.type.dtype);
   m_tiles[id] = *tiles;

@@ -105,8 +105,12 @@ class LoweringContext : public Emitter, public ValueStore {
   std::optional<Tiles> output_tiles(const Node& n, const Tiles* like = nullptr);
   // The tiles of the first input with as many rows as `n`'s output: outputs follow its tiling.
   const Tiles* like_of(const Node& n);
-  // The on-chip tiles of value `id`, loading them from HBM when the group did not produce it.
-  std::optional<Tiles> tiles_of(int32_t id);
+  // The on-chip tiles of value `id`, loading them from HBM when the group did not produce it;
+  // `after`, when they are loaded, is called with each tile (and their count) once its loads are
+  // emitted (a
+  // matmul loads its first panel of B after A's first row tiles: loads in the order read).
+  std::optional<Tiles> tiles_of(int32_t id,
+                                const std::function<void(int64_t, int64_t)>& after = {});
   // A graph input [KT * tile_rows() x N] loaded K-interleaved (Tiles::k_group, a divisor of
   // KT): runs of k_group rows per partition. Tiles already on chip are returned as they are.
   std::optional<Tiles> interleaved_tiles_of(int32_t id, int64_t kt);
