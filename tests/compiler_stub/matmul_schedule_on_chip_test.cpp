@@ -256,6 +256,30 @@ TEST(MatmulScheduleOnChip, StreamedTransposedBatchBGoesThroughTheArrayOnTrn1) {
   EXPECT_LT(run_on_chip(g, "trn1", GroupPolicy::whole, {}, o).max_error, 1e-4);
 }
 
+// A B that fits, streamed by panels with fine loads (the model's pick at 384 x 1024 x 1024 bf16
+// on trn2): the array multiplies the first row tile before the last row tile's A^T is made
+// (each row tile's stationaries one per multiply of the row tile before, lower_matmul.cpp),
+// and the product is right.
+TEST(MatmulScheduleOnChip, FitsBMultipliesBeforeEveryStationaryIsMadeOnTrn2) {
+  const Graph g = graph(gemm(384, 1024, 1024, "bf16", false));
+  runtime::Config cfg = load("trn2");
+  LoweringOptions o = cfg.compiler;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  size_t first_matmul = 0, last_transpose = 0, seen = 0;
+  for (const auto& p : std::get<CompiledGraph>(r).plans.plans)
+    for (const auto& st : p.streams) {
+      if (st.engine != isa::Engine::tensor) continue;
+      for (size_t i = 0; i < st.instructions.size(); ++i) {
+        if (st.instructions[i].op == isa::Opcode::matmul && !seen++) first_matmul = i;
+        if (st.instructions[i].op == isa::Opcode::transpose) last_transpose = i;
+      }
+    }
+  ASSERT_GT(seen, 0u);
+  EXPECT_LT(first_matmul, last_transpose);
+  EXPECT_LT(run_on_chip(g, "trn2", GroupPolicy::whole, {}, o).max_error, 5e-2);  // bf16, K = 1024
+}
+
 // Non-default points compute the right product on the chip (tiny: B streams at these sizes).
 // One elaborated device per process: a test per (B given transposed, point); a point past the
 // last is the last (compiler.matmul_schedule).
