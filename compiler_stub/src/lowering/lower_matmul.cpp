@@ -306,13 +306,19 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   }
   // A^T of row tile ts[i], K chunk kc[j], through the array: transposed into a PSUM bank (not
   // `busy`, a bank accumulating now) and evacuated into its stationary buffer.
-  auto stationary = [&](size_t i, size_t j, std::optional<Slot> busy) -> LowerResult {
+  // (And not `draining`, a bank whose evacuation may still run, where another is free.)
+  auto stationary = [&](size_t i, size_t j, std::optional<Slot> busy,
+                        std::optional<Slot> draining = std::nullopt) -> LowerResult {
     const int64_t t = ts[i], k = kc[j];
     const int32_t rows = a.rows_in(t);
     const int64_t ks = k_rows(k);
     const int64_t col = a_col(k);
     Slot tb = ctx.next_bank();
     if (busy && tb.index == busy->index) tb = ctx.next_bank();
+    if (draining && tb.index == draining->index && ctx.psum_bank_count() > 2) {
+      tb = ctx.next_bank();
+      if (busy && tb.index == busy->index) tb = ctx.next_bank();
+    }
     const AccessPattern tp = ctx.psum_ap(tb, static_cast<int32_t>(ks), rows);
     if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
       const DType adt = narrow->a_dtype;
@@ -404,6 +410,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       // The stationaries made between two blocks moved the banks on: the previous block's
       // bank may come round again, and its evacuation would hold this block's first matmul.
       if (prev_bank && bank.index == prev_bank->index) bank = ctx.next_bank();
+      const std::optional<Slot> draining = prev_bank;  // the previous block's, being evacuated
       if (lead < kc.size() || one_ahead) prev_bank = bank;
       const bool bias_by_array = bias && (bias->ones || bias->ident);
       for (size_t k = 0; k < kc.size(); ++k) {
@@ -415,7 +422,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
                         b.streamed ? panel_ap(*panel, dt, k, ks, ns) : b_tile(kc[k], n0, ns),
                         k == 0, k + 1 == kc.size() && !bias_by_array);
         if (one_ahead && i + 1 < ts.size() && at[i + 1].size() == k) {
-          if (auto e = stationary(i + 1, k, bank)) return e;
+          if (auto e = stationary(i + 1, k, bank, draining)) return e;
         }
       }
       std::optional<AccessPattern> add;
