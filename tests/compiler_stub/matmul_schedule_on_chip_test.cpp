@@ -280,6 +280,44 @@ TEST(MatmulScheduleOnChip, FitsBMultipliesBeforeEveryStationaryIsMadeOnTrn2) {
   EXPECT_LT(run_on_chip(g, "trn2", GroupPolicy::whole, {}, o).max_error, 5e-2);  // bf16, K = 1024
 }
 
+// GPT-2's fc1 at seq 512 with its bias fused (x [512 x 768] @ w1 + b1, bf16, on trn2: a B that
+// fits, loads in the order first read): the bias row's broadcast, one long DMA on one queue that
+// the first evacuation reads, has no load of B before it on its queue (issued after B's first
+// panel it held fc1's multiplies, lower_matmul.cpp), and the result is right.
+TEST(MatmulScheduleOnChip, FitsBFusedBiasRowLoadsBeforeThePanelOnTrn2) {
+  const Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "fc1", "nodes": [
+    {"id": 0, "op": "input", "name": "x", "dtype": "bf16", "shape": [512, 768], "role": "input"},
+    {"id": 1, "op": "input", "name": "w1", "dtype": "bf16", "shape": [768, 3072], "role": "weight"},
+    {"id": 2, "op": "input", "name": "b1", "dtype": "bf16", "shape": [3072], "role": "weight"},
+    {"id": 3, "op": "matmul", "inputs": [0, 1]},
+    {"id": 4, "op": "bias_add", "inputs": [3, 2]}], "outputs": [4]})");
+  runtime::Config cfg = load("trn2");
+  LoweringOptions o = cfg.compiler;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  int bias_loads = 0;
+  for (const auto& p : std::get<CompiledGraph>(r).plans.plans) {
+    const int w = p.find_tensor("w1"), b = p.find_tensor("b1");
+    ASSERT_GE(w, 0);
+    ASSERT_GE(b, 0);
+    for (const auto& st : p.streams) {
+      if (st.engine != isa::Engine::dma) continue;
+      int b_before = 0;
+      for (const auto& in : st.instructions) {
+        const isa::AccessPattern& src = in.src[0];
+        if (src.space != isa::MemSpace::hbm) continue;
+        if (src.buffer == w) ++b_before;
+        if (src.buffer == b) {
+          ++bias_loads;
+          EXPECT_EQ(b_before, 0) << "loads of w1 before b1's broadcast on " << st.name;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bias_loads, 1);
+  EXPECT_LT(run_on_chip(g, "trn2", GroupPolicy::whole, {}, o).max_error, 5e-2);  // bf16, K = 768
+}
+
 // Non-default points compute the right product on the chip (tiny: B streams at these sizes).
 // One elaborated device per process: a test per (B given transposed, point); a point past the
 // last is the last (compiler.matmul_schedule).
