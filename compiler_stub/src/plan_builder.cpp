@@ -94,6 +94,25 @@ std::pair<int64_t, int64_t> PlanBuilder::byte_range(const isa::AccessPattern& ap
   return {span->lo * eb, (span->hi + 1) * eb};
 }
 
+RowBox RowBox::of(const isa::AccessPattern& ap) {
+  if (isa::is_on_chip(ap.space) || ap.scalar >= 0 || ap.partitions < 2 ||
+      ap.partition_stride <= 0 || !ap.span())
+    return {};
+  // The free dims' extent within a row (span() has checked the products for overflow).
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < ap.num_free; ++d) {
+    const isa::Dim& dim = ap.free[static_cast<size_t>(d)];
+    if (dim.size <= 0) return {};
+    (dim.stride < 0 ? lo : hi) += dim.stride * (dim.size - 1);
+  }
+  const int64_t pitch = ap.partition_stride, first = ap.offset + lo;
+  if (first < 0) return {};
+  const int64_t col = first % pitch, width = hi - lo + 1;
+  if (col + width > pitch) return {};  // a row's elements wrap into the next row
+  const int64_t eb = isa::dtype_bytes(ap.dtype), row = first / pitch;
+  return {pitch * eb, row, row + ap.partitions, col * eb, (col + width) * eb};
+}
+
 void AccessHistory::append(const AccessHistory& o) {
   writes.insert(writes.end(), o.writes.begin(), o.writes.end());
   reads.insert(reads.end(), o.reads.begin(), o.reads.end());
@@ -204,13 +223,18 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
     AccessHistory* history;
     std::pair<int64_t, int64_t> range;
     int32_t p_lo, p_hi;  // partitions (on chip), else all
+    RowBox box;
   };
   std::array<Access, 4> reads_buf, writes_buf;
   size_t nr = 0, nw = 0;
   auto add = [&](std::array<Access, 4>& to, size_t& n, const isa::AccessPattern& ap) {
     const bool chip = ap.space == isa::MemSpace::sbuf || ap.space == isa::MemSpace::psum;
-    to[n++] = {&ap, &access(ap), byte_range(ap), chip ? ap.partition_start : 0,
-               chip ? ap.partition_start + ap.partitions : std::numeric_limits<int32_t>::max()};
+    to[n++] = {&ap,
+               &access(ap),
+               byte_range(ap),
+               chip ? ap.partition_start : 0,
+               chip ? ap.partition_start + ap.partitions : std::numeric_limits<int32_t>::max(),
+               RowBox::of(ap)};
   };
   for (int k = 0; k < 3; ++k) {
     if (oi.fields & (isa::F_Src0 << k)) add(reads_buf, nr, in.src[k]);
@@ -221,7 +245,9 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   if (in.op == isa::Opcode::matmul && !in.start) add(reads_buf, nr, in.dst);
   const auto reads = span_of(reads_buf, nr), writes = span_of(writes_buf, nw);
   auto overlaps = [](const AccessHistory::Entry& e, const Access& x) {
-    return e.lo < x.range.second && x.range.first < e.hi && e.p_lo < x.p_hi && x.p_lo < e.p_hi;
+    if (!(e.lo < x.range.second && x.range.first < e.hi && e.p_lo < x.p_hi && x.p_lo < e.p_hi))
+      return false;
+    return e.box.pitch == 0 || e.box.pitch != x.box.pitch || e.box.meets(x.box);
   };
   for (const Access& x : reads) {
     for (const auto& e : x.history->writes) {
@@ -240,19 +266,24 @@ void PlanBuilder::emit(int key, isa::Instruction in) {
   for (const Access& x : reads) {
     const auto r = x.range;
     auto& list = x.history->reads;
-    list.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi});
+    list.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi, x.box});
     if (list.size() > kMaxEntries) collapse(list);
   }
   for (const Access& x : writes) {
     const auto r = x.range;
     AccessHistory& a = *x.history;
-    // Accesses this write covers are ordered before it: later ones need only wait for it.
+    // Accesses this write covers are ordered before it: later ones need only wait for it. A
+    // later access that meets a covered one must then meet this write by the rule `overlaps`
+    // applies between them: a box covers the boxes of its pitch it contains; a write without a
+    // box (compared by bytes with everything) covers what its byte range holds.
     auto covered = [&](const AccessHistory::Entry& e) {
-      return r.first <= e.lo && e.hi <= r.second && x.p_lo <= e.p_lo && e.p_hi <= x.p_hi;
+      if (!(x.p_lo <= e.p_lo && e.p_hi <= x.p_hi)) return false;
+      if (x.box.pitch != 0) return e.box.pitch == x.box.pitch && x.box.contains(e.box);
+      return r.first <= e.lo && e.hi <= r.second;
     };
     a.writes.erase(std::remove_if(a.writes.begin(), a.writes.end(), covered), a.writes.end());
     a.reads.erase(std::remove_if(a.reads.begin(), a.reads.end(), covered), a.reads.end());
-    a.writes.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi});
+    a.writes.push_back({r.first, r.second, key, me.index, x.p_lo, x.p_hi, x.box});
     if (a.writes.size() > kMaxEntries) collapse(a.writes);
   }
   // A stream issues in order, so a wait its earlier instruction already made (on the same

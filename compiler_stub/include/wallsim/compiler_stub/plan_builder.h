@@ -25,6 +25,23 @@ struct Slot {
 // one tile, two row tiles of one output) do not wait for each other. A buffer declared over
 // bytes that earlier (now dead) buffers used starts from their merged history, covering the
 // whole buffer, so reuse is ordered after the old accesses.
+// Off chip, an access of several rows whose free dims stay within a row touches a box of a
+// row-major grid: rows [r_lo, r_hi) of `pitch` bytes, byte columns [c_lo, c_hi) of each. Two
+// boxes of one pitch meet only where both their rows and their columns do, so column blocks of
+// one matrix (a GEMM's output stored by column panels) are disjoint though their byte ranges
+// interleave. `pitch` 0: no box (the byte range alone orders the access).
+struct RowBox {
+  int64_t pitch = 0;
+  int64_t r_lo = 0, r_hi = 0, c_lo = 0, c_hi = 0;
+  static RowBox of(const isa::AccessPattern& ap);
+  bool meets(const RowBox& o) const {
+    return r_lo < o.r_hi && o.r_lo < r_hi && c_lo < o.c_hi && o.c_lo < c_hi;
+  }
+  bool contains(const RowBox& o) const {
+    return r_lo <= o.r_lo && o.r_hi <= r_hi && c_lo <= o.c_lo && o.c_hi <= c_hi;
+  }
+};
+
 struct AccessHistory {
   struct Entry {
     int64_t lo, hi;  // bytes [lo, hi) within the buffer or tensor
@@ -32,6 +49,7 @@ struct AccessHistory {
     int64_t index;
     // On chip: partitions [p_lo, p_hi) (accesses to disjoint partitions do not conflict).
     int32_t p_lo = 0, p_hi = std::numeric_limits<int32_t>::max();
+    RowBox box;  // off chip: the rows and columns it touched, when they form a box
   };
   std::vector<Entry> writes;
   std::vector<Entry> reads;
