@@ -28,7 +28,16 @@ __int128 to_fixed(double weight) {
   return static_cast<__int128>(std::nearbyint(weight * kFixedScale));
 }
 
-double to_double(__int128 fixed) { return static_cast<double>(fixed) * kFixedUnit; }
+// The same value as static_cast<double>(fixed) * kFixedUnit, without libgcc's 128-bit
+// conversion when the low 64 bits are zero (every weight that is a multiple of 2^-16, 1.0
+// included): fixed is then hi x 2^64, and rounding hi to a double then scaling by a power of
+// two rounds exactly as rounding hi x 2^64 does.
+double to_double(__int128 fixed) {
+  if (static_cast<uint64_t>(fixed) == 0) {
+    return static_cast<double>(static_cast<int64_t>(fixed >> 64)) * 0x1p-16;
+  }
+  return static_cast<double>(fixed) * kFixedUnit;
+}
 
 void add_exact(__int128& sum, __int128 value) {
   if (__builtin_add_overflow(sum, value, &sum)) {
@@ -225,8 +234,9 @@ double FluidShare::resource_capacity(int r) const {
 }
 
 std::vector<int> FluidShare::take_touched() {
-  std::vector<int> out;
-  out.swap(m_touched);
+  // A copy, so that m_touched keeps its capacity: refilling it allocates nothing.
+  std::vector<int> out(m_touched);
+  m_touched.clear();
   for (int r : out) m_resources[r].touched = false;
   return out;
 }
