@@ -28,7 +28,16 @@ __int128 to_fixed(double weight) {
   return static_cast<__int128>(std::nearbyint(weight * kFixedScale));
 }
 
-double to_double(__int128 fixed) { return static_cast<double>(fixed) * kFixedUnit; }
+// The same value as static_cast<double>(fixed) * kFixedUnit, without libgcc's 128-bit
+// conversion when the low 64 bits are zero (every weight that is a multiple of 2^-16, 1.0
+// included): fixed is then hi x 2^64, and rounding hi to a double then scaling by a power of
+// two rounds exactly as rounding hi x 2^64 does.
+double to_double(__int128 fixed) {
+  if (static_cast<uint64_t>(fixed) == 0) {
+    return static_cast<double>(static_cast<int64_t>(fixed >> 64)) * 0x1p-16;
+  }
+  return static_cast<double>(fixed) * kFixedUnit;
+}
 
 void add_exact(__int128& sum, __int128 value) {
   if (__builtin_add_overflow(sum, value, &sum)) {
@@ -44,7 +53,7 @@ int FluidShare::add_resource(std::string name, double bytes_per_second) {
                                 "' needs a finite bandwidth > 0 bytes/second");
   }
   m_resources.push_back(
-      Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0, 0, 0.0, 0, {}, 0, false});
+      Resource{std::move(name), bytes_per_second, 0.0, 0.0, 0, 0, 0.0, 0, 0, -1.0, {}, 0, false});
   return static_cast<int>(m_resources.size() - 1);
 }
 
@@ -108,11 +117,13 @@ uint64_t FluidShare::start_weighted(Ps now, double bytes, std::vector<ResourceUs
   }
   m_seeds.clear();
   for (const Use& u : t.uses) {
-    m_resources[u.resource].users.push_back(id);  // ids increase: the lists stay ascending
+    Resource& res = m_resources[u.resource];
+    res.users.push_back(id);  // ids increase: the lists stay ascending
+    add_exact(res.load, u.weight);
     m_seeds.push_back(u.resource);
   }
   m_active.push_back(std::move(t));  // ids increase, so m_active stays in id order
-  recompute_component();
+  if (!(m_incremental && start_fast(m_active.back()))) recompute_component();
   return id;
 }
 
@@ -225,8 +236,9 @@ double FluidShare::resource_capacity(int r) const {
 }
 
 std::vector<int> FluidShare::take_touched() {
-  std::vector<int> out;
-  out.swap(m_touched);
+  // A copy, so that m_touched keeps its capacity: refilling it allocates nothing.
+  std::vector<int> out(m_touched);
+  m_touched.clear();
   for (int r : out) m_resources[r].touched = false;
   return out;
 }
@@ -248,13 +260,15 @@ void FluidShare::run_until(Ps now) {
       if (is_current(e)) m_done.push_back(e.id);
     }
     std::sort(m_done.begin(), m_done.end());
+    const bool fast = m_incremental && finish_fast();
     for (uint64_t id : m_done) {
       const size_t i = index_of(id);
       Transfer& x = m_active[i];
       x.queued = 0;
       for (const Use& u : x.uses) {
-        auto& users = m_resources[u.resource].users;
-        users.erase(std::lower_bound(users.begin(), users.end(), id));
+        Resource& res = m_resources[u.resource];
+        res.users.erase(std::lower_bound(res.users.begin(), res.users.end(), id));
+        res.load -= u.weight;
         m_seeds.push_back(u.resource);
       }
       x.remaining = 0.0;
@@ -262,9 +276,97 @@ void FluidShare::run_until(Ps now) {
       m_finished.push_back(std::move(x));
       m_active.erase(m_active.begin() + static_cast<std::ptrdiff_t>(i));
     }
-    recompute_component();
+    if (fast) {
+      // No rate changed; the left transfers' resources take the rates a refill would give.
+      for (int r : m_seeds) {
+        Resource& res = m_resources[r];
+        res.allocated = res.users.empty() ? 0.0 : res.solo * to_double(res.load);
+        touch(r);
+      }
+      compact_finishes();
+      drop_stale();
+    } else {
+      recompute_component();
+    }
   }
   progress(now);
+}
+
+void FluidShare::touch(int r) {
+  Resource& res = m_resources[r];
+  if (res.touched) return;
+  res.touched = true;
+  m_touched.push_back(r);
+}
+
+// Why the fast paths are exact. A component whose filling took one round at share s has every
+// transfer at rate s, every resource at allocated s x (its load rounded to a double) and every
+// resource's first-round share capacity / load >= s, with each transfer on at least one
+// resource whose share is exactly s (a tied one). A start of t keeps that: if t's resources
+// that others use all have shares > s after t is added (so none of them was tied: its share
+// only falls with t's load), and t's own resources (used by t alone) have shares >= s with one
+// exactly s, the merged component's first round is again at s (the old tied resources are
+// unchanged) and freezes every transfer, old ones on their tied resources, t on its own: one
+// round at s, no old rate changes, and only t's resources change allocation. A finish keeps it
+// if every resource of the finishing transfers that keeps users had a share > s before (so no
+// remaining transfer was frozen there; shares only rise when load leaves): each remaining
+// transfer still has its tied resource, every share is still >= s. The shares are computed
+// with the expression of the refill's first round (capacity / the load rounded once), so the
+// comparisons with s are those the refill would make; components that took more rounds are
+// always refilled. tests/memory/fluid_incremental_test.cpp compares both against refills.
+bool FluidShare::start_fast(Transfer& t) {
+  double s = -1.0;
+  for (const Use& u : t.uses) {
+    const Resource& res = m_resources[u.resource];
+    if (res.users.size() == 1) continue;  // t's own
+    if (!(res.solo > 0.0) || (s > 0.0 && res.solo != s)) return false;
+    s = res.solo;
+  }
+  if (!(s > 0.0)) return false;  // t alone: its refill is small
+  bool tied = false;
+  for (const Use& u : t.uses) {
+    const Resource& res = m_resources[u.resource];
+    const double share = res.capacity / to_double(res.load);
+    if (res.users.size() == 1) {
+      if (share < s) return false;
+      tied = tied || share == s;
+    } else if (!(share > s)) {
+      return false;
+    }
+  }
+  if (!tied) return false;
+  ++m_fast_events;
+  for (const Use& u : t.uses) {
+    Resource& res = m_resources[u.resource];
+    res.allocated = s * to_double(res.load);
+    res.solo = s;
+    touch(u.resource);
+  }
+  t.rate = s;
+  t.finish = finish_time(t);
+  queue_finish(t);
+  compact_finishes();
+  drop_stale();
+  return true;
+}
+
+bool FluidShare::finish_fast() {
+  double s = -1.0;
+  for (uint64_t id : m_done) {
+    for (const Use& u : m_active[index_of(id)].uses) {
+      const Resource& res = m_resources[u.resource];
+      if (!(res.solo > 0.0) || (s > 0.0 && res.solo != s)) return false;
+      s = res.solo;
+      // A tied resource is fine only if every one of its users finishes now.
+      if (!(res.capacity / to_double(res.load) > s)) {
+        for (uint64_t user : res.users) {
+          if (!std::binary_search(m_done.begin(), m_done.end(), user)) return false;
+        }
+      }
+    }
+  }
+  ++m_fast_events;
+  return true;
 }
 
 void FluidShare::progress(Ps now) {
@@ -331,10 +433,7 @@ void FluidShare::recompute_component() {
     res.round_weight = 0;
     res.allocated = 0.0;
     m_users[r].clear();
-    if (!res.touched) {
-      res.touched = true;
-      m_touched.push_back(r);
-    }
+    touch(r);
   }
   m_new_rate.assign(m_members.size(), 0.0);
   for (size_t k = 0; k < m_members.size(); ++k) {
@@ -354,6 +453,8 @@ void FluidShare::recompute_component() {
     if (res.unfrozen > 0) m_live.push_back(r);
   }
   size_t left = m_members.size();
+  int rounds = 0;
+  double first_share = -1.0;
   while (left > 0) {
     // The most constrained resources: the smallest equal share among their unfrozen transfers.
     double best_share = std::numeric_limits<double>::infinity();
@@ -373,6 +474,7 @@ void FluidShare::recompute_component() {
     }
     m_live.resize(kept);
     if (m_tied.empty()) break;  // unreachable: every unfrozen transfer holds a resource
+    if (++rounds == 1) first_share = best_share;
     m_round.clear();
     for (int32_t best : m_tied) {
       for (int32_t k : m_users[best]) {
@@ -400,6 +502,8 @@ void FluidShare::recompute_component() {
       res.round_weight = 0;
     }
   }
+  const double solo = rounds == 1 && left == 0 ? first_share : -1.0;
+  for (int32_t r : m_component) m_resources[r].solo = solo;
   for (size_t k = 0; k < m_members.size(); ++k) {
     Transfer& t = m_active[m_members[k]];
     // An unchanged rate keeps its finish time, so that other transfers' events never move it.

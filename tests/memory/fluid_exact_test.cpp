@@ -2,6 +2,7 @@
 #include "wallsim/memory/fluid_share.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -233,6 +234,37 @@ TEST(FluidShare, RejectsWeightsAndMultiplicitiesOutOfRange) {
   fs.start_weighted(0, 10, {{hbm, 1e-12}}, 1 << 24);  // both ends of the ranges are fine
   fs.start_weighted(0, 10, {{hbm, 1.0, 1 << 24}});
   fs.start_weighted(0, 10, {{hbm, 1 << 24}});
+}
+
+// A transfer alone on a resource gets the capacity divided by its summed weight, rounded once
+// to a double: with 55 significant bits (weight 2^24 - 2^-16, count 8191, multiplicity 3) the
+// rounding is visible; 1/3 has bits below 2^-64 of the fixed-point sum (the conversion's
+// general path), 2.5 and 1.0 none (its short path for sums whose low 64 bits are zero).
+TEST(FluidShare, SummedWeightRoundsOnceToADouble) {
+  struct Case {
+    double weight;
+    int64_t count, multiplicity;
+    double exact_demand;  // weight x count x multiplicity, rounded once
+  };
+  const double w = 16777216.0 - 0x1p-16;
+  const uint64_t units = ((uint64_t{1} << 40) - 1) * 8191 * 3;          // in 2^-16: 55 bits, odd
+  ASSERT_NE(static_cast<uint64_t>(static_cast<double>(units)), units);  // not representable
+  const Case cases[] = {
+      {w, 8191, 3, static_cast<double>(units) * 0x1p-16},
+      {1.0 / 3.0, 7, 5,
+       static_cast<double>(static_cast<__int128>(std::nearbyint(1.0 / 3.0 * 0x1p80)) * 35) *
+           0x1p-80},
+      {2.5, 3, 1, 7.5},
+      {1.0, 1, 1, 1.0},
+  };
+  for (const Case& c : cases) {
+    FluidShare fs;
+    const double capacity = 1234.5 * kGBps;
+    const int r = fs.add_resource("hbm", capacity);
+    const uint64_t id = fs.start_weighted(0, 1e9, {{r, c.weight, c.count}}, c.multiplicity);
+    EXPECT_EQ(fs.rate(id), capacity / c.exact_demand) << c.weight;
+    EXPECT_EQ(fs.resource_rate(r), fs.rate(id) * c.exact_demand) << c.weight;
+  }
 }
 
 }  // namespace

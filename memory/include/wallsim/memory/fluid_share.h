@@ -26,7 +26,9 @@ namespace wallsim::memory {
 // (start() and advance() both replay the finish events up to `now`); it is handed back by the
 // first advance() whose `now` reaches its finish time. Cost per start or finish is
 // O(transfers x resources) of its connected component (plus one multiply-add per transfer in
-// flight to bring its remaining bytes up to date), independent of bytes and of simulated time.
+// flight to bring its remaining bytes up to date), independent of bytes and of simulated time;
+// O(its own resources) when it provably changes no other rate (a component whose last filling
+// took one round, and an event on resources that were not at its share: fluid_share.cpp).
 // Results are deterministic, transfers are reported in id order (the order of the start()
 // calls), and rates do not depend on the order of resources or transfers: weights are summed
 // exactly (integers in units of 2^-80, exact for weights >= 2^-27), every resource whose share
@@ -72,6 +74,11 @@ class FluidShare final : public BandwidthShare {
   // Inner-loop steps executed so far (rate recomputation and progress), for tests and
   // benchmarks that check the cost does not depend on bytes or time.
   uint64_t work() const { return m_work; }
+  // Events (starts, and finish times) whose rates were proven unchanged without refilling
+  // their component (see start_fast, finish_fast); for tests and benchmarks.
+  uint64_t fast_events() const { return m_fast_events; }
+  // false: every event refills its component (the reference the fast paths are tested against).
+  void set_incremental(bool on) { m_incremental = on; }
 
  private:
   // A weight as an exact integer: units of 2^-80 of a byte of capacity per byte moved.
@@ -82,13 +89,17 @@ class FluidShare final : public BandwidthShare {
   };
   struct Resource {
     std::string name;
-    double capacity;              // bytes/second
-    double allocated;             // bytes/second given to transfers now
-    double free;                  // scratch: capacity left during progressive filling
-    int unfrozen;                 // scratch: transfers still to be given a rate
-    Fixed demand;                 // scratch: the sum of their weights
-    double demand_double;         // scratch: demand as a double (rounded once)
-    Fixed round_weight;           // scratch: weight frozen in the current round
+    double capacity;       // bytes/second
+    double allocated;      // bytes/second given to transfers now
+    double free;           // scratch: capacity left during progressive filling
+    int unfrozen;          // scratch: transfers still to be given a rate
+    Fixed demand;          // scratch: the sum of their weights
+    double demand_double;  // scratch: demand as a double (rounded once)
+    Fixed round_weight;    // scratch: weight frozen in the current round
+    Fixed load;            // the sum of its active users' weights (exact)
+    // > 0: its component's last filling was one round at this share (every transfer of it
+    // frozen at it); -1: not known. Meaningful while it has users.
+    double solo;
     std::vector<uint64_t> users;  // ids of the active transfers using it, ascending
     uint64_t mark;                // scratch: last component search that reached it
     bool touched;                 // listed in m_touched
@@ -127,6 +138,13 @@ class FluidShare final : public BandwidthShare {
   void compact_finishes();
   // Recomputes the rates of every transfer connected to the resources in m_seeds.
   void recompute_component();
+  // The fast paths: true (having set the rates, allocations and finish events a refill would
+  // set) when the event provably changes no other transfer's rate; false, changing nothing,
+  // otherwise. start_fast: `t`, just added (users and loads included). finish_fast: m_done's
+  // transfers, still active.
+  bool start_fast(Transfer& t);
+  bool finish_fast();
+  void touch(int r);
   Ps finish_time(const Transfer& t) const;
 
   std::vector<Resource> m_resources;
@@ -142,6 +160,8 @@ class FluidShare final : public BandwidthShare {
   uint64_t m_next_id = 0;
   uint64_t m_work = 0;
   uint64_t m_search = 0;  // component searches so far (the marks' epoch)
+  uint64_t m_fast_events = 0;
+  bool m_incremental = true;
   // recompute_component()'s scratch, kept to avoid allocating on every start and finish.
   std::vector<int> m_seeds;                   // resources a start or finish touched
   std::vector<int32_t> m_stack;               // the component search's resources to visit
