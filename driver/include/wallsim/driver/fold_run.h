@@ -44,8 +44,8 @@ std::vector<sim::CollectiveFold::Communicator> world_communicators(
 // shared: each rank counts its own.
 runtime::StepRecord as_shared_cache_hits(runtime::StepRecord r);
 
-// Rank 0's core's stats (chip0.core0.*) given to the cores of ranks 1 .. world-1 (on chip 0), as
-// the unfolded run writes them.
+// Rank 0's core's stats (chip0.core0.*) given to the cores of ranks 1 .. world-1 (on chip 0), in
+// its order, as the unfolded run writes them. After System::finalize.
 void copy_folded_core_stats(traces::StatsRegistry& stats, int64_t world);
 
 }  // namespace wallsim::driver
