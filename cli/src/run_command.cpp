@@ -27,6 +27,7 @@ struct RunArgs {
   bool no_memory_check = false;
   std::vector<std::string> bounds;  // --bound NAME<=MAX
   std::string chakra;               // --chakra DIR: Chakra execution traces
+  std::string fold = "off";         // --fold auto|off: SPMD folding
 };
 
 // What a run allocates before its first step, from the config alone: a functional run's SBUF
@@ -76,6 +77,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--chakra", a->chakra,
                   "also write each rank's Chakra execution trace (DIR/<workload>.<rank>.et) and "
                   "ASTRA-sim configs into DIR (docs/CHAKRA.md)");
+  cmd->add_option("--fold", a->fold,
+                  "SPMD folding: auto simulates only rank 0 of a run whose ranks are one class "
+                  "on one chip and gives the others its figures; off simulates every rank "
+                  "(docs/DISTRIBUTED.md)")
+      ->check(CLI::IsMember({"auto", "off"}));
   cmd->add_flag("--no-memory-check", a->no_memory_check,
                 "run even when the estimated host memory exceeds what is available");
   auto tuning_cache = std::make_shared<std::string>();
@@ -107,6 +113,7 @@ void add_run_command(CLI::App& app) {
     if (!a->trace_window.empty()) o.trace_window_ns = parse_window(a->trace_window);
     o.instruction_csv = a->csv;
     o.chakra_dir = a->chakra;
+    o.fold = a->fold == "auto" ? driver::FoldMode::automatic : driver::FoldMode::off;
     workloads::WorkloadSpec spec = workloads::parse_spec(a->workload);
     if (!a->bounds.empty()) {
       if (spec.params.count("bound"))

@@ -57,18 +57,9 @@ ordered_json link_bytes(sim::System& system) {
   return out;
 }
 
-// A rank's time in collectives with no compute engine of its core busy, and with one busy
-// (sim/comm_overlap.h), in whole ns.
-int64_t exposed_ns(runtime::Session& s) {
-  return s.device_core().comm_overlap().exposed_ps() / 1000;
-}
-int64_t overlapped_ns(runtime::Session& s) {
-  return s.device_core().comm_overlap().overlapped_ps() / 1000;
-}
-
-// Whether the ranks are one SPMD class, or why not; every rank is simulated (folded runs are
-// not built yet: issue 39 steps 6-8).
-ordered_json fold_section(const runtime::FoldDecision& fold, int64_t world) {
+// Whether the ranks are one SPMD class, or why not, and whether the run folded them (then only
+// rank 0 is simulated), or why not.
+ordered_json fold_section(const runtime::FoldDecision& fold, const FoldPlan& plan) {
   ordered_json out = {{"eligible", fold.eligible}};
   if (!fold.eligible) out["why_not"] = fold.why_not;
   out["classes"] = fold.classes();
@@ -78,16 +69,30 @@ ordered_json fold_section(const runtime::FoldDecision& fold, int64_t world) {
     out["representatives"] = fold.representatives;
     out["class_sizes"] = sizes;
   }
-  out["simulated_ranks"] = world;
+  out["folded"] = plan.folded;
+  if (plan.why_unfolded) out["why_unfolded"] = *plan.why_unfolded;
+  out["simulated_ranks"] = plan.simulated_ranks();
   return out;
 }
 
 }  // namespace
 
+RankFigures rank_figures(runtime::Session& session, RankSums sums) {
+  RankFigures f;
+  f.rank = session.rank();
+  f.sums = std::move(sums);
+  f.startup = session.startup_record();
+  f.collective_ns = session.collective_ns();
+  // Whole ns of the core's collectives with no compute engine busy, and with one busy.
+  f.exposed_ns = session.device_core().comm_overlap().exposed_ps() / 1000;
+  f.overlapped_ns = session.device_core().comm_overlap().overlapped_ps() / 1000;
+  return f;
+}
+
 ordered_json distributed_section(const runtime::ProcessGroup& group,
-                                 const std::vector<runtime::Session*>& sessions,
-                                 const std::vector<RankSums>& sums, sim::System& system,
-                                 bool shared_cache, const runtime::FoldDecision& fold) {
+                                 const std::vector<RankFigures>& ranks, sim::System& system,
+                                 bool shared_cache, const runtime::FoldDecision& fold,
+                                 const FoldPlan& plan) {
   const runtime::ParallelSizes& s = group.sizes();
   ordered_json out = {{"world", group.world()},
                       {"tp", s.tp},
@@ -95,25 +100,24 @@ ordered_json distributed_section(const runtime::ProcessGroup& group,
                       {"dp", s.dp},
                       {"chips", system.chips()},
                       {"compile_cache", shared_cache ? "shared" : "private"},
-                      {"fold", fold_section(fold, group.world())}};
+                      {"fold", fold_section(fold, plan)}};
   // The whole run: a step ends when its slowest rank ends.
   std::vector<int64_t> step_ns;
   int64_t busy = 0, comm_wait = 0, collective = 0, exposed = 0, overlapped = 0, compile = 0,
           compiles = 0;
-  for (size_t r = 0; r < sums.size(); ++r) {
-    const auto& walls = sums[r].step_wall_ns;
+  const auto compile_state = static_cast<size_t>(runtime::HostState::compile);
+  for (const RankFigures& f : ranks) {
+    const auto& walls = f.sums.step_wall_ns;
     if (step_ns.size() < walls.size()) step_ns.resize(walls.size(), 0);
     for (size_t i = 0; i < walls.size(); ++i) step_ns[i] = std::max(step_ns[i], walls[i]);
-    const runtime::StepRecord& t = sums[r].sum;
+    const runtime::StepRecord& t = f.sums.sum;
     busy += t.device_busy_ns;
     comm_wait += t.host_ns[static_cast<size_t>(runtime::HostState::comm_wait)];
-    compile +=
-        t.host_ns[static_cast<size_t>(runtime::HostState::compile)] +
-        sessions[r]->startup_record().host_ns[static_cast<size_t>(runtime::HostState::compile)];
-    compiles += t.counts.compiles + sessions[r]->startup_record().counts.compiles;
-    collective += sessions[r]->collective_ns();
-    exposed += exposed_ns(*sessions[r]);
-    overlapped += overlapped_ns(*sessions[r]);
+    compile += t.host_ns[compile_state] + f.startup.host_ns[compile_state];
+    compiles += t.counts.compiles + f.startup.counts.compiles;
+    collective += f.collective_ns;
+    exposed += f.exposed_ns;
+    overlapped += f.overlapped_ns;
   }
   int64_t wall = 0;
   for (int64_t ns : step_ns) wall += ns;
@@ -127,25 +131,24 @@ ordered_json distributed_section(const runtime::ProcessGroup& group,
                       {"compile_ns", compile},
                       {"compiles", compiles},
                       {"link_bytes", link_bytes(system)}};
-  ordered_json ranks = ordered_json::array();
-  for (size_t r = 0; r < sums.size(); ++r) {
-    const runtime::RankContext& c = sessions[r]->rank();
+  ordered_json rows = ordered_json::array();
+  for (const RankFigures& f : ranks) {
+    const runtime::RankContext& c = f.rank;
     ordered_json row = {{"rank", c.rank},
                         {"chip", c.chip},
                         {"core", c.core},
                         {"tp_rank", c.tp_rank},
                         {"pp_rank", c.pp_rank},
                         {"dp_rank", c.dp_rank},
-                        {"collective_ns", sessions[r]->collective_ns()},
-                        {"comm_exposed_ns", exposed_ns(*sessions[r])},
-                        {"comm_overlapped_ns", overlapped_ns(*sessions[r])}};
-    const runtime::StepRecord& st = sessions[r]->startup_record();
-    row["startup_compile_ns"] = st.host_ns[static_cast<size_t>(runtime::HostState::compile)];
-    row["startup_compiles"] = st.counts.compiles;
-    put_figures(row, sums[r].sum);
-    ranks.push_back(row);
+                        {"collective_ns", f.collective_ns},
+                        {"comm_exposed_ns", f.exposed_ns},
+                        {"comm_overlapped_ns", f.overlapped_ns}};
+    row["startup_compile_ns"] = f.startup.host_ns[compile_state];
+    row["startup_compiles"] = f.startup.counts.compiles;
+    put_figures(row, f.sums.sum);
+    rows.push_back(row);
   }
-  out["ranks"] = ranks;
+  out["ranks"] = rows;
   return out;
 }
 

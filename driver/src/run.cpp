@@ -230,17 +230,19 @@ void finish_chakra(chakra::Exporter& exporter, const std::vector<runtime::Sessio
 
 // What the tuning cache (compiler.tune.cache) answered the run's compiles, every rank's summed;
 // nothing when the run names no cache. A run only reuses the cache: a miss takes the model's pick.
+// `copies`: how many ranks each simulated session stands for (a folded run with a private
+// cache: every rank compiles what rank 0 does).
 void write_tuning_stats(traces::StatsRegistry& stats,
-                        const std::vector<runtime::Session*>& sessions) {
+                        const std::vector<runtime::Session*>& sessions, int64_t copies) {
   runtime::TuningStats sum;
   bool any = false;
   for (const runtime::Session* s : sessions) {
     if (const runtime::TuningStats* t = s->tuning_stats()) {
       any = true;
-      sum.queries += t->queries;
-      sum.hits += t->hits;
-      sum.misses += t->misses;
-      sum.changed += t->changed;
+      sum.queries += copies * t->queries;
+      sum.hits += copies * t->hits;
+      sum.misses += copies * t->misses;
+      sum.changed += copies * t->changed;
     }
   }
   if (!any) return;
@@ -289,17 +291,24 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     group.emplace(sizes, system_config.chips(), system_config.chip.cores,
                   "--workload " + spec.text);
   }
-  // Which ranks are one SPMD class (reported; every rank is still simulated).
+  // Which ranks are one SPMD class, and whether the run folds them: then only rank 0 is
+  // simulated (its workload, session and host thread), standing for every rank.
   runtime::FoldDecision fold;
+  FoldPlan fold_plan;
   if (group) {
     runtime::FoldFacts facts;
     facts.functional = options.functional;
     facts.chakra = !options.chakra_dir.empty();
     facts.workload_asymmetry = workload->rank_asymmetry();
+    facts.background_shared_compiles =
+        config.runtime.compile_in_background && config.runtime.shared_compile_cache;
     fold = runtime::decide_fold(*group, system_config, facts);
+    fold_plan = plan_fold(options.fold, fold, *group);
   }
+  const bool folded = fold_plan.folded;
+  const int64_t simulated = fold_plan.simulated_ranks();
   std::vector<std::unique_ptr<workloads::Workload>> rank_workloads;
-  for (int64_t r = 1; r < world; ++r) rank_workloads.push_back(workloads::make_workload(spec));
+  for (int64_t r = 1; r < simulated; ++r) rank_workloads.push_back(workloads::make_workload(spec));
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);
   std::unique_ptr<traces::RunDirectory> chakra_dir;
   if (!options.chakra_dir.empty()) {
@@ -333,6 +342,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       group ? std::make_unique<sim::System>(config.chip, system_config, dev)
             : std::make_unique<sim::System>(config.chip, dev);
   sim::System& system = *system_owned;
+  if (folded) system.fold(static_cast<int>(world), world_communicators(*group));
   const runtime::RankContext rank0 = group ? group->context(0) : runtime::RankContext{};
   sim::Core& device = system.core(static_cast<size_t>(rank0.chip), static_cast<size_t>(rank0.core));
   const std::string device_scope =
@@ -379,7 +389,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   };
   runtime::Session session(config, device, group ? rank_options(so, 0) : so, trace);
   std::vector<std::unique_ptr<runtime::Session>> rank_sessions;
-  for (int64_t r = 1; r < world; ++r) {
+  for (int64_t r = 1; r < simulated; ++r) {
     runtime::SessionOptions o = so;
     RankSums* sums = &rank_sums[static_cast<size_t>(r)];
     o.on_step_end = [sums](const runtime::StepRecord& rec) { sums->add(rec); };
@@ -392,8 +402,10 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   std::vector<workloads::Workload*> rank_workload = {workload.get()};
   for (auto& s : rank_sessions) sessions.push_back(s.get());
   for (auto& w : rank_workloads) rank_workload.push_back(w.get());
-  if (group) {
-    for (workloads::Workload* w : rank_workload) w->join(rank_workload);
+  if (group) {  // folded: rank 0's workload stands for every rank's
+    std::vector<workloads::Workload*> all = rank_workload;
+    if (folded) all.assign(static_cast<size_t>(world), workload.get());
+    for (workloads::Workload* w : rank_workload) w->join(all);
   }
 
   std::unique_ptr<chakra::Exporter> chakra_export;
@@ -419,6 +431,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   if (group) {
     system.finalize();
     for (runtime::Session* s : sessions) end = std::max(end, s->device_core().end_time());
+    if (folded) copy_folded_core_stats(stats, world);
   } else {
     device.finalize();
   }
@@ -456,8 +469,8 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     std::vector<const workloads::Workload*> replicas;
     for (int64_t d = 0; d < sizes.dp; ++d) {
       const int64_t r = sizes.rank_of(0, sizes.pp - 1, d);
-      replicas.push_back(r == 0 ? workload.get()
-                                : rank_workloads[static_cast<size_t>(r - 1)].get());
+      replicas.push_back(r == 0 || folded ? workload.get()
+                                          : rank_workloads[static_cast<size_t>(r - 1)].get());
     }
     if (auto whole = workload->replicas_report(replicas)) own = whole;
   }
@@ -467,8 +480,24 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
   }
   ordered_json extra = report.to_json(step_stream.wall_times());
   if (group) {
+    std::vector<RankFigures> figures;
+    if (folded) {  // every rank reports rank 0's figures under its own identity
+      const RankFigures first = rank_figures(session, rank_sums[0]);
+      for (int64_t r = 0; r < world; ++r) {
+        RankFigures f = first;
+        f.rank = group->context(r);
+        if (r > 0 && shared_plans) {
+          f.startup = as_shared_cache_hits(f.startup);
+          f.sums.sum = as_shared_cache_hits(f.sums.sum);
+        }
+        figures.push_back(std::move(f));
+      }
+    } else {
+      for (size_t r = 0; r < sessions.size(); ++r)
+        figures.push_back(rank_figures(*sessions[r], rank_sums[r]));
+    }
     extra["distributed"] =
-        distributed_section(*group, sessions, rank_sums, system, shared_plans != nullptr, fold);
+        distributed_section(*group, figures, system, shared_plans != nullptr, fold, fold_plan);
   }
   double compiler_seconds = 0;
   int64_t bodies_rebuilt = 0;
@@ -476,7 +505,7 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     compiler_seconds += s->compiler_seconds();
     bodies_rebuilt += s->bodies_rebuilt();
   }
-  write_tuning_stats(stats, sessions);
+  write_tuning_stats(stats, sessions, folded && !shared_plans ? world : 1);
   traces::StatsScope measured(stats, "measured");
   measured.add_value("sim_wall_seconds", "s", "real time the run took (varies run to run)")
       .set(wall);

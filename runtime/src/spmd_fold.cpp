@@ -19,6 +19,10 @@ std::optional<std::string> asymmetry(const ProcessGroup& group, const sim::Syste
   const ParallelSizes& s = group.sizes();
   if (s.pp > 1) return "pipeline stages run different layers (pp " + str(s.pp) + ")";
   if (facts.workload_asymmetry) return *facts.workload_asymmetry;
+  if (facts.background_shared_compiles) {
+    return "a shared compile cache compiled in the background: the first rank to ask compiles "
+           "while the others wait for it (runtime.compile_in_background)";
+  }
   if (!system.links.failed.empty()) {
     return "failed links (links.failed: " + system.links.failed + ") make the chips unequal";
   }

@@ -42,15 +42,19 @@ TEST(SpmdFold, SymmetricRunsAreOneClassOfEveryRank) {
 }
 
 TEST(SpmdFold, AsymmetricRunsNameWhyAndSimulateEveryRank) {
-  FoldFacts functional, chakra, workload;
+  FoldFacts functional, chakra, workload, background;
   functional.functional = true;
   chakra.chakra = true;
   workload.workload_asymmetry = "its replicas differ";
+  background.background_shared_compiles = true;
   const std::vector<std::pair<FoldRun, std::string>> cases = {
       {{{2, 1, 2}, {}, functional}, "functional runs compute each rank's own values"},
       {{{2, 1, 2}, {}, chakra}, "--chakra writes each rank's own execution trace"},
       {{{2, 2, 1}, {}, {}}, "pipeline stages run different layers (pp 2)"},
       {{{2, 1, 2}, {}, workload}, "its replicas differ"},
+      {{{2, 1, 2}, {}, background},
+       "a shared compile cache compiled in the background: the first rank to ask compiles while "
+       "the others wait for it (runtime.compile_in_background)"},
       {{{8, 1, 16}, {"links.failed=chip3.x+"}, {}},
        "failed links (links.failed: chip3.x+) make the chips unequal"},
       {{{4, 1, 3}, {"topology.torus_x=2", "topology.torus_y=1"}, {}},

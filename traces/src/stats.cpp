@@ -503,6 +503,25 @@ void StatsRegistry::copy_scope(const std::string& from, const std::string& to) {
       }
     }
   }
+  // The twins in `from`'s order, in the places they hold among the stats (a twin registered by
+  // its own core at another moment than its source, e.g. when the core is finalized, moves).
+  std::map<std::string_view, std::size_t> rank;
+  std::vector<std::string> names;
+  names.reserve(sources.size());
+  for (const Stat* src : sources) names.push_back(to + src->name().substr(from.size()));
+  for (std::size_t i = 0; i < names.size(); ++i) rank.emplace(names[i], i);
+  std::vector<std::size_t> places;
+  std::vector<const Stat*> twins;
+  for (std::size_t k = 0; k < m_order.size(); ++k) {
+    if (rank.count(m_order[k]->name())) {
+      places.push_back(k);
+      twins.push_back(m_order[k]);
+    }
+  }
+  std::stable_sort(twins.begin(), twins.end(), [&](const Stat* a, const Stat* b) {
+    return rank.at(a->name()) < rank.at(b->name());
+  });
+  for (std::size_t i = 0; i < places.size(); ++i) m_order[places[i]] = twins[i];
 }
 
 }  // namespace wallsim::traces

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wallsim/driver/fold_run.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/process_group.h"
 #include "wallsim/runtime/session.h"
@@ -28,15 +29,29 @@ struct RankSums {
   void add(const runtime::StepRecord& r);
 };
 
+// What a rank reports: its place, its steps summed, its start-up, its time in collectives.
+struct RankFigures {
+  runtime::RankContext rank;
+  RankSums sums;
+  runtime::StepRecord startup;
+  int64_t collective_ns = 0;  // blocked in collectives, from its arrival to the end
+  int64_t exposed_ns = 0;     // in collectives with no compute engine of its core busy
+  int64_t overlapped_ns = 0;  // in collectives with one busy (sim/comm_overlap.h)
+};
+
+// A simulated rank's figures from its session (its identity, its start-up, its core's
+// collectives) and its step sums.
+RankFigures rank_figures(runtime::Session& session, RankSums sums);
+
 // The "distributed" section: the process group (world, tp, pp, dp, the compile cache), whether
-// its ranks could fold (`fold`: eligible, or why not; the classes; the ranks simulated), the
-// whole run (each step's time is its slowest rank's; compute, exposed communication and
-// compiles summed over the ranks; bytes per link kind) and each rank's figures (its place, its
-// steps' host states — they sum to its wall time — device busy time, time blocked in
-// collectives, compiles).
+// its ranks could fold and did (`fold`: eligible, or why not; the classes; folded, or why not;
+// the ranks simulated), the whole run (each step's time is its slowest rank's; compute, exposed
+// communication and compiles summed over the ranks; bytes per link kind) and each rank's
+// figures (its place, its steps' host states — they sum to its wall time — device busy time,
+// time blocked in collectives, compiles).
 nlohmann::ordered_json distributed_section(const runtime::ProcessGroup& group,
-                                           const std::vector<runtime::Session*>& sessions,
-                                           const std::vector<RankSums>& sums, sim::System& system,
-                                           bool shared_cache, const runtime::FoldDecision& fold);
+                                           const std::vector<RankFigures>& ranks,
+                                           sim::System& system, bool shared_cache,
+                                           const runtime::FoldDecision& fold, const FoldPlan& plan);
 
 }  // namespace wallsim::driver

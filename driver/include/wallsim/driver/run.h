@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "wallsim/base/params.h"
+#include "wallsim/driver/fold_run.h"
 #include "wallsim/engines/stream_processor.h"
 #include "wallsim/runtime/config.h"
 #include "wallsim/runtime/session.h"
@@ -31,6 +32,9 @@ struct RunOptions {
   // Non-empty: also write each rank's Chakra execution trace and ASTRA-sim's configs into this
   // directory (docs/CHAKRA.md), complete or not at all, like the run directory.
   std::string chakra_dir;
+  // SPMD folding (docs/DISTRIBUTED.md): auto simulates only rank 0 of an eligible run whose ranks
+  // are on one chip and gives every other rank its figures.
+  FoldMode fold = FoldMode::off;
 };
 
 struct RunSummary {

@@ -20,6 +20,9 @@ struct FoldFacts {
   // Why the workload's ranks do not all run the same program at the same sizes, if they do not
   // (Workload::rank_asymmetry: serve's data-parallel replicas serve different requests).
   std::optional<std::string> workload_asymmetry;
+  // A compile cache shared by the ranks, compiled in the background (runtime.compile_in_
+  // background): the first rank to ask compiles while the host goes on; the others wait for it.
+  bool background_shared_compiles = false;
 };
 
 // The classes of a run's ranks. Eligible: every rank is in one class whose representative is
@@ -36,7 +39,8 @@ struct FoldDecision {
 
 // Decides from the process group, the system the run elaborates (driver::system_for_ranks)
 // and the facts. The rules, in order: values and traces computed per rank (functional,
-// --chakra); pipeline stages (pp > 1); the workload's own asymmetry; failed links; ranks not
+// --chakra); pipeline stages (pp > 1); the workload's own asymmetry; a shared cache compiled in
+// the background; failed links; ranks not
 // filling whole chips (on more than one chip), or not every chip of the system; a communicator
 // with different numbers of members on the chips it spans; more simultaneous collectives a
 // chip than collective cores (collectives.cores_per_chip: they would run in turn, in key

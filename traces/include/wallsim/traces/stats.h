@@ -158,9 +158,10 @@ class StatsRegistry {
   // each core's own, and the scopes' first stats, registered at construction.
   void group_scopes(std::size_t segments);
   // Gives every stat under `from.` its twin under `to.` (same unit, description and value):
-  // an existing twin is set (of another kind: std::invalid_argument), a missing one registered,
-  // in `from`'s order. For a core simulated once for several (SPMD folding). Copying a scope
-  // onto itself, or onto one nested in it, throws std::invalid_argument.
+  // an existing twin is set (of another kind: std::invalid_argument), a missing one registered;
+  // then the twins stand in `from`'s order, in the places in the registration order they hold. For
+  // a core simulated once for several (SPMD folding). Copying a scope onto itself, or onto one
+  // nested in it, throws std::invalid_argument.
   void copy_scope(const std::string& from, const std::string& to);
 
  private:
