@@ -13,12 +13,13 @@ using wallsim::memory::FluidShare;
 using wallsim::memory::ResourceUse;
 using Ps = FluidShare::Ps;
 
-// One chip's DMA: range(0) engines on one HBM, each always busy with a descriptor whose size
-// cycles through a few values; a finish starts the engine's next descriptor. Every event
-// refills the whole component (the HBM joins every engine).
-void BM_FluidShare_EnginesOnOneHbm(benchmark::State& state) {
-  const int engines = static_cast<int>(state.range(0));
-  FluidShare fs;
+// `engines` DMA engines on one HBM, each always busy with a descriptor whose size cycles
+// through a few values; a finish starts the engine's next descriptor. `chunked`: the engine
+// weight of a descriptor with 64-byte chunk overheads (1 + 256 / bytes), else 1. Runs the
+// benchmark's iterations (one finish time each) and reports ns per event (a start or a finish)
+// and, with `count_fast`, the share of the iterations' events that took a fast path.
+void run_engines_on_one_hbm(benchmark::State& state, FluidShare& fs, int engines, bool chunked,
+                            bool count_fast) {
   const int hbm = fs.add_resource("hbm", 2900e9);
   std::vector<int> engine;
   for (int e = 0; e < engines; ++e) engine.push_back(fs.add_resource("dma", 28.99e9));
@@ -27,41 +28,8 @@ void BM_FluidShare_EnginesOnOneHbm(benchmark::State& state) {
   const auto start = [&](Ps now, int e) {
     const double bytes = 4096.0 * (1 + (started++ * 7 + e) % 13);
     owner.push_back(e);
-    fs.start_weighted(now, bytes, {{engine[e], 1.0 + 64.0 / bytes * 4}, {hbm, 2.0}});
-  };
-  for (int e = 0; e < engines; ++e) start(0, e);
-  int64_t events = 0;
-  for (auto _ : state) {
-    const Ps t = fs.next_finish();
-    for (uint64_t id : fs.advance(t)) {
-      start(t, owner[id]);
-      events += 2;  // a finish and a start
-    }
-  }
-  state.counters["ns/event"] =
-      benchmark::Counter(static_cast<double>(events) * 1e-9,
-                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-}
-BENCHMARK(BM_FluidShare_EnginesOnOneHbm)->Arg(16)->Arg(128);
-
-// As EnginesOnOneHbm, with descriptors of whole 64-byte chunks (engine weight 1: every engine
-// at the same share) and the HBM unsaturated: each start and finish changes no other
-// transfer's rate, the case FluidShare's fast paths skip the refill for. range(1) = 0 refills
-// at every event (set_incremental(false)), the cost without them. Counter `fast`: the share
-// of events that took a fast path.
-void BM_FluidShare_EqualEnginesOnOneHbm(benchmark::State& state) {
-  const int engines = static_cast<int>(state.range(0));
-  FluidShare fs;
-  fs.set_incremental(state.range(1) != 0);
-  const int hbm = fs.add_resource("hbm", 2900e9);
-  std::vector<int> engine;
-  for (int e = 0; e < engines; ++e) engine.push_back(fs.add_resource("dma", 28.99e9));
-  std::vector<int> owner;  // per transfer id: its engine
-  int64_t started = 0;
-  const auto start = [&](Ps now, int e) {
-    const double bytes = 4096.0 * (1 + (started++ * 7 + e) % 13);
-    owner.push_back(e);
-    fs.start_weighted(now, bytes, {{engine[e], 1.0}, {hbm, 2.0}});
+    const double weight = chunked ? 1.0 + 64.0 / bytes * 4 : 1.0;
+    fs.start_weighted(now, bytes, {{engine[e], weight}, {hbm, 2.0}});
   };
   for (int e = 0; e < engines; ++e) start(0, e);
   int64_t events = 0;
@@ -76,8 +44,29 @@ void BM_FluidShare_EqualEnginesOnOneHbm(benchmark::State& state) {
   state.counters["ns/event"] =
       benchmark::Counter(static_cast<double>(events) * 1e-9,
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.counters["fast"] =
-      static_cast<double>(fs.fast_events() - fast_before) / static_cast<double>(events);
+  if (count_fast) {
+    state.counters["fast"] =
+        static_cast<double>(fs.fast_events() - fast_before) / static_cast<double>(events);
+  }
+}
+
+// One chip's DMA: range(0) engines on one HBM, descriptors with chunk overheads. Every event
+// refills the whole component (the HBM joins every engine).
+void BM_FluidShare_EnginesOnOneHbm(benchmark::State& state) {
+  FluidShare fs;
+  run_engines_on_one_hbm(state, fs, static_cast<int>(state.range(0)), true, false);
+}
+BENCHMARK(BM_FluidShare_EnginesOnOneHbm)->Arg(16)->Arg(128);
+
+// As EnginesOnOneHbm, with descriptors of whole 64-byte chunks (engine weight 1: every engine
+// at the same share) and the HBM unsaturated: each start and finish changes no other
+// transfer's rate, the case FluidShare's fast paths skip the refill for. range(1) = 0 refills
+// at every event (set_incremental(false)), the cost without them. Counter `fast`: the share
+// of events that took a fast path.
+void BM_FluidShare_EqualEnginesOnOneHbm(benchmark::State& state) {
+  FluidShare fs;
+  fs.set_incremental(state.range(1) != 0);
+  run_engines_on_one_hbm(state, fs, static_cast<int>(state.range(0)), false, true);
 }
 BENCHMARK(BM_FluidShare_EqualEnginesOnOneHbm)
     ->Args({16, 1})
