@@ -210,6 +210,48 @@ TEST(Distributed, PipelineParallel2DataParallel2TrainingStepMatchesUnshardedUnde
   expect_pipeline_matches(2, 2, "fused");
 }
 
+// Tensor-parallel training (Megatron-LM's MLP split) composed with dp or pp: every rank's W1 is
+// the unsharded step's updated W1's column block of d_ff / tp at its tp rank, its W2 the row
+// block, and (dp = 1, the last stage) its loss rows are the unsharded step's.
+void expect_tensor_parallel_training_matches(int64_t tp, int64_t pp, int64_t dp, const char* mode) {
+  const int64_t d = 64, ff = 128, layers = 2, fc = ff / tp;
+  const std::string model = "train:batch=64,d_model=64,d_ff=128,layers=2,lr=0.5,dtype=fp32";
+  const Outcome o = run_both(model + ",tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp) +
+                                 ",dp=" + std::to_string(dp) + (pp > 1 ? ",microbatches=2" : ""),
+                             model, mode);
+  const auto& want = o.values.back();
+  ASSERT_EQ(want.size(), size_t(1 + 2 * layers));  // the loss rows, then W1, W2 of each layer
+  ASSERT_EQ(o.values.size(), size_t(tp * pp * dp) + 1);
+  const size_t per = size_t(layers / pp);
+  for (size_t r = 0; r + 1 < o.values.size(); ++r) {
+    const int64_t t = int64_t(r) % tp, stage = int64_t(r) / tp % pp;
+    ASSERT_EQ(o.values[r].size(), 1 + 2 * per) << "rank " << r;
+    for (size_t l = 0; l < per; ++l) {
+      const auto& w1 = want[1 + 2 * (size_t(stage) * per + l)];
+      const auto& w2 = want[2 + 2 * (size_t(stage) * per + l)];
+      compiler_stub::HostTensor b1 = o.values[r][1 + 2 * l], b2 = o.values[r][2 + 2 * l];
+      for (int64_t i = 0; i < d; ++i)  // W1's columns [t fc, (t + 1) fc)
+        for (int64_t j = 0; j < fc; ++j)
+          b1.data[size_t(i * fc + j)] = w1.data[size_t(i * ff + t * fc + j)];
+      for (int64_t i = 0; i < fc * d; ++i) b2.data[size_t(i)] = w2.data[size_t(t * fc * d + i)];
+      EXPECT_LT(relative_error(o.values[r][1 + 2 * l], b1), 1e-4) << "rank " << r << " W1 " << l;
+      EXPECT_LT(relative_error(o.values[r][2 + 2 * l], b2), 1e-4) << "rank " << r << " W2 " << l;
+    }
+    if (dp == 1 && stage + 1 == pp) {
+      EXPECT_LT(relative_error(o.values[r][0], want[0]), 1e-4) << "rank " << r << " loss";
+    }
+  }
+}
+TEST(Distributed, TensorParallel2DataParallel2TrainingStepMatchesUnshardedUnderAot) {
+  expect_tensor_parallel_training_matches(2, 1, 2, "aot");
+}
+TEST(Distributed, TensorParallel2PipelineParallel2TrainingStepMatchesUnshardedUnderFused) {
+  expect_tensor_parallel_training_matches(2, 2, 1, "fused");
+}
+TEST(Distributed, TensorParallel4TrainingStepMatchesUnshardedUnderEager) {
+  expect_tensor_parallel_training_matches(4, 1, 1, "eager");
+}
+
 // A forward pipeline composed with tensor parallel: 2 layers on 2 stages of TP=2, 4 sequences in
 // 2 micro-batches; the last stage's ranks (2 and 3: tp fastest) output the unsharded rows.
 TEST(Distributed, PipelineParallel2TransformerForwardMatchesUnsharded) {

@@ -1,5 +1,6 @@
-// train: one training step of residual MLP blocks — forward, backward and SGD — split over dp
-// (data parallel) ranks that all-reduce their gradients and pp (pipeline) stages running 1F1B.
+// train: one training step of residual MLP blocks — forward, backward and SGD — split over tp
+// (tensor parallel) ranks that hold column and row blocks of the weights, dp (data parallel)
+// ranks that all-reduce their gradients and pp (pipeline) stages running 1F1B.
 #include "wallsim/runtime/ops.h"
 #include "wallsim/workloads/pipeline_schedule.h"
 #include "workload_params.h"
@@ -23,6 +24,13 @@ using runtime::Tensor;
 // updates, which wait for the reduced gradients, come after the whole backward, as DDP's
 // optimizer step does.
 //
+// tp > 1 (Megatron-LM's MLP): each tensor-parallel rank holds W1's column block and W2's row block
+// of d_ff / tp (the unsharded run's slices of the same seeded weights), so tanh(x W1) is its own
+// columns of the hidden and its h W2 a partial sum, all-reduced over "tp" before the residual add
+// (Megatron's g); in the backward the gradient to the block's input, dpre W1^T, is a partial sum
+// too, all-reduced over "tp" (Megatron's f), and each rank's weight gradients are its own blocks'
+// (all-reduced over "dp" with the ranks of its tp rank). Every rank's loss is the unsharded one.
+//
 // pp > 1 (or microbatches > 1): stage pp_rank holds layers / pp consecutive layers; each rank's
 // rows split into `microbatches` micro-batches that flow through the stages by the 1F1B schedule
 // (pipeline_schedule.h): activations sent to the next stage over "pp", gradients back; each stage
@@ -39,10 +47,15 @@ class Train final : public Workload {
         m_bucket_bytes(p.real("bucket_mb", 0.0, 0.0, 1e6) * 1e6),
         m_dtype(p.dtype("dtype", isa::DType::bf16)) {
     m_sizes.dp = p.integer("dp", 1, 1, 65536);
+    m_sizes.tp = p.integer_if_given("tp", 1, 1, 65536);
     m_sizes.pp = p.integer_if_given("pp", 1, 1, 1024);
     m_micro = p.integer_if_given("microbatches", 1, 1, kBig);
     p.finish();
     m_params = p.resolved();
+    if (m_ff % m_sizes.tp) {
+      p.fail("tp", "d_ff " + std::to_string(m_ff) + " does not split over " +
+                       std::to_string(m_sizes.tp) + " tensor-parallel ranks");
+    }
     if (m_batch % m_sizes.dp) {
       p.fail("dp", "batch " + std::to_string(m_batch) + " does not split over " +
                        std::to_string(m_sizes.dp) + " data-parallel ranks");
@@ -60,13 +73,21 @@ class Train final : public Workload {
     return out;
   }
   void setup(Session& s) override {
-    // This stage's layers, each with the unsharded run's seeds (two a layer).
+    // This stage's layers, each with the unsharded run's seeds (two a layer); with tp, this
+    // rank's column block of W1 and row block of W2.
     const int64_t per = m_layers / m_sizes.pp, first = s.rank().pp_rank * per;
+    const int64_t fc = m_ff / m_sizes.tp, at = s.rank().tp_rank * fc;
     uint64_t k = 1 + 2 * static_cast<uint64_t>(first);
     for (int64_t l = first; l < first + per; ++l) {
       Layer w;
-      w.w1 = s.upload_random({m_d, m_ff}, m_dtype, seed(s, k++));
-      w.w2 = s.upload_random({m_ff, m_d}, m_dtype, seed(s, k++));
+      const uint64_t k1 = k++, k2 = k++;
+      if (m_sizes.tp == 1) {
+        w.w1 = s.upload_random({m_d, m_ff}, m_dtype, seed(s, k1));
+        w.w2 = s.upload_random({m_ff, m_d}, m_dtype, seed(s, k2));
+      } else {
+        w.w1 = s.upload_random_slice({m_d, m_ff}, m_dtype, seed(s, k1), 1, at, at + fc);
+        w.w2 = s.upload_random_slice({m_ff, m_d}, m_dtype, seed(s, k2), 0, at, at + fc);
+      }
       m_w.push_back(w);
     }
   }
@@ -98,21 +119,17 @@ class Train final : public Workload {
     std::vector<Tensor> xs, hs;  // each layer's input and tanh output
     for (const Layer& w : m_w) {
       s.set_origin({"layers." + std::to_string(&w - m_w.data()), "forward"});
-      xs.push_back(x);
-      hs.push_back(tanh(matmul(x, w.w1)));
-      x = add(matmul(hs.back(), w.w2), x);
+      x = forward(w, x, xs, hs);
     }
     Tensor e = sub(x, t);
     Tensor dy = scale(e, 1.0 / double(m_batch));  // of the whole batch's mean loss
-    Buckets buckets(m_bucket_bytes, m_lr, m_ff, m_d);
+    Buckets buckets(m_bucket_bytes, m_lr, m_ff / m_sizes.tp, m_d);
     for (size_t l = m_w.size(); l-- > 0;) {
       Layer& w = m_w[l];
       s.set_origin({"layers." + std::to_string(l), "backward"});
-      buckets.add(matmul(transpose(hs[l], {1, 0}), dy), &w.w2);
-      Tensor dh = matmul(dy, transpose(w.w2, {1, 0}));
-      Tensor dpre = sub(dh, mul(mul(dh, hs[l]), hs[l]));
-      buckets.add(matmul(transpose(xs[l], {1, 0}), dpre), &w.w1);
-      if (l > 0) dy = add(matmul(dpre, transpose(w.w1, {1, 0})), dy);
+      dy = backward(w, xs[l], hs[l], dy, l > 0, [&](Tensor g, bool second) {
+        buckets.add(std::move(g), second ? &w.w1 : &w.w2);
+      });
     }
     buckets.reduce();
     buckets.apply();  // after the backward, as DDP's optimizer step: no update waits in it
@@ -123,6 +140,33 @@ class Train final : public Workload {
   struct Layer {
     Tensor w1, w2;
   };
+  // One block's forward, y = tanh(x W1) W2 + x (with tp, h W2 all-reduced over "tp" first),
+  // keeping its input and tanh output for the backward.
+  Tensor forward(const Layer& w, const Tensor& x, std::vector<Tensor>& xs,
+                 std::vector<Tensor>& hs) const {
+    using namespace runtime;
+    xs.push_back(x);
+    hs.push_back(tanh(matmul(x, w.w1)));
+    Tensor y = matmul(hs.back(), w.w2);
+    if (m_sizes.tp > 1) y = all_reduce(y, "tp");
+    return add(y, x);
+  }
+  // One block's backward from dy, the gradient of its output: W2's gradient, then W1's, each
+  // handed to `grad` (second: W1's) as soon as it is made; returns the gradient of the block's
+  // input when `input` (with tp, dpre W1^T all-reduced over "tp" first), else dy.
+  template <class Grad>
+  Tensor backward(const Layer& w, const Tensor& x, const Tensor& h, const Tensor& dy, bool input,
+                  Grad&& grad) const {
+    using namespace runtime;
+    grad(matmul(transpose(h, {1, 0}), dy), false);
+    Tensor dh = matmul(dy, transpose(w.w2, {1, 0}));
+    Tensor dpre = sub(dh, mul(mul(dh, h), h));
+    grad(matmul(transpose(x, {1, 0}), dpre), true);
+    if (!input) return dy;
+    Tensor dx = matmul(dpre, transpose(w.w1, {1, 0}));
+    if (m_sizes.tp > 1) dx = all_reduce(dx, "tp");
+    return add(dx, dy);
+  }
   // The gradients waiting for their all-reduce, each with the weight it updates, and the
   // all-reduced ones waiting for their update (W -= lr dW), applied when the backward no longer
   // reads the weight. A bucket's gradients are sliced out of its all-reduced sum there too, as
@@ -218,9 +262,7 @@ Tensor Train::pipeline_step(Session& s, int64_t index) {
         Tensor x = stage == 0 ? micro_rows(seed(s, 100000 + 2 * i), st.micro) : u.y;
         for (size_t l = 0; l < m_w.size(); ++l) {
           s.set_origin({layer_name(l), "forward"});
-          u.xs.push_back(x);
-          u.hs.push_back(tanh(matmul(x, m_w[l].w1)));
-          x = add(matmul(u.hs.back(), m_w[l].w2), x);
+          x = forward(m_w[l], x, u.xs, u.hs);
         }
         u.y = x;
         if (last) {
@@ -240,13 +282,10 @@ Tensor Train::pipeline_step(Session& s, int64_t index) {
       case PipeOp::backward: {
         Tensor dy = u.dy;
         for (size_t l = m_w.size(); l-- > 0;) {
-          const Layer& w = m_w[l];
           s.set_origin({layer_name(l), "backward"});
-          accumulate(grad[l].w2, matmul(transpose(u.hs[l], {1, 0}), dy));
-          Tensor dh = matmul(dy, transpose(w.w2, {1, 0}));
-          Tensor dpre = sub(dh, mul(mul(dh, u.hs[l]), u.hs[l]));
-          accumulate(grad[l].w1, matmul(transpose(u.xs[l], {1, 0}), dpre));
-          if (l > 0 || stage > 0) dy = add(matmul(dpre, transpose(w.w1, {1, 0})), dy);
+          dy = backward(
+              m_w[l], u.xs[l], u.hs[l], dy, l > 0 || stage > 0,
+              [&](Tensor g, bool second) { accumulate(second ? grad[l].w1 : grad[l].w2, g); });
         }
         u = Micro();
         u.dy = dy;
@@ -260,7 +299,7 @@ Tensor Train::pipeline_step(Session& s, int64_t index) {
   }
   // The data-parallel all-reduce after the last backward (the last layer's first), then SGD.
   s.set_origin({layer_name(m_w.size() - 1), "backward"});
-  Buckets buckets(m_bucket_bytes, m_lr, m_ff, m_d);
+  Buckets buckets(m_bucket_bytes, m_lr, m_ff / m_sizes.tp, m_d);
   for (size_t l = m_w.size(); l-- > 0;) {
     buckets.add(grad[l].w2, &m_w[l].w2);
     buckets.add(grad[l].w1, &m_w[l].w1);

@@ -553,9 +553,10 @@ std::vector<std::pair<std::string, std::string>> workload_list() {
        "tp=1,sp=0,dp=1,dtype=bf16 - GPT-2- or Llama-style blocks, causal attention; tp ranks "
        "split heads and the MLP (Megatron-LM; sp=1: the norms' rows too), dp ranks the batch"},
       {"train",
-       "train:batch=512,d_model=768,d_ff=3072,layers=1,lr=0.01,dp=1,dtype=bf16 - a training "
-       "step of residual tanh MLP blocks (forward, backward, SGD); dp ranks split the batch and "
-       "all-reduce the gradients"},
+       "train:batch=512,d_model=768,d_ff=3072,layers=1,lr=0.01,tp=1,pp=1,microbatches=1,dp=1,"
+       "bucket_mb=0,dtype=bf16 - a training step of residual tanh MLP blocks (forward, backward, "
+       "SGD); tp ranks split the MLP (Megatron-LM), pp stages the layers (1F1B), dp ranks split "
+       "the batch and all-reduce the gradients"},
       {"decode",
        "decode:layers=1,d_model=768,heads=12,d_ff=3072,prompt=128,new_tokens=128,batch=1,"
        "dynamic=exact,kv=contiguous,block=16,tp=1,pp=1,microbatches=1,dp=1,dtype=bf16 - a "
