@@ -3,6 +3,7 @@
 // from the chip's own figures (isa::CostHints). Pure arithmetic: no context, nothing emitted.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,17 @@ struct MatmulSchedule {
   bool conv_window = false;
   std::string describe() const;
 };
+
+// A^T made through the array (lower_matmul.cpp's matmul_block): a lone row tile's stationaries
+// are made this many K chunks ahead of its multiplies, not all before them.
+constexpr int64_t kStationaryLead = 4;
+// K chunks of one row tile's A^T transposed side by side into a PSUM bank and evacuated by one
+// lane instruction: as many as the bank's fp32 columns hold at `rows` a chunk (and one lane
+// instruction spans, `free_max`), at most `lead`.
+inline int64_t at_group(int64_t bank_bytes, int64_t free_max, int64_t rows, int64_t lead) {
+  const int64_t fit = std::min(bank_bytes / 4, free_max) / std::max<int64_t>(1, rows);
+  return std::max<int64_t>(1, std::min(fit, lead));
+}
 
 // What the cost model needs of one matmul [M x K] x [K x N]: sizes, element bytes, where A is.
 struct MatmulFacts {
