@@ -310,11 +310,11 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   const size_t lead = !a_t && ts.size() == 1 && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm)
                           ? std::min(static_cast<size_t>(kStationaryLead), kc.size())
                           : kc.size();
-  // A^T of row tile ts[i], K chunk kc[j] and the chunks after it of its rows that fit a PSUM bank
-  // beside it: transposed side by side into a bank (not `busy`, one accumulating now, nor, where
-  // another is free, `draining`, one whose evacuation may still run) and evacuated into one buffer
-  // by one lane instruction (its fixed cost once a group). A derived form or an A loaded from HBM
-  // chunk by chunk goes a chunk at a time.
+  // A^T of row tile ts[i], K chunk kc[j] and the chunks after it in its group (at_group):
+  // transposed side by side into a bank (not `busy`, one accumulating now, nor, where another is
+  // free, `draining`, one whose evacuation may still run) and evacuated into one buffer by one lane
+  // instruction (its fixed cost once a group). A derived form or an A loaded from HBM chunk by
+  // chunk goes a chunk at a time.
   auto stationary = [&](size_t i, size_t j, std::optional<Slot> busy,
                         std::optional<Slot> draining = std::nullopt) -> LowerResult {
     const int64_t t = ts[i];
@@ -322,9 +322,10 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
     const int64_t ks = k_rows(kc[j]);
     const bool grouped = !keep && !(narrow && narrow->a_in_hbm);
     const int64_t fit =
-        at_group(ctx.arch().psum.bank_bytes, ctx.free_chunk(), rows, static_cast<int64_t>(lead));
+        at_group(ctx.arch().psum.bank_bytes, ctx.free_chunk(), rows, ts.size() == 1);
     size_t group = 1;
-    while (grouped && j + group < kc.size() && int64_t(group) < fit && k_rows(kc[j + group]) == ks)
+    while (grouped && j > 0 && j + group < kc.size() && int64_t(group) < fit &&
+           k_rows(kc[j + group]) == ks)
       ++group;
     Slot tb = ctx.next_bank();
     if (busy && tb.index == busy->index) tb = ctx.next_bank();

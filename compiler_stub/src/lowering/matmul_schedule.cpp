@@ -97,19 +97,18 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   c.tensor_ns = double(cycles) * cycle_ns;
 
   // The lanes (vector and scalar, half each): an evacuation per output block and per group of a
-  // row tile's A^T chunks side by side in a PSUM bank (at_group; one chunk a group for a narrow A
-  // read from HBM chunk by chunk, groups of at most kStationaryLead for a lone row tile; the last,
-  // shorter K chunk a group of its own).
+  // row tile's A^T chunks (at_group; a narrow A read from HBM chunk by chunk: one a chunk).
   double lanes = double(Mt * blocks) * (double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el);
   if (a_by_array) {
-    const int64_t lead = wt == 1 && !s.k_blocked ? std::min(kStationaryLead, Kc) : Kc;
-    const int64_t g =
+    const int64_t full = f.K / f.k_rows, part = f.K % f.k_rows ? 1 : 0;
+    const int64_t evacuations =
         s.narrow && f.a_loaded
-            ? 1
-            : at_group(arch.psum.bank_bytes, std::min(arch.vector.free_max, arch.scalar.free_max),
-                       f.tile_rows, lead);
-    const int64_t groups = ceil_div(f.K / f.k_rows, g) + (f.K % f.k_rows ? 1 : 0);
-    lanes += double(Mt * groups) * double(h.vector_fixed_ns) +
+            ? Kc
+            : at_evacuations(full, part,
+                             at_group(arch.psum.bank_bytes,
+                                      std::min(arch.vector.free_max, arch.scalar.free_max),
+                                      f.tile_rows, wt == 1));
+    lanes += double(Mt * evacuations) * double(h.vector_fixed_ns) +
              double(Mt * Kc) * double(f.tile_rows) * lane_ns_per_el;
   }
   c.lanes_ns = lanes / 2;
