@@ -274,6 +274,24 @@ TEST(LowerMatmul, OneRowMatmulLoadsItsWeightInChunksOfAtLeastTheMinimum) {
   EXPECT_EQ(shortest_weight_run(r.plan()), 768 * 2);
 }
 
+// A row tile's A^T chunks leave PSUM in groups (at_group): the first alone, then as many side by
+// side in one bank as its 512 fp32 columns hold (4 chunks of 128 rows), one lane instruction a
+// group; a lone row tile's groups hold at most 2 (one is evacuated while the array multiplies the
+// one before). 8 K chunks: [0] [1-4] [5-7] a row tile of two, [0] [1-2] [3-4] [5-6] [7] alone.
+TEST(LowerMatmul, ARowTilesStationariesLeavePsumInGroupsSideBySideInABank) {
+  const auto lane_copies = [](const std::string& text) {
+    return count_of(text, "tensor_copy") + count_of(text, "activation.identity");
+  };
+  const auto two = rules_plan(matmul_graph(256, 1024, 512), wallsim::test::trn2_arch(),
+                              GroupPolicy::whole, emission_order());
+  EXPECT_EQ(count_of(two.text, "transpose"), 16);
+  EXPECT_EQ(lane_copies(two.text), 2 * 3 + 2);  // the stationaries' groups, then 2 output tiles
+  const auto lone = rules_plan(matmul_graph(128, 1024, 512), wallsim::test::trn2_arch(),
+                               GroupPolicy::whole, emission_order());
+  EXPECT_EQ(count_of(lone.text, "transpose"), 8);
+  EXPECT_EQ(lane_copies(lone.text), 5 + 1);
+}
+
 // One row tile of A: the array multiplies once the first stationaries are made, and makes the
 // rest between the first column block's matmuls (24 K chunks for a decode step's fc2), instead
 // of transposing every K chunk first.

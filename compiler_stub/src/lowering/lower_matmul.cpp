@@ -63,9 +63,6 @@ namespace {
 AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
   return LoweringContext::sbuf_ap(s, dt, rows, static_cast<int64_t>(k) * ns, ns);
 }
-AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
-  return LoweringContext::sbuf_ap(s, dt, k, 0, m);
-}
 
 // Output row tiles `ts` of a narrow matmul with K-blocked B (slab_cols()), from their A^T
 // stationaries `at`: row tiles in turns that share each slab, as many as leave every block of
@@ -73,7 +70,7 @@ AccessPattern stationary_ap(Slot s, DType dt, int32_t k, int64_t m) {
 // kSlabs - 1 ahead of its matmuls (across groups and turns too); after a group's last K chunk
 // each block is evacuated and stored.
 LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
-                      const std::vector<std::vector<Slot>>& at, const Moving& b,
+                      const std::vector<std::vector<AtChunk>>& at, const Moving& b,
                       const std::vector<int64_t>& kc, const Tiles& out, const Narrow& narrow) {
   const int64_t N = b.tiles.cols, width = std::min(moving_cols(ctx), N);
   const DType dt = b.tiles.dtype, odt = out.dtype;
@@ -261,7 +258,6 @@ bool stationaries_keep_up(const LoweringContext& ctx, int64_t chunks, int64_t co
 // K-interleaved B (Tiles::k_group) is read by k_rows / b_tile. With `a_id` (A is that value's
 // tiles), A^T made through the array is kept as a derived form of the value when a later
 // matmul reads the same A, and taken from there when an earlier one left it.
-constexpr size_t kStationaryLead = 4;  // stationaries made ahead of their matmuls
 
 LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                          const Moving& b, const std::vector<int64_t>& kc, int64_t k_base,
@@ -281,7 +277,7 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   std::optional<Slot> panel = b.first_panel;
   std::deque<Slot> ahead;    // panels loaded after the current one, in the order they are read
   int64_t loaded_to = nmax;  // the first column whose panel is not loaded (panel 0 goes first)
-  std::vector<std::vector<Slot>> at(ts.size());
+  std::vector<std::vector<AtChunk>> at(ts.size());
   // A's first column in K chunk k (its columns col, col + G, ... when B is K-interleaved).
   auto a_col = [&](int64_t k) {
     return G > 1 ? b.tiles.row0(k / G) * G + k % G - k_base : b.tiles.row0(k) - k_base;
@@ -304,56 +300,70 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
       found.push_back(*s);
     }
     if (found.size() == kc.size()) {
-      at[i] = std::move(found);
+      for (Slot s : found) at[i].push_back({s, 0});
       taken[i] = true;
     }
   }
-  // A^T of row tile ts[i], K chunk kc[j], through the array: transposed into a PSUM bank (not
-  // `busy`, a bank accumulating now) and evacuated into its stationary buffer.
-  // (And not `draining`, a bank whose evacuation may still run, where another is free.)
+  // One row tile of A (a decode step's row, a prompt's tile): its stationaries are made a group
+  // (of at most `lead` K chunks) ahead of the first column block's matmuls, not all before them,
+  // so each later group overlaps the matmuls before it (fc2 of a decode step: 24 chunks).
+  const size_t lead = !a_t && ts.size() == 1 && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm)
+                          ? std::min(static_cast<size_t>(kStationaryLead), kc.size())
+                          : kc.size();
+  // A^T of row tile ts[i], K chunk kc[j] and the chunks after it in its group (at_group):
+  // transposed side by side into a bank (not `busy`, one accumulating now, nor, where another is
+  // free, `draining`, one whose evacuation may still run) and evacuated into one buffer by one lane
+  // instruction (its fixed cost once a group). A derived form or an A loaded from HBM chunk by
+  // chunk goes a chunk at a time.
   auto stationary = [&](size_t i, size_t j, std::optional<Slot> busy,
                         std::optional<Slot> draining = std::nullopt) -> LowerResult {
-    const int64_t t = ts[i], k = kc[j];
+    const int64_t t = ts[i];
     const int32_t rows = a.rows_in(t);
-    const int64_t ks = k_rows(k);
-    const int64_t col = a_col(k);
+    const int64_t ks = k_rows(kc[j]);
+    const bool grouped = !keep && !(narrow && narrow->a_in_hbm);
+    const int64_t fit =
+        at_group(ctx.arch().psum.bank_bytes, ctx.free_chunk(), rows, ts.size() == 1);
+    size_t group = 1;
+    while (grouped && j > 0 && j + group < kc.size() && int64_t(group) < fit &&
+           k_rows(kc[j + group]) == ks)
+      ++group;
     Slot tb = ctx.next_bank();
     if (busy && tb.index == busy->index) tb = ctx.next_bank();
     if (draining && tb.index == draining->index && ctx.psum_bank_count() > 2) {
       tb = ctx.next_bank();
       if (busy && tb.index == busy->index) tb = ctx.next_bank();
     }
-    const AccessPattern tp = ctx.psum_ap(tb, static_cast<int32_t>(ks), rows);
-    if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
-      const DType adt = narrow->a_dtype;
-      auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
-      if (!piece) return ctx.no_room();
-      const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
-      ctx.copy_rows(true, p, ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
-      ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
-      ctx.emit_transpose(tp, p);
-      ctx.release(*piece);
-    } else if (G > 1) {  // A's columns col, col + G, ...
-      AccessPattern ap = ctx.tile_ap(a, t, col, 1);
-      ap.free[0] = {ks, G};
-      ctx.emit_transpose(tp, ap);
-    } else {
-      ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
+    for (size_t g = 0; g < group; ++g) {
+      const int64_t col = a_col(kc[j + g]);
+      const AccessPattern tp =
+          ctx.psum_ap(tb, static_cast<int32_t>(ks), rows, static_cast<int64_t>(g) * rows);
+      if (narrow && narrow->a_in_hbm) {  // one K chunk of A's row tile
+        const DType adt = narrow->a_dtype;
+        auto piece = ctx.sbuf_alloc(ks * isa::dtype_bytes(adt), "a");
+        if (!piece) return ctx.no_room();
+        const AccessPattern p = LoweringContext::sbuf_ap(*piece, adt, rows, 0, ks);
+        ctx.copy_rows(true, p,
+                      ctx.hbm_ap(narrow->a, adt, narrow->a_view, a.row0(t), rows, col, ks));
+        ctx.count_bytes_in(rows * ks * isa::dtype_bytes(adt));
+        ctx.emit_transpose(tp, p);
+        ctx.release(*piece);
+      } else if (G > 1) {  // A's columns col, col + G, ...
+        AccessPattern ap = ctx.tile_ap(a, t, col, 1);
+        ap.free[0] = {ks, G};
+        ctx.emit_transpose(tp, ap);
+      } else {
+        ctx.emit_transpose(tp, ctx.tile_ap(a, t, col, ks));
+      }
     }
-    auto s = ctx.sbuf_alloc(rows * isa::dtype_bytes(dt), "at");
+    const int64_t cols = static_cast<int64_t>(group) * rows;
+    auto s = ctx.sbuf_alloc(cols * isa::dtype_bytes(dt), "at");
     if (!s) return ctx.no_room();
-    at[i].push_back(*s);
-    ctx.evacuate(stationary_ap(*s, dt, static_cast<int32_t>(ks), rows), tp);
+    for (size_t g = 0; g < group; ++g) at[i].push_back({*s, static_cast<int64_t>(g) * rows});
+    ctx.evacuate(LoweringContext::sbuf_ap(*s, dt, static_cast<int32_t>(ks), 0, cols),
+                 ctx.psum_ap(tb, static_cast<int32_t>(ks), cols));
     if (keep) ctx.keep_derived_form(a_id, form_key(i, j), *s);
     return std::nullopt;
   };
-  // One row tile of A (a decode step's row, a prompt's tile): its stationaries are made a few
-  // K chunks ahead of the first column block's matmuls instead of all before them, so the
-  // array starts multiplying once the first is evacuated, and each later transpose and its
-  // evacuation overlap the matmuls before it (fc2 of a decode step: 24 of them).
-  const size_t lead = !a_t && ts.size() == 1 && b.slab_cols == 0 && !(narrow && narrow->a_in_hbm)
-                          ? std::min(kStationaryLead, kc.size())
-                          : kc.size();
   // A's row tiles loaded in the order first read (Moving::first_panel): row tile i + 1's
   // stationaries are made during row tile i's multiplies of the first panel, one after each
   // multiply, not all before the first multiply (which then waited for every row tile of A).
@@ -374,21 +384,21 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
         if (!s) return ctx.no_room();
         load_transposed(ctx, *s, a_t->a, dt, a_t->view, a.row0(t), rows, col,
                         static_cast<int32_t>(ks), a_t->base ? &*a_t->base : nullptr);
-        at[i].push_back(*s);
+        at[i].push_back({*s, 0});
         // The first panel right after the first row tile's A^T: the multiplies start then.
         if (b.streamed && !panel && k == kc.back() && !(panel = load_panel(0)))
           return ctx.no_room();
         continue;
       }
       if (j >= lead || taken[i]) break;
+      if (at[i].size() > j) continue;  // made with an earlier chunk of its group
       if (auto e = stationary(i, j, std::nullopt)) return e;
     }
   }
   if (a_t) ctx.release_held();  // the previous window's A^T, now that this one's is placed
   if (b.slab_cols > 0) {
     if (auto e = k_blocked(ctx, a, ts, at, b, kc, out, *narrow)) return e;
-    for (const auto& row : at)
-      for (Slot s : row) ctx.release(s);
+    for (const auto& row : at) release_chunks(row, [&](Slot s) { ctx.release(s); });
     return std::nullopt;
   }
   if (b.streamed && !panel && !(panel = load_panel(0))) return ctx.no_room();
@@ -487,7 +497,8 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
   }
   for (size_t i = 0; i < at.size(); ++i) {
     if (taken[i] || keep) continue;  // the value's derived forms
-    for (Slot s : at[i]) a_t&& ctx.in_window() ? ctx.release_later(s) : ctx.release(s);
+    release_chunks(at[i],
+                   [&](Slot s) { a_t&& ctx.in_window() ? ctx.release_later(s) : ctx.release(s); });
   }
   return std::nullopt;
 }

@@ -25,6 +25,24 @@ struct Moving {
   std::optional<Slot> first_panel;
 };
 
+// One K chunk of a row tile's A^T (a stationary): `col` columns into buffer `s`, which holds the
+// chunks transposed into one PSUM bank side by side and evacuated together (matmul_block); the
+// chunk at column 0 owns the buffer.
+struct AtChunk {
+  Slot s;
+  int64_t col = 0;
+};
+
+inline AccessPattern stationary_ap(const AtChunk& c, DType dt, int32_t k, int64_t m) {
+  return LoweringContext::sbuf_ap(c.s, dt, k, c.col, m);
+}
+// Releases the buffers of a row tile's A^T chunks (each once: through the chunk that owns it).
+template <class Release>
+void release_chunks(const std::vector<AtChunk>& row, Release&& release) {
+  for (const AtChunk& c : row)
+    if (c.col == 0) release(c.s);
+}
+
 struct Narrow;
 struct Bias;
 struct Epilogue;

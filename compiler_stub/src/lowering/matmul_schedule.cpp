@@ -96,10 +96,21 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   if (f.b_transposed) c.matmuls += b_reads * bt_blocks * Kc;
   c.tensor_ns = double(cycles) * cycle_ns;
 
-  // The lanes (vector and scalar, half each): an evacuation per output block and per A^T chunk.
+  // The lanes (vector and scalar, half each): an evacuation per output block and per group of a
+  // row tile's A^T chunks (at_group; a narrow A read from HBM chunk by chunk: one a chunk).
   double lanes = double(Mt * blocks) * (double(h.vector_fixed_ns) + double(nb) * lane_ns_per_el);
-  if (a_by_array)
-    lanes += double(Mt * Kc) * (double(h.vector_fixed_ns) + double(f.tile_rows) * lane_ns_per_el);
+  if (a_by_array) {
+    const int64_t full = f.K / f.k_rows, part = f.K % f.k_rows ? 1 : 0;
+    const int64_t evacuations =
+        s.narrow && f.a_loaded
+            ? Kc
+            : at_evacuations(full, part,
+                             at_group(arch.psum.bank_bytes,
+                                      std::min(arch.vector.free_max, arch.scalar.free_max),
+                                      f.tile_rows, wt == 1));
+    lanes += double(Mt * evacuations) * double(h.vector_fixed_ns) +
+             double(Mt * Kc) * double(f.tile_rows) * lane_ns_per_el;
+  }
   c.lanes_ns = lanes / 2;
   // A transposed B's panels: each block of its base's rows is transposed and evacuated chunk by
   // chunk before a multiply reads it; the array waits for each pair's result (its pipeline

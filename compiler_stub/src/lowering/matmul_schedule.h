@@ -3,6 +3,7 @@
 // from the chip's own figures (isa::CostHints). Pure arithmetic: no context, nothing emitted.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,25 @@ struct MatmulSchedule {
   bool conv_window = false;
   std::string describe() const;
 };
+
+// A^T made through the array (lower_matmul.cpp's matmul_block): a lone row tile's stationaries
+// are made this many K chunks ahead of its multiplies, not all before them.
+constexpr int64_t kStationaryLead = 4;
+// A row tile's A^T chunks leave PSUM in groups: its first chunk alone (the array multiplies once
+// it is evacuated), then as many chunks transposed side by side into a PSUM bank as its fp32
+// columns hold at `rows` a chunk (and one lane instruction spans, `free_max`), each group
+// evacuated by one lane instruction; for a lone row tile, whose multiplies follow its
+// stationaries closely, at most half the lead (a group is evacuated while the array multiplies
+// the one before). A shorter last K chunk is a group of its own.
+inline int64_t at_group(int64_t bank_bytes, int64_t free_max, int64_t rows, bool lone) {
+  const int64_t fit = std::min(bank_bytes / 4, free_max) / std::max<int64_t>(1, rows);
+  return std::max<int64_t>(1, lone ? std::min(fit, kStationaryLead / 2) : fit);
+}
+// The evacuations of a row tile's A^T of `full` K chunks of the array's rows and `part` (0 or 1)
+// shorter ones, in groups of `group` after the first.
+inline int64_t at_evacuations(int64_t full, int64_t part, int64_t group) {
+  return (full > 0 ? 1 + (full - 1 + group - 1) / group : 0) + part;
+}
 
 // What the cost model needs of one matmul [M x K] x [K x N]: sizes, element bytes, where A is.
 struct MatmulFacts {
