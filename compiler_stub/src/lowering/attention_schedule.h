@@ -22,7 +22,7 @@ struct AttentionSchedule {
   bool sums_by_array = false;   // two passes: row sums by P^T . 1 beside O in its bank
   // Two passes with the sums by the array: the second pass makes S^T = K Q^T (keys on
   // partitions, the mask tile as it is compared), so its exponential is P^T: no transposes of P
-  // and no copy of P^T out of PSUM per step.
+  // and no copy of P^T out of PSUM per step. Offered with K^T kept only (fused_attention_plan.cpp).
   bool scores_transposed = false;
   std::string describe() const;
 };
