@@ -150,13 +150,15 @@ TEST_P(AttentionSchedulePoint, MatchesTheReferenceOnTrn2) {
   EXPECT_LT(run_on_chip(g, "trn2", GroupPolicy::whole, adjust, o).max_error, 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Points, AttentionSchedulePoint,
-                         ::testing::Combine(::testing::Values(std::string("none"),
-                                                              std::string("causal"),
-                                                              std::string("seg")),
-                                            ::testing::Values(int64_t{300}, int64_t{420}),
-                                            ::testing::Values(int64_t{-1}, int64_t{1}, int64_t{4},
-                                                              int64_t{9}, int64_t{1000})));
+INSTANTIATE_TEST_SUITE_P(
+    Points, AttentionSchedulePoint,
+    ::testing::Combine(::testing::Values(std::string("none"), std::string("causal"),
+                                         std::string("seg")),
+                       ::testing::Values(int64_t{300}, int64_t{420}),
+                       // 10 (no mask, causal) and 11 (segment ids): the
+                       // first two-pass point with S^T = K Q^T.
+                       ::testing::Values(int64_t{-1}, int64_t{1}, int64_t{4}, int64_t{9},
+                                         int64_t{10}, int64_t{11}, int64_t{1000})));
 
 }  // namespace
 }  // namespace wallsim::compiler_stub

@@ -40,12 +40,12 @@ TEST(LowerFusedAttention, CausalTilesAfterTheLastQueryAreSkipped) {
   const auto causal = print_plan(fused(512, 128, 2, ", \"causal\": 1"));
   const auto full = print_plan(fused(512, 128, 2, ""));
   // Two passes over the keys: the first takes the row maxima (a QK^T matmul per head and a
-  // reduce per step), the second recomputes the scores, subtracts the final maxima (one
-  // matmul), and accumulates P.V and the row sums P.1 (one each per head) in PSUM. Causal
-  // steps 4+3+2+1 = 10 of 16 per pass, and a mask matmul on each of the 4 diagonal tiles in
-  // each pass.
-  EXPECT_EQ(count_of(full.text, " matmul dst="), 16 * (2 + 7));
-  EXPECT_EQ(count_of(causal.text, " matmul dst="), 10 * (2 + 7) + 4 * 2);
+  // reduce per step), the second makes the scores transposed (S^T = K Q^T per head), subtracts
+  // the final maxima (one matmul per head), so that its exponential is P^T, and accumulates P.V
+  // and the row sums P.1 (one each per head) in PSUM. Causal steps 4+3+2+1 = 10 of 16 per pass,
+  // and a mask matmul on each of the 4 diagonal tiles in each pass.
+  EXPECT_EQ(count_of(full.text, " matmul dst="), 16 * (2 + 8));
+  EXPECT_EQ(count_of(causal.text, " matmul dst="), 10 * (2 + 8) + 4 * 2);
   // One exp per step for both heads on the scalar engine; no rescale of O or l (the online
   // softmax's alpha = exp(m - m')) is ever needed.
   EXPECT_EQ(count_of(causal.text, "activation.exp"), 10);

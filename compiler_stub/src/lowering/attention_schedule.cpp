@@ -10,7 +10,8 @@ namespace wallsim::compiler_stub::lowering {
 std::string AttentionSchedule::describe() const {
   return std::string(two_pass ? "two passes" : "online") + ", " + std::to_string(heads_per_group) +
          " heads per group, K^T " + (keys_resident ? "kept" : "per step") +
-         (keep_masks ? ", masks kept" : "") + (sums_by_array ? ", sums by the array" : "");
+         (keep_masks ? ", masks kept" : "") + (sums_by_array ? ", sums by the array" : "") +
+         (scores_transposed ? ", S^T" : "");
 }
 
 // The engines overlap only in part: a step's stages wait on each other (scores, maxima,
@@ -106,8 +107,9 @@ AttentionCost predict_attention(const AttentionFacts& f, const AttentionSchedule
     // Row maxima (the first pass's in two passes).
     t.vector(steps, ng * T);
     t.vector(later, ng);
-    // The softmax: S - m by the array, exp with the row sums.
-    t.array(steps, ng * T);
+    // The softmax: S - m by the array (per head on S^T), exp with the row sums.
+    const bool st = s.two_pass && s.sums_by_array && s.scores_transposed;
+    t.array(st ? steps * double(ng) : steps, st ? T : ng * T);
     if (!s.two_pass) {
       t.array(steps, T);  // m'^T
       t.scalar(steps, T);
@@ -121,9 +123,11 @@ AttentionCost predict_attention(const AttentionFacts& f, const AttentionSchedule
       t.scalar(steps * double(ng), T);
       t.vector(later, ng);
     }
-    // P^T and P.V (and P^T . 1 for the sums).
-    t.array(steps * double(ng), T);
-    t.evacuate(steps, ng * T);
+    // P^T (unless the exponential made it) and P.V (and P^T . 1 for the sums).
+    if (!st) {
+      t.array(steps * double(ng), T);
+      t.evacuate(steps, ng * T);
+    }
     t.array(steps * double(ng), hd);
     if (s.two_pass && s.sums_by_array) t.array(steps * double(ng), 1);
     if (!s.two_pass) {

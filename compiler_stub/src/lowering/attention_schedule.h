@@ -20,6 +20,10 @@ struct AttentionSchedule {
   bool keys_resident = true;    // K^T (and V when not on chip) kept per (group, sequence)
   bool keep_masks = false;      // two passes over segment ids: the first pass's mask tiles kept
   bool sums_by_array = false;   // two passes: row sums by P^T . 1 beside O in its bank
+  // Two passes with the sums by the array: the second pass makes S^T = K Q^T (keys on
+  // partitions, the mask tile as it is compared), so its exponential is P^T: no transposes of P
+  // and no copy of P^T out of PSUM per step. Offered with K^T kept only (fused_attention_plan.cpp).
+  bool scores_transposed = false;
   std::string describe() const;
 };
 

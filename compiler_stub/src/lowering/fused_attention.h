@@ -79,6 +79,7 @@ class FusedAttentionPlan {
   std::vector<std::vector<int64_t>> m_qt_of_seq, m_kt_of_seq;
   bool m_kt_resident = true, m_stream_out = false;
   bool m_two_pass = false, m_sums_by_array = false, m_keep_masks = false;
+  bool m_scores_t = false;  // the second pass's scores as S^T (AttentionSchedule)
   std::vector<AttentionSchedule> m_points;
   double m_predicted_ns = 0;
 };
@@ -177,6 +178,8 @@ class FusedAttention : private FusedAttentionPlan {
   std::map<std::pair<int64_t, int64_t>, Keys> m_keys;       // (group, sequence)
   std::map<std::pair<int64_t, int64_t>, Step> m_next_item;  // (group, query tile): the next
   std::map<std::array<int64_t, 3>, Slot> m_kept_masks;      // (group, query tile, key tile)
+  // (group, query tile): Q's rows loaded from HBM an item ahead (start_item), and their buffer.
+  std::map<std::pair<int64_t, int64_t>, std::pair<AccessPattern, Slot>> m_q_ahead;
 };
 
 }  // namespace wallsim::compiler_stub::lowering

@@ -57,7 +57,10 @@ LowerResult FusedAttention::stage_scores(Step& st) {
   const int64_t L = int64_t(m_kt_of_seq[static_cast<size_t>(st.s)].size()) * m_T;
   // S lives from its scores to its softmax, one step later: two banks of its own.
   const Slot sb = m_ctx.psum_bank(static_cast<size_t>(m_scores++ % (m_two_pass ? 3 : 2)));
-  const AccessPattern S = LoweringContext::psum_ap(sb, rows, ng * kc);
+  // The second pass's S^T: keys on partitions, each head's queries side by side.
+  const bool trans = m_scores_t && st.pass == 2;
+  const AccessPattern S = trans ? LoweringContext::psum_ap(sb, kc, ng * rows)
+                                : LoweringContext::psum_ap(sb, rows, ng * kc);
   // The mask, added by the array: S += M^T^T . (-2^30 I) for a 0/1 mask M^T [keys, queries]
   // (stationary), or S += I . bias for a dense bias tile (moving); one matmul for all heads.
   const bool mk = masked(st.i, st.j);
@@ -72,6 +75,10 @@ LowerResult FusedAttention::stage_scores(Step& st) {
     if (m_bias) {
       const AccessPattern mt = ap(*st.mask, m_bdt, rows, 0, kc);
       m_ctx.emit_matmul(S, ap(m_bias_ident, m_bdt, rows, 0, rows), blocks(mt, ng, 0, kc), true,
+                        false);
+    } else if (trans) {  // S^T += (-2^30 I) . M^T, the same mask tile for every head
+      const AccessPattern mt = ap(st.mask ? *st.mask : m_causal_tile, DType::bf16, kc, 0, rows);
+      m_ctx.emit_matmul(S, ap(m_neg_ident, DType::bf16, kc, 0, kc), blocks(mt, ng, 0, rows), true,
                         false);
     } else {
       const AccessPattern mt = ap(st.mask ? *st.mask : m_causal_tile, DType::bf16, kc, 0, rows);
@@ -102,9 +109,13 @@ LowerResult FusedAttention::stage_scores(Step& st) {
   for (int64_t h = 0; h < ng; ++h) {
     const auto [p0, off] = stacked(h, kstride);
     const auto [q0, qoff] = stacked(h, m_T);
-    m_ctx.emit_matmul(LoweringContext::psum_ap(sb, rows, kc, h * kc),
-                      ap(it.qt, m_kvdt, static_cast<int32_t>(m_hd), qoff, rows, q0),
-                      ap(kt, m_kvdt, static_cast<int32_t>(m_hd), off + kx, kc, p0), !mk, false);
+    const AccessPattern qh = ap(it.qt, m_kvdt, static_cast<int32_t>(m_hd), qoff, rows, q0);
+    const AccessPattern kh = ap(kt, m_kvdt, static_cast<int32_t>(m_hd), off + kx, kc, p0);
+    if (trans) {  // S_h^T = K_h Q_h^T
+      m_ctx.emit_matmul(LoweringContext::psum_ap(sb, kc, rows, h * rows), kh, qh, !mk, false);
+    } else {
+      m_ctx.emit_matmul(LoweringContext::psum_ap(sb, rows, kc, h * kc), qh, kh, !mk, false);
+    }
   }
   if (kt_step) m_ctx.release(*kt_step);
   st.t.s = sb;
@@ -172,6 +183,22 @@ LowerResult FusedAttention::stage_softmax(Step& st) {
     m_ctx.activation(ActFn::identity, ap(*mt, DType::bf16, G, 0, rows),
                      LoweringContext::psum_ap(mb, G, rows));
   }
+  if (st.pass == 2 && m_scores_t) {
+    // S^T - m per head: (-e_h 1^T)^T . m^T, the stationary head h's column of -I along the
+    // keys; then one exponential makes P^T (the row sums come from the array).
+    auto PT = alloc(ng * rows, m_kvdt, "attn_pt");
+    if (!PT) return m_ctx.no_room();
+    for (int64_t h = 0; h < ng; ++h) {
+      AccessPattern e = ap(m_minus_ident, DType::bf16, G, h, 1);
+      e.free[0] = {kc, 0};
+      m_ctx.emit_matmul(LoweringContext::psum_ap(st.t.s, kc, rows, h * rows), e,
+                        ap(it.mt, DType::bf16, G, 0, rows), false, true);
+    }
+    m_ctx.activation(ActFn::exp, ap(*PT, m_kvdt, kc, 0, ng * rows),
+                     LoweringContext::psum_ap(st.t.s, kc, ng * rows));
+    st.t.p = *PT;
+    return std::nullopt;
+  }
   auto P = alloc(ng * kc, m_kvdt, "attn_p");
   if (!P) return m_ctx.no_room();
   const AccessPattern mtap = ap(st.pass == 0 ? *mt : it.mt, DType::bf16, G, 0, rows);
@@ -214,7 +241,7 @@ LowerResult FusedAttention::stage_softmax(Step& st) {
 }
 
 LowerResult FusedAttention::stage_pt(Step& st) {
-  if (st.pass == 1) return std::nullopt;
+  if (st.pass == 1 || (st.pass == 2 && m_scores_t)) return std::nullopt;  // S^T: P^T made
   const int64_t ng = heads_in(st.g);
   const int32_t rows = m_qtiles.rows_in(st.i), kc = m_ktiles.rows_in(st.j);
   const Slot tb = other_bank();
