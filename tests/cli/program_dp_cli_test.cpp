@@ -122,7 +122,10 @@ TEST(ProgramDpCli, ExposedCommunicationIsTheCollectiveTimeNoComputeHides) {
       if (mode == "eager") {
         EXPECT_EQ(o, 0) << "rank " << r.at("rank");
       } else {
-        EXPECT_GT(o, c / 2) << "rank " << r.at("rank") << " exposed " << e;
+        // Hidden in part: 43 % of the collective time (63 % before a row tile's A^T chunks left
+        // PSUM in groups: the backward's array work now ends sooner, so less of the last bucket's
+        // all-reduce runs beside it); under eager none is.
+        EXPECT_GT(o, c / 4) << "rank " << r.at("rank") << " exposed " << e;
       }
       exposed += e;
       overlapped += o;
