@@ -44,6 +44,24 @@ void Network::set_fold(std::vector<int64_t> counts) {
   m_fold = std::move(counts);
 }
 
+void Network::set_fold(FoldMap map) {
+  for (const FoldMap::Mirror& m : map.mirrors) {
+    if (m.image.size() != m_res.size()) {
+      throw std::invalid_argument("Network::set_fold: chip " + std::to_string(m.chip) +
+                                  "'s mirror has " + std::to_string(m.image.size()) +
+                                  " images for " + std::to_string(m_res.size()) + " resources");
+    }
+  }
+  if (!map.mirrors.empty() && !m_ordered) {
+    throw std::invalid_argument("Network::set_fold: mirrors need ordered starts");
+  }
+  if (!map.mirrors.empty() && map.counts.empty()) {
+    throw std::invalid_argument("Network::set_fold: mirrors need counts");
+  }
+  set_fold(std::move(map.counts));
+  m_mirrors = std::move(map.mirrors);
+}
+
 void Network::apply_fold(std::vector<memory::ResourceUse>& uses) const {
   for (memory::ResourceUse& u : uses) {
     const int64_t c = m_fold[static_cast<size_t>(u.resource)];
@@ -89,8 +107,41 @@ void Network::enqueue(const TransferKey& key, double bytes, std::vector<memory::
 
 void Network::transfer(const TransferKey& key, double bytes,
                        std::vector<memory::ResourceUse> uses) {
+  if (m_mismatch) throw std::runtime_error(*m_mismatch);
   if (!m_fold.empty()) apply_fold(uses);
   count(bytes, uses);
+  if (!m_mirrors.empty()) {
+    // Folded across chips: the copies on chips 1 .. C-1, as their representatives would start.
+    std::vector<std::vector<memory::ResourceUse>> copies;
+    for (const FoldMap::Mirror& m : m_mirrors) {
+      std::vector<memory::ResourceUse> c = uses;
+      for (memory::ResourceUse& u : c) {
+        const int image = m.image[static_cast<size_t>(u.resource)];
+        if (image < 0) {
+          throw std::logic_error("a folded run's transfer uses " +
+                                 m_share->resource_name(u.resource) +
+                                 ", which has no copy on chip " + std::to_string(m.chip));
+        }
+        u.resource = image;
+      }
+      count(bytes, c);
+      copies.push_back(std::move(c));
+    }
+    if (bytes == 0.0) return;
+    sc_core::sc_event done;
+    const uint64_t set = m_next_set++;
+    FoldSet& fs = m_sets[set];
+    fs.key = key;
+    fs.open = static_cast<int>(copies.size()) + 1;
+    enqueue(key, bytes, std::move(uses), 1, Waiter{&done, nullptr, nullptr, set, key.chip});
+    for (size_t i = 0; i < copies.size(); ++i) {
+      const int chip = m_mirrors[i].chip;
+      enqueue({chip, key.core, key.queue}, bytes, std::move(copies[i]), 1,
+              Waiter{nullptr, nullptr, nullptr, set, chip});
+    }
+    sc_core::wait(done);
+    return;
+  }
   sc_core::sc_event done;
   if (!m_ordered) {
     const Ps now = now_ps();
@@ -205,6 +256,29 @@ std::vector<Network::Ps> Network::transfer_all(std::vector<Move> moves) {
 }
 
 void Network::finish(const Waiter& w, Ps now) {
+  if (w.set != 0) {
+    auto it = m_sets.find(w.set);
+    FoldSet& fs = it->second;
+    if (w.done) {
+      fs.own = now;
+    } else {
+      fs.copies.emplace_back(w.chip, now);
+    }
+    if (--fs.open == 0) {
+      for (const auto& [chip, at] : fs.copies) {
+        if (at == fs.own || m_mismatch) continue;
+        m_mismatch = "SPMD folding is not exact for this run: chip " + std::to_string(chip) +
+                     "'s copy of core (" + std::to_string(fs.key.chip) + ", " +
+                     std::to_string(fs.key.core) + ")'s transfer on queue " +
+                     std::to_string(fs.key.queue) + " ended at " + std::to_string(at) +
+                     " ps, core (" + std::to_string(fs.key.chip) + ", " +
+                     std::to_string(fs.key.core) + ")'s at " + std::to_string(fs.own) +
+                     " ps (the chips see different traffic; run with --fold off)";
+      }
+      m_sets.erase(it);
+    }
+    if (!w.done) return;
+  }
   if (w.finished) *w.finished = now;
   if (!w.remaining || --*w.remaining == 0) w.done->notify();
 }

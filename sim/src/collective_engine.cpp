@@ -138,9 +138,12 @@ struct CollectiveEngine::Meeting {
   std::vector<std::pair<int, int>> ranks;  // (chip, core) by slot
   std::vector<std::optional<Arrival>> arrivals;
   int arrived = 0;
-  std::vector<int> chips;  // the distinct chips it spans, ascending
+  // The communicators it moves for: its own ranks first, then (folded) its twins' in meeting
+  // key order.
+  std::vector<std::vector<std::pair<int, int>>> twin_ranks;
+  std::map<int, int> cores;  // by chip: collective cores it takes (a twin spanning the chip, 1)
+  std::vector<int> chips;    // the distinct chips its twins span, ascending
   int64_t ready_ps = 0;
-  int twins = 1;  // folded: the communicators it moves for (a collective core each per chip)
   bool done = false;
   std::string error;
   int waiting = 0;
@@ -184,7 +187,8 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
   for (const auto& r : ranks) comm_id += core_name(r);
 
   const bool pair = in.op == isa::Opcode::send || in.op == isa::Opcode::recv;
-  const int twins = m_fold ? fold_twins(name, ranks, {chip, core}, pair) : 1;
+  std::vector<const CollectiveFold::Communicator*> twins;
+  if (m_fold) twins = fold_twins(name, ranks, {chip, core}, pair);
   std::string key, label;
   int slot = rank;
   int64_t index = 0;
@@ -211,7 +215,6 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
     m.label = label;
     m.index = index;
     m.pair = pair;
-    m.twins = twins;
     if (pair) {
       const int from = slot == 0 ? rank : in.peer, to = slot == 0 ? in.peer : rank;
       m.ranks = {ranks.at(static_cast<size_t>(from)), ranks.at(static_cast<size_t>(to))};
@@ -219,9 +222,14 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
       m.ranks = ranks;
     }
     m.arrivals.resize(m.ranks.size());
-    for (const auto& r : m.ranks) m.chips.push_back(r.first);
-    std::sort(m.chips.begin(), m.chips.end());
-    m.chips.erase(std::unique(m.chips.begin(), m.chips.end()), m.chips.end());
+    m.twin_ranks.push_back(m.ranks);
+    for (size_t t = 1; t < twins.size(); ++t) m.twin_ranks.push_back(twins[t]->members);
+    for (const auto& tr : m.twin_ranks) {
+      std::set<int> spans;
+      for (const auto& r : tr) spans.insert(r.first);
+      for (int c : spans) ++m.cores[c];
+    }
+    for (const auto& [c, n] : m.cores) m.chips.push_back(c);
   }
   Meeting& m = *owned;
   // Every rank must issue the same collective (send and recv: the same bytes and dtype).
@@ -301,20 +309,42 @@ void CollectiveEngine::set_fold(CollectiveFold fold) {
         }
       }
     }
-    // Twins meet together, each on a collective core of its own.
-    if (static_cast<int64_t>(twins.size()) > m_config.cores_per_chip) {
-      throw std::invalid_argument("CollectiveEngine::set_fold: " + std::to_string(twins.size()) +
-                                  " '" + name + "' communicators would wait for a chip's " +
-                                  std::to_string(m_config.cores_per_chip) +
-                                  " collective cores in turn (collectives.cores_per_chip)");
+    // Twins meet together, each on a collective core of its own on every chip it spans.
+    std::map<int, int64_t> demand;  // by chip
+    for (const CollectiveFold::Communicator* c : twins) {
+      std::set<int> spans;
+      for (const auto& r : c->members) spans.insert(r.first);
+      for (int chip : spans) ++demand[chip];
+    }
+    for (const auto& [chip, n] : demand) {
+      if (n > m_config.cores_per_chip) {
+        throw std::invalid_argument("CollectiveEngine::set_fold: " + std::to_string(n) + " '" +
+                                    name + "' communicators span chip " + std::to_string(chip) +
+                                    " and would wait for its " +
+                                    std::to_string(m_config.cores_per_chip) +
+                                    " collective cores in turn (collectives.cores_per_chip)");
+      }
+    }
+    // Twins must run the same schedule: a hierarchical one needs the same levels for each.
+    const std::vector<int> levels =
+        hierarchy_levels(twins.front()->members, m_topology, m_config.hierarchy);
+    for (const CollectiveFold::Communicator* c : twins) {
+      if (hierarchy_levels(c->members, m_topology, m_config.hierarchy) != levels) {
+        std::string a, b;
+        for (const auto& r : twins.front()->members) a += core_name(r);
+        for (const auto& r : c->members) b += core_name(r);
+        throw std::invalid_argument("CollectiveEngine::set_fold: '" + name + "' communicators " +
+                                    a + " and " + b +
+                                    " form different hierarchy levels (collectives.hierarchy)");
+      }
     }
   }
   m_fold = std::move(fold);
 }
 
-int CollectiveEngine::fold_twins(const std::string& name,
-                                 const std::vector<std::pair<int, int>>& ranks,
-                                 std::pair<int, int> core, bool pair) const {
+std::vector<const CollectiveFold::Communicator*> CollectiveEngine::fold_twins(
+    const std::string& name, const std::vector<std::pair<int, int>>& ranks,
+    std::pair<int, int> core, bool pair) const {
   const CollectiveFold& f = *m_fold;
   if (core != f.representative) {
     throw memory::MemoryError("core " + core_name(core) + " issues a collective on '" + name +
@@ -326,20 +356,64 @@ int CollectiveEngine::fold_twins(const std::string& name,
                               "': send and recv do not fold (their two ranks run different "
                               "instructions)");
   }
-  int twins = 0;
-  bool found = false;
+  const CollectiveFold::Communicator* own = nullptr;
+  std::vector<std::pair<std::string, const CollectiveFold::Communicator*>> others;
   for (const CollectiveFold::Communicator& c : f.communicators) {
     if (c.name != name) continue;
-    ++twins;
-    found = found || c.members == ranks;
+    if (!own && c.members == ranks) {
+      own = &c;
+      continue;
+    }
+    std::string key = name + "@";
+    for (const auto& r : c.members) key += core_name(r);
+    others.emplace_back(std::move(key), &c);
   }
-  if (!found) {
+  if (!own) {
     std::string members;
     for (const auto& r : ranks) members += core_name(r);
     throw memory::MemoryError("communicator '" + name + "' of ranks " + members +
                               " is not one of the folded run's communicators");
   }
+  std::stable_sort(others.begin(), others.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<const CollectiveFold::Communicator*> twins{own};
+  for (const auto& o : others) twins.push_back(o.second);
   return twins;
+}
+
+namespace {
+
+std::string twin_name(const std::vector<std::pair<int, int>>& ranks) {
+  std::set<int> chips;
+  std::string s;
+  for (const auto& r : ranks) {
+    s += core_name(r);
+    chips.insert(r.first);
+  }
+  s += chips.size() == 1 ? " (chip" : " (chips";
+  for (int c : chips) s += (c == *chips.begin() ? " " : ", ") + std::to_string(c);
+  return s + ")";
+}
+
+std::string not_exact(const std::string& what) {
+  return "SPMD folding is not exact for this run: " + what +
+         " (the chips see different traffic; run with --fold off)";
+}
+
+}  // namespace
+
+std::string CollectiveEngine::partial_start(const Meeting& m) const {
+  if (m.twin_ranks.size() < 2) return "";
+  for (const auto& twin : m.twin_ranks) {
+    const bool fits = std::all_of(twin.begin(), twin.end(), [&](const std::pair<int, int>& r) {
+      return m_free_cores[static_cast<size_t>(r.first)] >= 1;
+    });
+    if (!fits) continue;
+    return not_exact(m.label + ": twin communicator " + twin_name(twin) +
+                     " finds its collective cores at " + std::to_string(m.ready_ps) +
+                     " ps while others wait for theirs (collectives.cores_per_chip)");
+  }
+  return "";
 }
 
 // Starts every ready collective that finds a free collective core on each chip it spans (folded:
@@ -351,14 +425,22 @@ void CollectiveEngine::schedule() {
   });
   std::vector<Meeting*> waiting;
   for (Meeting* m : m_ready) {
-    const bool fits = std::all_of(m->chips.begin(), m->chips.end(), [&](int c) {
-      return m_free_cores[static_cast<size_t>(c)] >= m->twins;
+    const bool fits = std::all_of(m->cores.begin(), m->cores.end(), [&](const auto& c) {
+      return m_free_cores[static_cast<size_t>(c.first)] >= c.second;
     });
     if (!fits) {
+      // Folded: unfolded, the twins that find their cores would start now and the others
+      // wait; the folded run cannot follow that (the twins must move together).
+      if (const std::string e = partial_start(*m); !e.empty()) {
+        m->error = e;
+        m->done = true;
+        m->done_event.notify();
+        continue;
+      }
       waiting.push_back(m);
       continue;
     }
-    for (int c : m->chips) m_free_cores[static_cast<size_t>(c)] -= m->twins;
+    for (const auto& [c, n] : m->cores) m_free_cores[static_cast<size_t>(c)] -= n;
     sc_core::sc_spawn([this, m] { execute(m); });
   }
   m_ready.swap(waiting);
@@ -387,7 +469,9 @@ void CollectiveEngine::execute(Meeting* mp) {
         collectives::make_schedule(op, collectives::choose_algorithm(op, p, bytes, m_config), p,
                                    bytes, first.peer, static_cast<int>(m_config.ring_directions));
   }
-  std::map<int, double> load;  // by resource: capacity the collective's transfers took
+  const size_t n_twins = m.twin_ranks.size();
+  // By twin (0: its own) and resource: capacity the twin's transfers took.
+  std::vector<std::map<int, double>> load(n_twins);
   const int64_t start = now_ps();
   const auto route_of = [this](int a, int b) -> const dma::Route& {
     auto cached = m_routes.find({a, b});
@@ -396,50 +480,78 @@ void CollectiveEngine::execute(Meeting* mp) {
     return cached->second;
   };
   if (m_config.launch_ns > 0) sc_core::wait(ps(m_config.launch_ns * 1000));
-  for (const collectives::Step& step : schedule.steps) {
+  for (size_t step_index = 0; step_index < schedule.steps.size(); ++step_index) {
+    const collectives::Step& step = schedule.steps[step_index];
+    const std::string step_name = m.label + ", step " + std::to_string(step_index);
     // The step's fixed costs: its overhead, a handshake per peer of the busiest rank, and the
-    // network proxy's round when a transfer crosses EFA.
-    int64_t fixed_ns =
+    // network proxy's round when a transfer crosses EFA (folded: every twin's the same).
+    const int64_t base_ns =
         m_config.step_overhead_ns + m_config.handshake_ns * collectives::peers_per_step(step);
-    for (const collectives::Send& s : step.sends) {
-      if (route_of(m.ranks[static_cast<size_t>(s.from)].first,
-                   m.ranks[static_cast<size_t>(s.to)].first)
-              .proxied) {
-        fixed_ns += m_config.network_proxy_ns;
+    std::vector<int64_t> fixed_ns(n_twins, base_ns);
+    for (size_t t = 0; t < n_twins; ++t) {
+      const auto& ranks = m.twin_ranks[t];
+      for (const collectives::Send& s : step.sends) {
+        if (route_of(ranks[static_cast<size_t>(s.from)].first,
+                     ranks[static_cast<size_t>(s.to)].first)
+                .proxied) {
+          fixed_ns[t] += m_config.network_proxy_ns;
+          break;
+        }
+      }
+      if (fixed_ns[t] != fixed_ns[0]) {
+        m.error = not_exact(step_name + ": twin communicator " + twin_name(ranks) + " pays " +
+                            std::to_string(fixed_ns[t]) + " ns of fixed cost, the simulated " +
+                            std::to_string(fixed_ns[0]) + " ns");
         break;
       }
     }
-    if (fixed_ns > 0) sc_core::wait(ps(fixed_ns * 1000));
+    if (!m.error.empty()) break;
+    if (fixed_ns[0] > 0) sc_core::wait(ps(fixed_ns[0] * 1000));
     // The step's transfers move together from this process (a process per transfer, each
     // with a SystemC stack, took tens of GiB of address space and more memory maps than
     // vm.max_map_count allows at 512 ranks); the step ends when the last one has landed.
+    // Folded, each send once per twin, from the twin's own member (send-major: a one-chip fold
+    // counts its bytes and load in the order a move of multiplicity `twins` did).
     std::vector<dma::Network::Move> moves;
     std::vector<int64_t> latency_ns;
-    moves.reserve(step.sends.size());
+    moves.reserve(step.sends.size() * n_twins);
     for (const collectives::Send& s : step.sends) {
-      const auto [chip, core] = m.ranks[static_cast<size_t>(s.from)];
-      const int to_chip = m.ranks[static_cast<size_t>(s.to)].first;
-      const dma::Route& route = route_of(chip, to_chip);
-      for (const memory::ResourceUse& u : route.uses) load[u.resource] += s.bytes * u.weight;
-      const dma::TransferKey key{
-          chip, core,
-          kQueueBase + m.arrivals[static_cast<size_t>(s.from)]->queue * kQueueStride + s.to};
-      moves.push_back({key, s.bytes, route.uses, m.twins});
-      latency_ns.push_back(route.latency_ns);
+      for (size_t t = 0; t < n_twins; ++t) {
+        const auto& ranks = m.twin_ranks[t];
+        const auto [chip, core] = ranks[static_cast<size_t>(s.from)];
+        const int to_chip = ranks[static_cast<size_t>(s.to)].first;
+        const dma::Route& route = route_of(chip, to_chip);
+        for (const memory::ResourceUse& u : route.uses) load[t][u.resource] += s.bytes * u.weight;
+        const dma::TransferKey key{
+            chip, core,
+            kQueueBase + m.arrivals[static_cast<size_t>(s.from)]->queue * kQueueStride + s.to};
+        moves.push_back({key, s.bytes, route.uses, 1});
+        latency_ns.push_back(route.latency_ns);
+      }
     }
     const std::vector<int64_t> landed = m_network.transfer_all(std::move(moves));
-    int64_t end_ps = now_ps();
+    // Each twin's step ends when its last send has landed and crossed its route.
+    std::vector<int64_t> end_ps(n_twins, now_ps());
     for (size_t i = 0; i < landed.size(); ++i) {
-      end_ps = std::max(end_ps, landed[i] + latency_ns[i] * 1000);
+      int64_t& e = end_ps[i % n_twins];
+      e = std::max(e, landed[i] + latency_ns[i] * 1000);
     }
-    if (end_ps > now_ps()) sc_core::wait(ps(end_ps - now_ps()));
+    for (size_t t = 1; t < n_twins; ++t) {
+      if (end_ps[t] == end_ps[0]) continue;
+      m.error = not_exact(step_name + ": twin communicator " + twin_name(m.twin_ranks[t]) +
+                          " ended at " + std::to_string(end_ps[t]) + " ps, the simulated one at " +
+                          std::to_string(end_ps[0]) + " ps");
+      break;
+    }
+    if (!m.error.empty()) break;
+    if (end_ps[0] > now_ps()) sc_core::wait(ps(end_ps[0] - now_ps()));
     if (step.reduce_bytes > 0) {
       const double seconds = step.reduce_bytes / (m_config.reduce_gb_per_s * 1e9);
       sc_core::wait(ps(static_cast<int64_t>(std::llround(seconds * 1e12))));
     }
   }
   try {
-    if (m.arrivals[0]->launch->functional) write_results(m, op);
+    if (m.error.empty() && m.arrivals[0]->launch->functional) write_results(m, op);
   } catch (const std::exception& e) {
     m.error = m.label + ": " + e.what();
   }
@@ -460,16 +572,26 @@ void CollectiveEngine::execute(Meeting* mp) {
              0.0,
              m.ranks,
              std::move(arrived_ps),
-             m.twins};
-  for (const auto& [resource, used] : load) {
-    const double ns = used / m_network.resource_capacity(resource) * 1e9;
-    if (ns > rec.bound_ns) {
-      rec.bound_ns = ns;
-      rec.bound_by = m_network.resource_name(resource);
+             static_cast<int>(n_twins),
+             {},
+             {}};
+  for (const auto& twin_load : load) {
+    std::string bound_by;
+    double bound_ns = 0;
+    for (const auto& [resource, used] : twin_load) {
+      const double ns = used / m_network.resource_capacity(resource) * 1e9;
+      if (ns > bound_ns) {
+        bound_ns = ns;
+        bound_by = m_network.resource_name(resource);
+      }
     }
+    rec.twin_bound_by.push_back(bound_by);
+    rec.twin_bound_ns.push_back(bound_ns);
   }
-  m_records.push_back(std::move(rec));
-  for (int c : m.chips) m_free_cores[static_cast<size_t>(c)] += m.twins;
+  rec.bound_by = rec.twin_bound_by.front();
+  rec.bound_ns = rec.twin_bound_ns.front();
+  if (m.error.empty()) m_records.push_back(std::move(rec));
+  for (const auto& [c, n] : m.cores) m_free_cores[static_cast<size_t>(c)] += n;
   m.done = true;
   m.done_event.notify();
   m_schedule.notify(sc_core::SC_ZERO_TIME);
@@ -541,7 +663,8 @@ void CollectiveEngine::write_stats(traces::StatsRegistry& stats, const std::stri
       ++s.count;
       s.bytes += r.bytes;
       s.ns += double(r.end_ps - r.ready_ps) / 1e3;
-      if (!r.bound_by.empty()) ++s.bound_by[r.bound_by];
+      const std::string& bound_by = r.twin_bound_by.at(static_cast<size_t>(t));
+      if (!bound_by.empty()) ++s.bound_by[bound_by];
     }
     s.twins = std::max(s.twins, r.twins);
   }

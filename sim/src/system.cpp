@@ -192,23 +192,46 @@ System::~System() = default;
 
 void System::fold(int ranks, std::vector<CollectiveFold::Communicator> communicators) {
   if (!m_topology) throw std::invalid_argument("System::fold: the one-core view has no ranks");
-  if (ranks < 1 || ranks > static_cast<int>(cores_per_chip())) {
-    throw std::invalid_argument(
-        "System::fold: " + std::to_string(ranks) + " ranks do not fit one chip of " +
-        std::to_string(cores_per_chip()) + " cores (ranks on several chips do not fold yet)");
+  const int per_chip = static_cast<int>(cores_per_chip());
+  const bool one_chip = ranks >= 1 && ranks <= per_chip;
+  const int whole_chips = ranks > per_chip && ranks % per_chip == 0 ? ranks / per_chip : 0;
+  if (!one_chip && (whole_chips == 0 || whole_chips > static_cast<int>(chips()))) {
+    throw std::invalid_argument("System::fold: " + std::to_string(ranks) +
+                                " ranks neither fit one chip of " + std::to_string(per_chip) +
+                                " cores nor fill whole chips of " + std::to_string(chips()));
   }
   // 0: the representative never touches it (other cores' engines, other chips, links).
-  std::vector<int64_t> counts(m_network->resources(), 0);
+  dma::Network::FoldMap map;
+  map.counts.assign(m_network->resources(), 0);
+  const int local = one_chip ? ranks : per_chip;  // the ranks on one chip
   const Chip& c = *m_chips.front();
   for (int r : {c.hbm, c.host_link, c.cc_dma}) {
-    if (r >= 0) counts[static_cast<size_t>(r)] = ranks;
+    if (r >= 0) map.counts[static_cast<size_t>(r)] = local;
   }
-  for (int r : c.dma_engines.front()) counts[static_cast<size_t>(r)] = 1;
+  for (int r : c.dma_engines.front()) map.counts[static_cast<size_t>(r)] = 1;
+  // Chips 1 .. C-1: each a mirror of chip 0, core (c, 0) of core (0, 0).
+  for (int chip = 1; chip < whole_chips; ++chip) {
+    const Chip& m = *m_chips[static_cast<size_t>(chip)];
+    dma::Network::FoldMap::Mirror mirror;
+    mirror.chip = chip;
+    mirror.image.assign(m_network->resources(), -1);
+    mirror.image[static_cast<size_t>(c.hbm)] = m.hbm;
+    mirror.image[static_cast<size_t>(c.host_link)] = m.host_link;
+    if (c.cc_dma >= 0) mirror.image[static_cast<size_t>(c.cc_dma)] = m.cc_dma;
+    for (size_t e = 0; e < c.dma_engines.front().size(); ++e) {
+      mirror.image[static_cast<size_t>(c.dma_engines.front()[e])] = m.dma_engines.front()[e];
+    }
+    map.mirrors.push_back(std::move(mirror));
+  }
   CollectiveFold collectives;
-  for (int k = 0; k < ranks; ++k) collectives.ranks.emplace_back(0, k);
+  for (int r = 0; r < ranks; ++r) collectives.ranks.emplace_back(r / per_chip, r % per_chip);
   collectives.communicators = std::move(communicators);
   m_collectives->set_fold(std::move(collectives));
-  m_network->set_fold(std::move(counts));
+  if (map.mirrors.empty()) {
+    m_network->set_fold(std::move(map.counts));
+  } else {
+    m_network->set_fold(std::move(map));
+  }
 }
 
 void System::finalize() {

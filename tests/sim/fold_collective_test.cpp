@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,19 +36,26 @@ using test_util::example;
 using test_util::in_child;
 using Ranks = std::vector<std::pair<int, int>>;
 
-// tp x dp ranks on cores 0 .. tp*dp-1 of chip 0, rank r = t + tp d: its tp communicator the
-// ranks of its d, its dp communicator those of its t (as runtime::ProcessGroup numbers them).
+// tp x dp ranks, rank r = t + tp d: its tp communicator the ranks of its d, its dp
+// communicator those of its t (as runtime::ProcessGroup numbers them). cores == 0: on cores
+// 0 .. tp*dp-1 of one trn2 chip; else on chips of `cores` cores (rank r on core (r / cores,
+// r % cores)) in a torus_x x torus_y torus.
 struct Grid {
   int tp = 1, dp = 1;
+  int cores = 0;
+  int torus_x = 1, torus_y = 1;
   int ranks() const { return tp * dp; }
+  std::pair<int, int> place(int r) const {
+    return cores == 0 ? std::pair<int, int>{0, r} : std::pair<int, int>{r / cores, r % cores};
+  }
   Ranks tp_group(int r) const {
     Ranks g;
-    for (int t = 0; t < tp; ++t) g.emplace_back(0, (r / tp) * tp + t);
+    for (int t = 0; t < tp; ++t) g.push_back(place((r / tp) * tp + t));
     return g;
   }
   Ranks dp_group(int r) const {
     Ranks g;
-    for (int d = 0; d < dp; ++d) g.emplace_back(0, r % tp + tp * d);
+    for (int d = 0; d < dp; ++d) g.push_back(place(r % tp + tp * d));
     return g;
   }
   // Every communicator of the world, once; none of one rank.
@@ -104,8 +112,9 @@ std::vector<Step> rank_steps(const Grid& g) {
 
 struct CollectiveRun {
   Grid grid;
-  bool fold = false;  // core (0, 0) alone runs, folded for the grid's ranks
-  bool world = true;  // folded: System::fold is given the world's communicators
+  bool fold = false;    // core (0, 0) alone runs, folded for the grid's ranks
+  bool world = true;    // folded: System::fold is given the world's communicators
+  bool compute = true;  // chips other than 0: launch the compute and host transfers too
 };
 
 // Core (0, 0)'s figures: its launches' times and stats, chip 0's HBM stats, the collectives'
@@ -114,24 +123,27 @@ struct CollectiveRun {
 ordered_json simulate_grid(const CollectiveRun& run) {
   runtime::Config cfg =
       runtime::load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json");
-  cfg.system.topology.torus_x = 1;
-  cfg.system.topology.torus_y = 1;
+  const Grid& g = run.grid;
+  cfg.system.topology.torus_x = g.torus_x;
+  cfg.system.topology.torus_y = g.torus_y;
+  if (g.cores > 0) cfg.system.chip.cores = g.cores;
   init_systemc();
   traces::StatsRegistry stats;
   CoreOptions options;
   options.stats = &stats;
   System sys(cfg.chip, cfg.system, options);
-  const Grid& g = run.grid;
   if (run.fold) {
     sys.fold(g.ranks(), run.world ? g.world() : std::vector<CollectiveFold::Communicator>{});
   }
   const std::vector<Step> steps = rank_steps(g);
   const int running = run.fold ? 1 : g.ranks();
   for (int r = 0; r < running; ++r) {
-    Core& core = sys.core(0, static_cast<size_t>(r));
+    const auto [chip_index, core_index] = g.place(r);
+    Core& core = sys.core(static_cast<size_t>(chip_index), static_cast<size_t>(core_index));
     size_t last_async = 0;
     bool any_async = false;
     for (const Step& s : steps) {
+      if (!run.compute && chip_index > 0 && s.comm.empty()) continue;
       engines::Launch& l = core.launch(s.plan, {});
       if (!s.comm.empty()) l.comm_ranks = {s.comm == "tp" ? g.tp_group(r) : g.dp_group(r)};
       if (any_async && s.plan.comms.empty() && s.plan.name == "vector_add") {
@@ -145,7 +157,11 @@ ordered_json simulate_grid(const CollectiveRun& run) {
     }
   }
   simulate();
-  for (int r = 0; r < running; ++r) check_finished(sys, sys.core(0, static_cast<size_t>(r)));
+  for (int r = 0; r < running; ++r) {
+    const auto [chip_index, core_index] = g.place(r);
+    check_finished(sys, sys.core(static_cast<size_t>(chip_index), static_cast<size_t>(core_index)));
+  }
+  if (const auto mismatch = sys.fold_mismatch()) throw std::runtime_error(*mismatch);
   Core& core = sys.core(0, 0);
   ordered_json times = ordered_json::array();
   for (size_t i = 0; i < core.launch_count(); ++i) {
@@ -159,6 +175,8 @@ ordered_json simulate_grid(const CollectiveRun& run) {
   out["core"] = all.at("chip0").at("core0");
   out["chip"] = all.at("system").at("chips").at("chip0");
   out["collectives"] = all.at("system").at("collectives");
+  out["chips"] = all.at("system").at("chips");
+  if (all.at("system").contains("links")) out["links"] = all.at("system").at("links");
   // Core (0, 0)'s collectives, in (communicator, index) order.
   std::vector<const CollectiveEngine::Record*> mine;
   for (const CollectiveEngine::Record& r : sys.collectives()->records()) {
@@ -183,12 +201,15 @@ ordered_json simulate_grid(const CollectiveRun& run) {
                               {"arrived_ps", r->arrived_ps}});
     out["twins"][r->comm] = r->twins;
   }
+  // Every chip the ranks fill: its HBM, host link, collective DMA and core (c, 0)'s engines.
   dma::Network& net = sys.network();
-  const Chip& chip = sys.chip(0);
-  std::vector<int> resources = {chip.hbm, chip.host_link, chip.cc_dma};
-  for (int e : chip.dma_engines.front()) resources.push_back(e);
-  for (int r : resources) {
-    out["network"][net.resource_name(r)] = {net.bytes(r), net.busy_ps(r), net.load(r)};
+  for (int c = 0; c <= g.place(g.ranks() - 1).first; ++c) {
+    const Chip& chip = sys.chip(static_cast<size_t>(c));
+    std::vector<int> resources = {chip.hbm, chip.host_link, chip.cc_dma};
+    for (int e : chip.dma_engines.front()) resources.push_back(e);
+    for (int r : resources) {
+      out["network"][net.resource_name(r)] = {net.bytes(r), net.busy_ps(r), net.load(r)};
+    }
   }
   return out;
 }
@@ -211,6 +232,9 @@ void expect_folded_equals_unfolded(const Grid& g) {
   EXPECT_EQ(folded.at("core").dump(2), unfolded.at("core").dump(2));
   EXPECT_EQ(folded.at("chip").dump(2), unfolded.at("chip").dump(2));
   EXPECT_EQ(folded.at("network").dump(2), unfolded.at("network").dump(2));
+  EXPECT_EQ(folded.at("chips").dump(2), unfolded.at("chips").dump(2));
+  EXPECT_EQ(folded.value("links", ordered_json()).dump(2),
+            unfolded.value("links", ordered_json()).dump(2));
   EXPECT_EQ(without_twins(folded.at("collectives")).dump(2), unfolded.at("collectives").dump(2));
   // The asynchronous all-reduce runs beside the launch after it.
   const std::vector<Step> steps = rank_steps(g);
@@ -302,6 +326,41 @@ TEST(SpmdFoldCollectives, CommunicatorsThatDoNotFitAreRefused) {
   EXPECT_NE(refused({{"tp", {{0, 0}, {0, 1}}}, {"tp", {{0, 2}, {0, 3}, {0, 1}}}})
                 .find("'tp' communicators of 2 and 3 ranks are not twins"),
             std::string::npos);
+}
+
+// Folding across chips (issue 39): chips 1 .. C-1 mirror chip 0's compute traffic and each
+// twin communicator moves from its own members' chips. The other chips' compute must matter:
+// without it, core (0, 0)'s collectives end at other times (else a fold without mirrors would
+// pass too).
+void expect_folds_across_chips(const Grid& g) {
+  expect_folded_equals_unfolded(g);
+  CollectiveRun chip0_only{g, false};
+  chip0_only.compute = false;
+  const ordered_json full = in_child([&] { return simulate_grid({g, false}); });
+  const ordered_json alone = in_child([&] { return simulate_grid(chip0_only); });
+  ASSERT_TRUE(full.is_object()) << full.dump();
+  ASSERT_TRUE(alone.is_object()) << alone.dump();
+  EXPECT_NE(alone.at("records").dump(), full.at("records").dump());
+}
+
+Grid on_chips(int tp, int dp, int cores, int torus_x, int torus_y) {
+  Grid g{tp, dp};
+  g.cores = cores;
+  g.torus_x = torus_x;
+  g.torus_y = torus_y;
+  return g;
+}
+
+TEST(SpmdFoldCollectives, TwoByTwoOnTwoChipsFoldsBitForBit) {
+  expect_folds_across_chips(on_chips(2, 2, 2, 2, 1));  // dp twins span both chips
+}
+
+TEST(SpmdFoldCollectives, TensorParallelFourAcrossTwoChipsFoldsBitForBit) {
+  expect_folds_across_chips(on_chips(4, 1, 2, 2, 1));  // one communicator on two chips
+}
+
+TEST(SpmdFoldCollectives, TwoByFourOnATwoByTwoTorusFoldsBitForBit) {
+  expect_folds_across_chips(on_chips(2, 4, 2, 2, 2));  // routes of two hops
 }
 
 }  // namespace

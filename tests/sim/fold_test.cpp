@@ -8,6 +8,7 @@
 
 #include <deque>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,10 @@ std::deque<isa::Plan> rank_plans() {
 }
 
 struct RankRun {
-  int chips = 1;
-  int ranks = 1;      // cores 0 .. ranks-1 of chip 0 run rank_plans()
+  int chips = 1;  // a chips x torus_y torus
+  int torus_y = 1;
+  int cores = 0;      // per chip; 0: the config's
+  int ranks = 1;      // rank r on core (r / cores, r % cores) runs rank_plans()
   bool fold = false;  // core 0 alone runs, folded for `ranks`
   // Changes every rank's plans.
   std::function<void(std::deque<isa::Plan>&)> extra = nullptr;
@@ -66,7 +69,8 @@ ordered_json simulate_ranks(const RankRun& run) {
   runtime::Config cfg =
       runtime::load_config(std::string(WALLSIM_SOURCE_DIR) + "/configs/trn2.json");
   cfg.system.topology.torus_x = run.chips;
-  cfg.system.topology.torus_y = 1;
+  cfg.system.topology.torus_y = run.torus_y;
+  if (run.cores > 0) cfg.system.chip.cores = run.cores;
   init_systemc();
   traces::StatsRegistry stats;
   CoreOptions options;
@@ -75,17 +79,16 @@ ordered_json simulate_ranks(const RankRun& run) {
   if (run.fold) sys.fold(run.ranks);
   std::deque<isa::Plan> plans = rank_plans();
   if (run.extra) run.extra(plans);
-  std::vector<engines::Launch*> launches;
+  const size_t per_chip = sys.cores_per_chip();
+  const auto core_of = [&](int r) -> Core& {
+    return sys.core(static_cast<size_t>(r) / per_chip, static_cast<size_t>(r) % per_chip);
+  };
   for (int r = 0; r < (run.fold ? 1 : run.ranks); ++r) {
-    for (const isa::Plan& p : plans) {
-      engines::Launch& l = sys.core(0, static_cast<size_t>(r)).launch(p, {});
-      if (r == 0) launches.push_back(&l);
-    }
+    for (const isa::Plan& p : plans) core_of(r).launch(p, {});
   }
   simulate();
-  for (int r = 0; r < (run.fold ? 1 : run.ranks); ++r) {
-    check_finished(sys, sys.core(0, static_cast<size_t>(r)));
-  }
+  for (int r = 0; r < (run.fold ? 1 : run.ranks); ++r) check_finished(sys, core_of(r));
+  if (const auto mismatch = sys.fold_mismatch()) throw std::runtime_error(*mismatch);
   Core& core = sys.core(0, 0);
   ordered_json times = ordered_json::array();
   for (size_t i = 0; i < core.launch_count(); ++i) {
@@ -98,12 +101,16 @@ ordered_json simulate_ranks(const RankRun& run) {
   out["launches"] = times;
   out["core"] = all.at("chip0").at("core0");
   out["chip"] = all.at("system").at("chips").at("chip0");
+  out["chips"] = all.at("system").at("chips");
+  // Every chip the ranks fill: its HBM, host link and core (c, 0)'s engines.
   dma::Network& net = sys.network();
-  const Chip& chip = sys.chip(0);
-  std::vector<int> resources = {chip.hbm, chip.host_link};
-  for (int e : chip.dma_engines.front()) resources.push_back(e);
-  for (int r : resources) {
-    out["network"][net.resource_name(r)] = {net.bytes(r), net.busy_ps(r), net.load(r)};
+  for (size_t c = 0; c <= static_cast<size_t>(run.ranks - 1) / per_chip; ++c) {
+    const Chip& chip = sys.chip(c);
+    std::vector<int> resources = {chip.hbm, chip.host_link};
+    for (int e : chip.dma_engines.front()) resources.push_back(e);
+    for (int r : resources) {
+      out["network"][net.resource_name(r)] = {net.bytes(r), net.busy_ps(r), net.load(r)};
+    }
   }
   return out;
 }
@@ -119,6 +126,7 @@ void expect_folded_equals_unfolded(int chips, int ranks) {
   EXPECT_EQ(folded.at("core").dump(2), unfolded.at("core").dump(2));
   EXPECT_EQ(folded.at("chip").dump(2), unfolded.at("chip").dump(2));
   EXPECT_EQ(folded.at("network").dump(2), unfolded.at("network").dump(2));
+  EXPECT_EQ(folded.at("chips").dump(2), unfolded.at("chips").dump(2));
   // The ranks contend: one core alone, unfolded, is faster. Else the test would show nothing.
   const ordered_json alone = in_child([&] { return simulate_ranks(rank_run(chips, 1, false)); });
   ASSERT_TRUE(alone.is_object()) << alone.dump();
@@ -150,11 +158,38 @@ TEST(SpmdFoldNetwork, FoldedTransferToAnotherChipsHbmIsRefused) {
   EXPECT_NE(r.get<std::string>().find("chip1.hbm"), std::string::npos) << r;
 }
 
-TEST(SpmdFoldNetwork, FoldNeedsRanksOnOneChip) {
+TEST(SpmdFoldNetwork, FoldNeedsRanksOnOneChipOrWholeChips) {
   const ordered_json r = in_child([] { return simulate_ranks(rank_run(2, 9, true)); });
   ASSERT_TRUE(r.is_string()) << r.dump();
-  EXPECT_NE(r.get<std::string>().find("9 ranks do not fit one chip of 8 cores"), std::string::npos)
+  EXPECT_NE(r.get<std::string>().find("9 ranks neither fit one chip of 8 cores nor fill whole "
+                                      "chips of 2"),
+            std::string::npos)
       << r;
+}
+
+// Folding across chips: core (0, 0) simulated for every core of 2 (then 4) chips of 2 cores;
+// chips 1 .. C-1 mirror chip 0's traffic, so every chip's HBM, host link and core (c, 0)'s
+// engines carry what they carry unfolded.
+void expect_whole_chips_fold(int torus_x, int torus_y) {
+  RankRun run = rank_run(torus_x, 2 * torus_x * torus_y, false);
+  run.torus_y = torus_y;
+  run.cores = 2;
+  RankRun fold = run;
+  fold.fold = true;
+  const ordered_json unfolded = in_child([&] { return simulate_ranks(run); });
+  const ordered_json folded = in_child([&] { return simulate_ranks(fold); });
+  ASSERT_TRUE(unfolded.is_object()) << unfolded.dump();
+  ASSERT_TRUE(folded.is_object()) << folded.dump();
+  EXPECT_EQ(folded.at("launches"), unfolded.at("launches"));
+  EXPECT_EQ(folded.at("core").dump(2), unfolded.at("core").dump(2));
+  EXPECT_EQ(folded.at("chips").dump(2), unfolded.at("chips").dump(2));
+  EXPECT_EQ(folded.at("network").dump(2), unfolded.at("network").dump(2));
+  EXPECT_GT(unfolded.at("chips").at("chip1").at("hbm").at("bytes").get<int64_t>(), 0);
+}
+
+TEST(SpmdFoldNetwork, WholeChipsFoldBitForBit) {
+  expect_whole_chips_fold(2, 1);
+  expect_whole_chips_fold(2, 2);
 }
 
 }  // namespace

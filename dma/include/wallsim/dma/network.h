@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -56,7 +57,26 @@ class Network : public sc_core::sc_module {
   // Before the simulation starts; throws std::invalid_argument for a size other than resources() or
   // a count outside [0, 2^24].
   void set_fold(std::vector<int64_t> counts);
+  // Folding across chips: `counts` as above, and for each chip c of `mirrors` (every chip the
+  // folded ranks fill but chip 0) the image of each resource the representative uses (its
+  // HBM, host link and DMA engines) on chip c, -1 for none. Every transfer() of the
+  // representative also starts a copy on each mirror's images, with the same counts, keyed
+  // {c, core, queue} and counted as that chip's own; the copies must finish in the
+  // representative's picosecond (else fold_mismatch() says so, and the next transfer() throws
+  // std::runtime_error with it). Mirrors need ordered starts (throws std::invalid_argument).
+  struct FoldMap {
+    std::vector<int64_t> counts;
+    struct Mirror {
+      int chip = 0;
+      std::vector<int> image;  // by resource
+    };
+    std::vector<Mirror> mirrors;
+  };
+  void set_fold(FoldMap map);
   bool folded() const { return !m_fold.empty(); }
+  // The first copy that finished at another time than the representative's transfer, as one
+  // line naming the chip; none while the fold is exact.
+  std::optional<std::string> fold_mismatch() const { return m_mismatch; }
   // Moves `bytes` over `uses` from the calling SC_THREAD, under fair sharing; returns when the
   // last byte has moved (latency is the caller's).
   void transfer(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses);
@@ -107,10 +127,20 @@ class Network : public sc_core::sc_module {
   };
   // Who waits for a transfer: `done` is notified when it finishes, or, with `remaining`,
   // when that count of a transfer_all() reaches 0; `finished` receives the finish time.
+  // `set` (folded across chips): the transfer and its mirrors' copies, which must finish
+  // together; `chip` the one this one starts for.
   struct Waiter {
     sc_core::sc_event* done = nullptr;
     int* remaining = nullptr;
     Ps* finished = nullptr;
+    uint64_t set = 0;
+    int chip = 0;
+  };
+  struct FoldSet {
+    TransferKey key;
+    int open = 0;
+    Ps own = -1;
+    std::vector<std::pair<int, Ps>> copies;  // (chip, finish)
   };
   struct Pending {
     TransferKey key;
@@ -134,7 +164,7 @@ class Network : public sc_core::sc_module {
   bool apply(double bytes, std::vector<memory::ResourceUse> uses, int64_t multiplicity,
              const Waiter& waiter);
   // Records a finish for `w` and notifies its event when its last transfer has finished.
-  static void finish(const Waiter& w, Ps now);
+  void finish(const Waiter& w, Ps now);
   // Queues a start for wake() (ordered mode).
   void enqueue(const TransferKey& key, double bytes, std::vector<memory::ResourceUse> uses,
                int64_t multiplicity, const Waiter& waiter);
@@ -149,6 +179,10 @@ class Network : public sc_core::sc_module {
   bool m_ordered;
   std::vector<Resource> m_res;
   std::vector<int64_t> m_fold;  // set_fold's counts; empty when not folded
+  std::vector<FoldMap::Mirror> m_mirrors;
+  std::map<uint64_t, FoldSet> m_sets;
+  uint64_t m_next_set = 1;
+  std::optional<std::string> m_mismatch;
   std::vector<Traced> m_traced;
   std::map<uint64_t, Waiter> m_waiting;
   std::vector<Pending> m_pending;

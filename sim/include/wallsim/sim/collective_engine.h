@@ -59,11 +59,15 @@ class CollectiveEngine : public sc_core::sc_module {
   // Folds the collectives (before the simulation starts): only the representative issues
   // collectives, and a meeting of one of its communicators is complete when it arrives — the
   // absent members' arrivals are taken to be its own (same instruction, queue and time) — and
-  // moves its twins' traffic with its own (dma::Network::Move::multiplicity = the communicators
-  // of its name), taking a collective core per twin on each chip it spans. Send and recv do not
+  // moves its twins' traffic with its own: each twin's sends from its own members' chips and
+  // keys, as the twin's meeting would unfolded (dma::Network::transfer_all merges identical
+  // ones), taking a collective core per twin on each chip the twin spans. Each step, every
+  // twin's end (and fixed cost) must be the representative's own, and the twins must start
+  // together or wait together; otherwise the run is not exact and the collective fails with a
+  // message naming the twin's ranks ("SPMD folding is not exact ..."). Send and recv do not
   // fold. Throws std::invalid_argument for a communicator with a member the representative does
-  // not stand for, two of one name sharing a rank or differing in size, or more of one name
-  // than a chip has collective cores (they would run in turn).
+  // not stand for, two of one name sharing a rank or differing in size or in hierarchy levels,
+  // or more of one name on a chip than it has collective cores (they would run in turn).
   void set_fold(CollectiveFold fold);
   bool folded() const { return m_fold.has_value(); }
 
@@ -101,10 +105,15 @@ class CollectiveEngine : public sc_core::sc_module {
     // Folded: the communicators of its name it stands for, itself included (their moves ran
     // with its own); 1 when not folded.
     int twins = 1;
+    // Per twin (index 0: its own, as bound_by and bound_ns): the resource that bound the
+    // twin's own traffic, and that time.
+    std::vector<std::string> twin_bound_by;
+    std::vector<double> twin_bound_ns;
   };
   const std::vector<Record>& records() const { return m_records; }
   // Per communicator and op: collectives, bytes and time under "<scope>.collectives.".
-  // Folded: each record counts as its twins would (twins times), and "twins" is written.
+  // Folded: each record counts as its twins would (twins times, each with its own bound_by),
+  // and "twins" is written.
   void write_stats(traces::StatsRegistry& stats, const std::string& scope) const;
 
  private:
@@ -113,10 +122,15 @@ class CollectiveEngine : public sc_core::sc_module {
   void schedule();
   void execute(Meeting* m);
   void write_results(Meeting& m, collectives::CollectiveOp op);
+  // Folded: a ready meeting that does not fit, of which a twin would start alone unfolded:
+  // the message that the fold is not exact ("" when every twin waits, as unfolded).
+  std::string partial_start(const Meeting& m) const;
   // Folded: checks that (chip, core) may issue a collective on communicator `name` of `ranks`
-  // and returns the twins that meeting stands for.
-  int fold_twins(const std::string& name, const std::vector<std::pair<int, int>>& ranks,
-                 std::pair<int, int> core, bool pair) const;
+  // and returns the twins that meeting stands for: its own first, then the others in meeting
+  // key order (the order their meetings would start in unfolded).
+  std::vector<const CollectiveFold::Communicator*> fold_twins(
+      const std::string& name, const std::vector<std::pair<int, int>>& ranks,
+      std::pair<int, int> core, bool pair) const;
 
   collectives::CollectivesConfig m_config;
   dma::Network& m_network;

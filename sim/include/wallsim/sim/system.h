@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,17 +59,22 @@ class System {
   // The network resource of each link direction, in Topology::links() order.
   const std::vector<std::pair<LinkId, int>>& links() const { return m_links; }
   // SPMD folding (docs/DISTRIBUTED.md): core (0, 0) is simulated for the `ranks` identical
-  // ranks on cores 0 .. ranks-1 of chip 0 — it alone runs, their transfers starting in the
-  // same picosecond as its own — so each of its transfers counts `ranks` times on the
-  // resources they share (the chip's HBM, host link and collective DMA) and once on its own DMA
-  // engines (dma::Network::set_fold); any other resource is refused. Ranks on several chips
-  // cannot fold yet (their collective sends reach other chips' HBM): throws
-  // std::invalid_argument for `ranks` outside [1, cores_per_chip()] or the one-core view.
-  // `communicators` are the world's (every rank's, each once; members on chip 0's cores
-  // 0 .. ranks-1): the collective engine runs core (0, 0)'s collectives for every member and
-  // every twin communicator (CollectiveEngine::set_fold, which throws for a communicator that
-  // does not fit). Before the simulation starts.
+  // ranks — it alone runs, their transfers starting in the same picosecond as its own. Either
+  // the ranks fit one chip (cores 0 .. ranks-1 of chip 0): each of its transfers counts `ranks`
+  // times on the resources they share (the chip's HBM, host link and collective DMA) and once on
+  // its own DMA engines (dma::Network::set_fold); any other resource is refused. Or they fill
+  // chips 0 .. C-1 (rank r on core (r / cores, r % cores)): chip 0 folds its cores as above and
+  // each chip c in 1 .. C-1 mirrors it (every transfer of core (0, 0) also runs on chip c's
+  // HBM, host link and core (c, 0)'s engines, dma::Network::FoldMap); fold_mismatch() says
+  // when a chip's copy ended at another time. Throws std::invalid_argument for other `ranks`
+  // or the one-core view. `communicators` are the world's (every rank's, each once): the
+  // collective engine runs core (0, 0)'s collectives for every member and every twin
+  // communicator (CollectiveEngine::set_fold, which throws for a communicator that does not
+  // fit). Before the simulation starts.
   void fold(int ranks, std::vector<CollectiveFold::Communicator> communicators = {});
+  // Folded across chips: the first mirror copy that did not finish with core (0, 0)'s transfer
+  // (the run is not exact), as one line naming the chip; none otherwise.
+  std::optional<std::string> fold_mismatch() const { return m_network->fold_mismatch(); }
   // Writes every core's stats and, for a multi-core system, per chip HBM and per link bytes
   // and busy time under "system." (and the collectives run, when any did). Call once after the
   // simulation.
