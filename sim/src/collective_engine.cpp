@@ -142,7 +142,6 @@ struct CollectiveEngine::Meeting {
   // key order.
   std::vector<std::vector<std::pair<int, int>>> twin_ranks;
   std::map<int, int> cores;  // by chip: collective cores it takes (a twin spanning the chip, 1)
-  std::vector<int> chips;    // the distinct chips its twins span, ascending
   int64_t ready_ps = 0;
   bool done = false;
   std::string error;
@@ -229,7 +228,6 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
       for (const auto& r : tr) spans.insert(r.first);
       for (int c : spans) ++m.cores[c];
     }
-    for (const auto& [c, n] : m.cores) m.chips.push_back(c);
   }
   Meeting& m = *owned;
   // Every rank must issue the same collective (send and recv: the same bytes and dtype).

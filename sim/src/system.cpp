@@ -198,7 +198,8 @@ void System::fold(int ranks, std::vector<CollectiveFold::Communicator> communica
   if (!one_chip && (whole_chips == 0 || whole_chips > static_cast<int>(chips()))) {
     throw std::invalid_argument("System::fold: " + std::to_string(ranks) +
                                 " ranks neither fit one chip of " + std::to_string(per_chip) +
-                                " cores nor fill whole chips of " + std::to_string(chips()));
+                                " cores nor fill whole chips (the system has " +
+                                std::to_string(chips()) + ")");
   }
   // 0: the representative never touches it (other cores' engines, other chips, links).
   dma::Network::FoldMap map;

@@ -229,6 +229,8 @@ void expect_tensor_parallel_training_matches(int64_t tp, int64_t pp, int64_t dp,
     for (size_t l = 0; l < per; ++l) {
       const auto& w1 = want[1 + 2 * (size_t(stage) * per + l)];
       const auto& w2 = want[2 + 2 * (size_t(stage) * per + l)];
+      ASSERT_EQ(o.values[r][1 + 2 * l].data.size(), size_t(d * fc)) << "rank " << r << " W1 " << l;
+      ASSERT_EQ(o.values[r][2 + 2 * l].data.size(), size_t(fc * d)) << "rank " << r << " W2 " << l;
       compiler_stub::HostTensor b1 = o.values[r][1 + 2 * l], b2 = o.values[r][2 + 2 * l];
       for (int64_t i = 0; i < d; ++i)  // W1's columns [t fc, (t + 1) fc)
         for (int64_t j = 0; j < fc; ++j)

@@ -219,7 +219,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
       s.fine_loads ? rate
                    : std::min(rate, double(std::min(f.dma_engines, first_pieces)) * h.dma_gb_per_s);
   const int64_t lead =
-      wt == 1 && !(s.narrow && f.a_loaded) && !s.k_blocked ? std::min<int64_t>(4, Kc) : Kc;
+      wt == 1 && !(s.narrow && f.a_loaded) && !s.k_blocked ? std::min(kStationaryLead, Kc) : Kc;
   const double ahead =
       a_by_array ? double(wt * lead * std::max(rows, h.moving_min_cycles) * passes) * cycle_ns
                  : 0.0;

@@ -62,12 +62,15 @@ class CollectiveEngine : public sc_core::sc_module {
   // moves its twins' traffic with its own: each twin's sends from its own members' chips and
   // keys, as the twin's meeting would unfolded (dma::Network::transfer_all merges identical
   // ones), taking a collective core per twin on each chip the twin spans. Each step, every
-  // twin's end (and fixed cost) must be the representative's own, and the twins must start
-  // together or wait together; otherwise the run is not exact and the collective fails with a
-  // message naming the twin's ranks ("SPMD folding is not exact ..."). Send and recv do not
-  // fold. Throws std::invalid_argument for a communicator with a member the representative does
-  // not stand for, two of one name sharing a rank or differing in size or in hierarchy levels,
-  // or more of one name on a chip than it has collective cores (they would run in turn).
+  // twin's end (and fixed cost) must be the representative's own, and a ready meeting that does
+  // not fit must not be one whose twins would start apart unfolded; otherwise the run is not
+  // exact and the collective fails with a message naming the twin's ranks ("SPMD folding is not
+  // exact ..."). Not checked yet: the order in which other meetings take collective cores
+  // between one meeting's twins (unfolded, a meeting keyed between two twins may start first). Send
+  // and recv do not fold. Throws std::invalid_argument for a communicator with a member the
+  // representative does not stand for, two of one name sharing a rank or differing in size or in
+  // hierarchy levels, or more of one name on a chip than it has collective cores (they would run in
+  // turn).
   void set_fold(CollectiveFold fold);
   bool folded() const { return m_fold.has_value(); }
 
