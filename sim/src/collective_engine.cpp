@@ -35,6 +35,13 @@ std::string core_name(const std::pair<int, int>& c) {
   return "[" + std::to_string(c.first) + ", " + std::to_string(c.second) + "]";
 }
 
+// The chips a communicator's ranks ((chip, core) each) are on, ascending.
+std::set<int> spanned_chips(const std::vector<std::pair<int, int>>& ranks) {
+  std::set<int> chips;
+  for (const auto& r : ranks) chips.insert(r.first);
+  return chips;
+}
+
 // What a rank's instruction says, for the check that every rank issues the same collective.
 std::string describe(const isa::Instruction& in) {
   const isa::AccessPattern& ap = in.uses(isa::F_Src0) ? in.src[0] : in.dst;
@@ -223,11 +230,8 @@ void CollectiveEngine::run(const isa::Instruction& in, engines::Launch& launch, 
     m.arrivals.resize(m.ranks.size());
     m.twin_ranks.push_back(m.ranks);
     for (size_t t = 1; t < twins.size(); ++t) m.twin_ranks.push_back(twins[t]->members);
-    for (const auto& tr : m.twin_ranks) {
-      std::set<int> spans;
-      for (const auto& r : tr) spans.insert(r.first);
-      for (int c : spans) ++m.cores[c];
-    }
+    for (const auto& tr : m.twin_ranks)
+      for (int c : spanned_chips(tr)) ++m.cores[c];
   }
   Meeting& m = *owned;
   // Every rank must issue the same collective (send and recv: the same bytes and dtype).
@@ -309,11 +313,8 @@ void CollectiveEngine::set_fold(CollectiveFold fold) {
     }
     // Twins meet together, each on a collective core of its own on every chip it spans.
     std::map<int, int64_t> demand;  // by chip
-    for (const CollectiveFold::Communicator* c : twins) {
-      std::set<int> spans;
-      for (const auto& r : c->members) spans.insert(r.first);
-      for (int chip : spans) ++demand[chip];
-    }
+    for (const CollectiveFold::Communicator* c : twins)
+      for (int chip : spanned_chips(c->members)) ++demand[chip];
     for (const auto& [chip, n] : demand) {
       if (n > m_config.cores_per_chip) {
         throw std::invalid_argument("CollectiveEngine::set_fold: " + std::to_string(n) + " '" +
@@ -382,12 +383,9 @@ std::vector<const CollectiveFold::Communicator*> CollectiveEngine::fold_twins(
 namespace {
 
 std::string twin_name(const std::vector<std::pair<int, int>>& ranks) {
-  std::set<int> chips;
+  const std::set<int> chips = spanned_chips(ranks);
   std::string s;
-  for (const auto& r : ranks) {
-    s += core_name(r);
-    chips.insert(r.first);
-  }
+  for (const auto& r : ranks) s += core_name(r);
   s += chips.size() == 1 ? " (chip" : " (chips";
   for (int c : chips) s += (c == *chips.begin() ? " " : ", ") + std::to_string(c);
   return s + ")";

@@ -108,7 +108,7 @@ AttentionCost predict_attention(const AttentionFacts& f, const AttentionSchedule
     t.vector(steps, ng * T);
     t.vector(later, ng);
     // The softmax: S - m by the array (per head on S^T), exp with the row sums.
-    const bool st = s.two_pass && s.sums_by_array && s.scores_transposed;
+    const bool st = s.makes_pt();
     t.array(st ? steps * double(ng) : steps, st ? T : ng * T);
     if (!s.two_pass) {
       t.array(steps, T);  // m'^T

@@ -24,6 +24,8 @@ struct AttentionSchedule {
   // partitions, the mask tile as it is compared), so its exponential is P^T: no transposes of P
   // and no copy of P^T out of PSUM per step. Offered with K^T kept only (fused_attention_plan.cpp).
   bool scores_transposed = false;
+  // Whether the second pass's exponential makes P^T (S^T with the sums by the array).
+  bool makes_pt() const { return two_pass && sums_by_array && scores_transposed; }
   std::string describe() const;
 };
 

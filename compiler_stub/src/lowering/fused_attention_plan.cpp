@@ -189,7 +189,7 @@ LowerResult FusedAttentionPlan::make(const LoweringContext& ctx, const Node& n) 
   m_two_pass = chosen.two_pass;
   m_keep_masks = chosen.keep_masks;
   m_sums_by_array = chosen.sums_by_array;
-  m_scores_t = chosen.two_pass && chosen.sums_by_array && chosen.scores_transposed;
+  m_scores_t = chosen.makes_pt();
   // The output stays on chip unless, with the operands and the keys, it would take more than
   // that share: then each query tile's result is stored to HBM as soon as it is done.
   const int64_t out_bytes = (m_Lq + m_T - 1) / m_T * m_D * isa::dtype_bytes(m_odt);
