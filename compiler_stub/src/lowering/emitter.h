@@ -94,6 +94,7 @@ class Emitter {
   // While set, every load is cut `fine` (a matmul whose schedule loads its operands in the
   // order the multiplies read them: the first pieces then take every queue, not one each).
   void set_fine_loads(bool on) { m_fine_loads = on; }
+  bool fine_loads() const { return m_fine_loads; }
   void dma(int queue, const AccessPattern& dst, const AccessPattern& src);
 
   // ---- compute ----

@@ -408,7 +408,7 @@ double ResourceNs::bound() const { return std::max({tensor, lanes, dma}); }
 // (timing.dma.chunk_overhead_bytes each: transpose_chunk_bytes long for the hardware
 // transpose, one element for a strided read) spread over every DMA engine.
 TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int64_t cols, DType dt,
-                                  int64_t chunk, const ResourceNs& base) {
+                                  int64_t chunk, const ResourceNs& base, int64_t per_copy) {
   const isa::ArchSpec& arch = ctx.arch();
   const isa::CostHints& h = arch.costs;
   const double bytes = double(rows) * double(cols) * isa::dtype_bytes(dt);
@@ -420,7 +420,10 @@ TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int6
   ResourceNs array = base;
   array.tensor +=
       chunks * double(std::max<int64_t>(rows, h.moving_min_cycles)) * 1000.0 / h.tensor_freq_mhz;
-  array.lanes += chunks * (double(h.vector_fixed_ns) + double(rows) / h.vector_elements_per_ns) / 2;
+  array.lanes += chunks *
+                 (double(h.vector_fixed_ns) / double(std::max<int64_t>(1, per_copy)) +
+                  double(rows) / h.vector_elements_per_ns) /
+                 2;
   array.dma += load_ns(double(cols) * isa::dtype_bytes(dt));
   TransposeRoute best = TransposeRoute::array;
   double best_ns = array.bound();
@@ -509,31 +512,68 @@ TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const Vi
   const double ob = double(isa::dtype_bytes(n.type.dtype));
   base.dma = double(M) * (double(K) * ab + double(N) * ob) / n_tiles /
              (h.dma_gb_per_s * ctx.arch().dma.engines);
-  return cheapest_transpose(ctx, std::min(T, N), K, b.dtype, chunk, base);
+  // transpose_rows_into puts a bank's worth of N tiles side by side: one copy for them.
+  const int64_t rows = std::min(T, N);
+  const int64_t per_copy =
+      std::min<int64_t>((N + T - 1) / T, ctx.arch().psum.bank_bytes / 4 / rows);
+  return cheapest_transpose(ctx, rows, K, b.dtype, chunk, base, per_copy);
 }
 
 // [batch, K, N] `v` (reading HBM transposed) into tiles `bt` of its shape by the array: per
 // entry, its [N, K] rows (contiguous runs of K) load as row tiles, and each [rows x K chunk]
-// block is transposed into `bt`'s [K chunk x rows] through PSUM.
+// block is transposed into `bt`'s [K chunk x rows] through PSUM; an entry's row tiles go side by
+// side into a PSUM bank and leave it by one copy. Entry e + 1's rows are loaded before entry e's
+// transposes; with several entries the rows' buffers make a chain (load, transposes, release,
+// the next load), so each entry's load is cut finely over the queues for its latency (one
+// entry loads all its rows at once: pieces of dma_split_bytes, an engine each, as
+// matmul_b_by_array prices it).
 bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, const Tiles& bt) {
   const ViewDesc u = *untransposed(v);
   const int64_t batches = v.groups[0][0].size, K = v.groups[1][0].size;
-  for (int64_t e = 0, j = 0; e < batches; ++e) {
+  const int64_t bank_cols = ctx.arch().psum.bank_bytes / 4;
+  struct FineLoads {
+    LoweringContext& ctx;
+    bool was;
+    ~FineLoads() { ctx.set_fine_loads(was); }
+  } fine{ctx, ctx.fine_loads()};
+  ctx.set_fine_loads(batches > 1);
+  auto load = [&](int64_t e) {
     ViewDesc ue = u;
     ue.offset += e * u.groups[0][0].stride;
     ue.groups[0][0].size = 1;
-    auto rows = ctx.load_view(ue, dt);  // [N, K], N on partitions
-    if (!rows) return false;
-    for (; j < bt.count() && bt.row0(j) / K == e; ++j) {
-      const int64_t k0 = bt.row0(j) % K;
-      const int32_t kc = bt.rows_in(j);
-      for (int64_t t = 0; t < rows->count(); ++t) {
-        const AccessPattern tp = ctx.psum_ap(ctx.next_bank(), kc, rows->rows_in(t));
-        ctx.emit_transpose(tp, ctx.tile_ap(*rows, t, k0, kc));
-        ctx.evacuate(LoweringContext::tile_ap(bt, j, rows->row0(t), rows->rows_in(t)), tp);
+    return ctx.load_view(ue, dt);  // [N, K], N on partitions
+  };
+  std::optional<Tiles> next = load(0);
+  if (!next) return false;
+  for (int64_t e = 0, j = 0; e < batches; ++e) {
+    const Tiles rows = *next;
+    if (e + 1 < batches) {
+      next = load(e + 1);
+      if (!next) {
+        ctx.release(rows);
+        return false;
       }
     }
-    ctx.release(*rows);
+    // Column groups outer, K chunks inner: the multiplies' first column block is made first.
+    const int64_t j0 = j;
+    while (j < bt.count() && bt.row0(j) / K == e) ++j;
+    for (int64_t t0 = 0, t1 = 0; t0 < rows.count(); t0 = t1) {
+      int64_t cols = 0;
+      for (t1 = t0; t1 < rows.count() && (t1 == t0 || cols + rows.rows_in(t1) <= bank_cols); ++t1)
+        cols += rows.rows_in(t1);
+      for (int64_t jj = j0; jj < j; ++jj) {
+        const int64_t k0 = bt.row0(jj) % K;
+        const int32_t kc = bt.rows_in(jj);
+        const Slot bank = ctx.next_bank();
+        for (int64_t t = t0, c = 0; t < t1; c += rows.rows_in(t++)) {
+          ctx.emit_transpose(ctx.psum_ap(bank, kc, rows.rows_in(t), c),
+                             ctx.tile_ap(rows, t, k0, kc));
+        }
+        ctx.evacuate(LoweringContext::tile_ap(bt, jj, rows.row0(t0), cols),
+                     ctx.psum_ap(bank, kc, cols));
+      }
+    }
+    ctx.release(rows);
   }
   return true;
 }
@@ -577,6 +617,9 @@ std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
   };
   const int64_t rows = std::min(T, N);
   const double blocks = double((N + T - 1) / T * ((K + arch.tensor.rows - 1) / arch.tensor.rows));
+  // transpose_rows_into: a bank's worth of N tiles side by side, one copy for them
+  const int64_t per_copy =
+      std::max<int64_t>(1, std::min<int64_t>((N + T - 1) / T, arch.psum.bank_bytes / 4 / rows));
   const double view_ns = h.dma_engine_bytes(bytes, bytes / chunk) * over((K + T - 1) / T);
   const double array_ns =
       h.dma_engine_bytes(bytes, double(N)) *
@@ -584,7 +627,10 @@ std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
                         int64_t(bytes) / std::max<int64_t>(1, ctx.options().dma_split_bytes) + 1)) +
       std::max(blocks * double(std::max<int64_t>(rows, h.moving_min_cycles)) * 1000.0 /
                    h.tensor_freq_mhz,
-               blocks * (double(h.vector_fixed_ns) + double(rows) / h.vector_elements_per_ns) / 2);
+               blocks *
+                   (double(h.vector_fixed_ns) / double(per_copy) +
+                    double(rows) / h.vector_elements_per_ns) /
+                   2);
   if (array_ns >= view_ns) return std::nullopt;
   if (!ctx.ensure_hbm(v.base)) return std::nullopt;
   auto t = load_batch_b_by_array(ctx, v, dt);

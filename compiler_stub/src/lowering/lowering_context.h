@@ -295,9 +295,10 @@ struct ResourceNs {
 };
 // The cheapest route for [rows x cols] of `dt` read from HBM, transposed into chunks of
 // `chunk` source columns, beside an op whose own work per row tile is `base`
-// (isa::CostHints, arch.dma.hardware_transpose). The array wins ties.
+// (isa::CostHints, arch.dma.hardware_transpose); through the array, `per_copy` such blocks share
+// one evacuation's fixed cost (side by side in a PSUM bank). The array wins ties.
 TransposeRoute cheapest_transpose(const LoweringContext& ctx, int64_t rows, int64_t cols, DType dt,
-                                  int64_t chunk, const ResourceNs& base);
+                                  int64_t chunk, const ResourceNs& base, int64_t per_copy = 1);
 // Whether value `id` is a view that is its base [cols x rows] transposed (rows contiguous).
 bool transposed_view(const LoweringContext& ctx, int32_t id);
 // A transposed view (transposed_view) materialised in its own HBM tensor through the array, by
