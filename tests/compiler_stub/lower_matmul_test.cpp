@@ -320,6 +320,25 @@ TEST(LowerMatmul, OneRowTileMultipliesBeforeItsLastStationaryIsMade) {
   }
 }
 
+// A GEMM's B given transposed (x @ W^T) goes through the array; with one row tile of A every
+// multiply waits for all of B^T, so B's row tiles (128 x 512 bf16: 128 KiB, under
+// dma_split_bytes) load in finer pieces, where with two row tiles each is one piece.
+TEST(LowerMatmul, TransposedBOfOneRowTileLoadsInFinePieces) {
+  const auto b_loads = [](int64_t m) {
+    const auto p = rules_plan(
+        make_graph(R"([{"id": 0, "op": "input", "name": "x", "dtype": "bf16", "shape": [)" +
+                       std::to_string(m) + R"(, 512]},
+            {"id": 1, "op": "input", "name": "w", "dtype": "bf16", "shape": [1024, 512]},
+            {"id": 2, "op": "transpose", "inputs": [1], "perm": [1, 0]},
+            {"id": 3, "op": "matmul", "inputs": [0, 2]}])",
+                   "[3]"));
+    EXPECT_EQ(count_of(p.text, "src=view_"), 8 * 4) << m;  // B's transposes: 8 N tiles, 4 K chunks
+    return count_of(p.text, "src=w<bf16>");
+  };
+  EXPECT_GT(b_loads(64), 8);
+  EXPECT_EQ(b_loads(256), 8);
+}
+
 // A batch_matmul with transpose_b whose B^T goes through the array (no DMA transpose): each
 // entry's [N, K] rows (4 row tiles of 64 KiB) load in pieces finer than a tile, the next
 // entry's before this one's transposes (entry 1's loads wait for no transpose), and per K chunk

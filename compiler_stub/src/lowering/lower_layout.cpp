@@ -524,9 +524,9 @@ TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const Vi
 // block is transposed into `bt`'s [K chunk x rows] through PSUM; an entry's row tiles go side by
 // side into a PSUM bank and leave it by one copy. Entry e + 1's rows are loaded before entry e's
 // transposes; with several entries the rows' buffers make a chain (load, transposes, release,
-// the next load), so each entry's load is cut finely over the queues for its latency (one
-// entry loads all its rows at once: pieces of dma_split_bytes, an engine each, as
-// matmul_b_by_array prices it).
+// the next load), so each entry's load is cut finely over the queues for its latency. One entry
+// loads all its rows at once, in pieces of dma_split_bytes, an engine each (as
+// matmul_b_by_array prices it), unless the caller set fine loads.
 bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, const Tiles& bt) {
   const ViewDesc u = *untransposed(v);
   const int64_t batches = v.groups[0][0].size, K = v.groups[1][0].size;
@@ -536,7 +536,7 @@ bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, cons
     bool was;
     ~FineLoads() { ctx.set_fine_loads(was); }
   } fine{ctx, ctx.fine_loads()};
-  ctx.set_fine_loads(batches > 1);
+  ctx.set_fine_loads(fine.was || batches > 1);
   auto load = [&](int64_t e) {
     ViewDesc ue = u;
     ue.offset += e * u.groups[0][0].stride;
@@ -633,7 +633,12 @@ std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
                    2);
   if (array_ns >= view_ns) return std::nullopt;
   if (!ctx.ensure_hbm(v.base)) return std::nullopt;
+  // With one row tile of A every multiply waits for all of B^T: B's rows are then cut finely
+  // too, for the latency of the load rather than its throughput alone.
+  const bool was = ctx.fine_loads();
+  if (view_of(ctx.type_of(n.inputs[0])).rows <= T) ctx.set_fine_loads(true);
   auto t = load_batch_b_by_array(ctx, v, dt);
+  ctx.set_fine_loads(was);
   if (t) ctx.adopt_tiles(bid, *t);  // later row windows and other readers take it as it is
   return t;
 }
