@@ -110,24 +110,44 @@ std::map<isa::Opcode, int64_t> ops_of(const Graph& g, const std::string& config,
 
 double tolerance(const Conv& v) { return v.dt == "bf16" ? 2e-2 : 1e-5; }
 
-void expect_matches(const Conv& v, const std::string& config, int64_t point = -1) {
-  EXPECT_EQ(ops_of(conv_graph(v), config, schedule(point))[isa::Opcode::transpose], 0);
+// `matmuls` (when >= 0): the array's multiplies the plan must hold.
+void expect_matches(const Conv& v, const std::string& config, int64_t point = -1,
+                    int64_t matmuls = -1) {
+  auto ops = ops_of(conv_graph(v), config, schedule(point));
+  EXPECT_EQ(ops[isa::Opcode::transpose], 0);
+  if (matmuls >= 0) EXPECT_EQ(ops[isa::Opcode::matmul], matmuls);
   Outcome o = run_on_chip(conv_graph(v), config, GroupPolicy::whole, {}, schedule(point));
   EXPECT_LT(o.max_error, tolerance(v));
 }
 
 // The window route: per output tile (whole output rows, 128 / OW of them) and column block,
-// KH·KW·ceil(C/128) multiplies; no transposes; x, w and the output cross HBM once each.
+// KH·KW·ceil(C/128) multiplies; no transposes; x, w and the output cross HBM once each. C·KH =
+// 144 exceeds the array's rows, so the kernel rows cannot fold into the contraction.
 TEST(WindowConvOnChip, RouteIsChosenAndReadsXOnce) {
-  const Conv v{2, 16, 18, 24, 3, 1, 1};  // OH = OW = 16: 8 rows per tile, 2 tiles per image
+  const Conv v{2, 48, 18, 24, 3, 1, 1};  // OH = OW = 16: 8 rows per tile, 2 tiles per image
   auto ops = ops_of(conv_graph(v), "trn2");
   EXPECT_EQ(ops[isa::Opcode::matmul], 2 * 2 * 9);
   EXPECT_EQ(ops[isa::Opcode::transpose], 0);
   Outcome o = run_on_chip(conv_graph(v), "trn2", GroupPolicy::whole);
   EXPECT_LT(o.max_error, 1e-5);
-  const int64_t bytes = 4 * (2 * 16 * 18 * 18 + 144 * 24 + 2 * 16 * 16 * 24);
+  const int64_t bytes = 4 * (2 * 48 * 18 * 18 + 432 * 24 + 2 * 16 * 16 * 24);
   EXPECT_GE(o.hbm_bytes, bytes);
   EXPECT_LT(o.hbm_bytes, bytes * 105 / 100);  // HBM's access granularity on short rows
+}
+
+// C·KH = 48 fits the array's rows: the kernel rows fold into the contraction. Partition
+// c·KH + kh holds channel c's input rows oh + kh, one per output row (x read 3 x 16 / 18
+// times over), and each output tile takes KW multiplies of 48 rows, not KH·KW of 16.
+TEST(WindowConvOnChip, KernelRowsFoldIntoTheContractionWhereTheyFit) {
+  const Conv v{2, 16, 18, 24, 3, 1, 1};
+  auto ops = ops_of(conv_graph(v), "trn2");
+  EXPECT_EQ(ops[isa::Opcode::matmul], 2 * 2 * 3);
+  EXPECT_EQ(ops[isa::Opcode::transpose], 0);
+  Outcome o = run_on_chip(conv_graph(v), "trn2", GroupPolicy::whole);
+  EXPECT_LT(o.max_error, 1e-5);
+  const int64_t bytes = 4 * (2 * 16 * 3 * 16 * 18 + 144 * 24 + 2 * 16 * 16 * 24);
+  EXPECT_GE(o.hbm_bytes, bytes);
+  EXPECT_LT(o.hbm_bytes, bytes * 105 / 100);
 }
 
 // compiler.matmul_schedule = 0 keeps the rules' point: A's row tiles loaded and transposed
@@ -144,6 +164,14 @@ TEST(WindowConvOnChip, RulesPointStaysAvailable) {
 }
 
 TEST(WindowConvOnChip, Trn2K3S1) { expect_matches({2, 16, 18, 24, 3, 1, 1}, "trn2", 1); }
+// Folded with a stride and a dilation: the shifted rows are read sh rows apart, kh·dh down.
+TEST(WindowConvOnChip, Trn2FoldedK3S2Dilation2) {
+  expect_matches({2, 5, 21, 12, 3, 2, 2}, "trn2", 1, 2 * 3);  // one 9 x 9 tile an image
+}
+// A ResNet stem's shape, smaller: C = 3, 7 x 7, stride 2, padded, bf16 (21 rows folded).
+TEST(WindowConvOnChip, Trn2FoldedStemBf16) {
+  expect_matches({2, 3, 45, 32, 7, 2, 1, "bf16", 3}, "trn2", 1, 2 * 5 * 7);  // 5 tiles of 23^2
+}
 TEST(WindowConvOnChip, Trn2K3S2) { expect_matches({3, 8, 17, 20, 3, 2, 1}, "trn2", 1); }
 TEST(WindowConvOnChip, Trn2K3Dilation2) { expect_matches({1, 8, 20, 12, 3, 1, 2}, "trn2", 1); }
 TEST(WindowConvOnChip, Trn2K5Padded) {
@@ -185,7 +213,7 @@ TEST(WindowConvOnChip, Trn2FlatBase) {
     {"id": 6, "op": "matmul", "inputs": [5, 1]}], "outputs": [6]})");
   auto ops = ops_of(g, "trn2", schedule(1));
   EXPECT_EQ(ops[isa::Opcode::transpose], 0);
-  EXPECT_EQ(ops[isa::Opcode::matmul], 2 * 9);  // one tile of 8 rows of 8 per image
+  EXPECT_EQ(ops[isa::Opcode::matmul], 2 * 3);  // one tile of 8 rows of 8 per image, folded
   Outcome o = run_on_chip(g, "trn2", GroupPolicy::whole, {}, schedule(1));
   EXPECT_LT(o.max_error, 1e-5);
 }

@@ -377,6 +377,10 @@ struct WindowFacts {
   int64_t image = 0;  // elements from one image to the next
 };
 std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a);
+// The window route's fold of matmul `n` (window_matmul.cpp): KH when its kernel rows go into
+// the contraction beside the channels (C·KH partitions), 1 when not, the cheaper by the cost
+// model of those whose planes fit SBUF; 0 when none fits.
+int64_t window_fold(const LoweringContext& ctx, const WindowFacts& w, const Node& n);
 // Whether value `a` is an im2col seen through reshapes and transposes (its matmul's B is then
 // not prefetched in row tiles: the window route loads it by channels).
 bool im2col_fed(const LoweringContext& ctx, int32_t a);

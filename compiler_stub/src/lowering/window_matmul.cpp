@@ -2,6 +2,10 @@
 // [N, C, H, W] in HBM loads x's channel planes into SBUF once per image and feeds the array each
 // of the KH·KW shifted windows as an SBUF access pattern, accumulating KH·KW·ceil(C/128)
 // multiplies per output tile in PSUM, instead of loading A's rows (one kw-run per DMA chunk).
+// Where C·KH fits the array's rows, the kernel rows may fold into the contraction instead
+// (`fold` = KH): partition c·KH + kh holds the input rows oh·sh + kh·dh of channel c, one per
+// output row, so KW multiplies of C·KH rows make an output tile. The cost model picks the fold
+// (more bytes read: each input row once per kernel row that reads it; KH times fewer multiplies).
 #include <algorithm>
 
 #include "lowering/lowering_context.h"
@@ -32,41 +36,60 @@ std::vector<TileSpan> tile_spans(const WindowFacts& w, int64_t tile_rows) {
   return out;
 }
 
-// Bytes per partition the route keeps in SBUF: two images' planes, W, the output tiles.
-int64_t window_bytes(const LoweringContext& ctx, const WindowFacts& w, const Node& n) {
+// Partitions of contraction per multiply: C (a channel chunk) unfolded, C·KH folded.
+int64_t folded_rows(const WindowFacts& w, int64_t fold) { return w.C * fold; }
+
+// Bytes per partition the route keeps in SBUF: `images` images' planes (or, folded, their
+// shifted rows), W, the output tiles.
+int64_t window_bytes(const LoweringContext& ctx, const WindowFacts& w, const Node& n, int64_t fold,
+                     int64_t images) {
   const int64_t dt = isa::dtype_bytes(ctx.type_of(n.inputs[0]).dtype);
-  const int64_t cc = ceil_div(w.C, ctx.tile_rows());
+  const int64_t cc = ceil_div(folded_rows(w, fold), ctx.tile_rows());
   const int64_t oc = view_of(n.type).cols;
   const int64_t tiles = static_cast<int64_t>(tile_spans(w, ctx.tile_rows()).size());
-  return 2 * cc * SbufAllocator::aligned(w.H * w.W * dt) +
-         cc * SbufAllocator::aligned(w.KH * w.KW * oc * dt) +
+  const int64_t part = fold > 1 ? w.OH * w.W : w.H * w.W;
+  return images * cc * SbufAllocator::aligned(part * dt) +
+         cc * SbufAllocator::aligned(w.KH / fold * w.KW * oc * dt) +
          tiles * SbufAllocator::aligned(oc * isa::dtype_bytes(n.type.dtype));
+}
+
+// Images whose planes the route holds at once: two (the next loads while this one is
+// multiplied) where they fit three quarters of SBUF, else one; 0: not even one.
+int64_t window_images(const LoweringContext& ctx, const WindowFacts& w, const Node& n,
+                      int64_t fold) {
+  for (int64_t images = std::min<int64_t>(2, w.N); images >= 1; --images)
+    if (window_bytes(ctx, w, n, fold, images) <= ctx.sbuf_capacity() * 3 / 4) return images;
+  return 0;
 }
 
 // The route's time: the array's multiplies, one evacuation per output block, x and W read once
 // (a plane per descriptor row, a W row of KH·KW·OC per partition), then the first image's
 // planes and W before the first multiply.
-MatmulCost predict_window(const LoweringContext& ctx, const WindowFacts& w, const Node& n) {
+MatmulCost predict_window(const LoweringContext& ctx, const WindowFacts& w, const Node& n,
+                          int64_t fold) {
   const isa::CostHints& h = ctx.arch().costs;
   const DType dt = ctx.type_of(n.inputs[0]).dtype;
   const int64_t db = isa::dtype_bytes(dt), oc = view_of(n.type).cols;
   const int64_t width = std::min(moving_cols(ctx), oc), ocb = ceil_div(oc, width);
-  const int64_t cc = ceil_div(w.C, ctx.tile_rows());
+  const int64_t cc = ceil_div(folded_rows(w, fold), ctx.tile_rows());
+  const int64_t kh = w.KH / fold;  // kernel rows left to the multiplies
   const int64_t tiles = static_cast<int64_t>(tile_spans(w, ctx.tile_rows()).size());
   const int64_t passes = dt == DType::fp32 ? h.fp32_passes() : 1;
   const double cycle_ns = 1000.0 / h.tensor_freq_mhz;
   MatmulCost c;
-  c.matmuls = tiles * ocb * w.KH * w.KW * cc;
-  c.tensor_ns = double(tiles * w.KH * w.KW * cc * passes) *
+  c.matmuls = tiles * ocb * kh * w.KW * cc;
+  c.tensor_ns = double(tiles * kh * w.KW * cc * passes) *
                 double((ocb - 1) * std::max(width, h.moving_min_cycles) +
                        std::max(oc - (ocb - 1) * width, h.moving_min_cycles)) *
                 cycle_ns;
   c.lanes_ns = double(tiles * ocb) *
                (double(h.vector_fixed_ns) + double(width) / h.vector_elements_per_ns) / 2;
-  const double x_pay = double(w.N * w.C * w.H * w.W * db),
+  // Folded: per image, channel and kernel row, OH rows of W (a chunk each).
+  const double x_rows = fold > 1 ? double(w.N * w.C * w.KH * w.OH) : double(w.N * w.C);
+  const double x_pay = fold > 1 ? x_rows * double(w.W * db) : double(w.N * w.C * w.H * w.W * db),
                w_pay = double(w.C * w.KH * w.KW * oc * db);
   const double engine =
-      h.dma_engine_bytes(x_pay, double(w.N * w.C)) + h.dma_engine_bytes(w_pay, double(w.C));
+      h.dma_engine_bytes(x_pay, x_rows) + h.dma_engine_bytes(w_pay, double(folded_rows(w, fold)));
   const double rate_all = h.dma_gb_per_s * double(ctx.arch().dma.engines);
   c.dma_ns = engine / rate_all;
   c.hbm_ns = h.hbm_gb_per_s > 0 ? (x_pay + w_pay) / h.hbm_gb_per_s : 0;
@@ -189,6 +212,19 @@ std::optional<WindowFacts> window_of(const LoweringContext& ctx, int32_t a) {
   return w;
 }
 
+int64_t window_fold(const LoweringContext& ctx, const WindowFacts& w, const Node& n) {
+  std::vector<int64_t> folds = {1};
+  if (w.KH > 1 && folded_rows(w, w.KH) <= ctx.tile_rows()) folds.push_back(w.KH);
+  int64_t best = 0;
+  double best_ns = 0;
+  for (int64_t fold : folds) {
+    if (window_images(ctx, w, n, fold) == 0) continue;
+    const double ns = predict_window(ctx, w, n, fold).total_ns();
+    if (best == 0 || ns < best_ns) best = fold, best_ns = ns;
+  }
+  return best;
+}
+
 std::optional<MatmulSchedule> window_schedule(const LoweringContext& ctx, const Node& n,
                                               int64_t mode, double* predicted_ns) {
   if (mode == -2 || n.op != OpKind::matmul || n.inputs.size() > 3) return std::nullopt;
@@ -198,8 +234,9 @@ std::optional<MatmulSchedule> window_schedule(const LoweringContext& ctx, const 
     return std::nullopt;
   const auto w = window_of(ctx, aid);
   if (!w || ctx.in_window()) return std::nullopt;
-  if (window_bytes(ctx, *w, n) > ctx.sbuf_capacity() * 3 / 4) return std::nullopt;
-  const MatmulCost mine = predict_window(ctx, *w, n);
+  const int64_t fold = window_fold(ctx, *w, n);
+  if (fold == 0) return std::nullopt;
+  const MatmulCost mine = predict_window(ctx, *w, n, fold);
   if (mine.matmuls > ctx.options().max_plan_instructions / 2) return std::nullopt;
   if (mode == 0) return std::nullopt;  // the rules' point
   // As matmul_search.cpp: the rules' point stays unless beaten by more than the model's error.
@@ -220,11 +257,16 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
   if (!wf) return ctx.error("the window route's A is no longer a window view");
   const WindowFacts& w = *wf;
   const DType dt = ctx.type_of(aid).dtype;
-  const int64_t OC = view_of(n.type).cols, KK = w.KH * w.KW, rows_max = ctx.tile_rows();
-  const int64_t plane = w.H * w.W, image = w.image;
-  const int64_t cc = ceil_div(w.C, rows_max), width = std::min(moving_cols(ctx), OC);
+  const int64_t fold = window_fold(ctx, w, n);
+  if (fold == 0) return ctx.error("the window route's planes no longer fit SBUF");
+  const int64_t OC = view_of(n.type).cols, rows_max = ctx.tile_rows();
+  const int64_t KHm = w.KH / fold, KK = KHm * w.KW;  // kernel rows and taps left to the multiplies
+  const int64_t plane = w.H * w.W, image = w.image, rows = folded_rows(w, fold);
+  const int64_t part = fold > 1 ? w.OH * w.W : plane;  // elements a partition holds per image
+  const int64_t cc = ceil_div(rows, rows_max), width = std::min(moving_cols(ctx), OC);
+  const bool two = window_images(ctx, w, n, fold) >= 2;
   auto chunk_rows = [&](int64_t k) {
-    return static_cast<int32_t>(std::min(rows_max, w.C - k * rows_max));
+    return static_cast<int32_t>(std::min(rows_max, rows - k * rows_max));
   };
   if (!ctx.ensure_hbm(w.base) || !ctx.ensure_hbm(bid)) return ctx.no_room();
   const Slot x = ctx.hbm_tensor(w.base, isa::TensorRole::input);
@@ -237,22 +279,38 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
     return p;
   };
   // x's planes of image `i`, a channel chunk per buffer: one descriptor row per channel.
+  // Folded (one chunk): per channel c, its KH kernel rows' shifted rows on partitions
+  // c·KH .. c·KH + KH - 1, each OH rows of W read sh rows apart.
   auto load_planes = [&](int64_t i) -> std::optional<std::vector<Slot>> {
     std::vector<Slot> out;
     for (int64_t k = 0; k < cc; ++k) {
-      auto s = ctx.sbuf_alloc(plane * isa::dtype_bytes(dt), "planes");
+      auto s = ctx.sbuf_alloc(part * isa::dtype_bytes(dt), "planes");
       if (!s) return std::nullopt;
       const int32_t cs = chunk_rows(k);
-      ctx.copy_rows(true, LoweringContext::sbuf_ap(*s, dt, cs, 0, plane),
-                    hbm_rows(x, cs, plane, w.offset + i * image + k * rows_max * plane, plane));
-      ctx.count_bytes_in(cs * plane * isa::dtype_bytes(dt));
+      if (fold > 1) {
+        for (int64_t c = 0; c < w.C; ++c) {
+          AccessPattern src = hbm_rows(x, static_cast<int32_t>(w.KH), w.dh * w.W,
+                                       w.offset + i * image + c * plane, w.W);
+          src.num_free = 2;
+          src.free[0] = {w.OH, w.sh * w.W};
+          src.free[1] = {w.W, 1};
+          AccessPattern dst = LoweringContext::sbuf_ap(*s, dt, static_cast<int32_t>(w.KH), 0, part);
+          dst.partition_start += static_cast<int32_t>(c * w.KH);
+          ctx.dma(ctx.next_load_queue(), dst, src);
+        }
+      } else {
+        ctx.copy_rows(true, LoweringContext::sbuf_ap(*s, dt, cs, 0, plane),
+                      hbm_rows(x, cs, plane, w.offset + i * image + k * rows_max * plane, plane));
+      }
+      ctx.count_bytes_in(cs * part * isa::dtype_bytes(dt));
       out.push_back(*s);
     }
     return out;
   };
   auto planes = load_planes(0);
   if (!planes) return ctx.no_room();
-  // W [C·KK x OC] with channel c's KK rows (contiguous) on partition c of its chunk.
+  // W [C·KH·KW x OC] with channel c's KK rows (contiguous) on partition c of its chunk;
+  // folded, the KW rows of channel c's kernel row kh on partition c·KH + kh.
   std::vector<Slot> wt;
   for (int64_t k = 0; k < cc; ++k) {
     auto s = ctx.sbuf_alloc(KK * OC * isa::dtype_bytes(dt), "window weights");
@@ -291,8 +349,11 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
       planes = std::move(next);
       next.reset();
     }
-    // The next image's planes load while this one's are multiplied.
-    if (first_of_image && sp.image + 1 < w.N && !(next = load_planes(sp.image + 1)))
+    // The next image's planes load while this one's are multiplied (where two images fit;
+    // else after this one's, below).
+    if (first_of_image && two && sp.image + 1 < w.N && !(next = load_planes(sp.image + 1)))
+      return ctx.no_room();
+    if (first_of_image && !two && sp.image > 0 && !(planes = load_planes(sp.image)))
       return ctx.no_room();
     const int32_t m = static_cast<int32_t>(sp.rows * sp.cols);
     for (int64_t n0 = 0; n0 < OC; n0 += width) {
@@ -302,16 +363,18 @@ LowerResult lower_window_matmul(LoweringContext& ctx, const Node& n) {
       prev_bank = bank;
       const AccessPattern ps = ctx.psum_ap(bank, m, ns);
       int64_t step = 0;
-      for (int64_t kh = 0; kh < w.KH; ++kh)
+      // A folded partition's row r is the input row r·sh + kh·dh: rows one apart.
+      const int64_t row0 = fold > 1 ? sp.oh0 : sp.oh0 * w.sh, row_step = fold > 1 ? 1 : w.sh;
+      for (int64_t kh = 0; kh < KHm; ++kh)
         for (int64_t kw = 0; kw < w.KW; ++kw)
           for (int64_t k = 0; k < cc; ++k, ++step) {
             const int32_t cs = chunk_rows(k);
             AccessPattern st =
                 LoweringContext::sbuf_ap((*planes)[static_cast<size_t>(k)], dt, cs, 0, sp.cols);
-            st.offset = (sp.oh0 * w.sh + kh * w.dh) * w.W + sp.ow0 * w.sw + kw * w.dw;
+            st.offset = (row0 + kh * w.dh) * w.W + sp.ow0 * w.sw + kw * w.dw;
             if (sp.rows > 1) {
               st.num_free = 2;
-              st.free[0] = {sp.rows, w.sh * w.W};
+              st.free[0] = {sp.rows, row_step * w.W};
               st.free[1] = {sp.cols, w.sw};
             } else {
               st.free[0] = {sp.cols, w.sw};
