@@ -7,16 +7,19 @@ namespace wallsim::compiler_stub::lowering {
 
 // Output row tiles `ts` of a narrow matmul with K-blocked B (slab_cols()), from their A^T
 // stationaries `at`: row tiles in turns that share each slab, as many as leave every block of
-// a group a PSUM bank; per turn and group of column blocks, B's K chunks load as slabs, each
-// kSlabs - 1 ahead of its matmuls (across groups and turns too); after a group's last K chunk
-// each block is evacuated and stored.
+// a group its slot of a PSUM bank (a block of `slab_block` columns; narrower blocks share a
+// bank side by side); per turn and group of column blocks, B's K chunks load as slabs, each
+// `slab_ring` - 1 ahead of its matmuls (across groups and turns too); after a group's last K
+// chunk each block is evacuated and stored.
 LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
                       const std::vector<std::vector<AtChunk>>& at, const Moving& b,
                       const std::vector<int64_t>& kc, const Tiles& out, const Narrow& narrow) {
-  const int64_t N = b.tiles.cols, width = std::min(moving_cols(ctx), N);
+  const int64_t N = b.tiles.cols, bank_cols = moving_cols(ctx);
+  const int64_t width = std::min({b.slab_block > 0 ? b.slab_block : bank_cols, bank_cols, N});
+  const int64_t per_bank = std::max<int64_t>(1, bank_cols / width);
   const DType dt = b.tiles.dtype, odt = out.dtype;
   const View bv{b.tiles.rows, N};
-  const int64_t banks = std::max<int64_t>(1, ctx.psum_bank_count() - 2);
+  const int64_t banks = slab_slots(ctx.psum_bank_count(), bank_cols, width);
   const auto per_turn =
       static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(ts.size()), banks));
   struct Item {
@@ -46,7 +49,8 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
     ring.push_back(*s);
     return true;
   };
-  while (next < items.size() && next + 1 < static_cast<size_t>(kSlabs))
+  const auto depth = static_cast<size_t>(b.slab_ring > 0 ? b.slab_ring : kSlabs);
+  while (next < items.size() && next + 1 < depth)
     if (!load()) return ctx.no_room();
   std::vector<Slot> bank;  // per (row tile, block) of the current group
   OutRing outs(ctx, ts.size());
@@ -56,18 +60,21 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
     const Item& it = items[j];
     const int32_t ks = b.tiles.rows_in(kc[it.k]);
     const int64_t blocks = (it.gs + width - 1) / width;
-    if (it.k == 0) {
+    if (it.k == 0) {  // a slot per (row tile, block): `per_bank` side by side in each bank
       bank.clear();
       for (int64_t q = 0; q < blocks * static_cast<int64_t>(it.i1 - it.i0); ++q)
-        bank.push_back(ctx.next_bank());
+        bank.push_back(q % per_bank ? bank.back() : ctx.next_bank());
     }
+    auto slot = [&](size_t i, int64_t q, int32_t rows, int64_t ns) {
+      const int64_t s = static_cast<int64_t>(i - it.i0) * blocks + q;
+      return ctx.psum_ap(bank[static_cast<size_t>(s)], rows, ns, s % per_bank * width);
+    };
     const Slot slab = ring.front();
     for (size_t i = it.i0; i < it.i1; ++i) {
       const int32_t rows = a.rows_in(ts[i]);
       for (int64_t q = 0; q < blocks; ++q) {
         const int64_t ns = std::min(width, it.gs - q * width);
-        ctx.emit_matmul(ctx.psum_ap(bank[(i - it.i0) * blocks + q], rows, ns),
-                        stationary_ap(at[i][it.k], dt, ks, rows),
+        ctx.emit_matmul(slot(i, q, rows, ns), stationary_ap(at[i][it.k], dt, ks, rows),
                         LoweringContext::sbuf_ap(slab, dt, ks, q * width, ns), it.k == 0,
                         it.k + 1 == kc.size());
       }
@@ -83,7 +90,7 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
         auto block = ctx.sbuf_alloc(ns * isa::dtype_bytes(odt), "out");
         if (!block) return ctx.no_room();
         const AccessPattern o = LoweringContext::sbuf_ap(*block, odt, rows, 0, ns);
-        ctx.evacuate(o, ctx.psum_ap(bank[(i - it.i0) * blocks + q], rows, ns));
+        ctx.evacuate(o, slot(i, q, rows, ns));
         ctx.copy_rows(false, ctx.hbm_ap(narrow.out, odt, narrow.out_view, a.row0(t), rows, n0, ns),
                       o);
         ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));

@@ -436,6 +436,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     b.streamed = true;
     b.block_cols = blocking.block_cols;
     b.slab_cols = blocking.slab_cols;
+    b.slab_block = blocking.slab_block;
+    b.slab_ring = blocking.slab_ring;
     b.buffers = panel_buffers(ctx, n);
     if (!ctx.ensure_hbm(bid)) return false;
     b.hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
@@ -512,6 +514,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     b.streamed = true;
     b.block_cols = blocking.block_cols;
     b.slab_cols = blocking.slab_cols;
+    b.slab_block = blocking.slab_block;
+    b.slab_ring = blocking.slab_ring;
     b.buffers = panel_buffers(ctx, n);
     if (ctx.is_view(bid)) {
       b.view = ctx.view_of_value(bid);

@@ -21,6 +21,8 @@ struct Moving {
   int64_t block_cols = 0;  // columns per panel when streamed
   int64_t buffers = 2;     // panels loaded at a time when streamed (panel_buffers())
   int64_t slab_cols = 0;   // K-blocked: columns per slab (slab_cols())
+  int64_t slab_block = 0;  // K-blocked: columns per output block (slab_block_cols())
+  int64_t slab_ring = 0;   // K-blocked: slabs in the ring (slab_ring())
   // Panel 0, already loaded (lower_matmul: right after A's first row tile, before the others).
   std::optional<Slot> first_panel;
 };
