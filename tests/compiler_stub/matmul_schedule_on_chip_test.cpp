@@ -375,7 +375,8 @@ TEST(MatmulScheduleOnChip, ByteBoundGemmReadsBOnceThroughSharedBankSlotsOnTrn1) 
 // K-blocked points whose output blocks are narrower than a PSUM bank (several side by side in
 // a bank, slab_slots) and whose slab ring is one deeper than the DMA engines: tiny (banks of
 // 128 fp32 columns, 4 engines), 256 x 2048 x 256 bf16, blocks of 48 (2 a bank) and 24 (5 a
-// bank). Each point is in the space and computes the right product.
+// bank), and bank-wide blocks (96) through the deep ring. Each point is in the space and
+// computes the right product.
 class MatmulKBlockedSlotsPoint : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(MatmulKBlockedSlotsPoint, MatchesTheReferenceOnTiny) {
@@ -391,7 +392,8 @@ TEST_P(MatmulKBlockedSlotsPoint, MatchesTheReferenceOnTiny) {
 
 INSTANTIATE_TEST_SUITE_P(Points, MatmulKBlockedSlotsPoint,
                          ::testing::Values("narrow+kblocked n=48 m_tiles=2 bufs=5 a^T=array",
-                                           "narrow+kblocked n=24 m_tiles=2 bufs=4 a^T=array"));
+                                           "narrow+kblocked n=24 m_tiles=2 bufs=5 a^T=array",
+                                           "narrow+kblocked n=96 m_tiles=2 bufs=5 a^T=array"));
 
 }  // namespace
 }  // namespace wallsim::compiler_stub
