@@ -375,25 +375,36 @@ TEST(MatmulScheduleOnChip, ByteBoundGemmReadsBOnceThroughSharedBankSlotsOnTrn1) 
 // K-blocked points whose output blocks are narrower than a PSUM bank (several side by side in
 // a bank, slab_slots) and whose slab ring is one deeper than the DMA engines: tiny (banks of
 // 128 fp32 columns, 4 engines), 256 x 2048 x 256 bf16, blocks of 48 (2 a bank) and 24 (5 a
-// bank), and bank-wide blocks (96) through the deep ring. Each point is in the space and
-// computes the right product.
-class MatmulKBlockedSlotsPoint : public ::testing::TestWithParam<const char*> {};
+// bank), and bank-wide blocks (96) through the deep ring; 200 x 2048 x 250 (a short last row
+// tile and last block). Each point is in the space and computes the right product.
+class MatmulKBlockedSlotsPoint
+    : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, std::string>> {};
 
 TEST_P(MatmulKBlockedSlotsPoint, MatchesTheReferenceOnTiny) {
-  const Graph g = graph(gemm(256, 2048, 256, "bf16", false));
+  const auto [M, N, point] = GetParam();
+  const Graph g = graph(gemm(M, 2048, N, "bf16", false));
   runtime::Config cfg = load("tiny");
   LoweringOptions o = cfg.compiler;
-  o.forced_point = GetParam();
+  o.forced_point = point;
   auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
   ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
   EXPECT_EQ(std::get<CompiledGraph>(r).groups[0].matmul_forced_missed, 0);
   EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole, {}, o).max_error, 2e-2);  // bf16
 }
 
-INSTANTIATE_TEST_SUITE_P(Points, MatmulKBlockedSlotsPoint,
-                         ::testing::Values("narrow+kblocked n=48 m_tiles=2 bufs=5 a^T=array",
-                                           "narrow+kblocked n=24 m_tiles=2 bufs=5 a^T=array",
-                                           "narrow+kblocked n=96 m_tiles=2 bufs=5 a^T=array"));
+INSTANTIATE_TEST_SUITE_P(
+    Points, MatmulKBlockedSlotsPoint,
+    ::testing::Values(
+        std::make_tuple(int64_t{256}, int64_t{256},
+                        std::string("narrow+kblocked n=48 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{256}, int64_t{256},
+                        std::string("narrow+kblocked n=24 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{256}, int64_t{256},
+                        std::string("narrow+kblocked n=96 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{200}, int64_t{250},
+                        std::string("narrow+kblocked n=48 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{200}, int64_t{250},
+                        std::string("narrow+kblocked n=24 m_tiles=2 bufs=5 a^T=array"))));
 
 }  // namespace
 }  // namespace wallsim::compiler_stub
