@@ -24,8 +24,8 @@ const char* name_of(TransposeRoute r);
 // one point of it.
 struct MatmulSchedule {
   bool narrow = false;       // output by column blocks stored as made, A loaded by K chunks
-  bool k_blocked = false;    // B by slabs of one K chunk through a ring of kSlabs (narrow only)
-  int64_t panel_cols = 0;    // N block: columns of one streamed panel
+  bool k_blocked = false;    // B by slabs of one K chunk through a ring of `buffers` (narrow only)
+  int64_t panel_cols = 0;    // N block: columns of one streamed panel (K-blocked: of one block)
   int64_t window_tiles = 0;  // M block: A's row tiles per row window
   int64_t buffers = 2;       // panels (slabs) of B in flight; panels: loaded this many ahead
   // B loaded whole before the multiplies (as its rule loads a B that fits SBUF: row tiles of
