@@ -361,5 +361,50 @@ INSTANTIATE_TEST_SUITE_P(Points, MatmulBFitsPoint,
                          ::testing::Values(int64_t{-1}, int64_t{1}, int64_t{2}, int64_t{5},
                                            int64_t{1000}));
 
+// trn1 2048 x 4096 x 4096 bf16: A^T of 16 row tiles (8 KiB a partition each) fits beside a ring
+// of slabs but not beside two full-K panels (75 % of 192 KiB), so the panel points read B twice.
+// K-blocked with 128-column blocks, four to a PSUM bank, one turn holds all 16 row tiles: the
+// model's pick reads A and B once (0.689 -> 0.756 of the tensor peak in `validate shapes`).
+TEST(MatmulScheduleOnChip, ByteBoundGemmReadsBOnceThroughSharedBankSlotsOnTrn1) {
+  const CompiledGraph c = compiled_whole(graph(gemm(2048, 4096, 4096, "bf16", false)), "trn1");
+  int64_t in = 0;
+  for (const LowerStats& s : c.groups) in += s.hbm_bytes_in;
+  EXPECT_EQ(in, (2048 * 4096 + 4096 * 4096) * 2);
+}
+
+// K-blocked points whose output blocks are narrower than a PSUM bank (several side by side in
+// a bank, slab_slots) and whose slab ring is one deeper than the DMA engines: tiny (banks of
+// 128 fp32 columns, 4 engines), 256 x 2048 x 256 bf16, blocks of 48 (2 a bank) and 24 (5 a
+// bank), and bank-wide blocks (96) through the deep ring; 200 x 2048 x 250 (a short last row
+// tile and last block). Each point is in the space and computes the right product.
+class MatmulKBlockedSlotsPoint
+    : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, std::string>> {};
+
+TEST_P(MatmulKBlockedSlotsPoint, MatchesTheReferenceOnTiny) {
+  const auto [M, N, point] = GetParam();
+  const Graph g = graph(gemm(M, 2048, N, "bf16", false));
+  runtime::Config cfg = load("tiny");
+  LoweringOptions o = cfg.compiler;
+  o.forced_point = point;
+  auto r = compile_graph(g, cfg.chip.arch, GroupPolicy::whole, {}, o);
+  ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
+  EXPECT_EQ(std::get<CompiledGraph>(r).groups[0].matmul_forced_missed, 0);
+  EXPECT_LT(run_on_chip(g, "tiny", GroupPolicy::whole, {}, o).max_error, 2e-2);  // bf16
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Points, MatmulKBlockedSlotsPoint,
+    ::testing::Values(
+        std::make_tuple(int64_t{256}, int64_t{256},
+                        std::string("narrow+kblocked n=48 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{256}, int64_t{256},
+                        std::string("narrow+kblocked n=24 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{256}, int64_t{256},
+                        std::string("narrow+kblocked n=96 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{200}, int64_t{250},
+                        std::string("narrow+kblocked n=48 m_tiles=2 bufs=5 a^T=array")),
+        std::make_tuple(int64_t{200}, int64_t{250},
+                        std::string("narrow+kblocked n=24 m_tiles=2 bufs=5 a^T=array"))));
+
 }  // namespace
 }  // namespace wallsim::compiler_stub

@@ -10,15 +10,6 @@
 
 namespace wallsim::compiler_stub::lowering {
 
-// A narrow matmul's A and output in HBM: A's row tiles are loaded a K chunk at a time (unless
-// on chip), each output column block is stored as soon as it is evacuated.
-struct Narrow {
-  bool a_in_hbm = false;
-  Slot a, out;
-  View a_view, out_view;
-  DType a_dtype = DType::fp32;
-};
-
 // A matmul fused with the bias_add that consumed it (lower.cpp). A bias row (replicated on
 // every partition) is added by the array: one more K = 1 matmul per output block, a ones row
 // (stationary) times the bias row on partition 0 (moving), accumulated into the block's bank,
@@ -62,95 +53,6 @@ namespace {
 // K chunk k of a panel: its rows on partitions, `ns` columns at offset k * ns.
 AccessPattern panel_ap(Slot s, DType dt, size_t k, int32_t rows, int64_t ns) {
   return LoweringContext::sbuf_ap(s, dt, rows, static_cast<int64_t>(k) * ns, ns);
-}
-
-// Output row tiles `ts` of a narrow matmul with K-blocked B (slab_cols()), from their A^T
-// stationaries `at`: row tiles in turns that share each slab, as many as leave every block of
-// a group a PSUM bank; per turn and group of column blocks, B's K chunks load as slabs, each
-// kSlabs - 1 ahead of its matmuls (across groups and turns too); after a group's last K chunk
-// each block is evacuated and stored.
-LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
-                      const std::vector<std::vector<AtChunk>>& at, const Moving& b,
-                      const std::vector<int64_t>& kc, const Tiles& out, const Narrow& narrow) {
-  const int64_t N = b.tiles.cols, width = std::min(moving_cols(ctx), N);
-  const DType dt = b.tiles.dtype, odt = out.dtype;
-  const View bv{b.tiles.rows, N};
-  const int64_t banks = std::max<int64_t>(1, ctx.psum_bank_count() - 2);
-  const auto per_turn =
-      static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(ts.size()), banks));
-  struct Item {
-    size_t i0, i1;   // row tiles ts[i0, i1)
-    int64_t g0, gs;  // columns [g0, g0 + gs)
-    size_t k;
-  };
-  std::vector<Item> items;
-  for (size_t i0 = 0; i0 < ts.size(); i0 += per_turn) {
-    const size_t i1 = std::min(ts.size(), i0 + per_turn);
-    const int64_t blocks = std::max<int64_t>(1, banks / static_cast<int64_t>(i1 - i0));
-    const int64_t group = std::min(b.slab_cols, blocks * width);
-    for (int64_t g0 = 0; g0 < N; g0 += group)
-      for (size_t k = 0; k < kc.size(); ++k)
-        items.push_back({i0, i1, g0, std::min(group, N - g0), k});
-  }
-  std::vector<Slot> ring;  // slabs of items [next - ring.size(), next)
-  size_t next = 0;
-  auto load = [&]() -> bool {
-    const Item& it = items[next++];
-    const int32_t ks = b.tiles.rows_in(kc[it.k]);
-    auto s = ctx.sbuf_alloc(it.gs * isa::dtype_bytes(dt), "slab");
-    if (!s) return false;
-    ctx.copy_rows(true, LoweringContext::sbuf_ap(*s, dt, ks, 0, it.gs),
-                  ctx.hbm_ap(b.hbm, dt, bv, b.tiles.row0(kc[it.k]), ks, it.g0, it.gs));
-    ctx.count_bytes_in(ks * it.gs * isa::dtype_bytes(dt));
-    ring.push_back(*s);
-    return true;
-  };
-  while (next < items.size() && next + 1 < static_cast<size_t>(kSlabs))
-    if (!load()) return ctx.no_room();
-  std::vector<Slot> bank;  // per (row tile, block) of the current group
-  OutRing outs(ctx, ts.size());
-  for (size_t j = 0; j < items.size(); ++j) {
-    if (ctx.too_large()) return ctx.too_large_error();
-    if (next < items.size() && !load()) return ctx.no_room();
-    const Item& it = items[j];
-    const int32_t ks = b.tiles.rows_in(kc[it.k]);
-    const int64_t blocks = (it.gs + width - 1) / width;
-    if (it.k == 0) {
-      bank.clear();
-      for (int64_t q = 0; q < blocks * static_cast<int64_t>(it.i1 - it.i0); ++q)
-        bank.push_back(ctx.next_bank());
-    }
-    const Slot slab = ring.front();
-    for (size_t i = it.i0; i < it.i1; ++i) {
-      const int32_t rows = a.rows_in(ts[i]);
-      for (int64_t q = 0; q < blocks; ++q) {
-        const int64_t ns = std::min(width, it.gs - q * width);
-        ctx.emit_matmul(ctx.psum_ap(bank[(i - it.i0) * blocks + q], rows, ns),
-                        stationary_ap(at[i][it.k], dt, ks, rows),
-                        LoweringContext::sbuf_ap(slab, dt, ks, q * width, ns), it.k == 0,
-                        it.k + 1 == kc.size());
-      }
-    }
-    ctx.release(slab);
-    ring.erase(ring.begin());
-    if (it.k + 1 < kc.size()) continue;
-    for (size_t i = it.i0; i < it.i1; ++i) {
-      const int64_t t = ts[i];
-      const int32_t rows = a.rows_in(t);
-      for (int64_t q = 0; q < blocks; ++q) {
-        const int64_t n0 = it.g0 + q * width, ns = std::min(width, it.gs - q * width);
-        auto block = ctx.sbuf_alloc(ns * isa::dtype_bytes(odt), "out");
-        if (!block) return ctx.no_room();
-        const AccessPattern o = LoweringContext::sbuf_ap(*block, odt, rows, 0, ns);
-        ctx.evacuate(o, ctx.psum_ap(bank[(i - it.i0) * blocks + q], rows, ns));
-        ctx.copy_rows(false, ctx.hbm_ap(narrow.out, odt, narrow.out_view, a.row0(t), rows, n0, ns),
-                      o);
-        ctx.count_bytes_out(rows * ns * isa::dtype_bytes(odt));
-        outs.stored(*block);
-      }
-    }
-  }
-  return std::nullopt;
 }
 
 // Panel n0 of a streamed B (its columns [n0, n0 + nmax) of every K chunk kc, one DMA per K
@@ -534,6 +436,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     b.streamed = true;
     b.block_cols = blocking.block_cols;
     b.slab_cols = blocking.slab_cols;
+    b.slab_block = blocking.slab_block;
+    b.slab_ring = blocking.slab_ring;
     b.buffers = panel_buffers(ctx, n);
     if (!ctx.ensure_hbm(bid)) return false;
     b.hbm = ctx.hbm_tensor(bid, isa::TensorRole::input);
@@ -610,6 +514,8 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
     b.streamed = true;
     b.block_cols = blocking.block_cols;
     b.slab_cols = blocking.slab_cols;
+    b.slab_block = blocking.slab_block;
+    b.slab_ring = blocking.slab_ring;
     b.buffers = panel_buffers(ctx, n);
     if (ctx.is_view(bid)) {
       b.view = ctx.view_of_value(bid);

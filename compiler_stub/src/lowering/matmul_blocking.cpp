@@ -16,6 +16,8 @@ MatmulBlocking matmul_blocking(const LoweringContext& ctx, const Node& n) {
   b.streams_b = streams_b(ctx, n);
   b.block_cols = b.streams_b ? panel_cols(ctx, n) : 0;
   b.slab_cols = slab_cols(ctx, n);
+  b.slab_block = slab_block_cols(ctx, n);
+  b.slab_ring = slab_ring(ctx, n);
   b.k_interleave = k_interleave(ctx, n);
   return b;
 }
@@ -30,7 +32,7 @@ int64_t row_tile_bytes(const LoweringContext& ctx, const Node& n, bool narrow) {
   const TensorType& a = ctx.type_of(n.inputs[0]);
   const int64_t k_bytes = SbufAllocator::aligned(view_of(a).cols * isa::dtype_bytes(a.dtype));
   const int64_t out_cols =
-      narrow ? std::min(moving_cols(ctx), view_of(n.type).cols) : view_of(n.type).cols;
+      narrow ? std::min(slab_block_cols(ctx, n), view_of(n.type).cols) : view_of(n.type).cols;
   const int64_t a_bytes =
       ctx.on_chip(n.inputs[0]) || (!narrow && stationary_route(ctx, n) != TransposeRoute::array)
           ? 0
@@ -111,7 +113,9 @@ int64_t panel_bytes(const LoweringContext& ctx, const Node& n) {
 // K = 4096 bf16 on tiny's 16 KiB partitions leaves panels of 11 columns, and 4096^3 needs 12 M
 // instructions). B then streams by slabs of one K chunk x a group of column blocks through a
 // ring of kSlabs buffers, and every block of the group accumulates over K in its own PSUM
-// bank: the array's work in full-width matmuls. Plain B in HBM, no fused bias or epilogue.
+// bank: the array's work in full-width matmuls. Plain B in HBM, no fused bias or epilogue. A
+// schedule point may take narrower blocks (several to a bank, slab_slots), a deeper ring, and
+// groups as wide as one turn of its window's row tiles leaves slots for.
 int64_t slab_cols(const LoweringContext& ctx, const Node& n) {
   if (n.inputs.size() > 2 || n.int_attr(kEpilogueAct) || ctx.is_view(n.inputs[1]) ||
       !narrow_matmul(ctx, n) || !streams_b(ctx, n))
@@ -122,17 +126,32 @@ int64_t slab_cols(const LoweringContext& ctx, const Node& n) {
   const int64_t dt = isa::dtype_bytes(ctx.type_of(n.inputs[1]).dtype);
   const int64_t room = (ctx.sbuf_capacity() - row_tile_bytes(ctx, n, true)) *
                        ctx.options().row_window_fill_percent / 100;
-  // Two banks stay out of the groups, so the next group's first matmuls need not wait for
-  // the last evacuations of this one.
-  int64_t blocks = std::max<int64_t>(1, ctx.psum_bank_count() - 2);
-  while (blocks > 1 && kSlabs * blocks * width * dt > room) --blocks;
-  if (kSlabs * blocks * width * dt > room) return 0;
-  return std::min(N, blocks * width);
+  const int64_t block = std::min(slab_block_cols(ctx, n), width), ring = slab_ring(ctx, n);
+  const int64_t slots = slab_slots(ctx.psum_bank_count(), moving_cols(ctx), block);
+  // A schedule point's turns of row tiles share the slots: a slab covers one turn's blocks.
+  int64_t blocks = s && s->window_tiles > 0
+                       ? std::max<int64_t>(1, slots / std::min(slots, s->window_tiles))
+                       : slots;
+  while (blocks > 1 && ring * blocks * block * dt > room) --blocks;
+  if (ring * blocks * block * dt > room) return 0;
+  return std::min(N, blocks * block);
 }
 
 int64_t slab_ring_bytes(const LoweringContext& ctx, const Node& n) {
-  return kSlabs * SbufAllocator::aligned(slab_cols(ctx, n) *
-                                         isa::dtype_bytes(ctx.type_of(n.inputs[1]).dtype));
+  return slab_ring(ctx, n) *
+         SbufAllocator::aligned(slab_cols(ctx, n) *
+                                isa::dtype_bytes(ctx.type_of(n.inputs[1]).dtype));
+}
+
+int64_t slab_block_cols(const LoweringContext& ctx, const Node& n) {
+  const MatmulSchedule* s = ctx.matmul_schedule(n.id);
+  return s && s->k_blocked ? std::max<int64_t>(1, std::min(s->panel_cols, moving_cols(ctx)))
+                           : moving_cols(ctx);
+}
+
+int64_t slab_ring(const LoweringContext& ctx, const Node& n) {
+  const MatmulSchedule* s = ctx.matmul_schedule(n.id);
+  return s && s->k_blocked ? std::max<int64_t>(2, s->buffers) : kSlabs;
 }
 
 // A 2-D view of B whose panels load as DMA rows with one free dim (a transposed weight, as

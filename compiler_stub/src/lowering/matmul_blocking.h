@@ -3,6 +3,8 @@
 // the family. Each is a query of the context at the op's start; none emits or allocates.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 
 #include "lowering/value_store.h"
@@ -20,6 +22,8 @@ struct MatmulBlocking {
   bool streams_b = false;    // streams_b: B by panels (or slabs) from HBM
   int64_t block_cols = 0;    // panel_cols when B streams, else 0
   int64_t slab_cols = 0;     // slab_cols: K-blocked B, else 0
+  int64_t slab_block = 0;    // slab_block_cols: K-blocked, an output block's columns
+  int64_t slab_ring = 0;     // slab_ring: K-blocked, the slabs in the ring
   int64_t k_interleave = 0;  // k_interleave: KT when B loads K-interleaved, else 0
 };
 MatmulBlocking matmul_blocking(const LoweringContext& ctx, const Node& n);
@@ -47,6 +51,11 @@ int64_t stationary_bytes(const LoweringContext& ctx, const Node& n);
 inline constexpr int64_t kSlabs = 4;
 int64_t slab_cols(const LoweringContext& ctx, const Node& n);
 int64_t slab_ring_bytes(const LoweringContext& ctx, const Node& n);
+// K-blocked: the columns of one output block (the moving width; a schedule point's narrower
+// block shares a PSUM bank with bank columns / block - 1 others, so a turn holds more row
+// tiles), and the slabs in the ring (kSlabs; a point's `buffers`).
+int64_t slab_block_cols(const LoweringContext& ctx, const Node& n);
+int64_t slab_ring(const LoweringContext& ctx, const Node& n);
 // Whether a batch_matmul reads B transposed (its transpose_b attribute), and B as it loads:
 // [batch, K, N] (a transposed B is read as a strided view).
 bool transposes_b(const Node& n);

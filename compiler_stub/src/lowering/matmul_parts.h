@@ -21,6 +21,8 @@ struct Moving {
   int64_t block_cols = 0;  // columns per panel when streamed
   int64_t buffers = 2;     // panels loaded at a time when streamed (panel_buffers())
   int64_t slab_cols = 0;   // K-blocked: columns per slab (slab_cols())
+  int64_t slab_block = 0;  // K-blocked: columns per output block (slab_block_cols())
+  int64_t slab_ring = 0;   // K-blocked: slabs in the ring (slab_ring())
   // Panel 0, already loaded (lower_matmul: right after A's first row tile, before the others).
   std::optional<Slot> first_panel;
 };
@@ -43,7 +45,15 @@ void release_chunks(const std::vector<AtChunk>& row, Release&& release) {
     if (c.col == 0) release(c.s);
 }
 
-struct Narrow;
+// A narrow matmul's A and output in HBM: A's row tiles are loaded a K chunk at a time (unless
+// on chip), each output column block is stored as soon as it is evacuated.
+struct Narrow {
+  bool a_in_hbm = false;
+  Slot a, out;
+  View a_view, out_view;
+  DType a_dtype = DType::fp32;
+};
+
 struct Bias;
 struct Epilogue;
 struct HbmStationaries;
@@ -56,6 +66,12 @@ LowerResult matmul_block(LoweringContext& ctx, const Tiles& a, const std::vector
                          const Tiles& out, const Narrow* narrow = nullptr,
                          const Bias* bias = nullptr, const Epilogue* epilogue = nullptr,
                          const HbmStationaries* a_t = nullptr, int32_t a_id = -1);
+
+// Output row tiles `ts` of a narrow matmul with K-blocked B (slab_cols()), from their A^T
+// stationaries `at` (k_blocked.cpp).
+LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<int64_t>& ts,
+                      const std::vector<std::vector<AtChunk>>& at, const Moving& b,
+                      const std::vector<int64_t>& kc, const Tiles& out, const Narrow& narrow);
 
 LowerResult lower_batch_matmul(LoweringContext& ctx, const Node& n);
 

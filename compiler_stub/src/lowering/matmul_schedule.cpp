@@ -59,8 +59,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   const double cycle_ns = 1000.0 / h.tensor_freq_mhz;
   const double lane_ns_per_el = 1.0 / h.vector_elements_per_ns;
   const int64_t width = std::min(f.moving_cols, f.N);
-  const int64_t nb =
-      s.k_blocked || s.b_whole ? width : std::max<int64_t>(1, std::min(s.panel_cols, f.N));
+  const int64_t nb = s.b_whole ? width : std::max<int64_t>(1, std::min({s.panel_cols, f.N, width}));
   const int64_t blocks = ceil_div(f.N, nb);
 
   // B's reads: once per M block; K-blocked, once per turn of as many row tiles as leave each
@@ -68,8 +67,8 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   // once (its row tiles of all columns stay for the op).
   int64_t b_reads = s.b_whole ? 1 : windows;
   int64_t group = s.b_whole ? f.N : nb;  // columns per contiguous DMA row of B
-  if (s.k_blocked) {
-    const int64_t banks = std::max<int64_t>(1, f.psum_banks - 2);
+  if (s.k_blocked) {  // blocks of nb columns, side by side in a bank (matmul_blocking.h)
+    const int64_t banks = slab_slots(f.psum_banks, f.moving_cols, nb);
     b_reads = 0;
     for (int64_t w = 0; w < windows; ++w) {
       const int64_t tiles = Mt * (w + 1) / windows - Mt * w / windows;  // balanced windows
@@ -77,7 +76,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
       b_reads += ceil_div(tiles, per_turn);
     }
     const int64_t per_turn = std::min(wt, banks);
-    group = std::min(f.N, std::max<int64_t>(1, banks / per_turn) * width);
+    group = std::min(f.N, std::max<int64_t>(1, banks / per_turn) * nb);
   }
 
   // The array: every row tile's multiplies over every K chunk and column block, and A^T made

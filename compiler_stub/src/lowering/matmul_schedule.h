@@ -24,8 +24,8 @@ const char* name_of(TransposeRoute r);
 // one point of it.
 struct MatmulSchedule {
   bool narrow = false;       // output by column blocks stored as made, A loaded by K chunks
-  bool k_blocked = false;    // B by slabs of one K chunk through a ring of kSlabs (narrow only)
-  int64_t panel_cols = 0;    // N block: columns of one streamed panel
+  bool k_blocked = false;    // B by slabs of one K chunk through a ring of `buffers` (narrow only)
+  int64_t panel_cols = 0;    // N block: columns of one streamed panel (K-blocked: of one block)
   int64_t window_tiles = 0;  // M block: A's row tiles per row window
   int64_t buffers = 2;       // panels (slabs) of B in flight; panels: loaded this many ahead
   // B loaded whole before the multiplies (as its rule loads a B that fits SBUF: row tiles of
@@ -60,6 +60,16 @@ inline int64_t at_group(int64_t bank_bytes, int64_t free_max, int64_t rows, bool
 // shorter ones, in groups of `group` after the first.
 inline int64_t at_evacuations(int64_t full, int64_t part, int64_t group) {
   return (full > 0 ? 1 + (full - 1 + group - 1) / group : 0) + part;
+}
+
+// Output blocks of `block` columns a K-blocked turn may accumulate at once. Blocks a bank wide:
+// every bank but two (the next group's first matmuls need not wait for the last evacuations of
+// this one). Narrower blocks, side by side in a bank: half the banks' slots, so the next group
+// accumulates in the other half while this one's (many) blocks are evacuated.
+inline int64_t slab_slots(int64_t psum_banks, int64_t bank_cols, int64_t block) {
+  const int64_t per_bank = std::max<int64_t>(1, bank_cols / std::max<int64_t>(1, block));
+  return per_bank == 1 ? std::max<int64_t>(1, psum_banks - 2)
+                       : std::max<int64_t>(1, psum_banks / 2) * per_bank;
 }
 
 // What the cost model needs of one matmul [M x K] x [K x N]: sizes, element bytes, where A is.

@@ -128,6 +128,9 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   for (int64_t w = std::min(f.moving_cols, f.N); w >= 1 && widths.size() < 4; w /= 2)
     widths.push_back(w);
   const int64_t limit = m_options.max_plan_instructions / 2;
+  // K-blocked, the slabs in the ring: kSlabs, or one more than the DMA engines (a slab of a
+  // narrow block's columns is one piece on one engine: 128 x 128 bf16 is 32 KiB).
+  const int64_t deep_ring = std::max<int64_t>(kSlabs, f.dma_engines + 1);
   for (const bool narrow : {false, true})
     for (const bool kb : {false, true})
       for (const TransposeRoute route : routes)
@@ -135,17 +138,22 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
           for (const bool all_panels : {false, true}) {
             // Panels in flight: two (double buffering) or every panel (B loaded whole, in the
             // order the multiplies read it, where SBUF holds it). A transposed B's panels load
-            // one ahead, after each block's multiplies (lower_matmul.cpp): two only.
+            // one ahead, after each block's multiplies (lower_matmul.cpp): two only. K-blocked,
+            // `all_panels` is the deep ring; its blocks are `width` wide, several to a bank.
             const int64_t panels = (f.N + width - 1) / width;
-            if ((kb && (!narrow || !slabs || width != widths.front() || all_panels)) ||
+            // Narrower K-blocked blocks take the deep ring only: with kSlabs the model prices a
+            // slab's one descriptor on one engine, 3 in flight (trn1 1024 x 4096 x 4096 at
+            // n = 256: 1902 us predicted, 533 simulated, as fast as the deep ring's 532: the
+            // slabs' SBUF is not reused so soon, so more load ahead than the ring's lookahead).
+            if ((kb && (!narrow || !slabs || (width != widths.front() && !all_panels))) ||
                 (narrow && route != TransposeRoute::array) ||
-                (all_panels && (panels <= 2 || f.b_transposed)))
+                (!kb && all_panels && (panels <= 2 || f.b_transposed)))
               continue;
             MatmulSchedule s;
             s.narrow = narrow;
             s.k_blocked = kb;
             s.panel_cols = width;
-            s.buffers = kb ? kSlabs : all_panels ? panels : 2;
+            s.buffers = kb ? (all_panels ? deep_ring : kSlabs) : all_panels ? panels : 2;
             s.a_route = route;
             s.fine_loads = !streamed;
             m_schedule = {n.id, s};
@@ -153,9 +161,22 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
             if (narrow && row_tile_bytes(*this, n, true) > m_sbuf.capacity()) continue;
             s.window_tiles = 0;  // as many as fit
             m_schedule = {n.id, s};
-            const int64_t fit = window_fit(n).first;
+            int64_t fit = window_fit(n).first;
+            // K-blocked, a smaller ring for more row tiles a turn (slab_cols): the most that
+            // fit beside the ring their turns need.
+            for (int64_t wt = window_fit(n).second; kb && wt > fit;) {
+              s.window_tiles = wt;
+              m_schedule = {n.id, s};
+              const int64_t got = window_fit(n).first;
+              if (got >= wt) fit = wt;
+              wt = std::min(wt - 1, got);
+            }
             for (int64_t wt = fit; wt >= 1; wt /= 2) {
               s.window_tiles = wt;
+              // Narrower blocks and a deep ring let a turn's row tiles share each slab: with
+              // one row tile they share nothing (and the model under-prices a narrow A read by
+              // K chunks there: trn2 20 x 2779 x 384, 14.5 us predicted, 31.8 simulated).
+              if (kb && wt < 2 && (width != widths.front() || s.buffers != kSlabs)) break;
               if (predict_matmul(f, s, m_arch).matmuls > limit) break;
               const bool dup =
                   std::any_of(points.begin(), points.end(), [&](const MatmulSchedule& p) {
