@@ -1,7 +1,13 @@
 // A folded distributed run: the plan, the world's communicators, the other ranks' figures.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "wallsim/driver/fold_run.h"
 
 #include <set>
+#include <stdexcept>
+#include <systemc>
+
+#include "wallsim/base/params.h"
+#include "wallsim/dma/network.h"
 
 namespace wallsim::driver {
 
@@ -12,9 +18,6 @@ FoldPlan plan_fold(FoldMode mode, const runtime::FoldDecision& decision,
   if (!decision.eligible) return p;
   if (mode == FoldMode::off) {
     p.why_unfolded = "--fold off";
-  } else if (group.chips_used() > 1) {
-    p.why_unfolded = "ranks on " + std::to_string(group.chips_used()) +
-                     " chips: folding across chips is not built yet";
   } else {
     p.folded = true;
   }
@@ -43,9 +46,36 @@ runtime::StepRecord as_shared_cache_hits(runtime::StepRecord r) {
   return r;
 }
 
-void copy_folded_core_stats(traces::StatsRegistry& stats, int64_t world) {
-  for (int64_t k = 1; k < world; ++k)
-    stats.copy_scope("chip0.core0", "chip0.core" + std::to_string(k));
+void copy_folded_core_stats(traces::StatsRegistry& stats, const runtime::ProcessGroup& group) {
+  for (int64_t r = 1; r < group.world(); ++r) {
+    const runtime::RankContext c = group.context(r);
+    stats.copy_scope("chip0.core0",
+                     "chip" + std::to_string(c.chip) + ".core" + std::to_string(c.core));
+  }
+}
+
+void check_fold_exact(const sim::System& system) {
+  if (const std::optional<std::string> mismatch = system.fold_mismatch()) {
+    throw std::logic_error(
+        "an invariant of the folded run broke (the eligibility rules admitted "
+        "a run whose chips did not stay alike): " +
+        *mismatch);
+  }
+}
+
+void unbalance_chip_for_test(sim::System& system, int chip) {
+  if (chip < 1 || static_cast<size_t>(chip) >= system.chips()) {
+    throw base::InputError(
+        "--fold-test-unbalance " + std::to_string(chip),
+        "names none of the system's chips 1 .. " + std::to_string(system.chips() - 1));
+  }
+  dma::Network::Move move;
+  // From the chip's last core, which a folded run leaves idle (the test runs 2-core chips).
+  move.key = {chip, static_cast<int>(system.cores_per_chip()) - 1, 0};
+  move.bytes = 64.0 * (1 << 20);
+  move.uses = {{system.chip(static_cast<size_t>(chip)).hbm, 1.0}};
+  dma::Network& network = system.network();
+  sc_core::sc_spawn([&network, move] { network.transfer_all({move}); }, "fold_test_unbalance");
 }
 
 }  // namespace wallsim::driver

@@ -342,7 +342,10 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       group ? std::make_unique<sim::System>(config.chip, system_config, dev)
             : std::make_unique<sim::System>(config.chip, dev);
   sim::System& system = *system_owned;
-  if (folded) system.fold(static_cast<int>(world), world_communicators(*group));
+  if (folded) {
+    system.fold(static_cast<int>(world), world_communicators(*group));
+    if (options.fold_test_unbalance) unbalance_chip_for_test(system, *options.fold_test_unbalance);
+  }
   const runtime::RankContext rank0 = group ? group->context(0) : runtime::RankContext{};
   sim::Core& device = system.core(static_cast<size_t>(rank0.chip), static_cast<size_t>(rank0.core));
   const std::string device_scope =
@@ -424,14 +427,21 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
                        w.run(s, steps);
                      }});
   }
-  runtime::run_hosts(hosts);
+  try {
+    runtime::run_hosts(hosts);
+  } catch (...) {
+    // A mirror chip that fell out of step stops the run at its next transfer: say what broke.
+    if (folded) check_fold_exact(system);
+    throw;
+  }
+  if (folded) check_fold_exact(system);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   sc_core::sc_time end = device.end_time();
   if (group) {
     system.finalize();
     for (runtime::Session* s : sessions) end = std::max(end, s->device_core().end_time());
-    if (folded) copy_folded_core_stats(stats, world);
+    if (folded) copy_folded_core_stats(stats, *group);
   } else {
     device.finalize();
   }
