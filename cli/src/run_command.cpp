@@ -27,7 +27,7 @@ struct RunArgs {
   bool no_memory_check = false;
   std::vector<std::string> bounds;  // --bound NAME<=MAX
   std::string chakra;               // --chakra DIR: Chakra execution traces
-  std::string fold = "off";         // --fold auto|off: SPMD folding
+  std::string fold = "auto";        // --fold auto|off: SPMD folding
   int fold_test_unbalance = 0;      // --fold-test-unbalance CHIP (tests only; 0: none)
 };
 
@@ -79,10 +79,9 @@ void add_run_command(CLI::App& app) {
                   "also write each rank's Chakra execution trace (DIR/<workload>.<rank>.et) and "
                   "ASTRA-sim configs into DIR (docs/CHAKRA.md)");
   cmd->add_option("--fold", a->fold,
-                  "SPMD folding: auto simulates only rank 0 of a run whose ranks are one class "
-                  "(on one chip or filling every chip) and gives the others its figures; off "
-                  "simulates every rank "
-                  "(docs/DISTRIBUTED.md)")
+                  "SPMD folding: auto (the default) simulates only rank 0 of a run whose ranks "
+                  "are one class (on one chip or filling every chip) and gives the others its "
+                  "figures; off simulates every rank (docs/SPMD_FOLDING.md)")
       ->check(CLI::IsMember({"auto", "off"}));
   // Hidden (no group): tests make a folded run's chips differ to see its exactness check fire.
   cmd->add_option("--fold-test-unbalance", a->fold_test_unbalance,

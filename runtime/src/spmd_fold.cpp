@@ -36,9 +36,9 @@ std::optional<std::string> asymmetry(const ProcessGroup& group, const sim::Syste
            " chips: only a whole system's chips are taken as alike";
   }
   // Every communicator of a kind has the same number of members on each chip it spans, and no
-  // chip holds more communicators than it has collective cores, summed over the kinds: each
-  // rank has at most one collective of a communicator in flight (a plan's collectives run in
-  // order on its collective queue), so then every collective finds its cores when it is ready.
+  // chip holds more communicators than it has collective cores, summed over the kinds: a
+  // rank's collectives of one communicator come one at a time (a plan's run in order on its
+  // collective queue), so then every collective finds its cores when it is ready.
   // A folded meeting takes its twins' cores together, where unfolded a meeting keyed between
   // two twins could start first: with cores for all at once, no meeting waits and the order in
   // which they are granted does not matter (the collective engine stops a folded run whose

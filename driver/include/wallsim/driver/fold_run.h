@@ -1,4 +1,4 @@
-// A folded distributed `run` (SPMD folding, issue 39 step 8; docs/DISTRIBUTED.md): whether the
+// A folded distributed `run` (SPMD folding, issue 39 step 8; docs/SPMD_FOLDING.md): whether the
 // run folds, the world's communicators for sim::System::fold, and what the ranks it does not
 // simulate report — rank 0's figures under their own identity and core names.
 #pragma once
