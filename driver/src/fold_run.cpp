@@ -1,13 +1,11 @@
 // A folded distributed run: the plan, the world's communicators, the other ranks' figures.
-#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "wallsim/driver/fold_run.h"
 
 #include <set>
 #include <stdexcept>
-#include <systemc>
 
 #include "wallsim/base/params.h"
-#include "wallsim/dma/network.h"
+#include "wallsim/sim/fold_unbalance.h"
 
 namespace wallsim::driver {
 
@@ -64,18 +62,11 @@ void check_fold_exact(const sim::System& system) {
 }
 
 void unbalance_chip_for_test(sim::System& system, int chip) {
-  if (chip < 1 || static_cast<size_t>(chip) >= system.chips()) {
-    throw base::InputError(
-        "--fold-test-unbalance " + std::to_string(chip),
-        "names none of the system's chips 1 .. " + std::to_string(system.chips() - 1));
+  try {
+    sim::unbalance_chip_for_test(system, chip);
+  } catch (const std::invalid_argument& e) {
+    throw base::InputError("--fold-test-unbalance " + std::to_string(chip), e.what());
   }
-  dma::Network::Move move;
-  // From the chip's last core, which a folded run leaves idle (the test runs 2-core chips).
-  move.key = {chip, static_cast<int>(system.cores_per_chip()) - 1, 0};
-  move.bytes = 64.0 * (1 << 20);
-  move.uses = {{system.chip(static_cast<size_t>(chip)).hbm, 1.0}};
-  dma::Network& network = system.network();
-  sc_core::sc_spawn([&network, move] { network.transfer_all({move}); }, "fold_test_unbalance");
 }
 
 }  // namespace wallsim::driver
