@@ -42,7 +42,7 @@ std::optional<std::string> asymmetry(const ProcessGroup& group, const sim::Syste
   // A folded meeting takes its twins' cores together, where unfolded a meeting keyed between
   // two twins could start first: with cores for all at once, no meeting waits and the order in
   // which they are granted does not matter (the collective engine stops a folded run whose
-  // twins would wait anyway: CollectiveEngine::set_fold).
+  // twins would wait anyway: CollectiveEngine::schedule).
   std::map<int, std::map<std::string, size_t>> demand;  // chip -> kind -> its communicators
   for (const char* kind : {"tp", "dp", "world"}) {
     std::set<int64_t> members_per_chip;
