@@ -27,7 +27,8 @@ struct RunArgs {
   bool no_memory_check = false;
   std::vector<std::string> bounds;  // --bound NAME<=MAX
   std::string chakra;               // --chakra DIR: Chakra execution traces
-  std::string fold = "off";         // --fold auto|off: SPMD folding
+  std::string fold = "auto";        // --fold auto|off: SPMD folding
+  int fold_test_unbalance = 0;      // --fold-test-unbalance CHIP (tests only; 0: none)
 };
 
 // What a run allocates before its first step, from the config alone: a functional run's SBUF
@@ -78,10 +79,14 @@ void add_run_command(CLI::App& app) {
                   "also write each rank's Chakra execution trace (DIR/<workload>.<rank>.et) and "
                   "ASTRA-sim configs into DIR (docs/CHAKRA.md)");
   cmd->add_option("--fold", a->fold,
-                  "SPMD folding: auto simulates only rank 0 of a run whose ranks are one class "
-                  "on one chip and gives the others its figures; off simulates every rank "
-                  "(docs/DISTRIBUTED.md)")
+                  "SPMD folding: auto (the default) simulates only rank 0 of a run whose ranks "
+                  "are one class (on one chip or filling every chip) and gives the others its "
+                  "figures; off simulates every rank (docs/SPMD_FOLDING.md)")
       ->check(CLI::IsMember({"auto", "off"}));
+  // Hidden (no group): tests make a folded run's chips differ to see its exactness check fire.
+  cmd->add_option("--fold-test-unbalance", a->fold_test_unbalance,
+                  "tests only: load chip CHIP's HBM with a transfer the other chips do not see")
+      ->group("");
   cmd->add_flag("--no-memory-check", a->no_memory_check,
                 "run even when the estimated host memory exceeds what is available");
   auto tuning_cache = std::make_shared<std::string>();
@@ -114,6 +119,7 @@ void add_run_command(CLI::App& app) {
     o.instruction_csv = a->csv;
     o.chakra_dir = a->chakra;
     o.fold = a->fold == "auto" ? driver::FoldMode::automatic : driver::FoldMode::off;
+    if (a->fold_test_unbalance != 0) o.fold_test_unbalance = a->fold_test_unbalance;
     workloads::WorkloadSpec spec = workloads::parse_spec(a->workload);
     if (!a->bounds.empty()) {
       if (spec.params.count("bound"))

@@ -2,6 +2,10 @@
 #include "wallsim/driver/fold_run.h"
 
 #include <set>
+#include <stdexcept>
+
+#include "wallsim/base/params.h"
+#include "wallsim/sim/fold_unbalance.h"
 
 namespace wallsim::driver {
 
@@ -12,9 +16,6 @@ FoldPlan plan_fold(FoldMode mode, const runtime::FoldDecision& decision,
   if (!decision.eligible) return p;
   if (mode == FoldMode::off) {
     p.why_unfolded = "--fold off";
-  } else if (group.chips_used() > 1) {
-    p.why_unfolded = "ranks on " + std::to_string(group.chips_used()) +
-                     " chips: folding across chips is not built yet";
   } else {
     p.folded = true;
   }
@@ -43,9 +44,29 @@ runtime::StepRecord as_shared_cache_hits(runtime::StepRecord r) {
   return r;
 }
 
-void copy_folded_core_stats(traces::StatsRegistry& stats, int64_t world) {
-  for (int64_t k = 1; k < world; ++k)
-    stats.copy_scope("chip0.core0", "chip0.core" + std::to_string(k));
+void copy_folded_core_stats(traces::StatsRegistry& stats, const runtime::ProcessGroup& group) {
+  for (int64_t r = 1; r < group.world(); ++r) {
+    const runtime::RankContext c = group.context(r);
+    stats.copy_scope("chip0.core0",
+                     "chip" + std::to_string(c.chip) + ".core" + std::to_string(c.core));
+  }
+}
+
+void check_fold_exact(const sim::System& system) {
+  if (const std::optional<std::string> mismatch = system.fold_mismatch()) {
+    throw std::logic_error(
+        "an invariant of the folded run broke (the eligibility rules admitted "
+        "a run whose chips did not stay alike): " +
+        *mismatch);
+  }
+}
+
+void unbalance_chip_for_test(sim::System& system, int chip) {
+  try {
+    sim::unbalance_chip_for_test(system, chip);
+  } catch (const std::invalid_argument& e) {
+    throw base::InputError("--fold-test-unbalance " + std::to_string(chip), e.what());
+  }
 }
 
 }  // namespace wallsim::driver

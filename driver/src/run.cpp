@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <stdexcept>
 
 #include "wallsim/chakra/export.h"
 #include "wallsim/driver/compile_metrics.h"
@@ -305,10 +306,6 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
     fold = runtime::decide_fold(*group, system_config, facts);
     fold_plan = plan_fold(options.fold, fold, *group);
   }
-  const bool folded = fold_plan.folded;
-  const int64_t simulated = fold_plan.simulated_ranks();
-  std::vector<std::unique_ptr<workloads::Workload>> rank_workloads;
-  for (int64_t r = 1; r < simulated; ++r) rank_workloads.push_back(workloads::make_workload(spec));
   std::unique_ptr<traces::RunDirectory> dir = sim::open_run_directory(out_dir);
   std::unique_ptr<traces::RunDirectory> chakra_dir;
   if (!options.chakra_dir.empty()) {
@@ -342,7 +339,22 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
       group ? std::make_unique<sim::System>(config.chip, system_config, dev)
             : std::make_unique<sim::System>(config.chip, dev);
   sim::System& system = *system_owned;
-  if (folded) system.fold(static_cast<int>(world), world_communicators(*group));
+  if (fold_plan.folded) {
+    try {
+      system.fold(static_cast<int>(world), world_communicators(*group));
+    } catch (const std::invalid_argument& e) {
+      // A communicator the simulator cannot fold (CollectiveEngine::set_fold; it leaves the
+      // system unfolded): every rank is simulated, and the report says why.
+      fold_plan.folded = false;
+      fold_plan.why_unfolded = e.what();
+    }
+    if (fold_plan.folded && options.fold_test_unbalance)
+      unbalance_chip_for_test(system, *options.fold_test_unbalance);
+  }
+  const bool folded = fold_plan.folded;
+  const int64_t simulated = fold_plan.simulated_ranks();
+  std::vector<std::unique_ptr<workloads::Workload>> rank_workloads;
+  for (int64_t r = 1; r < simulated; ++r) rank_workloads.push_back(workloads::make_workload(spec));
   const runtime::RankContext rank0 = group ? group->context(0) : runtime::RankContext{};
   sim::Core& device = system.core(static_cast<size_t>(rank0.chip), static_cast<size_t>(rank0.core));
   const std::string device_scope =
@@ -424,14 +436,21 @@ RunSummary run_workload(const runtime::Config& config, const base::Json& resolve
                        w.run(s, steps);
                      }});
   }
-  runtime::run_hosts(hosts);
+  try {
+    runtime::run_hosts(hosts);
+  } catch (...) {
+    // A mirror chip that fell out of step stops the run at its next transfer: say what broke.
+    if (folded) check_fold_exact(system);
+    throw;
+  }
+  if (folded) check_fold_exact(system);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   sc_core::sc_time end = device.end_time();
   if (group) {
     system.finalize();
     for (runtime::Session* s : sessions) end = std::max(end, s->device_core().end_time());
-    if (folded) copy_folded_core_stats(stats, world);
+    if (folded) copy_folded_core_stats(stats, *group);
   } else {
     device.finalize();
   }

@@ -36,7 +36,14 @@ std::optional<std::string> asymmetry(const ProcessGroup& group, const sim::Syste
            " chips: only a whole system's chips are taken as alike";
   }
   // Every communicator of a kind has the same number of members on each chip it spans, and no
-  // chip holds more of them at once than it has collective cores.
+  // chip holds more communicators than it has collective cores, summed over the kinds: a
+  // rank's collectives of one communicator come one at a time (a plan's run in order on its
+  // collective queue), so then every collective finds its cores when it is ready.
+  // A folded meeting takes its twins' cores together, where unfolded a meeting keyed between
+  // two twins could start first: with cores for all at once, no meeting waits and the order in
+  // which they are granted does not matter (the collective engine stops a folded run whose
+  // twins would wait anyway: CollectiveEngine::schedule).
+  std::map<int, std::map<std::string, size_t>> demand;  // chip -> kind -> its communicators
   for (const char* kind : {"tp", "dp", "world"}) {
     std::set<int64_t> members_per_chip;
     std::map<int, std::set<std::pair<int, int>>> on_chip;  // chip -> communicators (first member)
@@ -55,13 +62,21 @@ std::optional<std::string> asymmetry(const ProcessGroup& group, const sim::Syste
       return std::string("a '") + kind + "' communicator has " + str(*members_per_chip.begin()) +
              " members on one chip and " + str(*members_per_chip.rbegin()) + " on another";
     }
-    size_t most = 0;
-    for (const auto& [chip, comms] : on_chip) most = std::max(most, comms.size());
-    if (static_cast<int64_t>(most) > system.collectives.cores_per_chip) {
-      return str(static_cast<int64_t>(most)) + " simultaneous '" + kind +
-             "' collectives a chip would wait for its " + str(system.collectives.cores_per_chip) +
-             " collective cores in turn (collectives.cores_per_chip)";
+    for (const auto& [chip, comms] : on_chip) demand[chip][kind] = comms.size();
+  }
+  for (const auto& [chip, kinds] : demand) {
+    int64_t sum = 0;
+    for (const auto& [kind, n] : kinds) sum += static_cast<int64_t>(n);
+    if (sum <= system.collectives.cores_per_chip) continue;
+    std::string each;
+    for (const auto& [kind, n] : kinds) {
+      each +=
+          std::string(each.empty() ? "" : ", ") + str(static_cast<int64_t>(n)) + " '" + kind + "'";
     }
+    return "chip " + str(chip) + " has " + str(sum) + " communicators (" + each +
+           ") that may hold collectives at once, more than its " +
+           str(system.collectives.cores_per_chip) +
+           " collective cores: they would wait in turn (collectives.cores_per_chip)";
   }
   return std::nullopt;
 }

@@ -409,7 +409,14 @@ std::string CollectiveEngine::partial_start(const Meeting& m) const {
                      " finds its collective cores at " + std::to_string(m.ready_ps) +
                      " ps while others wait for theirs (collectives.cores_per_chip)");
   }
-  return "";
+  // Every twin waits: unfolded, they would take their cores as they free up, in key order with
+  // the other meetings ready, and a meeting keyed between two twins could start before the
+  // second; the folded meeting, which takes them together, cannot follow that.
+  return not_exact(m.label + ": its " + std::to_string(m.twin_ranks.size()) +
+                   " twin communicators wait for collective cores from " +
+                   std::to_string(m.ready_ps) +
+                   " ps, and unfolded another meeting could take them between two twins "
+                   "(collectives.cores_per_chip)");
 }
 
 // Starts every ready collective that finds a free collective core on each chip it spans (folded:
@@ -426,7 +433,8 @@ void CollectiveEngine::schedule() {
     });
     if (!fits) {
       // Folded: unfolded, the twins that find their cores would start now and the others
-      // wait; the folded run cannot follow that (the twins must move together).
+      // wait, or another meeting could take them between two twins; the folded run cannot
+      // follow that (the twins must move together).
       if (const std::string e = partial_start(*m); !e.empty()) {
         m->error = e;
         m->done = true;

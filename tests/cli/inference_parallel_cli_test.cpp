@@ -69,8 +69,8 @@ TEST(InferenceParallelCli, DecodePipelineAndDataParallelUnderEveryMode) {
     EXPECT_TRUE(dp_fold.at("eligible").get<bool>()) << mode;
     EXPECT_EQ(dp_fold.at("representatives"), Json::array({0})) << mode;
     EXPECT_EQ(dp_fold.at("class_sizes"), Json::array({2})) << mode;
-    EXPECT_EQ(dp_fold.at("folded"), false) << mode;  // --fold off, the default
-    EXPECT_EQ(dp_fold.at("simulated_ranks"), 2) << mode;
+    EXPECT_EQ(dp_fold.at("folded"), true) << mode;  // --fold auto, the default
+    EXPECT_EQ(dp_fold.at("simulated_ranks"), 1) << mode;
   }
 }
 

@@ -64,7 +64,13 @@ TEST(SpmdFold, AsymmetricRunsNameWhyAndSimulateEveryRank) {
       {{{12, 1, 2}, {"topology.torus_x=3", "topology.torus_y=1"}, {}},
        "a 'tp' communicator has 4 members on one chip and 8 on another"},
       {{{2, 1, 4}, {"collectives.cores_per_chip=2"}, {}},
-       "4 simultaneous 'tp' collectives a chip would wait for its 2 collective cores in turn "
+       "chip 0 has 7 communicators (2 'dp', 4 'tp', 1 'world') that may hold collectives at "
+       "once, more than its 2 collective cores: they would wait in turn "
+       "(collectives.cores_per_chip)"},
+      // Each kind alone fits 6 collective cores; summed over the kinds (4 tp, 2 dp, world) not.
+      {{{2, 1, 4}, {"collectives.cores_per_chip=6"}, {}},
+       "chip 0 has 7 communicators (2 'dp', 4 'tp', 1 'world') that may hold collectives at "
+       "once, more than its 6 collective cores: they would wait in turn "
        "(collectives.cores_per_chip)"},
   };
   for (const auto& [run, why] : cases) {
@@ -78,7 +84,7 @@ TEST(SpmdFold, AsymmetricRunsNameWhyAndSimulateEveryRank) {
     EXPECT_EQ(d.class_of, every) << why;
   }
   // The same collectives fit when the chip has cores enough for them.
-  EXPECT_TRUE(decide({{2, 1, 4}, {"collectives.cores_per_chip=4"}, {}}).eligible);
+  EXPECT_TRUE(decide({{2, 1, 4}, {"collectives.cores_per_chip=7"}, {}}).eligible);
 }
 
 TEST(SpmdFold, ServeReplicasDifferDecodeReplicasDoNot) {

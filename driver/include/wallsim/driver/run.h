@@ -32,9 +32,12 @@ struct RunOptions {
   // Non-empty: also write each rank's Chakra execution trace and ASTRA-sim's configs into this
   // directory (docs/CHAKRA.md), complete or not at all, like the run directory.
   std::string chakra_dir;
-  // SPMD folding (docs/DISTRIBUTED.md): auto simulates only rank 0 of an eligible run whose ranks
-  // are on one chip and gives every other rank its figures.
-  FoldMode fold = FoldMode::off;
+  // SPMD folding (docs/SPMD_FOLDING.md): auto, the default, simulates only rank 0 of an eligible
+  // run (its ranks on one chip or filling every chip) and gives every other rank its figures.
+  FoldMode fold = FoldMode::automatic;
+  // Tests only: a folded run loads this chip's HBM with a transfer the other chips do not see
+  // (driver::unbalance_chip_for_test), so that the fold's exactness check fires.
+  std::optional<int> fold_test_unbalance;
 };
 
 struct RunSummary {

@@ -42,9 +42,11 @@ struct FoldDecision {
 // --chakra); pipeline stages (pp > 1); the workload's own asymmetry; a shared cache compiled in
 // the background; failed links; ranks not
 // filling whole chips (on more than one chip), or not every chip of the system; a communicator
-// with different numbers of members on the chips it spans; more simultaneous collectives a
-// chip than collective cores (collectives.cores_per_chip: they would run in turn, in key
-// order, so the communicators would not end together).
+// with different numbers of members on the chips it spans; more communicators on a chip, summed
+// over the kinds (tp, dp, world), than collective cores (collectives.cores_per_chip: their
+// collectives could be in flight at once and would run in turn, in key order, so the twins
+// would not end together, and a folded meeting, which takes its twins' cores together, could
+// be granted them in another order than the unfolded run's meetings).
 FoldDecision decide_fold(const ProcessGroup& group, const sim::SystemConfig& system,
                          const FoldFacts& facts);
 

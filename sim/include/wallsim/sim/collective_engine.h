@@ -62,11 +62,12 @@ class CollectiveEngine : public sc_core::sc_module {
   // moves its twins' traffic with its own: each twin's sends from its own members' chips and
   // keys, as the twin's meeting would unfolded (dma::Network::transfer_all merges identical
   // ones), taking a collective core per twin on each chip the twin spans. Each step, every
-  // twin's end (and fixed cost) must be the representative's own, and a ready meeting that does
-  // not fit must not be one whose twins would start apart unfolded; otherwise the run is not
-  // exact and the collective fails with a message naming the twin's ranks ("SPMD folding is not
-  // exact ..."). Not checked yet: the order in which other meetings take collective cores
-  // between one meeting's twins (unfolded, a meeting keyed between two twins may start first). Send
+  // twin's end (and fixed cost) must be the representative's own, and a ready meeting with twins
+  // must find every twin's collective cores at once (unfolded, twins that wait could start apart,
+  // or behind a meeting keyed between two of them; runtime::decide_fold admits only runs whose
+  // communicators a chip, summed over the kinds, fit its collective cores); otherwise the run is
+  // not exact and the collective fails with a message naming the twin's ranks ("SPMD folding is
+  // not exact ..."). Send
   // and recv do not fold. Throws std::invalid_argument for a communicator with a member the
   // representative does not stand for, two of one name sharing a rank or differing in size or in
   // hierarchy levels, or more of one name on a chip than it has collective cores (they would run in
@@ -125,8 +126,9 @@ class CollectiveEngine : public sc_core::sc_module {
   void schedule();
   void execute(Meeting* m);
   void write_results(Meeting& m, collectives::CollectiveOp op);
-  // Folded: a ready meeting that does not fit, of which a twin would start alone unfolded:
-  // the message that the fold is not exact ("" when every twin waits, as unfolded).
+  // Folded: a ready meeting with twins that does not fit: the message that the fold is not
+  // exact (a twin would start alone unfolded, or the twins wait for cores that another meeting
+  // could take between them); "" for a meeting without twins, which waits as unfolded.
   std::string partial_start(const Meeting& m) const;
   // Folded: checks that (chip, core) may issue a collective on communicator `name` of `ranks`
   // and returns the twins that meeting stands for: its own first, then the others in meeting
