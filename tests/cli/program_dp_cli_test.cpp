@@ -64,9 +64,12 @@ TEST(ProgramDpCli, SameRunTwiceIsByteIdentical) {
 
 // The step's plan runs each bucket's all-reduce on its collective queue while the backward goes
 // on, and applies SGD after the backward: a DP=2 step (4 blocks, 2 buckets of 10 MB) takes less
-// than the same rows' step on one rank plus half of the rank's time in collectives. Before the
-// collective queue (collectives on store queues, each layer's update inside the backward
-// waiting for its bucket) it took the sum and more: 2.36 ms against 1.45 + 0.13 ms.
+// than the same rows' step on one rank plus the rank's time in collectives, and at least a
+// third of that time runs beside the core's compute (the device's comm_overlapped_ns; 45 % at
+// 1.52 ms against 1.36 + 0.25 ms). Before the collective queue (collectives on store queues,
+// each layer's update inside the backward waiting for its bucket) it took the sum and more:
+// 2.36 ms against 1.45 + 0.13 ms. (Until issue 35's faster transposes the wall bound was
+// alone + half the collectives; the faster one-rank step left the bound and not the overlap.)
 TEST(ProgramDpCli, BucketAllReducesOverlapTheBackwardUnderAot) {
   const auto step = [](const std::string& workload, const std::string& name) {
     const std::string dir = test::fresh_dir("overlap_" + name, "aot");
@@ -85,8 +88,10 @@ TEST(ProgramDpCli, BucketAllReducesOverlapTheBackwardUnderAot) {
   const Json& d = two.at("distributed");
   const int64_t wall = d.at("whole_run").at("step_wall_ns")[0].get<int64_t>();
   const int64_t comm = d.at("ranks")[0].at("collective_ns").get<int64_t>();
+  const int64_t overlapped = d.at("ranks")[0].at("comm_overlapped_ns").get<int64_t>();
   EXPECT_GT(comm, alone / 20);  // communication worth hiding
-  EXPECT_LT(wall, alone + comm / 2) << "alone " << alone << " collectives " << comm;
+  EXPECT_LT(wall, alone + comm) << "alone " << alone << " collectives " << comm;
+  EXPECT_GT(overlapped, comm / 3) << "collectives " << comm;
 }
 
 // The device's exposed communication (sim/comm_overlap.h): a rank's collective time with no
