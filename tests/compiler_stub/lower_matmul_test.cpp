@@ -35,6 +35,17 @@ Graph matmul_graph(int64_t m, int64_t k, int64_t n) {
                     "[2]");
 }
 
+// a [dims of a] x b [dims of b], bf16, as a batch_matmul (with transpose_b when `tb`).
+Graph bmm_graph(const std::string& a, const std::string& b, bool tb) {
+  return make_graph(R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": )" + a +
+                        R"(},
+      {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": )" +
+                        b + R"(},
+      {"id": 2, "op": "batch_matmul", "inputs": [0, 1])" +
+                        (tb ? R"(, "transpose_b": 1)" : "") + "}]",
+                    "[2]");
+}
+
 TEST(LowerMatmul, TwoByTwoTilesTransposeAFirstThenAccumulateKChunksInOneBankEach) {
   const auto p = rules_plan(matmul_graph(256, 256, 512), wallsim::test::trn2_arch(),
                             GroupPolicy::whole, emission_order());
@@ -112,13 +123,8 @@ TEST(LowerMatmul, ABLargerThanTheStreamedShareIsLoadedAPanelAtATime) {
 }
 
 TEST(LowerMatmul, BatchMatmulMultipliesPerBatchEntry) {
-  const auto p = rules_plan(
-      make_graph(
-          R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [4, 64, 128]},
-          {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [4, 128, 64]},
-          {"id": 2, "op": "batch_matmul", "inputs": [0, 1]}])",
-          "[2]"),
-      wallsim::test::trn2_arch(), GroupPolicy::whole, emission_order());
+  const auto p = rules_plan(bmm_graph("[4, 64, 128]", "[4, 128, 64]", false),
+                            wallsim::test::trn2_arch(), GroupPolicy::whole, emission_order());
   // Each batch entry: one row tile of A, one K chunk of B: one transpose, one matmul.
   EXPECT_TRUE(check_in_order(
       stream_summary(p.text),
@@ -127,11 +133,7 @@ TEST(LowerMatmul, BatchMatmulMultipliesPerBatchEntry) {
 }
 
 TEST(LowerMatmul, BatchMatmulWithTransposedBReadsBAsAStridedView) {
-  const auto p = rules_plan(make_graph(
-      R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [2, 64, 128]},
-          {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [2, 64, 128]},
-          {"id": 2, "op": "batch_matmul", "inputs": [0, 1], "transpose_b": 1}])",
-      "[2]"));
+  const auto p = rules_plan(bmm_graph("[2, 64, 128]", "[2, 64, 128]", true));
   EXPECT_TRUE(check_in_order(p.text, {"dst=view_", "src=b<bf16>"}));
   EXPECT_EQ(count_of(p.text, " matmul dst="), 2);
 }
@@ -344,11 +346,7 @@ TEST(LowerMatmul, TransposedBOfOneRowTileLoadsInFinePieces) {
 // entry's before this one's transposes (entry 1's loads wait for no transpose), and per K chunk
 // an entry's 4 N tiles go side by side into one PSUM bank and leave it by one copy.
 TEST(LowerMatmul, TransposedBatchBEntriesLoadAheadAndLeavePsumABankAtATime) {
-  const auto p = rules_plan(make_graph(
-      R"([{"id": 0, "op": "input", "name": "a", "dtype": "bf16", "shape": [3, 64, 256]},
-          {"id": 1, "op": "input", "name": "b", "dtype": "bf16", "shape": [3, 512, 256]},
-          {"id": 2, "op": "batch_matmul", "inputs": [0, 1], "transpose_b": 1}])",
-      "[2]"));
+  const auto p = rules_plan(bmm_graph("[3, 64, 256]", "[3, 512, 256]", true));
   EXPECT_EQ(count_of(p.text, "src=view_"), 3 * 4 * 2) << p.text;  // B's transposes
   EXPECT_EQ(
       count_of(p.text, "tensor_copy dst=bT_") + count_of(p.text, "activation.identity dst=bT_"),
