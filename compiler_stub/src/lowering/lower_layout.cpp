@@ -522,11 +522,13 @@ TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const Vi
 // [batch, K, N] `v` (reading HBM transposed) into tiles `bt` of its shape by the array: per
 // entry, its [N, K] rows (contiguous runs of K) load as row tiles, and each [rows x K chunk]
 // block is transposed into `bt`'s [K chunk x rows] through PSUM; an entry's row tiles go side by
-// side into a PSUM bank and leave it by one copy. Entry e + 1's rows are loaded before entry e's
-// transposes; with several entries the rows' buffers make a chain (load, transposes, release,
-// the next load), so each entry's load is cut finely over the queues for its latency. One entry
-// loads all its rows at once, in pieces of dma_split_bytes, an engine each (as
-// matmul_b_by_array prices it), unless the caller set fine loads.
+// side into a PSUM bank and leave it by one copy. With several entries the rows' buffer makes a
+// chain (load, transposes, release, the next load into the freed bytes), so each entry's load is
+// cut finely over the queues for its latency. One entry loads all its rows at once, in pieces
+// of dma_split_bytes, an engine each (as matmul_b_by_array prices it), unless the caller set
+// fine loads. (Loading entry e + 1 before entry e's transposes halves the time of the most
+// transposed batch_matmuls again, but its extra entry pushed a Llama-width prefill over SBUF:
+// not in until the footprint counts it.)
 bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, const Tiles& bt) {
   const ViewDesc u = *untransposed(v);
   const int64_t batches = v.groups[0][0].size, K = v.groups[1][0].size;
@@ -543,33 +545,22 @@ bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, cons
     ue.groups[0][0].size = 1;
     return ctx.load_view(ue, dt);  // [N, K], N on partitions
   };
-  std::optional<Tiles> next = load(0);
-  if (!next) return false;
   for (int64_t e = 0, j = 0; e < batches; ++e) {
-    const Tiles rows = *next;
-    if (e + 1 < batches) {
-      next = load(e + 1);
-      if (!next) {
-        ctx.release(rows);
-        return false;
-      }
-    }
-    // Column groups outer, K chunks inner: the multiplies' first column block is made first.
-    const int64_t j0 = j;
-    while (j < bt.count() && bt.row0(j) / K == e) ++j;
-    for (int64_t t0 = 0, t1 = 0; t0 < rows.count(); t0 = t1) {
-      int64_t cols = 0;
-      for (t1 = t0; t1 < rows.count() && (t1 == t0 || cols + rows.rows_in(t1) <= bank_cols); ++t1)
-        cols += rows.rows_in(t1);
-      for (int64_t jj = j0; jj < j; ++jj) {
-        const int64_t k0 = bt.row0(jj) % K;
-        const int32_t kc = bt.rows_in(jj);
+    auto loaded = load(e);
+    if (!loaded) return false;
+    const Tiles rows = *loaded;
+    for (; j < bt.count() && bt.row0(j) / K == e; ++j) {
+      const int64_t k0 = bt.row0(j) % K;
+      const int32_t kc = bt.rows_in(j);
+      for (int64_t t0 = 0, t1 = 0; t0 < rows.count(); t0 = t1) {
         const Slot bank = ctx.next_bank();
-        for (int64_t t = t0, c = 0; t < t1; c += rows.rows_in(t++)) {
-          ctx.emit_transpose(ctx.psum_ap(bank, kc, rows.rows_in(t), c),
-                             ctx.tile_ap(rows, t, k0, kc));
+        int64_t cols = 0;
+        for (t1 = t0; t1 < rows.count() && (t1 == t0 || cols + rows.rows_in(t1) <= bank_cols);
+             cols += rows.rows_in(t1++)) {
+          ctx.emit_transpose(ctx.psum_ap(bank, kc, rows.rows_in(t1), cols),
+                             ctx.tile_ap(rows, t1, k0, kc));
         }
-        ctx.evacuate(LoweringContext::tile_ap(bt, jj, rows.row0(t0), cols),
+        ctx.evacuate(LoweringContext::tile_ap(bt, j, rows.row0(t0), cols),
                      ctx.psum_ap(bank, kc, cols));
       }
     }
