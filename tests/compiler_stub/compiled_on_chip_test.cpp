@@ -506,19 +506,15 @@ TEST(CompiledOnChip, KBlockedMatmulStreamsBByKChunksAndMatchesTheReferenceOnTiny
   // K = 1024 fp32 on tiny's 16 KiB partitions: a full-K panel of B would be 32 columns wide
   // (under the array's 96), so B streams by slabs of one K chunk x 6 column blocks, each block
   // accumulating in its own bank: 2 row tiles x 32 K chunks x 17 blocks of N = 1600 (ragged
-  // rows, a ragged last group and block), one full-width matmul each. The rules' blocking
-  // (compiler.matmul_schedule = -2): the model's pick here takes 32-column blocks in shared
-  // bank slots, 565 us against these 498 (docs/SCHEDULE_SEARCH.md, K-blocked slabs' errors).
+  // rows, a ragged last group and block), one full-width matmul each.
   Graph g = graph(R"({"format": "wallsim-graph", "version": 1, "name": "kb", "nodes": [
     {"id": 0, "op": "input", "name": "x", "dtype": "fp32", "shape": [40, 1024], "role": "input"},
     {"id": 1, "op": "input", "name": "w", "dtype": "fp32", "shape": [1024, 1600], "role": "weight"},
     {"id": 2, "op": "matmul", "inputs": [0, 1]}], "outputs": [2]})");
-  LoweringOptions rules;
-  rules.matmul_schedule = -2;
-  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole, {}, rules);
+  auto r = compile_graph(g, load("tiny").chip.arch, GroupPolicy::whole);
   ASSERT_TRUE(std::holds_alternative<CompiledGraph>(r)) << std::get<CompileError>(r).message();
   EXPECT_EQ(count_op(std::get<CompiledGraph>(r), isa::Opcode::matmul), 2 * 32 * 17);
-  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole, {}, rules);
+  Outcome o = run_on_chip(g, "tiny", GroupPolicy::whole);
   EXPECT_LT(o.max_error, 1e-4);
 }
 

@@ -16,10 +16,10 @@ LowerResult k_blocked(LoweringContext& ctx, const Tiles& a, const std::vector<in
                       const std::vector<int64_t>& kc, const Tiles& out, const Narrow& narrow) {
   const int64_t N = b.tiles.cols, bank_cols = moving_cols(ctx);
   const int64_t width = std::min({b.slab_block > 0 ? b.slab_block : bank_cols, bank_cols, N});
-  const int64_t per_bank = std::max<int64_t>(1, bank_cols / width);
+  const int64_t per_bank = slab_per_bank(bank_cols, width, N);
   const DType dt = b.tiles.dtype, odt = out.dtype;
   const View bv{b.tiles.rows, N};
-  const int64_t banks = slab_slots(ctx.psum_bank_count(), bank_cols, width);
+  const int64_t banks = slab_slots(ctx.psum_bank_count(), bank_cols, width, N);
   const auto per_turn =
       static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(ts.size()), banks));
   struct Item {

@@ -127,7 +127,7 @@ int64_t slab_cols(const LoweringContext& ctx, const Node& n) {
   const int64_t room = (ctx.sbuf_capacity() - row_tile_bytes(ctx, n, true)) *
                        ctx.options().row_window_fill_percent / 100;
   const int64_t block = std::min(slab_block_cols(ctx, n), width), ring = slab_ring(ctx, n);
-  const int64_t slots = slab_slots(ctx.psum_bank_count(), moving_cols(ctx), block);
+  const int64_t slots = slab_slots(ctx.psum_bank_count(), moving_cols(ctx), block, N);
   // A schedule point's turns of row tiles share the slots: a slab covers one turn's blocks.
   int64_t blocks = s && s->window_tiles > 0
                        ? std::max<int64_t>(1, slots / std::min(slots, s->window_tiles))

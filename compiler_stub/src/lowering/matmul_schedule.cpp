@@ -68,7 +68,7 @@ MatmulCost predict_matmul(const MatmulFacts& f, const MatmulSchedule& s,
   int64_t b_reads = s.b_whole ? 1 : windows;
   int64_t group = s.b_whole ? f.N : nb;  // columns per contiguous DMA row of B
   if (s.k_blocked) {  // blocks of nb columns, side by side in a bank (matmul_blocking.h)
-    const int64_t banks = slab_slots(f.psum_banks, f.moving_cols, nb);
+    const int64_t banks = slab_slots(f.psum_banks, f.moving_cols, nb, f.N);
     b_reads = 0;
     for (int64_t w = 0; w < windows; ++w) {
       const int64_t tiles = Mt * (w + 1) / windows - Mt * w / windows;  // balanced windows

@@ -62,12 +62,19 @@ inline int64_t at_evacuations(int64_t full, int64_t part, int64_t group) {
   return (full > 0 ? 1 + (full - 1 + group - 1) / group : 0) + part;
 }
 
-// Output blocks of `block` columns a K-blocked turn may accumulate at once. Blocks a bank wide:
-// every bank but two (the next group's first matmuls need not wait for the last evacuations of
-// this one). Narrower blocks, side by side in a bank: half the banks' slots, so the next group
+// K-blocked output blocks of `block` columns side by side in a PSUM bank: 1 for blocks as wide
+// as a bank or as the output (`n` columns; a bank each, as the rules lay them out), else as many
+// as fit a bank.
+inline int64_t slab_per_bank(int64_t bank_cols, int64_t block, int64_t n) {
+  return block >= std::min(bank_cols, n) ? 1 : std::max<int64_t>(1, bank_cols / block);
+}
+
+// Output blocks of `block` columns a K-blocked turn may accumulate at once. A bank each: every
+// bank but two (the next group's first matmuls need not wait for the last evacuations of this
+// one). Narrower blocks, side by side in a bank: half the banks' slots, so the next group
 // accumulates in the other half while this one's (many) blocks are evacuated.
-inline int64_t slab_slots(int64_t psum_banks, int64_t bank_cols, int64_t block) {
-  const int64_t per_bank = std::max<int64_t>(1, bank_cols / std::max<int64_t>(1, block));
+inline int64_t slab_slots(int64_t psum_banks, int64_t bank_cols, int64_t block, int64_t n) {
+  const int64_t per_bank = slab_per_bank(bank_cols, std::max<int64_t>(1, block), n);
   return per_bank == 1 ? std::max<int64_t>(1, psum_banks - 2)
                        : std::max<int64_t>(1, psum_banks / 2) * per_bank;
 }

@@ -103,7 +103,10 @@ void LoweringContext::choose_matmul_schedule(const Node& n) {
   today.narrow = narrow_matmul(*this, n);
   today.k_blocked = slab_cols(*this, n) > 0;
   today.b_whole = !streamed;
-  today.panel_cols = streamed ? panel_cols(*this, n) : std::min(f.moving_cols, f.N);
+  // K-blocked, the rules' blocks are a bank wide (panel_cols is then the full-K panel's width,
+  // which K-blocking replaces).
+  today.panel_cols =
+      streamed && !today.k_blocked ? panel_cols(*this, n) : std::min(f.moving_cols, f.N);
   today.buffers = today.k_blocked ? kSlabs : 2;
   today.a_route = stationary_route(*this, n);
   today.window_tiles = std::max<int64_t>(1, window_fit(n).first);

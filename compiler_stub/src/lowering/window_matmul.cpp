@@ -63,8 +63,10 @@ int64_t window_images(const LoweringContext& ctx, const WindowFacts& w, const No
 }
 
 // The route's time: the array's multiplies, one evacuation per output block, x and W read once
-// (a plane per descriptor row, a W row of KH·KW·OC per partition), then the first image's
-// planes and W before the first multiply.
+// (a plane per descriptor row, a W row of KH·KW·OC per partition; folded, an input row per
+// descriptor row and KW·OC per partition), then the first image's planes and W before the
+// first multiply, and, where one image's planes fit at a time (window_images), every later
+// image's planes too (they load after the image before, not beside it).
 MatmulCost predict_window(const LoweringContext& ctx, const WindowFacts& w, const Node& n,
                           int64_t fold) {
   const isa::CostHints& h = ctx.arch().costs;
@@ -97,6 +99,8 @@ MatmulCost predict_window(const LoweringContext& ctx, const WindowFacts& w, cons
   const double rate = h.hbm_gb_per_s > 0 ? std::min(rate_all, h.hbm_gb_per_s) : rate_all;
   const double latency = double(h.dma_issue_ns + h.hbm_latency_ns);
   c.prologue_ns = double(h.launch_ns) + latency + (x_pay / double(w.N) + w_pay) / rate;
+  if (window_images(ctx, w, n, fold) == 1)
+    c.prologue_ns += double(w.N - 1) * x_pay / double(w.N) / rate;
   c.epilogue_ns = double(h.vector_fixed_ns) + double(h.tensor_latency_cycles) * cycle_ns +
                   double(h.lane_access_ns);
   return c;
