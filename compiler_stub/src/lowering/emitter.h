@@ -160,4 +160,19 @@ class Emitter {
   int m_cc_queue = -1;              // collective_queue(), once made
 };
 
+// Loads cut fine (Emitter::set_fine_loads) while in scope; the setting before comes back after.
+class FineLoadsScope {
+ public:
+  FineLoadsScope(Emitter& e, bool on) : m_emitter(e), m_was(e.fine_loads()) {
+    e.set_fine_loads(on);
+  }
+  ~FineLoadsScope() { m_emitter.set_fine_loads(m_was); }
+  FineLoadsScope(const FineLoadsScope&) = delete;
+  FineLoadsScope& operator=(const FineLoadsScope&) = delete;
+
+ private:
+  Emitter& m_emitter;
+  bool m_was;
+};
+
 }  // namespace wallsim::compiler_stub::lowering

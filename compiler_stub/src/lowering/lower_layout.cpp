@@ -402,6 +402,16 @@ const char* name_of(TransposeRoute r) {
 
 double ResourceNs::bound() const { return std::max({tensor, lanes, dma}); }
 
+// The row tiles of an [n x K] block that transpose_rows_into transposes side by side into one
+// PSUM bank (fp32 columns) and copies out at once: cheapest_transpose's `per_copy`.
+namespace {
+int64_t tiles_per_copy(const LoweringContext& ctx, int64_t n) {
+  const int64_t T = ctx.tile_rows(), rows = std::min(T, n);
+  return std::max<int64_t>(
+      1, std::min<int64_t>((n + T - 1) / T, ctx.arch().psum.bank_bytes / 4 / rows));
+}
+}  // namespace
+
 // Per row tile of [rows x cols]: the array does one transpose (rows moving columns) and one
 // evacuation (rows elements a partition, on the vector or scalar engine: half of it each) per
 // chunk, after the row tile's contiguous load; a DMA route only loads, paying its chunks
@@ -512,11 +522,7 @@ TransposeRoute batch_b_route(const LoweringContext& ctx, const Node& n, const Vi
   const double ob = double(isa::dtype_bytes(n.type.dtype));
   base.dma = double(M) * (double(K) * ab + double(N) * ob) / n_tiles /
              (h.dma_gb_per_s * ctx.arch().dma.engines);
-  // transpose_rows_into puts a bank's worth of N tiles side by side: one copy for them.
-  const int64_t rows = std::min(T, N);
-  const int64_t per_copy =
-      std::min<int64_t>((N + T - 1) / T, ctx.arch().psum.bank_bytes / 4 / rows);
-  return cheapest_transpose(ctx, rows, K, b.dtype, chunk, base, per_copy);
+  return cheapest_transpose(ctx, std::min(T, N), K, b.dtype, chunk, base, tiles_per_copy(ctx, N));
 }
 
 // [batch, K, N] `v` (reading HBM transposed) into tiles `bt` of its shape by the array: per
@@ -533,12 +539,7 @@ bool transpose_rows_into(LoweringContext& ctx, const ViewDesc& v, DType dt, cons
   const ViewDesc u = *untransposed(v);
   const int64_t batches = v.groups[0][0].size, K = v.groups[1][0].size;
   const int64_t bank_cols = ctx.arch().psum.bank_bytes / 4;
-  struct FineLoads {
-    LoweringContext& ctx;
-    bool was;
-    ~FineLoads() { ctx.set_fine_loads(was); }
-  } fine{ctx, ctx.fine_loads()};
-  ctx.set_fine_loads(fine.was || batches > 1);
+  const FineLoadsScope fine(ctx, ctx.fine_loads() || batches > 1);
   auto load = [&](int64_t e) {
     ViewDesc ue = u;
     ue.offset += e * u.groups[0][0].stride;
@@ -608,9 +609,7 @@ std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
   };
   const int64_t rows = std::min(T, N);
   const double blocks = double((N + T - 1) / T * ((K + arch.tensor.rows - 1) / arch.tensor.rows));
-  // transpose_rows_into: a bank's worth of N tiles side by side, one copy for them
-  const int64_t per_copy =
-      std::max<int64_t>(1, std::min<int64_t>((N + T - 1) / T, arch.psum.bank_bytes / 4 / rows));
+  const int64_t per_copy = tiles_per_copy(ctx, N);
   const double view_ns = h.dma_engine_bytes(bytes, bytes / chunk) * over((K + T - 1) / T);
   const double array_ns =
       h.dma_engine_bytes(bytes, double(N)) *
@@ -626,10 +625,11 @@ std::optional<Tiles> matmul_b_by_array(LoweringContext& ctx, const Node& n) {
   if (!ctx.ensure_hbm(v.base)) return std::nullopt;
   // With one row tile of A every multiply waits for all of B^T: B's rows are then cut finely
   // too, for the latency of the load rather than its throughput alone.
-  const bool was = ctx.fine_loads();
-  if (view_of(ctx.type_of(n.inputs[0])).rows <= T) ctx.set_fine_loads(true);
-  auto t = load_batch_b_by_array(ctx, v, dt);
-  ctx.set_fine_loads(was);
+  std::optional<Tiles> t;
+  {
+    const FineLoadsScope fine(ctx, ctx.fine_loads() || view_of(ctx.type_of(n.inputs[0])).rows <= T);
+    t = load_batch_b_by_array(ctx, v, dt);
+  }
   if (t) ctx.adopt_tiles(bid, *t);  // later row windows and other readers take it as it is
   return t;
 }

@@ -413,11 +413,7 @@ LowerResult lower_matmul(LoweringContext& ctx, const Node& n) {
   const MatmulBlocking blocking = matmul_blocking(ctx, n);
   // A schedule that loads A and B in the order the multiplies read them cuts them fine.
   const MatmulSchedule* point = ctx.matmul_schedule(n.id);
-  struct FineLoads {
-    LoweringContext& ctx;
-    ~FineLoads() { ctx.set_fine_loads(false); }
-  } fine_loads{ctx};
-  ctx.set_fine_loads(point && point->fine_loads);
+  const FineLoadsScope fine_loads(ctx, point && point->fine_loads);
   const bool narrow = blocking.narrow;
   Narrow nw;
   std::optional<Tiles> a;
